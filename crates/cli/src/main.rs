@@ -1,0 +1,119 @@
+//! `kafkascope`: the engine from a terminal.
+//!
+//! The CLI is a thin driver: it parses arguments, calls the engine and prints
+//! the answer. Anything it computes, the web app and the JavaScript API
+//! compute the same way, because all three call the same engine functions.
+
+use std::process::ExitCode;
+
+use std::io::Read;
+
+use kafkascope_engine::groups::assignors::{assign, GroupInput, Strategy};
+use kafkascope_engine::partitioning::{murmur2, partition_for_key};
+
+const USAGE: &str = "\
+usage: kafkascope <command> [options]
+
+commands:
+  partition --partitions N KEY...   print, for each key: key, murmur2, partition
+  assign --strategy S               read a group as JSON on stdin, print its assignment as JSON
+                                    (S: range, roundrobin)
+  help                              print this text";
+
+fn main() -> ExitCode {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    match run(&arguments) {
+        Ok(output) => {
+            print!("{output}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("kafkascope: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs one command line and returns what to print, or a one-line error.
+fn run(arguments: &[String]) -> Result<String, String> {
+    match arguments.first().map(String::as_str) {
+        Some("partition") => partition(&arguments[1..]),
+        Some("assign") => {
+            let mut input = String::new();
+            std::io::stdin()
+                .read_to_string(&mut input)
+                .map_err(|error| format!("cannot read stdin: {error}"))?;
+            assign_command(&arguments[1..], &input)
+        }
+        Some("help" | "--help" | "-h") | None => Ok(format!("{USAGE}\n")),
+        Some(other) => Err(format!("unknown command {other:?}; try `kafkascope help`")),
+    }
+}
+
+/// `kafkascope partition --partitions N KEY...`: keys are strings, hashed as
+/// their UTF-8 bytes (Kafka's StringSerializer). One tab-separated line per
+/// key: the key, its murmur2, its partition.
+fn partition(arguments: &[String]) -> Result<String, String> {
+    let mut partition_count: Option<u32> = None;
+    let mut keys = Vec::new();
+    let mut rest = arguments.iter();
+    while let Some(argument) = rest.next() {
+        if argument == "--partitions" || argument == "-p" {
+            let value = rest.next().ok_or("--partitions needs a number")?;
+            partition_count = Some(parse_partition_count(value)?);
+        } else if let Some(value) = argument.strip_prefix("--partitions=") {
+            partition_count = Some(parse_partition_count(value)?);
+        } else if argument == "--" {
+            keys.extend(rest.by_ref().cloned());
+        } else if argument.starts_with("--") {
+            return Err(format!("unknown option {argument:?} for partition"));
+        } else {
+            keys.push(argument.clone());
+        }
+    }
+    let partition_count = partition_count.ok_or("partition needs --partitions N")?;
+    if keys.is_empty() {
+        return Err("partition needs at least one KEY".into());
+    }
+    let mut output = String::new();
+    for key in keys {
+        let bytes = key.as_bytes();
+        let partition = partition_for_key(bytes, partition_count).expect("count checked to be at least 1");
+        output.push_str(&format!("{key}\t{}\t{partition}\n", murmur2(bytes)));
+    }
+    Ok(output)
+}
+
+fn parse_partition_count(value: &str) -> Result<u32, String> {
+    match value.parse::<u32>() {
+        Ok(count) if count >= 1 => Ok(count),
+        _ => Err(format!("--partitions must be a whole number of at least 1, got {value:?}")),
+    }
+}
+
+/// `kafkascope assign --strategy S`: `input` is the group as JSON
+/// (`{"topics": {...}, "members": [...]}`); the answer is
+/// `{"memberId": ["topic-partition", ...]}`.
+fn assign_command(arguments: &[String], input: &str) -> Result<String, String> {
+    let mut strategy = None;
+    let mut rest = arguments.iter();
+    while let Some(argument) = rest.next() {
+        let value = if argument == "--strategy" || argument == "-s" {
+            rest.next().ok_or("--strategy needs a name")?.as_str()
+        } else if let Some(value) = argument.strip_prefix("--strategy=") {
+            value
+        } else {
+            return Err(format!("unknown option {argument:?} for assign"));
+        };
+        strategy = Some(Strategy::from_name(value).ok_or_else(|| {
+            let names: Vec<&str> = Strategy::ALL.iter().map(|strategy| strategy.name()).collect();
+            format!("unknown strategy {value:?}; choose one of {}", names.join(", "))
+        })?);
+    }
+    let strategy = strategy.ok_or("assign needs --strategy S")?;
+    let group: GroupInput =
+        serde_json::from_str(input).map_err(|error| format!("bad group JSON on stdin: {error}"))?;
+    let assignment = assign(strategy, &group);
+    let json = serde_json::to_string(&assignment).map_err(|error| error.to_string())?;
+    Ok(format!("{json}\n"))
+}

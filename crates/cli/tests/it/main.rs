@@ -1,0 +1,83 @@
+//! The `kafkascope` binary as a user runs it.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn kafkascope(arguments: &[&str]) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_kafkascope"))
+        .args(arguments)
+        .output()
+        .expect("run kafkascope");
+    (
+        output.status.success(),
+        String::from_utf8(output.stdout).expect("utf-8 stdout"),
+        String::from_utf8(output.stderr).expect("utf-8 stderr"),
+    )
+}
+
+#[test]
+fn partition_prints_key_murmur2_and_partition() {
+    // "" -> murmur2 275646681 -> partition 9 of 12; "abc" -> 479470107 (UtilsTest).
+    let (ok, stdout, _) = kafkascope(&["partition", "--partitions", "12", "", "abc"]);
+    assert!(ok);
+    assert_eq!(stdout, "\t275646681\t9\nabc\t479470107\t3\n");
+}
+
+#[test]
+fn partition_rejects_a_zero_count_in_one_line() {
+    let (ok, stdout, stderr) = kafkascope(&["partition", "--partitions", "0", "k"]);
+    assert!(!ok);
+    assert!(stdout.is_empty());
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--partitions"), "{stderr}");
+}
+
+#[test]
+fn unknown_command_is_an_error() {
+    let (ok, _, stderr) = kafkascope(&["frobnicate"]);
+    assert!(!ok);
+    assert!(stderr.contains("unknown command"));
+}
+
+fn kafkascope_with_stdin(arguments: &[&str], stdin: &str) -> (bool, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kafkascope"))
+        .args(arguments)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kafkascope");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    let output = child.wait_with_output().expect("wait");
+    (
+        output.status.success(),
+        String::from_utf8(output.stdout).expect("utf-8 stdout"),
+        String::from_utf8(output.stderr).expect("utf-8 stderr"),
+    )
+}
+
+#[test]
+fn assign_range_prints_kafkas_assignment_as_json() {
+    // RangeAssignor javadoc: two consumers, two topics of three partitions.
+    let group = r#"{"topics": {"t0": 3, "t1": 3},
+        "members": [{"memberId": "C0", "topics": ["t0", "t1"]}, {"memberId": "C1", "topics": ["t0", "t1"]}]}"#;
+    let (ok, stdout, stderr) = kafkascope_with_stdin(&["assign", "--strategy", "range"], group);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "{\"C0\":[\"t0-0\",\"t0-1\",\"t1-0\",\"t1-1\"],\"C1\":[\"t0-2\",\"t1-2\"]}\n");
+}
+
+#[test]
+fn assign_names_the_bad_field_in_one_line() {
+    let group = r#"{"topics": {"t0": 3}, "members": [{"topics": ["t0"]}]}"#;
+    let (ok, _, stderr) = kafkascope_with_stdin(&["assign", "--strategy", "roundrobin"], group);
+    assert!(!ok);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("memberId"), "{stderr}");
+}
+
+#[test]
+fn assign_rejects_an_unknown_strategy() {
+    let (ok, _, stderr) = kafkascope_with_stdin(&["assign", "--strategy", "fair"], "{}");
+    assert!(!ok);
+    assert!(stderr.contains("unknown strategy"), "{stderr}");
+}

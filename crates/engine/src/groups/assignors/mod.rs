@@ -1,0 +1,232 @@
+//! Consumer-group partition assignors, as Kafka's own classes compute them.
+//!
+//! An assignor takes the topics (with their partition counts) and the
+//! group's members (with their subscriptions and, for the sticky assignors,
+//! what they owned before) and decides which member owns which partition.
+//! Each strategy here reproduces one Kafka class exactly, including its
+//! tie-breaks, so a learner sees the assignment a real group would get.
+
+mod range;
+mod round_robin;
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::java::compare_strings;
+
+/// A partition of a topic, written `topic-partition` as Kafka prints it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TopicPartition {
+    /// The topic's name.
+    pub topic: String,
+    /// The partition's index within the topic.
+    pub partition: u32,
+}
+
+impl TopicPartition {
+    /// A partition of `topic`.
+    pub fn new(topic: impl Into<String>, partition: u32) -> Self {
+        TopicPartition { topic: topic.into(), partition }
+    }
+
+    /// Parses Kafka's `topic-partition` notation (the last `-` splits, since
+    /// topic names may contain dashes).
+    pub fn parse(text: &str) -> Option<TopicPartition> {
+        let (topic, partition) = text.rsplit_once('-')?;
+        if topic.is_empty() || partition.is_empty() || !partition.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        Some(TopicPartition::new(topic, partition.parse().ok()?))
+    }
+}
+
+impl Serialize for TopicPartition {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for TopicPartition {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        TopicPartition::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!("{text:?} is not a partition such as \"orders-0\""))
+        })
+    }
+}
+
+impl fmt::Display for TopicPartition {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// One member of a group as an assignor sees it. In JSON (the CLI's and
+/// the JavaScript API's input) fields are camelCase, as in the vector files.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Member {
+    /// The member id the coordinator gave it.
+    pub member_id: String,
+    /// `group.instance.id` for a static member.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_instance_id: Option<String>,
+    /// The topics it subscribes to.
+    pub topics: Vec<String>,
+    /// The partitions it owned in the previous generation (sticky assignors).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owned: Vec<TopicPartition>,
+    /// The generation of `owned`; `None` is Kafka's DEFAULT_GENERATION (-1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i32>,
+}
+
+/// Everything an assignor needs to decide.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupInput {
+    /// Topic name to partition count, as the metadata knows them.
+    pub topics: BTreeMap<String, u32>,
+    /// The members, in the order the coordinator listed them.
+    pub members: Vec<Member>,
+    /// Topic name to Kafka topic id (a `Uuid` string), for the server-side
+    /// assignors, whose tie-breaks depend on topic ids.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub topic_ids: BTreeMap<String, String>,
+    /// How the server-side assignors see the group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<ServerOptions>,
+}
+
+/// Options that mirror how Kafka's server-side assignor tests build a group.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerOptions {
+    /// The map that holds the members: production uses a `HashMap`, Kafka's
+    /// tests a `TreeMap` (sorted by member id). It decides iteration order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map: Option<MemberMap>,
+    /// Forces the subscription type; otherwise it is homogeneous exactly when
+    /// every member subscribes to the same topics.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub subscription_type: Option<SubscriptionType>,
+}
+
+/// The Java map type holding a group's members on the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemberMap {
+    /// `java.util.TreeMap`: iteration sorted by member id.
+    Treemap,
+    /// `java.util.HashMap`: iteration in hash-bucket order.
+    Hashmap,
+}
+
+/// KIP-848's subscription type (`SubscriptionType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum SubscriptionType {
+    /// Every member subscribes to the same topics.
+    Homogeneous,
+    /// Subscriptions differ.
+    Heterogeneous,
+}
+
+/// The outcome: for every member, its partitions in the order the assignor
+/// produced them.
+pub type Assignment = BTreeMap<String, Vec<TopicPartition>>;
+
+/// The assignors a learner can choose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Strategy {
+    /// Client-side `RangeAssignor` (`range`).
+    Range,
+    /// Client-side `RoundRobinAssignor` (`roundrobin`).
+    RoundRobin,
+    /// KIP-848 server-side `RangeAssignor` (`server-range`; Kafka calls it
+    /// `range` in `group.consumer.assignors`).
+    ServerRange,
+}
+
+impl Strategy {
+    /// Every strategy, in the order the UI lists them.
+    pub const ALL: [Strategy; 3] = [Strategy::Range, Strategy::RoundRobin, Strategy::ServerRange];
+
+    /// The name Kafka uses for the strategy.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Range => "range",
+            Strategy::RoundRobin => "roundrobin",
+            Strategy::ServerRange => "server-range",
+        }
+    }
+
+    /// Looks a strategy up by its Kafka name.
+    pub fn from_name(name: &str) -> Option<Strategy> {
+        Strategy::ALL.into_iter().find(|strategy| strategy.name() == name)
+    }
+}
+
+/// Computes the assignment Kafka's assignor for `strategy` gives.
+pub fn assign(strategy: Strategy, input: &GroupInput) -> Assignment {
+    match strategy {
+        Strategy::Range => range::assign(input),
+        Strategy::RoundRobin => round_robin::assign(input),
+        // In the Kafka snapshot we follow, the server-side range assignor is
+        // not sticky: it computes the same per-topic ranges as the client's,
+        // over members in the same order, whatever they owned
+        // (`group-coordinator/.../assignor/RangeAssignor.java`).
+        Strategy::ServerRange => range::assign(input),
+    }
+}
+
+/// Kafka's member order (`AbstractPartitionAssignor.MemberInfo#compareTo`):
+/// static members first, by `group.instance.id`; then dynamic members by
+/// member id. Strings compare as Java does (UTF-16 code units).
+pub(crate) fn member_order(left: &Member, right: &Member) -> Ordering {
+    match (&left.group_instance_id, &right.group_instance_id) {
+        (Some(left_instance), Some(right_instance)) => compare_strings(left_instance, right_instance)
+            .then_with(|| compare_strings(&left.member_id, &right.member_id)),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => compare_strings(&left.member_id, &right.member_id),
+    }
+}
+
+/// An empty assignment listing every member, as Kafka's assignors return
+/// members that get nothing with an empty list.
+pub(crate) fn empty_assignment(input: &GroupInput) -> Assignment {
+    input
+        .members
+        .iter()
+        .map(|member| (member.member_id.clone(), Vec::new()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_partitions_parse_with_dashes_in_the_topic() {
+        assert_eq!(TopicPartition::parse("my-topic-12"), Some(TopicPartition::new("my-topic", 12)));
+        assert_eq!(TopicPartition::parse("topic"), None);
+        assert_eq!(TopicPartition::parse("topic-x"), None);
+        assert_eq!(TopicPartition::parse("-3"), None);
+        assert_eq!(TopicPartition::new("t", 3).to_string(), "t-3");
+    }
+
+    #[test]
+    fn static_members_sort_before_dynamic_ones() {
+        let dynamic = Member { member_id: "a".into(), ..Member::default() };
+        let static_member = Member {
+            member_id: "z".into(),
+            group_instance_id: Some("instance".into()),
+            ..Member::default()
+        };
+        assert_eq!(member_order(&static_member, &dynamic), Ordering::Less);
+    }
+}

@@ -1,0 +1,110 @@
+//! Assignors against Kafka's own outputs (`vectors-assignors.json`).
+//!
+//! Each step's `kafka_output` is what Kafka's assignor class returned for the
+//! step's input. Where a unit test pinned the answer (`expected_by_test`), the
+//! step's `compare` says whether order matters; otherwise the output must be
+//! Kafka's exactly, order included.
+
+use std::collections::BTreeMap;
+
+use kafkascope_engine::groups::assignors::{assign, Assignment, GroupInput, Member, Strategy, TopicPartition};
+use serde_json::Value;
+
+use crate::vectors::load;
+
+/// The vector files' assignor names for the strategies implemented so far.
+fn strategy_for(vector_name: &str) -> Option<Strategy> {
+    match vector_name {
+        "range" => Some(Strategy::Range),
+        "roundrobin" => Some(Strategy::RoundRobin),
+        "server-range" => Some(Strategy::ServerRange),
+        _ => None,
+    }
+}
+
+fn parse_partitions(value: &Value) -> Vec<TopicPartition> {
+    value
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .map(|item| TopicPartition::parse(item.as_str().expect("string")).expect("topic-partition"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn parse_input(input: &Value) -> GroupInput {
+    // The CLI's JSON shape must read every vector input as it is.
+    let via_serde: GroupInput = serde_json::from_value(input.clone()).expect("the CLI accepts the vector input");
+    let topics = input["topics"]
+        .as_object()
+        .expect("topics")
+        .iter()
+        .map(|(name, count)| (name.clone(), count.as_u64().expect("count") as u32))
+        .collect();
+    let members = input["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .map(|member| Member {
+            member_id: member["memberId"].as_str().expect("memberId").to_string(),
+            group_instance_id: member["groupInstanceId"].as_str().map(str::to_string),
+            topics: member["topics"]
+                .as_array()
+                .expect("topics")
+                .iter()
+                .map(|topic| topic.as_str().expect("topic").to_string())
+                .collect(),
+            owned: parse_partitions(&member["owned"]),
+            generation: member["generation"].as_i64().map(|generation| generation as i32),
+        })
+        .collect();
+    let parsed = GroupInput { topics, members, ..via_serde.clone() };
+    assert_eq!(parsed, via_serde, "serde and the hand parser agree");
+    parsed
+}
+
+fn parse_assignment(value: &Value) -> Assignment {
+    value
+        .as_object()
+        .expect("assignment")
+        .iter()
+        .map(|(member, partitions)| (member.clone(), parse_partitions(partitions)))
+        .collect()
+}
+
+fn as_sets(assignment: &Assignment) -> BTreeMap<String, Vec<TopicPartition>> {
+    assignment
+        .iter()
+        .map(|(member, partitions)| {
+            let mut sorted = partitions.clone();
+            sorted.sort();
+            (member.clone(), sorted)
+        })
+        .collect()
+}
+
+#[test]
+fn implemented_assignors_match_kafka() {
+    let vectors = load("vectors-assignors.json");
+    let mut checked = 0;
+    for case in vectors["cases"].as_array().expect("cases") {
+        let Some(strategy) = strategy_for(case["assignor"].as_str().expect("assignor")) else {
+            continue;
+        };
+        let id = case["id"].as_str().expect("id");
+        for (step_index, step) in case["steps"].as_array().expect("steps").iter().enumerate() {
+            let input = parse_input(&step["input"]);
+            let actual = assign(strategy, &input);
+            let expected = parse_assignment(&step["kafka_output"]);
+            let order_matters = step["expected_by_test"].is_null() || step["compare"] == "list";
+            if order_matters {
+                assert_eq!(actual, expected, "{id} step {step_index}");
+            } else {
+                assert_eq!(as_sets(&actual), as_sets(&expected), "{id} step {step_index}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 15, "only {checked} steps of implemented assignors were found");
+}

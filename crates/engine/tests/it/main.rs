@@ -1,0 +1,6 @@
+//! The engine's integration tests: Kafka's own behaviour, read from the
+//! shared vector files, checked against the engine's public API.
+
+mod assignors;
+mod partitioning;
+mod vectors;

@@ -1,0 +1,23 @@
+//! The JavaScript API run in a real browser (headless Chromium through
+//! `wasm-bindgen-test-runner`): the engine compiled to wasm must give the
+//! same answers as natively.
+
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+#[wasm_bindgen_test]
+fn murmur2_in_wasm_matches_kafka_utils_test() {
+    assert_eq!(kafkascope_js::murmur2("21"), -973932308);
+    assert_eq!(kafkascope_js::murmur2("foobar"), -790332482);
+    assert_eq!(kafkascope_js::murmur2("a-little-bit-long-string"), -985981536);
+    assert_eq!(kafkascope_js::murmur2("lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8"), -58897971);
+}
+
+#[wasm_bindgen_test]
+fn partition_for_in_wasm_matches_kafka() {
+    // From vectors-partitioning.json: "" hashes to 275646681, 12 partitions -> 9.
+    assert_eq!(kafkascope_js::partition_for("", 12.0).ok(), Some(9));
+    assert!(kafkascope_js::partition_for("key", 0.0).is_err());
+    assert!(kafkascope_js::partition_for("key", 2.5).is_err());
+}

@@ -1,0 +1,9 @@
+//! The kafkascope web app (Yew).
+//!
+//! The app renders *view models*: plain structs computed from engine answers
+//! by ordinary Rust functions (see [`view_model`]). Components only lay those
+//! out and turn clicks and keystrokes into inputs, so everything the page
+//! shows can be tested natively, without a browser.
+
+pub mod app;
+pub mod view_model;

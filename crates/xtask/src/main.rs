@@ -1,0 +1,126 @@
+//! `cargo xtask`: the one entry point for building, serving and testing
+//! kafkascope.
+//!
+//! It turns a fresh machine into one that can build the web app: it finds a
+//! way to compile for `wasm32-unknown-unknown` (rustup's target, or Debian's
+//! `rustc-web` with `-Zbuild-std` where rustup cannot download it), installs
+//! the pinned tools from `tools.toml`, and then runs them. Every step checks
+//! before it installs, so a second run installs nothing.
+
+mod pins;
+mod process;
+mod serve;
+mod setup;
+mod site;
+mod test;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <command> [options]
+
+commands:
+  serve [--port N] [--base /PATH/]   build the app (installing what is missing) and serve it on 127.0.0.1
+  test                               run every test: native, wasm in headless Chromium, end-to-end in Chromium
+  build [--base /PATH/]              build the static site into dist/ and print artifact sizes
+  setup [--browser]                  only install what is missing (--browser: Chromium and Playwright too)
+  help                               print this text";
+
+/// The outcome of a command: `Err` carries one sentence for the user.
+pub type Outcome<T = ()> = Result<T, String>;
+
+fn main() -> ExitCode {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    match run(&arguments) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(arguments: &[String]) -> Outcome {
+    let command = arguments.first().map(String::as_str).unwrap_or("help");
+    let options = Options::parse(&arguments[arguments.len().min(1)..])?;
+    match command {
+        "serve" => serve::serve_command(&options),
+        "test" => test::test_command(&options),
+        "build" => {
+            let toolchain = setup::ensure_web_build_tools()?;
+            site::build_release(&toolchain).map(|_| ())
+        }
+        "setup" => {
+            setup::ensure_web_build_tools()?;
+            if options.browser {
+                setup::ensure_browser()?;
+            }
+            println!("xtask: everything is installed");
+            Ok(())
+        }
+        "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        other => Err(format!("unknown command {other:?}; run `cargo xtask help`")),
+    }
+}
+
+/// Options shared by the commands.
+#[derive(Debug, Default)]
+pub struct Options {
+    /// Port for `serve`; the first free port from 8080 when not given.
+    pub port: Option<u16>,
+    /// The sub-path the site is served under, such as `/kafkascope/`.
+    pub base: String,
+    /// `setup --browser`: also install Chromium and Playwright.
+    pub browser: bool,
+}
+
+impl Options {
+    fn parse(arguments: &[String]) -> Outcome<Options> {
+        let mut options = Options { base: "/".into(), ..Options::default() };
+        let mut rest = arguments.iter();
+        while let Some(argument) = rest.next() {
+            match argument.as_str() {
+                "--port" => {
+                    let value = rest.next().ok_or("--port needs a number")?;
+                    options.port = Some(value.parse().map_err(|_| format!("--port must be a port number, got {value:?}"))?);
+                }
+                "--base" => {
+                    let value = rest.next().ok_or("--base needs a path such as /kafkascope/")?;
+                    options.base = normalize_base(value);
+                }
+                "--browser" => options.browser = true,
+                other => return Err(format!("unknown option {other:?}; run `cargo xtask help`")),
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// `kafkascope` or `/kafkascope` become `/kafkascope/`.
+fn normalize_base(value: &str) -> String {
+    let trimmed = value.trim_matches('/');
+    if trimmed.is_empty() {
+        "/".into()
+    } else {
+        format!("/{trimmed}/")
+    }
+}
+
+/// The repository root (the xtask lives in `crates/xtask`).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the xtask crate sits inside the repository")
+}
+
+/// The cargo target directory, shared by every build of the workspace.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"))
+}

@@ -1,0 +1,76 @@
+//! `cargo xtask test`: every test, in three stages, stopping at the first
+//! failing stage:
+//!
+//! 1. native unit and integration tests of every crate (`cargo test --workspace`);
+//! 2. `#[wasm_bindgen_test]`s compiled to wasm32 and run in headless Chromium
+//!    by `wasm-bindgen-test-runner` through ChromeDriver;
+//! 3. Playwright end-to-end tests (`tests/e2e/*.test.cjs`, Node's test
+//!    runner) against the release build served on 127.0.0.1 under a
+//!    sub-path, writing screenshots to `target/e2e-artifacts/`.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::process::run;
+use crate::serve::{bind, serve_forever};
+use crate::setup::{ensure_browser, ensure_web_build_tools, Browser, WebToolchain};
+use crate::{repo_root, site, target_dir, Options, Outcome};
+
+/// The sub-path the e2e tests load the site from, so that a build which only
+/// works at `/` fails the tests.
+const E2E_BASE: &str = "/kafkascope/";
+
+pub fn test_command(_options: &Options) -> Outcome {
+    let toolchain = ensure_web_build_tools()?;
+    let browser = ensure_browser()?;
+    native_tests()?;
+    wasm_tests(&toolchain, &browser)?;
+    end_to_end_tests(&toolchain, &browser)
+}
+
+fn native_tests() -> Outcome {
+    println!("\nxtask: [1/3] native tests");
+    run(Command::new("cargo").args(["test", "--workspace"]).current_dir(repo_root()))
+}
+
+fn wasm_tests(toolchain: &WebToolchain, browser: &Browser) -> Outcome {
+    println!("\nxtask: [2/3] wasm tests in headless Chromium");
+    run(toolchain
+        .command("cargo")
+        .args(["test", "--target", "wasm32-unknown-unknown", "--package", "kafkascope-js"])
+        .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", "wasm-bindgen-test-runner")
+        .env("CHROMEDRIVER", &browser.chromedriver)
+        .env("WASM_BINDGEN_TEST_TIMEOUT", "120")
+        .current_dir(repo_root()))
+}
+
+fn end_to_end_tests(toolchain: &WebToolchain, browser: &Browser) -> Outcome {
+    println!("\nxtask: [3/3] end-to-end tests in Chromium (Playwright)");
+    let dist = site::build_release(toolchain)?;
+    let listener = bind(Some(0))?;
+    let port = listener.local_addr().map_err(|error| error.to_string())?.port();
+    std::thread::spawn(move || serve_forever(listener, dist, E2E_BASE.to_string()));
+
+    let root = repo_root();
+    let mut test_files: Vec<PathBuf> = std::fs::read_dir(root.join("tests/e2e"))
+        .map_err(|error| format!("cannot list tests/e2e: {error}"))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.to_string_lossy().ends_with(".test.cjs"))
+        .collect();
+    test_files.sort();
+    let artifacts = target_dir().join("e2e-artifacts");
+    std::fs::create_dir_all(&artifacts).map_err(|error| format!("cannot create {}: {error}", artifacts.display()))?;
+
+    run(toolchain
+        .command("node")
+        .arg("--test")
+        .args(&test_files)
+        .env("NODE_PATH", &toolchain.node_modules)
+        .env("KAFKASCOPE_URL", format!("http://127.0.0.1:{port}{E2E_BASE}"))
+        .env("KAFKASCOPE_ARTIFACTS", &artifacts)
+        .env("KAFKASCOPE_CLI", target_dir().join("debug/kafkascope"))
+        .env("CHROMIUM", &browser.chromium)
+        .current_dir(&root))?;
+    println!("xtask: screenshots are in {}", artifacts.display());
+    Ok(())
+}

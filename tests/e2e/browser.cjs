@@ -1,0 +1,60 @@
+// Shared set-up for the end-to-end tests: launches Debian's Chromium through
+// playwright-core and records console errors and failed requests, so every
+// test can assert the page loaded cleanly.
+'use strict';
+
+const path = require('node:path');
+const { chromium } = require('playwright-core');
+
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-quic',
+  '--no-first-run',
+];
+
+/** The served app's URL (set by `cargo xtask test`). */
+const APP_URL = process.env.KAFKASCOPE_URL || 'http://127.0.0.1:8080/';
+/** Where screenshots go for review. */
+const ARTIFACTS = process.env.KAFKASCOPE_ARTIFACTS || path.resolve('target/e2e-artifacts');
+
+async function launch() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: CHROMIUM_ARGS,
+  });
+}
+
+/**
+ * Opens the app in a new page and collects its problems: console errors,
+ * uncaught exceptions, failed requests and HTTP errors.
+ */
+async function openApp(browser, { width = 1280, height = 900, query = '' } = {}) {
+  const page = await browser.newPage({ viewport: { width, height } });
+  const problems = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') {
+      problems.push(`console error: ${message.text()} (${message.location()?.url || 'no url'})`);
+    }
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('requestfailed', (request) =>
+    problems.push(`request failed: ${request.url()} (${request.failure()?.errorText})`));
+  page.on('response', (response) => {
+    if (response.status() >= 400) problems.push(`HTTP ${response.status()}: ${response.url()}`);
+  });
+  await page.goto(APP_URL + query, { waitUntil: 'networkidle' });
+  // The wasm app has started once the first card is on the page.
+  await page.getByTestId('partition').waitFor({ timeout: 30000 });
+  return { page, problems };
+}
+
+function screenshotPath(name) {
+  return path.join(ARTIFACTS, `${name}.png`);
+}
+
+module.exports = { launch, openApp, screenshotPath, APP_URL };
