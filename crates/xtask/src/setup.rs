@@ -77,7 +77,15 @@ pub fn ensure_web_build_tools() -> Outcome<WebToolchain> {
     ensure_cargo_tool("wasm-bindgen", "wasm-bindgen-cli", &pins.wasm_bindgen, false)?;
     ensure_cargo_tool("trunk", "trunk", &pins.trunk, true)?;
     let node_modules = ensure_npm_tools(&pins)?;
-    Ok(WebToolchain { wasm, node_modules })
+    let toolchain = WebToolchain { wasm, node_modules };
+    // trunk runs cargo with --offline, so every crate the wasm build needs
+    // (with -Zbuild-std, the standard library's own dependencies too) must be
+    // downloaded first. Quick when they already are.
+    run(toolchain
+        .command("cargo")
+        .args(["fetch", "--quiet", "--target", "wasm32-unknown-unknown"])
+        .current_dir(crate::repo_root()))?;
+    Ok(toolchain)
 }
 
 fn ensure_wasm_toolchain() -> Outcome<WasmToolchain> {
