@@ -88,3 +88,117 @@ mod compare_tests {
         assert_eq!("\u{1F600}".cmp("\u{FFFD}"), Ordering::Greater);
     }
 }
+
+/// The bucket of a `java.util.HashMap` table of `capacity` (a power of
+/// two) that a key with this `hashCode` falls in: `HashMap#hash` spreads the
+/// high bits down (`h ^ (h >>> 16)`), then the low bits pick the bucket.
+pub fn hash_map_bucket(hash: i32, capacity: usize) -> usize {
+    debug_assert!(capacity.is_power_of_two());
+    let bits = hash as u32;
+    ((bits ^ (bits >> 16)) as usize) & (capacity - 1)
+}
+
+/// The table capacity of a `java.util.HashMap` that started at
+/// `initial_capacity` (16 for `new HashMap<>()`) and then had `size`
+/// distinct keys inserted: it doubles whenever the size passes three
+/// quarters of the capacity.
+pub fn hash_map_capacity(initial_capacity: usize, size: usize) -> usize {
+    let mut capacity = initial_capacity.max(1).next_power_of_two();
+    while size > capacity / 4 * 3 {
+        capacity *= 2;
+    }
+    capacity
+}
+
+/// The initial capacity of `new HashSet<>(collection)` (and
+/// `new HashMap<>(map)`): `max(size / 0.75 + 1, 16)`, rounded up to a power
+/// of two.
+pub fn hash_set_copy_capacity(size: usize) -> usize {
+    let wanted = ((size as f32 / 0.75) as usize + 1).max(16);
+    wanted.next_power_of_two()
+}
+
+/// The order in which a `java.util.HashMap` or `HashSet` iterates keys that
+/// were inserted in the order of `hashes` (each key's `hashCode`), all
+/// distinct, into a table of `capacity` buckets: bucket by bucket, and
+/// within a bucket in insertion order (a resize keeps that order). Returns
+/// indices into `hashes`.
+///
+/// Some of Kafka's assignors iterate members or topics from a `HashMap`, so
+/// their output depends on this order. Treeified buckets (eight or more
+/// colliding keys in a table of 64 or more) are not modelled.
+pub fn hash_map_iteration_order(hashes: &[i32], capacity: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..hashes.len()).collect();
+    // A stable sort keeps insertion order within a bucket.
+    order.sort_by_key(|&index| hash_map_bucket(hashes[index], capacity));
+    order
+}
+
+/// Kafka's `Uuid#hashCode` for a topic id written in Kafka's string form
+/// (22 characters of URL-safe base64 without padding): with `x` the xor of
+/// the two 64-bit halves, `(int)(x >> 32) ^ (int)x`. `None` if `text` is not
+/// a Kafka Uuid.
+pub fn uuid_hash_code(text: &str) -> Option<i32> {
+    let bytes = decode_base64_url(text)?;
+    let bytes: [u8; 16] = bytes.try_into().ok()?;
+    let most_significant = i64::from_be_bytes(bytes[..8].try_into().ok()?);
+    let least_significant = i64::from_be_bytes(bytes[8..].try_into().ok()?);
+    let mixed = most_significant ^ least_significant;
+    Some(((mixed >> 32) as i32) ^ (mixed as i32))
+}
+
+/// Decodes unpadded URL-safe base64 (RFC 4648 §5).
+fn decode_base64_url(text: &str) -> Option<Vec<u8>> {
+    let value_of = |character: u8| -> Option<u32> {
+        Some(match character {
+            b'A'..=b'Z' => character - b'A',
+            b'a'..=b'z' => character - b'a' + 26,
+            b'0'..=b'9' => character - b'0' + 52,
+            b'-' => 62,
+            b'_' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let mut output = Vec::with_capacity(text.len() * 3 / 4);
+    let mut buffer = 0u32;
+    let mut bits = 0;
+    for character in text.bytes() {
+        buffer = (buffer << 6) | value_of(character)?;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            output.push((buffer >> bits) as u8);
+            buffer &= (1 << bits) - 1;
+        }
+    }
+    // A lone 6-bit group cannot end a valid encoding. Leftover bits are
+    // ignored, as Java's `Base64.Decoder` (which Kafka's `Uuid` uses) does.
+    (bits < 6).then_some(output)
+}
+
+#[cfg(test)]
+mod hash_order_tests {
+    use super::*;
+
+    #[test]
+    fn capacity_doubles_past_three_quarters() {
+        assert_eq!(hash_map_capacity(16, 12), 16);
+        assert_eq!(hash_map_capacity(16, 13), 32);
+        assert_eq!(hash_set_copy_capacity(3), 16);
+        assert_eq!(hash_set_copy_capacity(12), 32);
+    }
+
+    #[test]
+    fn consecutive_hashes_iterate_by_bucket() {
+        // consumer1..3 hash to -421004549..-421004547: buckets 14, 15, 12
+        // after spreading, so Java iterates consumer3, consumer2, consumer1.
+        let hashes: Vec<i32> = ["consumer1", "consumer2", "consumer3"].iter().map(|s| string_hash_code(s)).collect();
+        assert_eq!(hash_map_iteration_order(&hashes, 16), vec![2, 1, 0]);
+    }
+
+    #[test]
+    fn bad_uuids_have_no_hash() {
+        assert_eq!(uuid_hash_code("not a uuid"), None);
+        assert_eq!(uuid_hash_code(""), None);
+    }
+}

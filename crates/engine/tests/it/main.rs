@@ -2,5 +2,6 @@
 //! shared vector files, checked against the engine's public API.
 
 mod assignors;
+mod java_ordering;
 mod partitioning;
 mod vectors;
