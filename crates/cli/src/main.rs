@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use std::io::Read;
 
-use kafkascope_engine::groups::assignors::{assign, GroupInput, Strategy};
+use kafkascope_engine::groups::assignors::{assign, report, GroupInput, Strategy};
 use kafkascope_engine::partitioning::{murmur2, partition_for_key};
 
 const USAGE: &str = "\
@@ -16,8 +16,9 @@ usage: kafkascope <command> [options]
 
 commands:
   partition --partitions N KEY...   print, for each key: key, murmur2, partition
-  assign --strategy S               read a group as JSON on stdin, print its assignment as JSON
-                                    (S: range, roundrobin)
+  assign --strategy S [--explain]   read a group as JSON on stdin, print its assignment as JSON
+                                    (S: range, roundrobin, server-range); --explain adds the
+                                    moves, revocations, per-member counts and a reason per partition
   help                              print this text";
 
 fn main() -> ExitCode {
@@ -96,8 +97,13 @@ fn parse_partition_count(value: &str) -> Result<u32, String> {
 /// `{"memberId": ["topic-partition", ...]}`.
 fn assign_command(arguments: &[String], input: &str) -> Result<String, String> {
     let mut strategy = None;
+    let mut explain = false;
     let mut rest = arguments.iter();
     while let Some(argument) = rest.next() {
+        if argument == "--explain" {
+            explain = true;
+            continue;
+        }
         let value = if argument == "--strategy" || argument == "-s" {
             rest.next().ok_or("--strategy needs a name")?.as_str()
         } else if let Some(value) = argument.strip_prefix("--strategy=") {
@@ -114,6 +120,11 @@ fn assign_command(arguments: &[String], input: &str) -> Result<String, String> {
     let group: GroupInput =
         serde_json::from_str(input).map_err(|error| format!("bad group JSON on stdin: {error}"))?;
     let assignment = assign(strategy, &group);
-    let json = serde_json::to_string(&assignment).map_err(|error| error.to_string())?;
+    let json = if explain {
+        serde_json::to_string_pretty(&report(strategy, &group, assignment))
+    } else {
+        serde_json::to_string(&assignment)
+    }
+    .map_err(|error| error.to_string())?;
     Ok(format!("{json}\n"))
 }

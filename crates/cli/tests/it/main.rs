@@ -81,3 +81,20 @@ fn assign_rejects_an_unknown_strategy() {
     assert!(!ok);
     assert!(stderr.contains("unknown strategy"), "{stderr}");
 }
+
+#[test]
+fn assign_explain_reports_moves_revocations_counts_and_reasons() {
+    // b owned t0-0 before; range now gives t0-0 to a (first in member order).
+    let group = r#"{"topics": {"t0": 2}, "members": [
+        {"memberId": "b", "topics": ["t0"], "owned": ["t0-0"]},
+        {"memberId": "a", "topics": ["t0"]}]}"#;
+    let (ok, stdout, stderr) = kafkascope_with_stdin(&["assign", "--strategy", "range", "--explain"], group);
+    assert!(ok, "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(report["assignment"], serde_json::json!({"a": ["t0-0"], "b": ["t0-1"]}));
+    assert_eq!(report["moves"], serde_json::json!([{"partition": "t0-0", "from": "b", "to": "a"}]));
+    assert_eq!(report["revoked"], serde_json::json!({"b": ["t0-0"]}));
+    assert_eq!(report["counts"], serde_json::json!({"a": 1, "b": 1}));
+    let reason = report["reasons"]["t0-1"].as_str().expect("a reason per partition");
+    assert!(reason.contains("b is number 2"), "{reason}");
+}

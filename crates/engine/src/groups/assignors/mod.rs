@@ -7,7 +7,10 @@
 //! tie-breaks, so a learner sees the assignment a real group would get.
 
 mod range;
+mod report;
 mod round_robin;
+
+pub use report::{report, AssignmentReport, PartitionMove};
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;

@@ -1,0 +1,118 @@
+//! What an assignment changed, and why each partition went where it did.
+//!
+//! A learner comparing assignors wants more than the final map: which
+//! partitions moved away from their previous owner, what each member has to
+//! give up, how many partitions each member ends with, and a sentence per
+//! partition explaining the assignor's rule as it applied here.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{member_order, Assignment, GroupInput, Member, Strategy, TopicPartition};
+
+/// One partition changing owner against the previous generation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PartitionMove {
+    /// The partition that moves.
+    pub partition: TopicPartition,
+    /// The member that owned it before.
+    pub from: String,
+    /// The member it is assigned to now.
+    pub to: String,
+}
+
+/// An assignment together with its consequences and reasons.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AssignmentReport {
+    /// Member id to its partitions, as the assignor returned them.
+    pub assignment: Assignment,
+    /// Partitions whose previous owner differs from the new one.
+    pub moves: Vec<PartitionMove>,
+    /// For each member, the partitions it owned and no longer gets.
+    pub revoked: BTreeMap<String, Vec<TopicPartition>>,
+    /// Partitions held back from their new owner this round until the old
+    /// owner has revoked them (the cooperative protocol); empty for eager
+    /// assignors.
+    pub withheld: Vec<TopicPartition>,
+    /// How many partitions each member ends with.
+    pub counts: BTreeMap<String, usize>,
+    /// One sentence per assigned partition: why it went to its owner.
+    pub reasons: BTreeMap<TopicPartition, String>,
+}
+
+/// Builds the report for `assignment`, which `strategy` computed from `input`.
+pub fn report(strategy: Strategy, input: &GroupInput, assignment: Assignment) -> AssignmentReport {
+    let mut new_owner: BTreeMap<&TopicPartition, &str> = BTreeMap::new();
+    for (member, partitions) in &assignment {
+        for partition in partitions {
+            new_owner.insert(partition, member);
+        }
+    }
+    let mut moves = Vec::new();
+    let mut revoked = BTreeMap::new();
+    for member in &input.members {
+        let mut lost = Vec::new();
+        for partition in &member.owned {
+            match new_owner.get(partition) {
+                Some(owner) if *owner == member.member_id => {}
+                Some(owner) => {
+                    moves.push(PartitionMove {
+                        partition: partition.clone(),
+                        from: member.member_id.clone(),
+                        to: owner.to_string(),
+                    });
+                    lost.push(partition.clone());
+                }
+                None => lost.push(partition.clone()),
+            }
+        }
+        if !lost.is_empty() {
+            revoked.insert(member.member_id.clone(), lost);
+        }
+    }
+    moves.sort_by(|left, right| left.partition.cmp(&right.partition));
+    let counts = assignment.iter().map(|(member, partitions)| (member.clone(), partitions.len())).collect();
+    let reasons = reasons(strategy, input, &assignment);
+    AssignmentReport { assignment, moves, revoked, withheld: Vec::new(), counts, reasons }
+}
+
+fn reasons(strategy: Strategy, input: &GroupInput, assignment: &Assignment) -> BTreeMap<TopicPartition, String> {
+    let mut sorted: Vec<&Member> = input.members.iter().collect();
+    sorted.sort_by(|left, right| member_order(left, right));
+    let order_text: Vec<&str> = sorted.iter().map(|member| member.member_id.as_str()).collect();
+    let mut reasons = BTreeMap::new();
+    for (member_id, partitions) in assignment {
+        for partition in partitions {
+            let reason = match strategy {
+                Strategy::Range | Strategy::ServerRange => {
+                    let subscribers: Vec<&str> = sorted
+                        .iter()
+                        .filter(|member| member.topics.contains(&partition.topic))
+                        .map(|member| member.member_id.as_str())
+                        .collect();
+                    let count = input.topics.get(&partition.topic).copied().unwrap_or(0) as usize;
+                    let position = subscribers.iter().position(|id| id == member_id).unwrap_or(0);
+                    let each = count / subscribers.len().max(1);
+                    let extra = count % subscribers.len().max(1);
+                    format!(
+                        "range splits {}'s {count} partitions into consecutive blocks over its {} subscribers \
+                         in member order ({}): {each} each, and one more for the first {extra}; \
+                         {member_id} is number {} in that order",
+                        partition.topic,
+                        subscribers.len(),
+                        subscribers.join(", "),
+                        position + 1
+                    )
+                }
+                Strategy::RoundRobin => format!(
+                    "roundrobin deals every subscribed partition, topic by topic in name order, to members in \
+                     turn ({}), skipping members not subscribed to the topic; {member_id}'s turn came up for {partition}",
+                    order_text.join(", ")
+                ),
+            };
+            reasons.insert(partition.clone(), reason);
+        }
+    }
+    reasons
+}
