@@ -6,6 +6,10 @@ use kafkascope_engine::java::{
 
 use crate::vectors::load;
 
+fn strings(value: &serde_json::Value) -> Vec<&str> {
+    value.as_array().expect("a list").iter().map(|item| item.as_str().expect("a string")).collect()
+}
+
 #[test]
 fn string_hash_codes_match_the_jvm() {
     let vectors = load("vectors-java-ordering.json");
@@ -19,23 +23,12 @@ fn string_hash_codes_match_the_jvm() {
 fn hash_map_iteration_matches_the_jvm() {
     let vectors = load("vectors-java-ordering.json");
     for case in vectors["hashmap_iteration_order_string_keys"].as_array().expect("cases") {
-        let keys: Vec<&str> = case["insertion_order"]
-            .as_array()
-            .expect("insertion order")
-            .iter()
-            .map(|key| key.as_str().expect("key"))
-            .collect();
+        let keys = strings(&case["insertion_order"]);
         let capacity = hash_map_capacity(16, keys.len());
         assert_eq!(capacity as u64, case["table_capacity"].as_u64().expect("capacity"), "{keys:?}");
         let hashes: Vec<i32> = keys.iter().map(|key| string_hash_code(key)).collect();
         let order: Vec<&str> = hash_map_iteration_order(&hashes, capacity).into_iter().map(|index| keys[index]).collect();
-        let expected: Vec<&str> = case["iteration_order"]
-            .as_array()
-            .expect("iteration order")
-            .iter()
-            .map(|key| key.as_str().expect("key"))
-            .collect();
-        assert_eq!(order, expected, "{keys:?}");
+        assert_eq!(order, strings(&case["iteration_order"]), "{keys:?}");
     }
 }
 
