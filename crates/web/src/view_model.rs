@@ -4,6 +4,7 @@
 //! tests check. Every user-typed value is parsed here and turned into either
 //! a view or a message, never a panic.
 
+use kafkascope_engine::java::to_positive;
 use kafkascope_engine::partitioning::{murmur2, partition_for_key};
 
 /// The largest partition count the key explorer draws as boxes. Kafka allows
@@ -35,7 +36,7 @@ pub fn key_placement(key: &str, partition_count_text: &str) -> Result<KeyPlaceme
     Ok(KeyPlacement {
         key: key.to_string(),
         murmur2: hash,
-        positive_hash: hash & 0x7fff_ffff,
+        positive_hash: to_positive(hash),
         partition_count,
         partition,
     })

@@ -23,7 +23,7 @@ usage: cargo xtask <command> [options]
 commands:
   serve [--port N] [--base /PATH/]   build the app (installing what is missing) and serve it on 127.0.0.1
   test                               run every test: native, wasm in headless Chromium, end-to-end in Chromium
-  build [--base /PATH/]              build the static site into dist/ and print artifact sizes
+  build                              build the static site into dist/ and print artifact sizes
   setup [--browser]                  only install what is missing (--browser: Chromium and Playwright too)
   help                               print this text";
 

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use kafkascope_engine::groups::assignors::{assign, Assignment, GroupInput, Member, Strategy, TopicPartition};
+use kafkascope_engine::groups::assignors::{assign, Assignment, GroupInput, Strategy, TopicPartition};
 use serde_json::Value;
 
 use crate::vectors::load;
@@ -22,55 +22,13 @@ fn strategy_for(vector_name: &str) -> Option<Strategy> {
     }
 }
 
-fn parse_partitions(value: &Value) -> Vec<TopicPartition> {
-    value
-        .as_array()
-        .map(|list| {
-            list.iter()
-                .map(|item| TopicPartition::parse(item.as_str().expect("string")).expect("topic-partition"))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn parse_input(input: &Value) -> GroupInput {
-    // The CLI's JSON shape must read every vector input as it is.
-    let via_serde: GroupInput = serde_json::from_value(input.clone()).expect("the CLI accepts the vector input");
-    let topics = input["topics"]
-        .as_object()
-        .expect("topics")
-        .iter()
-        .map(|(name, count)| (name.clone(), count.as_u64().expect("count") as u32))
-        .collect();
-    let members = input["members"]
-        .as_array()
-        .expect("members")
-        .iter()
-        .map(|member| Member {
-            member_id: member["memberId"].as_str().expect("memberId").to_string(),
-            group_instance_id: member["groupInstanceId"].as_str().map(str::to_string),
-            topics: member["topics"]
-                .as_array()
-                .expect("topics")
-                .iter()
-                .map(|topic| topic.as_str().expect("topic").to_string())
-                .collect(),
-            owned: parse_partitions(&member["owned"]),
-            generation: member["generation"].as_i64().map(|generation| generation as i32),
-        })
-        .collect();
-    let parsed = GroupInput { topics, members, ..via_serde.clone() };
-    assert_eq!(parsed, via_serde, "serde and the hand parser agree");
-    parsed
+    // The CLI's JSON shape is the vector files' shape: serde must read every input as it is.
+    serde_json::from_value(input.clone()).expect("the CLI accepts the vector input")
 }
 
 fn parse_assignment(value: &Value) -> Assignment {
-    value
-        .as_object()
-        .expect("assignment")
-        .iter()
-        .map(|(member, partitions)| (member.clone(), parse_partitions(partitions)))
-        .collect()
+    serde_json::from_value(value.clone()).expect("an assignment")
 }
 
 fn as_sets(assignment: &Assignment) -> BTreeMap<String, Vec<TopicPartition>> {
