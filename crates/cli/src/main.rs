@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use std::io::Read;
 
-use kafkascope_engine::groups::assignors::{assign, report, GroupInput, Strategy};
+use kafkascope_engine::groups::assignors::{assign, assign_explained, GroupInput, Strategy};
 use kafkascope_engine::partitioning::{murmur2, partition_for_key};
 
 const USAGE: &str = "\
@@ -17,7 +17,7 @@ usage: kafkascope <command> [options]
 commands:
   partition --partitions N KEY...   print, for each key: key, murmur2, partition
   assign --strategy S [--explain]   read a group as JSON on stdin, print its assignment as JSON
-                                    (S: range, roundrobin, server-range); --explain adds the
+                                    (S: range, roundrobin, sticky, cooperative-sticky, server-range); --explain adds the
                                     moves, revocations, per-member counts and a reason per partition
   help                              print this text";
 
@@ -119,11 +119,10 @@ fn assign_command(arguments: &[String], input: &str) -> Result<String, String> {
     let strategy = strategy.ok_or("assign needs --strategy S")?;
     let group: GroupInput =
         serde_json::from_str(input).map_err(|error| format!("bad group JSON on stdin: {error}"))?;
-    let assignment = assign(strategy, &group);
     let json = if explain {
-        serde_json::to_string_pretty(&report(strategy, &group, assignment))
+        serde_json::to_string_pretty(&assign_explained(strategy, &group))
     } else {
-        serde_json::to_string(&assignment)
+        serde_json::to_string(&assign(strategy, &group))
     }
     .map_err(|error| error.to_string())?;
     Ok(format!("{json}\n"))

@@ -9,8 +9,9 @@
 mod range;
 mod report;
 mod round_robin;
+mod sticky;
 
-pub use report::{report, AssignmentReport, PartitionMove};
+pub use report::{AssignmentReport, PartitionMove};
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -149,6 +150,11 @@ pub enum Strategy {
     Range,
     /// Client-side `RoundRobinAssignor` (`roundrobin`).
     RoundRobin,
+    /// Client-side `StickyAssignor` (`sticky`, eager protocol).
+    Sticky,
+    /// Client-side `CooperativeStickyAssignor` (`cooperative-sticky`): the
+    /// first-phase assignment, with partitions changing owner withheld.
+    CooperativeSticky,
     /// KIP-848 server-side `RangeAssignor` (`server-range`; Kafka calls it
     /// `range` in `group.consumer.assignors`).
     ServerRange,
@@ -156,13 +162,21 @@ pub enum Strategy {
 
 impl Strategy {
     /// Every strategy, in the order the UI lists them.
-    pub const ALL: [Strategy; 3] = [Strategy::Range, Strategy::RoundRobin, Strategy::ServerRange];
+    pub const ALL: [Strategy; 5] = [
+        Strategy::Range,
+        Strategy::RoundRobin,
+        Strategy::Sticky,
+        Strategy::CooperativeSticky,
+        Strategy::ServerRange,
+    ];
 
     /// The name Kafka uses for the strategy.
     pub fn name(self) -> &'static str {
         match self {
             Strategy::Range => "range",
             Strategy::RoundRobin => "roundrobin",
+            Strategy::Sticky => "sticky",
+            Strategy::CooperativeSticky => "cooperative-sticky",
             Strategy::ServerRange => "server-range",
         }
     }
@@ -175,7 +189,22 @@ impl Strategy {
 
 /// Computes the assignment Kafka's assignor for `strategy` gives.
 pub fn assign(strategy: Strategy, input: &GroupInput) -> Assignment {
-    match strategy {
+    assign_with_withheld(strategy, input).0
+}
+
+/// Computes the assignment and explains it: moves, revocations, withheld
+/// partitions, counts and a reason per partition.
+pub fn assign_explained(strategy: Strategy, input: &GroupInput) -> AssignmentReport {
+    let (assignment, withheld) = assign_with_withheld(strategy, input);
+    report::report(strategy, input, assignment, withheld)
+}
+
+/// The assignment, and the partitions the cooperative protocol withholds
+/// from their new owner this round (empty for eager assignors).
+fn assign_with_withheld(strategy: Strategy, input: &GroupInput) -> (Assignment, Vec<TopicPartition>) {
+    let assignment = match strategy {
+        Strategy::CooperativeSticky => return sticky::assign_cooperative(input),
+        Strategy::Sticky => sticky::assign_sticky(input),
         Strategy::Range => range::assign(input),
         Strategy::RoundRobin => round_robin::assign(input),
         // In the Kafka snapshot we follow, the server-side range assignor is
@@ -183,7 +212,8 @@ pub fn assign(strategy: Strategy, input: &GroupInput) -> Assignment {
         // over members in the same order, whatever they owned
         // (`group-coordinator/.../assignor/RangeAssignor.java`).
         Strategy::ServerRange => range::assign(input),
-    }
+    };
+    (assignment, Vec::new())
 }
 
 /// Kafka's member order (`AbstractPartitionAssignor.MemberInfo#compareTo`):

@@ -41,8 +41,14 @@ pub struct AssignmentReport {
     pub reasons: BTreeMap<TopicPartition, String>,
 }
 
-/// Builds the report for `assignment`, which `strategy` computed from `input`.
-pub fn report(strategy: Strategy, input: &GroupInput, assignment: Assignment) -> AssignmentReport {
+/// Builds the report for `assignment`, which `strategy` computed from
+/// `input`, withholding `withheld` this round.
+pub(super) fn report(
+    strategy: Strategy,
+    input: &GroupInput,
+    assignment: Assignment,
+    withheld: Vec<TopicPartition>,
+) -> AssignmentReport {
     let mut new_owner: BTreeMap<&TopicPartition, &str> = BTreeMap::new();
     for (member, partitions) in &assignment {
         for partition in partitions {
@@ -74,7 +80,7 @@ pub fn report(strategy: Strategy, input: &GroupInput, assignment: Assignment) ->
     moves.sort_by(|left, right| left.partition.cmp(&right.partition));
     let counts = assignment.iter().map(|(member, partitions)| (member.clone(), partitions.len())).collect();
     let reasons = reasons(strategy, input, &assignment);
-    AssignmentReport { assignment, moves, revoked, withheld: Vec::new(), counts, reasons }
+    AssignmentReport { assignment, moves, revoked, withheld, counts, reasons }
 }
 
 fn reasons(strategy: Strategy, input: &GroupInput, assignment: &Assignment) -> BTreeMap<TopicPartition, String> {
@@ -104,6 +110,23 @@ fn reasons(strategy: Strategy, input: &GroupInput, assignment: &Assignment) -> B
                         subscribers.join(", "),
                         position + 1
                     )
+                }
+                Strategy::Sticky | Strategy::CooperativeSticky => {
+                    let owned_before = input
+                        .members
+                        .iter()
+                        .any(|member| &member.member_id == member_id && member.owned.contains(partition));
+                    if owned_before {
+                        format!(
+                            "{member_id} owned {partition} before and keeping it stays within its fair share, \
+                             so the sticky assignor leaves it where it is"
+                        )
+                    } else {
+                        format!(
+                            "nobody could keep {partition}, so the sticky assignor gave it to {member_id}, \
+                             a member still below its fair share, to keep every member within one partition of the others"
+                        )
+                    }
                 }
                 Strategy::RoundRobin => format!(
                     "roundrobin deals every subscribed partition, topic by topic in name order, to members in \
