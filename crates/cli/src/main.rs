@@ -17,7 +17,7 @@ usage: kafkascope <command> [options]
 commands:
   partition --partitions N KEY...   print, for each key: key, murmur2, partition
   assign --strategy S [--explain]   read a group as JSON on stdin, print its assignment as JSON
-                                    (S: range, roundrobin, sticky, cooperative-sticky, server-range); --explain adds the
+                                    (S: range, roundrobin, sticky, cooperative-sticky, uniform, server-range); --explain adds the
                                     moves, revocations, per-member counts and a reason per partition
   help                              print this text";
 
@@ -88,7 +88,9 @@ fn partition(arguments: &[String]) -> Result<String, String> {
 fn parse_partition_count(value: &str) -> Result<u32, String> {
     match value.parse::<u32>() {
         Ok(count) if count >= 1 => Ok(count),
-        _ => Err(format!("--partitions must be a whole number of at least 1, got {value:?}")),
+        _ => Err(format!(
+            "--partitions must be a whole number of at least 1, got {value:?}"
+        )),
     }
 }
 
@@ -117,12 +119,11 @@ fn assign_command(arguments: &[String], input: &str) -> Result<String, String> {
         })?);
     }
     let strategy = strategy.ok_or("assign needs --strategy S")?;
-    let group: GroupInput =
-        serde_json::from_str(input).map_err(|error| format!("bad group JSON on stdin: {error}"))?;
+    let group: GroupInput = serde_json::from_str(input).map_err(|error| format!("bad group JSON on stdin: {error}"))?;
     let json = if explain {
-        serde_json::to_string_pretty(&assign_explained(strategy, &group))
+        serde_json::to_string_pretty(&assign_explained(strategy, &group).map_err(|error| error.to_string())?)
     } else {
-        serde_json::to_string(&assign(strategy, &group))
+        serde_json::to_string(&assign(strategy, &group).map_err(|error| error.to_string())?)
     }
     .map_err(|error| error.to_string())?;
     Ok(format!("{json}\n"))

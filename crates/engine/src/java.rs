@@ -139,12 +139,25 @@ pub fn hash_map_iteration_order(hashes: &[i32], capacity: usize) -> Vec<usize> {
 /// the two 64-bit halves, `(int)(x >> 32) ^ (int)x`. `None` if `text` is not
 /// a Kafka Uuid.
 pub fn uuid_hash_code(text: &str) -> Option<i32> {
+    let (most_significant, least_significant) = uuid_bits(text)?;
+    Some(uuid_bits_hash_code(most_significant, least_significant))
+}
+
+/// `Uuid#hashCode` from the two halves of a Kafka `Uuid`.
+pub fn uuid_bits_hash_code(most_significant: i64, least_significant: i64) -> i32 {
+    let mixed = most_significant ^ least_significant;
+    ((mixed >> 32) as i32) ^ (mixed as i32)
+}
+
+/// The two signed 64-bit halves of a Kafka `Uuid` in its string form, as
+/// `Uuid#getMostSignificantBits` and `getLeastSignificantBits` return them.
+/// `Uuid#compareTo` orders by these halves, each compared as a signed long.
+pub fn uuid_bits(text: &str) -> Option<(i64, i64)> {
     let bytes = decode_base64_url(text)?;
     let bytes: [u8; 16] = bytes.try_into().ok()?;
     let most_significant = i64::from_be_bytes(bytes[..8].try_into().ok()?);
     let least_significant = i64::from_be_bytes(bytes[8..].try_into().ok()?);
-    let mixed = most_significant ^ least_significant;
-    Some(((mixed >> 32) as i32) ^ (mixed as i32))
+    Some((most_significant, least_significant))
 }
 
 /// Decodes unpadded URL-safe base64 (RFC 4648 §5).
@@ -192,7 +205,10 @@ mod hash_order_tests {
     fn consecutive_hashes_iterate_by_bucket() {
         // consumer1..3 hash to -421004549..-421004547: buckets 14, 15, 12
         // after spreading, so Java iterates consumer3, consumer2, consumer1.
-        let hashes: Vec<i32> = ["consumer1", "consumer2", "consumer3"].iter().map(|s| string_hash_code(s)).collect();
+        let hashes: Vec<i32> = ["consumer1", "consumer2", "consumer3"]
+            .iter()
+            .map(|s| string_hash_code(s))
+            .collect();
         assert_eq!(hash_map_iteration_order(&hashes, 16), vec![2, 1, 0]);
     }
 

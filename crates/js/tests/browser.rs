@@ -11,7 +11,10 @@ fn murmur2_in_wasm_matches_kafka_utils_test() {
     assert_eq!(kafkascope_js::murmur2("21"), -973932308);
     assert_eq!(kafkascope_js::murmur2("foobar"), -790332482);
     assert_eq!(kafkascope_js::murmur2("a-little-bit-long-string"), -985981536);
-    assert_eq!(kafkascope_js::murmur2("lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8"), -58897971);
+    assert_eq!(
+        kafkascope_js::murmur2("lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8"),
+        -58897971
+    );
 }
 
 #[wasm_bindgen_test]

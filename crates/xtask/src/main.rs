@@ -80,13 +80,20 @@ pub struct Options {
 
 impl Options {
     fn parse(arguments: &[String]) -> Outcome<Options> {
-        let mut options = Options { base: "/".into(), ..Options::default() };
+        let mut options = Options {
+            base: "/".into(),
+            ..Options::default()
+        };
         let mut rest = arguments.iter();
         while let Some(argument) = rest.next() {
             match argument.as_str() {
                 "--port" => {
                     let value = rest.next().ok_or("--port needs a number")?;
-                    options.port = Some(value.parse().map_err(|_| format!("--port must be a port number, got {value:?}"))?);
+                    options.port = Some(
+                        value
+                            .parse()
+                            .map_err(|_| format!("--port must be a port number, got {value:?}"))?,
+                    );
                 }
                 "--base" => {
                     let value = rest.next().ok_or("--base needs a path such as /kafkascope/")?;

@@ -15,7 +15,10 @@ pub fn serve_command(options: &Options) -> Outcome {
     let dist = site::build_release(&toolchain)?;
     let listener = bind(options.port)?;
     let port = listener.local_addr().map_err(|error| error.to_string())?.port();
-    println!("\nkafkascope is being served at http://127.0.0.1:{port}{}", options.base);
+    println!(
+        "\nkafkascope is being served at http://127.0.0.1:{port}{}",
+        options.base
+    );
     println!("(press Ctrl+C to stop)");
     serve_forever(listener, dist, options.base.clone());
     Ok(())

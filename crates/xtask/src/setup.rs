@@ -105,7 +105,9 @@ fn ensure_wasm_toolchain() -> Outcome<WasmToolchain> {
             return Ok(WasmToolchain::Debian);
         }
         Some(other) if !other.is_empty() => {
-            return Err(format!("KAFKASCOPE_WASM_TOOLCHAIN must be rustup or debian, not {other:?}"))
+            return Err(format!(
+                "KAFKASCOPE_WASM_TOOLCHAIN must be rustup or debian, not {other:?}"
+            ))
         }
         _ => {}
     }
@@ -126,7 +128,11 @@ fn ensure_wasm_toolchain() -> Outcome<WasmToolchain> {
 /// Whether the default toolchain's sysroot holds the wasm32 standard library.
 fn rustup_has_wasm_target() -> bool {
     probe(Command::new("rustc").args(["--print", "sysroot"]))
-        .map(|sysroot| Path::new(sysroot.trim()).join("lib/rustlib/wasm32-unknown-unknown/lib").is_dir())
+        .map(|sysroot| {
+            Path::new(sysroot.trim())
+                .join("lib/rustlib/wasm32-unknown-unknown/lib")
+                .is_dir()
+        })
         .unwrap_or(false)
 }
 
@@ -141,7 +147,12 @@ fn add_rustup_wasm_target() -> bool {
 fn debian_toolchain_ready() -> bool {
     Path::new("/usr/lib/rustlib/src/rust/library").is_dir()
         && on_path("rust-lld")
-        && probe(Command::new("rustc").env("RUSTUP_TOOLCHAIN", DEBIAN_TOOLCHAIN).arg("--version")).is_some()
+        && probe(
+            Command::new("rustc")
+                .env("RUSTUP_TOOLCHAIN", DEBIAN_TOOLCHAIN)
+                .arg("--version"),
+        )
+        .is_some()
 }
 
 fn ensure_debian_toolchain() -> Outcome {
@@ -150,7 +161,10 @@ fn ensure_debian_toolchain() -> Outcome {
         return Err("the Debian wasm path needs rustup (to link /usr as a toolchain); install rustup".into());
     }
     let linked = probe(Command::new("rustup").args(["toolchain", "list"]))
-        .map(|list| list.lines().any(|line| line.split_whitespace().next() == Some(DEBIAN_TOOLCHAIN)))
+        .map(|list| {
+            list.lines()
+                .any(|line| line.split_whitespace().next() == Some(DEBIAN_TOOLCHAIN))
+        })
         .unwrap_or(false);
     if !linked {
         run(Command::new("rustup").args(["toolchain", "link", DEBIAN_TOOLCHAIN, "/usr"]))?;
@@ -158,7 +172,10 @@ fn ensure_debian_toolchain() -> Outcome {
     if debian_toolchain_ready() {
         Ok(())
     } else {
-        Err("Debian's rustc-web is installed but not usable (need /usr/lib/rustlib/src/rust/library and rust-lld)".into())
+        Err(
+            "Debian's rustc-web is installed but not usable (need /usr/lib/rustlib/src/rust/library and rust-lld)"
+                .into(),
+        )
     }
 }
 
@@ -198,9 +215,19 @@ fn ensure_npm_tools(pins: &Pins) -> Outcome<PathBuf> {
         apt_install(&["nodejs", "npm"], "for wasm-opt and the browser tests")?;
     }
     std::fs::create_dir_all(&prefix).map_err(|error| format!("cannot create {}: {error}", prefix.display()))?;
-    let specs: Vec<String> = wanted.iter().map(|(name, version)| format!("{name}@{version}")).collect();
+    let specs: Vec<String> = wanted
+        .iter()
+        .map(|(name, version)| format!("{name}@{version}"))
+        .collect();
     run(Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error", "--prefix"])
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--no-save",
+            "--loglevel=error",
+            "--prefix",
+        ])
         .arg(&prefix)
         .args(&specs))
     .map_err(|error| format!("could not install {}: {error}", missing.join(", ")))?;
@@ -248,20 +275,30 @@ fn find_browser() -> Option<Browser> {
 
 fn which(program: &str) -> Option<PathBuf> {
     let paths = std::env::var_os("PATH")?;
-    std::env::split_paths(&paths).map(|dir| dir.join(program)).find(|path| path.is_file())
+    std::env::split_paths(&paths)
+        .map(|dir| dir.join(program))
+        .find(|path| path.is_file())
 }
 
 /// Installs Debian packages that are not installed yet.
 fn apt_install(packages: &[&str], purpose: &str) -> Outcome {
-    let missing: Vec<&str> = packages.iter().copied().filter(|package| !dpkg_installed(package)).collect();
+    let missing: Vec<&str> = packages
+        .iter()
+        .copied()
+        .filter(|package| !dpkg_installed(package))
+        .collect();
     if missing.is_empty() {
         return Ok(());
     }
     let list = missing.join(" ");
     if !on_path("apt-get") {
-        return Err(format!("this machine needs {list} {purpose}, and has no apt-get to install them; install them by hand"));
+        return Err(format!(
+            "this machine needs {list} {purpose}, and has no apt-get to install them; install them by hand"
+        ));
     }
-    let as_root = probe(Command::new("id").arg("-u")).map(|id| id.trim() == "0").unwrap_or(false);
+    let as_root = probe(Command::new("id").arg("-u"))
+        .map(|id| id.trim() == "0")
+        .unwrap_or(false);
     let elevate = |command: &[&str]| -> Command {
         if as_root {
             let mut plain = Command::new(command[0]);
@@ -274,7 +311,9 @@ fn apt_install(packages: &[&str], purpose: &str) -> Outcome {
         }
     };
     if !as_root && !on_path("sudo") {
-        return Err(format!("installing {list} ({purpose}) needs root: run `apt-get install -y {list}` as root once"));
+        return Err(format!(
+            "installing {list} ({purpose}) needs root: run `apt-get install -y {list}` as root once"
+        ));
     }
     let failure = |error: String| format!("could not install {list} ({purpose}): {error}");
     run(elevate(&["apt-get", "update", "-qq"]).env("DEBIAN_FRONTEND", "noninteractive")).map_err(failure)?;

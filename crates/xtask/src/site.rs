@@ -35,7 +35,10 @@ fn print_sizes(dist: &Path) -> Outcome {
     for path in artifacts {
         let bytes = std::fs::read(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
         let mut encoder = GzEncoder::new(Vec::new(), Compression::best());
-        encoder.write_all(&bytes).and_then(|_| encoder.flush()).map_err(|error| error.to_string())?;
+        encoder
+            .write_all(&bytes)
+            .and_then(|_| encoder.flush())
+            .map_err(|error| error.to_string())?;
         let gzipped = encoder.finish().map_err(|error| error.to_string())?;
         println!(
             "  {:<48} {:>10} {:>10}",

@@ -30,14 +30,22 @@ pub fn test_command(_options: &Options) -> Outcome {
 
 fn native_tests() -> Outcome {
     println!("\nxtask: [1/3] native tests");
-    run(Command::new("cargo").args(["test", "--workspace"]).current_dir(repo_root()))
+    run(Command::new("cargo")
+        .args(["test", "--workspace"])
+        .current_dir(repo_root()))
 }
 
 fn wasm_tests(toolchain: &WebToolchain, browser: &Browser) -> Outcome {
     println!("\nxtask: [2/3] wasm tests in headless Chromium");
     run(toolchain
         .command("cargo")
-        .args(["test", "--target", "wasm32-unknown-unknown", "--package", "kafkascope-js"])
+        .args([
+            "test",
+            "--target",
+            "wasm32-unknown-unknown",
+            "--package",
+            "kafkascope-js",
+        ])
         .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", "wasm-bindgen-test-runner")
         .env("CHROMEDRIVER", &browser.chromedriver)
         .env("WASM_BINDGEN_TEST_TIMEOUT", "120")

@@ -47,7 +47,12 @@ fn kafkascope_with_stdin(arguments: &[&str], stdin: &str) -> (bool, String, Stri
         .stderr(Stdio::piped())
         .spawn()
         .expect("run kafkascope");
-    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
     let output = child.wait_with_output().expect("wait");
     (
         output.status.success(),
@@ -63,7 +68,10 @@ fn assign_range_prints_kafkas_assignment_as_json() {
         "members": [{"memberId": "C0", "topics": ["t0", "t1"]}, {"memberId": "C1", "topics": ["t0", "t1"]}]}"#;
     let (ok, stdout, stderr) = kafkascope_with_stdin(&["assign", "--strategy", "range"], group);
     assert!(ok, "{stderr}");
-    assert_eq!(stdout, "{\"C0\":[\"t0-0\",\"t0-1\",\"t1-0\",\"t1-1\"],\"C1\":[\"t0-2\",\"t1-2\"]}\n");
+    assert_eq!(
+        stdout,
+        "{\"C0\":[\"t0-0\",\"t0-1\",\"t1-0\",\"t1-1\"],\"C1\":[\"t0-2\",\"t1-2\"]}\n"
+    );
 }
 
 #[test]
@@ -92,7 +100,10 @@ fn assign_explain_reports_moves_revocations_counts_and_reasons() {
     assert!(ok, "{stderr}");
     let report: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
     assert_eq!(report["assignment"], serde_json::json!({"a": ["t0-0"], "b": ["t0-1"]}));
-    assert_eq!(report["moves"], serde_json::json!([{"partition": "t0-0", "from": "b", "to": "a"}]));
+    assert_eq!(
+        report["moves"],
+        serde_json::json!([{"partition": "t0-0", "from": "b", "to": "a"}])
+    );
     assert_eq!(report["revoked"], serde_json::json!({"b": ["t0-0"]}));
     assert_eq!(report["counts"], serde_json::json!({"a": 1, "b": 1}));
     let reason = report["reasons"]["t0-1"].as_str().expect("a reason per partition");

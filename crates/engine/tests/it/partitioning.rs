@@ -14,12 +14,20 @@ fn as_i32(value: &Value) -> i32 {
 fn check_key_case(case: &Value, key_bytes: &[u8]) {
     let label = case.to_string();
     assert_eq!(murmur2(key_bytes), as_i32(&case["murmur2"]), "murmur2 of {label}");
-    assert_eq!(to_positive(murmur2(key_bytes)), as_i32(&case["toPositive"]), "toPositive of {label}");
+    assert_eq!(
+        to_positive(murmur2(key_bytes)),
+        as_i32(&case["toPositive"]),
+        "toPositive of {label}"
+    );
     if let Some(partitions) = case["partition_by_num_partitions"].as_object() {
         for (count, expected) in partitions {
             let count: u32 = count.parse().expect("partition count");
             let expected = expected.as_u64().expect("partition") as u32;
-            assert_eq!(partition_for_key(key_bytes, count), Some(expected), "{count} partitions for {label}");
+            assert_eq!(
+                partition_for_key(key_bytes, count),
+                Some(expected),
+                "{count} partitions for {label}"
+            );
         }
     }
 }
@@ -67,8 +75,16 @@ fn java_string_hash_code_matches_the_jvm() {
     let vectors = load("vectors-partitioning.json");
     for case in vectors["group_coordinator_partition"].as_array().expect("cases") {
         let group = case["group_id"].as_str().expect("group id");
-        assert_eq!(string_hash_code(group), as_i32(&case["java_hashCode"]), "hashCode of {group:?}");
-        assert_eq!(kafka_abs(string_hash_code(group)), as_i32(&case["Utils_abs"]), "abs of {group:?}");
+        assert_eq!(
+            string_hash_code(group),
+            as_i32(&case["java_hashCode"]),
+            "hashCode of {group:?}"
+        );
+        assert_eq!(
+            kafka_abs(string_hash_code(group)),
+            as_i32(&case["Utils_abs"]),
+            "abs of {group:?}"
+        );
     }
 }
 

@@ -24,10 +24,8 @@ pub fn vectors_dir() -> PathBuf {
 /// Parses one vector file, failing the test with the path if it is missing.
 pub fn load(file_name: &str) -> serde_json::Value {
     let path = vectors_dir().join(file_name);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
-    serde_json::from_str(&text)
-        .unwrap_or_else(|error| panic!("{} is not JSON: {error}", path.display()))
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|error| panic!("{} is not JSON: {error}", path.display()))
 }
 
 /// Decodes a hex string such as `"00000064"` into bytes.

@@ -10,6 +10,7 @@ mod range;
 mod report;
 mod round_robin;
 mod sticky;
+mod uniform;
 
 pub use report::{AssignmentReport, PartitionMove};
 
@@ -33,7 +34,10 @@ pub struct TopicPartition {
 impl TopicPartition {
     /// A partition of `topic`.
     pub fn new(topic: impl Into<String>, partition: u32) -> Self {
-        TopicPartition { topic: topic.into(), partition }
+        TopicPartition {
+            topic: topic.into(),
+            partition,
+        }
     }
 
     /// Parses Kafka's `topic-partition` notation (the last `-` splits, since
@@ -56,9 +60,8 @@ impl Serialize for TopicPartition {
 impl<'de> Deserialize<'de> for TopicPartition {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
-        TopicPartition::parse(&text).ok_or_else(|| {
-            serde::de::Error::custom(format!("{text:?} is not a partition such as \"orders-0\""))
-        })
+        TopicPartition::parse(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("{text:?} is not a partition such as \"orders-0\"")))
     }
 }
 
@@ -155,6 +158,9 @@ pub enum Strategy {
     /// Client-side `CooperativeStickyAssignor` (`cooperative-sticky`): the
     /// first-phase assignment, with partitions changing owner withheld.
     CooperativeSticky,
+    /// KIP-848 server-side `UniformAssignor` (`uniform`, the default of
+    /// `group.consumer.assignors`).
+    Uniform,
     /// KIP-848 server-side `RangeAssignor` (`server-range`; Kafka calls it
     /// `range` in `group.consumer.assignors`).
     ServerRange,
@@ -162,11 +168,12 @@ pub enum Strategy {
 
 impl Strategy {
     /// Every strategy, in the order the UI lists them.
-    pub const ALL: [Strategy; 5] = [
+    pub const ALL: [Strategy; 6] = [
         Strategy::Range,
         Strategy::RoundRobin,
         Strategy::Sticky,
         Strategy::CooperativeSticky,
+        Strategy::Uniform,
         Strategy::ServerRange,
     ];
 
@@ -177,6 +184,7 @@ impl Strategy {
             Strategy::RoundRobin => "roundrobin",
             Strategy::Sticky => "sticky",
             Strategy::CooperativeSticky => "cooperative-sticky",
+            Strategy::Uniform => "uniform",
             Strategy::ServerRange => "server-range",
         }
     }
@@ -187,23 +195,61 @@ impl Strategy {
     }
 }
 
+/// Why an assignment could not be computed: the input breaks a rule Kafka
+/// enforces (for example a server-side member subscribed to a topic missing
+/// from the metadata), said in one sentence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssignError {
+    /// The sentence.
+    pub message: String,
+}
+
+impl AssignError {
+    fn new(message: impl Into<String>) -> AssignError {
+        AssignError {
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for AssignError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for AssignError {}
+
 /// Computes the assignment Kafka's assignor for `strategy` gives.
-pub fn assign(strategy: Strategy, input: &GroupInput) -> Assignment {
-    assign_with_withheld(strategy, input).0
+pub fn assign(strategy: Strategy, input: &GroupInput) -> Result<Assignment, AssignError> {
+    Ok(assign_with_withheld(strategy, input)?.0)
 }
 
 /// Computes the assignment and explains it: moves, revocations, withheld
 /// partitions, counts and a reason per partition.
-pub fn assign_explained(strategy: Strategy, input: &GroupInput) -> AssignmentReport {
-    let (assignment, withheld) = assign_with_withheld(strategy, input);
-    report::report(strategy, input, assignment, withheld)
+pub fn assign_explained(strategy: Strategy, input: &GroupInput) -> Result<AssignmentReport, AssignError> {
+    let (assignment, withheld) = assign_with_withheld(strategy, input)?;
+    Ok(report::report(strategy, input, assignment, withheld))
 }
 
 /// The assignment, and the partitions the cooperative protocol withholds
 /// from their new owner this round (empty for eager assignors).
-fn assign_with_withheld(strategy: Strategy, input: &GroupInput) -> (Assignment, Vec<TopicPartition>) {
+fn assign_with_withheld(
+    strategy: Strategy,
+    input: &GroupInput,
+) -> Result<(Assignment, Vec<TopicPartition>), AssignError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for member in &input.members {
+        if !seen.insert(member.member_id.as_str()) {
+            return Err(AssignError::new(format!(
+                "member id {:?} appears more than once",
+                member.member_id
+            )));
+        }
+    }
     let assignment = match strategy {
-        Strategy::CooperativeSticky => return sticky::assign_cooperative(input),
+        Strategy::CooperativeSticky => return Ok(sticky::assign_cooperative(input)),
+        Strategy::Uniform => uniform::assign(input)?,
         Strategy::Sticky => sticky::assign_sticky(input),
         Strategy::Range => range::assign(input),
         Strategy::RoundRobin => round_robin::assign(input),
@@ -213,7 +259,7 @@ fn assign_with_withheld(strategy: Strategy, input: &GroupInput) -> (Assignment, 
         // (`group-coordinator/.../assignor/RangeAssignor.java`).
         Strategy::ServerRange => range::assign(input),
     };
-    (assignment, Vec::new())
+    Ok((assignment, Vec::new()))
 }
 
 /// Kafka's member order (`AbstractPartitionAssignor.MemberInfo#compareTo`):
@@ -245,7 +291,10 @@ mod tests {
 
     #[test]
     fn topic_partitions_parse_with_dashes_in_the_topic() {
-        assert_eq!(TopicPartition::parse("my-topic-12"), Some(TopicPartition::new("my-topic", 12)));
+        assert_eq!(
+            TopicPartition::parse("my-topic-12"),
+            Some(TopicPartition::new("my-topic", 12))
+        );
         assert_eq!(TopicPartition::parse("topic"), None);
         assert_eq!(TopicPartition::parse("topic-x"), None);
         assert_eq!(TopicPartition::parse("-3"), None);
@@ -254,7 +303,10 @@ mod tests {
 
     #[test]
     fn static_members_sort_before_dynamic_ones() {
-        let dynamic = Member { member_id: "a".into(), ..Member::default() };
+        let dynamic = Member {
+            member_id: "a".into(),
+            ..Member::default()
+        };
         let static_member = Member {
             member_id: "z".into(),
             group_instance_id: Some("instance".into()),

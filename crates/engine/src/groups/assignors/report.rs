@@ -78,9 +78,19 @@ pub(super) fn report(
         }
     }
     moves.sort_by(|left, right| left.partition.cmp(&right.partition));
-    let counts = assignment.iter().map(|(member, partitions)| (member.clone(), partitions.len())).collect();
+    let counts = assignment
+        .iter()
+        .map(|(member, partitions)| (member.clone(), partitions.len()))
+        .collect();
     let reasons = reasons(strategy, input, &assignment);
-    AssignmentReport { assignment, moves, revoked, withheld, counts, reasons }
+    AssignmentReport {
+        assignment,
+        moves,
+        revoked,
+        withheld,
+        counts,
+        reasons,
+    }
 }
 
 fn reasons(strategy: Strategy, input: &GroupInput, assignment: &Assignment) -> BTreeMap<TopicPartition, String> {
@@ -111,7 +121,7 @@ fn reasons(strategy: Strategy, input: &GroupInput, assignment: &Assignment) -> B
                         position + 1
                     )
                 }
-                Strategy::Sticky | Strategy::CooperativeSticky => {
+                Strategy::Sticky | Strategy::CooperativeSticky | Strategy::Uniform => {
                     let owned_before = input
                         .members
                         .iter()
@@ -119,12 +129,13 @@ fn reasons(strategy: Strategy, input: &GroupInput, assignment: &Assignment) -> B
                     if owned_before {
                         format!(
                             "{member_id} owned {partition} before and keeping it stays within its fair share, \
-                             so the sticky assignor leaves it where it is"
+                             so the {} assignor leaves it where it is", strategy.name()
                         )
                     } else {
                         format!(
-                            "nobody could keep {partition}, so the sticky assignor gave it to {member_id}, \
-                             a member still below its fair share, to keep every member within one partition of the others"
+                            "nobody could keep {partition}, so the {} assignor gave it to {member_id}, \
+                             a member still below its fair share, to keep every member within one partition of the others",
+                            strategy.name()
                         )
                     }
                 }

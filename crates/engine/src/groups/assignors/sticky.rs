@@ -24,9 +24,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::{Assignment, GroupInput, TopicPartition};
-use crate::java::{
-    compare_strings, hash_map_bucket, hash_map_capacity, hash_map_iteration_order, string_hash_code,
-};
+use crate::java::{compare_strings, hash_map_bucket, hash_map_capacity, hash_map_iteration_order, string_hash_code};
 
 /// Kafka's `DEFAULT_GENERATION`: a member that reports no generation.
 const DEFAULT_GENERATION: i32 = -1;
@@ -90,11 +88,18 @@ impl Universe {
             offsets.push(total);
             total = total.saturating_add(*count);
         }
-        Universe { topics, counts, offsets, total }
+        Universe {
+            topics,
+            counts,
+            offsets,
+            total,
+        }
     }
 
     fn topic_index(&self, topic: &str) -> Option<usize> {
-        self.topics.binary_search_by(|candidate| compare_strings(candidate, topic)).ok()
+        self.topics
+            .binary_search_by(|candidate| compare_strings(candidate, topic))
+            .ok()
     }
 
     /// The dense number of a partition, if its topic exists and the index is
@@ -146,9 +151,16 @@ struct Members {
 fn run(input: &GroupInput, universe: &Universe) -> StickyOutcome {
     let member_count = input.members.len();
     if member_count == 0 {
-        return StickyOutcome { lists: Vec::new(), transferring: BTreeMap::new() };
+        return StickyOutcome {
+            lists: Vec::new(),
+            transferring: BTreeMap::new(),
+        };
     }
-    let hashes: Vec<i32> = input.members.iter().map(|member| string_hash_code(&member.member_id)).collect();
+    let hashes: Vec<i32> = input
+        .members
+        .iter()
+        .map(|member| string_hash_code(&member.member_id))
+        .collect();
     let hash_order = hash_map_iteration_order(&hashes, hash_map_capacity(16, member_count));
     let mut by_id: Vec<usize> = (0..member_count).collect();
     by_id.sort_by(|&left, &right| compare_strings(&input.members[left].member_id, &input.members[right].member_id));
@@ -156,12 +168,21 @@ fn run(input: &GroupInput, universe: &Universe) -> StickyOutcome {
     for (rank, &member) in by_id.iter().enumerate() {
         id_rank[member] = rank;
     }
-    let generation: Vec<i32> =
-        input.members.iter().map(|member| member.generation.unwrap_or(DEFAULT_GENERATION)).collect();
+    let generation: Vec<i32> = input
+        .members
+        .iter()
+        .map(|member| member.generation.unwrap_or(DEFAULT_GENERATION))
+        .collect();
     let raw_owned = input
         .members
         .iter()
-        .map(|member| member.owned.iter().filter_map(|claimed| universe.number(claimed)).collect())
+        .map(|member| {
+            member
+                .owned
+                .iter()
+                .filter_map(|claimed| universe.number(claimed))
+                .collect()
+        })
         .collect();
     let mut members = Members {
         hash_order,
@@ -274,7 +295,9 @@ fn constrained(universe: &Universe, members: &Members) -> StickyOutcome {
     }
 
     under_min.sort_by_key(|&member| members.id_rank[member]);
-    exactly_min.make_contiguous().sort_by_key(|&member| members.id_rank[member]);
+    exactly_min
+        .make_contiguous()
+        .sort_by_key(|&member| members.id_rank[member]);
 
     // Deal the unassigned partitions, in (topic, partition) order, round-robin
     // over the members below the minimum quota, then one more each to members
@@ -321,7 +344,10 @@ fn general(input: &GroupInput, universe: &Universe, members: Members) -> StickyO
     let mut builder = General::new(input, universe, members);
     builder.build();
     let transferring = builder.transferring();
-    StickyOutcome { lists: builder.current, transferring }
+    StickyOutcome {
+        lists: builder.current,
+        transferring,
+    }
 }
 
 struct General<'a> {
@@ -413,8 +439,11 @@ impl<'a> General<'a> {
                 start..start + self.universe.counts[topic]
             })
             .collect();
-        let mut unassigned: Vec<u32> =
-            sorted_partitions.iter().copied().filter(|&number| !assigned[number as usize]).collect();
+        let mut unassigned: Vec<u32> = sorted_partitions
+            .iter()
+            .copied()
+            .filter(|&number| !assigned[number as usize])
+            .collect();
 
         for member in 0..self.current.len() {
             self.sorted.insert(self.key(member));
@@ -469,7 +498,11 @@ impl<'a> General<'a> {
             if self.topic_consumers[topic].is_empty() {
                 continue;
             }
-            let chosen = self.sorted.iter().map(|&(_, _, member)| member).find(|&member| self.subscribes[member][topic]);
+            let chosen = self
+                .sorted
+                .iter()
+                .map(|&(_, _, member)| member)
+                .find(|&member| self.subscribes[member][topic]);
             if let Some(member) = chosen {
                 self.sorted.remove(&self.key(member));
                 self.current[member].push(number);
@@ -479,7 +512,11 @@ impl<'a> General<'a> {
         }
 
         // Only partitions of topics with two or more subscribers can move.
-        let movable_topic: Vec<bool> = self.topic_consumers.iter().map(|consumers| consumers.len() >= 2).collect();
+        let movable_topic: Vec<bool> = self
+            .topic_consumers
+            .iter()
+            .map(|consumers| consumers.len() >= 2)
+            .collect();
         let universe = self.universe;
         sorted_partitions.retain(|&number| movable_topic[universe.topic_of(number)]);
         unassigned.retain(|&number| movable_topic[universe.topic_of(number)]);
@@ -487,7 +524,9 @@ impl<'a> General<'a> {
         // Only members that could gain or lose a partition take part.
         for member in 0..self.current.len() {
             let can_gain = self.current[member].len() < self.max_assignment_size(member);
-            let can_lose = self.current[member].iter().any(|&number| movable_topic[universe.topic_of(number)]);
+            let can_lose = self.current[member]
+                .iter()
+                .any(|&number| movable_topic[universe.topic_of(number)]);
             if !can_gain && !can_lose {
                 self.sorted.remove(&self.key(member));
                 self.fixed[member] = true;
@@ -518,7 +557,10 @@ impl<'a> General<'a> {
         if self.member_topics[member].len() == self.universe.topics.len() {
             self.universe.total as usize
         } else {
-            self.member_topics[member].iter().map(|&topic| self.universe.counts[topic] as usize).sum()
+            self.member_topics[member]
+                .iter()
+                .map(|&topic| self.universe.counts[topic] as usize)
+                .sum()
         }
     }
 
@@ -538,7 +580,11 @@ impl<'a> General<'a> {
             .enumerate()
             .map(|(index, &size)| size * index)
             .sum::<usize>()
-            - sizes.iter().enumerate().map(|(index, &size)| size * (count - 1 - index)).sum::<usize>()
+            - sizes
+                .iter()
+                .enumerate()
+                .map(|(index, &size)| size * (count - 1 - index))
+                .sum::<usize>()
     }
 
     /// `isBalanced`: sizes differ by at most one, or no member could take a
@@ -622,12 +668,18 @@ impl<'a> General<'a> {
     fn reassign_to(&mut self, number: u32, new_owner: usize) {
         let owner = self.owner[number as usize] as usize;
         let topic = self.universe.topic_of(number);
-        let actual = self.movements.partition_to_move(self.universe, topic, number, owner, new_owner);
+        let actual = self
+            .movements
+            .partition_to_move(self.universe, topic, number, owner, new_owner);
         let old_owner = self.owner[actual as usize] as usize;
         self.sorted.remove(&self.key(old_owner));
         self.sorted.remove(&self.key(new_owner));
-        self.movements.record_move(self.universe, topic, actual, old_owner, new_owner);
-        if let Some(position) = self.current[old_owner].iter().position(|&candidate| candidate == actual) {
+        self.movements
+            .record_move(self.universe, topic, actual, old_owner, new_owner);
+        if let Some(position) = self.current[old_owner]
+            .iter()
+            .position(|&candidate| candidate == actual)
+        {
             self.current[old_owner].remove(position);
         }
         self.current[new_owner].push(actual);
@@ -698,7 +750,12 @@ impl JavaHashSet {
     fn first(&self, universe: &Universe) -> Option<u32> {
         self.elements
             .iter()
-            .min_by_key(|&&(sequence, number)| (hash_map_bucket(topic_partition_hash(universe, number), self.capacity), sequence))
+            .min_by_key(|&&(sequence, number)| {
+                (
+                    hash_map_bucket(topic_partition_hash(universe, number), self.capacity),
+                    sequence,
+                )
+            })
             .map(|&(_, number)| number)
     }
 }
@@ -735,7 +792,12 @@ impl PartitionMovements {
     fn add_record(&mut self, topic: usize, number: u32, pair: (usize, usize)) {
         self.by_partition.insert(number, pair);
         self.sequence += 1;
-        self.by_topic.entry(topic).or_default().entry(pair).or_default().insert(self.sequence, number);
+        self.by_topic
+            .entry(topic)
+            .or_default()
+            .entry(pair)
+            .or_default()
+            .insert(self.sequence, number);
     }
 
     /// `movePartition`.
@@ -755,7 +817,11 @@ impl PartitionMovements {
         let Some(pairs) = self.by_topic.get(&topic) else {
             return number;
         };
-        let owner = self.by_partition.get(&number).map(|&(source, _)| source).unwrap_or(owner);
+        let owner = self
+            .by_partition
+            .get(&number)
+            .map(|&(source, _)| source)
+            .unwrap_or(owner);
         match pairs.get(&(new_owner, owner)) {
             Some(set) => set.first(universe).unwrap_or(number),
             None => number,
