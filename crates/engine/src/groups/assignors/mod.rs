@@ -9,6 +9,7 @@
 mod range;
 mod report;
 mod round_robin;
+pub mod scale;
 mod sticky;
 mod uniform;
 
@@ -17,6 +18,7 @@ pub use report::{AssignmentReport, PartitionMove};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -25,15 +27,16 @@ use crate::java::compare_strings;
 /// A partition of a topic, written `topic-partition` as Kafka prints it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TopicPartition {
-    /// The topic's name.
-    pub topic: String,
+    /// The topic's name, shared: a large assignment names each topic
+    /// thousands of times without copying it.
+    pub topic: Arc<str>,
     /// The partition's index within the topic.
     pub partition: u32,
 }
 
 impl TopicPartition {
     /// A partition of `topic`.
-    pub fn new(topic: impl Into<String>, partition: u32) -> Self {
+    pub fn new(topic: impl Into<Arc<str>>, partition: u32) -> Self {
         TopicPartition {
             topic: topic.into(),
             partition,

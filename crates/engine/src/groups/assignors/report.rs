@@ -104,10 +104,10 @@ fn reasons(strategy: Strategy, input: &GroupInput, assignment: &Assignment) -> B
                 Strategy::Range | Strategy::ServerRange => {
                     let subscribers: Vec<&str> = sorted
                         .iter()
-                        .filter(|member| member.topics.contains(&partition.topic))
+                        .filter(|member| member.topics.iter().any(|topic| **topic == *partition.topic))
                         .map(|member| member.member_id.as_str())
                         .collect();
-                    let count = input.topics.get(&partition.topic).copied().unwrap_or(0) as usize;
+                    let count = input.topics.get(&*partition.topic).copied().unwrap_or(0) as usize;
                     let position = subscribers.iter().position(|id| id == member_id).unwrap_or(0);
                     let each = count / subscribers.len().max(1);
                     let extra = count % subscribers.len().max(1);

@@ -21,7 +21,9 @@
 //! partitions ascending) and members by their position in the input, which
 //! keeps the million-partition case fast.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 use super::{Assignment, GroupInput, TopicPartition};
 use crate::java::{compare_strings, hash_map_bucket, hash_map_capacity, hash_map_iteration_order, string_hash_code};
@@ -69,52 +71,68 @@ pub(super) fn assign_cooperative(input: &GroupInput) -> (Assignment, Vec<TopicPa
 /// Dense numbering of every partition of every topic in the metadata.
 struct Universe {
     /// Topic names in Java `String.compareTo` order.
-    topics: Vec<String>,
+    topics: Vec<Arc<str>>,
     /// Partition count per topic (same order).
     counts: Vec<u32>,
     /// First dense number of each topic's partitions.
     offsets: Vec<u32>,
     total: u32,
+    /// Topic name to index. Only ever looked up, never iterated, and hashed
+    /// with a fixed function, so it cannot make a run differ.
+    by_name: HashMap<Arc<str>, usize, BuildHasherDefault<Fnv1a>>,
 }
 
 impl Universe {
     fn new(input: &GroupInput) -> Universe {
-        let mut topics: Vec<String> = input.topics.keys().cloned().collect();
+        let mut topics: Vec<Arc<str>> = input.topics.keys().map(|topic| Arc::from(topic.as_str())).collect();
         topics.sort_by(|left, right| compare_strings(left, right));
-        let counts: Vec<u32> = topics.iter().map(|topic| input.topics[topic]).collect();
+        let counts: Vec<u32> = topics.iter().map(|topic| input.topics[&**topic]).collect();
         let mut offsets = Vec::with_capacity(topics.len());
         let mut total = 0u32;
         for count in &counts {
             offsets.push(total);
             total = total.saturating_add(*count);
         }
+        let by_name = topics
+            .iter()
+            .enumerate()
+            .map(|(index, topic)| (topic.clone(), index))
+            .collect();
         Universe {
             topics,
             counts,
             offsets,
             total,
+            by_name,
         }
     }
 
     fn topic_index(&self, topic: &str) -> Option<usize> {
-        self.topics
-            .binary_search_by(|candidate| compare_strings(candidate, topic))
-            .ok()
+        self.by_name.get(topic).copied()
     }
 
-    /// The dense number of a partition, if its topic exists and the index is
-    /// in range.
-    fn number(&self, partition: &TopicPartition) -> Option<u32> {
-        let topic = self.topic_index(&partition.topic)?;
-        (partition.partition < self.counts[topic]).then(|| self.offsets[topic] + partition.partition)
+    /// Dense numbers of the existing partitions among `partitions`, in
+    /// order. Owned lists come in runs of one topic, so the last topic
+    /// looked up is tried first.
+    fn numbers(&self, partitions: &[TopicPartition]) -> Vec<u32> {
+        let mut numbers = Vec::with_capacity(partitions.len());
+        let mut last: Option<(&str, usize)> = None;
+        for partition in partitions {
+            let topic = match last {
+                Some((name, index)) if name == &*partition.topic => Some(index),
+                _ => self.topic_index(&partition.topic),
+            };
+            let Some(topic) = topic else { continue };
+            last = Some((&partition.topic, topic));
+            if partition.partition < self.counts[topic] {
+                numbers.push(self.offsets[topic] + partition.partition);
+            }
+        }
+        numbers
     }
 
     fn topic_of(&self, number: u32) -> usize {
         self.offsets.partition_point(|&offset| offset <= number) - 1
-    }
-
-    fn partition_index(&self, number: u32) -> u32 {
-        number - self.offsets[self.topic_of(number)]
     }
 
     fn topic_partition(&self, number: u32) -> TopicPartition {
@@ -176,13 +194,7 @@ fn run(input: &GroupInput, universe: &Universe) -> StickyOutcome {
     let raw_owned = input
         .members
         .iter()
-        .map(|member| {
-            member
-                .owned
-                .iter()
-                .filter_map(|claimed| universe.number(claimed))
-                .collect()
-        })
+        .map(|member| universe.numbers(&member.owned))
         .collect();
     let mut members = Members {
         hash_order,
@@ -209,12 +221,16 @@ fn resolve_ownership(input: &GroupInput, universe: &Universe, members: &mut Memb
     let mut all_equal = true;
     let mut subscribed: BTreeSet<&str> = BTreeSet::new();
     let mut previous_owner = vec![NOBODY; universe.total as usize];
+    let mut reference: &[String] = &[];
     for &member in &members.hash_order {
         let subscription = &input.members[member].topics;
         // Kafka starts from the first non-empty subscription it meets.
         if subscribed.is_empty() {
             subscribed.extend(subscription.iter().map(String::as_str));
+            reference = subscription;
         } else if all_equal
+            // The same duplicate-free list is the common case and cheap to check.
+            && !(subscription.as_slice() == reference && reference.len() == subscribed.len())
             && !(subscription.len() == subscribed.len()
                 && subscription.iter().all(|topic| subscribed.contains(topic.as_str())))
         {
@@ -264,12 +280,24 @@ fn constrained(universe: &Universe, members: &Members) -> StickyOutcome {
 
     // Keep owned partitions up to the quota, in (partition, topic) order.
     for &member in &members.hash_order {
-        let mut owned: Vec<u32> = members.owned[member]
+        let owned: Vec<u32> = members.owned[member]
             .iter()
             .copied()
             .filter(|&number| !members.doubly_claimed[number as usize])
             .collect();
-        owned.sort_by_key(|&number| (universe.partition_index(number), universe.topic_of(number)));
+        // Kafka sorts by partition, then topic; pack both in one key.
+        let mut keyed: Vec<u64> = owned
+            .iter()
+            .map(|&number| {
+                let topic = universe.topic_of(number);
+                (u64::from(number - universe.offsets[topic]) << 32) | topic as u64
+            })
+            .collect();
+        keyed.sort_unstable();
+        let owned: Vec<u32> = keyed
+            .into_iter()
+            .map(|key| universe.offsets[(key & 0xffff_ffff) as usize] + (key >> 32) as u32)
+            .collect();
         let keep = if owned.len() < min_quota {
             under_min.push(member);
             owned.len()
@@ -826,5 +854,25 @@ impl PartitionMovements {
             Some(set) => set.first(universe).unwrap_or(number),
             None => number,
         }
+    }
+}
+
+/// FNV-1a: a fixed, seedless hash for lookup-only tables (std's default
+/// hasher is seeded from the OS, which the engine must not touch).
+#[derive(Default)]
+struct Fnv1a(u64);
+
+impl Hasher for Fnv1a {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut hash = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for &byte in bytes {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self.0 = hash;
     }
 }

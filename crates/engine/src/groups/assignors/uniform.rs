@@ -91,7 +91,7 @@ pub(super) fn assign(input: &GroupInput) -> Result<Assignment, AssignError> {
         .map(|member| {
             let mut by_topic: Vec<(usize, Vec<usize>)> = Vec::new();
             for owned in &member.owned {
-                let Some(&topic) = topic_index.get(owned.topic.as_str()) else {
+                let Some(&topic) = topic_index.get(&*owned.topic) else {
                     continue;
                 };
                 if owned.partition as usize >= topics[topic].partitions {
