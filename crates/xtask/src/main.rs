@@ -7,6 +7,7 @@
 //! the pinned tools from `tools.toml`, and then runs them. Every step checks
 //! before it installs, so a second run installs nothing.
 
+mod bench;
 mod pins;
 mod process;
 mod serve;
@@ -23,6 +24,7 @@ usage: cargo xtask <command> [options]
 commands:
   serve [--port N] [--base /PATH/]   build the app (installing what is missing) and serve it on 127.0.0.1
   test                               run every test: native, wasm in headless Chromium, end-to-end in Chromium
+  bench                              run the benchmarks natively and as wasm in headless Chromium; print figures
   build                              build the static site into dist/ and print artifact sizes
   setup [--browser]                  only install what is missing (--browser: Chromium and Playwright too)
   help                               print this text";
@@ -47,6 +49,7 @@ fn run(arguments: &[String]) -> Outcome {
     match command {
         "serve" => serve::serve_command(&options),
         "test" => test::test_command(&options),
+        "bench" => bench::bench_command(),
         "build" => {
             let toolchain = setup::ensure_web_build_tools()?;
             site::build_release(&toolchain).map(|_| ())

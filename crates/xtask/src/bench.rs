@@ -1,0 +1,109 @@
+//! `cargo xtask bench`: the benchmarks, natively and as wasm in headless
+//! Chromium. Benchmarks print figures; they never fail on a time.
+//!
+//! 1. Kafka's million-partition sticky scale case, natively
+//!    (`crates/engine/benches/assignors.rs`), which also writes each step's
+//!    input as JSON under `target/bench/`;
+//! 2. the `kafkascope` CLI answering those inputs (release build);
+//! 3. the same scale case compiled to wasm, in headless Chromium
+//!    (`crates/js/tests/bench_scale.rs`).
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use crate::process::run;
+use crate::setup::{ensure_browser, ensure_web_build_tools};
+use crate::{repo_root, target_dir, Outcome};
+
+pub fn bench_command() -> Outcome {
+    let root = repo_root();
+    let inputs = target_dir().join("bench");
+
+    println!("\nxtask: [1/3] native: Kafka's scale case (sticky, cooperative-sticky)");
+    run(Command::new("cargo")
+        .args([
+            "bench",
+            "--quiet",
+            "--package",
+            "kafkascope-engine",
+            "--bench",
+            "assignors",
+            "--",
+            "--write",
+        ])
+        .arg(&inputs)
+        .current_dir(&root))?;
+
+    println!("\nxtask: [2/3] the kafkascope CLI on the scale case's inputs");
+    run(Command::new("cargo")
+        .args(["build", "--quiet", "--release", "--package", "kafkascope-cli"])
+        .current_dir(&root))?;
+    let cli = target_dir().join("release/kafkascope");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&inputs)
+        .map_err(|error| format!("cannot list {}: {error}", inputs.display()))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|extension| extension == "json"))
+        .collect();
+    files.sort();
+    for file in files {
+        let name = file.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+        // Files are named scale-<strategy>-<step>.json.
+        let strategy = name
+            .trim_start_matches("scale-")
+            .rsplit_once('-')
+            .map(|(strategy, _)| strategy.to_string());
+        let Some(strategy) = strategy else { continue };
+        let input = std::fs::File::open(&file).map_err(|error| format!("cannot open {}: {error}", file.display()))?;
+        let started = Instant::now();
+        let output = Command::new(&cli)
+            .args(["assign", "--strategy", &strategy])
+            .stdin(input)
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|error| format!("cannot run {}: {error}", cli.display()))?;
+        let elapsed = started.elapsed();
+        if !output.status.success() {
+            return Err(format!("kafkascope assign failed on {}", file.display()));
+        }
+        let assignment: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_slice(&output.stdout).map_err(|error| {
+                format!(
+                    "kafkascope assign printed no JSON object for {}: {error}",
+                    file.display()
+                )
+            })?;
+        let partitions: usize = assignment
+            .values()
+            .map(|partitions| partitions.as_array().map_or(0, Vec::len))
+            .sum();
+        println!(
+            "cli  {name:<40} {:>8.1} ms end to end (read, assign, write JSON): {} members, {partitions} partitions",
+            elapsed.as_secs_f64() * 1000.0,
+            assignment.len()
+        );
+    }
+
+    println!("\nxtask: [3/3] wasm in headless Chromium: Kafka's scale case");
+    let toolchain = ensure_web_build_tools()?;
+    let browser = ensure_browser()?;
+    run(toolchain
+        .command("cargo")
+        .args([
+            "test",
+            "--release",
+            "--target",
+            "wasm32-unknown-unknown",
+            "--package",
+            "kafkascope-js",
+            "--test",
+            "bench_scale",
+            "--",
+            "--include-ignored",
+            "--nocapture",
+        ])
+        .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", "wasm-bindgen-test-runner")
+        .env("CHROMEDRIVER", &browser.chromedriver)
+        .env("WASM_BINDGEN_TEST_TIMEOUT", "600")
+        .current_dir(&root))
+}
