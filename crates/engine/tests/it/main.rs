@@ -1,6 +1,7 @@
 //! The engine's integration tests: Kafka's own behaviour, read from the
 //! shared vector files, checked against the engine's public API.
 
+mod assignor_properties;
 mod assignors;
 mod java_ordering;
 mod partitioning;
