@@ -16,3 +16,4 @@
 pub mod groups;
 pub mod java;
 pub mod partitioning;
+pub mod random;

@@ -5,6 +5,7 @@
 //! record is hashed with murmur2 over its *serialized* key bytes.
 
 mod murmur2;
+pub mod null_key;
 
 pub use murmur2::murmur2;
 
