@@ -109,3 +109,62 @@ fn assign_explain_reports_moves_revocations_counts_and_reasons() {
     let reason = report["reasons"]["t0-1"].as_str().expect("a reason per partition");
     assert!(reason.contains("b is number 2"), "{reason}");
 }
+
+/// The vector files: the shared folder beside the repository when present,
+/// else the copy in `tests/kafka-vectors`.
+fn vector_file(name: &str) -> std::path::PathBuf {
+    let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let shared = repo.join("../shared/kafka-vectors");
+    let dir = if shared.join(name).is_file() {
+        shared
+    } else {
+        repo.join("tests/kafka-vectors")
+    };
+    dir.join(name)
+}
+
+#[test]
+fn assign_answers_every_vector_case_as_kafka_does() {
+    let text = std::fs::read_to_string(vector_file("vectors-assignors.json")).expect("vectors");
+    let vectors: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let mut checked = 0;
+    for case in vectors["cases"].as_array().expect("cases") {
+        let strategy = match case["assignor"].as_str().expect("assignor") {
+            "server-uniform" => "uniform",
+            other => other,
+        };
+        for step in case["steps"].as_array().expect("steps") {
+            let mut input = step["input"].clone();
+            if !step["topic_ids"].is_null() {
+                input["topicIds"] = step["topic_ids"].clone();
+            }
+            let (ok, stdout, stderr) = kafkascope_with_stdin(&["assign", "--strategy", strategy], &input.to_string());
+            assert!(ok, "{}: {stderr}", case["id"]);
+            let actual: serde_json::Value = serde_json::from_str(&stdout).expect("JSON out");
+            let expected = &step["kafka_output"];
+            let order_matters = step["expected_by_test"].is_null() || step["compare"] == "list";
+            let normalize = |value: &serde_json::Value| -> std::collections::BTreeMap<String, Vec<String>> {
+                value
+                    .as_object()
+                    .expect("object")
+                    .iter()
+                    .map(|(member, partitions)| {
+                        let mut list: Vec<String> = partitions
+                            .as_array()
+                            .expect("list")
+                            .iter()
+                            .map(|partition| partition.as_str().expect("string").to_string())
+                            .collect();
+                        if !order_matters {
+                            list.sort();
+                        }
+                        (member.clone(), list)
+                    })
+                    .collect()
+            };
+            assert_eq!(normalize(&actual), normalize(expected), "{}", case["id"]);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 70, "only {checked} steps");
+}
