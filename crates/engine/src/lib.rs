@@ -13,7 +13,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod controller;
 pub mod groups;
 pub mod java;
 pub mod partitioning;
 pub mod random;
+pub mod replication;

@@ -5,4 +5,5 @@ mod assignor_properties;
 mod assignors;
 mod java_ordering;
 mod partitioning;
+mod replication;
 mod vectors;

@@ -1,0 +1,4 @@
+//! The KRaft controller's rules for partitions: who leads, who is in sync,
+//! and which epochs change when (`metadata/.../controller/`).
+
+pub mod partition_change;
