@@ -19,6 +19,8 @@ commands:
   assign --strategy S [--explain]   read a group as JSON on stdin, print its assignment as JSON
                                     (S: range, roundrobin, sticky, cooperative-sticky, uniform, server-range); --explain adds the
                                     moves, revocations, per-member counts and a reason per partition
+  run FILE                          play a scenario: print its trace and a summary; exit 1 if an
+                                    expected outcome did not happen
   help                              print this text";
 
 fn main() -> ExitCode {
@@ -46,6 +48,7 @@ fn run(arguments: &[String]) -> Result<String, String> {
                 .map_err(|error| format!("cannot read stdin: {error}"))?;
             assign_command(&arguments[1..], &input)
         }
+        Some("run") => run_scenario(&arguments[1..]),
         Some("help" | "--help" | "-h") | None => Ok(format!("{USAGE}\n")),
         Some(other) => Err(format!("unknown command {other:?}; try `kafkascope help`")),
     }
@@ -127,4 +130,60 @@ fn assign_command(arguments: &[String], input: &str) -> Result<String, String> {
     }
     .map_err(|error| error.to_string())?;
     Ok(format!("{json}\n"))
+}
+
+/// `kafkascope run FILE`: the trace, one event per line, then a summary and
+/// the expectations. A failed expectation is an error (exit code 1 via
+/// `main`'s error path would print only one line, so the full report is
+/// printed and the failure reported after it).
+fn run_scenario(arguments: &[String]) -> Result<String, String> {
+    let [path] = arguments else {
+        return Err("run needs exactly one scenario FILE".into());
+    };
+    let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read {path}: {error}"))?;
+    let scenario = kafkascope_engine::sim::scenario::Scenario::from_json(&text)?;
+    let outcome = scenario.run()?;
+    let mut output = String::new();
+    for event in outcome.simulation.trace() {
+        output.push_str(&event.line());
+        output.push('\n');
+    }
+    let summary = &outcome.summary;
+    output.push_str(&format!(
+        "\nsummary: {} produced, {} acknowledged, {} lost, {} duplicated, {} failed; {} leader elections; {} invariant violations; {} events in {} ms\n",
+        summary.produced,
+        summary.acknowledged,
+        summary.lost,
+        summary.duplicated,
+        summary.failed,
+        summary.leader_elections,
+        summary.invariant_violations,
+        summary.events,
+        summary.time_ms
+    ));
+    let lost: Vec<u64> = outcome
+        .simulation
+        .records()
+        .iter()
+        .enumerate()
+        .filter(|(_, record)| record.lost)
+        .map(|(id, _)| id as u64)
+        .collect();
+    if !lost.is_empty() {
+        output.push_str(&format!(
+            "lost records: {}\n",
+            kafkascope_engine::sim::trace::ranges(&lost)
+        ));
+    }
+    if outcome.failures.is_empty() {
+        output.push_str(&format!("expectations: all {} met\n", scenario.expect.len()));
+        Ok(output)
+    } else {
+        print!("{output}");
+        Err(format!(
+            "{} expectation(s) not met: {}",
+            outcome.failures.len(),
+            outcome.failures.join("; ")
+        ))
+    }
 }

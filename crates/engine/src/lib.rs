@@ -19,3 +19,4 @@ pub mod java;
 pub mod partitioning;
 pub mod random;
 pub mod replication;
+pub mod sim;

@@ -24,3 +24,28 @@ fn partition_for_in_wasm_matches_kafka() {
     assert!(kafkascope_js::partition_for("key", 0.0).is_err());
     assert!(kafkascope_js::partition_for("key", 2.5).is_err());
 }
+
+/// The same scenario gives the same trace in wasm as natively: the hash in
+/// `scenarios/golden/happy-path.hash` is what the native golden test checks.
+#[wasm_bindgen_test]
+fn simulation_trace_in_wasm_matches_the_native_golden_hash() {
+    let scenario =
+        kafkascope_engine::sim::scenario::Scenario::from_json(include_str!("../../../scenarios/happy-path.json"))
+            .expect("valid scenario");
+    let outcome = scenario.run().expect("runs");
+    let expected = include_str!("../../../scenarios/golden/happy-path.hash").trim();
+    assert_eq!(format!("{:016x}", outcome.simulation.trace_hash()), expected);
+    assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
+}
+
+#[wasm_bindgen_test]
+fn lossy_scenario_in_wasm_loses_the_same_records() {
+    let scenario = kafkascope_engine::sim::scenario::Scenario::from_json(include_str!(
+        "../../../scenarios/acks1-leader-crash-loses-records.json"
+    ))
+    .expect("valid scenario");
+    let outcome = scenario.run().expect("runs");
+    let expected = include_str!("../../../scenarios/golden/acks1-leader-crash-loses-records.hash").trim();
+    assert_eq!(format!("{:016x}", outcome.simulation.trace_hash()), expected);
+    assert_eq!(outcome.summary.lost, 5);
+}

@@ -168,3 +168,53 @@ fn assign_answers_every_vector_case_as_kafka_does() {
     }
     assert!(checked >= 70, "only {checked} steps");
 }
+
+fn scenario(name: &str) -> String {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn run_prints_the_trace_and_a_summary_naming_lost_records() {
+    let (ok, stdout, stderr) = kafkascope(&["run", &scenario("acks1-leader-crash-loses-records.json")]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("acknowledged records 5-9 LOST"), "{stdout}");
+    assert!(
+        stdout.contains("summary: 10 produced, 10 acknowledged, 5 lost"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("lost records: 5-9"), "{stdout}");
+    assert!(stdout.ends_with("expectations: all 4 met\n"), "{stdout}");
+}
+
+#[test]
+fn run_exits_non_zero_when_an_expectation_fails() {
+    let dir = std::env::temp_dir().join(format!("kafkascope-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let text = std::fs::read_to_string(scenario("happy-path.json")).expect("scenario");
+    let broken = text.replace(
+        r#"{ "type": "noRecordsLost" }"#,
+        r#"{ "type": "someRecordsLost", "atLeast": 1 }"#,
+    );
+    let path = dir.join("broken.json");
+    std::fs::write(&path, broken).expect("write");
+    let (ok, stdout, stderr) = kafkascope(&["run", &path.to_string_lossy()]);
+    assert!(!ok);
+    assert!(stdout.contains("summary:"), "{stdout}");
+    assert!(stderr.contains("expected at least 1 lost records"), "{stderr}");
+}
+
+#[test]
+fn run_rejects_a_bad_scenario_in_one_line() {
+    let dir = std::env::temp_dir().join(format!("kafkascope-cli-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("bad.json");
+    std::fs::write(&path, r#"{"name": "x", "config": {"brokers": 0}, "runUntilMs": 10}"#).expect("write");
+    let (ok, _, stderr) = kafkascope(&["run", &path.to_string_lossy()]);
+    assert!(!ok);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("brokers must be between 1 and 64"), "{stderr}");
+}

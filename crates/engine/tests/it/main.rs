@@ -6,4 +6,5 @@ mod assignors;
 mod java_ordering;
 mod partitioning;
 mod replication;
+mod simulator;
 mod vectors;

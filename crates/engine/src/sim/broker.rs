@@ -1,0 +1,1216 @@
+//! A broker: its logs (which survive a crash), and the in-memory roles it
+//! plays per partition — leader (answering produce and fetch, tracking
+//! followers, moving the high watermark, asking the controller to change the
+//! ISR) or follower (fetching from the leader, truncating where its log
+//! diverged). Kafka: `ReplicaManager`, `Partition`, `AbstractFetcherThread`.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::groups::assignors::TopicPartition;
+use crate::replication::epoch_cache::LeaderEpochCache;
+use crate::replication::high_watermark::{
+    admit_produce, check_parked_produce, evaluate, Acks, HighWatermarkDecision, HighWatermarkInputs, ParkedProduce,
+    ProduceAdmission,
+};
+use crate::replication::idempotence::{AppendedBatch, ProducerState, SequenceCheck};
+use crate::replication::replica::ReplicaState;
+use crate::replication::{BrokerId, Offset};
+
+use super::trace::{TraceId, TraceKind};
+use super::types::{BatchSequence, ErrorCode, Message, MetadataImage, NodeId, ProducerBatch, Record};
+use super::{Simulation, Timer, CONTROLLER};
+
+/// Records a follower gets per fetch at most (`replica.fetch.max.bytes`,
+/// counted in records here).
+const FETCH_MAX_RECORDS: usize = 500;
+/// `replica.fetch.backoff.ms`.
+const FETCH_BACKOFF_MS: u64 = 1_000;
+/// How long a follower waits for a fetch answer (`replica.socket.timeout.ms`).
+const FETCH_TIMEOUT_MS: u64 = 30_000;
+
+/// Whether the broker process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum BrokerStatus {
+    /// Running.
+    Running,
+    /// Crashed; its disk survives.
+    Dead,
+    /// Stopped the world (a long GC pause) until the given time.
+    Paused {
+        /// When it resumes.
+        until: u64,
+    },
+}
+
+/// One replica's log of one partition; it survives crashes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PartitionLog {
+    /// Records from offset 0 (no retention in this version).
+    pub records: Vec<Record>,
+    /// This replica's high watermark.
+    pub high_watermark: Offset,
+    /// The leader-epoch history.
+    pub epoch_cache: LeaderEpochCache,
+    /// Idempotent producers' sequence state.
+    #[serde(skip)]
+    pub producers: BTreeMap<u64, ProducerState>,
+}
+
+impl PartitionLog {
+    /// The log end offset.
+    pub fn log_end_offset(&self) -> Offset {
+        self.records.len() as Offset
+    }
+
+    /// Updates the producer state for records appended from `from` on: one
+    /// entry per idempotent batch, as every replica does when it appends.
+    fn track_producers_from(&mut self, from: usize) {
+        for index in from..self.records.len() {
+            let record = self.records[index];
+            let Some(batch) = record.batch else { continue };
+            let starts_batch = index == 0 || self.records[index - 1].batch != Some(batch);
+            if starts_batch {
+                self.producers.entry(batch.producer_id).or_default().record(
+                    batch.epoch,
+                    AppendedBatch {
+                        first_sequence: batch.first_sequence,
+                        last_sequence: batch.last_sequence,
+                        base_offset: record.offset,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Cuts the log back to `offset`, rebuilding what depends on it.
+    fn truncate_to(&mut self, offset: Offset) {
+        self.records.truncate(offset as usize);
+        self.epoch_cache.truncate_from_end(offset);
+        self.high_watermark = self.high_watermark.min(offset);
+        // UnifiedLog#truncateTo rebuilds the producer state from the log.
+        self.producers.clear();
+        self.track_producers_from(0);
+    }
+}
+
+/// A follower as its leader tracks it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FollowerInfo {
+    /// Fetch state and caught-up time.
+    pub state: ReplicaState,
+    /// The trace event of its last fetch (the cause of an ISR shrink).
+    pub last_fetch: Option<TraceId>,
+}
+
+/// An acks=all produce waiting for the high watermark.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Parked {
+    /// The producer's request id.
+    pub request: u64,
+    /// Who to answer.
+    pub client: NodeId,
+    /// The batch's base offset.
+    pub base_offset: Offset,
+    /// Last offset + 1.
+    pub required_offset: Offset,
+}
+
+/// A follower's fetch held until data arrives or the wait ends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeldFetch {
+    /// Held-fetch id.
+    pub id: u64,
+    /// The follower.
+    pub replica: BrokerId,
+    /// Where it fetches from.
+    pub fetch_offset: Offset,
+}
+
+/// The leader role for one partition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LeaderState {
+    /// This leadership's epoch.
+    pub leader_epoch: u32,
+    /// The partition epoch the leader last saw.
+    pub partition_epoch: u32,
+    /// The committed ISR.
+    pub isr: Vec<BrokerId>,
+    /// The ISR of an AlterPartition in flight.
+    pub pending_isr: Option<Vec<BrokerId>>,
+    /// All replicas.
+    pub replicas: Vec<BrokerId>,
+    /// The followers.
+    pub followers: BTreeMap<BrokerId, FollowerInfo>,
+    /// The first offset of this epoch (a follower must reach it to rejoin).
+    pub epoch_start_offset: Offset,
+    /// acks=all requests waiting.
+    pub parked: Vec<Parked>,
+    /// Followers' fetches held for data.
+    pub held: Vec<HeldFetch>,
+}
+
+impl LeaderState {
+    /// `maximalIsr`: the ISR plus members an in-flight change adds.
+    pub fn maximal_isr(&self) -> Vec<BrokerId> {
+        let mut maximal = self.isr.clone();
+        if let Some(pending) = &self.pending_isr {
+            for member in pending {
+                if !maximal.contains(member) {
+                    maximal.push(*member);
+                }
+            }
+        }
+        maximal
+    }
+}
+
+/// The follower role for one partition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FollowerState {
+    /// Whom it fetches from.
+    pub leader: BrokerId,
+    /// The leader's epoch.
+    pub leader_epoch: u32,
+    /// A fetch is on its way (its id).
+    pub in_flight: Option<u64>,
+}
+
+/// A broker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Broker {
+    /// `node.id`.
+    pub id: BrokerId,
+    /// Running, dead or paused.
+    pub status: BrokerStatus,
+    /// Bumped at every start; timers of an older incarnation are ignored.
+    pub incarnation: u32,
+    /// The epoch the controller gave its registration.
+    pub broker_epoch: Option<u64>,
+    /// Whether the controller says it is fenced.
+    pub fenced: bool,
+    /// The metadata it has seen.
+    pub metadata: Option<MetadataImage>,
+    /// Logs, by partition (on disk).
+    pub logs: BTreeMap<TopicPartition, PartitionLog>,
+    /// Partitions it leads.
+    pub leading: BTreeMap<TopicPartition, LeaderState>,
+    /// Partitions it follows.
+    pub following: BTreeMap<TopicPartition, FollowerState>,
+    next_id: u64,
+}
+
+impl Broker {
+    /// A broker that has not started.
+    pub fn new(id: BrokerId) -> Broker {
+        Broker {
+            id,
+            status: BrokerStatus::Dead,
+            incarnation: 0,
+            broker_epoch: None,
+            fenced: true,
+            metadata: None,
+            logs: BTreeMap::new(),
+            leading: BTreeMap::new(),
+            following: BTreeMap::new(),
+            next_id: 0,
+        }
+    }
+
+    fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+}
+
+impl Simulation {
+    fn broker(&mut self, id: BrokerId) -> &mut Broker {
+        self.brokers.get_mut(&id).expect("known broker")
+    }
+
+    /// Starts a broker process: register with the controller.
+    pub(crate) fn broker_start(&mut self, id: BrokerId) {
+        self.broker_boot(id);
+        let incarnation = self.brokers[&id].incarnation;
+        self.send(
+            NodeId::Broker(id),
+            CONTROLLER,
+            Message::BrokerRegistration {
+                broker: id,
+                incarnation,
+            },
+        );
+    }
+
+    /// A broker that was already registered and unfenced when the run
+    /// began (the cluster is in a steady state at time 0).
+    pub(crate) fn broker_start_registered(&mut self, id: BrokerId, broker_epoch: u64, image: MetadataImage) {
+        self.broker_boot(id);
+        let broker = self.broker(id);
+        broker.broker_epoch = Some(broker_epoch);
+        broker.fenced = false;
+        self.broker_apply_metadata(id, image);
+    }
+
+    fn broker_boot(&mut self, id: BrokerId) {
+        let broker = self.broker(id);
+        broker.status = BrokerStatus::Running;
+        broker.incarnation += 1;
+        broker.broker_epoch = None;
+        broker.fenced = true;
+        broker.metadata = None;
+        broker.leading.clear();
+        broker.following.clear();
+        let incarnation = broker.incarnation;
+        self.record(TraceKind::BrokerStatus {
+            broker: id,
+            status: "started".to_string(),
+        });
+        self.schedule_timer(
+            NodeId::Broker(id),
+            incarnation,
+            self.config.broker_heartbeat_interval_ms,
+            Timer::BrokerHeartbeat,
+        );
+        self.schedule_timer(
+            NodeId::Broker(id),
+            incarnation,
+            self.config.replica_lag_time_max_ms / 2,
+            Timer::IsrExpiration,
+        );
+    }
+
+    pub(crate) fn broker_kill(&mut self, id: BrokerId) {
+        let Some(broker) = self.brokers.get_mut(&id) else {
+            return;
+        };
+        if broker.status == BrokerStatus::Dead {
+            return;
+        }
+        broker.status = BrokerStatus::Dead;
+        broker.leading.clear();
+        broker.following.clear();
+        self.record(TraceKind::BrokerStatus {
+            broker: id,
+            status: "killed (its log stays on disk)".to_string(),
+        });
+    }
+
+    pub(crate) fn broker_restart(&mut self, id: BrokerId) {
+        if self
+            .brokers
+            .get(&id)
+            .is_some_and(|broker| broker.status == BrokerStatus::Dead)
+        {
+            self.broker_start(id);
+        }
+    }
+
+    pub(crate) fn broker_pause(&mut self, id: BrokerId, duration_ms: u64) {
+        let now = self.now;
+        let Some(broker) = self.brokers.get_mut(&id) else {
+            return;
+        };
+        if broker.status != BrokerStatus::Running {
+            return;
+        }
+        broker.status = BrokerStatus::Paused {
+            until: now + duration_ms,
+        };
+        let incarnation = broker.incarnation;
+        self.record(TraceKind::BrokerStatus {
+            broker: id,
+            status: format!("paused for {duration_ms} ms"),
+        });
+        self.schedule_timer(NodeId::Broker(id), incarnation, duration_ms, Timer::PauseEnd);
+    }
+
+    pub(crate) fn broker_timer(&mut self, id: BrokerId, timer: Timer) {
+        let incarnation = self.brokers[&id].incarnation;
+        let node = NodeId::Broker(id);
+        match timer {
+            Timer::PauseEnd => {
+                self.broker(id).status = BrokerStatus::Running;
+                self.record(TraceKind::BrokerStatus {
+                    broker: id,
+                    status: "resumed".to_string(),
+                });
+            }
+            Timer::BrokerHeartbeat => {
+                self.schedule_timer(
+                    node,
+                    incarnation,
+                    self.config.broker_heartbeat_interval_ms,
+                    Timer::BrokerHeartbeat,
+                );
+                let broker = &self.brokers[&id];
+                match broker.broker_epoch {
+                    Some(broker_epoch) => {
+                        let metadata_offset = broker.metadata.as_ref().map_or(0, |image| image.offset);
+                        self.send(
+                            node,
+                            CONTROLLER,
+                            Message::BrokerHeartbeat {
+                                broker: id,
+                                broker_epoch,
+                                metadata_offset,
+                            },
+                        );
+                    }
+                    None => {
+                        self.send(
+                            node,
+                            CONTROLLER,
+                            Message::BrokerRegistration {
+                                broker: id,
+                                incarnation,
+                            },
+                        );
+                    }
+                }
+            }
+            Timer::IsrExpiration => {
+                self.schedule_timer(
+                    node,
+                    incarnation,
+                    (self.config.replica_lag_time_max_ms / 2).max(1),
+                    Timer::IsrExpiration,
+                );
+                self.leader_maybe_shrink_isr(id);
+            }
+            Timer::FollowerFetch(partition) => self.follower_fetch(id, &partition),
+            Timer::FollowerFetchTimeout(partition, fetch) => {
+                let broker = self.broker(id);
+                if let Some(state) = broker.following.get_mut(&partition) {
+                    if state.in_flight == Some(fetch) {
+                        state.in_flight = None;
+                        self.follower_fetch(id, &partition);
+                    }
+                }
+            }
+            Timer::DelayedFetchExpiry(partition, held) => {
+                let broker = self.broker(id);
+                let Some(leader) = broker.leading.get_mut(&partition) else {
+                    return;
+                };
+                let Some(position) = leader.held.iter().position(|fetch| fetch.id == held) else {
+                    return;
+                };
+                let fetch = leader.held.remove(position);
+                self.leader_answer_fetch(id, &partition, fetch.replica, fetch.fetch_offset);
+            }
+            Timer::ProduceExpiry(partition, request) => {
+                let broker = self.broker(id);
+                let Some(leader) = broker.leading.get_mut(&partition) else {
+                    return;
+                };
+                let Some(position) = leader.parked.iter().position(|parked| parked.request == request) else {
+                    return;
+                };
+                let parked = leader.parked.remove(position);
+                self.send(
+                    node,
+                    parked.client,
+                    Message::ProduceResponse {
+                        request,
+                        partition,
+                        result: Err(ErrorCode::RequestTimedOut),
+                    },
+                );
+            }
+            _ => {}
+        }
+    }
+
+    pub(crate) fn broker_receive(&mut self, id: BrokerId, from: NodeId, message: Message) {
+        let node = NodeId::Broker(id);
+        match message {
+            Message::BrokerHeartbeatResponse { broker_epoch, fenced } => {
+                let broker = self.broker(id);
+                broker.broker_epoch = Some(broker_epoch);
+                broker.fenced = fenced;
+            }
+            Message::MetadataUpdate { image } => self.broker_apply_metadata(id, image),
+            Message::MetadataRequest => {
+                let leaders = self.brokers[&id]
+                    .metadata
+                    .as_ref()
+                    .map(|image| {
+                        image
+                            .partitions
+                            .iter()
+                            .map(|(partition, registration)| {
+                                (partition.clone(), (registration.leader, registration.leader_epoch))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                self.send(node, from, Message::MetadataResponse { leaders });
+            }
+            Message::Produce {
+                request,
+                partition,
+                batch,
+                acks,
+            } => self.leader_produce(id, from, request, partition, batch, acks),
+            Message::Fetch {
+                partition,
+                replica,
+                fetch_offset,
+                last_fetched_epoch,
+                current_leader_epoch,
+                log_start_offset,
+            } => self.leader_fetch(
+                id,
+                &partition,
+                replica,
+                fetch_offset,
+                last_fetched_epoch,
+                current_leader_epoch,
+                log_start_offset,
+            ),
+            Message::FetchResponse {
+                partition,
+                leader_epoch,
+                records,
+                high_watermark,
+                error,
+                diverging,
+            } => self.follower_handle_response(id, &partition, leader_epoch, records, high_watermark, error, diverging),
+            Message::AlterPartitionResponse { partition, result } => {
+                let broker = self.broker(id);
+                let Some(leader) = broker.leading.get_mut(&partition) else {
+                    return;
+                };
+                leader.pending_isr = None;
+                if let Ok(registration) = result {
+                    if registration.leader_epoch == leader.leader_epoch
+                        && registration.partition_epoch >= leader.partition_epoch
+                    {
+                        leader.isr = registration.isr;
+                        leader.partition_epoch = registration.partition_epoch;
+                    }
+                }
+                self.leader_maybe_advance_hw(id, &partition, "the ISR changed");
+            }
+            _ => {}
+        }
+    }
+
+    /// Takes on the roles the new metadata gives this broker
+    /// (`ReplicaManager#applyDelta`: `makeLeader` / `makeFollower`).
+    fn broker_apply_metadata(&mut self, id: BrokerId, image: MetadataImage) {
+        if self.brokers[&id]
+            .metadata
+            .as_ref()
+            .is_some_and(|current| current.offset > image.offset)
+        {
+            return;
+        }
+        let now = self.now;
+        let incarnation = self.brokers[&id].incarnation;
+        let partitions: Vec<_> = image
+            .partitions
+            .iter()
+            .filter(|(_, registration)| registration.replicas.contains(&id))
+            .map(|(partition, registration)| (partition.clone(), registration.clone()))
+            .collect();
+        self.broker(id).fenced = image.fenced.contains(&id);
+        self.broker(id).metadata = Some(image);
+        for (partition, registration) in partitions {
+            self.broker(id).logs.entry(partition.clone()).or_default();
+            if registration.leader == Some(id) {
+                let broker = self.broker(id);
+                match broker.leading.get_mut(&partition) {
+                    Some(leader) if leader.leader_epoch == registration.leader_epoch => {
+                        if registration.partition_epoch > leader.partition_epoch {
+                            leader.isr = registration.isr.clone();
+                            leader.partition_epoch = registration.partition_epoch;
+                            leader.replicas = registration.replicas.clone();
+                        }
+                        continue;
+                    }
+                    Some(leader) if leader.leader_epoch > registration.leader_epoch => continue,
+                    _ => {}
+                }
+                let was_leader = broker.leading.contains_key(&partition);
+                broker.following.remove(&partition);
+                let log = broker.logs.get_mut(&partition).expect("created above");
+                let log_end = log.log_end_offset();
+                log.epoch_cache.assign(registration.leader_epoch, log_end);
+                let followers = registration
+                    .replicas
+                    .iter()
+                    .filter(|&&replica| replica != id)
+                    .map(|&replica| {
+                        let mut state = broker
+                            .leading
+                            .get(&partition)
+                            .and_then(|leader| leader.followers.get(&replica))
+                            .map(|info| info.state)
+                            .unwrap_or_default();
+                        state.reset_on_leader_change(now, log_end, !was_leader, registration.isr.contains(&replica));
+                        (
+                            replica,
+                            FollowerInfo {
+                                state,
+                                last_fetch: None,
+                            },
+                        )
+                    })
+                    .collect();
+                let parked_before = broker
+                    .leading
+                    .remove(&partition)
+                    .map(|leader| leader.parked)
+                    .unwrap_or_default();
+                broker.leading.insert(
+                    partition.clone(),
+                    LeaderState {
+                        leader_epoch: registration.leader_epoch,
+                        partition_epoch: registration.partition_epoch,
+                        isr: registration.isr.clone(),
+                        pending_isr: None,
+                        replicas: registration.replicas.clone(),
+                        followers,
+                        epoch_start_offset: log_end,
+                        parked: Vec::new(),
+                        held: Vec::new(),
+                    },
+                );
+                self.fail_parked(id, &partition, parked_before, ErrorCode::NotLeaderOrFollower);
+                self.leader_maybe_advance_hw(id, &partition, "became leader");
+            } else {
+                let broker = self.broker(id);
+                let old_leader = broker.leading.remove(&partition);
+                let parked = old_leader.map(|leader| leader.parked).unwrap_or_default();
+                match registration.leader {
+                    Some(leader) => {
+                        let already = broker.following.get(&partition).is_some_and(|state| {
+                            state.leader == leader && state.leader_epoch == registration.leader_epoch
+                        });
+                        if !already {
+                            broker.following.insert(
+                                partition.clone(),
+                                FollowerState {
+                                    leader,
+                                    leader_epoch: registration.leader_epoch,
+                                    in_flight: None,
+                                },
+                            );
+                            self.schedule_timer(
+                                NodeId::Broker(id),
+                                incarnation,
+                                0,
+                                Timer::FollowerFetch(partition.clone()),
+                            );
+                        }
+                    }
+                    None => {
+                        broker.following.remove(&partition);
+                    }
+                }
+                self.fail_parked(id, &partition, parked, ErrorCode::NotLeaderOrFollower);
+            }
+        }
+    }
+
+    fn fail_parked(&mut self, id: BrokerId, partition: &TopicPartition, parked: Vec<Parked>, error: ErrorCode) {
+        for parked in parked {
+            self.send(
+                NodeId::Broker(id),
+                parked.client,
+                Message::ProduceResponse {
+                    request: parked.request,
+                    partition: partition.clone(),
+                    result: Err(error),
+                },
+            );
+        }
+    }
+
+    /// `appendRecordsToLeader` for a producer's batch.
+    fn leader_produce(
+        &mut self,
+        id: BrokerId,
+        client: NodeId,
+        request: u64,
+        partition: TopicPartition,
+        batch: ProducerBatch,
+        acks: Acks,
+    ) {
+        let node = NodeId::Broker(id);
+        let respond = |simulation: &mut Simulation, result| {
+            if acks != Acks::None {
+                simulation.send(
+                    node,
+                    client,
+                    Message::ProduceResponse {
+                        request,
+                        partition: partition.clone(),
+                        result,
+                    },
+                );
+            }
+        };
+        let Some(leader) = self.brokers[&id].leading.get(&partition) else {
+            respond(self, Err(ErrorCode::NotLeaderOrFollower));
+            return;
+        };
+        let (isr_size, leader_epoch) = (leader.isr.len() as u32, leader.leader_epoch);
+        let (min_isr, replication_factor) = self
+            .topic_config(&partition)
+            .map_or((1, 1), |topic| (topic.min_insync_replicas, topic.replication_factor));
+        let log = &self.brokers[&id].logs[&partition];
+        if let Some((producer_id, epoch, first_sequence)) = batch.idempotence {
+            let last_sequence = first_sequence + batch.records.len() as i32 - 1;
+            let state = log.producers.get(&producer_id).cloned().unwrap_or_default();
+            match state.check(epoch, first_sequence, last_sequence) {
+                SequenceCheck::Append => {}
+                SequenceCheck::Duplicate { base_offset } => {
+                    // A duplicate is answered with the original offsets, but an
+                    // acks=all request still waits for the high watermark to
+                    // pass them (`ReplicaManager#appendRecords`).
+                    if acks == Acks::All {
+                        let count = batch.records.len() as u64;
+                        self.leader_park(id, &partition, client, request, base_offset, count);
+                        self.leader_maybe_advance_hw(id, &partition, "a duplicate batch arrived");
+                    } else {
+                        respond(self, Ok(base_offset));
+                    }
+                    return;
+                }
+                SequenceCheck::OutOfOrder { .. } | SequenceCheck::StaleEpoch => {
+                    respond(self, Err(ErrorCode::OutOfOrderSequenceNumber));
+                    return;
+                }
+            }
+        }
+        match admit_produce(acks, isr_size, min_isr, replication_factor) {
+            ProduceAdmission::RejectNotEnoughReplicas => {
+                respond(self, Err(ErrorCode::NotEnoughReplicas));
+                return;
+            }
+            ProduceAdmission::AppendAndAnswer | ProduceAdmission::AppendAndWait => {}
+        }
+        let log = self.broker(id).logs.get_mut(&partition).expect("leader has a log");
+        let base_offset = log.log_end_offset();
+        let sequence = batch
+            .idempotence
+            .map(|(producer_id, epoch, first_sequence)| BatchSequence {
+                producer_id,
+                epoch,
+                first_sequence,
+                last_sequence: first_sequence + batch.records.len() as i32 - 1,
+            });
+        for (index, &(record_id, bytes)) in batch.records.iter().enumerate() {
+            log.records.push(Record {
+                offset: base_offset + index as u64,
+                leader_epoch,
+                id: record_id,
+                bytes,
+                batch: sequence,
+            });
+        }
+        log.track_producers_from(base_offset as usize);
+        let count = batch.records.len() as u64;
+        self.record(TraceKind::Appended {
+            broker: id,
+            partition: partition.clone(),
+            first_offset: base_offset,
+            count,
+            leader_epoch,
+        });
+        if acks == Acks::All {
+            self.leader_park(id, &partition, client, request, base_offset, count);
+        } else {
+            respond(self, Ok(base_offset));
+        }
+        self.leader_release_held_fetches(id, &partition);
+        self.leader_maybe_advance_hw(id, &partition, "the leader appended");
+    }
+
+    /// Parks an acks=all request until the high watermark passes its records
+    /// or `request.timeout.ms` ends.
+    fn leader_park(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        client: NodeId,
+        request: u64,
+        base_offset: Offset,
+        count: u64,
+    ) {
+        let incarnation = self.brokers[&id].incarnation;
+        let timeout = self
+            .producers
+            .iter()
+            .map(|producer| producer.config.request_timeout_ms)
+            .max()
+            .unwrap_or(30_000);
+        let Some(leader) = self.broker(id).leading.get_mut(partition) else {
+            return;
+        };
+        leader.parked.push(Parked {
+            request,
+            client,
+            base_offset,
+            required_offset: base_offset + count,
+        });
+        self.schedule_timer(
+            NodeId::Broker(id),
+            incarnation,
+            timeout,
+            Timer::ProduceExpiry(partition.clone(), request),
+        );
+    }
+
+    /// A follower's fetch arrives at the leader (`Partition#fetchRecords`).
+    #[allow(clippy::too_many_arguments)]
+    fn leader_fetch(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        replica: BrokerId,
+        fetch_offset: Offset,
+        last_fetched_epoch: Option<u32>,
+        current_leader_epoch: u32,
+        log_start_offset: Offset,
+    ) {
+        let node = NodeId::Broker(id);
+        let error_response = |simulation: &mut Simulation, epoch: u32, error: ErrorCode| {
+            simulation.send(
+                node,
+                NodeId::Broker(replica),
+                Message::FetchResponse {
+                    partition: partition.clone(),
+                    leader_epoch: epoch,
+                    records: Vec::new(),
+                    high_watermark: 0,
+                    error: Some(error),
+                    diverging: None,
+                },
+            );
+        };
+        let Some(leader) = self.brokers[&id].leading.get(partition) else {
+            error_response(self, current_leader_epoch, ErrorCode::NotLeaderOrFollower);
+            return;
+        };
+        let leader_epoch = leader.leader_epoch;
+        if current_leader_epoch < leader_epoch {
+            error_response(self, current_leader_epoch, ErrorCode::FencedLeaderEpoch);
+            return;
+        }
+        if current_leader_epoch > leader_epoch {
+            error_response(self, current_leader_epoch, ErrorCode::UnknownLeaderEpoch);
+            return;
+        }
+        let log = &self.brokers[&id].logs[partition];
+        let log_end = log.log_end_offset();
+        // KIP-320: where did the follower's last epoch end on the leader?
+        if let Some(epoch) = last_fetched_epoch {
+            let (end_epoch, end_offset) = log.epoch_cache.end_offset_for(i64::from(epoch), log_end);
+            if end_epoch < i64::from(epoch) || end_offset < fetch_offset as i64 {
+                let diverging = Some((end_epoch.max(0) as u32, end_offset.max(0) as Offset));
+                let high_watermark = log.high_watermark;
+                self.send(
+                    node,
+                    NodeId::Broker(replica),
+                    Message::FetchResponse {
+                        partition: partition.clone(),
+                        leader_epoch,
+                        records: Vec::new(),
+                        high_watermark,
+                        error: None,
+                        diverging,
+                    },
+                );
+                return;
+            }
+        }
+        let now = self.now;
+        let fetch_trace = self.current_cause;
+        let hw = log.high_watermark;
+        let fenced = self.brokers[&id]
+            .metadata
+            .as_ref()
+            .is_some_and(|image| image.fenced.contains(&replica));
+        let leader = self.broker(id).leading.get_mut(partition).expect("checked above");
+        if let Some(info) = leader.followers.get_mut(&replica) {
+            info.state.record_fetch(fetch_offset, log_start_offset, now, log_end);
+            info.last_fetch = fetch_trace;
+        }
+        // ISR expansion (`maybeExpandIsr`): caught up to the HW and into this epoch.
+        let expand = !leader.isr.contains(&replica)
+            && leader.pending_isr.is_none()
+            && fetch_offset >= hw
+            && fetch_offset >= leader.epoch_start_offset
+            && !fenced
+            && leader.replicas.contains(&replica);
+        if expand {
+            let mut new_isr = leader.isr.clone();
+            new_isr.push(replica);
+            leader.pending_isr = Some(new_isr.clone());
+            let message = Message::AlterPartition {
+                partition: partition.clone(),
+                leader: id,
+                leader_epoch,
+                partition_epoch: leader.partition_epoch,
+                new_isr,
+            };
+            self.send(node, CONTROLLER, message);
+        }
+        self.leader_maybe_advance_hw(
+            id,
+            partition,
+            &format!("broker-{replica} fetched from offset {fetch_offset}"),
+        );
+        if fetch_offset < log_end {
+            self.leader_answer_fetch(id, partition, replica, fetch_offset);
+        } else {
+            // Nothing new: hold the fetch (`replica.fetch.wait.max.ms`).
+            let incarnation = self.brokers[&id].incarnation;
+            let broker = self.broker(id);
+            let held = broker.next_id();
+            let leader = broker.leading.get_mut(partition).expect("checked above");
+            leader.held.push(HeldFetch {
+                id: held,
+                replica,
+                fetch_offset,
+            });
+            self.schedule_timer(
+                node,
+                incarnation,
+                self.config.replica_fetch_wait_max_ms,
+                Timer::DelayedFetchExpiry(partition.clone(), held),
+            );
+        }
+    }
+
+    fn leader_answer_fetch(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        replica: BrokerId,
+        fetch_offset: Offset,
+    ) {
+        let Some(leader) = self.brokers[&id].leading.get(partition) else {
+            return;
+        };
+        let leader_epoch = leader.leader_epoch;
+        let log = &self.brokers[&id].logs[partition];
+        let start = (fetch_offset as usize).min(log.records.len());
+        let end = (start + FETCH_MAX_RECORDS).min(log.records.len());
+        let records = log.records[start..end].to_vec();
+        let high_watermark = log.high_watermark;
+        self.send(
+            NodeId::Broker(id),
+            NodeId::Broker(replica),
+            Message::FetchResponse {
+                partition: partition.clone(),
+                leader_epoch,
+                records,
+                high_watermark,
+                error: None,
+                diverging: None,
+            },
+        );
+    }
+
+    fn leader_release_held_fetches(&mut self, id: BrokerId, partition: &TopicPartition) {
+        let Some(leader) = self.broker(id).leading.get_mut(partition) else {
+            return;
+        };
+        let held = std::mem::take(&mut leader.held);
+        for fetch in held {
+            self.leader_answer_fetch(id, partition, fetch.replica, fetch.fetch_offset);
+        }
+    }
+
+    /// `maybeIncrementLeaderHW`, then answering acks=all requests it commits.
+    fn leader_maybe_advance_hw(&mut self, id: BrokerId, partition: &TopicPartition, trigger: &str) {
+        let now = self.now;
+        let lag = self.config.replica_lag_time_max_ms;
+        let (min_isr, replication_factor) = self
+            .topic_config(partition)
+            .map_or((1, 1), |topic| (topic.min_insync_replicas, topic.replication_factor));
+        let broker = &self.brokers[&id];
+        let Some(leader) = broker.leading.get(partition) else {
+            return;
+        };
+        let log = &broker.logs[partition];
+        let log_end = log.log_end_offset();
+        let maximal = leader.maximal_isr();
+        let fenced = broker
+            .metadata
+            .as_ref()
+            .map(|image| image.fenced.clone())
+            .unwrap_or_default();
+        let follower_ends: BTreeMap<BrokerId, Offset> = leader
+            .followers
+            .iter()
+            .map(|(&replica, info)| (replica, info.state.log_end_offset.unwrap_or(0)))
+            .collect();
+        let caught_up: Vec<BrokerId> = leader
+            .followers
+            .iter()
+            .filter(|(replica, info)| {
+                !maximal.contains(replica) && !fenced.contains(replica) && info.state.is_caught_up(log_end, now, lag)
+            })
+            .map(|(&replica, _)| replica)
+            .collect();
+        let decision = evaluate(&HighWatermarkInputs {
+            leader_log_end_offset: log_end,
+            current: log.high_watermark,
+            isr: &leader.isr,
+            maximal_isr: &maximal,
+            leader: id,
+            follower_log_end_offsets: &follower_ends,
+            caught_up_eligible: &caught_up,
+            min_insync_replicas: min_isr,
+            replication_factor,
+        });
+        let maximal_size = maximal.len() as u32;
+        if let HighWatermarkDecision::Advanced { to, held_back_by } = &decision {
+            let from = log.high_watermark;
+            let to = *to;
+            self.broker(id)
+                .logs
+                .get_mut(partition)
+                .expect("leader log")
+                .high_watermark = to;
+            let reason = format!(
+                "{trigger}; the slowest counted replica is {}",
+                brokers_text(held_back_by)
+            );
+            self.record(TraceKind::HighWatermark {
+                broker: id,
+                partition: partition.clone(),
+                from,
+                to,
+                reason,
+            });
+        }
+        // Answer parked acks=all requests the high watermark now covers.
+        let hw = self.brokers[&id].logs[partition].high_watermark;
+        let Some(leader) = self.broker(id).leading.get_mut(partition) else {
+            return;
+        };
+        let mut done = Vec::new();
+        leader.parked.retain(|parked| {
+            match check_parked_produce(hw, parked.required_offset, maximal_size, min_isr, replication_factor) {
+                ParkedProduce::Waiting => true,
+                ParkedProduce::Committed => {
+                    done.push((parked.clone(), Ok(parked.base_offset)));
+                    false
+                }
+                ParkedProduce::NotEnoughReplicasAfterAppend => {
+                    done.push((parked.clone(), Err(ErrorCode::NotEnoughReplicasAfterAppend)));
+                    false
+                }
+            }
+        });
+        for (parked, result) in done {
+            self.send(
+                NodeId::Broker(id),
+                parked.client,
+                Message::ProduceResponse {
+                    request: parked.request,
+                    partition: partition.clone(),
+                    result,
+                },
+            );
+        }
+    }
+
+    /// The ISR-expiration task (`Partition#maybeShrinkIsr`).
+    fn leader_maybe_shrink_isr(&mut self, id: BrokerId) {
+        let now = self.now;
+        let lag = self.config.replica_lag_time_max_ms;
+        let partitions: Vec<TopicPartition> = self.brokers[&id].leading.keys().cloned().collect();
+        for partition in partitions {
+            let broker = &self.brokers[&id];
+            let leader = &broker.leading[&partition];
+            if leader.pending_isr.is_some() {
+                continue;
+            }
+            let log_end = broker.logs[&partition].log_end_offset();
+            let lagging: Vec<BrokerId> = leader
+                .isr
+                .iter()
+                .copied()
+                .filter(|&member| member != id)
+                .filter(|member| {
+                    leader
+                        .followers
+                        .get(member)
+                        .is_none_or(|info| !info.state.is_caught_up(log_end, now, lag))
+                })
+                .collect();
+            if lagging.is_empty() {
+                continue;
+            }
+            let cause = lagging
+                .iter()
+                .find_map(|member| leader.followers.get(member).and_then(|info| info.last_fetch));
+            let new_isr: Vec<BrokerId> = leader
+                .isr
+                .iter()
+                .copied()
+                .filter(|member| !lagging.contains(member))
+                .collect();
+            let message = Message::AlterPartition {
+                partition: partition.clone(),
+                leader: id,
+                leader_epoch: leader.leader_epoch,
+                partition_epoch: leader.partition_epoch,
+                new_isr: new_isr.clone(),
+            };
+            self.broker(id)
+                .leading
+                .get_mut(&partition)
+                .expect("leading")
+                .pending_isr = Some(new_isr);
+            let previous = self.current_cause;
+            if cause.is_some() {
+                self.current_cause = cause;
+            }
+            self.send(NodeId::Broker(id), CONTROLLER, message);
+            self.current_cause = previous;
+        }
+    }
+
+    fn follower_fetch(&mut self, id: BrokerId, partition: &TopicPartition) {
+        let incarnation = self.brokers[&id].incarnation;
+        let broker = self.broker(id);
+        let Some(state) = broker.following.get(partition) else {
+            return;
+        };
+        if state.in_flight.is_some() {
+            return;
+        }
+        let (leader, leader_epoch) = (state.leader, state.leader_epoch);
+        let fetch = broker.next_id();
+        let log = broker.logs.entry(partition.clone()).or_default();
+        let message = Message::Fetch {
+            partition: partition.clone(),
+            replica: id,
+            fetch_offset: log.log_end_offset(),
+            last_fetched_epoch: log.epoch_cache.latest_epoch(),
+            current_leader_epoch: leader_epoch,
+            log_start_offset: 0,
+        };
+        broker.following.get_mut(partition).expect("following").in_flight = Some(fetch);
+        self.send(NodeId::Broker(id), NodeId::Broker(leader), message);
+        self.schedule_timer(
+            NodeId::Broker(id),
+            incarnation,
+            FETCH_TIMEOUT_MS,
+            Timer::FollowerFetchTimeout(partition.clone(), fetch),
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn follower_handle_response(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        leader_epoch: u32,
+        records: Vec<Record>,
+        leader_high_watermark: Offset,
+        error: Option<ErrorCode>,
+        diverging: Option<(u32, Offset)>,
+    ) {
+        let incarnation = self.brokers[&id].incarnation;
+        let node = NodeId::Broker(id);
+        let broker = self.broker(id);
+        let Some(state) = broker.following.get_mut(partition) else {
+            return;
+        };
+        if state.leader_epoch != leader_epoch {
+            return;
+        }
+        state.in_flight = None;
+        if error.is_some() {
+            self.schedule_timer(
+                node,
+                incarnation,
+                FETCH_BACKOFF_MS,
+                Timer::FollowerFetch(partition.clone()),
+            );
+            return;
+        }
+        let log = broker.logs.get_mut(partition).expect("follower log");
+        if let Some((epoch, end_offset)) = diverging {
+            // Truncate to where the logs agree (KIP-279), then fetch again.
+            let log_end = log.log_end_offset();
+            let (own_epoch, own_end) = log.epoch_cache.end_offset_for(i64::from(epoch), log_end);
+            let mut truncate_to = end_offset.min(log_end);
+            if own_epoch == i64::from(epoch) && own_end >= 0 {
+                truncate_to = truncate_to.min(own_end as Offset);
+            }
+            let removed = log_end - truncate_to;
+            log.truncate_to(truncate_to);
+            if removed > 0 {
+                self.record(TraceKind::Truncated {
+                    broker: id,
+                    partition: partition.clone(),
+                    to_offset: truncate_to,
+                    removed,
+                    reason: format!("the leader's epoch {epoch} ends at offset {end_offset}"),
+                });
+                self.monitor.mark_dirty(partition);
+            }
+            self.schedule_timer(node, incarnation, 0, Timer::FollowerFetch(partition.clone()));
+            return;
+        }
+        if !records.is_empty() {
+            // Only append what extends this log (a stale answer may overlap).
+            let log_end = log.log_end_offset();
+            let fresh: Vec<Record> = records.into_iter().filter(|record| record.offset >= log_end).collect();
+            if let Some(first_fresh) = fresh.first() {
+                if first_fresh.offset == log_end {
+                    let count = fresh.len() as u64;
+                    let epoch = fresh.last().map_or(leader_epoch, |record| record.leader_epoch);
+                    for record in &fresh {
+                        log.epoch_cache.assign(record.leader_epoch, record.offset);
+                    }
+                    log.records.extend(fresh);
+                    log.track_producers_from(log_end as usize);
+                    self.record(TraceKind::Appended {
+                        broker: id,
+                        partition: partition.clone(),
+                        first_offset: log_end,
+                        count,
+                        leader_epoch: epoch,
+                    });
+                }
+            }
+        }
+        let log = self.broker(id).logs.get_mut(partition).expect("follower log");
+        let new_hw = leader_high_watermark.min(log.log_end_offset());
+        if new_hw > log.high_watermark {
+            let from = log.high_watermark;
+            log.high_watermark = new_hw;
+            self.record(TraceKind::HighWatermark {
+                broker: id,
+                partition: partition.clone(),
+                from,
+                to: new_hw,
+                reason: "learned from the leader's fetch response".to_string(),
+            });
+        }
+        // The leader holds empty fetches, so the next one can go at once.
+        self.schedule_timer(node, incarnation, 0, Timer::FollowerFetch(partition.clone()));
+    }
+}
+
+fn brokers_text(brokers: &[BrokerId]) -> String {
+    brokers
+        .iter()
+        .map(|broker| format!("broker-{broker}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

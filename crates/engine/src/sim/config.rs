@@ -1,0 +1,356 @@
+//! A cluster's configuration and the inputs a run takes: user actions and
+//! faults, each scheduled at a virtual time. Defaults are Kafka's.
+
+use serde::{Deserialize, Serialize};
+
+use crate::partitioning::null_key::NullKeyStrategy;
+use crate::replication::high_watermark::Acks;
+use crate::replication::BrokerId;
+
+use super::types::{NodeId, Time};
+
+/// A topic to create when the run starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TopicConfig {
+    /// The topic's name.
+    pub name: String,
+    /// Number of partitions.
+    #[serde(default = "default_partitions")]
+    pub partitions: u32,
+    /// Replication factor.
+    #[serde(default = "default_replication_factor")]
+    pub replication_factor: u32,
+    /// `min.insync.replicas` (Kafka's default is 1).
+    #[serde(default = "one")]
+    pub min_insync_replicas: u32,
+}
+
+fn default_partitions() -> u32 {
+    3
+}
+fn default_replication_factor() -> u32 {
+    3
+}
+fn one() -> u32 {
+    1
+}
+
+/// A producer client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProducerConfig {
+    /// The topic it writes to.
+    pub topic: String,
+    /// `acks` (Kafka's default since 3.0 is `all`).
+    #[serde(default = "default_acks")]
+    pub acks: Acks,
+    /// `linger.ms` (0).
+    #[serde(default)]
+    pub linger_ms: u64,
+    /// `batch.size` (16384).
+    #[serde(default = "default_batch_size")]
+    pub batch_size: u32,
+    /// `enable.idempotence` (true since 3.0; needs `acks=all`).
+    #[serde(default = "default_true")]
+    pub enable_idempotence: bool,
+    /// `request.timeout.ms` (30000).
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout_ms: u64,
+    /// `delivery.timeout.ms` (120000).
+    #[serde(default = "default_delivery_timeout")]
+    pub delivery_timeout_ms: u64,
+    /// `retry.backoff.ms` (100), doubling up to `retry.backoff.max.ms` (1000).
+    #[serde(default = "default_retry_backoff")]
+    pub retry_backoff_ms: u64,
+    /// How records without a key pick a partition.
+    #[serde(default = "default_null_key")]
+    pub null_key: NullKeyStrategy,
+}
+
+fn default_acks() -> Acks {
+    Acks::All
+}
+fn default_batch_size() -> u32 {
+    16_384
+}
+fn default_true() -> bool {
+    true
+}
+fn default_request_timeout() -> u64 {
+    30_000
+}
+fn default_delivery_timeout() -> u64 {
+    120_000
+}
+fn default_retry_backoff() -> u64 {
+    100
+}
+fn default_null_key() -> NullKeyStrategy {
+    NullKeyStrategy::UniformSticky
+}
+
+impl ProducerConfig {
+    /// A producer with Kafka's defaults writing to `topic`.
+    pub fn new(topic: impl Into<String>) -> ProducerConfig {
+        ProducerConfig {
+            topic: topic.into(),
+            acks: default_acks(),
+            linger_ms: 0,
+            batch_size: default_batch_size(),
+            enable_idempotence: true,
+            request_timeout_ms: default_request_timeout(),
+            delivery_timeout_ms: default_delivery_timeout(),
+            retry_backoff_ms: default_retry_backoff(),
+            null_key: default_null_key(),
+        }
+    }
+}
+
+/// The network between nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NetworkConfig {
+    /// One-way latency of every message.
+    #[serde(default = "default_latency")]
+    pub latency_ms: u64,
+    /// Extra random latency, uniform in `0..=jitter_ms`.
+    #[serde(default)]
+    pub jitter_ms: u64,
+    /// Chance in parts per million that a message is lost.
+    #[serde(default)]
+    pub drop_per_million: u32,
+}
+
+fn default_latency() -> u64 {
+    2
+}
+
+impl Default for NetworkConfig {
+    fn default() -> Self {
+        NetworkConfig {
+            latency_ms: default_latency(),
+            jitter_ms: 1,
+            drop_per_million: 0,
+        }
+    }
+}
+
+/// The whole cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// Number of brokers (ids 1..=n).
+    #[serde(default = "default_brokers")]
+    pub brokers: u32,
+    /// Topics created at start.
+    #[serde(default)]
+    pub topics: Vec<TopicConfig>,
+    /// Producer clients.
+    #[serde(default)]
+    pub producers: Vec<ProducerConfig>,
+    /// `replica.lag.time.max.ms` (30000).
+    #[serde(default = "default_lag")]
+    pub replica_lag_time_max_ms: u64,
+    /// `replica.fetch.wait.max.ms` (500): how long a leader holds an empty fetch.
+    #[serde(default = "default_fetch_wait")]
+    pub replica_fetch_wait_max_ms: u64,
+    /// `broker.heartbeat.interval.ms` (2000).
+    #[serde(default = "default_heartbeat")]
+    pub broker_heartbeat_interval_ms: u64,
+    /// `broker.session.timeout.ms` (9000).
+    #[serde(default = "default_session")]
+    pub broker_session_timeout_ms: u64,
+    /// `unclean.leader.election.enable` (false).
+    #[serde(default)]
+    pub unclean_leader_election_enable: bool,
+    /// The network.
+    #[serde(default)]
+    pub network: NetworkConfig,
+}
+
+fn default_brokers() -> u32 {
+    3
+}
+fn default_lag() -> u64 {
+    30_000
+}
+fn default_fetch_wait() -> u64 {
+    500
+}
+fn default_heartbeat() -> u64 {
+    2_000
+}
+fn default_session() -> u64 {
+    9_000
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            brokers: default_brokers(),
+            topics: Vec::new(),
+            producers: Vec::new(),
+            replica_lag_time_max_ms: default_lag(),
+            replica_fetch_wait_max_ms: default_fetch_wait(),
+            broker_heartbeat_interval_ms: default_heartbeat(),
+            broker_session_timeout_ms: default_session(),
+            unclean_leader_election_enable: false,
+            network: NetworkConfig::default(),
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// Checks what Kafka would refuse, in one sentence.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.brokers == 0 || self.brokers > 64 {
+            return Err(format!("brokers must be between 1 and 64, got {}", self.brokers));
+        }
+        for topic in &self.topics {
+            if topic.partitions == 0 || topic.partitions > 1_000 {
+                return Err(format!("topic {}: partitions must be between 1 and 1000", topic.name));
+            }
+            if topic.replication_factor == 0 || topic.replication_factor > self.brokers {
+                return Err(format!(
+                    "topic {}: replication factor {} must be between 1 and the number of brokers ({})",
+                    topic.name, topic.replication_factor, self.brokers
+                ));
+            }
+            if topic.min_insync_replicas == 0 {
+                return Err(format!("topic {}: min.insync.replicas must be at least 1", topic.name));
+            }
+        }
+        for (index, producer) in self.producers.iter().enumerate() {
+            if !self.topics.iter().any(|topic| topic.name == producer.topic) {
+                return Err(format!("producer {index} writes to unknown topic {}", producer.topic));
+            }
+            if producer.batch_size == 0 {
+                return Err(format!("producer {index}: batch.size must be at least 1"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A user action or fault, applied at a scheduled time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
+pub enum Input {
+    /// A producer sends `count` records (key as given; `None` = no key).
+    #[serde(rename_all = "camelCase")]
+    Produce {
+        /// Which producer.
+        producer: u32,
+        /// The key of every record, if any.
+        #[serde(default)]
+        key: Option<String>,
+        /// How many records.
+        #[serde(default = "one")]
+        count: u32,
+        /// Bytes per record.
+        #[serde(default = "default_record_bytes")]
+        bytes: u32,
+    },
+    /// A broker crashes (its log survives on disk).
+    KillBroker {
+        /// Which broker.
+        broker: BrokerId,
+    },
+    /// A crashed broker starts again.
+    RestartBroker {
+        /// Which broker.
+        broker: BrokerId,
+    },
+    /// A broker stops responding for a while (a long GC pause).
+    #[serde(rename_all = "camelCase")]
+    PauseBroker {
+        /// Which broker.
+        broker: BrokerId,
+        /// For how long.
+        duration_ms: u64,
+    },
+    /// Messages between two nodes are lost in both directions.
+    CutLink {
+        /// One end.
+        a: NodeId,
+        /// The other end.
+        b: NodeId,
+    },
+    /// Restores a cut link.
+    HealLink {
+        /// One end.
+        a: NodeId,
+        /// The other end.
+        b: NodeId,
+    },
+    /// Splits the network: nodes in `side` reach only each other.
+    Partition {
+        /// One side of the split.
+        side: Vec<NodeId>,
+    },
+    /// Removes every cut and split.
+    HealNetwork,
+    /// Adds latency to every message to or from a node (a slow follower).
+    #[serde(rename_all = "camelCase")]
+    SlowNode {
+        /// Which node.
+        node: NodeId,
+        /// Extra one-way latency.
+        extra_latency_ms: u64,
+    },
+    /// Changes the chance of losing any message.
+    #[serde(rename_all = "camelCase")]
+    DropMessages {
+        /// Parts per million.
+        per_million: u32,
+    },
+    /// Changes a knob mid-run.
+    SetConfig(ConfigChange),
+}
+
+fn default_record_bytes() -> u32 {
+    100
+}
+
+/// A knob changed mid-run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "knob", rename_all = "camelCase", deny_unknown_fields)]
+pub enum ConfigChange {
+    /// A producer's `acks`.
+    Acks {
+        /// Which producer.
+        producer: u32,
+        /// The new value.
+        acks: Acks,
+    },
+    /// A topic's `min.insync.replicas`.
+    #[serde(rename_all = "camelCase")]
+    MinInsyncReplicas {
+        /// Which topic.
+        topic: String,
+        /// The new value.
+        value: u32,
+    },
+    /// `unclean.leader.election.enable`.
+    UncleanLeaderElection {
+        /// The new value.
+        enable: bool,
+    },
+    /// `replica.lag.time.max.ms`.
+    #[serde(rename_all = "camelCase")]
+    ReplicaLagTimeMaxMs {
+        /// The new value.
+        value: u64,
+    },
+}
+
+/// An input and when it happens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScheduledInput {
+    /// Virtual time of the input.
+    pub at_ms: Time,
+    /// The input.
+    pub input: Input,
+}

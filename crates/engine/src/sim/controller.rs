@@ -1,0 +1,417 @@
+//! The active KRaft controller (`QuorumController`,
+//! `ReplicationControlManager`, `BrokerHeartbeatManager`): broker
+//! registration, heartbeats and fencing, leader elections, AlterPartition.
+//!
+//! Every committed change moves the metadata log offset forward and is
+//! published to the brokers, which learn it after a network delay.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::controller::partition_change::{
+    Election, LeaderRecovery, PartitionChange, PartitionChangeRecord, PartitionRegistration,
+};
+use crate::groups::assignors::TopicPartition;
+use crate::replication::BrokerId;
+
+use super::trace::TraceKind;
+use super::types::{ErrorCode, Message, MetadataImage, NodeId};
+use super::{Simulation, Timer, CONTROLLER};
+
+/// What the controller knows about a broker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BrokerRegistrationState {
+    /// The broker epoch: the metadata offset of its registration.
+    pub epoch: u64,
+    /// Fenced brokers lead nothing and are in no ISR.
+    pub fenced: bool,
+    /// When its last heartbeat arrived.
+    pub last_heartbeat_ms: u64,
+}
+
+/// The controller's state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Controller {
+    /// The metadata log offset.
+    pub offset: u64,
+    /// Every partition.
+    pub partitions: BTreeMap<TopicPartition, PartitionRegistration>,
+    /// Registered brokers.
+    pub brokers: BTreeMap<BrokerId, BrokerRegistrationState>,
+    /// Leader elections committed.
+    pub elections: u64,
+}
+
+impl Controller {
+    /// Brokers that may lead: registered and unfenced.
+    pub fn acceptable(&self) -> BTreeSet<BrokerId> {
+        self.brokers
+            .iter()
+            .filter(|(_, state)| !state.fenced)
+            .map(|(&id, _)| id)
+            .collect()
+    }
+
+    /// The image brokers receive.
+    pub fn image(&self) -> MetadataImage {
+        MetadataImage {
+            offset: self.offset,
+            partitions: self.partitions.clone(),
+            fenced: self
+                .brokers
+                .iter()
+                .filter(|(_, state)| state.fenced)
+                .map(|(&id, _)| id)
+                .collect(),
+            registered: self.brokers.keys().copied().collect(),
+        }
+    }
+}
+
+/// Kafka's rack-unaware replica placement
+/// (`AdminUtils#assignReplicasToBrokersRackUnaware`): a random start and a
+/// random shift spread leaders and followers over the brokers.
+pub fn place_replicas(
+    partitions: u32,
+    replication_factor: u32,
+    brokers: &[BrokerId],
+    rng: &mut crate::random::Rng,
+) -> Vec<Vec<BrokerId>> {
+    let count = brokers.len() as u32;
+    let start_index = rng.next_u32() % count;
+    let mut shift = rng.next_u32() % count;
+    (0..partitions)
+        .map(|partition| {
+            if partition > 0 && partition % count == 0 {
+                shift += 1;
+            }
+            let first = (partition + start_index) % count;
+            let mut replicas = vec![brokers[first as usize]];
+            for index in 0..replication_factor.saturating_sub(1) {
+                let step = 1 + (shift + index) % (count - 1).max(1);
+                replicas.push(brokers[((first + step) % count) as usize]);
+            }
+            replicas
+        })
+        .collect()
+}
+
+impl Simulation {
+    /// Creates the configured topics.
+    pub(crate) fn controller_bootstrap(&mut self) {
+        let brokers: Vec<BrokerId> = (1..=self.config.brokers).collect();
+        for topic in self.config.topics.clone() {
+            let placement = place_replicas(
+                topic.partitions,
+                topic.replication_factor,
+                &brokers,
+                &mut self.placement_rng,
+            );
+            for (partition, replicas) in placement.into_iter().enumerate() {
+                let registration = PartitionRegistration {
+                    leader: replicas.first().copied(),
+                    isr: replicas.clone(),
+                    replicas,
+                    leader_epoch: 0,
+                    partition_epoch: 0,
+                    leader_recovery: LeaderRecovery::Recovered,
+                };
+                self.controller
+                    .partitions
+                    .insert(TopicPartition::new(topic.name.as_str(), partition as u32), registration);
+                self.controller.offset += 1;
+            }
+        }
+    }
+
+    /// Registers a broker that was already part of the cluster at time 0.
+    pub(crate) fn controller_register_initial(&mut self, broker: BrokerId) -> u64 {
+        self.controller.offset += 1;
+        let epoch = self.controller.offset;
+        self.controller.brokers.insert(
+            broker,
+            BrokerRegistrationState {
+                epoch,
+                fenced: false,
+                last_heartbeat_ms: 0,
+            },
+        );
+        epoch
+    }
+
+    pub(crate) fn controller_receive(&mut self, from: NodeId, message: Message) {
+        match message {
+            Message::BrokerRegistration { broker, .. } => {
+                self.controller.offset += 1;
+                let epoch = self.controller.offset;
+                self.controller.brokers.insert(
+                    broker,
+                    BrokerRegistrationState {
+                        epoch,
+                        fenced: true,
+                        last_heartbeat_ms: self.now,
+                    },
+                );
+                self.send(
+                    CONTROLLER,
+                    from,
+                    Message::BrokerHeartbeatResponse {
+                        broker_epoch: epoch,
+                        fenced: true,
+                    },
+                );
+                self.send(
+                    CONTROLLER,
+                    from,
+                    Message::MetadataUpdate {
+                        image: self.controller.image(),
+                    },
+                );
+            }
+            Message::BrokerHeartbeat {
+                broker,
+                broker_epoch,
+                metadata_offset,
+            } => {
+                let Some(state) = self.controller.brokers.get_mut(&broker) else {
+                    return;
+                };
+                if state.epoch != broker_epoch {
+                    return;
+                }
+                state.last_heartbeat_ms = self.now;
+                // Unfence once the broker has caught up with its own registration.
+                if state.fenced && metadata_offset >= state.epoch {
+                    state.fenced = false;
+                    self.controller.offset += 1;
+                    self.record(TraceKind::BrokerFencing {
+                        broker,
+                        fenced: false,
+                        reason: format!(
+                            "heartbeat shows metadata offset {metadata_offset} >= registration offset {broker_epoch}"
+                        ),
+                    });
+                    self.controller_elect_leaderless(&format!("broker-{broker} was unfenced"));
+                    self.controller_publish();
+                }
+                let fenced = self.controller.brokers[&broker].fenced;
+                self.send(
+                    CONTROLLER,
+                    from,
+                    Message::BrokerHeartbeatResponse { broker_epoch, fenced },
+                );
+                if metadata_offset < self.controller.offset {
+                    self.send(
+                        CONTROLLER,
+                        from,
+                        Message::MetadataUpdate {
+                            image: self.controller.image(),
+                        },
+                    );
+                }
+            }
+            Message::AlterPartition {
+                partition,
+                leader,
+                leader_epoch,
+                partition_epoch,
+                new_isr,
+            } => {
+                let result =
+                    self.controller_alter_partition(&partition, leader, leader_epoch, partition_epoch, new_isr);
+                self.send(CONTROLLER, from, Message::AlterPartitionResponse { partition, result });
+            }
+            _ => {}
+        }
+    }
+
+    fn controller_alter_partition(
+        &mut self,
+        partition: &TopicPartition,
+        leader: BrokerId,
+        leader_epoch: u32,
+        partition_epoch: u32,
+        new_isr: Vec<BrokerId>,
+    ) -> Result<PartitionRegistration, ErrorCode> {
+        let Some(current) = self.controller.partitions.get(partition).cloned() else {
+            return Err(ErrorCode::NotLeaderOrFollower);
+        };
+        if current.leader != Some(leader) || current.leader_epoch != leader_epoch {
+            return Err(ErrorCode::FencedLeaderEpoch);
+        }
+        if current.partition_epoch != partition_epoch {
+            return Err(ErrorCode::InvalidUpdateVersion);
+        }
+        let acceptable = self.controller.acceptable();
+        if new_isr
+            .iter()
+            .any(|broker| !acceptable.contains(broker) && !current.isr.contains(broker))
+        {
+            return Err(ErrorCode::IneligibleReplica);
+        }
+        let mut change = PartitionChange::new(&current, Election::Online, &acceptable);
+        change.target_isr = new_isr;
+        let reason = if change.target_isr.len() < current.isr.len() {
+            "the leader reported followers that stopped catching up".to_string()
+        } else {
+            "the leader reported a follower caught up".to_string()
+        };
+        if let Some(record) = change.build() {
+            self.controller_commit(partition, record, &reason);
+            self.controller_publish();
+        }
+        Ok(self.controller.partitions[partition].clone())
+    }
+
+    pub(crate) fn controller_timer(&mut self, timer: Timer) {
+        if timer != Timer::SessionCheck {
+            return;
+        }
+        self.schedule_timer(CONTROLLER, 0, 1_000, Timer::SessionCheck);
+        // BrokerHeartbeatManager fences one stale broker at a time.
+        let timeout = self.config.broker_session_timeout_ms;
+        let stale = self
+            .controller
+            .brokers
+            .iter()
+            .find(|(_, state)| !state.fenced && self.now.saturating_sub(state.last_heartbeat_ms) > timeout)
+            .map(|(&id, _)| id);
+        if let Some(broker) = stale {
+            self.controller_fence(
+                broker,
+                &format!("no heartbeat for more than broker.session.timeout.ms ({timeout} ms)"),
+            );
+        }
+    }
+
+    /// `handleBrokerFenced`: out of every ISR (never emptying one), and new
+    /// leaders for the partitions it led.
+    fn controller_fence(&mut self, broker: BrokerId, reason: &str) {
+        if let Some(state) = self.controller.brokers.get_mut(&broker) {
+            state.fenced = true;
+        }
+        self.controller.offset += 1;
+        self.record(TraceKind::BrokerFencing {
+            broker,
+            fenced: true,
+            reason: reason.to_string(),
+        });
+        let acceptable = self.controller.acceptable();
+        let election = if self.config.unclean_leader_election_enable {
+            Election::Unclean
+        } else {
+            Election::Online
+        };
+        let affected: Vec<TopicPartition> = self
+            .controller
+            .partitions
+            .iter()
+            .filter(|(_, registration)| registration.isr.contains(&broker) || registration.leader == Some(broker))
+            .map(|(partition, _)| partition.clone())
+            .collect();
+        for partition in affected {
+            let current = self.controller.partitions[&partition].clone();
+            let mut change = PartitionChange::new(&current, election, &acceptable);
+            let without: Vec<BrokerId> = current.isr.iter().copied().filter(|&member| member != broker).collect();
+            if !without.is_empty() {
+                change.target_isr = without;
+            }
+            if let Some(record) = change.build() {
+                self.controller_commit(&partition, record, &format!("broker-{broker} was fenced"));
+            }
+        }
+        self.controller_publish();
+    }
+
+    /// Elects leaders for partitions that have none (after an unfence, or
+    /// when unclean election is switched on).
+    pub(crate) fn controller_elect_leaderless(&mut self, reason: &str) {
+        let acceptable = self.controller.acceptable();
+        let election = if self.config.unclean_leader_election_enable {
+            Election::Unclean
+        } else {
+            Election::Online
+        };
+        let leaderless: Vec<TopicPartition> = self
+            .controller
+            .partitions
+            .iter()
+            .filter(|(_, registration)| registration.leader.is_none())
+            .map(|(partition, _)| partition.clone())
+            .collect();
+        for partition in leaderless {
+            let current = self.controller.partitions[&partition].clone();
+            let change = PartitionChange::new(&current, election, &acceptable);
+            if let Some(record) = change.build() {
+                self.controller_commit(&partition, record, reason);
+            }
+        }
+        self.controller_publish();
+    }
+
+    /// Applies a record to the registration and traces what changed.
+    fn controller_commit(&mut self, partition: &TopicPartition, record: PartitionChangeRecord, reason: &str) {
+        let before = self.controller.partitions[partition].clone();
+        let registration = self.controller.partitions.get_mut(partition).expect("known partition");
+        registration.apply(&record);
+        let after = registration.clone();
+        self.controller.offset += 1;
+        if record.isr.is_some() && before.isr != after.isr {
+            self.record(TraceKind::IsrChanged {
+                partition: partition.clone(),
+                from: before.isr.clone(),
+                to: after.isr.clone(),
+                partition_epoch: after.partition_epoch,
+                reason: reason.to_string(),
+            });
+        }
+        if record.leader.is_some() {
+            self.controller.elections += 1;
+            self.monitor.mark_dirty(partition);
+            let unclean = record.leader_recovery == Some(LeaderRecovery::Recovering);
+            if unclean {
+                self.monitor.note_unclean_election(partition);
+            }
+            self.record(TraceKind::LeaderElected {
+                partition: partition.clone(),
+                leader: after.leader,
+                leader_epoch: after.leader_epoch,
+                isr: after.isr.clone(),
+                unclean,
+                reason: reason.to_string(),
+            });
+        }
+    }
+
+    /// Publishes the current metadata to every registered broker.
+    fn controller_publish(&mut self) {
+        let image = self.controller.image();
+        let brokers: Vec<BrokerId> = self.controller.brokers.keys().copied().collect();
+        for broker in brokers {
+            self.send(
+                CONTROLLER,
+                NodeId::Broker(broker),
+                Message::MetadataUpdate { image: image.clone() },
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::random::Rng;
+
+    #[test]
+    fn placement_spreads_leaders_and_never_repeats_a_broker() {
+        let mut rng = Rng::new(1, 0);
+        let placement = place_replicas(6, 3, &[1, 2, 3], &mut rng);
+        for replicas in &placement {
+            let distinct: BTreeSet<_> = replicas.iter().collect();
+            assert_eq!(distinct.len(), 3, "{placement:?}");
+        }
+        let leaders: BTreeSet<_> = placement.iter().map(|replicas| replicas[0]).collect();
+        assert_eq!(leaders.len(), 3, "{placement:?}");
+    }
+}

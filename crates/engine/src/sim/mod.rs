@@ -1,0 +1,574 @@
+//! The cluster simulator: a discrete-event run of brokers, the KRaft
+//! controller and producers on a virtual clock.
+//!
+//! A [`Simulation`] is a plain value. Inputs are scheduled at virtual times;
+//! [`Simulation::step`] takes the next event off the queue (a message
+//! delivery, a timer or an input), lets the node it concerns react, checks
+//! the invariants, and appends what happened to the [`trace`]. Nothing here
+//! reads a clock or the OS: the same config, seed and inputs give the same
+//! trace everywhere.
+
+pub mod broker;
+pub mod config;
+pub mod controller;
+pub mod monitor;
+pub mod network;
+pub mod producer;
+pub mod scenario;
+pub mod trace;
+pub mod types;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::groups::assignors::TopicPartition;
+use crate::random::Rng;
+use crate::replication::BrokerId;
+
+use broker::Broker;
+use config::{ClusterConfig, ConfigChange, Input, ScheduledInput};
+use controller::Controller;
+use monitor::Monitor;
+use network::Network;
+use producer::Producer;
+use trace::{TraceEvent, TraceId, TraceKind};
+use types::{Message, NodeId, RecordId, Time};
+
+/// The one controller of this version of the simulator (a quorum comes later).
+pub const CONTROLLER: NodeId = NodeId::Controller(1);
+
+/// A timer a node set for itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Timer {
+    /// A broker's next heartbeat.
+    BrokerHeartbeat,
+    /// A follower's next fetch for a partition.
+    FollowerFetch(TopicPartition),
+    /// A follower's fetch got no answer in time.
+    FollowerFetchTimeout(TopicPartition, u64),
+    /// The leader's periodic check for lagging followers.
+    IsrExpiration,
+    /// A held (empty) fetch must be answered now.
+    DelayedFetchExpiry(TopicPartition, u64),
+    /// A parked acks=all produce timed out.
+    ProduceExpiry(TopicPartition, u64),
+    /// A paused broker resumes.
+    PauseEnd,
+    /// The controller looks for brokers whose session expired.
+    SessionCheck,
+    /// A producer's batch lingered long enough, or a retry backoff ended.
+    ProducerDrain,
+    /// A produce request got no answer in time.
+    ProducerRequestTimeout(u64),
+    /// A producer's metadata request got no answer in time.
+    ProducerMetadataTimeout(u64),
+}
+
+/// What the event queue holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Event {
+    Deliver {
+        from: NodeId,
+        to: NodeId,
+        message: Message,
+        sent: Option<TraceId>,
+    },
+    Timer {
+        node: NodeId,
+        incarnation: u32,
+        timer: Timer,
+        cause: Option<TraceId>,
+    },
+    Input(Input),
+}
+
+/// A record a producer sent, followed through the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProducedRecord {
+    /// Which producer.
+    pub producer: u32,
+    /// Its key, if any.
+    pub key: Option<String>,
+    /// Size in bytes.
+    pub bytes: u32,
+    /// The partition it went to, once chosen.
+    pub partition: Option<TopicPartition>,
+    /// Where it was acknowledged: `Some(None)` for acks=0 (no offset).
+    pub acknowledged: Option<Option<u64>>,
+    /// The producer's acks when it was acknowledged.
+    pub acks: Option<crate::replication::high_watermark::Acks>,
+    /// Delivery failed for good.
+    pub failed: bool,
+    /// The run found it missing from its partition's leader.
+    pub lost: bool,
+}
+
+/// Counts for the end of a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Records producers sent.
+    pub produced: u64,
+    /// Records acknowledged to producers.
+    pub acknowledged: u64,
+    /// Acknowledged records later lost.
+    pub lost: u64,
+    /// Records that ended up twice in a partition.
+    pub duplicated: u64,
+    /// Records whose delivery failed for good.
+    pub failed: u64,
+    /// Leader elections committed.
+    pub leader_elections: u64,
+    /// Invariant violations.
+    pub invariant_violations: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Virtual time reached.
+    pub time_ms: Time,
+}
+
+/// Options that do not change what happens, only what is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceOptions {
+    /// Record every message sent and delivered (the sequence diagram needs
+    /// it; a throughput benchmark does not).
+    pub messages: bool,
+}
+
+impl Default for TraceOptions {
+    fn default() -> Self {
+        TraceOptions { messages: true }
+    }
+}
+
+/// A running simulation.
+#[derive(Debug, Clone)]
+pub struct Simulation {
+    pub(crate) config: ClusterConfig,
+    pub(crate) now: Time,
+    sequence: u64,
+    queue: BTreeMap<(Time, u64), Event>,
+    pub(crate) network: Network,
+    network_rng: Rng,
+    pub(crate) placement_rng: Rng,
+    pub(crate) controller: Controller,
+    pub(crate) brokers: BTreeMap<BrokerId, Broker>,
+    pub(crate) producers: Vec<Producer>,
+    pub(crate) records: Vec<ProducedRecord>,
+    pub(crate) monitor: Monitor,
+    trace: Vec<TraceEvent>,
+    /// The event being handled, as the cause of what it triggers.
+    pub(crate) current_cause: Option<TraceId>,
+    events: u64,
+    trace_options: TraceOptions,
+}
+
+impl Simulation {
+    /// A cluster as `config` describes it, seeded with `seed`. Brokers start
+    /// and register at time 0; topics are created by the controller.
+    pub fn new(config: ClusterConfig, seed: u64) -> Result<Simulation, String> {
+        config.validate()?;
+        let root = Rng::new(seed, 0);
+        let mut simulation = Simulation {
+            network: Network::new(config.network),
+            network_rng: root.derive("network"),
+            placement_rng: root.derive("replica-placement"),
+            controller: Controller::default(),
+            brokers: BTreeMap::new(),
+            producers: Vec::new(),
+            records: Vec::new(),
+            monitor: Monitor::default(),
+            trace: Vec::new(),
+            current_cause: None,
+            now: 0,
+            sequence: 0,
+            queue: BTreeMap::new(),
+            events: 0,
+            trace_options: TraceOptions::default(),
+            config,
+        };
+        for (index, producer) in simulation.config.producers.clone().into_iter().enumerate() {
+            let rng = root.derive(&format!("producer-{index}"));
+            simulation.producers.push(Producer::new(index as u32, producer, rng));
+        }
+        // The run starts from a cluster in a steady state: every broker
+        // registered and unfenced, every topic created, metadata known.
+        simulation.controller_bootstrap();
+        let epochs: Vec<(BrokerId, u64)> = (1..=simulation.config.brokers)
+            .map(|id| (id, simulation.controller_register_initial(id)))
+            .collect();
+        let image = simulation.controller.image();
+        for (id, epoch) in epochs {
+            simulation.brokers.insert(id, Broker::new(id));
+            simulation.broker_start_registered(id, epoch, image.clone());
+        }
+        simulation.schedule_timer(CONTROLLER, 0, 1_000, Timer::SessionCheck);
+        Ok(simulation)
+    }
+
+    /// Changes what the trace records.
+    pub fn set_trace_options(&mut self, options: TraceOptions) {
+        self.trace_options = options;
+    }
+
+    /// Schedules an input at `at_ms` (not earlier than now).
+    pub fn schedule(&mut self, input: ScheduledInput) {
+        let at = input.at_ms.max(self.now);
+        self.push(at, Event::Input(input.input));
+    }
+
+    /// The current virtual time.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ClusterConfig {
+        &self.config
+    }
+
+    /// Everything recorded so far.
+    pub fn trace(&self) -> &[TraceEvent] {
+        &self.trace
+    }
+
+    /// Every record producers sent, by id.
+    pub fn records(&self) -> &[ProducedRecord] {
+        &self.records
+    }
+
+    /// The brokers.
+    pub fn brokers(&self) -> &BTreeMap<BrokerId, Broker> {
+        &self.brokers
+    }
+
+    /// The controller.
+    pub fn controller(&self) -> &Controller {
+        &self.controller
+    }
+
+    /// Events processed so far.
+    pub fn events_processed(&self) -> u64 {
+        self.events
+    }
+
+    /// Processes the next event. Returns `false` when nothing is left.
+    pub fn step(&mut self) -> bool {
+        let Some(((time, _), event)) = self.queue.pop_first() else {
+            return false;
+        };
+        self.now = time;
+        self.events += 1;
+        self.current_cause = None;
+        match event {
+            Event::Deliver {
+                from,
+                to,
+                message,
+                sent,
+            } => self.deliver(from, to, message, sent),
+            Event::Timer {
+                node,
+                incarnation,
+                timer,
+                cause,
+            } => {
+                self.current_cause = cause;
+                self.fire_timer(node, incarnation, timer);
+            }
+            Event::Input(input) => self.apply_input(input),
+        }
+        self.check_invariants();
+        true
+    }
+
+    /// Runs until virtual time `until_ms` (events at that time included).
+    pub fn run_until(&mut self, until_ms: Time) {
+        while let Some((&(time, _), _)) = self.queue.first_key_value() {
+            if time > until_ms {
+                break;
+            }
+            self.step();
+        }
+        self.now = self.now.max(until_ms);
+    }
+
+    /// The end-of-run counts.
+    pub fn summary(&self) -> Summary {
+        let acknowledged = self
+            .records
+            .iter()
+            .filter(|record| record.acknowledged.is_some())
+            .count() as u64;
+        Summary {
+            produced: self.records.len() as u64,
+            acknowledged,
+            lost: self.records.iter().filter(|record| record.lost).count() as u64,
+            duplicated: self.monitor.duplicated_records(self),
+            failed: self.records.iter().filter(|record| record.failed).count() as u64,
+            leader_elections: self.controller.elections,
+            invariant_violations: self.monitor.violations,
+            events: self.events,
+            time_ms: self.now,
+        }
+    }
+
+    /// A hash of the whole trace: equal hashes mean identical runs (FNV-1a
+    /// over each event's line, so it is the same natively and in wasm).
+    pub fn trace_hash(&self) -> u64 {
+        let mut hash = 0xcbf2_9ce4_8422_2325u64;
+        for event in &self.trace {
+            for byte in event.line().bytes().chain([b'\n']) {
+                hash ^= u64::from(byte);
+                hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        hash
+    }
+
+    // ----- plumbing shared by the node modules -----
+
+    fn push(&mut self, time: Time, event: Event) {
+        self.sequence += 1;
+        self.queue.insert((time, self.sequence), event);
+    }
+
+    /// Records a trace event caused by the event being handled.
+    pub(crate) fn record(&mut self, kind: TraceKind) -> TraceId {
+        let id = self.trace.len() as TraceId;
+        self.trace.push(TraceEvent {
+            id,
+            time: self.now,
+            cause: self.current_cause,
+            kind,
+        });
+        id
+    }
+
+    /// Records a trace event with an explicit cause.
+    pub(crate) fn record_caused(&mut self, cause: Option<TraceId>, kind: TraceKind) -> TraceId {
+        let id = self.trace.len() as TraceId;
+        self.trace.push(TraceEvent {
+            id,
+            time: self.now,
+            cause: cause.or(self.current_cause),
+            kind,
+        });
+        id
+    }
+
+    /// Sends a message over the network.
+    pub(crate) fn send(&mut self, from: NodeId, to: NodeId, message: Message) {
+        let sent = if self.trace_options.messages {
+            Some(self.record(TraceKind::Sent {
+                from,
+                to,
+                name: message.name(),
+                summary: message.summary(),
+            }))
+        } else {
+            None
+        };
+        match self.network.route(from, to, self.now, &mut self.network_rng) {
+            Ok(arrival) => self.push(
+                arrival,
+                Event::Deliver {
+                    from,
+                    to,
+                    message,
+                    sent,
+                },
+            ),
+            Err(reason) => {
+                self.record_caused(
+                    sent,
+                    TraceKind::Dropped {
+                        from,
+                        to,
+                        name: message.name(),
+                        reason,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Sets a timer on `node` that fires after `delay_ms`.
+    pub(crate) fn schedule_timer(&mut self, node: NodeId, incarnation: u32, delay_ms: Time, timer: Timer) {
+        let cause = self.current_cause;
+        self.push(
+            self.now + delay_ms,
+            Event::Timer {
+                node,
+                incarnation,
+                timer,
+                cause,
+            },
+        );
+    }
+
+    fn deliver(&mut self, from: NodeId, to: NodeId, message: Message, sent: Option<TraceId>) {
+        if let NodeId::Broker(id) = to {
+            match self.brokers.get(&id).map(|broker| broker.status) {
+                Some(broker::BrokerStatus::Dead) | None => {
+                    self.record_caused(
+                        sent,
+                        TraceKind::Dropped {
+                            from,
+                            to,
+                            name: message.name(),
+                            reason: network::DropReason::Lost,
+                        },
+                    );
+                    return;
+                }
+                Some(broker::BrokerStatus::Paused { until }) => {
+                    // A paused process reads its socket when it resumes.
+                    self.push(
+                        until,
+                        Event::Deliver {
+                            from,
+                            to,
+                            message,
+                            sent,
+                        },
+                    );
+                    return;
+                }
+                Some(broker::BrokerStatus::Running) => {}
+            }
+        }
+        self.current_cause = if self.trace_options.messages {
+            Some(self.record_caused(
+                sent,
+                TraceKind::Delivered {
+                    from,
+                    to,
+                    name: message.name(),
+                },
+            ))
+        } else {
+            sent
+        };
+        match to {
+            NodeId::Controller(_) => self.controller_receive(from, message),
+            NodeId::Broker(id) => self.broker_receive(id, from, message),
+            NodeId::Producer(id) => self.producer_receive(id, from, message),
+        }
+    }
+
+    fn fire_timer(&mut self, node: NodeId, incarnation: u32, timer: Timer) {
+        match node {
+            NodeId::Controller(_) => self.controller_timer(timer),
+            NodeId::Broker(id) => {
+                let Some(broker) = self.brokers.get(&id) else { return };
+                if broker.incarnation != incarnation {
+                    return;
+                }
+                match broker.status {
+                    broker::BrokerStatus::Dead => {}
+                    broker::BrokerStatus::Paused { until } if timer != Timer::PauseEnd => {
+                        let cause = self.current_cause;
+                        self.push(
+                            until,
+                            Event::Timer {
+                                node,
+                                incarnation,
+                                timer,
+                                cause,
+                            },
+                        );
+                    }
+                    _ => self.broker_timer(id, timer),
+                }
+            }
+            NodeId::Producer(id) => self.producer_timer(id, timer),
+        }
+    }
+
+    fn apply_input(&mut self, input: Input) {
+        let description = describe_input(&input);
+        self.current_cause = Some(self.record(TraceKind::Input { description }));
+        match input {
+            Input::Produce {
+                producer,
+                key,
+                count,
+                bytes,
+            } => self.producer_send(producer, key, count, bytes),
+            Input::KillBroker { broker } => self.broker_kill(broker),
+            Input::RestartBroker { broker } => self.broker_restart(broker),
+            Input::PauseBroker { broker, duration_ms } => self.broker_pause(broker, duration_ms),
+            Input::CutLink { a, b } => self.network.cut(a, b),
+            Input::HealLink { a, b } => self.network.heal(a, b),
+            Input::Partition { side } => self.network.partition(side.into_iter().collect()),
+            Input::HealNetwork => self.network.heal_all(),
+            Input::SlowNode { node, extra_latency_ms } => self.network.slow_down(node, extra_latency_ms),
+            Input::DropMessages { per_million } => self.network.set_drop_rate(per_million),
+            Input::SetConfig(change) => self.apply_config_change(change),
+        }
+    }
+
+    fn apply_config_change(&mut self, change: ConfigChange) {
+        match change {
+            ConfigChange::Acks { producer, acks } => {
+                if let Some(producer) = self.producers.get_mut(producer as usize) {
+                    producer.config.acks = acks;
+                }
+            }
+            ConfigChange::MinInsyncReplicas { topic, value } => {
+                if let Some(topic) = self.config.topics.iter_mut().find(|candidate| candidate.name == topic) {
+                    topic.min_insync_replicas = value.max(1);
+                }
+            }
+            ConfigChange::UncleanLeaderElection { enable } => {
+                self.config.unclean_leader_election_enable = enable;
+                if enable {
+                    self.controller_elect_leaderless("unclean.leader.election.enable was set");
+                }
+            }
+            ConfigChange::ReplicaLagTimeMaxMs { value } => self.config.replica_lag_time_max_ms = value.max(1),
+        }
+    }
+
+    /// The topic configuration of a partition.
+    pub(crate) fn topic_config(&self, partition: &TopicPartition) -> Option<&config::TopicConfig> {
+        self.config.topics.iter().find(|topic| *topic.name == *partition.topic)
+    }
+
+    /// Registers a record a producer sent.
+    pub(crate) fn new_record(&mut self, producer: u32, key: Option<String>, bytes: u32) -> RecordId {
+        self.records.push(ProducedRecord {
+            producer,
+            key,
+            bytes,
+            partition: None,
+            acknowledged: None,
+            acks: None,
+            failed: false,
+            lost: false,
+        });
+        (self.records.len() - 1) as RecordId
+    }
+}
+
+fn describe_input(input: &Input) -> String {
+    match input {
+        Input::Produce {
+            producer, key, count, ..
+        } => match key {
+            Some(key) => format!("producer-{producer} sends {count} records with key {key:?}"),
+            None => format!("producer-{producer} sends {count} records without a key"),
+        },
+        Input::KillBroker { broker } => format!("kill broker-{broker}"),
+        Input::RestartBroker { broker } => format!("restart broker-{broker}"),
+        Input::PauseBroker { broker, duration_ms } => format!("pause broker-{broker} for {duration_ms} ms"),
+        Input::CutLink { a, b } => format!("cut the link {a} <-> {b}"),
+        Input::HealLink { a, b } => format!("heal the link {a} <-> {b}"),
+        Input::Partition { side } => format!("partition the network: {side:?} on one side"),
+        Input::HealNetwork => "heal the network".to_string(),
+        Input::SlowNode { node, extra_latency_ms } => format!("slow {node} by {extra_latency_ms} ms"),
+        Input::DropMessages { per_million } => format!("lose {per_million} messages per million"),
+        Input::SetConfig(change) => format!("set {change:?}"),
+    }
+}

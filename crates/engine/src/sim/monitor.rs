@@ -1,0 +1,212 @@
+//! The invariants, checked after every event, and the bookkeeping that
+//! finds lost acknowledged records. A violation becomes a trace event; in a
+//! safe configuration the tests fail on it. In a lossy configuration
+//! (`acks=0/1`, unclean election) losing records is the lesson: the trace
+//! says which records and why.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::groups::assignors::TopicPartition;
+use crate::replication::high_watermark::Acks;
+use crate::replication::BrokerId;
+
+use super::broker::BrokerStatus;
+use super::trace::{ranges, Invariant, TraceKind};
+use super::types::RecordId;
+use super::Simulation;
+
+/// What the checks remember between events.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Monitor {
+    /// Violations found so far.
+    pub violations: u64,
+    /// Partitions whose acknowledged records must be re-checked.
+    dirty: BTreeSet<TopicPartition>,
+    /// The highest high watermark each leader epoch reached.
+    high_watermarks: BTreeMap<(TopicPartition, u32), u64>,
+    /// Who led each partition in each epoch.
+    leaders: BTreeMap<(TopicPartition, u32), BrokerId>,
+    /// Partitions that had an unclean election.
+    unclean: BTreeSet<TopicPartition>,
+    /// Violations already reported, so each is reported once.
+    reported: BTreeSet<(Invariant, TopicPartition, u32)>,
+}
+
+impl Monitor {
+    /// Asks for a full check of a partition's acknowledged records.
+    pub fn mark_dirty(&mut self, partition: &TopicPartition) {
+        self.dirty.insert(partition.clone());
+    }
+
+    /// Remembers that a partition was led by an unclean election.
+    pub fn note_unclean_election(&mut self, partition: &TopicPartition) {
+        self.unclean.insert(partition.clone());
+        self.dirty.insert(partition.clone());
+    }
+
+    /// Records present more than once in their partition's leader log.
+    pub fn duplicated_records(&self, simulation: &Simulation) -> u64 {
+        let mut duplicated = 0;
+        for (partition, registration) in &simulation.controller.partitions {
+            let Some(leader) = registration.leader else { continue };
+            let Some(log) = simulation
+                .brokers
+                .get(&leader)
+                .and_then(|broker| broker.logs.get(partition))
+            else {
+                continue;
+            };
+            let mut seen = BTreeSet::new();
+            for record in &log.records {
+                if !seen.insert(record.id) {
+                    duplicated += 1;
+                }
+            }
+        }
+        duplicated
+    }
+}
+
+impl Simulation {
+    /// Runs every check; called after each event.
+    pub(crate) fn check_invariants(&mut self) {
+        let mut violations: Vec<(Invariant, TopicPartition, u32, String)> = Vec::new();
+        for (&id, broker) in &self.brokers {
+            if broker.status == BrokerStatus::Dead {
+                continue;
+            }
+            for (partition, leader) in &broker.leading {
+                let epoch = leader.leader_epoch;
+                let key = (partition.clone(), epoch);
+                match self.monitor.leaders.get(&key) {
+                    Some(&other) if other != id => violations.push((
+                        Invariant::OneLeaderPerEpoch,
+                        partition.clone(),
+                        epoch,
+                        format!("broker-{other} and broker-{id} both lead {partition} in epoch {epoch}"),
+                    )),
+                    Some(_) => {}
+                    None => {
+                        self.monitor.leaders.insert(key.clone(), id);
+                    }
+                }
+                let hw = broker.logs.get(partition).map_or(0, |log| log.high_watermark);
+                let previous = self.monitor.high_watermarks.entry(key).or_insert(hw);
+                if hw < *previous {
+                    violations.push((
+                        Invariant::HighWatermarkMonotonic,
+                        partition.clone(),
+                        epoch,
+                        format!("broker-{id}'s high watermark for {partition} went from {previous} back to {hw} in epoch {epoch}"),
+                    ));
+                }
+                *previous = (*previous).max(hw);
+                if let Some(registration) = self.controller.partitions.get(partition) {
+                    if registration.leader_epoch == epoch {
+                        for member in &registration.isr {
+                            let end = self
+                                .brokers
+                                .get(member)
+                                .and_then(|b| b.logs.get(partition))
+                                .map_or(0, |log| log.log_end_offset());
+                            if hw > end {
+                                violations.push((
+                                    Invariant::HighWatermarkWithinIsr,
+                                    partition.clone(),
+                                    epoch,
+                                    format!("{partition}: leader broker-{id}'s high watermark {hw} is above ISR member broker-{member}'s log end {end}"),
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for (invariant, partition, epoch, detail) in violations {
+            if self.monitor.reported.insert((invariant, partition, epoch)) {
+                self.monitor.violations += 1;
+                self.record(TraceKind::InvariantViolated { invariant, detail });
+            }
+        }
+        let dirty = std::mem::take(&mut self.monitor.dirty);
+        for partition in dirty {
+            self.check_acknowledged(&partition, None);
+        }
+    }
+
+    /// Finds acknowledged records (all of them, or just `only`) that the
+    /// partition's current leader no longer has.
+    pub(crate) fn check_acknowledged(&mut self, partition: &TopicPartition, only: Option<&[RecordId]>) {
+        let Some(registration) = self.controller.partitions.get(partition) else {
+            return;
+        };
+        let Some(leader) = registration.leader else { return };
+        let Some(log) = self.brokers.get(&leader).and_then(|broker| broker.logs.get(partition)) else {
+            return;
+        };
+        let candidates: Vec<RecordId> = match only {
+            Some(records) => records.to_vec(),
+            None => (0..self.records.len() as RecordId)
+                .filter(|&record| self.records[record as usize].partition.as_ref() == Some(partition))
+                .collect(),
+        };
+        let mut lost = Vec::new();
+        for record in candidates {
+            let produced = &self.records[record as usize];
+            if produced.lost {
+                continue;
+            }
+            let Some(Some(offset)) = produced.acknowledged else {
+                continue;
+            };
+            let present = log
+                .records
+                .get(offset as usize)
+                .is_some_and(|stored| stored.id == record);
+            if !present {
+                lost.push(record);
+            }
+        }
+        if lost.is_empty() {
+            return;
+        }
+        let unclean = self.monitor.unclean.contains(partition);
+        let min_isr = self
+            .topic_config(partition)
+            .map_or(1, |topic| topic.min_insync_replicas);
+        let mut safe = Vec::new();
+        let mut reasons = BTreeSet::new();
+        for &record in &lost {
+            self.records[record as usize].lost = true;
+            let acks = self.records[record as usize].acks;
+            if acks == Some(Acks::All) && min_isr >= 2 && !unclean {
+                safe.push(record);
+            }
+            reasons.insert(match acks {
+                Some(Acks::Leader) => "acknowledged with acks=1 by a leader that had not replicated them".to_string(),
+                Some(Acks::All) if unclean => {
+                    "an unclean election made a replica outside the ISR the leader".to_string()
+                }
+                Some(Acks::All) => "acknowledged with acks=all, yet missing from the new leader".to_string(),
+                _ => "acknowledged without a guarantee".to_string(),
+            });
+        }
+        let reason = format!(
+            "{}; broker-{leader} now leads at epoch {} without them",
+            reasons.into_iter().collect::<Vec<_>>().join("; "),
+            registration.leader_epoch
+        );
+        self.record(TraceKind::RecordsLost {
+            partition: partition.clone(),
+            records: lost,
+            reason,
+        });
+        if !safe.is_empty() {
+            self.monitor.violations += 1;
+            self.record(TraceKind::InvariantViolated {
+                invariant: Invariant::NoAcknowledgedRecordLost,
+                detail: format!("records {} of {partition} were acknowledged under acks=all, min.insync.replicas={min_isr} and clean elections, and are lost", ranges(&safe)),
+            });
+        }
+    }
+}

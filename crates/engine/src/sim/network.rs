@@ -1,0 +1,118 @@
+//! The simulated network: latency with jitter, lost messages, cut links,
+//! network partitions and slow nodes. Each link delivers in order, as the
+//! TCP connections between Kafka nodes do.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::random::Rng;
+
+use super::config::NetworkConfig;
+use super::types::{NodeId, Time};
+
+/// Why a message never arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DropReason {
+    /// The link between the two nodes is cut.
+    LinkCut,
+    /// The nodes are on different sides of a network partition.
+    NetworkPartition,
+    /// Random loss.
+    Lost,
+}
+
+/// The network's state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Network {
+    pub(crate) config: NetworkConfig,
+    cut: BTreeSet<(NodeId, NodeId)>,
+    side: Option<BTreeSet<NodeId>>,
+    slow: BTreeMap<NodeId, u64>,
+    /// Last delivery time per directed link, to keep each link in order.
+    last_delivery: BTreeMap<(NodeId, NodeId), Time>,
+}
+
+fn ordered(a: NodeId, b: NodeId) -> (NodeId, NodeId) {
+    if a <= b {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
+impl Network {
+    /// A healthy network.
+    pub fn new(config: NetworkConfig) -> Network {
+        Network {
+            config,
+            cut: BTreeSet::new(),
+            side: None,
+            slow: BTreeMap::new(),
+            last_delivery: BTreeMap::new(),
+        }
+    }
+
+    /// When a message sent now from `from` to `to` arrives, or why it does not.
+    pub fn route(&mut self, from: NodeId, to: NodeId, now: Time, rng: &mut Rng) -> Result<Time, DropReason> {
+        if from == to {
+            return Ok(now);
+        }
+        if self.cut.contains(&ordered(from, to)) {
+            return Err(DropReason::LinkCut);
+        }
+        if let Some(side) = &self.side {
+            if side.contains(&from) != side.contains(&to) {
+                return Err(DropReason::NetworkPartition);
+            }
+        }
+        if self.config.drop_per_million > 0 && rng.next_u32() % 1_000_000 < self.config.drop_per_million {
+            return Err(DropReason::Lost);
+        }
+        let jitter = if self.config.jitter_ms > 0 {
+            u64::from(rng.next_u32()) % (self.config.jitter_ms + 1)
+        } else {
+            0
+        };
+        let slow = self.slow.get(&from).copied().unwrap_or(0) + self.slow.get(&to).copied().unwrap_or(0);
+        let mut arrival = now + self.config.latency_ms + jitter + slow;
+        let last = self.last_delivery.entry((from, to)).or_insert(0);
+        arrival = arrival.max(*last);
+        *last = arrival;
+        Ok(arrival)
+    }
+
+    /// Cuts the link between two nodes.
+    pub fn cut(&mut self, a: NodeId, b: NodeId) {
+        self.cut.insert(ordered(a, b));
+    }
+
+    /// Restores the link between two nodes.
+    pub fn heal(&mut self, a: NodeId, b: NodeId) {
+        self.cut.remove(&ordered(a, b));
+    }
+
+    /// Splits the network so that `side` reaches only itself.
+    pub fn partition(&mut self, side: BTreeSet<NodeId>) {
+        self.side = Some(side);
+    }
+
+    /// Removes every cut and split.
+    pub fn heal_all(&mut self) {
+        self.cut.clear();
+        self.side = None;
+    }
+
+    /// Adds latency to a node's messages.
+    pub fn slow_down(&mut self, node: NodeId, extra_ms: u64) {
+        if extra_ms == 0 {
+            self.slow.remove(&node);
+        } else {
+            self.slow.insert(node, extra_ms);
+        }
+    }
+
+    /// Changes the loss rate.
+    pub fn set_drop_rate(&mut self, per_million: u32) {
+        self.config.drop_per_million = per_million.min(1_000_000);
+    }
+}

@@ -1,0 +1,453 @@
+//! A producer client (`KafkaProducer`, `RecordAccumulator`, `Sender`):
+//! metadata from a bootstrap broker, partitioning, batching by `linger.ms`
+//! and `batch.size`, `acks`, retries with backoff until
+//! `delivery.timeout.ms`, and idempotent sequence numbers.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::Serialize;
+
+use crate::groups::assignors::TopicPartition;
+use crate::partitioning::null_key::{NullKeyConfig, NullKeyPartitioner, PartitionState};
+use crate::partitioning::partition_for_key;
+use crate::random::Rng;
+use crate::replication::high_watermark::Acks;
+use crate::replication::BrokerId;
+
+use super::config::ProducerConfig;
+use super::trace::TraceKind;
+use super::types::{ErrorCode, Message, NodeId, ProducerBatch, RecordId, Time};
+use super::{Simulation, Timer};
+
+/// `max.in.flight.requests.per.connection` (5).
+const MAX_IN_FLIGHT: usize = 5;
+/// `retry.backoff.max.ms` (1000).
+const RETRY_BACKOFF_MAX_MS: u64 = 1_000;
+/// Idempotent producer ids start here (the broker would hand them out).
+const PRODUCER_ID_BASE: u64 = 1_000;
+
+/// A batch in the accumulator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PendingBatch {
+    /// Records and their sizes.
+    pub records: Vec<(RecordId, u32)>,
+    /// Bytes so far.
+    pub bytes: u32,
+    /// When it was created (for `linger.ms` and `delivery.timeout.ms`).
+    pub created_ms: Time,
+    /// Sends so far.
+    pub attempts: u32,
+    /// Not before this time (retry backoff).
+    pub ready_at_ms: Time,
+    /// The first record's sequence, fixed at the first send.
+    pub sequence: Option<i32>,
+}
+
+/// A produce request awaiting its answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InFlight {
+    /// The partition.
+    pub partition: u32,
+    /// The batch, to retry it.
+    pub batch: PendingBatch,
+}
+
+/// A producer's state.
+#[derive(Debug, Clone, Serialize)]
+pub struct Producer {
+    /// Index among the configured producers.
+    pub id: u32,
+    /// Its settings (`acks` can change mid-run).
+    pub config: ProducerConfig,
+    /// Leader and epoch per partition of its topic, once known.
+    pub leaders: Option<BTreeMap<u32, (Option<BrokerId>, u32)>>,
+    /// A metadata request is out (its id).
+    pub metadata_in_flight: Option<u64>,
+    /// Records waiting for metadata before they can be partitioned.
+    pub waiting: VecDeque<(RecordId, Option<String>, u32)>,
+    /// The accumulator: batches per partition, oldest first.
+    pub batches: BTreeMap<u32, VecDeque<PendingBatch>>,
+    /// Requests in flight.
+    pub in_flight: BTreeMap<u64, InFlight>,
+    /// Next sequence per partition.
+    pub sequences: BTreeMap<u32, i32>,
+    next_request: u64,
+    bootstrap_attempt: u32,
+    #[serde(skip)]
+    partitioner: NullKeyPartitioner,
+    #[serde(skip)]
+    rng: Rng,
+}
+
+impl Producer {
+    /// A producer that has not talked to anyone yet.
+    pub fn new(id: u32, config: ProducerConfig, rng: Rng) -> Producer {
+        let partitioner = NullKeyPartitioner::new(
+            config.null_key,
+            NullKeyConfig {
+                batch_size: config.batch_size,
+                adaptive: true,
+            },
+        );
+        Producer {
+            id,
+            config,
+            leaders: None,
+            metadata_in_flight: None,
+            waiting: VecDeque::new(),
+            batches: BTreeMap::new(),
+            in_flight: BTreeMap::new(),
+            sequences: BTreeMap::new(),
+            next_request: 0,
+            bootstrap_attempt: 0,
+            partitioner,
+            rng,
+        }
+    }
+
+    fn idempotent(&self) -> bool {
+        self.config.enable_idempotence && self.config.acks == Acks::All
+    }
+}
+
+impl Simulation {
+    fn producer_node(id: u32) -> NodeId {
+        NodeId::Producer(id)
+    }
+
+    fn partition_key(&self, producer: u32, partition: u32) -> TopicPartition {
+        TopicPartition::new(self.producers[producer as usize].config.topic.as_str(), partition)
+    }
+
+    /// The `Produce` input: records enter the producer.
+    pub(crate) fn producer_send(&mut self, producer: u32, key: Option<String>, count: u32, bytes: u32) {
+        if producer as usize >= self.producers.len() {
+            return;
+        }
+        for _ in 0..count {
+            let record = self.new_record(producer, key.clone(), bytes);
+            self.producers[producer as usize]
+                .waiting
+                .push_back((record, key.clone(), bytes));
+        }
+        self.producer_partition_waiting(producer);
+        self.producer_drain(producer);
+    }
+
+    fn producer_request_metadata(&mut self, producer: u32) {
+        let state = &mut self.producers[producer as usize];
+        if state.metadata_in_flight.is_some() {
+            return;
+        }
+        state.next_request += 1;
+        let request = state.next_request;
+        state.metadata_in_flight = Some(request);
+        // Bootstrap servers are tried in turn.
+        let broker = state.bootstrap_attempt % self.config.brokers + 1;
+        state.bootstrap_attempt += 1;
+        self.send(
+            Self::producer_node(producer),
+            NodeId::Broker(broker),
+            Message::MetadataRequest,
+        );
+        self.schedule_timer(
+            Self::producer_node(producer),
+            0,
+            1_000,
+            Timer::ProducerMetadataTimeout(request),
+        );
+    }
+
+    /// Partitions records waiting for metadata and appends them to batches.
+    fn producer_partition_waiting(&mut self, producer: u32) {
+        let index = producer as usize;
+        let Some(leaders) = self.producers[index].leaders.clone() else {
+            self.producer_request_metadata(producer);
+            return;
+        };
+        let partition_count = leaders.len() as u32;
+        if partition_count == 0 {
+            return;
+        }
+        let now = self.now;
+        while let Some((record, key, bytes)) = self.producers[index].waiting.pop_front() {
+            let state = &mut self.producers[index];
+            let partition = match &key {
+                // Keyed: murmur2 over all partitions, leader or not.
+                Some(key) => partition_for_key(key.as_bytes(), partition_count).unwrap_or(0),
+                None => {
+                    let batch_size = state.config.batch_size;
+                    let states: Vec<PartitionState> = (0..partition_count)
+                        .map(|partition| PartitionState {
+                            leader_known: leaders.get(&partition).is_some_and(|(leader, _)| leader.is_some()),
+                            queued_batches: state.batches.get(&partition).map(|queue| queue.len() as u32),
+                        })
+                        .collect();
+                    let batches = &state.batches;
+                    let opens_new_batch = |partition: u32| {
+                        batches
+                            .get(&partition)
+                            .and_then(|queue| queue.back())
+                            .is_none_or(|batch| batch.attempts > 0 || batch.bytes + bytes > batch_size)
+                    };
+                    let choice = state.partitioner.choose(&states, opens_new_batch, &mut state.rng);
+                    choice.map_or(0, |choice| choice.partition)
+                }
+            };
+            // Append to the open batch, or start one.
+            let batch_size = state.config.batch_size;
+            let queue = state.batches.entry(partition).or_default();
+            match queue.back_mut() {
+                Some(batch) if batch.attempts == 0 && batch.bytes + bytes <= batch_size => {
+                    batch.records.push((record, bytes));
+                    batch.bytes += bytes;
+                }
+                _ => queue.push_back(PendingBatch {
+                    records: vec![(record, bytes)],
+                    bytes,
+                    created_ms: now,
+                    attempts: 0,
+                    ready_at_ms: now,
+                    sequence: None,
+                }),
+            }
+            if key.is_none() {
+                let full = queue.back().is_some_and(|batch| batch.bytes + bytes > batch_size);
+                let ready = state.config.linger_ms == 0 || full;
+                let states: Vec<PartitionState> = (0..partition_count)
+                    .map(|partition| PartitionState {
+                        leader_known: leaders.get(&partition).is_some_and(|(leader, _)| leader.is_some()),
+                        queued_batches: state.batches.get(&partition).map(|queue| queue.len() as u32),
+                    })
+                    .collect();
+                state
+                    .partitioner
+                    .appended(partition, bytes, &states, ready, &mut state.rng);
+            }
+            let topic_partition = self.partition_key(producer, partition);
+            self.records[record as usize].partition = Some(topic_partition);
+            let linger = self.producers[index].config.linger_ms;
+            if linger > 0 {
+                self.schedule_timer(Self::producer_node(producer), 0, linger, Timer::ProducerDrain);
+            }
+        }
+    }
+
+    /// The sender: sends every batch that is ready to its partition's leader.
+    fn producer_drain(&mut self, producer: u32) {
+        let index = producer as usize;
+        let now = self.now;
+        let Some(leaders) = self.producers[index].leaders.clone() else {
+            return;
+        };
+        let partitions: Vec<u32> = self.producers[index].batches.keys().copied().collect();
+        for partition in partitions {
+            loop {
+                let state = &mut self.producers[index];
+                let in_flight = state
+                    .in_flight
+                    .values()
+                    .filter(|request| request.partition == partition)
+                    .count();
+                if in_flight >= MAX_IN_FLIGHT {
+                    break;
+                }
+                let Some(leader) = leaders.get(&partition).and_then(|(leader, _)| *leader) else {
+                    break;
+                };
+                let linger = state.config.linger_ms;
+                let batch_size = state.config.batch_size;
+                let queue = state.batches.entry(partition).or_default();
+                let Some(batch) = queue.front() else { break };
+                // An idempotent producer resends a failed batch only once the
+                // requests before it are answered, so the broker sees
+                // sequences in order (`RecordAccumulator#shouldStopDrainBatchesForPartition`).
+                if state.config.enable_idempotence && batch.attempts > 0 && in_flight > 0 {
+                    break;
+                }
+                let lingered = now >= batch.created_ms + linger || batch.bytes >= batch_size || queue.len() > 1;
+                if !lingered || now < batch.ready_at_ms {
+                    break;
+                }
+                let mut batch = queue.pop_front().expect("checked front");
+                let idempotent = state.idempotent();
+                if idempotent && batch.sequence.is_none() {
+                    let next = state.sequences.entry(partition).or_insert(0);
+                    batch.sequence = Some(*next);
+                    *next = next.wrapping_add(batch.records.len() as i32);
+                }
+                batch.attempts += 1;
+                state.next_request += 1;
+                let request = state.next_request;
+                let acks = state.config.acks;
+                let message = Message::Produce {
+                    request,
+                    partition: TopicPartition::new(state.config.topic.as_str(), partition),
+                    batch: ProducerBatch {
+                        records: batch.records.clone(),
+                        idempotence: batch
+                            .sequence
+                            .filter(|_| idempotent)
+                            .map(|sequence| (PRODUCER_ID_BASE + u64::from(producer), 0, sequence)),
+                    },
+                    acks,
+                };
+                let timeout = state.config.request_timeout_ms;
+                if acks == Acks::None {
+                    // acks=0: done as soon as it is on the wire, with no offset.
+                    let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
+                    self.send(Self::producer_node(producer), NodeId::Broker(leader), message);
+                    for &record in &records {
+                        self.records[record as usize].acknowledged = Some(None);
+                        self.records[record as usize].acks = Some(Acks::None);
+                    }
+                    let partition_key = self.partition_key(producer, partition);
+                    self.record(TraceKind::Acknowledged {
+                        producer,
+                        partition: partition_key,
+                        base_offset: None,
+                        records,
+                    });
+                    continue;
+                }
+                state.in_flight.insert(request, InFlight { partition, batch });
+                self.send(Self::producer_node(producer), NodeId::Broker(leader), message);
+                self.schedule_timer(
+                    Self::producer_node(producer),
+                    0,
+                    timeout,
+                    Timer::ProducerRequestTimeout(request),
+                );
+            }
+        }
+    }
+
+    pub(crate) fn producer_receive(&mut self, producer: u32, _from: NodeId, message: Message) {
+        let index = producer as usize;
+        match message {
+            Message::MetadataResponse { leaders } => {
+                let state = &mut self.producers[index];
+                state.metadata_in_flight = None;
+                let topic = state.config.topic.clone();
+                let mine: BTreeMap<u32, (Option<BrokerId>, u32)> = leaders
+                    .into_iter()
+                    .filter(|(partition, _)| *partition.topic == *topic)
+                    .map(|(partition, leader)| (partition.partition, leader))
+                    .collect();
+                if mine.is_empty() {
+                    // This broker knows no metadata yet: ask again soon.
+                    self.schedule_timer(Self::producer_node(producer), 0, 100, Timer::ProducerMetadataTimeout(0));
+                    return;
+                }
+                state.leaders = Some(mine);
+                self.producer_partition_waiting(producer);
+                self.producer_drain(producer);
+            }
+            Message::ProduceResponse {
+                request,
+                partition,
+                result,
+            } => {
+                let Some(in_flight) = self.producers[index].in_flight.remove(&request) else {
+                    return;
+                };
+                match result {
+                    Ok(base_offset) => {
+                        let acks = self.producers[index].config.acks;
+                        let records: Vec<RecordId> =
+                            in_flight.batch.records.iter().map(|&(record, _)| record).collect();
+                        for (position, &record) in records.iter().enumerate() {
+                            self.records[record as usize].acknowledged = Some(Some(base_offset + position as u64));
+                            self.records[record as usize].acks = Some(acks);
+                        }
+                        self.record(TraceKind::Acknowledged {
+                            producer,
+                            partition: partition.clone(),
+                            base_offset: Some(base_offset),
+                            records: records.clone(),
+                        });
+                        // An acknowledgement can arrive after a new leader took over.
+                        self.check_acknowledged(&partition, Some(&records));
+                    }
+                    Err(error) => self.producer_retry_or_fail(producer, in_flight, error),
+                }
+                self.producer_drain(producer);
+            }
+            _ => {}
+        }
+    }
+
+    fn producer_retry_or_fail(&mut self, producer: u32, in_flight: InFlight, error: ErrorCode) {
+        let index = producer as usize;
+        let now = self.now;
+        let state = &mut self.producers[index];
+        let mut batch = in_flight.batch;
+        let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
+        let backoff =
+            (state.config.retry_backoff_ms << batch.attempts.saturating_sub(1).min(10)).min(RETRY_BACKOFF_MAX_MS);
+        let expired = now + backoff > batch.created_ms + state.config.delivery_timeout_ms;
+        let partition = TopicPartition::new(state.config.topic.as_str(), in_flight.partition);
+        if error.retriable() && !expired {
+            batch.ready_at_ms = now + backoff;
+            // Re-enqueue in sequence order (`RecordAccumulator#insertInSequenceOrder`).
+            let queue = state.batches.entry(in_flight.partition).or_default();
+            let position = match batch.sequence {
+                Some(sequence) => queue
+                    .iter()
+                    .position(|queued| queued.sequence.is_none_or(|queued_sequence| queued_sequence > sequence))
+                    .unwrap_or(queue.len()),
+                None => 0,
+            };
+            queue.insert(position, batch);
+            if error.invalidates_metadata() {
+                state.leaders = None;
+            }
+            self.record(TraceKind::ProduceFailed {
+                producer,
+                partition,
+                error,
+                records,
+                will_retry: true,
+            });
+            if self.producers[index].leaders.is_none() {
+                self.producer_request_metadata(producer);
+            }
+            self.schedule_timer(Self::producer_node(producer), 0, backoff, Timer::ProducerDrain);
+        } else {
+            for &record in &records {
+                self.records[record as usize].failed = true;
+            }
+            let error = if expired { ErrorCode::DeliveryTimeout } else { error };
+            self.record(TraceKind::ProduceFailed {
+                producer,
+                partition,
+                error,
+                records,
+                will_retry: false,
+            });
+        }
+    }
+
+    pub(crate) fn producer_timer(&mut self, producer: u32, timer: Timer) {
+        let index = producer as usize;
+        match timer {
+            Timer::ProducerDrain => self.producer_drain(producer),
+            Timer::ProducerRequestTimeout(request) => {
+                if let Some(in_flight) = self.producers[index].in_flight.remove(&request) {
+                    self.producer_retry_or_fail(producer, in_flight, ErrorCode::RequestTimedOut);
+                    self.producer_drain(producer);
+                }
+            }
+            Timer::ProducerMetadataTimeout(request) => {
+                let state = &mut self.producers[index];
+                if request == 0 || state.metadata_in_flight == Some(request) {
+                    state.metadata_in_flight = None;
+                    if state.leaders.is_none() {
+                        self.producer_request_metadata(producer);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}

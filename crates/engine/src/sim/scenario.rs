@@ -1,0 +1,171 @@
+//! Scenario files: a cluster, a seed, timed inputs, and the outcomes the
+//! author expects. `kafkascope run FILE` plays one and checks it; the
+//! guided stories are built on them.
+
+use serde::{Deserialize, Serialize};
+
+use super::config::{ClusterConfig, ScheduledInput};
+use super::trace::TraceKind;
+use super::types::{ErrorCode, Time};
+use super::{Simulation, Summary};
+
+/// A scenario as authors write it (JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Scenario {
+    /// A short title.
+    pub name: String,
+    /// What it shows, in a sentence or two.
+    #[serde(default)]
+    pub description: String,
+    /// The seed of the run.
+    #[serde(default)]
+    pub seed: u64,
+    /// The cluster.
+    pub config: ClusterConfig,
+    /// Inputs at their times.
+    #[serde(default)]
+    pub inputs: Vec<ScheduledInput>,
+    /// Run until this virtual time.
+    pub run_until_ms: Time,
+    /// What must happen.
+    #[serde(default)]
+    pub expect: Vec<Expectation>,
+}
+
+/// An outcome the author expects.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
+pub enum Expectation {
+    /// Exactly these acknowledged records are lost (record ids, as the
+    /// trace numbers them from 0).
+    RecordsLost {
+        /// The record ids.
+        records: Vec<u64>,
+    },
+    /// At least this many acknowledged records are lost.
+    #[serde(rename_all = "camelCase")]
+    SomeRecordsLost {
+        /// The minimum.
+        at_least: u64,
+    },
+    /// No acknowledged record is lost.
+    NoRecordsLost,
+    /// A producer saw this error at least once.
+    ProducerError {
+        /// The Kafka error.
+        error: ErrorCode,
+    },
+    /// At least this many records were acknowledged.
+    #[serde(rename_all = "camelCase")]
+    Acknowledged {
+        /// The minimum.
+        at_least: u64,
+    },
+    /// An unclean leader election happened.
+    UncleanElection,
+    /// At least this many leader elections were committed.
+    #[serde(rename_all = "camelCase")]
+    LeaderElections {
+        /// The minimum.
+        at_least: u64,
+    },
+    /// No invariant was violated.
+    NoInvariantViolations,
+}
+
+/// The result of playing a scenario.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The run, to inspect further.
+    pub simulation: Simulation,
+    /// End-of-run counts.
+    pub summary: Summary,
+    /// Expectations that did not hold, one sentence each.
+    pub failures: Vec<String>,
+}
+
+impl Scenario {
+    /// Parses a scenario; errors name the field.
+    pub fn from_json(text: &str) -> Result<Scenario, String> {
+        serde_json::from_str(text).map_err(|error| format!("bad scenario: {error}"))
+    }
+
+    /// Plays the scenario and checks its expectations.
+    pub fn run(&self) -> Result<Outcome, String> {
+        let mut simulation = Simulation::new(self.config.clone(), self.seed)?;
+        for input in &self.inputs {
+            simulation.schedule(input.clone());
+        }
+        simulation.run_until(self.run_until_ms);
+        let summary = simulation.summary();
+        let failures = self
+            .expect
+            .iter()
+            .filter_map(|expectation| check(expectation, &simulation, &summary))
+            .collect();
+        Ok(Outcome {
+            simulation,
+            summary,
+            failures,
+        })
+    }
+}
+
+fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary) -> Option<String> {
+    let lost: Vec<u64> = simulation
+        .records()
+        .iter()
+        .enumerate()
+        .filter(|(_, record)| record.lost)
+        .map(|(id, _)| id as u64)
+        .collect();
+    match expectation {
+        Expectation::RecordsLost { records } => {
+            let mut expected = records.clone();
+            expected.sort_unstable();
+            (lost != expected).then(|| format!("expected records {expected:?} lost, but lost {lost:?}"))
+        }
+        Expectation::SomeRecordsLost { at_least } => (summary.lost < *at_least).then(|| {
+            format!(
+                "expected at least {at_least} lost records, but {} were lost",
+                summary.lost
+            )
+        }),
+        Expectation::NoRecordsLost => {
+            (!lost.is_empty()).then(|| format!("expected no lost records, but lost {lost:?}"))
+        }
+        Expectation::ProducerError { error } => {
+            let seen = simulation
+                .trace()
+                .iter()
+                .any(|event| matches!(&event.kind, TraceKind::ProduceFailed { error: seen, .. } if seen == error));
+            (!seen).then(|| format!("expected a producer to see {error:?}, but none did"))
+        }
+        Expectation::Acknowledged { at_least } => (summary.acknowledged < *at_least).then(|| {
+            format!(
+                "expected at least {at_least} acknowledged records, but {} were",
+                summary.acknowledged
+            )
+        }),
+        Expectation::UncleanElection => {
+            let seen = simulation
+                .trace()
+                .iter()
+                .any(|event| matches!(event.kind, TraceKind::LeaderElected { unclean: true, .. }));
+            (!seen).then(|| "expected an unclean leader election, but none happened".to_string())
+        }
+        Expectation::LeaderElections { at_least } => (summary.leader_elections < *at_least).then(|| {
+            format!(
+                "expected at least {at_least} leader elections, but {} happened",
+                summary.leader_elections
+            )
+        }),
+        Expectation::NoInvariantViolations => (summary.invariant_violations > 0).then(|| {
+            format!(
+                "expected no invariant violations, but found {}",
+                summary.invariant_violations
+            )
+        }),
+    }
+}

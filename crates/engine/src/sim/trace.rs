@@ -1,0 +1,267 @@
+//! The trace: everything that happened in a run, in order, as typed events
+//! with cause links. The sequence diagram, the "why" panel, golden tests and
+//! `kafkascope run` all read it.
+
+use serde::Serialize;
+
+use crate::groups::assignors::TopicPartition;
+use crate::replication::{BrokerId, Offset};
+
+use super::network::DropReason;
+use super::types::{ErrorCode, NodeId, RecordId, Time};
+
+/// Identifies a trace event; causes point at earlier ids.
+pub type TraceId = u64;
+
+/// One thing that happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TraceEvent {
+    /// Position in the trace.
+    pub id: TraceId,
+    /// Virtual time.
+    pub time: Time,
+    /// The event that led to this one, if known.
+    pub cause: Option<TraceId>,
+    /// What happened.
+    pub kind: TraceKind,
+}
+
+/// The safety properties checked after every event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Invariant {
+    /// The leader's high watermark is never above the log end of an ISR member.
+    HighWatermarkWithinIsr,
+    /// A leader's high watermark never moves back within its epoch.
+    HighWatermarkMonotonic,
+    /// At most one broker leads a partition in a given leader epoch.
+    OneLeaderPerEpoch,
+    /// No record acknowledged under acks=all, min.insync.replicas >= 2 and
+    /// clean elections is ever lost.
+    NoAcknowledgedRecordLost,
+}
+
+/// The kinds of trace events. (Fields are named for what they hold.)
+#[allow(missing_docs)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum TraceKind {
+    /// A scheduled input was applied.
+    Input { description: String },
+    /// A message left a node.
+    Sent {
+        from: NodeId,
+        to: NodeId,
+        name: &'static str,
+        summary: String,
+    },
+    /// A message arrived.
+    Delivered {
+        from: NodeId,
+        to: NodeId,
+        name: &'static str,
+    },
+    /// A message was lost.
+    Dropped {
+        from: NodeId,
+        to: NodeId,
+        name: &'static str,
+        reason: DropReason,
+    },
+    /// A broker process started or stopped.
+    BrokerStatus { broker: BrokerId, status: String },
+    /// The controller fenced or unfenced a broker.
+    BrokerFencing {
+        broker: BrokerId,
+        fenced: bool,
+        reason: String,
+    },
+    /// The controller chose a leader (or none).
+    LeaderElected {
+        partition: TopicPartition,
+        leader: Option<BrokerId>,
+        leader_epoch: u32,
+        isr: Vec<BrokerId>,
+        unclean: bool,
+        reason: String,
+    },
+    /// The controller committed an ISR change.
+    IsrChanged {
+        partition: TopicPartition,
+        from: Vec<BrokerId>,
+        to: Vec<BrokerId>,
+        partition_epoch: u32,
+        reason: String,
+    },
+    /// Records were appended to a replica's log.
+    Appended {
+        broker: BrokerId,
+        partition: TopicPartition,
+        first_offset: Offset,
+        count: u64,
+        leader_epoch: u32,
+    },
+    /// A replica's high watermark moved.
+    HighWatermark {
+        broker: BrokerId,
+        partition: TopicPartition,
+        from: Offset,
+        to: Offset,
+        reason: String,
+    },
+    /// A follower cut its log back to match the leader's.
+    Truncated {
+        broker: BrokerId,
+        partition: TopicPartition,
+        to_offset: Offset,
+        removed: u64,
+        reason: String,
+    },
+    /// A producer's records were acknowledged.
+    Acknowledged {
+        producer: u32,
+        partition: TopicPartition,
+        base_offset: Option<Offset>,
+        records: Vec<RecordId>,
+    },
+    /// A produce attempt failed.
+    ProduceFailed {
+        producer: u32,
+        partition: TopicPartition,
+        error: ErrorCode,
+        records: Vec<RecordId>,
+        will_retry: bool,
+    },
+    /// Acknowledged records are gone from the partition's leader.
+    RecordsLost {
+        partition: TopicPartition,
+        records: Vec<RecordId>,
+        reason: String,
+    },
+    /// A safety property broke.
+    InvariantViolated { invariant: Invariant, detail: String },
+}
+
+impl TraceEvent {
+    /// One line for `kafkascope run`.
+    pub fn line(&self) -> String {
+        let body = match &self.kind {
+            TraceKind::Input { description } => format!("input: {description}"),
+            TraceKind::Sent { from, to, summary, .. } => format!("{from} -> {to}: {summary}"),
+            TraceKind::Delivered { from, to, name } => format!("{to} <- {from}: {name} delivered"),
+            TraceKind::Dropped { from, to, name, reason } => format!("{from} -x {to}: {name} dropped ({reason:?})"),
+            TraceKind::BrokerStatus { broker, status } => format!("broker-{broker} {status}"),
+            TraceKind::BrokerFencing { broker, fenced, reason } => {
+                format!(
+                    "controller {} broker-{broker}: {reason}",
+                    if *fenced { "fenced" } else { "unfenced" }
+                )
+            }
+            TraceKind::LeaderElected {
+                partition,
+                leader,
+                leader_epoch,
+                isr,
+                unclean,
+                reason,
+            } => format!(
+                "{partition}: leader {} at epoch {leader_epoch}, isr {isr:?}{} ({reason})",
+                leader.map_or("none".to_string(), |leader| format!("broker-{leader}")),
+                if *unclean { ", UNCLEAN" } else { "" }
+            ),
+            TraceKind::IsrChanged {
+                partition,
+                from,
+                to,
+                partition_epoch,
+                reason,
+            } => {
+                format!("{partition}: isr {from:?} -> {to:?} (partition epoch {partition_epoch}; {reason})")
+            }
+            TraceKind::Appended {
+                broker,
+                partition,
+                first_offset,
+                count,
+                leader_epoch,
+            } => format!(
+                "broker-{broker} {partition}: appended offsets {first_offset}..{} in epoch {leader_epoch}",
+                first_offset + count
+            ),
+            TraceKind::HighWatermark {
+                broker,
+                partition,
+                from,
+                to,
+                reason,
+            } => {
+                format!("broker-{broker} {partition}: high watermark {from} -> {to} ({reason})")
+            }
+            TraceKind::Truncated {
+                broker,
+                partition,
+                to_offset,
+                removed,
+                reason,
+            } => {
+                format!("broker-{broker} {partition}: truncated to {to_offset}, removing {removed} records ({reason})")
+            }
+            TraceKind::Acknowledged {
+                producer,
+                partition,
+                base_offset,
+                records,
+            } => format!(
+                "producer-{producer} {partition}: {} records acknowledged{}",
+                records.len(),
+                base_offset.map_or(" (acks=0, no offset)".to_string(), |offset| format!(
+                    " at offset {offset}"
+                ))
+            ),
+            TraceKind::ProduceFailed {
+                producer,
+                partition,
+                error,
+                records,
+                will_retry,
+            } => format!(
+                "producer-{producer} {partition}: {} records failed with {error:?}{}",
+                records.len(),
+                if *will_retry { ", retrying" } else { ", giving up" }
+            ),
+            TraceKind::RecordsLost {
+                partition,
+                records,
+                reason,
+            } => {
+                format!("{partition}: acknowledged records {} LOST ({reason})", ranges(records))
+            }
+            TraceKind::InvariantViolated { invariant, detail } => format!("INVARIANT {invariant:?} violated: {detail}"),
+        };
+        format!("{:>8} ms  #{:<6} {body}", self.time, self.id)
+    }
+}
+
+/// `[3, 4, 5, 9]` as `3-5, 9`.
+pub fn ranges(ids: &[RecordId]) -> String {
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut parts = Vec::new();
+    let mut index = 0;
+    while index < sorted.len() {
+        let start = sorted[index];
+        let mut end = start;
+        while index + 1 < sorted.len() && sorted[index + 1] == end + 1 {
+            index += 1;
+            end = sorted[index];
+        }
+        parts.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        index += 1;
+    }
+    parts.join(", ")
+}

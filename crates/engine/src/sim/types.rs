@@ -1,0 +1,302 @@
+//! The vocabulary of the simulation: nodes, records, and the messages they
+//! exchange. Every message is a closed enum variant named after the Kafka
+//! request it models.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::controller::partition_change::PartitionRegistration;
+use crate::groups::assignors::TopicPartition;
+use crate::replication::{BrokerId, Offset};
+
+/// Virtual time in milliseconds since the run started.
+pub type Time = u64;
+
+/// A node of the simulated system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "id", rename_all = "kebab-case")]
+pub enum NodeId {
+    /// A KRaft controller.
+    Controller(u32),
+    /// A broker.
+    Broker(BrokerId),
+    /// A producer client.
+    Producer(u32),
+}
+
+impl std::fmt::Display for NodeId {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NodeId::Controller(id) => write!(formatter, "controller-{id}"),
+            NodeId::Broker(id) => write!(formatter, "broker-{id}"),
+            NodeId::Producer(id) => write!(formatter, "producer-{id}"),
+        }
+    }
+}
+
+/// Identifies one produced record across the whole run, so that loss and
+/// duplication can be tracked from the producer to every replica.
+pub type RecordId = u64;
+
+/// A record as stored in a replica's log. The payload lives with the
+/// producer's bookkeeping; logs carry ids, which keeps replication cheap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Record {
+    /// Its offset in the partition.
+    pub offset: Offset,
+    /// The leader epoch it was appended in.
+    pub leader_epoch: u32,
+    /// Which produced record it is.
+    pub id: RecordId,
+    /// Size in bytes as the producer counted it.
+    pub bytes: u32,
+    /// The idempotent batch it came in, so that every replica can rebuild
+    /// the producer state (`ProducerStateManager`) from its log.
+    pub batch: Option<BatchSequence>,
+}
+
+/// An idempotent producer batch's identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BatchSequence {
+    /// The producer id.
+    pub producer_id: u64,
+    /// The producer epoch.
+    pub epoch: u16,
+    /// The first record's sequence.
+    pub first_sequence: i32,
+    /// The last record's sequence.
+    pub last_sequence: i32,
+}
+
+/// Kafka error codes the simulation produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    /// The broker is not the partition's leader.
+    NotLeaderOrFollower,
+    /// `acks=all` and the ISR is under `min.insync.replicas`; nothing appended.
+    NotEnoughReplicas,
+    /// Appended, but the ISR fell under the minimum before it committed.
+    NotEnoughReplicasAfterAppend,
+    /// No answer within `request.timeout.ms`.
+    RequestTimedOut,
+    /// The request carried an older leader epoch than the broker's.
+    FencedLeaderEpoch,
+    /// The request carried a newer leader epoch than the broker knows.
+    UnknownLeaderEpoch,
+    /// The producer's sequence left a gap.
+    OutOfOrderSequenceNumber,
+    /// AlterPartition from a stale partition epoch.
+    InvalidUpdateVersion,
+    /// AlterPartition adding a fenced or unknown broker.
+    IneligibleReplica,
+    /// The record could not be delivered within `delivery.timeout.ms`.
+    DeliveryTimeout,
+}
+
+impl ErrorCode {
+    /// Whether the producer retries after this error.
+    pub fn retriable(self) -> bool {
+        !matches!(self, ErrorCode::DeliveryTimeout)
+    }
+
+    /// Whether the producer refreshes metadata after it (Kafka's
+    /// `InvalidMetadataException`s).
+    pub fn invalidates_metadata(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::NotLeaderOrFollower | ErrorCode::FencedLeaderEpoch | ErrorCode::UnknownLeaderEpoch
+        )
+    }
+}
+
+/// A producer's batch for one partition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProducerBatch {
+    /// The records, in order.
+    pub records: Vec<(RecordId, u32)>,
+    /// Idempotence: producer id, epoch and the first record's sequence.
+    pub idempotence: Option<(u64, u16, i32)>,
+}
+
+/// What the controller publishes to brokers (the metadata log, as a full
+/// image at an offset).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MetadataImage {
+    /// The metadata log offset of this image.
+    pub offset: u64,
+    /// Every partition's registration.
+    pub partitions: BTreeMap<TopicPartition, PartitionRegistration>,
+    /// Brokers currently fenced.
+    pub fenced: BTreeSet<BrokerId>,
+    /// Registered brokers.
+    pub registered: BTreeSet<BrokerId>,
+}
+
+/// Every message on the simulated network. (Fields mirror the Kafka
+/// request's fields of the same name.)
+#[allow(missing_docs)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type")]
+pub enum Message {
+    /// A broker (re)starting announces itself (`BrokerRegistrationRequest`).
+    BrokerRegistration { broker: BrokerId, incarnation: u32 },
+    /// Periodic liveness and metadata progress (`BrokerHeartbeatRequest`).
+    BrokerHeartbeat {
+        broker: BrokerId,
+        broker_epoch: u64,
+        metadata_offset: u64,
+    },
+    /// The controller's answer: the broker's epoch and whether it is fenced.
+    BrokerHeartbeatResponse { broker_epoch: u64, fenced: bool },
+    /// The metadata a broker has not seen yet.
+    MetadataUpdate { image: MetadataImage },
+    /// A leader asks the controller to change a partition's ISR.
+    AlterPartition {
+        partition: TopicPartition,
+        leader: BrokerId,
+        leader_epoch: u32,
+        partition_epoch: u32,
+        new_isr: Vec<BrokerId>,
+    },
+    /// The controller's answer to AlterPartition.
+    AlterPartitionResponse {
+        partition: TopicPartition,
+        result: Result<PartitionRegistration, ErrorCode>,
+    },
+    /// A follower pulls records from the leader.
+    Fetch {
+        partition: TopicPartition,
+        replica: BrokerId,
+        fetch_offset: Offset,
+        last_fetched_epoch: Option<u32>,
+        current_leader_epoch: u32,
+        log_start_offset: Offset,
+    },
+    /// The leader's answer: records, its high watermark, or where the
+    /// follower's log diverged.
+    FetchResponse {
+        partition: TopicPartition,
+        leader_epoch: u32,
+        records: Vec<Record>,
+        high_watermark: Offset,
+        error: Option<ErrorCode>,
+        diverging: Option<(u32, Offset)>,
+    },
+    /// A client asks any broker for leaders.
+    MetadataRequest,
+    /// Leaders and epochs as this broker knows them.
+    MetadataResponse {
+        leaders: BTreeMap<TopicPartition, (Option<BrokerId>, u32)>,
+    },
+    /// A producer sends a batch to a leader.
+    Produce {
+        request: u64,
+        partition: TopicPartition,
+        batch: ProducerBatch,
+        acks: crate::replication::high_watermark::Acks,
+    },
+    /// The leader's answer: the batch's base offset, or an error.
+    ProduceResponse {
+        request: u64,
+        partition: TopicPartition,
+        result: Result<Offset, ErrorCode>,
+    },
+}
+
+impl Message {
+    /// The Kafka API name, for traces and diagrams.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Message::BrokerRegistration { .. } => "BrokerRegistration",
+            Message::BrokerHeartbeat { .. } => "BrokerHeartbeat",
+            Message::BrokerHeartbeatResponse { .. } => "BrokerHeartbeatResponse",
+            Message::MetadataUpdate { .. } => "MetadataUpdate",
+            Message::AlterPartition { .. } => "AlterPartition",
+            Message::AlterPartitionResponse { .. } => "AlterPartitionResponse",
+            Message::Fetch { .. } => "Fetch",
+            Message::FetchResponse { .. } => "FetchResponse",
+            Message::MetadataRequest => "Metadata",
+            Message::MetadataResponse { .. } => "MetadataResponse",
+            Message::Produce { .. } => "Produce",
+            Message::ProduceResponse { .. } => "ProduceResponse",
+        }
+    }
+
+    /// A one-line summary with this run's numbers.
+    pub fn summary(&self) -> String {
+        match self {
+            Message::BrokerRegistration { broker, incarnation } => {
+                format!("BrokerRegistration broker={broker} incarnation={incarnation}")
+            }
+            Message::BrokerHeartbeat {
+                broker,
+                broker_epoch,
+                metadata_offset,
+            } => {
+                format!("BrokerHeartbeat broker={broker} epoch={broker_epoch} metadataOffset={metadata_offset}")
+            }
+            Message::BrokerHeartbeatResponse { broker_epoch, fenced } => {
+                format!("BrokerHeartbeatResponse epoch={broker_epoch} fenced={fenced}")
+            }
+            Message::MetadataUpdate { image } => format!("MetadataUpdate offset={}", image.offset),
+            Message::AlterPartition {
+                partition,
+                leader_epoch,
+                partition_epoch,
+                new_isr,
+                ..
+            } => format!(
+                "AlterPartition {partition} leaderEpoch={leader_epoch} partitionEpoch={partition_epoch} isr={new_isr:?}"
+            ),
+            Message::AlterPartitionResponse { partition, result } => match result {
+                Ok(registration) => format!(
+                    "AlterPartitionResponse {partition} isr={:?} partitionEpoch={}",
+                    registration.isr, registration.partition_epoch
+                ),
+                Err(error) => format!("AlterPartitionResponse {partition} error={error:?}"),
+            },
+            Message::Fetch {
+                partition,
+                replica,
+                fetch_offset,
+                current_leader_epoch,
+                ..
+            } => {
+                format!("Fetch {partition} replica={replica} offset={fetch_offset} leaderEpoch={current_leader_epoch}")
+            }
+            Message::FetchResponse {
+                partition,
+                records,
+                high_watermark,
+                error,
+                diverging,
+                ..
+            } => {
+                let mut text = format!(
+                    "FetchResponse {partition} records={} hw={high_watermark}",
+                    records.len()
+                );
+                if let Some(error) = error {
+                    text.push_str(&format!(" error={error:?}"));
+                }
+                if let Some((epoch, end)) = diverging {
+                    text.push_str(&format!(" divergingEpoch={epoch} endOffset={end}"));
+                }
+                text
+            }
+            Message::MetadataRequest => "Metadata".to_string(),
+            Message::MetadataResponse { leaders } => format!("MetadataResponse partitions={}", leaders.len()),
+            Message::Produce {
+                partition, batch, acks, ..
+            } => {
+                format!("Produce {partition} records={} acks={acks:?}", batch.records.len())
+            }
+            Message::ProduceResponse { partition, result, .. } => match result {
+                Ok(offset) => format!("ProduceResponse {partition} baseOffset={offset}"),
+                Err(error) => format!("ProduceResponse {partition} error={error:?}"),
+            },
+        }
+    }
+}

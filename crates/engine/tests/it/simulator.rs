@@ -1,0 +1,231 @@
+//! The cluster simulator: the shipped scenarios give their stated outcomes
+//! and golden traces, runs are deterministic, and randomized fault
+//! schedules never break the safety invariants of a safe configuration.
+
+use std::path::{Path, PathBuf};
+
+use kafkascope_engine::random::Rng;
+use kafkascope_engine::sim::config::{ClusterConfig, Input, ProducerConfig, ScheduledInput, TopicConfig};
+use kafkascope_engine::sim::scenario::Scenario;
+use kafkascope_engine::sim::trace::TraceKind;
+use kafkascope_engine::sim::types::NodeId;
+use kafkascope_engine::sim::Simulation;
+
+fn scenarios_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
+}
+
+fn scenario_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(scenarios_dir())
+        .expect("scenarios folder")
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|extension| extension == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn load(path: &Path) -> Scenario {
+    Scenario::from_json(&std::fs::read_to_string(path).expect("read scenario")).expect("valid scenario")
+}
+
+/// Compares `actual` with the golden file, or rewrites it when
+/// `KAFKASCOPE_BLESS=1`.
+fn check_golden(path: &Path, actual: &str) {
+    if std::env::var_os("KAFKASCOPE_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("golden folder");
+        std::fs::write(path, actual).expect("write golden");
+        return;
+    }
+    let expected = std::fs::read_to_string(path).unwrap_or_else(|_| {
+        panic!(
+            "missing golden file {}; run with KAFKASCOPE_BLESS=1 to create it",
+            path.display()
+        )
+    });
+    if expected != actual {
+        let first_difference = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(left, right)| left != right)
+            .unwrap_or(expected.lines().count().min(actual.lines().count()));
+        panic!(
+            "{} differs from the run at line {}:\n  golden: {:?}\n  run:    {:?}\nIf the change is intended, rerun with KAFKASCOPE_BLESS=1.",
+            path.display(),
+            first_difference + 1,
+            expected.lines().nth(first_difference),
+            actual.lines().nth(first_difference)
+        );
+    }
+}
+
+#[test]
+fn every_shipped_scenario_gives_its_stated_outcome_and_golden_trace() {
+    let files = scenario_files();
+    assert!(files.len() >= 4, "{files:?}");
+    for file in files {
+        let scenario = load(&file);
+        let outcome = scenario.run().expect("the scenario runs");
+        assert!(
+            outcome.failures.is_empty(),
+            "{}: {:?}",
+            file.display(),
+            outcome.failures
+        );
+        let trace: String = outcome
+            .simulation
+            .trace()
+            .iter()
+            .map(|event| event.line() + "\n")
+            .collect();
+        let stem = file.file_stem().expect("stem").to_string_lossy().into_owned();
+        let golden = scenarios_dir().join("golden");
+        check_golden(&golden.join(format!("{stem}.trace")), &trace);
+        check_golden(
+            &golden.join(format!("{stem}.hash")),
+            &format!("{:016x}\n", outcome.simulation.trace_hash()),
+        );
+    }
+}
+
+#[test]
+fn the_same_seed_and_inputs_give_the_same_trace() {
+    for file in scenario_files() {
+        let scenario = load(&file);
+        let first = scenario.run().expect("runs").simulation.trace_hash();
+        let second = scenario.run().expect("runs").simulation.trace_hash();
+        assert_eq!(first, second, "{}", file.display());
+    }
+}
+
+/// A safe configuration: RF 3, min.insync.replicas 2, acks=all,
+/// idempotence, clean elections only.
+fn safe_config() -> ClusterConfig {
+    ClusterConfig {
+        brokers: 3,
+        topics: vec![TopicConfig {
+            name: "orders".into(),
+            partitions: 2,
+            replication_factor: 3,
+            min_insync_replicas: 2,
+        }],
+        producers: vec![ProducerConfig::new("orders")],
+        ..ClusterConfig::default()
+    }
+}
+
+/// A random schedule of faults and produce requests over `horizon_ms`.
+fn fault_schedule(seed: u64, horizon_ms: u64) -> Vec<ScheduledInput> {
+    let mut rng = Rng::new(seed, 7);
+    let mut inputs = Vec::new();
+    let mut time = 0;
+    let broker = |rng: &mut Rng| rng.next_u32() % 3 + 1;
+    while time < horizon_ms {
+        time += u64::from(rng.next_u32() % 3_000) + 100;
+        let input = match rng.next_u32() % 12 {
+            0..=3 => Input::Produce {
+                producer: 0,
+                key: None,
+                count: rng.next_u32() % 20 + 1,
+                bytes: 100,
+            },
+            4 => Input::KillBroker {
+                broker: broker(&mut rng),
+            },
+            5 => Input::RestartBroker {
+                broker: broker(&mut rng),
+            },
+            6 => Input::PauseBroker {
+                broker: broker(&mut rng),
+                duration_ms: u64::from(rng.next_u32() % 15_000),
+            },
+            7 => Input::CutLink {
+                a: NodeId::Broker(broker(&mut rng)),
+                b: NodeId::Broker(broker(&mut rng)),
+            },
+            8 => Input::HealNetwork,
+            9 => Input::DropMessages {
+                per_million: [0, 10_000, 50_000][rng.next_u32() as usize % 3],
+            },
+            10 => Input::Partition {
+                side: (1..=3)
+                    .filter(|_| rng.next_u32() % 2 == 0)
+                    .map(NodeId::Broker)
+                    .collect(),
+            },
+            _ => Input::SlowNode {
+                node: NodeId::Broker(broker(&mut rng)),
+                extra_latency_ms: u64::from(rng.next_u32() % 200),
+            },
+        };
+        inputs.push(ScheduledInput { at_ms: time, input });
+    }
+    // Let the cluster recover at the end: everyone back, network healed.
+    for broker in 1..=3 {
+        inputs.push(ScheduledInput {
+            at_ms: horizon_ms,
+            input: Input::RestartBroker { broker },
+        });
+    }
+    inputs.push(ScheduledInput {
+        at_ms: horizon_ms,
+        input: Input::HealNetwork,
+    });
+    inputs.push(ScheduledInput {
+        at_ms: horizon_ms,
+        input: Input::DropMessages { per_million: 0 },
+    });
+    inputs
+}
+
+fn run_fault_seed(seed: u64) -> Result<(), String> {
+    let horizon = 40_000;
+    let mut simulation = Simulation::new(safe_config(), seed).map_err(|error| error.to_string())?;
+    for input in fault_schedule(seed, horizon) {
+        simulation.schedule(input);
+    }
+    simulation.run_until(horizon + 30_000);
+    if std::env::var_os("KAFKASCOPE_PRINT_TRACE").is_some() {
+        for event in simulation.trace() {
+            println!("{}", event.line());
+        }
+    }
+    let summary = simulation.summary();
+    let violations: Vec<String> = simulation
+        .trace()
+        .iter()
+        .filter(|event| {
+            matches!(
+                event.kind,
+                TraceKind::InvariantViolated { .. } | TraceKind::RecordsLost { .. }
+            )
+        })
+        .map(|event| event.line())
+        .collect();
+    if summary.invariant_violations > 0 || summary.lost > 0 || !violations.is_empty() {
+        return Err(violations.join("\n"));
+    }
+    Ok(())
+}
+
+#[test]
+fn randomized_fault_schedules_keep_a_safe_configuration_safe() {
+    // KAFKASCOPE_SEED=n replays one seed; KAFKASCOPE_SEEDS=n runs more.
+    let seeds: Vec<u64> = match std::env::var("KAFKASCOPE_SEED").ok().and_then(|seed| seed.parse().ok()) {
+        Some(seed) => vec![seed],
+        None => {
+            let count = std::env::var("KAFKASCOPE_SEEDS")
+                .ok()
+                .and_then(|count| count.parse().ok())
+                .unwrap_or(500);
+            (0..count).collect()
+        }
+    };
+    for seed in seeds {
+        if let Err(report) = run_fault_seed(seed) {
+            panic!(
+                "seed {seed} broke a safety invariant:\n{report}\nreplay it with: KAFKASCOPE_SEED={seed} cargo test -p kafkascope-engine --test it randomized_fault_schedules"
+            );
+        }
+    }
+}
