@@ -36,3 +36,18 @@ fn scale_case_sticky_assignors_in_wasm() {
         assert_eq!(assigned, 1_000_000);
     }
 }
+
+#[wasm_bindgen_test]
+#[ignore = "a benchmark: run it with `cargo xtask bench`"]
+fn simulator_throughput_in_wasm() {
+    let records = 1_000_000;
+    kafkascope_engine::sim::bench::throughput_run(50_000);
+    let started = now_ms();
+    let (acknowledged, events, virtual_ms) = kafkascope_engine::sim::bench::throughput_run(records);
+    let elapsed_ms = now_ms() - started;
+    console_log!(
+        "wasm simulator: {records} records (acks=all, RF 3, 3 brokers): {acknowledged} acknowledged, {events} events, {virtual_ms} virtual ms in {elapsed_ms:.0} ms = {:.0} records/s",
+        f64::from(records) / (elapsed_ms / 1000.0)
+    );
+    assert_eq!(acknowledged, u64::from(records));
+}

@@ -5,8 +5,8 @@
 //!    (`crates/engine/benches/assignors.rs`), which also writes each step's
 //!    input as JSON under `target/bench/`;
 //! 2. the `kafkascope` CLI answering those inputs (release build);
-//! 3. the same scale case compiled to wasm, in headless Chromium
-//!    (`crates/js/tests/bench_scale.rs`).
+//! 3. the same scale case and the simulator throughput run compiled to
+//!    wasm, in headless Chromium (`crates/js/tests/bench_scale.rs`).
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -20,7 +20,7 @@ pub fn bench_command() -> Outcome {
     let root = repo_root();
     let inputs = target_dir().join("bench");
 
-    println!("\nxtask: [1/3] native: Kafka's scale case (sticky, cooperative-sticky)");
+    println!("\nxtask: [1/3] native: Kafka's scale case (sticky, cooperative-sticky) and simulator throughput");
     run(Command::new("cargo")
         .args([
             "bench",
@@ -33,6 +33,10 @@ pub fn bench_command() -> Outcome {
             "--write",
         ])
         .arg(&inputs)
+        .current_dir(&root))?;
+
+    run(Command::new("cargo")
+        .args(["bench", "--quiet", "--package", "kafkascope-engine", "--bench", "simulator"])
         .current_dir(&root))?;
 
     println!("\nxtask: [2/3] the kafkascope CLI on the scale case's inputs");

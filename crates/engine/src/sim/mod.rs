@@ -8,6 +8,7 @@
 //! reads a clock or the OS: the same config, seed and inputs give the same
 //! trace everywhere.
 
+pub mod bench;
 pub mod broker;
 pub mod config;
 pub mod controller;
@@ -161,6 +162,8 @@ pub struct Simulation {
     pub(crate) current_cause: Option<TraceId>,
     events: u64,
     trace_options: TraceOptions,
+    acknowledged_count: u64,
+    pub(crate) failed_count: u64,
 }
 
 impl Simulation {
@@ -185,6 +188,8 @@ impl Simulation {
             queue: BTreeMap::new(),
             events: 0,
             trace_options: TraceOptions::default(),
+            acknowledged_count: 0,
+            failed_count: 0,
             config,
         };
         for (index, producer) in simulation.config.producers.clone().into_iter().enumerate() {
@@ -293,19 +298,33 @@ impl Simulation {
         self.now = self.now.max(until_ms);
     }
 
+    /// Records acknowledged so far (cheap: counted as it happens).
+    pub fn acknowledged_count(&self) -> u64 {
+        self.acknowledged_count
+    }
+
+    /// Records whose delivery failed for good so far.
+    pub fn failed_count(&self) -> u64 {
+        self.failed_count
+    }
+
+    /// Marks a record acknowledged (at `offset`, or without one for acks=0).
+    pub(crate) fn mark_acknowledged(&mut self, record: RecordId, offset: Option<u64>) {
+        let produced = &mut self.records[record as usize];
+        if produced.acknowledged.is_none() {
+            self.acknowledged_count += 1;
+        }
+        produced.acknowledged = Some(offset);
+    }
+
     /// The end-of-run counts.
     pub fn summary(&self) -> Summary {
-        let acknowledged = self
-            .records
-            .iter()
-            .filter(|record| record.acknowledged.is_some())
-            .count() as u64;
         Summary {
             produced: self.records.len() as u64,
-            acknowledged,
+            acknowledged: self.acknowledged_count,
             lost: self.records.iter().filter(|record| record.lost).count() as u64,
             duplicated: self.monitor.duplicated_records(self),
-            failed: self.records.iter().filter(|record| record.failed).count() as u64,
+            failed: self.failed_count,
             leader_elections: self.controller.elections,
             invariant_violations: self.monitor.violations,
             events: self.events,

@@ -59,6 +59,9 @@ pub struct Producer {
     pub id: u32,
     /// Its settings (`acks` can change mid-run).
     pub config: ProducerConfig,
+    /// The topic's name, shared by every record's partition.
+    #[serde(skip)]
+    topic: std::sync::Arc<str>,
     /// Leader and epoch per partition of its topic, once known.
     pub leaders: Option<BTreeMap<u32, (Option<BrokerId>, u32)>>,
     /// A metadata request is out (its id).
@@ -91,6 +94,7 @@ impl Producer {
         );
         Producer {
             id,
+            topic: std::sync::Arc::from(config.topic.as_str()),
             config,
             leaders: None,
             metadata_in_flight: None,
@@ -116,7 +120,7 @@ impl Simulation {
     }
 
     fn partition_key(&self, producer: u32, partition: u32) -> TopicPartition {
-        TopicPartition::new(self.producers[producer as usize].config.topic.as_str(), partition)
+        TopicPartition { topic: self.producers[producer as usize].topic.clone(), partition }
     }
 
     /// The `Produce` input: records enter the producer.
@@ -197,20 +201,24 @@ impl Simulation {
             // Append to the open batch, or start one.
             let batch_size = state.config.batch_size;
             let queue = state.batches.entry(partition).or_default();
-            match queue.back_mut() {
+            let new_batch = match queue.back_mut() {
                 Some(batch) if batch.attempts == 0 && batch.bytes + bytes <= batch_size => {
                     batch.records.push((record, bytes));
                     batch.bytes += bytes;
+                    false
                 }
-                _ => queue.push_back(PendingBatch {
-                    records: vec![(record, bytes)],
-                    bytes,
-                    created_ms: now,
-                    attempts: 0,
-                    ready_at_ms: now,
-                    sequence: None,
-                }),
-            }
+                _ => {
+                    queue.push_back(PendingBatch {
+                        records: vec![(record, bytes)],
+                        bytes,
+                        created_ms: now,
+                        attempts: 0,
+                        ready_at_ms: now,
+                        sequence: None,
+                    });
+                    true
+                }
+            };
             if key.is_none() {
                 let full = queue.back().is_some_and(|batch| batch.bytes + bytes > batch_size);
                 let ready = state.config.linger_ms == 0 || full;
@@ -227,7 +235,8 @@ impl Simulation {
             let topic_partition = self.partition_key(producer, partition);
             self.records[record as usize].partition = Some(topic_partition);
             let linger = self.producers[index].config.linger_ms;
-            if linger > 0 {
+            if linger > 0 && new_batch {
+                // The sender wakes when this batch has lingered long enough.
                 self.schedule_timer(Self::producer_node(producer), 0, linger, Timer::ProducerDrain);
             }
         }
@@ -282,7 +291,7 @@ impl Simulation {
                 let acks = state.config.acks;
                 let message = Message::Produce {
                     request,
-                    partition: TopicPartition::new(state.config.topic.as_str(), partition),
+                    partition: TopicPartition { topic: state.topic.clone(), partition },
                     batch: ProducerBatch {
                         records: batch.records.clone(),
                         idempotence: batch
@@ -298,7 +307,7 @@ impl Simulation {
                     let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
                     self.send(Self::producer_node(producer), NodeId::Broker(leader), message);
                     for &record in &records {
-                        self.records[record as usize].acknowledged = Some(None);
+                        self.mark_acknowledged(record, None);
                         self.records[record as usize].acks = Some(Acks::None);
                     }
                     let partition_key = self.partition_key(producer, partition);
@@ -357,7 +366,7 @@ impl Simulation {
                         let records: Vec<RecordId> =
                             in_flight.batch.records.iter().map(|&(record, _)| record).collect();
                         for (position, &record) in records.iter().enumerate() {
-                            self.records[record as usize].acknowledged = Some(Some(base_offset + position as u64));
+                            self.mark_acknowledged(record, Some(base_offset + position as u64));
                             self.records[record as usize].acks = Some(acks);
                         }
                         self.record(TraceKind::Acknowledged {
@@ -386,7 +395,7 @@ impl Simulation {
         let backoff =
             (state.config.retry_backoff_ms << batch.attempts.saturating_sub(1).min(10)).min(RETRY_BACKOFF_MAX_MS);
         let expired = now + backoff > batch.created_ms + state.config.delivery_timeout_ms;
-        let partition = TopicPartition::new(state.config.topic.as_str(), in_flight.partition);
+        let partition = TopicPartition { topic: state.topic.clone(), partition: in_flight.partition };
         if error.retriable() && !expired {
             batch.ready_at_ms = now + backoff;
             // Re-enqueue in sequence order (`RecordAccumulator#insertInSequenceOrder`).
@@ -415,7 +424,10 @@ impl Simulation {
             self.schedule_timer(Self::producer_node(producer), 0, backoff, Timer::ProducerDrain);
         } else {
             for &record in &records {
-                self.records[record as usize].failed = true;
+                if !self.records[record as usize].failed {
+                    self.records[record as usize].failed = true;
+                    self.failed_count += 1;
+                }
             }
             let error = if expired { ErrorCode::DeliveryTimeout } else { error };
             self.record(TraceKind::ProduceFailed {

@@ -1,0 +1,42 @@
+//! The workload the throughput benchmarks run, natively and in wasm, so
+//! both measure the same thing.
+
+use super::config::{ClusterConfig, Input, ProducerConfig, ScheduledInput, TopicConfig};
+use super::{Simulation, TraceOptions};
+
+/// Produces `records` 100-byte records with acks=all to a 3-broker, RF 3
+/// topic (linger.ms=5, so batches fill) and runs until they are
+/// acknowledged. Returns (acknowledged, events, virtual milliseconds).
+pub fn throughput_run(records: u32) -> (u64, u64, u64) {
+    let mut producer = ProducerConfig::new("events");
+    producer.linger_ms = 5;
+    let config = ClusterConfig {
+        brokers: 3,
+        topics: vec![TopicConfig { name: "events".into(), partitions: 3, replication_factor: 3, min_insync_replicas: 2 }],
+        producers: vec![producer],
+        ..ClusterConfig::default()
+    };
+    let mut simulation = Simulation::new(config, 42).expect("valid benchmark config");
+    simulation.set_trace_options(TraceOptions { messages: false });
+    let chunk = 10_000;
+    let mut sent = 0;
+    let mut at_ms = 10;
+    while sent < records {
+        let count = chunk.min(records - sent);
+        simulation.schedule(ScheduledInput {
+            at_ms,
+            input: Input::Produce { producer: 0, key: None, count, bytes: 100 },
+        });
+        sent += count;
+        at_ms += 10;
+    }
+    let mut until = at_ms;
+    loop {
+        until += 1_000;
+        simulation.run_until(until);
+        let done = simulation.acknowledged_count() + simulation.failed_count();
+        if done >= u64::from(records) || until > 3_600_000 {
+            return (simulation.acknowledged_count(), simulation.events_processed(), simulation.now());
+        }
+    }
+}
