@@ -4,7 +4,8 @@
 
 use std::time::Instant;
 
-use kafkascope_engine::sim::bench::throughput_run;
+use kafkascope_engine::random::Rng;
+use kafkascope_engine::sim::bench::{long_recording, throughput_run};
 
 fn main() {
     let records = 1_000_000;
@@ -18,5 +19,27 @@ fn main() {
         elapsed * 1000.0,
         records as f64 / elapsed,
         events as f64 / elapsed
+    );
+
+    // Seek: any point of a 100,000-event run.
+    let started = Instant::now();
+    let mut recording = long_recording(100_000, 500);
+    let recorded_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let end = recording.position();
+    let mut rng = Rng::new(1, 1);
+    let mut worst: f64 = 0.0;
+    let mut total = 0.0;
+    let seeks = 200;
+    for _ in 0..seeks {
+        let target = u64::from(rng.next_u32()) % end;
+        let started = Instant::now();
+        recording.seek(target);
+        let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+        worst = worst.max(elapsed);
+        total += elapsed;
+    }
+    println!(
+        "seek: {end}-event run recorded in {recorded_ms:.0} ms (snapshot every 500 events); {seeks} random seeks: mean {:.2} ms, worst {worst:.2} ms",
+        total / f64::from(seeks)
     );
 }

@@ -36,7 +36,14 @@ pub fn bench_command() -> Outcome {
         .current_dir(&root))?;
 
     run(Command::new("cargo")
-        .args(["bench", "--quiet", "--package", "kafkascope-engine", "--bench", "simulator"])
+        .args([
+            "bench",
+            "--quiet",
+            "--package",
+            "kafkascope-engine",
+            "--bench",
+            "simulator",
+        ])
         .current_dir(&root))?;
 
     println!("\nxtask: [2/3] the kafkascope CLI on the scale case's inputs");

@@ -12,7 +12,12 @@ pub fn throughput_run(records: u32) -> (u64, u64, u64) {
     producer.linger_ms = 5;
     let config = ClusterConfig {
         brokers: 3,
-        topics: vec![TopicConfig { name: "events".into(), partitions: 3, replication_factor: 3, min_insync_replicas: 2 }],
+        topics: vec![TopicConfig {
+            name: "events".into(),
+            partitions: 3,
+            replication_factor: 3,
+            min_insync_replicas: 2,
+        }],
         producers: vec![producer],
         ..ClusterConfig::default()
     };
@@ -25,7 +30,12 @@ pub fn throughput_run(records: u32) -> (u64, u64, u64) {
         let count = chunk.min(records - sent);
         simulation.schedule(ScheduledInput {
             at_ms,
-            input: Input::Produce { producer: 0, key: None, count, bytes: 100 },
+            input: Input::Produce {
+                producer: 0,
+                key: None,
+                count,
+                bytes: 100,
+            },
         });
         sent += count;
         at_ms += 10;
@@ -36,7 +46,43 @@ pub fn throughput_run(records: u32) -> (u64, u64, u64) {
         simulation.run_until(until);
         let done = simulation.acknowledged_count() + simulation.failed_count();
         if done >= u64::from(records) || until > 3_600_000 {
-            return (simulation.acknowledged_count(), simulation.events_processed(), simulation.now());
+            return (
+                simulation.acknowledged_count(),
+                simulation.events_processed(),
+                simulation.now(),
+            );
         }
     }
+}
+
+/// A run of at least `events` events with full tracing (3 brokers, 12
+/// partitions, a steady producer), recorded with snapshots every
+/// `interval` events, for the seek benchmark.
+pub fn long_recording(events: u64, interval: u64) -> super::recording::Recording {
+    let config = ClusterConfig {
+        brokers: 3,
+        topics: vec![TopicConfig {
+            name: "events".into(),
+            partitions: 12,
+            replication_factor: 3,
+            min_insync_replicas: 2,
+        }],
+        producers: vec![ProducerConfig::new("events")],
+        ..ClusterConfig::default()
+    };
+    let mut simulation = Simulation::new(config, 7).expect("valid benchmark config");
+    for step in 0..20_000u64 {
+        simulation.schedule(ScheduledInput {
+            at_ms: 10 + step * 50,
+            input: Input::Produce {
+                producer: 0,
+                key: Some(format!("key-{}", step % 97)),
+                count: 5,
+                bytes: 100,
+            },
+        });
+    }
+    let mut recording = super::recording::Recording::new(simulation, interval);
+    while recording.position() < events && recording.step() {}
+    recording
 }

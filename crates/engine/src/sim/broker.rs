@@ -49,7 +49,7 @@ pub enum BrokerStatus {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct PartitionLog {
     /// Records from offset 0 (no retention in this version).
-    pub records: Vec<Record>,
+    pub records: super::chunked::ChunkedVec<Record>,
     /// This replica's high watermark.
     pub high_watermark: Offset,
     /// The leader-epoch history.
@@ -903,7 +903,7 @@ impl Simulation {
         let log = &self.brokers[&id].logs[partition];
         let start = (fetch_offset as usize).min(log.records.len());
         let end = (start + FETCH_MAX_RECORDS).min(log.records.len());
-        let records = log.records[start..end].to_vec();
+        let records = log.records.copy_range(start, end);
         let high_watermark = log.high_watermark;
         self.send(
             NodeId::Broker(id),

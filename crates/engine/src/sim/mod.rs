@@ -10,11 +10,13 @@
 
 pub mod bench;
 pub mod broker;
+pub mod chunked;
 pub mod config;
 pub mod controller;
 pub mod monitor;
 pub mod network;
 pub mod producer;
+pub mod recording;
 pub mod scenario;
 pub mod trace;
 pub mod types;
@@ -81,7 +83,8 @@ enum Event {
         timer: Timer,
         cause: Option<TraceId>,
     },
-    Input(Input),
+    /// Shared: snapshots copy the queue, and inputs never change.
+    Input(std::sync::Arc<Input>),
 }
 
 /// A record a producer sent, followed through the run.
@@ -89,8 +92,8 @@ enum Event {
 pub struct ProducedRecord {
     /// Which producer.
     pub producer: u32,
-    /// Its key, if any.
-    pub key: Option<String>,
+    /// Its key, if any (shared: snapshots copy records often).
+    pub key: Option<std::sync::Arc<str>>,
     /// Size in bytes.
     pub bytes: u32,
     /// The partition it went to, once chosen.
@@ -155,9 +158,11 @@ pub struct Simulation {
     pub(crate) controller: Controller,
     pub(crate) brokers: BTreeMap<BrokerId, Broker>,
     pub(crate) producers: Vec<Producer>,
-    pub(crate) records: Vec<ProducedRecord>,
+    pub(crate) records: chunked::ChunkedVec<ProducedRecord>,
     pub(crate) monitor: Monitor,
     trace: Vec<TraceEvent>,
+    /// Ids of events already handed out by [`Simulation::take_trace`].
+    trace_base: TraceId,
     /// The event being handled, as the cause of what it triggers.
     pub(crate) current_cause: Option<TraceId>,
     events: u64,
@@ -179,9 +184,10 @@ impl Simulation {
             controller: Controller::default(),
             brokers: BTreeMap::new(),
             producers: Vec::new(),
-            records: Vec::new(),
+            records: chunked::ChunkedVec::new(),
             monitor: Monitor::default(),
             trace: Vec::new(),
+            trace_base: 0,
             current_cause: None,
             now: 0,
             sequence: 0,
@@ -219,7 +225,7 @@ impl Simulation {
     /// Schedules an input at `at_ms` (not earlier than now).
     pub fn schedule(&mut self, input: ScheduledInput) {
         let at = input.at_ms.max(self.now);
-        self.push(at, Event::Input(input.input));
+        self.push(at, Event::Input(std::sync::Arc::new(input.input)));
     }
 
     /// The current virtual time.
@@ -237,8 +243,24 @@ impl Simulation {
         &self.trace
     }
 
+    /// Moves the trace recorded since the last call out of the simulation
+    /// (ids keep counting), so a long run can keep its trace elsewhere and
+    /// snapshots stay small.
+    pub fn take_trace(&mut self) -> Vec<TraceEvent> {
+        let taken = std::mem::take(&mut self.trace);
+        self.trace_base += taken.len() as TraceId;
+        taken
+    }
+
+    /// Drops inputs scheduled after now: the first half of a fork.
+    pub fn discard_future_inputs(&mut self) {
+        let now = self.now;
+        self.queue
+            .retain(|&(time, _), event| !(time > now && matches!(event, Event::Input(_))));
+    }
+
     /// Every record producers sent, by id.
-    pub fn records(&self) -> &[ProducedRecord] {
+    pub fn records(&self) -> &chunked::ChunkedVec<ProducedRecord> {
         &self.records
     }
 
@@ -281,10 +303,15 @@ impl Simulation {
                 self.current_cause = cause;
                 self.fire_timer(node, incarnation, timer);
             }
-            Event::Input(input) => self.apply_input(input),
+            Event::Input(input) => self.apply_input(std::sync::Arc::unwrap_or_clone(input)),
         }
         self.check_invariants();
         true
+    }
+
+    /// When the next event happens, if any.
+    pub fn next_event_time(&self) -> Option<Time> {
+        self.queue.first_key_value().map(|(&(time, _), _)| time)
     }
 
     /// Runs until virtual time `until_ms` (events at that time included).
@@ -332,17 +359,9 @@ impl Simulation {
         }
     }
 
-    /// A hash of the whole trace: equal hashes mean identical runs (FNV-1a
-    /// over each event's line, so it is the same natively and in wasm).
+    /// A hash of the trace recorded in this value (see [`trace::hash`]).
     pub fn trace_hash(&self) -> u64 {
-        let mut hash = 0xcbf2_9ce4_8422_2325u64;
-        for event in &self.trace {
-            for byte in event.line().bytes().chain([b'\n']) {
-                hash ^= u64::from(byte);
-                hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-            }
-        }
-        hash
+        trace::hash(&self.trace)
     }
 
     // ----- plumbing shared by the node modules -----
@@ -354,7 +373,7 @@ impl Simulation {
 
     /// Records a trace event caused by the event being handled.
     pub(crate) fn record(&mut self, kind: TraceKind) -> TraceId {
-        let id = self.trace.len() as TraceId;
+        let id = self.trace_base + self.trace.len() as TraceId;
         self.trace.push(TraceEvent {
             id,
             time: self.now,
@@ -366,7 +385,7 @@ impl Simulation {
 
     /// Records a trace event with an explicit cause.
     pub(crate) fn record_caused(&mut self, cause: Option<TraceId>, kind: TraceKind) -> TraceId {
-        let id = self.trace.len() as TraceId;
+        let id = self.trace_base + self.trace.len() as TraceId;
         self.trace.push(TraceEvent {
             id,
             time: self.now,
@@ -559,7 +578,7 @@ impl Simulation {
     pub(crate) fn new_record(&mut self, producer: u32, key: Option<String>, bytes: u32) -> RecordId {
         self.records.push(ProducedRecord {
             producer,
-            key,
+            key: key.map(|key| std::sync::Arc::from(key.as_str())),
             bytes,
             partition: None,
             acknowledged: None,

@@ -57,7 +57,7 @@ impl Monitor {
                 continue;
             };
             let mut seen = BTreeSet::new();
-            for record in &log.records {
+            for record in log.records.iter() {
                 if !seen.insert(record.id) {
                     duplicated += 1;
                 }

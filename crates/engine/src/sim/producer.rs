@@ -120,7 +120,10 @@ impl Simulation {
     }
 
     fn partition_key(&self, producer: u32, partition: u32) -> TopicPartition {
-        TopicPartition { topic: self.producers[producer as usize].topic.clone(), partition }
+        TopicPartition {
+            topic: self.producers[producer as usize].topic.clone(),
+            partition,
+        }
     }
 
     /// The `Produce` input: records enter the producer.
@@ -291,7 +294,10 @@ impl Simulation {
                 let acks = state.config.acks;
                 let message = Message::Produce {
                     request,
-                    partition: TopicPartition { topic: state.topic.clone(), partition },
+                    partition: TopicPartition {
+                        topic: state.topic.clone(),
+                        partition,
+                    },
                     batch: ProducerBatch {
                         records: batch.records.clone(),
                         idempotence: batch
@@ -395,7 +401,10 @@ impl Simulation {
         let backoff =
             (state.config.retry_backoff_ms << batch.attempts.saturating_sub(1).min(10)).min(RETRY_BACKOFF_MAX_MS);
         let expired = now + backoff > batch.created_ms + state.config.delivery_timeout_ms;
-        let partition = TopicPartition { topic: state.topic.clone(), partition: in_flight.partition };
+        let partition = TopicPartition {
+            topic: state.topic.clone(),
+            partition: in_flight.partition,
+        };
         if error.retriable() && !expired {
             batch.ready_at_ms = now + backoff;
             // Re-enqueue in sequence order (`RecordAccumulator#insertInSequenceOrder`).

@@ -242,6 +242,19 @@ impl TraceEvent {
     }
 }
 
+/// A hash of a trace: equal hashes mean identical runs. FNV-1a over each
+/// event's line, so it is the same natively and in wasm.
+pub fn hash(events: &[TraceEvent]) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    for event in events {
+        for byte in event.line().bytes().chain([b'\n']) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    hash
+}
+
 /// `[3, 4, 5, 9]` as `3-5, 9`.
 pub fn ranges(ids: &[RecordId]) -> String {
     let mut sorted = ids.to_vec();

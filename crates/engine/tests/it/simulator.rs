@@ -229,3 +229,84 @@ fn randomized_fault_schedules_keep_a_safe_configuration_safe() {
         }
     }
 }
+
+mod recording {
+    use kafkascope_engine::sim::config::{Input, ScheduledInput};
+    use kafkascope_engine::sim::recording::Recording;
+    use kafkascope_engine::sim::trace::hash;
+    use kafkascope_engine::sim::Simulation;
+
+    use super::{fault_schedule, safe_config};
+
+    fn recording(seed: u64) -> Recording {
+        let mut simulation = Simulation::new(safe_config(), seed).expect("valid");
+        for input in fault_schedule(seed, 20_000) {
+            simulation.schedule(input);
+        }
+        Recording::new(simulation, 500)
+    }
+
+    #[test]
+    fn rewinding_and_replaying_reaches_the_same_state() {
+        let mut straight = recording(3);
+        straight.run_until(40_000);
+        let end = straight.position();
+        let final_hash = hash(straight.trace());
+
+        let mut scrubbed = recording(3);
+        scrubbed.seek(end / 2);
+        let middle_hash = hash(scrubbed.trace());
+        scrubbed.seek(end);
+        scrubbed.seek(end / 3);
+        scrubbed.seek(end / 2);
+        assert_eq!(
+            hash(scrubbed.trace()),
+            middle_hash,
+            "the middle, reached again after a rewind"
+        );
+        scrubbed.seek(end);
+        assert_eq!(
+            hash(scrubbed.trace()),
+            final_hash,
+            "the end, reached again after rewinds"
+        );
+        assert_eq!(scrubbed.simulation().summary(), straight.simulation().summary());
+    }
+
+    #[test]
+    fn a_seek_lands_on_the_exact_event() {
+        let mut straight = recording(5);
+        straight.run_until(40_000);
+        for target in [0, 1, 777, straight.position() / 2, straight.position() - 1] {
+            let mut seeking = straight.clone();
+            seeking.seek(target);
+            assert_eq!(seeking.position(), target);
+            let prefix = &straight.trace()[..seeking.trace().len()];
+            assert_eq!(hash(seeking.trace()), hash(prefix), "event {target}");
+        }
+    }
+
+    #[test]
+    fn forking_replaces_the_future() {
+        let mut original = recording(9);
+        original.run_until(40_000);
+        let end_hash = hash(original.trace());
+
+        let mut fork = recording(9);
+        fork.seek(original.position() / 2);
+        let now = fork.simulation().now();
+        fork.fork(vec![ScheduledInput {
+            at_ms: now + 1,
+            input: Input::KillBroker { broker: 1 },
+        }]);
+        fork.run_until(40_000);
+        assert_ne!(hash(fork.trace()), end_hash, "a different future");
+        assert!(fork
+            .trace()
+            .iter()
+            .any(|event| event.line().contains("input: kill broker-1")));
+        // A fork keeps the past exactly.
+        let past = fork.trace().iter().take_while(|event| event.time <= now).count();
+        assert_eq!(hash(&fork.trace()[..past]), hash(&original.trace()[..past]));
+    }
+}
