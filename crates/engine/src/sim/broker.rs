@@ -105,24 +105,49 @@ pub struct FollowerInfo {
     pub last_fetch: Option<TraceId>,
 }
 
-/// An acks=all produce waiting for the high watermark.
+/// Who waits for a parked append, and how to answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum ParkedReply {
+    /// A producer's acks=all request (the request id).
+    Produce(u64),
+    /// A group's new generation (Kafka's GroupMetadata record).
+    GroupMetadata {
+        /// The group.
+        group: String,
+        /// The generation stored.
+        generation: u32,
+    },
+    /// A group's offset commit.
+    OffsetCommit {
+        /// The group.
+        group: String,
+        /// The offsets it commits.
+        offsets: Vec<(TopicPartition, Offset)>,
+    },
+}
+
+/// An append waiting for the high watermark (acks=all, offset commits).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Parked {
-    /// The producer's request id.
-    pub request: u64,
+    /// How to answer.
+    pub reply: ParkedReply,
     /// Who to answer.
     pub client: NodeId,
+    /// The id of its expiry timer.
+    pub timer: u64,
     /// The batch's base offset.
     pub base_offset: Offset,
     /// Last offset + 1.
     pub required_offset: Offset,
 }
 
-/// A follower's fetch held until data arrives or the wait ends.
+/// A fetch held until data arrives or the wait ends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HeldFetch {
     /// Held-fetch id.
     pub id: u64,
+    /// A consumer's fetch (answered up to the high watermark), or a follower's.
+    pub consumer: Option<NodeId>,
     /// The follower.
     pub replica: BrokerId,
     /// Where it fetches from.
@@ -199,6 +224,9 @@ pub struct Broker {
     pub leading: BTreeMap<TopicPartition, LeaderState>,
     /// Partitions it follows.
     pub following: BTreeMap<TopicPartition, FollowerState>,
+    /// Groups it coordinates (in memory; committed offsets are reloaded
+    /// from `__consumer_offsets` when it becomes coordinator).
+    pub groups: BTreeMap<String, super::coordinator::GroupState>,
     next_id: u64,
 }
 
@@ -215,6 +243,7 @@ impl Broker {
             logs: BTreeMap::new(),
             leading: BTreeMap::new(),
             following: BTreeMap::new(),
+            groups: BTreeMap::new(),
             next_id: 0,
         }
     }
@@ -263,11 +292,13 @@ impl Simulation {
         broker.metadata = None;
         broker.leading.clear();
         broker.following.clear();
+        broker.groups.clear();
         let incarnation = broker.incarnation;
         self.record(TraceKind::BrokerStatus {
             broker: id,
             status: "started".to_string(),
         });
+        self.schedule_timer(NodeId::Broker(id), incarnation, 1_000, Timer::CoordinatorSessionCheck);
         self.schedule_timer(
             NodeId::Broker(id),
             incarnation,
@@ -292,6 +323,7 @@ impl Simulation {
         broker.status = BrokerStatus::Dead;
         broker.leading.clear();
         broker.following.clear();
+        broker.groups.clear();
         self.record(TraceKind::BrokerStatus {
             broker: id,
             status: "killed (its log stays on disk)".to_string(),
@@ -381,6 +413,11 @@ impl Simulation {
                 self.leader_maybe_shrink_isr(id);
             }
             Timer::FollowerFetch(partition) => self.follower_fetch(id, &partition),
+            Timer::CoordinatorSessionCheck => {
+                self.schedule_timer(node, incarnation, 1_000, Timer::CoordinatorSessionCheck);
+                self.coordinator_check_sessions(id);
+            }
+            Timer::GroupRebalanceCheck(group) => self.coordinator_maybe_complete_join(id, &group),
             Timer::FollowerFetchTimeout(partition, fetch) => {
                 let broker = self.broker(id);
                 if let Some(state) = broker.following.get_mut(&partition) {
@@ -399,26 +436,18 @@ impl Simulation {
                     return;
                 };
                 let fetch = leader.held.remove(position);
-                self.leader_answer_fetch(id, &partition, fetch.replica, fetch.fetch_offset);
+                self.answer_held(id, &partition, fetch);
             }
             Timer::ProduceExpiry(partition, request) => {
                 let broker = self.broker(id);
                 let Some(leader) = broker.leading.get_mut(&partition) else {
                     return;
                 };
-                let Some(position) = leader.parked.iter().position(|parked| parked.request == request) else {
+                let Some(position) = leader.parked.iter().position(|parked| parked.timer == request) else {
                     return;
                 };
                 let parked = leader.parked.remove(position);
-                self.send(
-                    node,
-                    parked.client,
-                    Message::ProduceResponse {
-                        request,
-                        partition,
-                        result: Err(ErrorCode::RequestTimedOut),
-                    },
-                );
+                self.answer_parked(id, &partition, parked, Err(ErrorCode::RequestTimedOut));
             }
             _ => {}
         }
@@ -426,7 +455,18 @@ impl Simulation {
 
     pub(crate) fn broker_receive(&mut self, id: BrokerId, from: NodeId, message: Message) {
         let node = NodeId::Broker(id);
+        if self.coordinator_receive(id, from, &message) {
+            return;
+        }
         match message {
+            Message::ConsumerFetch { partition, offset } => self.leader_consumer_fetch(id, from, &partition, offset),
+            Message::ListOffsets { partition } => {
+                let result = match self.brokers[&id].leading.get(&partition) {
+                    Some(_) => Ok(self.brokers[&id].logs[&partition].high_watermark),
+                    None => Err(ErrorCode::NotLeaderOrFollower),
+                };
+                self.send(node, from, Message::ListOffsetsResponse { partition, result });
+            }
             Message::BrokerHeartbeatResponse { broker_epoch, fenced } => {
                 let broker = self.broker(id);
                 broker.broker_epoch = Some(broker_epoch);
@@ -582,9 +622,13 @@ impl Simulation {
                 );
                 self.fail_parked(id, &partition, parked_before, ErrorCode::NotLeaderOrFollower);
                 self.leader_maybe_advance_hw(id, &partition, "became leader");
+                if *partition.topic == *super::coordinator::OFFSETS_TOPIC {
+                    self.coordinator_partition_changed(id, &partition, true);
+                }
             } else {
                 let broker = self.broker(id);
                 let old_leader = broker.leading.remove(&partition);
+                let was_leader = old_leader.is_some();
                 let parked = old_leader.map(|leader| leader.parked).unwrap_or_default();
                 match registration.leader {
                     Some(leader) => {
@@ -613,21 +657,47 @@ impl Simulation {
                     }
                 }
                 self.fail_parked(id, &partition, parked, ErrorCode::NotLeaderOrFollower);
+                if was_leader && *partition.topic == *super::coordinator::OFFSETS_TOPIC {
+                    self.coordinator_partition_changed(id, &partition, false);
+                }
             }
         }
     }
 
     fn fail_parked(&mut self, id: BrokerId, partition: &TopicPartition, parked: Vec<Parked>, error: ErrorCode) {
         for parked in parked {
-            self.send(
+            self.answer_parked(id, partition, parked, Err(error));
+        }
+    }
+
+    /// Answers a parked append: a ProduceResponse, or the end of an offset commit.
+    fn answer_parked(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        parked: Parked,
+        result: Result<Offset, ErrorCode>,
+    ) {
+        match parked.reply {
+            ParkedReply::Produce(request) => self.send(
                 NodeId::Broker(id),
                 parked.client,
                 Message::ProduceResponse {
-                    request: parked.request,
+                    request,
                     partition: partition.clone(),
-                    result: Err(error),
+                    result,
                 },
-            );
+            ),
+            ParkedReply::OffsetCommit { group, offsets } => {
+                let result = result.map(|_| ()).map_err(|error| match error {
+                    ErrorCode::NotLeaderOrFollower => ErrorCode::NotCoordinator,
+                    other => other,
+                });
+                self.coordinator_commit_done(id, parked.client, &group, offsets, result);
+            }
+            ParkedReply::GroupMetadata { group, generation } => {
+                self.coordinator_generation_stored(id, &group, generation, result.is_ok());
+            }
         }
     }
 
@@ -675,7 +745,14 @@ impl Simulation {
                     // pass them (`ReplicaManager#appendRecords`).
                     if acks == Acks::All {
                         let count = batch.records.len() as u64;
-                        self.leader_park(id, &partition, client, request, base_offset, count);
+                        self.leader_park_reply(
+                            id,
+                            &partition,
+                            client,
+                            base_offset,
+                            count,
+                            ParkedReply::Produce(request),
+                        );
                         self.leader_maybe_advance_hw(id, &partition, "a duplicate batch arrived");
                     } else {
                         respond(self, Ok(base_offset));
@@ -724,7 +801,14 @@ impl Simulation {
             leader_epoch,
         });
         if acks == Acks::All {
-            self.leader_park(id, &partition, client, request, base_offset, count);
+            self.leader_park_reply(
+                id,
+                &partition,
+                client,
+                base_offset,
+                count,
+                ParkedReply::Produce(request),
+            );
         } else {
             respond(self, Ok(base_offset));
         }
@@ -734,14 +818,14 @@ impl Simulation {
 
     /// Parks an acks=all request until the high watermark passes its records
     /// or `request.timeout.ms` ends.
-    fn leader_park(
+    pub(crate) fn leader_park_reply(
         &mut self,
         id: BrokerId,
         partition: &TopicPartition,
         client: NodeId,
-        request: u64,
         base_offset: Offset,
         count: u64,
+        reply: ParkedReply,
     ) {
         let incarnation = self.brokers[&id].incarnation;
         let timeout = self
@@ -750,11 +834,14 @@ impl Simulation {
             .map(|producer| producer.config.request_timeout_ms)
             .max()
             .unwrap_or(30_000);
-        let Some(leader) = self.broker(id).leading.get_mut(partition) else {
+        let broker = self.broker(id);
+        let timer = broker.next_id();
+        let Some(leader) = broker.leading.get_mut(partition) else {
             return;
         };
         leader.parked.push(Parked {
-            request,
+            reply,
+            timer,
             client,
             base_offset,
             required_offset: base_offset + count,
@@ -763,7 +850,7 @@ impl Simulation {
             NodeId::Broker(id),
             incarnation,
             timeout,
-            Timer::ProduceExpiry(partition.clone(), request),
+            Timer::ProduceExpiry(partition.clone(), timer),
         );
     }
 
@@ -877,6 +964,7 @@ impl Simulation {
             let leader = broker.leading.get_mut(partition).expect("checked above");
             leader.held.push(HeldFetch {
                 id: held,
+                consumer: None,
                 replica,
                 fetch_offset,
             });
@@ -919,14 +1007,98 @@ impl Simulation {
         );
     }
 
+    /// New records: answer the followers' held fetches.
+    pub(crate) fn leader_release_held_fetches_pub(&mut self, id: BrokerId, partition: &TopicPartition) {
+        self.leader_release_held(id, partition, false);
+    }
+
     fn leader_release_held_fetches(&mut self, id: BrokerId, partition: &TopicPartition) {
+        self.leader_release_held(id, partition, false);
+    }
+
+    /// Answers held fetches of followers (new records) or of consumers (the
+    /// high watermark moved).
+    fn leader_release_held(&mut self, id: BrokerId, partition: &TopicPartition, consumers: bool) {
         let Some(leader) = self.broker(id).leading.get_mut(partition) else {
             return;
         };
-        let held = std::mem::take(&mut leader.held);
-        for fetch in held {
-            self.leader_answer_fetch(id, partition, fetch.replica, fetch.fetch_offset);
+        let (release, keep): (Vec<HeldFetch>, Vec<HeldFetch>) = std::mem::take(&mut leader.held)
+            .into_iter()
+            .partition(|fetch| fetch.consumer.is_some() == consumers);
+        leader.held = keep;
+        for fetch in release {
+            self.answer_held(id, partition, fetch);
         }
+    }
+
+    fn answer_held(&mut self, id: BrokerId, partition: &TopicPartition, fetch: HeldFetch) {
+        match fetch.consumer {
+            Some(client) => self.leader_answer_consumer(id, client, partition, fetch.fetch_offset),
+            None => self.leader_answer_fetch(id, partition, fetch.replica, fetch.fetch_offset),
+        }
+    }
+
+    /// A consumer's fetch (`Partition#fetchRecords` with the high watermark
+    /// as the limit): records below the high watermark, or held until the
+    /// high watermark moves (`fetch.max.wait.ms`, 500).
+    fn leader_consumer_fetch(&mut self, id: BrokerId, client: NodeId, partition: &TopicPartition, offset: Offset) {
+        let node = NodeId::Broker(id);
+        if !self.brokers[&id].leading.contains_key(partition) {
+            let message = Message::ConsumerFetchResponse {
+                partition: partition.clone(),
+                records: Vec::new(),
+                high_watermark: 0,
+                error: Some(ErrorCode::NotLeaderOrFollower),
+            };
+            self.send(node, client, message);
+            return;
+        }
+        let high_watermark = self.brokers[&id].logs[partition].high_watermark;
+        if offset < high_watermark {
+            self.leader_answer_consumer(id, client, partition, offset);
+        } else {
+            let incarnation = self.brokers[&id].incarnation;
+            let broker = self.broker(id);
+            let held = broker.next_id();
+            let leader = broker.leading.get_mut(partition).expect("checked above");
+            leader.held.push(HeldFetch {
+                id: held,
+                consumer: Some(client),
+                replica: 0,
+                fetch_offset: offset,
+            });
+            self.schedule_timer(
+                node,
+                incarnation,
+                500,
+                Timer::DelayedFetchExpiry(partition.clone(), held),
+            );
+        }
+    }
+
+    fn leader_answer_consumer(&mut self, id: BrokerId, client: NodeId, partition: &TopicPartition, offset: Offset) {
+        let Some(log) = self.brokers[&id].logs.get(partition) else {
+            return;
+        };
+        let high_watermark = log.high_watermark;
+        let start = (offset as usize).min(high_watermark as usize);
+        let end = (start + FETCH_MAX_RECORDS).min(high_watermark as usize);
+        let records = log.records.copy_range(start, end);
+        self.send(
+            NodeId::Broker(id),
+            client,
+            Message::ConsumerFetchResponse {
+                partition: partition.clone(),
+                records,
+                high_watermark,
+                error: None,
+            },
+        );
+    }
+
+    /// [`Self::leader_maybe_advance_hw`] for the coordinator.
+    pub(crate) fn leader_maybe_advance_hw_pub(&mut self, id: BrokerId, partition: &TopicPartition, trigger: &str) {
+        self.leader_maybe_advance_hw(id, partition, trigger);
     }
 
     /// `maybeIncrementLeaderHW`, then answering acks=all requests it commits.
@@ -992,6 +1164,8 @@ impl Simulation {
                 to,
                 reason,
             });
+            // Consumers waiting at the old high watermark can read now.
+            self.leader_release_held(id, partition, true);
         }
         // Answer parked acks=all requests the high watermark now covers.
         let hw = self.brokers[&id].logs[partition].high_watermark;
@@ -1013,15 +1187,7 @@ impl Simulation {
             }
         });
         for (parked, result) in done {
-            self.send(
-                NodeId::Broker(id),
-                parked.client,
-                Message::ProduceResponse {
-                    request: parked.request,
-                    partition: partition.clone(),
-                    result,
-                },
-            );
+            self.answer_parked(id, partition, parked, result);
         }
     }
 

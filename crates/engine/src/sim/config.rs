@@ -107,6 +107,78 @@ impl ProducerConfig {
     }
 }
 
+/// Where a consumer starts when its group has no committed offset
+/// (`auto.offset.reset`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OffsetReset {
+    /// From the first record.
+    Earliest,
+    /// From the end (Kafka's default).
+    Latest,
+}
+
+/// A consumer client, member of a group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConsumerConfig {
+    /// `group.id`.
+    pub group: String,
+    /// Topics it subscribes to.
+    pub topics: Vec<String>,
+    /// `partition.assignment.strategy`: an assignor name (`range` by default,
+    /// the first of Kafka's default list).
+    #[serde(default = "default_assignor")]
+    pub assignor: String,
+    /// `auto.offset.reset`.
+    #[serde(default = "default_reset")]
+    pub auto_offset_reset: OffsetReset,
+    /// `auto.commit.interval.ms` (5000).
+    #[serde(default = "default_commit_interval")]
+    pub auto_commit_interval_ms: u64,
+    /// `session.timeout.ms` (45000).
+    #[serde(default = "default_consumer_session")]
+    pub session_timeout_ms: u64,
+    /// `heartbeat.interval.ms` (3000).
+    #[serde(default = "default_consumer_heartbeat")]
+    pub heartbeat_interval_ms: u64,
+    /// Whether it starts with the run (otherwise a `startConsumer` input).
+    #[serde(default = "default_true")]
+    pub start: bool,
+}
+
+fn default_assignor() -> String {
+    "range".to_string()
+}
+fn default_reset() -> OffsetReset {
+    OffsetReset::Latest
+}
+fn default_commit_interval() -> u64 {
+    5_000
+}
+fn default_consumer_session() -> u64 {
+    45_000
+}
+fn default_consumer_heartbeat() -> u64 {
+    3_000
+}
+
+impl ConsumerConfig {
+    /// A consumer of `group` reading `topics`, with Kafka's defaults.
+    pub fn new(group: impl Into<String>, topics: Vec<String>) -> ConsumerConfig {
+        ConsumerConfig {
+            group: group.into(),
+            topics,
+            assignor: default_assignor(),
+            auto_offset_reset: default_reset(),
+            auto_commit_interval_ms: default_commit_interval(),
+            session_timeout_ms: default_consumer_session(),
+            heartbeat_interval_ms: default_consumer_heartbeat(),
+            start: true,
+        }
+    }
+}
+
 /// The network between nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -149,6 +221,13 @@ pub struct ClusterConfig {
     /// Producer clients.
     #[serde(default)]
     pub producers: Vec<ProducerConfig>,
+    /// Consumer clients.
+    #[serde(default)]
+    pub consumers: Vec<ConsumerConfig>,
+    /// `offsets.topic.num.partitions` (50). `__consumer_offsets` is created
+    /// when the run has consumers.
+    #[serde(default = "default_offsets_partitions")]
+    pub offsets_topic_partitions: u32,
     /// `replica.lag.time.max.ms` (30000).
     #[serde(default = "default_lag")]
     pub replica_lag_time_max_ms: u64,
@@ -172,6 +251,9 @@ pub struct ClusterConfig {
 fn default_brokers() -> u32 {
     3
 }
+fn default_offsets_partitions() -> u32 {
+    crate::groups::OFFSETS_TOPIC_PARTITIONS_DEFAULT
+}
 fn default_lag() -> u64 {
     30_000
 }
@@ -191,6 +273,8 @@ impl Default for ClusterConfig {
             brokers: default_brokers(),
             topics: Vec::new(),
             producers: Vec::new(),
+            consumers: Vec::new(),
+            offsets_topic_partitions: default_offsets_partitions(),
             replica_lag_time_max_ms: default_lag(),
             replica_fetch_wait_max_ms: default_fetch_wait(),
             broker_heartbeat_interval_ms: default_heartbeat(),
@@ -219,6 +303,21 @@ impl ClusterConfig {
             }
             if topic.min_insync_replicas == 0 {
                 return Err(format!("topic {}: min.insync.replicas must be at least 1", topic.name));
+            }
+        }
+        if self.offsets_topic_partitions == 0 || self.offsets_topic_partitions > 1_000 {
+            return Err("offsetsTopicPartitions must be between 1 and 1000".to_string());
+        }
+        for (index, consumer) in self.consumers.iter().enumerate() {
+            if crate::groups::assignors::Strategy::from_name(&consumer.assignor).is_none() {
+                return Err(format!("consumer {index}: unknown assignor {:?}", consumer.assignor));
+            }
+            if let Some(topic) = consumer
+                .topics
+                .iter()
+                .find(|topic| !self.topics.iter().any(|known| &known.name == *topic))
+            {
+                return Err(format!("consumer {index} subscribes to unknown topic {topic}"));
             }
         }
         for (index, producer) in self.producers.iter().enumerate() {
@@ -304,6 +403,22 @@ pub enum Input {
     DropMessages {
         /// Parts per million.
         per_million: u32,
+    },
+    /// Starts (or restarts) a consumer; it joins its group.
+    StartConsumer {
+        /// Which consumer.
+        consumer: u32,
+    },
+    /// A consumer closes cleanly: it commits and leaves its group.
+    StopConsumer {
+        /// Which consumer.
+        consumer: u32,
+    },
+    /// A consumer's process dies: no goodbye, the group notices after
+    /// `session.timeout.ms`.
+    CrashConsumer {
+        /// Which consumer.
+        consumer: u32,
     },
     /// Changes a knob mid-run.
     SetConfig(ConfigChange),

@@ -101,7 +101,18 @@ impl Simulation {
     /// Creates the configured topics.
     pub(crate) fn controller_bootstrap(&mut self) {
         let brokers: Vec<BrokerId> = (1..=self.config.brokers).collect();
-        for topic in self.config.topics.clone() {
+        let mut topics = self.config.topics.clone();
+        // Kafka creates __consumer_offsets on a group's first coordinator
+        // lookup; a run with consumers starts with it.
+        if !self.config.consumers.is_empty() {
+            topics.push(super::config::TopicConfig {
+                name: super::coordinator::OFFSETS_TOPIC.to_string(),
+                partitions: self.config.offsets_topic_partitions,
+                replication_factor: self.config.brokers.min(3),
+                min_insync_replicas: 1,
+            });
+        }
+        for topic in topics {
             let placement = place_replicas(
                 topic.partitions,
                 topic.replication_factor,

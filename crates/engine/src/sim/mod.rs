@@ -12,7 +12,9 @@ pub mod bench;
 pub mod broker;
 pub mod chunked;
 pub mod config;
+pub mod consumer;
 pub mod controller;
+pub mod coordinator;
 pub mod monitor;
 pub mod network;
 pub mod producer;
@@ -66,6 +68,16 @@ pub enum Timer {
     ProducerRequestTimeout(u64),
     /// A producer's metadata request got no answer in time.
     ProducerMetadataTimeout(u64),
+    /// A coordinator looks for members whose session expired.
+    CoordinatorSessionCheck,
+    /// A group's join round may be complete.
+    GroupRebalanceCheck(String),
+    /// A consumer's next heartbeat.
+    ConsumerHeartbeat,
+    /// A consumer's next auto-commit.
+    ConsumerCommit,
+    /// A consumer retries finding its coordinator or its metadata.
+    ConsumerRetry,
 }
 
 /// What the event queue holds.
@@ -158,6 +170,8 @@ pub struct Simulation {
     pub(crate) controller: Controller,
     pub(crate) brokers: BTreeMap<BrokerId, Broker>,
     pub(crate) producers: Vec<Producer>,
+    pub(crate) consumers: Vec<consumer::Consumer>,
+    pub(crate) commits: chunked::ChunkedVec<coordinator::CommitRecord>,
     pub(crate) records: chunked::ChunkedVec<ProducedRecord>,
     pub(crate) monitor: Monitor,
     trace: Vec<TraceEvent>,
@@ -184,6 +198,8 @@ impl Simulation {
             controller: Controller::default(),
             brokers: BTreeMap::new(),
             producers: Vec::new(),
+            consumers: Vec::new(),
+            commits: chunked::ChunkedVec::new(),
             records: chunked::ChunkedVec::new(),
             monitor: Monitor::default(),
             trace: Vec::new(),
@@ -214,6 +230,15 @@ impl Simulation {
             simulation.broker_start_registered(id, epoch, image.clone());
         }
         simulation.schedule_timer(CONTROLLER, 0, 1_000, Timer::SessionCheck);
+        for (index, consumer) in simulation.config.consumers.clone().into_iter().enumerate() {
+            let start = consumer.start;
+            simulation
+                .consumers
+                .push(consumer::Consumer::new(index as u32, consumer));
+            if start {
+                simulation.consumer_start(index as u32);
+            }
+        }
         Ok(simulation)
     }
 
@@ -492,6 +517,7 @@ impl Simulation {
             NodeId::Controller(_) => self.controller_receive(from, message),
             NodeId::Broker(id) => self.broker_receive(id, from, message),
             NodeId::Producer(id) => self.producer_receive(id, from, message),
+            NodeId::Consumer(id) => self.consumer_receive(id, from, message),
         }
     }
 
@@ -521,6 +547,7 @@ impl Simulation {
                 }
             }
             NodeId::Producer(id) => self.producer_timer(id, timer),
+            NodeId::Consumer(id) => self.consumer_timer(id, incarnation, timer),
         }
     }
 
@@ -543,6 +570,9 @@ impl Simulation {
             Input::HealNetwork => self.network.heal_all(),
             Input::SlowNode { node, extra_latency_ms } => self.network.slow_down(node, extra_latency_ms),
             Input::DropMessages { per_million } => self.network.set_drop_rate(per_million),
+            Input::StartConsumer { consumer } => self.consumer_start(consumer),
+            Input::StopConsumer { consumer } => self.consumer_stop(consumer, true),
+            Input::CrashConsumer { consumer } => self.consumer_stop(consumer, false),
             Input::SetConfig(change) => self.apply_config_change(change),
         }
     }
@@ -607,6 +637,9 @@ fn describe_input(input: &Input) -> String {
         Input::HealNetwork => "heal the network".to_string(),
         Input::SlowNode { node, extra_latency_ms } => format!("slow {node} by {extra_latency_ms} ms"),
         Input::DropMessages { per_million } => format!("lose {per_million} messages per million"),
+        Input::StartConsumer { consumer } => format!("start consumer-{consumer}"),
+        Input::StopConsumer { consumer } => format!("stop consumer-{consumer} (it leaves its group)"),
+        Input::CrashConsumer { consumer } => format!("crash consumer-{consumer} (no goodbye)"),
         Input::SetConfig(change) => format!("set {change:?}"),
     }
 }

@@ -122,6 +122,29 @@ impl Simulation {
                 }
             }
         }
+        // Within one group generation no partition has two owners.
+        let mut owners: BTreeMap<(String, u32, TopicPartition), u32> = BTreeMap::new();
+        for consumer in &self.consumers {
+            if consumer.phase != super::consumer::ConsumerPhase::Consuming {
+                continue;
+            }
+            for partition in &consumer.assignment {
+                let key = (consumer.config.group.clone(), consumer.generation, partition.clone());
+                if let Some(&other) = owners.get(&key) {
+                    violations.push((
+                        Invariant::OneOwnerPerGeneration,
+                        partition.clone(),
+                        consumer.generation,
+                        format!(
+                            "consumer-{other} and consumer-{} both own {partition} in generation {} of group {}",
+                            consumer.id, consumer.generation, consumer.config.group
+                        ),
+                    ));
+                } else {
+                    owners.insert(key, consumer.id);
+                }
+            }
+        }
         for (invariant, partition, epoch, detail) in violations {
             if self.monitor.reported.insert((invariant, partition, epoch)) {
                 self.monitor.violations += 1;

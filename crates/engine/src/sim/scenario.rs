@@ -72,6 +72,27 @@ pub enum Expectation {
     },
     /// No invariant was violated.
     NoInvariantViolations,
+    /// A consumer read at least this many records.
+    #[serde(rename_all = "camelCase")]
+    ConsumerRead {
+        /// Which consumer.
+        consumer: u32,
+        /// The minimum.
+        at_least: u64,
+    },
+    /// A consumer is in its group but owns no partition at the end.
+    IdleConsumer {
+        /// Which consumer.
+        consumer: u32,
+    },
+    /// A group reached at least this generation.
+    #[serde(rename_all = "camelCase")]
+    GroupGeneration {
+        /// Which consumer's group (the consumer's view).
+        consumer: u32,
+        /// The minimum generation.
+        at_least: u32,
+    },
 }
 
 /// The result of playing a scenario.
@@ -167,5 +188,36 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary) 
                 summary.invariant_violations
             )
         }),
+        Expectation::ConsumerRead { consumer, at_least } => {
+            let read = simulation
+                .consumers()
+                .get(*consumer as usize)
+                .map_or(0, |state| state.records_read);
+            (read < *at_least).then(|| {
+                format!("expected consumer-{consumer} to read at least {at_least} records, but it read {read}")
+            })
+        }
+        Expectation::IdleConsumer { consumer } => match simulation.consumers().get(*consumer as usize) {
+            Some(state) if state.phase == super::consumer::ConsumerPhase::Consuming && state.assignment.is_empty() => {
+                None
+            }
+            Some(state) => Some(format!(
+                "expected consumer-{consumer} to sit idle in its group, but it is {:?} with {} partitions",
+                state.phase,
+                state.assignment.len()
+            )),
+            None => Some(format!("there is no consumer-{consumer}")),
+        },
+        Expectation::GroupGeneration { consumer, at_least } => {
+            let generation = simulation
+                .consumers()
+                .get(*consumer as usize)
+                .map_or(0, |state| state.generation);
+            (generation < *at_least).then(|| {
+                format!(
+                    "expected consumer-{consumer}'s group to reach generation {at_least}, but it is at {generation}"
+                )
+            })
+        }
     }
 }

@@ -39,6 +39,10 @@ pub enum Invariant {
     /// No record acknowledged under acks=all, min.insync.replicas >= 2 and
     /// clean elections is ever lost.
     NoAcknowledgedRecordLost,
+    /// Consumers never read at or above the high watermark.
+    ConsumerReadsBelowHighWatermark,
+    /// Within one group generation, no partition has two owners.
+    OneOwnerPerGeneration,
 }
 
 /// The kinds of trace events. (Fields are named for what they hold.)
@@ -140,6 +144,28 @@ pub enum TraceKind {
     },
     /// A safety property broke.
     InvariantViolated { invariant: Invariant, detail: String },
+    /// A group finished a rebalance.
+    GroupRebalanced {
+        group: String,
+        generation: u32,
+        assignment: Vec<(String, Vec<TopicPartition>)>,
+        reason: String,
+    },
+    /// A consumer read records.
+    Consumed {
+        consumer: u32,
+        partition: TopicPartition,
+        from: Offset,
+        to: Offset,
+        high_watermark: Offset,
+    },
+    /// A group's offsets were committed to `__consumer_offsets`.
+    OffsetsCommitted {
+        group: String,
+        offsets: Vec<(TopicPartition, Offset)>,
+    },
+    /// A consumer process started or stopped.
+    ConsumerStatus { consumer: u32, status: String },
 }
 
 impl TraceEvent {
@@ -237,6 +263,45 @@ impl TraceEvent {
                 format!("{partition}: acknowledged records {} LOST ({reason})", ranges(records))
             }
             TraceKind::InvariantViolated { invariant, detail } => format!("INVARIANT {invariant:?} violated: {detail}"),
+            TraceKind::GroupRebalanced {
+                group,
+                generation,
+                assignment,
+                reason,
+            } => format!(
+                "group {group} generation {generation}: {} ({reason})",
+                assignment
+                    .iter()
+                    .map(|(member, partitions)| format!(
+                        "{member} <- [{}]",
+                        partitions
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+            TraceKind::Consumed {
+                consumer,
+                partition,
+                from,
+                to,
+                high_watermark,
+            } => format!(
+                "consumer-{consumer} {partition}: read offsets {from}..{to} (high watermark {high_watermark}, lag {})",
+                high_watermark.saturating_sub(*to)
+            ),
+            TraceKind::OffsetsCommitted { group, offsets } => format!(
+                "group {group}: committed {}",
+                offsets
+                    .iter()
+                    .map(|(partition, offset)| format!("{partition}={offset}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            TraceKind::ConsumerStatus { consumer, status } => format!("consumer-{consumer} {status}"),
         };
         format!("{:>8} ms  #{:<6} {body}", self.time, self.id)
     }

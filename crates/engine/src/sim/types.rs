@@ -23,6 +23,8 @@ pub enum NodeId {
     Broker(BrokerId),
     /// A producer client.
     Producer(u32),
+    /// A consumer client.
+    Consumer(u32),
 }
 
 impl std::fmt::Display for NodeId {
@@ -31,6 +33,7 @@ impl std::fmt::Display for NodeId {
             NodeId::Controller(id) => write!(formatter, "controller-{id}"),
             NodeId::Broker(id) => write!(formatter, "broker-{id}"),
             NodeId::Producer(id) => write!(formatter, "producer-{id}"),
+            NodeId::Consumer(id) => write!(formatter, "consumer-{id}"),
         }
     }
 }
@@ -93,6 +96,14 @@ pub enum ErrorCode {
     IneligibleReplica,
     /// The record could not be delivered within `delivery.timeout.ms`.
     DeliveryTimeout,
+    /// The group is rebalancing: rejoin.
+    RebalanceInProgress,
+    /// The coordinator does not know this member.
+    UnknownMemberId,
+    /// The member's generation is not the group's.
+    IllegalGeneration,
+    /// This broker is not the group's coordinator.
+    NotCoordinator,
 }
 
 impl ErrorCode {
@@ -203,6 +214,103 @@ pub enum Message {
         partition: TopicPartition,
         result: Result<Offset, ErrorCode>,
     },
+    /// Which broker coordinates a group (`FindCoordinator`).
+    FindCoordinator { group: String },
+    /// The leader of the group's `__consumer_offsets` partition, if known.
+    FindCoordinatorResponse {
+        group: String,
+        coordinator: Option<BrokerId>,
+    },
+    /// A member (re)joins its group (`JoinGroup`).
+    JoinGroup {
+        group: String,
+        member_id: Option<String>,
+        topics: Vec<String>,
+        owned: Vec<TopicPartition>,
+        assignor: String,
+    },
+    /// The new generation; the leader also gets every member's subscription.
+    JoinGroupResponse {
+        group: String,
+        result: Result<JoinResult, ErrorCode>,
+    },
+    /// Members fetch their assignment; the leader brings it (`SyncGroup`).
+    SyncGroup {
+        group: String,
+        generation: u32,
+        member_id: String,
+        assignment: Option<BTreeMap<String, Vec<TopicPartition>>>,
+    },
+    /// A member's partitions for this generation.
+    SyncGroupResponse {
+        group: String,
+        result: Result<Vec<TopicPartition>, ErrorCode>,
+    },
+    /// A member is alive (`Heartbeat`).
+    Heartbeat {
+        group: String,
+        generation: u32,
+        member_id: String,
+    },
+    /// `REBALANCE_IN_PROGRESS` tells the member to rejoin.
+    HeartbeatResponse { group: String, error: Option<ErrorCode> },
+    /// A member leaves on purpose (`LeaveGroup`).
+    LeaveGroup { group: String, member_id: String },
+    /// A member commits its positions (`OffsetCommit`).
+    OffsetCommit {
+        group: String,
+        generation: u32,
+        member_id: String,
+        offsets: Vec<(TopicPartition, Offset)>,
+    },
+    /// The commit is durable (or why not).
+    OffsetCommitResponse {
+        group: String,
+        result: Result<(), ErrorCode>,
+    },
+    /// A member asks where to start (`OffsetFetch`).
+    OffsetFetch {
+        group: String,
+        partitions: Vec<TopicPartition>,
+    },
+    /// Committed offsets, `None` where nothing was committed.
+    OffsetFetchResponse {
+        group: String,
+        result: Result<Vec<(TopicPartition, Option<Offset>)>, ErrorCode>,
+    },
+    /// Where a partition's log ends for consumers: its high watermark
+    /// (`ListOffsets` with `LATEST`).
+    ListOffsets { partition: TopicPartition },
+    /// The high watermark.
+    ListOffsetsResponse {
+        partition: TopicPartition,
+        result: Result<Offset, ErrorCode>,
+    },
+    /// A consumer reads from a leader (`Fetch` from a consumer).
+    ConsumerFetch { partition: TopicPartition, offset: Offset },
+    /// Records below the high watermark.
+    ConsumerFetchResponse {
+        partition: TopicPartition,
+        records: Vec<Record>,
+        high_watermark: Offset,
+        error: Option<ErrorCode>,
+    },
+}
+
+/// What a member learns when a generation starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct JoinResult {
+    /// The new generation.
+    pub generation: u32,
+    /// This member's id.
+    pub member_id: String,
+    /// The leader's member id.
+    pub leader: String,
+    /// The assignor the group uses.
+    pub assignor: String,
+    /// For the leader: every member's id, subscription and owned
+    /// partitions, in join order.
+    pub members: Vec<(String, Vec<String>, Vec<TopicPartition>)>,
 }
 
 impl Message {
@@ -221,6 +329,23 @@ impl Message {
             Message::MetadataResponse { .. } => "MetadataResponse",
             Message::Produce { .. } => "Produce",
             Message::ProduceResponse { .. } => "ProduceResponse",
+            Message::FindCoordinator { .. } => "FindCoordinator",
+            Message::FindCoordinatorResponse { .. } => "FindCoordinatorResponse",
+            Message::JoinGroup { .. } => "JoinGroup",
+            Message::JoinGroupResponse { .. } => "JoinGroupResponse",
+            Message::SyncGroup { .. } => "SyncGroup",
+            Message::SyncGroupResponse { .. } => "SyncGroupResponse",
+            Message::Heartbeat { .. } => "Heartbeat",
+            Message::HeartbeatResponse { .. } => "HeartbeatResponse",
+            Message::LeaveGroup { .. } => "LeaveGroup",
+            Message::OffsetCommit { .. } => "OffsetCommit",
+            Message::OffsetCommitResponse { .. } => "OffsetCommitResponse",
+            Message::OffsetFetch { .. } => "OffsetFetch",
+            Message::OffsetFetchResponse { .. } => "OffsetFetchResponse",
+            Message::ConsumerFetch { .. } => "Fetch",
+            Message::ListOffsets { .. } => "ListOffsets",
+            Message::ListOffsetsResponse { .. } => "ListOffsetsResponse",
+            Message::ConsumerFetchResponse { .. } => "FetchResponse",
         }
     }
 
@@ -296,6 +421,116 @@ impl Message {
             Message::ProduceResponse { partition, result, .. } => match result {
                 Ok(offset) => format!("ProduceResponse {partition} baseOffset={offset}"),
                 Err(error) => format!("ProduceResponse {partition} error={error:?}"),
+            },
+            Message::FindCoordinator { group } => format!("FindCoordinator group={group}"),
+            Message::FindCoordinatorResponse { group, coordinator } => format!(
+                "FindCoordinatorResponse group={group} coordinator={}",
+                coordinator.map_or("none".to_string(), |broker| format!("broker-{broker}"))
+            ),
+            Message::JoinGroup {
+                group,
+                member_id,
+                topics,
+                assignor,
+                ..
+            } => format!(
+                "JoinGroup group={group} member={} topics={topics:?} assignor={assignor}",
+                member_id.as_deref().unwrap_or("(new)")
+            ),
+            Message::JoinGroupResponse { group, result } => match result {
+                Ok(join) => format!(
+                    "JoinGroupResponse group={group} generation={} member={} leader={}",
+                    join.generation, join.member_id, join.leader
+                ),
+                Err(error) => format!("JoinGroupResponse group={group} error={error:?}"),
+            },
+            Message::SyncGroup {
+                group,
+                generation,
+                member_id,
+                assignment,
+            } => format!(
+                "SyncGroup group={group} generation={generation} member={member_id}{}",
+                if assignment.is_some() {
+                    " (with the leader's assignment)"
+                } else {
+                    ""
+                }
+            ),
+            Message::SyncGroupResponse { group, result } => match result {
+                Ok(partitions) => format!(
+                    "SyncGroupResponse group={group} partitions=[{}]",
+                    partitions
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Err(error) => format!("SyncGroupResponse group={group} error={error:?}"),
+            },
+            Message::Heartbeat {
+                group,
+                generation,
+                member_id,
+            } => {
+                format!("Heartbeat group={group} generation={generation} member={member_id}")
+            }
+            Message::HeartbeatResponse { group, error } => match error {
+                Some(error) => format!("HeartbeatResponse group={group} error={error:?}"),
+                None => format!("HeartbeatResponse group={group}"),
+            },
+            Message::LeaveGroup { group, member_id } => format!("LeaveGroup group={group} member={member_id}"),
+            Message::OffsetCommit {
+                group,
+                generation,
+                offsets,
+                ..
+            } => format!(
+                "OffsetCommit group={group} generation={generation} {}",
+                offsets
+                    .iter()
+                    .map(|(partition, offset)| format!("{partition}={offset}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            Message::OffsetCommitResponse { group, result } => match result {
+                Ok(()) => format!("OffsetCommitResponse group={group}"),
+                Err(error) => format!("OffsetCommitResponse group={group} error={error:?}"),
+            },
+            Message::OffsetFetch { group, partitions } => {
+                format!("OffsetFetch group={group} partitions={}", partitions.len())
+            }
+            Message::OffsetFetchResponse { group, result } => match result {
+                Ok(offsets) => format!(
+                    "OffsetFetchResponse group={group} {}",
+                    offsets
+                        .iter()
+                        .map(|(partition, offset)| format!(
+                            "{partition}={}",
+                            offset.map_or("none".to_string(), |offset| offset.to_string())
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+                Err(error) => format!("OffsetFetchResponse group={group} error={error:?}"),
+            },
+            Message::ConsumerFetch { partition, offset } => format!("Fetch {partition} offset={offset} (consumer)"),
+            Message::ListOffsets { partition } => format!("ListOffsets {partition} LATEST"),
+            Message::ListOffsetsResponse { partition, result } => match result {
+                Ok(offset) => format!("ListOffsetsResponse {partition} offset={offset}"),
+                Err(error) => format!("ListOffsetsResponse {partition} error={error:?}"),
+            },
+            Message::ConsumerFetchResponse {
+                partition,
+                records,
+                high_watermark,
+                error,
+            } => match error {
+                Some(error) => format!("FetchResponse {partition} error={error:?}"),
+                None => format!(
+                    "FetchResponse {partition} records={} hw={high_watermark}",
+                    records.len()
+                ),
             },
         }
     }

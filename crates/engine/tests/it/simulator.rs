@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use kafkascope_engine::random::Rng;
-use kafkascope_engine::sim::config::{ClusterConfig, Input, ProducerConfig, ScheduledInput, TopicConfig};
+use kafkascope_engine::sim::config::{
+    ClusterConfig, ConsumerConfig, Input, OffsetReset, ProducerConfig, ScheduledInput, TopicConfig,
+};
 use kafkascope_engine::sim::scenario::Scenario;
 use kafkascope_engine::sim::trace::TraceKind;
 use kafkascope_engine::sim::types::NodeId;
@@ -110,6 +112,14 @@ fn safe_config() -> ClusterConfig {
             min_insync_replicas: 2,
         }],
         producers: vec![ProducerConfig::new("orders")],
+        consumers: (0..2)
+            .map(|_| {
+                let mut consumer = ConsumerConfig::new("billing", vec!["orders".into()]);
+                consumer.auto_offset_reset = OffsetReset::Earliest;
+                consumer
+            })
+            .collect(),
+        offsets_topic_partitions: 3,
         ..ClusterConfig::default()
     }
 }
@@ -122,7 +132,7 @@ fn fault_schedule(seed: u64, horizon_ms: u64) -> Vec<ScheduledInput> {
     let broker = |rng: &mut Rng| rng.next_u32() % 3 + 1;
     while time < horizon_ms {
         time += u64::from(rng.next_u32() % 3_000) + 100;
-        let input = match rng.next_u32() % 12 {
+        let input = match rng.next_u32() % 13 {
             0..=3 => Input::Produce {
                 producer: 0,
                 key: None,
@@ -146,6 +156,12 @@ fn fault_schedule(seed: u64, horizon_ms: u64) -> Vec<ScheduledInput> {
             8 => Input::HealNetwork,
             9 => Input::DropMessages {
                 per_million: [0, 10_000, 50_000][rng.next_u32() as usize % 3],
+            },
+            11 if rng.next_u32() % 2 == 0 => Input::CrashConsumer {
+                consumer: rng.next_u32() % 2,
+            },
+            11 => Input::StartConsumer {
+                consumer: rng.next_u32() % 2,
             },
             10 => Input::Partition {
                 side: (1..=3)

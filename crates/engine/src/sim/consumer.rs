@@ -1,0 +1,547 @@
+//! A consumer client (`KafkaConsumer`, `ConsumerCoordinator`, `Fetcher`):
+//! it finds its group's coordinator, joins the group (the leader member
+//! computes the assignment with the group's assignor), fetches committed
+//! offsets, reads from partition leaders up to the high watermark, and
+//! commits its positions every `auto.commit.interval.ms`. Eager protocol:
+//! on a rebalance it commits and gives up all partitions before rejoining.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::groups::assignors::{assign, GroupInput, Member, Strategy, TopicPartition};
+use crate::replication::{BrokerId, Offset};
+
+use super::config::{ConsumerConfig, OffsetReset};
+use super::trace::{Invariant, TraceKind};
+use super::types::{ErrorCode, JoinResult, Message, NodeId};
+use super::{Simulation, Timer};
+
+/// Where a consumer is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ConsumerPhase {
+    /// Not running.
+    Stopped,
+    /// Looking up its coordinator and the topic metadata.
+    FindingCoordinator,
+    /// Sent JoinGroup.
+    Joining,
+    /// Sent SyncGroup.
+    Syncing,
+    /// Has its partitions; reading.
+    Consuming,
+}
+
+/// A consumer's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Consumer {
+    /// Index among the configured consumers.
+    pub id: u32,
+    /// Its settings.
+    pub config: ConsumerConfig,
+    /// Its phase.
+    pub phase: ConsumerPhase,
+    /// Bumped at every start, so old timers are ignored.
+    pub incarnation: u32,
+    /// The coordinator broker.
+    pub coordinator: Option<BrokerId>,
+    /// Its member id.
+    pub member_id: Option<String>,
+    /// Its generation.
+    pub generation: u32,
+    /// Its partitions this generation.
+    pub assignment: Vec<TopicPartition>,
+    /// Next offset to read, per partition.
+    pub positions: BTreeMap<TopicPartition, Offset>,
+    /// Last high watermark seen, per partition (for lag).
+    pub high_watermarks: BTreeMap<TopicPartition, Offset>,
+    /// Committed positions, as last acknowledged.
+    pub committed: BTreeMap<TopicPartition, Offset>,
+    /// Partition leaders and partition counts from metadata.
+    pub leaders: BTreeMap<TopicPartition, Option<BrokerId>>,
+    /// Partitions with a fetch out.
+    pub fetching: BTreeMap<TopicPartition, bool>,
+    /// Records read so far.
+    pub records_read: u64,
+    bootstrap_attempt: u32,
+}
+
+impl Consumer {
+    /// A consumer that has not started.
+    pub fn new(id: u32, config: ConsumerConfig) -> Consumer {
+        Consumer {
+            id,
+            config,
+            phase: ConsumerPhase::Stopped,
+            incarnation: 0,
+            coordinator: None,
+            member_id: None,
+            generation: 0,
+            assignment: Vec::new(),
+            positions: BTreeMap::new(),
+            high_watermarks: BTreeMap::new(),
+            committed: BTreeMap::new(),
+            leaders: BTreeMap::new(),
+            fetching: BTreeMap::new(),
+            records_read: 0,
+            bootstrap_attempt: 0,
+        }
+    }
+
+    /// Lag per assigned partition: high watermark minus position.
+    pub fn lag(&self) -> BTreeMap<TopicPartition, Offset> {
+        self.assignment
+            .iter()
+            .map(|partition| {
+                let hw = self.high_watermarks.get(partition).copied().unwrap_or(0);
+                let position = self.positions.get(partition).copied().unwrap_or(0);
+                (partition.clone(), hw.saturating_sub(position))
+            })
+            .collect()
+    }
+}
+
+impl Simulation {
+    fn consumer_node(id: u32) -> NodeId {
+        NodeId::Consumer(id)
+    }
+
+    /// The consumers.
+    pub fn consumers(&self) -> &[Consumer] {
+        &self.consumers
+    }
+
+    pub(crate) fn consumer_start(&mut self, id: u32) {
+        let Some(consumer) = self.consumers.get_mut(id as usize) else {
+            return;
+        };
+        if consumer.phase != ConsumerPhase::Stopped {
+            return;
+        }
+        consumer.incarnation += 1;
+        consumer.phase = ConsumerPhase::FindingCoordinator;
+        consumer.member_id = None;
+        consumer.generation = 0;
+        consumer.assignment.clear();
+        consumer.positions.clear();
+        consumer.fetching.clear();
+        consumer.coordinator = None;
+        let incarnation = consumer.incarnation;
+        let group = consumer.config.group.clone();
+        self.record(TraceKind::ConsumerStatus {
+            consumer: id,
+            status: format!("started in group {group}"),
+        });
+        self.consumer_bootstrap(id);
+        let heartbeat = self.consumers[id as usize].config.heartbeat_interval_ms;
+        let commit = self.consumers[id as usize].config.auto_commit_interval_ms;
+        self.schedule_timer(
+            Self::consumer_node(id),
+            incarnation,
+            heartbeat,
+            Timer::ConsumerHeartbeat,
+        );
+        self.schedule_timer(Self::consumer_node(id), incarnation, commit, Timer::ConsumerCommit);
+    }
+
+    /// Asks a bootstrap broker for metadata and the coordinator.
+    fn consumer_bootstrap(&mut self, id: u32) {
+        let consumer = &mut self.consumers[id as usize];
+        let broker = consumer.bootstrap_attempt % self.config.brokers + 1;
+        consumer.bootstrap_attempt += 1;
+        let group = consumer.config.group.clone();
+        let incarnation = consumer.incarnation;
+        self.send(
+            Self::consumer_node(id),
+            NodeId::Broker(broker),
+            Message::MetadataRequest,
+        );
+        self.send(
+            Self::consumer_node(id),
+            NodeId::Broker(broker),
+            Message::FindCoordinator { group },
+        );
+        self.schedule_timer(Self::consumer_node(id), incarnation, 1_000, Timer::ConsumerRetry);
+    }
+
+    pub(crate) fn consumer_stop(&mut self, id: u32, clean: bool) {
+        let Some(consumer) = self.consumers.get(id as usize) else {
+            return;
+        };
+        if consumer.phase == ConsumerPhase::Stopped {
+            return;
+        }
+        if clean {
+            self.consumer_commit(id);
+            let consumer = &self.consumers[id as usize];
+            if let (Some(coordinator), Some(member_id)) = (consumer.coordinator, consumer.member_id.clone()) {
+                let group = consumer.config.group.clone();
+                self.send(
+                    Self::consumer_node(id),
+                    NodeId::Broker(coordinator),
+                    Message::LeaveGroup { group, member_id },
+                );
+            }
+        }
+        let consumer = &mut self.consumers[id as usize];
+        consumer.phase = ConsumerPhase::Stopped;
+        consumer.incarnation += 1;
+        consumer.assignment.clear();
+        let status = if clean {
+            "closed (committed and left its group)"
+        } else {
+            "crashed"
+        };
+        self.record(TraceKind::ConsumerStatus {
+            consumer: id,
+            status: status.to_string(),
+        });
+    }
+
+    fn consumer_join(&mut self, id: u32) {
+        let consumer = &mut self.consumers[id as usize];
+        let Some(coordinator) = consumer.coordinator else {
+            return;
+        };
+        consumer.phase = ConsumerPhase::Joining;
+        // Eager protocol: give up everything before joining.
+        let owned = std::mem::take(&mut consumer.assignment);
+        consumer.fetching.clear();
+        let message = Message::JoinGroup {
+            group: consumer.config.group.clone(),
+            member_id: consumer.member_id.clone(),
+            topics: consumer.config.topics.clone(),
+            owned,
+            assignor: consumer.config.assignor.clone(),
+        };
+        self.send(Self::consumer_node(id), NodeId::Broker(coordinator), message);
+    }
+
+    fn consumer_commit(&mut self, id: u32) {
+        let consumer = &self.consumers[id as usize];
+        let (Some(coordinator), Some(member_id)) = (consumer.coordinator, consumer.member_id.clone()) else {
+            return;
+        };
+        if consumer.phase != ConsumerPhase::Consuming {
+            return;
+        }
+        // Auto-commit sends every consumed position each interval (`maybeAutoCommitOffsetsAsync`).
+        let offsets: Vec<(TopicPartition, Offset)> = consumer
+            .positions
+            .iter()
+            .map(|(partition, position)| (partition.clone(), *position))
+            .collect();
+        if offsets.is_empty() {
+            return;
+        }
+        let message = Message::OffsetCommit {
+            group: consumer.config.group.clone(),
+            generation: consumer.generation,
+            member_id,
+            offsets,
+        };
+        self.send(Self::consumer_node(id), NodeId::Broker(coordinator), message);
+    }
+
+    pub(crate) fn consumer_timer(&mut self, id: u32, incarnation: u32, timer: Timer) {
+        let Some(consumer) = self.consumers.get(id as usize) else {
+            return;
+        };
+        if consumer.incarnation != incarnation || consumer.phase == ConsumerPhase::Stopped {
+            return;
+        }
+        let node = Self::consumer_node(id);
+        match timer {
+            Timer::ConsumerHeartbeat => {
+                let heartbeat = consumer.config.heartbeat_interval_ms;
+                if let (Some(coordinator), Some(member_id)) = (consumer.coordinator, consumer.member_id.clone()) {
+                    let message = Message::Heartbeat {
+                        group: consumer.config.group.clone(),
+                        generation: consumer.generation,
+                        member_id,
+                    };
+                    self.send(node, NodeId::Broker(coordinator), message);
+                }
+                self.schedule_timer(node, incarnation, heartbeat, Timer::ConsumerHeartbeat);
+            }
+            Timer::ConsumerCommit => {
+                let interval = consumer.config.auto_commit_interval_ms;
+                self.consumer_commit(id);
+                self.schedule_timer(node, incarnation, interval, Timer::ConsumerCommit);
+            }
+            Timer::ConsumerRetry if consumer.phase == ConsumerPhase::FindingCoordinator => {
+                self.consumer_bootstrap(id);
+            }
+            _ => {}
+        }
+    }
+
+    pub(crate) fn consumer_receive(&mut self, id: u32, from: NodeId, message: Message) {
+        let Some(consumer) = self.consumers.get(id as usize) else {
+            return;
+        };
+        if consumer.phase == ConsumerPhase::Stopped {
+            return;
+        }
+        match message {
+            Message::MetadataResponse { leaders } => {
+                let topics = consumer.config.topics.clone();
+                let consumer = &mut self.consumers[id as usize];
+                for (partition, (leader, _)) in leaders {
+                    if topics.iter().any(|topic| **topic == *partition.topic) {
+                        consumer.leaders.insert(partition, leader);
+                    }
+                }
+                self.consumer_fetch_all(id);
+            }
+            Message::FindCoordinatorResponse { coordinator, .. } => {
+                let consumer = &mut self.consumers[id as usize];
+                if consumer.phase != ConsumerPhase::FindingCoordinator {
+                    return;
+                }
+                if let Some(coordinator) = coordinator {
+                    consumer.coordinator = Some(coordinator);
+                    self.consumer_join(id);
+                }
+            }
+            Message::JoinGroupResponse { result, .. } => match result {
+                Ok(join) => self.consumer_joined(id, join),
+                Err(error) => self.consumer_group_error(id, error),
+            },
+            Message::SyncGroupResponse { result, .. } => match result {
+                Ok(partitions) => {
+                    let consumer = &mut self.consumers[id as usize];
+                    if consumer.phase != ConsumerPhase::Syncing {
+                        return;
+                    }
+                    consumer.phase = ConsumerPhase::Consuming;
+                    consumer.assignment = partitions.clone();
+                    consumer.positions.retain(|partition, _| partitions.contains(partition));
+                    let group = consumer.config.group.clone();
+                    if let Some(coordinator) = consumer.coordinator {
+                        self.send(
+                            Self::consumer_node(id),
+                            NodeId::Broker(coordinator),
+                            Message::OffsetFetch { group, partitions },
+                        );
+                    }
+                }
+                Err(error) => self.consumer_group_error(id, error),
+            },
+            Message::HeartbeatResponse { error: Some(error), .. } => self.consumer_group_error(id, error),
+            Message::OffsetFetchResponse {
+                result: Ok(offsets), ..
+            } => {
+                let reset = consumer.config.auto_offset_reset;
+                for (partition, committed) in offsets {
+                    match committed {
+                        Some(offset) => {
+                            let consumer = &mut self.consumers[id as usize];
+                            consumer.positions.insert(partition.clone(), offset);
+                            consumer.committed.insert(partition, offset);
+                        }
+                        None if reset == OffsetReset::Earliest => {
+                            self.consumers[id as usize].positions.insert(partition, 0);
+                        }
+                        None => {
+                            // Start at the end: ask the leader for its high watermark.
+                            if let Some(Some(leader)) = self.consumers[id as usize].leaders.get(&partition).copied() {
+                                self.send(
+                                    Self::consumer_node(id),
+                                    NodeId::Broker(leader),
+                                    Message::ListOffsets { partition },
+                                );
+                            }
+                        }
+                    }
+                }
+                self.consumer_fetch_all(id);
+            }
+            Message::OffsetFetchResponse { result: Err(error), .. } => self.consumer_group_error(id, error),
+            Message::ListOffsetsResponse {
+                partition,
+                result: Ok(offset),
+            } => {
+                let consumer = &mut self.consumers[id as usize];
+                if consumer.assignment.contains(&partition) {
+                    consumer.positions.entry(partition).or_insert(offset);
+                }
+                self.consumer_fetch_all(id);
+            }
+            Message::OffsetCommitResponse { result, .. } => {
+                if let Err(error) = result {
+                    self.consumer_group_error(id, error);
+                }
+            }
+            Message::ConsumerFetchResponse {
+                partition,
+                records,
+                high_watermark,
+                error,
+            } => {
+                self.consumer_fetched(id, from, partition, records, high_watermark, error);
+            }
+            _ => {}
+        }
+    }
+
+    fn consumer_joined(&mut self, id: u32, join: JoinResult) {
+        let consumer = &mut self.consumers[id as usize];
+        if consumer.phase != ConsumerPhase::Joining {
+            return;
+        }
+        consumer.member_id = Some(join.member_id.clone());
+        consumer.generation = join.generation;
+        consumer.phase = ConsumerPhase::Syncing;
+        let group = consumer.config.group.clone();
+        let Some(coordinator) = consumer.coordinator else {
+            return;
+        };
+        // The leader computes everyone's assignment with the group's assignor.
+        let assignment = (join.member_id == join.leader).then(|| {
+            let mut partition_counts: BTreeMap<String, u32> = BTreeMap::new();
+            for partition in consumer.leaders.keys() {
+                let count = partition_counts.entry(partition.topic.to_string()).or_insert(0);
+                *count = (*count).max(partition.partition + 1);
+            }
+            let input = GroupInput {
+                topics: partition_counts,
+                members: join
+                    .members
+                    .iter()
+                    .map(|(member_id, topics, owned)| Member {
+                        member_id: member_id.clone(),
+                        topics: topics.clone(),
+                        owned: owned.clone(),
+                        generation: Some(join.generation.saturating_sub(1) as i32),
+                        ..Member::default()
+                    })
+                    .collect(),
+                ..GroupInput::default()
+            };
+            let strategy = Strategy::from_name(&join.assignor).unwrap_or(Strategy::Range);
+            assign(strategy, &input).unwrap_or_default()
+        });
+        let message = Message::SyncGroup {
+            group,
+            generation: join.generation,
+            member_id: join.member_id,
+            assignment,
+        };
+        self.send(Self::consumer_node(id), NodeId::Broker(coordinator), message);
+    }
+
+    fn consumer_group_error(&mut self, id: u32, error: ErrorCode) {
+        let consumer = &mut self.consumers[id as usize];
+        match error {
+            ErrorCode::RebalanceInProgress | ErrorCode::IllegalGeneration => {
+                if consumer.phase == ConsumerPhase::Consuming || consumer.phase == ConsumerPhase::Syncing {
+                    self.consumer_commit(id);
+                    self.consumer_join(id);
+                }
+            }
+            ErrorCode::UnknownMemberId => {
+                consumer.member_id = None;
+                self.consumer_join(id);
+            }
+            _ => {
+                // NOT_COORDINATOR and the like: find the coordinator again.
+                consumer.phase = ConsumerPhase::FindingCoordinator;
+                consumer.coordinator = None;
+                consumer.assignment.clear();
+                consumer.fetching.clear();
+                self.consumer_bootstrap(id);
+            }
+        }
+    }
+
+    /// Sends a fetch for every owned partition with a position and a known
+    /// leader, one at a time per partition.
+    fn consumer_fetch_all(&mut self, id: u32) {
+        let consumer = &self.consumers[id as usize];
+        if consumer.phase != ConsumerPhase::Consuming {
+            return;
+        }
+        let mut requests = Vec::new();
+        for partition in &consumer.assignment {
+            if consumer.fetching.get(partition) == Some(&true) {
+                continue;
+            }
+            let (Some(&position), Some(Some(leader))) =
+                (consumer.positions.get(partition), consumer.leaders.get(partition))
+            else {
+                continue;
+            };
+            requests.push((partition.clone(), position, *leader));
+        }
+        for (partition, offset, leader) in requests {
+            self.consumers[id as usize].fetching.insert(partition.clone(), true);
+            self.send(
+                Self::consumer_node(id),
+                NodeId::Broker(leader),
+                Message::ConsumerFetch { partition, offset },
+            );
+        }
+    }
+
+    fn consumer_fetched(
+        &mut self,
+        id: u32,
+        from: NodeId,
+        partition: TopicPartition,
+        records: Vec<super::types::Record>,
+        high_watermark: Offset,
+        error: Option<ErrorCode>,
+    ) {
+        let consumer = &mut self.consumers[id as usize];
+        consumer.fetching.insert(partition.clone(), false);
+        if !consumer.assignment.contains(&partition) {
+            return;
+        }
+        if let Some(error) = error {
+            if error == ErrorCode::NotLeaderOrFollower {
+                consumer.leaders.clear();
+                let broker = match from {
+                    NodeId::Broker(broker) => broker % self.config.brokers + 1,
+                    _ => 1,
+                };
+                self.send(
+                    Self::consumer_node(id),
+                    NodeId::Broker(broker),
+                    Message::MetadataRequest,
+                );
+            }
+            return;
+        }
+        consumer.high_watermarks.insert(partition.clone(), high_watermark);
+        let Some(&position) = consumer.positions.get(&partition) else {
+            return;
+        };
+        let fresh: Vec<_> = records.into_iter().filter(|record| record.offset >= position).collect();
+        if let (Some(first), Some(last)) = (fresh.first(), fresh.last()) {
+            let (from_offset, to_offset) = (first.offset, last.offset + 1);
+            consumer.positions.insert(partition.clone(), to_offset);
+            consumer.records_read += fresh.len() as u64;
+            let above: Vec<Offset> = fresh
+                .iter()
+                .map(|record| record.offset)
+                .filter(|&offset| offset >= high_watermark)
+                .collect();
+            self.record(TraceKind::Consumed {
+                consumer: id,
+                partition: partition.clone(),
+                from: from_offset,
+                to: to_offset,
+                high_watermark,
+            });
+            if !above.is_empty() {
+                self.monitor.violations += 1;
+                self.record(TraceKind::InvariantViolated {
+                    invariant: Invariant::ConsumerReadsBelowHighWatermark,
+                    detail: format!("consumer-{id} read offsets {above:?} of {partition} at or above the high watermark {high_watermark}"),
+                });
+            }
+        }
+        self.consumer_fetch_all(id);
+    }
+}
