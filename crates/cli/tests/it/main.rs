@@ -195,10 +195,9 @@ fn run_exits_non_zero_when_an_expectation_fails() {
     let dir = std::env::temp_dir().join(format!("kafkascope-cli-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let text = std::fs::read_to_string(scenario("happy-path.json")).expect("scenario");
-    let broken = text.replace(
-        r#"{ "type": "noRecordsLost" }"#,
-        r#"{ "type": "someRecordsLost", "atLeast": 1 }"#,
-    );
+    let mut scenario_json: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    scenario_json["expect"] = serde_json::json!([{ "type": "someRecordsLost", "atLeast": 1 }]);
+    let broken = scenario_json.to_string();
     let path = dir.join("broken.json");
     std::fs::write(&path, broken).expect("write");
     let (ok, stdout, stderr) = kafkascope(&["run", &path.to_string_lossy()]);

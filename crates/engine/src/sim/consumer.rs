@@ -368,11 +368,7 @@ impl Simulation {
                 }
                 self.consumer_fetch_all(id);
             }
-            Message::OffsetCommitResponse { result, .. } => {
-                if let Err(error) = result {
-                    self.consumer_group_error(id, error);
-                }
-            }
+            Message::OffsetCommitResponse { result: Err(error), .. } => self.consumer_group_error(id, error),
             Message::ConsumerFetchResponse {
                 partition,
                 records,
