@@ -15,7 +15,7 @@ fn main() {
     let (acknowledged, events, virtual_ms) = throughput_run(records);
     let elapsed = started.elapsed().as_secs_f64();
     println!(
-        "simulator: {records} records (acks=all, RF 3, 3 brokers): {acknowledged} acknowledged, {events} events, {virtual_ms} virtual ms in {:.1} ms = {:.0} records/s, {:.0} events/s",
+        "simulator: {records} records (acks=all, RF 3, 3 brokers, one consumer group): {acknowledged} acknowledged, {events} events, {virtual_ms} virtual ms in {:.1} ms = {:.0} records/s, {:.0} events/s",
         elapsed * 1000.0,
         records as f64 / elapsed,
         events as f64 / elapsed

@@ -46,7 +46,7 @@ fn simulator_throughput_in_wasm() {
     let (acknowledged, events, virtual_ms) = kafkascope_engine::sim::bench::throughput_run(records);
     let elapsed_ms = now_ms() - started;
     console_log!(
-        "wasm simulator: {records} records (acks=all, RF 3, 3 brokers): {acknowledged} acknowledged, {events} events, {virtual_ms} virtual ms in {elapsed_ms:.0} ms = {:.0} records/s",
+        "wasm simulator: {records} records (acks=all, RF 3, 3 brokers, one consumer group): {acknowledged} acknowledged, {events} events, {virtual_ms} virtual ms in {elapsed_ms:.0} ms = {:.0} records/s",
         f64::from(records) / (elapsed_ms / 1000.0)
     );
     assert_eq!(acknowledged, u64::from(records));

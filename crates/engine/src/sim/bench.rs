@@ -1,12 +1,13 @@
 //! The workload the throughput benchmarks run, natively and in wasm, so
 //! both measure the same thing.
 
-use super::config::{ClusterConfig, Input, ProducerConfig, ScheduledInput, TopicConfig};
+use super::config::{ClusterConfig, ConsumerConfig, Input, OffsetReset, ProducerConfig, ScheduledInput, TopicConfig};
 use super::{Simulation, TraceOptions};
 
 /// Produces `records` 100-byte records with acks=all to a 3-broker, RF 3
-/// topic (linger.ms=5, so batches fill) and runs until they are
-/// acknowledged. Returns (acknowledged, events, virtual milliseconds).
+/// topic (linger.ms=5, so batches fill) while one consumer group reads
+/// them, and runs until they are acknowledged. Returns (acknowledged,
+/// events, virtual milliseconds).
 pub fn throughput_run(records: u32) -> (u64, u64, u64) {
     let mut producer = ProducerConfig::new("events");
     producer.linger_ms = 5;
@@ -19,6 +20,11 @@ pub fn throughput_run(records: u32) -> (u64, u64, u64) {
             min_insync_replicas: 2,
         }],
         producers: vec![producer],
+        consumers: vec![ConsumerConfig {
+            auto_offset_reset: OffsetReset::Earliest,
+            ..ConsumerConfig::new("readers", vec!["events".into()])
+        }],
+        offsets_topic_partitions: 3,
         ..ClusterConfig::default()
     };
     let mut simulation = Simulation::new(config, 42).expect("valid benchmark config");
