@@ -20,7 +20,7 @@ use crate::replication::{BrokerId, Offset};
 
 use super::trace::{TraceId, TraceKind};
 use super::types::{BatchSequence, ErrorCode, Message, MetadataImage, NodeId, ProducerBatch, Record};
-use super::{Simulation, Timer, CONTROLLER};
+use super::{Simulation, Timer};
 
 /// Records a follower gets per fetch at most (`replica.fetch.max.bytes`,
 /// counted in records here).
@@ -218,6 +218,11 @@ pub struct Broker {
     pub fenced: bool,
     /// The metadata it has seen.
     pub metadata: Option<MetadataImage>,
+    /// The controller it believes active.
+    pub controller: u32,
+    /// A heartbeat got no answer yet (if the next one is due, it tries
+    /// another controller).
+    pub heartbeat_outstanding: bool,
     /// Logs, by partition (on disk).
     pub logs: BTreeMap<TopicPartition, PartitionLog>,
     /// Partitions it leads.
@@ -240,6 +245,8 @@ impl Broker {
             broker_epoch: None,
             fenced: true,
             metadata: None,
+            controller: 1,
+            heartbeat_outstanding: false,
             logs: BTreeMap::new(),
             leading: BTreeMap::new(),
             following: BTreeMap::new(),
@@ -255,6 +262,11 @@ impl Broker {
 }
 
 impl Simulation {
+    /// The controller broker `id` talks to.
+    fn controller_of(&self, id: BrokerId) -> NodeId {
+        NodeId::Controller(self.brokers[&id].controller)
+    }
+
     fn broker(&mut self, id: BrokerId) -> &mut Broker {
         self.brokers.get_mut(&id).expect("known broker")
     }
@@ -265,7 +277,7 @@ impl Simulation {
         let incarnation = self.brokers[&id].incarnation;
         self.send(
             NodeId::Broker(id),
-            CONTROLLER,
+            self.controller_of(id),
             Message::BrokerRegistration {
                 broker: id,
                 incarnation,
@@ -371,6 +383,13 @@ impl Simulation {
                 });
             }
             Timer::BrokerHeartbeat => {
+                let controllers = self.config.controllers;
+                let broker = self.broker(id);
+                if broker.heartbeat_outstanding {
+                    // No answer to the last heartbeat: try the next controller.
+                    broker.controller = broker.controller % controllers + 1;
+                }
+                broker.heartbeat_outstanding = true;
                 self.schedule_timer(
                     node,
                     incarnation,
@@ -383,7 +402,7 @@ impl Simulation {
                         let metadata_offset = broker.metadata.as_ref().map_or(0, |image| image.offset);
                         self.send(
                             node,
-                            CONTROLLER,
+                            self.controller_of(id),
                             Message::BrokerHeartbeat {
                                 broker: id,
                                 broker_epoch,
@@ -394,7 +413,7 @@ impl Simulation {
                     None => {
                         self.send(
                             node,
-                            CONTROLLER,
+                            self.controller_of(id),
                             Message::BrokerRegistration {
                                 broker: id,
                                 incarnation,
@@ -469,10 +488,19 @@ impl Simulation {
             }
             Message::BrokerHeartbeatResponse { broker_epoch, fenced } => {
                 let broker = self.broker(id);
+                broker.heartbeat_outstanding = false;
+                if let NodeId::Controller(controller) = from {
+                    broker.controller = controller;
+                }
                 broker.broker_epoch = Some(broker_epoch);
                 broker.fenced = fenced;
             }
             Message::MetadataUpdate { image } => self.broker_apply_metadata(id, image),
+            Message::NotController { leader } => {
+                let controllers = self.config.controllers;
+                let broker = self.broker(id);
+                broker.controller = leader.unwrap_or(broker.controller % controllers + 1);
+            }
             Message::MetadataRequest => {
                 let leaders = self.brokers[&id]
                     .metadata
@@ -947,7 +975,7 @@ impl Simulation {
                 partition_epoch: leader.partition_epoch,
                 new_isr,
             };
-            self.send(node, CONTROLLER, message);
+            self.send(node, self.controller_of(id), message);
         }
         self.leader_maybe_advance_hw(
             id,
@@ -1243,7 +1271,7 @@ impl Simulation {
             if cause.is_some() {
                 self.current_cause = cause;
             }
-            self.send(NodeId::Broker(id), CONTROLLER, message);
+            self.send(NodeId::Broker(id), self.controller_of(id), message);
             self.current_cause = previous;
         }
     }

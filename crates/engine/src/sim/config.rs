@@ -215,6 +215,9 @@ pub struct ClusterConfig {
     /// Number of brokers (ids 1..=n).
     #[serde(default = "default_brokers")]
     pub brokers: u32,
+    /// Number of KRaft controllers in the quorum (ids 1..=n).
+    #[serde(default = "default_controllers")]
+    pub controllers: u32,
     /// Topics created at start.
     #[serde(default)]
     pub topics: Vec<TopicConfig>,
@@ -251,6 +254,9 @@ pub struct ClusterConfig {
 fn default_brokers() -> u32 {
     3
 }
+fn default_controllers() -> u32 {
+    3
+}
 fn default_offsets_partitions() -> u32 {
     crate::groups::OFFSETS_TOPIC_PARTITIONS_DEFAULT
 }
@@ -271,6 +277,7 @@ impl Default for ClusterConfig {
     fn default() -> Self {
         ClusterConfig {
             brokers: default_brokers(),
+            controllers: default_controllers(),
             topics: Vec::new(),
             producers: Vec::new(),
             consumers: Vec::new(),
@@ -304,6 +311,9 @@ impl ClusterConfig {
             if topic.min_insync_replicas == 0 {
                 return Err(format!("topic {}: min.insync.replicas must be at least 1", topic.name));
             }
+        }
+        if self.controllers == 0 || self.controllers > 7 {
+            return Err(format!("controllers must be between 1 and 7, got {}", self.controllers));
         }
         if self.offsets_topic_partitions == 0 || self.offsets_topic_partitions > 1_000 {
             return Err("offsetsTopicPartitions must be between 1 and 1000".to_string());
@@ -403,6 +413,16 @@ pub enum Input {
     DropMessages {
         /// Parts per million.
         per_million: u32,
+    },
+    /// A controller crashes (its metadata log survives).
+    KillController {
+        /// Which controller.
+        controller: u32,
+    },
+    /// A crashed controller starts again.
+    RestartController {
+        /// Which controller.
+        controller: u32,
     },
     /// Starts (or restarts) a consumer; it joins its group.
     StartConsumer {

@@ -17,7 +17,7 @@ use crate::replication::BrokerId;
 
 use super::trace::TraceKind;
 use super::types::{ErrorCode, Message, MetadataImage, NodeId};
-use super::{Simulation, Timer, CONTROLLER};
+use super::Simulation;
 
 /// What the controller knows about a broker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -26,8 +26,6 @@ pub struct BrokerRegistrationState {
     pub epoch: u64,
     /// Fenced brokers lead nothing and are in no ISR.
     pub fenced: bool,
-    /// When its last heartbeat arrived.
-    pub last_heartbeat_ms: u64,
 }
 
 /// The controller's state.
@@ -140,32 +138,59 @@ impl Simulation {
     pub(crate) fn controller_register_initial(&mut self, broker: BrokerId) -> u64 {
         self.controller.offset += 1;
         let epoch = self.controller.offset;
-        self.controller.brokers.insert(
-            broker,
-            BrokerRegistrationState {
-                epoch,
-                fenced: false,
-                last_heartbeat_ms: 0,
-            },
-        );
+        self.controller
+            .brokers
+            .insert(broker, BrokerRegistrationState { epoch, fenced: false });
         epoch
     }
 
+    /// A message reached controller `id`: quorum traffic, or a broker
+    /// request, which only the active controller handles.
+    pub(crate) fn controller_deliver(&mut self, id: u32, from: NodeId, message: Message) {
+        if self.quorum_receive(id, from, &message) {
+            return;
+        }
+        let node = &self.quorum.nodes[&id];
+        if node.role == super::quorum::Role::Leader {
+            self.with_leader_state(id, |simulation| simulation.controller_receive(from, message));
+        } else if matches!(
+            message,
+            Message::BrokerRegistration { .. } | Message::BrokerHeartbeat { .. } | Message::AlterPartition { .. }
+        ) {
+            let leader = node.leader;
+            self.send(NodeId::Controller(id), from, Message::NotController { leader });
+        }
+    }
+
+    /// The image of what the active controller has committed.
+    fn committed_image(&self) -> MetadataImage {
+        let id = self.controller_sender.unwrap_or(1);
+        self.quorum
+            .nodes
+            .get(&id)
+            .and_then(|node| node.log.get(node.committed.saturating_sub(1)))
+            .map_or_else(|| self.controller.image(), |entry| entry.state.image())
+    }
+
+    fn note_heartbeat(&mut self, broker: BrokerId) {
+        let now = self.now;
+        if let Some(node) = self.controller_sender.and_then(|id| self.quorum.nodes.get_mut(&id)) {
+            node.heartbeats.insert(broker, now);
+        }
+    }
+
     pub(crate) fn controller_receive(&mut self, from: NodeId, message: Message) {
+        let me = self.controller_node();
         match message {
             Message::BrokerRegistration { broker, .. } => {
+                self.note_heartbeat(broker);
                 self.controller.offset += 1;
                 let epoch = self.controller.offset;
-                self.controller.brokers.insert(
-                    broker,
-                    BrokerRegistrationState {
-                        epoch,
-                        fenced: true,
-                        last_heartbeat_ms: self.now,
-                    },
-                );
+                self.controller
+                    .brokers
+                    .insert(broker, BrokerRegistrationState { epoch, fenced: true });
                 self.send(
-                    CONTROLLER,
+                    me,
                     from,
                     Message::BrokerHeartbeatResponse {
                         broker_epoch: epoch,
@@ -173,7 +198,7 @@ impl Simulation {
                     },
                 );
                 self.send(
-                    CONTROLLER,
+                    me,
                     from,
                     Message::MetadataUpdate {
                         image: self.controller.image(),
@@ -191,7 +216,10 @@ impl Simulation {
                 if state.epoch != broker_epoch {
                     return;
                 }
-                state.last_heartbeat_ms = self.now;
+                self.note_heartbeat(broker);
+                let Some(state) = self.controller.brokers.get_mut(&broker) else {
+                    return;
+                };
                 // Unfence once the broker has caught up with its own registration.
                 if state.fenced && metadata_offset >= state.epoch {
                     state.fenced = false;
@@ -207,19 +235,10 @@ impl Simulation {
                     self.controller_publish();
                 }
                 let fenced = self.controller.brokers[&broker].fenced;
-                self.send(
-                    CONTROLLER,
-                    from,
-                    Message::BrokerHeartbeatResponse { broker_epoch, fenced },
-                );
-                if metadata_offset < self.controller.offset {
-                    self.send(
-                        CONTROLLER,
-                        from,
-                        Message::MetadataUpdate {
-                            image: self.controller.image(),
-                        },
-                    );
+                self.send(me, from, Message::BrokerHeartbeatResponse { broker_epoch, fenced });
+                let committed = self.committed_image();
+                if metadata_offset < committed.offset {
+                    self.send(me, from, Message::MetadataUpdate { image: committed });
                 }
             }
             Message::AlterPartition {
@@ -231,7 +250,7 @@ impl Simulation {
             } => {
                 let result =
                     self.controller_alter_partition(&partition, leader, leader_epoch, partition_epoch, new_isr);
-                self.send(CONTROLLER, from, Message::AlterPartitionResponse { partition, result });
+                self.send(me, from, Message::AlterPartitionResponse { partition, result });
             }
             _ => {}
         }
@@ -275,19 +294,25 @@ impl Simulation {
         Ok(self.controller.partitions[partition].clone())
     }
 
-    pub(crate) fn controller_timer(&mut self, timer: Timer) {
-        if timer != Timer::SessionCheck {
-            return;
-        }
-        self.schedule_timer(CONTROLLER, 0, 1_000, Timer::SessionCheck);
-        // BrokerHeartbeatManager fences one stale broker at a time.
+    /// `BrokerHeartbeatManager`: fences one broker whose session expired
+    /// (run on the active controller `id`).
+    pub(crate) fn controller_session_check(&mut self, id: u32) {
+        let now = self.now;
         let timeout = self.config.broker_session_timeout_ms;
+        let heartbeats = self
+            .quorum
+            .nodes
+            .get(&id)
+            .map(|node| node.heartbeats.clone())
+            .unwrap_or_default();
         let stale = self
             .controller
             .brokers
             .iter()
-            .find(|(_, state)| !state.fenced && self.now.saturating_sub(state.last_heartbeat_ms) > timeout)
-            .map(|(&id, _)| id);
+            .find(|(broker, state)| {
+                !state.fenced && now.saturating_sub(heartbeats.get(broker).copied().unwrap_or(0)) > timeout
+            })
+            .map(|(&broker, _)| broker);
         if let Some(broker) = stale {
             self.controller_fence(
                 broker,
@@ -379,11 +404,7 @@ impl Simulation {
         }
         if record.leader.is_some() {
             self.controller.elections += 1;
-            self.monitor.mark_dirty(partition);
             let unclean = record.leader_recovery == Some(LeaderRecovery::Recovering);
-            if unclean {
-                self.monitor.note_unclean_election(partition);
-            }
             self.record(TraceKind::LeaderElected {
                 partition: partition.clone(),
                 leader: after.leader,
@@ -397,11 +418,12 @@ impl Simulation {
 
     /// Publishes the current metadata to every registered broker.
     fn controller_publish(&mut self) {
+        let me = self.controller_node();
         let image = self.controller.image();
         let brokers: Vec<BrokerId> = self.controller.brokers.keys().copied().collect();
         for broker in brokers {
             self.send(
-                CONTROLLER,
+                me,
                 NodeId::Broker(broker),
                 Message::MetadataUpdate { image: image.clone() },
             );

@@ -18,6 +18,7 @@ pub mod coordinator;
 pub mod monitor;
 pub mod network;
 pub mod producer;
+pub mod quorum;
 pub mod recording;
 pub mod scenario;
 pub mod trace;
@@ -40,9 +41,6 @@ use producer::Producer;
 use trace::{TraceEvent, TraceId, TraceKind};
 use types::{Message, NodeId, RecordId, Time};
 
-/// The one controller of this version of the simulator (a quorum comes later).
-pub const CONTROLLER: NodeId = NodeId::Controller(1);
-
 /// A timer a node set for itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum Timer {
@@ -62,6 +60,10 @@ pub enum Timer {
     PauseEnd,
     /// The controller looks for brokers whose session expired.
     SessionCheck,
+    /// A controller's periodic quorum work (replicate, or notice a silent leader).
+    QuorumTick,
+    /// A candidate's election ran out of time (its epoch).
+    ElectionTimeout(u32),
     /// A producer's batch lingered long enough, or a retry backoff ended.
     ProducerDrain,
     /// A produce request got no answer in time.
@@ -135,6 +137,8 @@ pub struct Summary {
     pub failed: u64,
     /// Leader elections committed.
     pub leader_elections: u64,
+    /// Controller elections won after the initial one.
+    pub controller_elections: u64,
     /// Invariant violations.
     pub invariant_violations: u64,
     /// Events processed.
@@ -167,7 +171,14 @@ pub struct Simulation {
     pub(crate) network: Network,
     network_rng: Rng,
     pub(crate) placement_rng: Rng,
+    /// The committed metadata: the cluster's view of the controller state.
     pub(crate) controller: Controller,
+    pub(crate) quorum: quorum::Quorum,
+    /// While the active controller decides: which one it is, and what it
+    /// sends and traces (held until the decision commits).
+    pub(crate) controller_sender: Option<u32>,
+    pub(crate) controller_outbox: Option<Vec<(NodeId, NodeId, Message)>>,
+    pub(crate) controller_trace: Option<Vec<TraceKind>>,
     pub(crate) brokers: BTreeMap<BrokerId, Broker>,
     pub(crate) producers: Vec<Producer>,
     pub(crate) consumers: Vec<consumer::Consumer>,
@@ -196,6 +207,10 @@ impl Simulation {
             network_rng: root.derive("network"),
             placement_rng: root.derive("replica-placement"),
             controller: Controller::default(),
+            quorum: quorum::Quorum::new(1, Controller::default(), root.derive("unused")),
+            controller_sender: None,
+            controller_outbox: None,
+            controller_trace: None,
             brokers: BTreeMap::new(),
             producers: Vec::new(),
             consumers: Vec::new(),
@@ -224,12 +239,17 @@ impl Simulation {
         let epochs: Vec<(BrokerId, u64)> = (1..=simulation.config.brokers)
             .map(|id| (id, simulation.controller_register_initial(id)))
             .collect();
+        simulation.quorum = quorum::Quorum::new(
+            simulation.config.controllers,
+            simulation.controller.clone(),
+            root.derive("controller-quorum"),
+        );
         let image = simulation.controller.image();
         for (id, epoch) in epochs {
             simulation.brokers.insert(id, Broker::new(id));
             simulation.broker_start_registered(id, epoch, image.clone());
         }
-        simulation.schedule_timer(CONTROLLER, 0, 1_000, Timer::SessionCheck);
+        simulation.quorum_start();
         for (index, consumer) in simulation.config.consumers.clone().into_iter().enumerate() {
             let start = consumer.start;
             simulation
@@ -378,6 +398,7 @@ impl Simulation {
             duplicated: self.monitor.duplicated_records(self),
             failed: self.failed_count,
             leader_elections: self.controller.elections,
+            controller_elections: self.quorum.elections,
             invariant_violations: self.monitor.violations,
             events: self.events,
             time_ms: self.now,
@@ -396,9 +417,14 @@ impl Simulation {
         self.queue.insert((time, self.sequence), event);
     }
 
-    /// Records a trace event caused by the event being handled.
+    /// Records a trace event caused by the event being handled (held while
+    /// the active controller decides, until the decision commits).
     pub(crate) fn record(&mut self, kind: TraceKind) -> TraceId {
         let id = self.trace_base + self.trace.len() as TraceId;
+        if let Some(held) = &mut self.controller_trace {
+            held.push(kind);
+            return id;
+        }
         self.trace.push(TraceEvent {
             id,
             time: self.now,
@@ -422,6 +448,10 @@ impl Simulation {
 
     /// Sends a message over the network.
     pub(crate) fn send(&mut self, from: NodeId, to: NodeId, message: Message) {
+        if let (NodeId::Controller(_), Some(outbox)) = (from, &mut self.controller_outbox) {
+            outbox.push((from, to, message));
+            return;
+        }
         let sent = if self.trace_options.messages {
             Some(self.record(TraceKind::Sent {
                 from,
@@ -471,9 +501,51 @@ impl Simulation {
     }
 
     fn deliver(&mut self, from: NodeId, to: NodeId, message: Message, sent: Option<TraceId>) {
+        if let NodeId::Controller(id) = to {
+            if !self.controller_alive(id) {
+                self.record_caused(
+                    sent,
+                    TraceKind::Dropped {
+                        from,
+                        to,
+                        name: message.name(),
+                        reason: network::DropReason::Lost,
+                    },
+                );
+                return;
+            }
+        }
         if let NodeId::Broker(id) = to {
             match self.brokers.get(&id).map(|broker| broker.status) {
                 Some(broker::BrokerStatus::Dead) | None => {
+                    // A client whose broker process is gone sees its
+                    // connection fail (NetworkException) and looks again.
+                    let failure = match &message {
+                        Message::Produce { request, partition, .. } => Some(Message::ProduceResponse {
+                            request: *request,
+                            partition: partition.clone(),
+                            result: Err(types::ErrorCode::NetworkException),
+                        }),
+                        Message::ConsumerFetch { partition, .. } => Some(Message::ConsumerFetchResponse {
+                            partition: partition.clone(),
+                            records: Vec::new(),
+                            high_watermark: 0,
+                            error: Some(types::ErrorCode::NotLeaderOrFollower),
+                        }),
+                        _ => None,
+                    };
+                    if let (Some(failure), NodeId::Producer(_) | NodeId::Consumer(_)) = (failure, from) {
+                        let latency = self.network.config.latency_ms;
+                        self.push(
+                            self.now + latency,
+                            Event::Deliver {
+                                from: to,
+                                to: from,
+                                message: failure,
+                                sent,
+                            },
+                        );
+                    }
                     self.record_caused(
                         sent,
                         TraceKind::Dropped {
@@ -514,7 +586,7 @@ impl Simulation {
             sent
         };
         match to {
-            NodeId::Controller(_) => self.controller_receive(from, message),
+            NodeId::Controller(id) => self.controller_deliver(id, from, message),
             NodeId::Broker(id) => self.broker_receive(id, from, message),
             NodeId::Producer(id) => self.producer_receive(id, from, message),
             NodeId::Consumer(id) => self.consumer_receive(id, from, message),
@@ -523,7 +595,7 @@ impl Simulation {
 
     fn fire_timer(&mut self, node: NodeId, incarnation: u32, timer: Timer) {
         match node {
-            NodeId::Controller(_) => self.controller_timer(timer),
+            NodeId::Controller(id) => self.quorum_timer(id, incarnation, timer),
             NodeId::Broker(id) => {
                 let Some(broker) = self.brokers.get(&id) else { return };
                 if broker.incarnation != incarnation {
@@ -570,6 +642,8 @@ impl Simulation {
             Input::HealNetwork => self.network.heal_all(),
             Input::SlowNode { node, extra_latency_ms } => self.network.slow_down(node, extra_latency_ms),
             Input::DropMessages { per_million } => self.network.set_drop_rate(per_million),
+            Input::KillController { controller } => self.controller_kill(controller),
+            Input::RestartController { controller } => self.controller_restart(controller),
             Input::StartConsumer { consumer } => self.consumer_start(consumer),
             Input::StopConsumer { consumer } => self.consumer_stop(consumer, true),
             Input::CrashConsumer { consumer } => self.consumer_stop(consumer, false),
@@ -591,8 +665,10 @@ impl Simulation {
             }
             ConfigChange::UncleanLeaderElection { enable } => {
                 self.config.unclean_leader_election_enable = enable;
-                if enable {
-                    self.controller_elect_leaderless("unclean.leader.election.enable was set");
+                if let (true, Some(active)) = (enable, self.quorum.active()) {
+                    self.with_leader_state(active, |simulation| {
+                        simulation.controller_elect_leaderless("unclean.leader.election.enable was set")
+                    });
                 }
             }
             ConfigChange::ReplicaLagTimeMaxMs { value } => self.config.replica_lag_time_max_ms = value.max(1),
@@ -637,6 +713,8 @@ fn describe_input(input: &Input) -> String {
         Input::HealNetwork => "heal the network".to_string(),
         Input::SlowNode { node, extra_latency_ms } => format!("slow {node} by {extra_latency_ms} ms"),
         Input::DropMessages { per_million } => format!("lose {per_million} messages per million"),
+        Input::KillController { controller } => format!("kill controller-{controller}"),
+        Input::RestartController { controller } => format!("restart controller-{controller}"),
         Input::StartConsumer { consumer } => format!("start consumer-{consumer}"),
         Input::StopConsumer { consumer } => format!("stop consumer-{consumer} (it leaves its group)"),
         Input::CrashConsumer { consumer } => format!("crash consumer-{consumer} (no goodbye)"),

@@ -85,6 +85,13 @@ pub enum Expectation {
         /// Which consumer.
         consumer: u32,
     },
+    /// The controller quorum elected a new active controller at least this
+    /// many times.
+    #[serde(rename_all = "camelCase")]
+    ControllerElections {
+        /// The minimum.
+        at_least: u64,
+    },
     /// A group reached at least this generation.
     #[serde(rename_all = "camelCase")]
     GroupGeneration {
@@ -208,6 +215,12 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary) 
             )),
             None => Some(format!("there is no consumer-{consumer}")),
         },
+        Expectation::ControllerElections { at_least } => (summary.controller_elections < *at_least).then(|| {
+            format!(
+                "expected at least {at_least} controller elections, but {} happened",
+                summary.controller_elections
+            )
+        }),
         Expectation::GroupGeneration { consumer, at_least } => {
             let generation = simulation
                 .consumers()

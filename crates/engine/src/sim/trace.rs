@@ -43,6 +43,8 @@ pub enum Invariant {
     ConsumerReadsBelowHighWatermark,
     /// Within one group generation, no partition has two owners.
     OneOwnerPerGeneration,
+    /// At most one active controller per quorum epoch.
+    OneActiveControllerPerEpoch,
 }
 
 /// The kinds of trace events. (Fields are named for what they hold.)
@@ -166,6 +168,20 @@ pub enum TraceKind {
     },
     /// A consumer process started or stopped.
     ConsumerStatus { consumer: u32, status: String },
+    /// A controller process started or stopped.
+    ControllerStatus { controller: u32, status: String },
+    /// A controller became a candidate.
+    ControllerElection {
+        controller: u32,
+        epoch: u32,
+        reason: String,
+    },
+    /// A controller won the vote and is active.
+    ControllerElected {
+        controller: u32,
+        epoch: u32,
+        votes: Vec<u32>,
+    },
 }
 
 impl TraceEvent {
@@ -302,6 +318,26 @@ impl TraceEvent {
                     .join(" ")
             ),
             TraceKind::ConsumerStatus { consumer, status } => format!("consumer-{consumer} {status}"),
+            TraceKind::ControllerStatus { controller, status } => format!("controller-{controller} {status}"),
+            TraceKind::ControllerElection {
+                controller,
+                epoch,
+                reason,
+            } => {
+                format!("controller-{controller} asks for votes in epoch {epoch} ({reason})")
+            }
+            TraceKind::ControllerElected {
+                controller,
+                epoch,
+                votes,
+            } => format!(
+                "controller-{controller} is the active controller in epoch {epoch} (votes from {})",
+                votes
+                    .iter()
+                    .map(|vote| format!("controller-{vote}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         };
         format!("{:>8} ms  #{:<6} {body}", self.time, self.id)
     }

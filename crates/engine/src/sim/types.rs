@@ -104,6 +104,8 @@ pub enum ErrorCode {
     IllegalGeneration,
     /// This broker is not the group's coordinator.
     NotCoordinator,
+    /// The connection failed (the broker process is gone).
+    NetworkException,
 }
 
 impl ErrorCode {
@@ -117,7 +119,10 @@ impl ErrorCode {
     pub fn invalidates_metadata(self) -> bool {
         matches!(
             self,
-            ErrorCode::NotLeaderOrFollower | ErrorCode::FencedLeaderEpoch | ErrorCode::UnknownLeaderEpoch
+            ErrorCode::NotLeaderOrFollower
+                | ErrorCode::FencedLeaderEpoch
+                | ErrorCode::UnknownLeaderEpoch
+                | ErrorCode::NetworkException
         )
     }
 }
@@ -214,6 +219,32 @@ pub enum Message {
         partition: TopicPartition,
         result: Result<Offset, ErrorCode>,
     },
+    /// A candidate asks for a vote (`Vote`, KIP-595).
+    Vote {
+        epoch: u32,
+        candidate: u32,
+        last_epoch: u32,
+        last_index: u64,
+    },
+    /// The voter's answer.
+    VoteResponse { epoch: u32, granted: bool },
+    /// The active controller replicates metadata log entries.
+    QuorumAppend {
+        epoch: u32,
+        leader: u32,
+        prev_index: usize,
+        prev_epoch: u32,
+        entries: Vec<super::quorum::LogEntry>,
+        commit: usize,
+    },
+    /// How far the follower's log matches.
+    QuorumAppendResponse {
+        epoch: u32,
+        success: bool,
+        match_index: usize,
+    },
+    /// `NOT_CONTROLLER`: this controller is not active; here is the one it knows.
+    NotController { leader: Option<u32> },
     /// Which broker coordinates a group (`FindCoordinator`).
     FindCoordinator { group: String },
     /// The leader of the group's `__consumer_offsets` partition, if known.
@@ -329,6 +360,11 @@ impl Message {
             Message::MetadataResponse { .. } => "MetadataResponse",
             Message::Produce { .. } => "Produce",
             Message::ProduceResponse { .. } => "ProduceResponse",
+            Message::Vote { .. } => "Vote",
+            Message::VoteResponse { .. } => "VoteResponse",
+            Message::QuorumAppend { .. } => "QuorumAppend",
+            Message::QuorumAppendResponse { .. } => "QuorumAppendResponse",
+            Message::NotController { .. } => "NotController",
             Message::FindCoordinator { .. } => "FindCoordinator",
             Message::FindCoordinatorResponse { .. } => "FindCoordinatorResponse",
             Message::JoinGroup { .. } => "JoinGroup",
@@ -422,6 +458,31 @@ impl Message {
                 Ok(offset) => format!("ProduceResponse {partition} baseOffset={offset}"),
                 Err(error) => format!("ProduceResponse {partition} error={error:?}"),
             },
+            Message::Vote {
+                epoch,
+                candidate,
+                last_epoch,
+                last_index,
+            } => {
+                format!("Vote epoch={epoch} candidate=controller-{candidate} lastEpoch={last_epoch} lastOffset={last_index}")
+            }
+            Message::VoteResponse { epoch, granted } => format!("VoteResponse epoch={epoch} granted={granted}"),
+            Message::QuorumAppend {
+                epoch, entries, commit, ..
+            } => {
+                format!("QuorumAppend epoch={epoch} entries={} commit={commit}", entries.len())
+            }
+            Message::QuorumAppendResponse {
+                epoch,
+                success,
+                match_index,
+            } => {
+                format!("QuorumAppendResponse epoch={epoch} success={success} matchOffset={match_index}")
+            }
+            Message::NotController { leader } => format!(
+                "NotController leader={}",
+                leader.map_or("unknown".to_string(), |leader| format!("controller-{leader}"))
+            ),
             Message::FindCoordinator { group } => format!("FindCoordinator group={group}"),
             Message::FindCoordinatorResponse { group, coordinator } => format!(
                 "FindCoordinatorResponse group={group} coordinator={}",

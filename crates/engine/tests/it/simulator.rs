@@ -132,7 +132,13 @@ fn fault_schedule(seed: u64, horizon_ms: u64) -> Vec<ScheduledInput> {
     let broker = |rng: &mut Rng| rng.next_u32() % 3 + 1;
     while time < horizon_ms {
         time += u64::from(rng.next_u32() % 3_000) + 100;
-        let input = match rng.next_u32() % 13 {
+        let input = match rng.next_u32() % 15 {
+            13 => Input::KillController {
+                controller: rng.next_u32() % 3 + 1,
+            },
+            14 => Input::RestartController {
+                controller: rng.next_u32() % 3 + 1,
+            },
             0..=3 => Input::Produce {
                 producer: 0,
                 key: None,
