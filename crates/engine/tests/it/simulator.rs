@@ -332,3 +332,33 @@ mod recording {
         assert_eq!(hash(&fork.trace()[..past]), hash(&original.trace()[..past]));
     }
 }
+
+#[test]
+fn committed_offsets_survive_a_consumer_restart() {
+    let mut consumer = ConsumerConfig::new("billing", vec!["orders".into()]);
+    consumer.auto_offset_reset = OffsetReset::Earliest;
+    let config = ClusterConfig {
+        topics: vec![TopicConfig { name: "orders".into(), partitions: 1, replication_factor: 3, min_insync_replicas: 2 }],
+        producers: vec![ProducerConfig::new("orders")],
+        consumers: vec![consumer],
+        offsets_topic_partitions: 3,
+        ..ClusterConfig::default()
+    };
+    let mut simulation = Simulation::new(config, 11).expect("valid");
+    let at = |at_ms, input| ScheduledInput { at_ms, input };
+    simulation.schedule(at(100, Input::Produce { producer: 0, key: None, count: 20, bytes: 100 }));
+    simulation.schedule(at(9_000, Input::StopConsumer { consumer: 0 }));
+    simulation.schedule(at(10_000, Input::Produce { producer: 0, key: None, count: 10, bytes: 100 }));
+    simulation.schedule(at(12_000, Input::StartConsumer { consumer: 0 }));
+    simulation.run_until(25_000);
+    let consumer = &simulation.consumers()[0];
+    // 20 before the restart, then only the 10 new ones: it resumed from its
+    // committed offset instead of reading from the start again.
+    assert_eq!(consumer.records_read, 30, "{}", simulation.trace().iter().map(|e| e.line()).collect::<Vec<_>>().join("\n"));
+    assert!(simulation
+        .trace()
+        .iter()
+        .any(|event| event.line().contains("OffsetFetchResponse group=billing orders-0=20")));
+    assert_eq!(consumer.lag().values().sum::<u64>(), 0);
+    assert_eq!(simulation.summary().invariant_violations, 0);
+}
