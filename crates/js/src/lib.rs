@@ -7,8 +7,78 @@
 //! compute. Nothing here panics on user input: a bad argument becomes a
 //! JavaScript exception with a message.
 
-use kafkascope_engine::partitioning;
+use kafkascope_engine::groups::assignors::rebalance::{rebalance as run_rebalance, MembershipChange};
+use kafkascope_engine::groups::assignors::{assign_explained, GroupInput, Strategy};
+use kafkascope_engine::groups::coordinator_partition;
+use kafkascope_engine::partitioning::null_key::{simulate_keyless, NullKeyConfig, NullKeyStrategy};
+use kafkascope_engine::partitioning::{self, partition_for_key};
+use kafkascope_engine::sim::config::{ClusterConfig, Input, ScheduledInput};
+use kafkascope_engine::sim::Simulation;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TYPES: &str = r#"
+/** A group as the assignors take it (the CLI's JSON shape). */
+export interface GroupInput {
+  topics: Record<string, number>;
+  members: { memberId: string; topics: string[]; groupInstanceId?: string; owned?: string[]; generation?: number }[];
+  topicIds?: Record<string, string>;
+  options?: { map?: "treemap" | "hashmap"; type?: "HOMOGENEOUS" | "HETEROGENEOUS" };
+}
+
+/** An assignment with what it changed and why. */
+export interface AssignmentReport {
+  assignment: Record<string, string[]>;
+  moves: { partition: string; from: string; to: string }[];
+  revoked: Record<string, string[]>;
+  withheld: string[];
+  counts: Record<string, number>;
+  reasons: Record<string, string>;
+}
+
+/** Assignor names. */
+export type Strategy = "range" | "roundrobin" | "sticky" | "cooperative-sticky" | "uniform" | "server-range";
+
+/** A membership change for `rebalance`. */
+export interface MembershipChange { join?: GroupInput["members"]; leave?: string[] }
+
+/** One round of a rebalance. */
+export interface RebalanceRound { change: number; generation: number; members: GroupInput["members"]; report: AssignmentReport }
+
+/** Options for `simulateKeyless`. */
+export interface KeylessOptions {
+  strategy: "uniform-sticky" | "legacy-sticky" | "round-robin" | "round-robin-legacy";
+  partitions: number;
+  records: number;
+  recordBytes?: number;
+  batchSize?: number;
+  adaptive?: boolean;
+  lingerMsZero?: boolean;
+  seed?: number;
+}
+
+/** Where one keyless record went and why. */
+export interface KeylessChoice { partition: number; reason: string; kind: string }
+
+/** A trace event. */
+export interface TraceEvent { id: number; time: number; cause: number | null; kind: string; line: string }
+"#;
+
+fn js_error(message: impl std::fmt::Display) -> JsError {
+    JsError::new(&message.to_string())
+}
+
+fn from_js<T: DeserializeOwned>(value: JsValue, what: &str) -> Result<T, JsError> {
+    serde_wasm_bindgen::from_value(value).map_err(|error| js_error(format!("bad {what}: {error}")))
+}
+
+fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsError> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(js_error)
+}
 
 /// Kafka's murmur2 of a string key's UTF-8 bytes, as a signed 32-bit
 /// integer (`Utils#murmur2`).
@@ -17,25 +87,312 @@ pub fn murmur2(key: &str) -> i32 {
     partitioning::murmur2(key.as_bytes())
 }
 
+/// Kafka's murmur2 of raw key bytes (for keys a serializer produced).
+#[wasm_bindgen(js_name = murmur2Bytes)]
+pub fn murmur2_bytes(key: &[u8]) -> i32 {
+    partitioning::murmur2(key)
+}
+
 /// The partition Kafka's default partitioner picks for a string key among
 /// `numPartitions` partitions: `toPositive(murmur2(utf8(key))) % numPartitions`.
 ///
 /// Throws when `numPartitions` is not a whole number of at least 1.
 #[wasm_bindgen(js_name = partitionFor)]
 pub fn partition_for(key: &str, num_partitions: f64) -> Result<u32, JsError> {
-    let count = partition_count(num_partitions)?;
-    partitioning::partition_for_key(key.as_bytes(), count)
-        .ok_or_else(|| JsError::new("numPartitions must be at least 1"))
+    partition_for_bytes(key.as_bytes(), num_partitions)
 }
 
-/// Accepts only whole numbers in 1..=u32::MAX, so JavaScript's 2.5, NaN or
-/// -1 get a message rather than a silently truncated count.
-fn partition_count(value: f64) -> Result<u32, JsError> {
-    if value.fract() == 0.0 && value >= 1.0 && value <= f64::from(u32::MAX) {
+/// `partitionFor` for raw key bytes.
+#[wasm_bindgen(js_name = partitionForBytes)]
+pub fn partition_for_bytes(key: &[u8], num_partitions: f64) -> Result<u32, JsError> {
+    let count = whole_number(num_partitions, "numPartitions", 1)?;
+    partition_for_key(key, count).ok_or_else(|| js_error("numPartitions must be at least 1"))
+}
+
+/// The `__consumer_offsets` partition that hosts a group's coordinator:
+/// `abs(groupId.hashCode()) % offsetsPartitions`.
+#[wasm_bindgen(js_name = coordinatorPartition)]
+pub fn coordinator_partition_for(group_id: &str, offsets_partitions: f64) -> Result<u32, JsError> {
+    let count = whole_number(offsets_partitions, "offsetsPartitions", 1)?;
+    coordinator_partition(group_id, count).ok_or_else(|| js_error("offsetsPartitions must be at least 1"))
+}
+
+/// Accepts only whole numbers in `minimum..=u32::MAX`, so JavaScript's
+/// 2.5, NaN or -1 get a message rather than a silently truncated count.
+fn whole_number(value: f64, name: &str, minimum: u32) -> Result<u32, JsError> {
+    if value.fract() == 0.0 && value >= f64::from(minimum) && value <= f64::from(u32::MAX) {
         Ok(value as u32)
     } else {
-        Err(JsError::new(&format!(
-            "numPartitions must be a whole number of at least 1, got {value}"
+        Err(js_error(format!(
+            "{name} must be a whole number of at least {minimum}, got {value}"
         )))
+    }
+}
+
+fn strategy(name: &str) -> Result<Strategy, JsError> {
+    Strategy::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Strategy::ALL.iter().map(|strategy| strategy.name()).collect();
+        js_error(format!("unknown strategy {name:?}; choose one of {}", names.join(", ")))
+    })
+}
+
+/// Kafka's assignment for `input` with the named assignor, with the moves,
+/// revocations, withheld partitions, counts and a reason per partition.
+#[wasm_bindgen(unchecked_return_type = "AssignmentReport")]
+pub fn assign(
+    #[wasm_bindgen(unchecked_param_type = "Strategy")] strategy_name: &str,
+    #[wasm_bindgen(unchecked_param_type = "GroupInput")] input: JsValue,
+) -> Result<JsValue, JsError> {
+    let strategy = strategy(strategy_name)?;
+    let group: GroupInput = from_js(input, "group")?;
+    let report = assign_explained(strategy, &group).map_err(js_error)?;
+    to_js(&report)
+}
+
+/// Runs the initial assignment and then one rebalance per membership
+/// change, returning every round (cooperative-sticky takes two rounds to
+/// move a partition: revoke, then assign).
+#[wasm_bindgen(unchecked_return_type = "RebalanceRound[]")]
+pub fn rebalance(
+    #[wasm_bindgen(unchecked_param_type = "Strategy")] strategy_name: &str,
+    #[wasm_bindgen(unchecked_param_type = "GroupInput")] input: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "MembershipChange[]")] changes: JsValue,
+) -> Result<JsValue, JsError> {
+    let strategy = strategy(strategy_name)?;
+    let group: GroupInput = from_js(input, "group")?;
+    let changes: Vec<MembershipChange> = from_js(changes, "membership changes")?;
+    let rounds = run_rebalance(strategy, &group, &changes).map_err(js_error)?;
+    to_js(&rounds)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct KeylessOptions {
+    strategy: String,
+    partitions: f64,
+    records: f64,
+    #[serde(default)]
+    record_bytes: Option<f64>,
+    #[serde(default)]
+    batch_size: Option<f64>,
+    #[serde(default)]
+    adaptive: Option<bool>,
+    #[serde(default)]
+    linger_ms_zero: Option<bool>,
+    #[serde(default)]
+    seed: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct KeylessChoice {
+    partition: u32,
+    reason: String,
+    kind: String,
+}
+
+/// Where keyless records go under one of the three behaviours, record by
+/// record, each with the reason (deterministic for a seed).
+#[wasm_bindgen(js_name = simulateKeyless, unchecked_return_type = "KeylessChoice[]")]
+pub fn simulate_keyless_js(
+    #[wasm_bindgen(unchecked_param_type = "KeylessOptions")] options: JsValue,
+) -> Result<JsValue, JsError> {
+    let options: KeylessOptions = from_js(options, "options")?;
+    let strategy = match options.strategy.as_str() {
+        "uniform-sticky" => NullKeyStrategy::UniformSticky,
+        "legacy-sticky" => NullKeyStrategy::LegacySticky,
+        "round-robin" => NullKeyStrategy::RoundRobin { legacy_default: false },
+        "round-robin-legacy" => NullKeyStrategy::RoundRobin { legacy_default: true },
+        other => {
+            return Err(js_error(format!(
+                "unknown strategy {other:?}; choose uniform-sticky, legacy-sticky, round-robin or round-robin-legacy"
+            )))
+        }
+    };
+    let partitions = whole_number(options.partitions, "partitions", 1)?.min(10_000);
+    let records = whole_number(options.records, "records", 0)?.min(1_000_000) as usize;
+    let record_bytes = whole_number(options.record_bytes.unwrap_or(100.0), "recordBytes", 1)?;
+    let batch_size = whole_number(options.batch_size.unwrap_or(16_384.0), "batchSize", 1)?;
+    let seed = whole_number(options.seed.unwrap_or(1.0), "seed", 0)?;
+    let config = NullKeyConfig {
+        batch_size,
+        adaptive: options.adaptive.unwrap_or(true),
+    };
+    let choices = simulate_keyless(
+        strategy,
+        config,
+        partitions,
+        records,
+        record_bytes,
+        options.linger_ms_zero.unwrap_or(true),
+        u64::from(seed),
+    );
+    let out: Vec<KeylessChoice> = choices
+        .into_iter()
+        .map(|choice| {
+            let kind = serde_json::to_value(&choice.reason)
+                .ok()
+                .and_then(|value| value.get("kind").and_then(|kind| kind.as_str().map(str::to_string)))
+                .unwrap_or_default();
+            KeylessChoice {
+                partition: choice.partition,
+                reason: choice.reason.to_string(),
+                kind,
+            }
+        })
+        .collect();
+    to_js(&out)
+}
+
+#[derive(Serialize)]
+struct TraceEventOut {
+    id: u64,
+    time: u64,
+    cause: Option<u64>,
+    kind: String,
+    line: String,
+}
+
+/// A simulated cluster for scripted runs: brokers, controllers, producers
+/// and consumer groups on a virtual clock. Actions happen at the current
+/// virtual time; `runFor` advances it.
+#[wasm_bindgen]
+pub struct Cluster {
+    simulation: Simulation,
+}
+
+#[wasm_bindgen]
+impl Cluster {
+    /// A cluster from a config (the scenario format's `config`, camelCase)
+    /// and a seed.
+    #[wasm_bindgen(constructor)]
+    pub fn new(config: JsValue, seed: Option<f64>) -> Result<Cluster, JsError> {
+        let config: ClusterConfig = from_js(config, "cluster config")?;
+        let seed = whole_number(seed.unwrap_or(1.0), "seed", 0)?;
+        let simulation = Simulation::new(config, u64::from(seed)).map_err(js_error)?;
+        Ok(Cluster { simulation })
+    }
+
+    fn act(&mut self, input: Input) {
+        let now = self.simulation.now();
+        self.simulation.schedule(ScheduledInput { at_ms: now, input });
+        self.simulation.run_until(now);
+    }
+
+    /// A producer sends `count` records (with `key`, or none).
+    pub fn produce(
+        &mut self,
+        producer: u32,
+        key: Option<String>,
+        count: Option<u32>,
+        bytes: Option<u32>,
+    ) -> Result<(), JsError> {
+        if producer as usize >= self.simulation.config().producers.len() {
+            return Err(js_error(format!("there is no producer {producer}")));
+        }
+        let count = count.unwrap_or(1).min(100_000);
+        self.act(Input::Produce {
+            producer,
+            key,
+            count,
+            bytes: bytes.unwrap_or(100).max(1),
+        });
+        Ok(())
+    }
+
+    /// Crashes a broker.
+    #[wasm_bindgen(js_name = killBroker)]
+    pub fn kill_broker(&mut self, broker: u32) {
+        self.act(Input::KillBroker { broker });
+    }
+
+    /// Restarts a crashed broker.
+    #[wasm_bindgen(js_name = restartBroker)]
+    pub fn restart_broker(&mut self, broker: u32) {
+        self.act(Input::RestartBroker { broker });
+    }
+
+    /// Crashes a controller.
+    #[wasm_bindgen(js_name = killController)]
+    pub fn kill_controller(&mut self, controller: u32) {
+        self.act(Input::KillController { controller });
+    }
+
+    /// Restarts a crashed controller.
+    #[wasm_bindgen(js_name = restartController)]
+    pub fn restart_controller(&mut self, controller: u32) {
+        self.act(Input::RestartController { controller });
+    }
+
+    /// Starts a configured consumer.
+    #[wasm_bindgen(js_name = startConsumer)]
+    pub fn start_consumer(&mut self, consumer: u32) {
+        self.act(Input::StartConsumer { consumer });
+    }
+
+    /// Stops a consumer cleanly (it commits and leaves its group).
+    #[wasm_bindgen(js_name = stopConsumer)]
+    pub fn stop_consumer(&mut self, consumer: u32) {
+        self.act(Input::StopConsumer { consumer });
+    }
+
+    /// Applies any input of the scenario format.
+    pub fn input(&mut self, input: JsValue) -> Result<(), JsError> {
+        let input: Input = from_js(input, "input")?;
+        self.act(input);
+        Ok(())
+    }
+
+    /// Processes one event; `false` when nothing is left.
+    pub fn step(&mut self) -> bool {
+        self.simulation.step()
+    }
+
+    /// Advances virtual time by `ms`.
+    #[wasm_bindgen(js_name = runFor)]
+    pub fn run_for(&mut self, ms: f64) -> Result<(), JsError> {
+        let ms = whole_number(ms, "ms", 0)?.min(86_400_000);
+        let until = self.simulation.now() + u64::from(ms);
+        self.simulation.run_until(until);
+        Ok(())
+    }
+
+    /// Virtual time in milliseconds.
+    #[wasm_bindgen(getter)]
+    pub fn now(&self) -> f64 {
+        self.simulation.now() as f64
+    }
+
+    /// Brokers, partitions, controllers and consumers now.
+    pub fn state(&self) -> Result<JsValue, JsError> {
+        to_js(&self.simulation.view())
+    }
+
+    /// Counts: produced, acknowledged, lost, duplicated, failed, elections,
+    /// invariant violations.
+    pub fn summary(&self) -> Result<JsValue, JsError> {
+        to_js(&self.simulation.summary())
+    }
+
+    /// Trace events from id `from` on.
+    #[wasm_bindgen(unchecked_return_type = "TraceEvent[]")]
+    pub fn trace(&self, from: Option<f64>) -> Result<JsValue, JsError> {
+        let from = from.unwrap_or(0.0).max(0.0) as u64;
+        let events: Vec<TraceEventOut> = self
+            .simulation
+            .trace()
+            .iter()
+            .filter(|event| event.id >= from)
+            .map(|event| TraceEventOut {
+                id: event.id,
+                time: event.time,
+                cause: event.cause,
+                kind: serde_json::to_value(&event.kind)
+                    .ok()
+                    .and_then(|value| value.get("kind").and_then(|kind| kind.as_str().map(str::to_string)))
+                    .unwrap_or_default(),
+                line: event.line(),
+            })
+            .collect();
+        to_js(&events)
     }
 }

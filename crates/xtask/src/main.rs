@@ -8,6 +8,7 @@
 //! before it installs, so a second run installs nothing.
 
 mod bench;
+mod package;
 mod pins;
 mod process;
 mod serve;
@@ -23,9 +24,10 @@ usage: cargo xtask <command> [options]
 
 commands:
   serve [--port N] [--base /PATH/]   build the app (installing what is missing) and serve it on 127.0.0.1
-  test                               run every test: native, wasm in headless Chromium, end-to-end in Chromium
+  test                               run every test: native, wasm in headless Chromium, the JS package in Node, end-to-end
   bench                              run the benchmarks natively and as wasm in headless Chromium; print figures
   build                              build the static site into dist/ and print artifact sizes
+  package                            build the JavaScript API (ES module + Node) into target/pkg/
   setup [--browser]                  only install what is missing (--browser: Chromium and Playwright too)
   help                               print this text";
 
@@ -53,6 +55,10 @@ fn run(arguments: &[String]) -> Outcome {
         "build" => {
             let toolchain = setup::ensure_web_build_tools()?;
             site::build_release(&toolchain).map(|_| ())
+        }
+        "package" => {
+            let toolchain = setup::ensure_web_build_tools()?;
+            package::build_package(&toolchain).map(|_| ())
         }
         "setup" => {
             setup::ensure_web_build_tools()?;

@@ -1,10 +1,12 @@
-//! `cargo xtask test`: every test, in three stages, stopping at the first
+//! `cargo xtask test`: every test, in four stages, stopping at the first
 //! failing stage:
 //!
 //! 1. native unit and integration tests of every crate (`cargo test --workspace`);
 //! 2. `#[wasm_bindgen_test]`s compiled to wasm32 and run in headless Chromium
 //!    by `wasm-bindgen-test-runner` through ChromeDriver;
-//! 3. Playwright end-to-end tests (`tests/e2e/*.test.cjs`, Node's test
+//! 3. the JavaScript package (`cargo xtask package`) tested from Node
+//!    (`tests/node/*.test.mjs`) against the shared Kafka vectors;
+//! 4. Playwright end-to-end tests (`tests/e2e/*.test.cjs`, Node's test
 //!    runner) against the release build served on 127.0.0.1 under a
 //!    sub-path, writing screenshots to `target/e2e-artifacts/`.
 
@@ -25,18 +27,19 @@ pub fn test_command(_options: &Options) -> Outcome {
     let browser = ensure_browser()?;
     native_tests()?;
     wasm_tests(&toolchain, &browser)?;
+    package_tests(&toolchain)?;
     end_to_end_tests(&toolchain, &browser)
 }
 
 fn native_tests() -> Outcome {
-    println!("\nxtask: [1/3] native tests");
+    println!("\nxtask: [1/4] native tests");
     run(Command::new("cargo")
         .args(["test", "--workspace"])
         .current_dir(repo_root()))
 }
 
 fn wasm_tests(toolchain: &WebToolchain, browser: &Browser) -> Outcome {
-    println!("\nxtask: [2/3] wasm tests in headless Chromium");
+    println!("\nxtask: [2/4] wasm tests in headless Chromium");
     run(toolchain
         .command("cargo")
         .args([
@@ -52,20 +55,54 @@ fn wasm_tests(toolchain: &WebToolchain, browser: &Browser) -> Outcome {
         .current_dir(repo_root()))
 }
 
+fn package_tests(toolchain: &WebToolchain) -> Outcome {
+    println!("\nxtask: [3/4] the JavaScript package, from Node");
+    let package = crate::package::build_package(toolchain)?;
+    let root = repo_root();
+    let test_files = list_tests(&root.join("tests/node"), ".test.mjs")?;
+    run(toolchain
+        .command("node")
+        .arg("--test")
+        .args(&test_files)
+        .env("KAFKASCOPE_PKG", &package)
+        .env("KAFKASCOPE_VECTORS", kafka_vectors_dir())
+        .current_dir(&root))
+}
+
+/// The same folder the engine's vector tests read: `KAFKASCOPE_VECTORS`,
+/// else the shared `../shared/kafka-vectors` when present, else the copy in
+/// `tests/kafka-vectors`.
+fn kafka_vectors_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("KAFKASCOPE_VECTORS") {
+        return PathBuf::from(dir);
+    }
+    let shared = repo_root().join("../shared/kafka-vectors");
+    if shared.join("SEMANTICS.md").is_file() {
+        shared
+    } else {
+        repo_root().join("tests/kafka-vectors")
+    }
+}
+
+fn list_tests(folder: &std::path::Path, suffix: &str) -> Outcome<Vec<PathBuf>> {
+    let mut test_files: Vec<PathBuf> = std::fs::read_dir(folder)
+        .map_err(|error| format!("cannot list {}: {error}", folder.display()))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.to_string_lossy().ends_with(suffix))
+        .collect();
+    test_files.sort();
+    Ok(test_files)
+}
+
 fn end_to_end_tests(toolchain: &WebToolchain, browser: &Browser) -> Outcome {
-    println!("\nxtask: [3/3] end-to-end tests in Chromium (Playwright)");
+    println!("\nxtask: [4/4] end-to-end tests in Chromium (Playwright)");
     let dist = site::build_release(toolchain)?;
     let listener = bind(Some(0))?;
     let port = listener.local_addr().map_err(|error| error.to_string())?.port();
     std::thread::spawn(move || serve_forever(listener, dist, E2E_BASE.to_string()));
 
     let root = repo_root();
-    let mut test_files: Vec<PathBuf> = std::fs::read_dir(root.join("tests/e2e"))
-        .map_err(|error| format!("cannot list tests/e2e: {error}"))?
-        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| path.to_string_lossy().ends_with(".test.cjs"))
-        .collect();
-    test_files.sort();
+    let test_files = list_tests(&root.join("tests/e2e"), ".test.cjs")?;
     let artifacts = target_dir().join("e2e-artifacts");
     std::fs::create_dir_all(&artifacts).map_err(|error| format!("cannot create {}: {error}", artifacts.display()))?;
 

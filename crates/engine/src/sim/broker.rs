@@ -340,6 +340,38 @@ impl Simulation {
             broker: id,
             status: "killed (its log stays on disk)".to_string(),
         });
+        self.close_client_connections(id);
+    }
+
+    /// Requests parked at a broker that dies (a JoinGroup waiting for the
+    /// rebalance, a long-poll fetch) never get an answer; the clients
+    /// holding them see their connection close instead.
+    fn close_client_connections(&mut self, id: BrokerId) {
+        let latency = self.network.config.latency_ms;
+        let broker = NodeId::Broker(id);
+        let affected: Vec<u32> =
+            self.consumers
+                .iter()
+                .filter(|consumer| consumer.phase != crate::sim::consumer::ConsumerPhase::Stopped)
+                .filter(|consumer| {
+                    consumer.coordinator == Some(id)
+                        || consumer.fetching.iter().any(|(partition, in_flight)| {
+                            *in_flight && consumer.leaders.get(partition) == Some(&Some(id))
+                        })
+                })
+                .map(|consumer| consumer.id)
+                .collect();
+        for consumer in affected {
+            self.push(
+                self.now + latency,
+                crate::sim::Event::Deliver {
+                    from: broker,
+                    to: NodeId::Consumer(consumer),
+                    message: Message::ConnectionClosed,
+                    sent: None,
+                },
+            );
+        }
     }
 
     pub(crate) fn broker_restart(&mut self, id: BrokerId) {

@@ -377,7 +377,30 @@ impl Simulation {
             } => {
                 self.consumer_fetched(id, from, partition, records, high_watermark, error);
             }
+            Message::ConnectionClosed => self.consumer_connection_closed(id, from),
             _ => {}
+        }
+    }
+
+    /// Every request in flight to `from` failed: fetches it held are retried
+    /// after a metadata refresh, and a lost coordinator is looked up again.
+    fn consumer_connection_closed(&mut self, id: u32, from: NodeId) {
+        let NodeId::Broker(broker) = from else {
+            return;
+        };
+        let consumer = &self.consumers[id as usize];
+        let lost_fetches: Vec<TopicPartition> = consumer
+            .fetching
+            .iter()
+            .filter(|(partition, in_flight)| **in_flight && consumer.leaders.get(*partition) == Some(&Some(broker)))
+            .map(|(partition, _)| partition.clone())
+            .collect();
+        let lost_coordinator = consumer.coordinator == Some(broker);
+        for partition in lost_fetches {
+            self.consumer_fetched(id, from, partition, Vec::new(), 0, Some(ErrorCode::NotLeaderOrFollower));
+        }
+        if lost_coordinator && self.consumers[id as usize].phase != ConsumerPhase::Stopped {
+            self.consumer_group_error(id, ErrorCode::NetworkException);
         }
     }
 

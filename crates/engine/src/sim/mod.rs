@@ -23,6 +23,7 @@ pub mod recording;
 pub mod scenario;
 pub mod trace;
 pub mod types;
+pub mod view;
 
 use std::collections::BTreeMap;
 
@@ -532,6 +533,9 @@ impl Simulation {
                             high_watermark: 0,
                             error: Some(types::ErrorCode::NotLeaderOrFollower),
                         }),
+                        // A group request (JoinGroup, Heartbeat, ...) fails
+                        // with the connection; the consumer looks again.
+                        _ if matches!(from, NodeId::Consumer(_)) => Some(Message::ConnectionClosed),
                         _ => None,
                     };
                     if let (Some(failure), NodeId::Producer(_) | NodeId::Consumer(_)) = (failure, from) {

@@ -326,6 +326,12 @@ pub enum Message {
         high_watermark: Offset,
         error: Option<ErrorCode>,
     },
+    /// Not a request: the client's connection to a broker closed because
+    /// the broker process died. Kafka's `NetworkClient` fails every request
+    /// in flight on it with a `DisconnectException`; a consumer whose
+    /// coordinator connection drops marks the coordinator unknown
+    /// (`AbstractCoordinator.markCoordinatorUnknown`) and looks for it again.
+    ConnectionClosed,
 }
 
 /// What a member learns when a generation starts.
@@ -382,6 +388,7 @@ impl Message {
             Message::ListOffsets { .. } => "ListOffsets",
             Message::ListOffsetsResponse { .. } => "ListOffsetsResponse",
             Message::ConsumerFetchResponse { .. } => "FetchResponse",
+            Message::ConnectionClosed => "ConnectionClosed",
         }
     }
 
@@ -593,6 +600,7 @@ impl Message {
                     records.len()
                 ),
             },
+            Message::ConnectionClosed => "connection closed (the broker process is gone)".to_string(),
         }
     }
 }

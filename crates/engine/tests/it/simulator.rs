@@ -333,32 +333,159 @@ mod recording {
     }
 }
 
-#[test]
-fn committed_offsets_survive_a_consumer_restart() {
+/// Three brokers, one `orders` topic with `partitions` partitions, one
+/// producer and one consumer in group `billing` reading from the earliest.
+fn billing_config(partitions: u32) -> ClusterConfig {
     let mut consumer = ConsumerConfig::new("billing", vec!["orders".into()]);
     consumer.auto_offset_reset = OffsetReset::Earliest;
-    let config = ClusterConfig {
-        topics: vec![TopicConfig { name: "orders".into(), partitions: 1, replication_factor: 3, min_insync_replicas: 2 }],
+    ClusterConfig {
+        topics: vec![TopicConfig {
+            name: "orders".into(),
+            partitions,
+            replication_factor: 3,
+            min_insync_replicas: 2,
+        }],
         producers: vec![ProducerConfig::new("orders")],
         consumers: vec![consumer],
         offsets_topic_partitions: 3,
         ..ClusterConfig::default()
-    };
+    }
+}
+
+#[test]
+fn committed_offsets_survive_a_consumer_restart() {
+    let config = billing_config(1);
     let mut simulation = Simulation::new(config, 11).expect("valid");
     let at = |at_ms, input| ScheduledInput { at_ms, input };
-    simulation.schedule(at(100, Input::Produce { producer: 0, key: None, count: 20, bytes: 100 }));
+    simulation.schedule(at(
+        100,
+        Input::Produce {
+            producer: 0,
+            key: None,
+            count: 20,
+            bytes: 100,
+        },
+    ));
     simulation.schedule(at(9_000, Input::StopConsumer { consumer: 0 }));
-    simulation.schedule(at(10_000, Input::Produce { producer: 0, key: None, count: 10, bytes: 100 }));
+    simulation.schedule(at(
+        10_000,
+        Input::Produce {
+            producer: 0,
+            key: None,
+            count: 10,
+            bytes: 100,
+        },
+    ));
     simulation.schedule(at(12_000, Input::StartConsumer { consumer: 0 }));
     simulation.run_until(25_000);
     let consumer = &simulation.consumers()[0];
     // 20 before the restart, then only the 10 new ones: it resumed from its
     // committed offset instead of reading from the start again.
-    assert_eq!(consumer.records_read, 30, "{}", simulation.trace().iter().map(|e| e.line()).collect::<Vec<_>>().join("\n"));
+    assert_eq!(
+        consumer.records_read,
+        30,
+        "{}",
+        simulation
+            .trace()
+            .iter()
+            .map(|e| e.line())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     assert!(simulation
         .trace()
         .iter()
         .any(|event| event.line().contains("OffsetFetchResponse group=billing orders-0=20")));
     assert_eq!(consumer.lag().values().sum::<u64>(), 0);
     assert_eq!(simulation.summary().invariant_violations, 0);
+}
+
+#[test]
+fn the_cluster_view_reports_what_the_happy_path_ends_with() {
+    let outcome = load(&scenarios_dir().join("happy-path.json")).run().expect("runs");
+    let view = outcome.simulation.view();
+    assert_eq!(view.brokers.len(), 3);
+    assert!(view
+        .brokers
+        .iter()
+        .all(|broker| broker.status == "running" && !broker.fenced));
+    assert!(!view.partitions.is_empty());
+    for partition in &view.partitions {
+        let leader = partition.leader.expect("every partition has a leader");
+        assert!(partition.isr.contains(&leader), "{partition:?}");
+        // The leader's replica reports the role the controller gave it.
+        let replica = view
+            .brokers
+            .iter()
+            .find(|broker| broker.id == leader)
+            .and_then(|broker| {
+                broker
+                    .replicas
+                    .iter()
+                    .find(|replica| replica.partition == partition.partition)
+            })
+            .expect("the leader hosts the partition");
+        assert_eq!(replica.role, "leader");
+        assert!(replica.high_watermark <= replica.log_end_offset);
+    }
+    assert_eq!(
+        view.controllers
+            .iter()
+            .filter(|controller| controller.role == "leader")
+            .count(),
+        1
+    );
+    assert_eq!(view.time_ms, outcome.simulation.now());
+    // The view is plain data: it survives a JSON round trip unchanged.
+    let json = serde_json::to_string(&view).expect("serializes");
+    assert!(json.contains("\"partitions\""));
+}
+
+/// The broker leading the group's `__consumer_offsets` partition: its
+/// coordinator.
+fn coordinator_of(simulation: &Simulation, group: &str, offsets_partitions: u32) -> u32 {
+    let partition =
+        kafkascope_engine::groups::coordinator_partition(group, offsets_partitions).expect("partitions > 0");
+    let name = format!("__consumer_offsets-{partition}");
+    simulation
+        .view()
+        .partitions
+        .iter()
+        .find(|view| view.partition == name)
+        .and_then(|view| view.leader)
+        .expect("the offsets partition has a leader")
+}
+
+#[test]
+fn a_consumer_whose_coordinator_dies_finds_the_new_one_and_reads_on() {
+    // Killed while the JoinGroup waits out the initial rebalance delay, and
+    // killed while the group consumes: both times the member's requests die
+    // with the connection, and it must look for the coordinator again.
+    for kill_at in [1_500, 20_000] {
+        let config = billing_config(3);
+        let mut simulation = Simulation::new(config, 7).expect("valid");
+        simulation.schedule(ScheduledInput {
+            at_ms: 100,
+            input: Input::Produce {
+                producer: 0,
+                key: None,
+                count: 30,
+                bytes: 100,
+            },
+        });
+        simulation.run_until(kill_at);
+        let coordinator = coordinator_of(&simulation, "billing", 3);
+        simulation.schedule(ScheduledInput {
+            at_ms: kill_at,
+            input: Input::KillBroker { broker: coordinator },
+        });
+        simulation.run_until(kill_at + 40_000);
+        let view = simulation.view();
+        let member = &view.consumers[0];
+        assert_eq!(member.phase, "consuming", "killed at {kill_at}: {member:?}");
+        assert_eq!(member.partitions.len(), 3, "killed at {kill_at}: {member:?}");
+        assert!(member.records_read >= 30, "killed at {kill_at}: {member:?}");
+        assert_ne!(coordinator_of(&simulation, "billing", 3), coordinator);
+        assert_eq!(simulation.summary().invariant_violations, 0);
+    }
 }

@@ -7,6 +7,7 @@
 //! tie-breaks, so a learner sees the assignment a real group would get.
 
 mod range;
+pub mod rebalance;
 mod report;
 mod round_robin;
 pub mod scale;

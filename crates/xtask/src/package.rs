@@ -1,0 +1,78 @@
+//! `cargo xtask package`: the engine's JavaScript API (`crates/js`) as a
+//! package a page or Node can import, in `target/pkg/`:
+//!
+//! - `target/pkg/web/` — ES module for browsers and workers (`init()` first);
+//! - `target/pkg/node/` — CommonJS for Node, loading the wasm synchronously;
+//! - `target/pkg/package.json` — `exports` pointing `import` and `require`
+//!   at the two, with the TypeScript declarations wasm-bindgen writes.
+
+use std::path::PathBuf;
+
+use crate::process::run;
+use crate::setup::WebToolchain;
+use crate::{repo_root, target_dir, Outcome};
+
+/// Builds `kafkascope-js` for wasm32 in release and runs wasm-bindgen twice.
+/// Returns the package folder.
+pub fn build_package(toolchain: &WebToolchain) -> Outcome<PathBuf> {
+    let root = repo_root();
+    run(toolchain
+        .command("cargo")
+        .args([
+            "build",
+            "--release",
+            "--lib",
+            "--target",
+            "wasm32-unknown-unknown",
+            "--package",
+            "kafkascope-js",
+        ])
+        .current_dir(&root))?;
+    let wasm = target_dir().join("wasm32-unknown-unknown/release/kafkascope_js.wasm");
+    let package = target_dir().join("pkg");
+    for (target, folder) in [("web", "web"), ("nodejs", "node")] {
+        run(toolchain
+            .command("wasm-bindgen")
+            .arg("--target")
+            .arg(target)
+            .arg("--out-dir")
+            .arg(package.join(folder))
+            .arg(&wasm)
+            .current_dir(&root))?;
+    }
+    let version = env!("CARGO_PKG_VERSION");
+    let manifest = format!(
+        r#"{{
+  "name": "kafkascope",
+  "version": "{version}",
+  "description": "Apache Kafka's partitioner, group assignors and a deterministic cluster simulator, compiled to WebAssembly.",
+  "license": "Apache-2.0",
+  "main": "./node/kafkascope_js.js",
+  "module": "./web/kafkascope_js.js",
+  "types": "./web/kafkascope_js.d.ts",
+  "exports": {{
+    ".": {{
+      "types": "./web/kafkascope_js.d.ts",
+      "node": "./node/kafkascope_js.js",
+      "import": "./web/kafkascope_js.js",
+      "require": "./node/kafkascope_js.js"
+    }}
+  }},
+  "files": ["web", "node"]
+}}
+"#
+    );
+    std::fs::write(package.join("package.json"), manifest)
+        .map_err(|error| format!("cannot write {}: {error}", package.join("package.json").display()))?;
+    // wasm-bindgen's nodejs output is CommonJS and its web output is an ES
+    // module; say so, so that Node reads each file the right way.
+    for (folder, kind) in [("node", "commonjs"), ("web", "module")] {
+        std::fs::write(
+            package.join(folder).join("package.json"),
+            format!("{{ \"type\": \"{kind}\" }}\n"),
+        )
+        .map_err(|error| format!("cannot write the {folder} package marker: {error}"))?;
+    }
+    println!("xtask: the JavaScript package is in {}", package.display());
+    Ok(package)
+}

@@ -1,0 +1,156 @@
+// The JavaScript package (`cargo xtask package`) from Node: the same
+// answers as Kafka on the shared vectors, clear errors for bad input, and
+// a deterministic cluster.
+//
+// KAFKASCOPE_PKG names the package folder and KAFKASCOPE_VECTORS the vector
+// folder; `cargo xtask test` sets both.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+const require = createRequire(import.meta.url);
+const packageDir = process.env.KAFKASCOPE_PKG;
+const vectorsDir = process.env.KAFKASCOPE_VECTORS;
+assert.ok(packageDir && vectorsDir, 'run through `cargo xtask test` (KAFKASCOPE_PKG, KAFKASCOPE_VECTORS)');
+
+// Resolving through package.json checks its `exports` too.
+const kafkascope = require(packageDir);
+const vectors = (name) => JSON.parse(readFileSync(path.join(vectorsDir, name), 'utf8'));
+const hex = (text) => Uint8Array.from(text.match(/../g) ?? [], (pair) => parseInt(pair, 16));
+
+test('murmur2 and partitionFor match Kafka on every partitioning vector', () => {
+  const partitioning = vectors('vectors-partitioning.json');
+  let checked = 0;
+  for (const vector of partitioning.kafka_utilstest_murmur2) {
+    assert.equal(kafkascope.murmur2Bytes(hex(vector.input_hex)), vector.murmur2, vector.input_ascii);
+    checked++;
+  }
+  for (const vector of partitioning.string_keys_utf8) {
+    assert.equal(kafkascope.murmur2(vector.key), vector.murmur2, JSON.stringify(vector.key));
+    for (const [partitions, expected] of Object.entries(vector.partition_by_num_partitions)) {
+      assert.equal(kafkascope.partitionFor(vector.key, Number(partitions)), expected, `${vector.key} / ${partitions}`);
+      checked++;
+    }
+  }
+  for (const vector of partitioning.binary_keys) {
+    for (const [partitions, expected] of Object.entries(vector.partition_by_num_partitions)) {
+      assert.equal(kafkascope.partitionForBytes(hex(vector.key_hex), Number(partitions)), expected, vector.description);
+      checked++;
+    }
+  }
+  for (const vector of partitioning.group_coordinator_partition) {
+    for (const [partitions, expected] of Object.entries(vector.offsets_partition_by_n)) {
+      assert.equal(kafkascope.coordinatorPartition(vector.group_id, Number(partitions)), expected, vector.group_id);
+      checked++;
+    }
+  }
+  assert.ok(checked > 200, `only ${checked} vectors checked`);
+});
+
+const STRATEGY = {
+  range: 'range',
+  roundrobin: 'roundrobin',
+  sticky: 'sticky',
+  'cooperative-sticky': 'cooperative-sticky',
+  'server-uniform': 'uniform',
+  'server-range': 'server-range',
+};
+
+const sortedSets = (assignment) =>
+  Object.fromEntries(Object.entries(assignment).map(([member, partitions]) => [member, [...partitions].sort()]));
+
+test('assign matches Kafka on every assignor vector', () => {
+  const { cases } = vectors('vectors-assignors.json');
+  let checked = 0;
+  for (const vectorCase of cases) {
+    const strategy = STRATEGY[vectorCase.assignor];
+    assert.ok(strategy, `no strategy for ${vectorCase.assignor}`);
+    vectorCase.steps.forEach((step, index) => {
+      const input = { ...step.input };
+      if (step.topic_ids) input.topicIds = { ...(input.topicIds ?? {}), ...step.topic_ids };
+      const report = kafkascope.assign(strategy, input);
+      const orderMatters = step.expected_by_test == null || step.compare === 'list';
+      const label = `${vectorCase.id} step ${index}`;
+      if (orderMatters) {
+        assert.deepEqual(report.assignment, step.kafka_output, label);
+      } else {
+        assert.deepEqual(sortedSets(report.assignment), sortedSets(step.kafka_output), label);
+      }
+      checked++;
+    });
+  }
+  assert.ok(checked >= 70, `only ${checked} steps checked`);
+});
+
+test('bad input becomes an Error with a message, never a crash', () => {
+  assert.throws(() => kafkascope.partitionFor('k', 0), /numPartitions|partitions/i);
+  assert.throws(() => kafkascope.partitionFor('k', 2.5), /whole number/);
+  assert.throws(() => kafkascope.assign('fastest', { topics: {}, members: [] }), /unknown strategy/);
+  assert.throws(() => kafkascope.assign('range', { topics: 'nope' }), /bad group/);
+  assert.throws(() => kafkascope.assign('range', null), /bad group/);
+  assert.throws(() => new kafkascope.Cluster({ brokers: 0 }), /brokers/);
+  assert.throws(() => kafkascope.simulateKeyless({ strategy: 'random', partitions: 3, records: 1 }), /unknown strategy/);
+  // The module still answers after every refusal.
+  assert.equal(kafkascope.partitionFor('order-42', 6), kafkascope.partitionFor('order-42', 6));
+});
+
+test('a cooperative rebalance moves a partition in two rounds', () => {
+  const group = {
+    topics: { t: 4 },
+    members: [{ memberId: 'a', topics: ['t'] }],
+  };
+  const rounds = kafkascope.rebalance('cooperative-sticky', group, [{ join: [{ memberId: 'b', topics: ['t'] }] }]);
+  assert.ok(rounds.length >= 3, JSON.stringify(rounds));
+  const last = rounds[rounds.length - 1].report.assignment;
+  assert.equal(last.a.length, 2);
+  assert.equal(last.b.length, 2);
+});
+
+const CONFIG = {
+  brokers: 3,
+  topics: [{ name: 'orders', partitions: 3, replicationFactor: 3, minInsyncReplicas: 2 }],
+  producers: [{ topic: 'orders', acks: 'All' }],
+  offsetsTopicPartitions: 3,
+  consumers: [{ group: 'billing', topics: ['orders'], autoOffsetReset: 'earliest' }],
+};
+
+function scriptedRun(seed) {
+  const cluster = new kafkascope.Cluster(CONFIG, seed);
+  cluster.runFor(200);
+  cluster.produce(0, 'order-42', 10);
+  cluster.runFor(2000);
+  cluster.killBroker(99); // no such broker: ignored
+  const leader = cluster.state().partitions.find((partition) => partition.partition === 'orders-0').leader;
+  cluster.killBroker(leader);
+  cluster.runFor(10000);
+  cluster.produce(0, null, 5);
+  cluster.runFor(5000);
+  return cluster;
+}
+
+test('a scripted cluster run is deterministic and keeps acknowledged records', () => {
+  const first = scriptedRun(7);
+  const second = scriptedRun(7);
+  assert.deepEqual(first.trace(), second.trace());
+  const summary = first.summary();
+  assert.equal(summary.invariant_violations, 0);
+  assert.equal(summary.lost, 0);
+  assert.equal(summary.acknowledged, 15);
+  assert.ok(summary.leader_elections >= 1);
+  const state = first.state();
+  assert.equal(state.brokers.filter((broker) => broker.status === 'dead').length, 1);
+  assert.equal(state.consumers[0].phase, 'consuming');
+  const lastId = first.trace().at(-1).id;
+  assert.equal(first.trace(lastId).length, 1, 'trace(from) returns events from that id on');
+});
+
+test('the ES module build (for pages and workers) gives the same answers', async () => {
+  const web = await import(path.join(packageDir, 'web/kafkascope_js.js'));
+  const bytes = readFileSync(path.join(packageDir, 'web/kafkascope_js_bg.wasm'));
+  await web.default({ module_or_path: bytes });
+  assert.equal(web.partitionFor('order-42', 6), kafkascope.partitionFor('order-42', 6));
+  assert.equal(web.murmur2('kafkascope'), kafkascope.murmur2('kafkascope'));
+});
