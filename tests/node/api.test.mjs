@@ -154,3 +154,27 @@ test('the ES module build (for pages and workers) gives the same answers', async
   assert.equal(web.partitionFor('order-42', 6), kafkascope.partitionFor('order-42', 6));
   assert.equal(web.murmur2('kafkascope'), kafkascope.murmur2('kafkascope'));
 });
+
+test('every sandbox example prints what it promises', () => {
+  const examplesDir = path.join(path.dirname(new URL(import.meta.url).pathname), '../../web/sandbox-examples');
+  const { examples } = JSON.parse(readFileSync(path.join(examplesDir, 'expected.json'), 'utf8'));
+  for (const [id, expected] of Object.entries(examples)) {
+    const lines = [];
+    let diagrams = 0;
+    const text = (value) => (typeof value === 'string' ? value : JSON.stringify(value, null, 2));
+    const console = { log: (...values) => lines.push(values.map(text).join(' ')) };
+    const show = () => { diagrams++; };
+    const partitionMap = (keys, numPartitions) => ({
+      kind: 'partition-map',
+      numPartitions,
+      placements: keys.map((key) => ({ key, partition: kafkascope.partitionFor(key, numPartitions) })),
+    });
+    const names = ['murmur2', 'murmur2Bytes', 'partitionFor', 'partitionForBytes', 'coordinatorPartition', 'assignStats',
+      'assign', 'rebalance', 'simulateKeyless', 'Cluster'];
+    const run = new Function('console', 'show', 'partitionMap', ...names, readFileSync(path.join(examplesDir, `${id}.js`), 'utf8'));
+    run(console, show, partitionMap, ...names.map((name) => kafkascope[name]));
+    const output = lines.join('\n');
+    for (const fragment of expected.output) assert.ok(output.includes(fragment), `${id}: missing ${JSON.stringify(fragment)} in\n${output}`);
+    assert.equal(diagrams, expected.diagrams, id);
+  }
+});

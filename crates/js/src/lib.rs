@@ -38,6 +38,9 @@ export interface AssignmentReport {
   reasons: Record<string, string>;
 }
 
+/** The shape of an assignment without the assignment itself. */
+export interface AssignmentStats { members: number; partitions: number; minPerMember: number; maxPerMember: number; idleMembers: number }
+
 /** Assignor names. */
 export type Strategy = "range" | "roundrobin" | "sticky" | "cooperative-sticky" | "uniform" | "server-range";
 
@@ -147,6 +150,42 @@ pub fn assign(
     let group: GroupInput = from_js(input, "group")?;
     let report = assign_explained(strategy, &group).map_err(js_error)?;
     to_js(&report)
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AssignmentStats {
+    members: usize,
+    partitions: usize,
+    min_per_member: usize,
+    max_per_member: usize,
+    idle_members: usize,
+}
+
+/// The assignment's shape without the assignment: member and partition
+/// counts, the fewest and most partitions a member got, idle members.
+/// For groups too large to send back whole (Kafka's million-partition scale
+/// case).
+#[wasm_bindgen(js_name = assignStats, unchecked_return_type = "AssignmentStats")]
+pub fn assign_stats(
+    #[wasm_bindgen(unchecked_param_type = "Strategy")] strategy_name: &str,
+    #[wasm_bindgen(unchecked_param_type = "GroupInput")] input: JsValue,
+) -> Result<JsValue, JsError> {
+    let strategy = strategy(strategy_name)?;
+    let group: GroupInput = from_js(input, "group")?;
+    let assignment = kafkascope_engine::groups::assignors::assign(strategy, &group).map_err(js_error)?;
+    let sizes: Vec<usize> = group
+        .members
+        .iter()
+        .map(|member| assignment.get(&member.member_id).map_or(0, Vec::len))
+        .collect();
+    to_js(&AssignmentStats {
+        members: sizes.len(),
+        partitions: sizes.iter().sum(),
+        min_per_member: sizes.iter().copied().min().unwrap_or(0),
+        max_per_member: sizes.iter().copied().max().unwrap_or(0),
+        idle_members: sizes.iter().filter(|&&size| size == 0).count(),
+    })
 }
 
 /// Runs the initial assignment and then one rebalance per membership

@@ -19,6 +19,7 @@ pub fn app() -> Html {
             </header>
             <main class="app-main">
                 <KeyPartitioner />
+                <crate::sandbox::Sandbox />
             </main>
             <footer class="app-footer">
                 { "Every answer on this page is computed by the same Rust engine as the kafkascope CLI, following Kafka's own rules." }

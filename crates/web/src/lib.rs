@@ -6,4 +6,6 @@
 //! shows can be tested natively, without a browser.
 
 pub mod app;
+pub mod sandbox;
+pub mod sandbox_model;
 pub mod view_model;

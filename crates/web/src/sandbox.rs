@@ -1,0 +1,267 @@
+//! The "run this" panel: an editor, the preloaded examples, a Run button,
+//! a console and the diagrams `show(value)` asks for.
+//!
+//! Snippets never run here: `js/sandbox.js` starts a fresh module Web Worker
+//! per run, with the engine's JavaScript API in scope and the network and
+//! storage taken away, and stops it at the time limit. This component only
+//! hands it the code and draws the [`RunResult`] it returns.
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
+use yew::prelude::*;
+
+use crate::sandbox_model::{diagram, parse_timeout, Diagram, RunResult, Shown, DEFAULT_TIMEOUT_MS, EXAMPLES};
+
+#[wasm_bindgen(module = "/js/sandbox.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = runSnippet)]
+    fn run_snippet(code: &str, timeout_ms: f64, on_done: &js_sys::Function);
+}
+
+/// What the panel shows under the editor.
+#[derive(Debug, Clone, PartialEq)]
+enum Outcome {
+    Idle,
+    Running,
+    Done(RunResult),
+    /// The result could not be read (a bug, reported rather than hidden).
+    Broken(String),
+}
+
+/// The sandbox panel.
+#[function_component(Sandbox)]
+pub fn sandbox() -> Html {
+    let example = use_state(|| EXAMPLES[0].id.to_string());
+    let code = use_state(|| EXAMPLES[0].code.to_string());
+    let timeout_text = use_state(|| DEFAULT_TIMEOUT_MS.to_string());
+    let outcome = use_state(|| Outcome::Idle);
+    let finished_runs = use_mut_ref(|| 0_u32);
+    let editor = use_node_ref();
+
+    let run = {
+        let code = code.clone();
+        let timeout_text = timeout_text.clone();
+        let outcome = outcome.clone();
+        let finished_runs = finished_runs.clone();
+        Callback::from(move |()| {
+            if *outcome == Outcome::Running {
+                return;
+            }
+            let Ok(timeout) = parse_timeout(&timeout_text) else {
+                return;
+            };
+            outcome.set(Outcome::Running);
+            let outcome = outcome.clone();
+            let finished_runs = finished_runs.clone();
+            let on_done = Closure::once_into_js(move |value: JsValue| {
+                *finished_runs.borrow_mut() += 1;
+                match serde_wasm_bindgen::from_value::<RunResult>(value) {
+                    Ok(result) => outcome.set(Outcome::Done(result)),
+                    Err(error) => outcome.set(Outcome::Broken(error.to_string())),
+                }
+            });
+            run_snippet(&code, f64::from(timeout), on_done.unchecked_ref());
+        })
+    };
+
+    let on_example = {
+        let example = example.clone();
+        let code = code.clone();
+        let outcome = outcome.clone();
+        Callback::from(move |event: Event| {
+            let id = event.target_unchecked_into::<HtmlSelectElement>().value();
+            if let Some(chosen) = EXAMPLES.iter().find(|candidate| candidate.id == id) {
+                example.set(id);
+                code.set(chosen.code.to_string());
+                outcome.set(Outcome::Idle);
+            }
+        })
+    };
+    let on_input = {
+        let code = code.clone();
+        Callback::from(move |event: InputEvent| {
+            code.set(event.target_unchecked_into::<HtmlTextAreaElement>().value());
+        })
+    };
+    let on_keydown = {
+        let code = code.clone();
+        let run = run.clone();
+        let editor = editor.clone();
+        Callback::from(move |event: KeyboardEvent| {
+            if event.key() == "Enter" && (event.ctrl_key() || event.meta_key()) {
+                event.prevent_default();
+                run.emit(());
+            } else if event.key() == "Tab" && !event.shift_key() && !event.ctrl_key() && !event.alt_key() {
+                // Tab indents (two spaces) instead of leaving the editor;
+                // Shift+Tab and Escape-then-Tab still move focus.
+                event.prevent_default();
+                if let Some(area) = editor.cast::<HtmlTextAreaElement>() {
+                    let value = area.value();
+                    let start = area.selection_start().ok().flatten().unwrap_or(0) as usize;
+                    let end = area.selection_end().ok().flatten().unwrap_or(0) as usize;
+                    let (start, end) = (utf16_to_byte(&value, start), utf16_to_byte(&value, end));
+                    let updated = format!("{}  {}", &value[..start], &value[end..]);
+                    area.set_value(&updated);
+                    let caret = (value[..start].encode_utf16().count() + 2) as u32;
+                    let _ = area.set_selection_range(caret, caret);
+                    code.set(updated);
+                }
+            }
+        })
+    };
+    let on_timeout = {
+        let timeout_text = timeout_text.clone();
+        Callback::from(move |event: InputEvent| {
+            timeout_text.set(event.target_unchecked_into::<HtmlInputElement>().value());
+        })
+    };
+    let on_run = {
+        let run = run.clone();
+        Callback::from(move |_: MouseEvent| run.emit(()))
+    };
+
+    let line_count = code.lines().count().max(1) + usize::from(code.ends_with('\n'));
+    let timeout_error = parse_timeout(&timeout_text).err();
+    let running = *outcome == Outcome::Running;
+
+    html! {
+        // `data-finished-runs` counts finished runs, so tests can wait for the next one.
+        <section class="card sandbox" aria-labelledby="sandbox-title" data-testid="sandbox"
+            data-finished-runs={finished_runs.borrow().to_string()}>
+            <h2 id="sandbox-title">{ "Run this" }</h2>
+            <p class="hint">
+                { "JavaScript with the engine's API in scope: " }
+                <code>{ "partitionFor, murmur2, simulateKeyless, assign, assignStats, rebalance, Cluster, show, partitionMap" }</code>
+                { ". It runs in a Web Worker with no network or storage. Ctrl+Enter runs; Tab indents." }
+            </p>
+            <div class="form-row">
+                <label for="sandbox-example">{ "Example" }</label>
+                <select id="sandbox-example" data-testid="sandbox-example" onchange={on_example}>
+                    { for EXAMPLES.iter().map(|candidate| html! {
+                        <option value={candidate.id} selected={*example == candidate.id}>{ candidate.title() }</option>
+                    }) }
+                </select>
+                <label for="sandbox-timeout">{ "Time limit (ms)" }</label>
+                <input id="sandbox-timeout" data-testid="sandbox-timeout" type="number" min="100" max="60000"
+                    step="100" value={(*timeout_text).clone()} oninput={on_timeout} />
+                <button type="button" class="run" data-testid="sandbox-run" onclick={on_run}
+                    disabled={running || timeout_error.is_some()}>
+                    { if running { "Running…" } else { "Run ▶" } }
+                </button>
+            </div>
+            { for timeout_error.map(|message| html! { <p class="error" role="alert">{ message }</p> }) }
+            <div class="editor">
+                <pre class="gutter" aria-hidden="true">
+                    { (1..=line_count).map(|line| format!("{line}\n")).collect::<String>() }
+                </pre>
+                <textarea ref={editor} data-testid="sandbox-editor" aria-label="snippet"
+                    spellcheck="false" wrap="off" rows={line_count.max(8).to_string()}
+                    value={(*code).clone()} oninput={on_input} onkeydown={on_keydown} />
+            </div>
+            { outcome_view(&outcome) }
+        </section>
+    }
+}
+
+/// A UTF-16 offset (what the DOM reports) as a byte offset into `text`.
+fn utf16_to_byte(text: &str, utf16: usize) -> usize {
+    let mut units = 0;
+    for (byte, character) in text.char_indices() {
+        if units >= utf16 {
+            return byte;
+        }
+        units += character.len_utf16();
+    }
+    text.len()
+}
+
+fn outcome_view(outcome: &Outcome) -> Html {
+    match outcome {
+        Outcome::Idle => html! {
+            <div class="console" data-testid="sandbox-console" aria-live="polite">
+                <p class="muted">{ "Press Run to see the output here." }</p>
+            </div>
+        },
+        Outcome::Running => html! {
+            <div class="console" data-testid="sandbox-console" aria-live="polite" aria-busy="true">
+                <p class="muted">{ "Running in a worker…" }</p>
+            </div>
+        },
+        Outcome::Broken(message) => html! {
+            <p class="error" role="alert" data-testid="sandbox-error">{ format!("The sandbox sent an unreadable result: {message}") }</p>
+        },
+        Outcome::Done(result) => html! {
+            <>
+                <div class="console" data-testid="sandbox-console" aria-live="polite">
+                    { for result.logs.iter().map(|line| html! {
+                        <pre class={classes!("log", line.kind.clone())}>{ &line.text }</pre>
+                    }) }
+                    { for result.capped.then(|| html! {
+                        <p class="muted">{ "(more output than the console keeps; the rest was dropped)" }</p>
+                    }) }
+                    { for result.error.as_ref().map(|error| html! {
+                        <pre class="log error" role="alert" data-testid="sandbox-error">{ error.describe() }</pre>
+                    }) }
+                </div>
+                <p class="muted status" data-testid="sandbox-status">
+                    { if result.timed_out { "stopped".to_string() } else { format!("finished in {} ms", result.ms) } }
+                </p>
+                { for result.shows.iter().map(shown_view) }
+            </>
+        },
+    }
+}
+
+fn shown_view(shown: &Shown) -> Html {
+    let title = shown.title.clone().map(|title| html! { <h3>{ title }</h3> });
+    let body = match diagram(&shown.value) {
+        Diagram::Assignment(rows) => html! {
+            <table class="assignment">
+                <thead><tr><th>{ "member" }</th><th>{ "partitions" }</th></tr></thead>
+                <tbody>
+                    { for rows.into_iter().map(|(member, partitions)| html! {
+                        <tr>
+                            <th scope="row">{ member }</th>
+                            <td>
+                                { if partitions.is_empty() { html! { <span class="muted">{ "idle" }</span> } } else { html! {} } }
+                                { for partitions.into_iter().map(|partition| html! { <span class="chip">{ partition }</span> }) }
+                            </td>
+                        </tr>
+                    }) }
+                </tbody>
+            </table>
+        },
+        Diagram::PartitionMap(rows) => html! {
+            <ul class="partition-map">
+                { for rows.into_iter().map(|(partition, keys)| html! {
+                    <li>
+                        <span class="partition-number">{ format!("P{partition}") }</span>
+                        { for keys.into_iter().map(|key| html! { <span class="chip">{ key }</span> }) }
+                    </li>
+                }) }
+            </ul>
+        },
+        Diagram::Counts(counts) => {
+            let max = counts.iter().map(|(_, count)| *count).max().unwrap_or(0).max(1);
+            html! {
+                <ul class="bars">
+                    { for counts.into_iter().map(|(partition, count)| html! {
+                        <li>
+                            <span class="partition-number">{ format!("P{partition}") }</span>
+                            <span class="bar" style={format!("width: {}%", count * 100 / max)}></span>
+                            <span class="count">{ count }</span>
+                        </li>
+                    }) }
+                </ul>
+            }
+        }
+        Diagram::Json(text) => html! { <pre class="json">{ text }</pre> },
+    };
+    html! {
+        <figure class="diagram" data-testid="sandbox-diagram">
+            { for title }
+            { body }
+        </figure>
+    }
+}

@@ -1,0 +1,132 @@
+// A learner runs snippets in the "Run this" panel: every example prints what
+// it promises and draws its diagram; a runaway loop is stopped while the
+// page stays usable; snippets cannot reach the network or the page; a
+// syntax error says where it is.
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { launch, openApp, screenshotPath } = require('./browser.cjs');
+
+const EXPECTED = JSON.parse(
+  fs.readFileSync(path.join(__dirname, '../../web/sandbox-examples/expected.json'), 'utf8'),
+).examples;
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+/** How many runs have finished on this page. */
+async function finishedRuns(page) {
+  return Number(await page.getByTestId('sandbox').getAttribute('data-finished-runs'));
+}
+
+/** Waits for the run after `before` finished runs to finish. */
+async function waitForRun(page, before) {
+  await page.locator(`[data-testid="sandbox"][data-finished-runs="${before + 1}"]`).waitFor({ timeout: 30000 });
+}
+
+/** Runs what is in the editor and returns the console text. */
+async function run(page) {
+  const before = await finishedRuns(page);
+  await page.getByTestId('sandbox-run').click();
+  await waitForRun(page, before);
+  return page.getByTestId('sandbox-console').innerText();
+}
+
+async function runCode(page, code) {
+  await page.getByTestId('sandbox-editor').fill(code);
+  return run(page);
+}
+
+test('every example runs in the page and prints what it promises', async () => {
+  const { page, problems } = await openApp(browser);
+  const ids = await page.getByTestId('sandbox-example').locator('option').evaluateAll((options) => options.map((o) => o.value));
+  assert.deepEqual(ids, Object.keys(EXPECTED));
+  for (const id of ids) {
+    await page.getByTestId('sandbox-example').selectOption(id);
+    const output = await run(page);
+    for (const fragment of EXPECTED[id].output) {
+      assert.ok(output.includes(fragment), `${id}: missing ${JSON.stringify(fragment)} in\n${output}`);
+    }
+    assert.equal(await page.getByTestId('sandbox-error').count(), 0, `${id} failed:\n${output}`);
+    assert.equal(await page.getByTestId('sandbox-diagram').count(), EXPECTED[id].diagrams, id);
+    if (id === '4-third-member-idles') {
+      await page.getByTestId('sandbox-diagram').screenshot({ path: screenshotPath('sandbox-assignment-diagram') });
+      assert.match(await page.getByTestId('sandbox-diagram').innerText(), /consumer-c\s+idle/);
+    }
+  }
+  await page.screenshot({ path: screenshotPath('sandbox'), fullPage: true });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('an endless loop is stopped at the time limit, the page stays responsive, and the next run works', async () => {
+  const { page, problems } = await openApp(browser);
+  await page.getByTestId('sandbox-timeout').fill('1000');
+  await page.getByTestId('sandbox-editor').fill('while (true) {}');
+  const before = await finishedRuns(page);
+  await page.getByTestId('sandbox-run').click();
+  // While the worker spins, the page still answers.
+  await page.getByTestId('key-input').fill('foobar');
+  await page.getByTestId('partitions-input').fill('12');
+  assert.equal(await page.getByTestId('partition').textContent(), '6');
+  await waitForRun(page, before);
+  assert.match(await page.getByTestId('sandbox-error').innerText(), /stopped after 1000 ms/);
+  const output = await runCode(page, "console.log('after', partitionFor('foobar', 12))");
+  assert.match(output, /after 6/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('snippets cannot reach the network, storage or the page', async () => {
+  const { page, problems } = await openApp(browser);
+  const requests = [];
+  page.on('request', (request) => requests.push(request.url()));
+  const refused = {
+    'fetch("https://example.org/")': /fetch is not available in the sandbox/,
+    'new XMLHttpRequest()': /XMLHttpRequest is not available/,
+    'new WebSocket("ws://127.0.0.1:1")': /WebSocket is not available/,
+    'importScripts("https://example.org/x.js")': /importScripts is not available/,
+    'indexedDB.open("x")': /indexedDB is not available/,
+    'document.body.innerHTML = "gone"': /document is not defined/,
+    'localStorage.setItem("a", "b")': /localStorage is not defined/,
+    'await import("https://example.org/x.js")': /import is not available/,
+  };
+  for (const [code, message] of Object.entries(refused)) {
+    await runCode(page, code);
+    assert.match(await page.getByTestId('sandbox-error').innerText(), message, code);
+  }
+  assert.deepEqual(requests.filter((url) => url.includes('example.org')), []);
+  // The page is untouched.
+  await page.getByTestId('partition').waitFor();
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('a syntax error shows its line and column', async () => {
+  const { page, problems } = await openApp(browser);
+  await runCode(page, "console.log('fine');\nlet x = ;\n");
+  assert.match(await page.getByTestId('sandbox-error').innerText(), /SyntaxError: .*\(line 2, column 9\)/);
+  await runCode(page, "const a = 1;\nnull.property;");
+  assert.match(await page.getByTestId('sandbox-error').innerText(), /TypeError: .*\(line 2, column 6\)/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the editor indents with Tab and runs with Ctrl+Enter', async () => {
+  const { page } = await openApp(browser);
+  const editor = page.getByTestId('sandbox-editor');
+  await editor.fill('');
+  await editor.focus();
+  await page.keyboard.press('Tab');
+  await page.keyboard.type("console.log('tabbed')");
+  assert.equal(await editor.inputValue(), "  console.log('tabbed')");
+  const before = await finishedRuns(page);
+  await page.keyboard.press('Control+Enter');
+  await waitForRun(page, before);
+  assert.match(await page.getByTestId('sandbox-console').innerText(), /tabbed/);
+  await page.close();
+});
