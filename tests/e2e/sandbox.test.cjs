@@ -130,3 +130,20 @@ test('the editor indents with Tab and runs with Ctrl+Enter', async () => {
   assert.match(await page.getByTestId('sandbox-console').innerText(), /tabbed/);
   await page.close();
 });
+
+test('every API reference example loads with "Try it" and runs in the page', async () => {
+  const { page, problems } = await openApp(browser);
+  const { entries } = JSON.parse(fs.readFileSync(path.join(__dirname, '../../web/api-reference.json'), 'utf8'));
+  await page.getByTestId('api-reference').locator('summary').click();
+  for (const entry of entries) {
+    await page.getByTestId(`try-${entry.name}`).click();
+    assert.equal(await page.getByTestId('sandbox-editor').inputValue(), entry.example, entry.name);
+    const output = await run(page);
+    for (const fragment of entry.expect) {
+      assert.ok(output.includes(fragment), `${entry.name}: missing ${JSON.stringify(fragment)} in\n${output}`);
+    }
+  }
+  await page.getByTestId('api-reference').screenshot({ path: screenshotPath('api-reference') });
+  assert.deepEqual(problems, []);
+  await page.close();
+});

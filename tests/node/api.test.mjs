@@ -155,26 +155,58 @@ test('the ES module build (for pages and workers) gives the same answers', async
   assert.equal(web.murmur2('kafkascope'), kafkascope.murmur2('kafkascope'));
 });
 
+const API_NAMES = ['murmur2', 'murmur2Bytes', 'partitionFor', 'partitionForBytes', 'coordinatorPartition', 'assign',
+  'assignStats', 'rebalance', 'simulateKeyless', 'Cluster'];
+
+/** Runs a sandbox snippet with the same names in scope as the sandbox's worker. */
+function runLikeTheSandbox(code) {
+  const lines = [];
+  let diagrams = 0;
+  const text = (value) => (typeof value === 'string' ? value : JSON.stringify(value, null, 2));
+  const console = { log: (...values) => lines.push(values.map(text).join(' ')) };
+  const show = () => { diagrams++; };
+  const partitionMap = (keys, numPartitions) => ({
+    kind: 'partition-map',
+    numPartitions,
+    placements: keys.map((key) => ({ key, partition: kafkascope.partitionFor(key, numPartitions) })),
+  });
+  const run = new Function('console', 'show', 'partitionMap', ...API_NAMES, code);
+  run(console, show, partitionMap, ...API_NAMES.map((name) => kafkascope[name]));
+  return { output: lines.join('\n'), diagrams };
+}
+
+const webDir = path.join(path.dirname(new URL(import.meta.url).pathname), '../../web');
+
 test('every sandbox example prints what it promises', () => {
-  const examplesDir = path.join(path.dirname(new URL(import.meta.url).pathname), '../../web/sandbox-examples');
+  const examplesDir = path.join(webDir, 'sandbox-examples');
   const { examples } = JSON.parse(readFileSync(path.join(examplesDir, 'expected.json'), 'utf8'));
   for (const [id, expected] of Object.entries(examples)) {
-    const lines = [];
-    let diagrams = 0;
-    const text = (value) => (typeof value === 'string' ? value : JSON.stringify(value, null, 2));
-    const console = { log: (...values) => lines.push(values.map(text).join(' ')) };
-    const show = () => { diagrams++; };
-    const partitionMap = (keys, numPartitions) => ({
-      kind: 'partition-map',
-      numPartitions,
-      placements: keys.map((key) => ({ key, partition: kafkascope.partitionFor(key, numPartitions) })),
-    });
-    const names = ['murmur2', 'murmur2Bytes', 'partitionFor', 'partitionForBytes', 'coordinatorPartition', 'assignStats',
-      'assign', 'rebalance', 'simulateKeyless', 'Cluster'];
-    const run = new Function('console', 'show', 'partitionMap', ...names, readFileSync(path.join(examplesDir, `${id}.js`), 'utf8'));
-    run(console, show, partitionMap, ...names.map((name) => kafkascope[name]));
-    const output = lines.join('\n');
+    const { output, diagrams } = runLikeTheSandbox(readFileSync(path.join(examplesDir, `${id}.js`), 'utf8'));
     for (const fragment of expected.output) assert.ok(output.includes(fragment), `${id}: missing ${JSON.stringify(fragment)} in\n${output}`);
     assert.equal(diagrams, expected.diagrams, id);
+  }
+});
+
+test('the API reference names exactly what the TypeScript definitions export', () => {
+  const { entries } = JSON.parse(readFileSync(path.join(webDir, 'api-reference.json'), 'utf8'));
+  const declarations = readFileSync(path.join(packageDir, 'node/kafkascope_js.d.ts'), 'utf8');
+  const exported = new Set([...declarations.matchAll(/^export (?:function|class) (\w+)/gm)].map((match) => match[1]));
+  const classBody = declarations.slice(declarations.indexOf('export class Cluster'));
+  const members = classBody.slice(0, classBody.indexOf('\n}'));
+  for (const match of members.matchAll(/^ {4}(?:readonly )?(\w+)[(:]/gm)) {
+    if (!['free', 'constructor'].includes(match[1])) exported.add(`Cluster.${match[1]}`);
+  }
+  const documented = new Set(entries.filter((entry) => !entry.helper).map((entry) => entry.name));
+  assert.deepEqual([...documented].sort(), [...exported].sort());
+  assert.deepEqual(API_NAMES.slice().sort(), [...exported].filter((name) => !name.includes('.')).sort());
+});
+
+test('every example in the API reference prints what it promises', () => {
+  const { entries } = JSON.parse(readFileSync(path.join(webDir, 'api-reference.json'), 'utf8'));
+  for (const entry of entries) {
+    const { output } = runLikeTheSandbox(entry.example);
+    for (const fragment of entry.expect) {
+      assert.ok(output.includes(fragment), `${entry.name}: missing ${JSON.stringify(fragment)} in\n${output}`);
+    }
   }
 });

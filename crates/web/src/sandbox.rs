@@ -11,7 +11,9 @@ use wasm_bindgen::JsCast;
 use web_sys::{HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 use yew::prelude::*;
 
-use crate::sandbox_model::{diagram, parse_timeout, Diagram, RunResult, Shown, DEFAULT_TIMEOUT_MS, EXAMPLES};
+use crate::sandbox_model::{
+    api_reference, diagram, parse_timeout, Diagram, RunResult, Shown, DEFAULT_TIMEOUT_MS, EXAMPLES,
+};
 
 #[wasm_bindgen(module = "/js/sandbox.js")]
 extern "C" {
@@ -120,6 +122,19 @@ pub fn sandbox() -> Html {
         let run = run.clone();
         Callback::from(move |_: MouseEvent| run.emit(()))
     };
+    let on_try = {
+        let code = code.clone();
+        let outcome = outcome.clone();
+        let editor = editor.clone();
+        Callback::from(move |example: String| {
+            code.set(example);
+            outcome.set(Outcome::Idle);
+            if let Some(area) = editor.cast::<HtmlTextAreaElement>() {
+                let _ = area.focus();
+                area.scroll_into_view();
+            }
+        })
+    };
 
     let line_count = code.lines().count().max(1) + usize::from(code.ends_with('\n'));
     let timeout_error = parse_timeout(&timeout_text).err();
@@ -160,7 +175,38 @@ pub fn sandbox() -> Html {
                     value={(*code).clone()} oninput={on_input} onkeydown={on_keydown} />
             </div>
             { outcome_view(&outcome) }
+            { reference_view(&on_try) }
         </section>
+    }
+}
+
+/// The API reference: every function with its signature, what it does and
+/// an example the learner can load into the editor.
+fn reference_view(on_try: &Callback<String>) -> Html {
+    html! {
+        <details class="reference" data-testid="api-reference">
+            <summary>{ "API reference" }</summary>
+            <dl>
+                { for api_reference().into_iter().map(|entry| {
+                    let on_click = {
+                        let on_try = on_try.clone();
+                        let example = entry.example.clone();
+                        Callback::from(move |_: MouseEvent| on_try.emit(example.clone()))
+                    };
+                    html! {
+                        <>
+                            <dt id={format!("api-{}", entry.name.replace('.', "-"))}><code>{ &entry.signature }</code></dt>
+                            <dd>
+                                <p>{ &entry.doc }</p>
+                                <pre class="json">{ &entry.example }</pre>
+                                <button type="button" class="try" data-testid={format!("try-{}", entry.name)}
+                                    onclick={on_click}>{ "Try it" }</button>
+                            </dd>
+                        </>
+                    }
+                }) }
+            </dl>
+        </details>
     }
 }
 

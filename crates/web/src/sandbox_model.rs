@@ -45,6 +45,32 @@ pub const EXAMPLES: &[Example] = examples![
     "8-scale-case",
 ];
 
+/// One entry of the API reference shown under the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ReferenceEntry {
+    pub name: String,
+    pub signature: String,
+    pub doc: String,
+    /// A snippet the "Try it" button loads; the Node tests run it.
+    pub example: String,
+    /// `show` and `partitionMap` exist only in the sandbox.
+    #[serde(default)]
+    pub helper: bool,
+}
+
+#[derive(Deserialize)]
+struct Reference {
+    entries: Vec<ReferenceEntry>,
+}
+
+/// The API reference (`web/api-reference.json`, checked against the
+/// TypeScript definitions by the Node tests).
+pub fn api_reference() -> Vec<ReferenceEntry> {
+    serde_json::from_str::<Reference>(include_str!("../../../web/api-reference.json"))
+        .map(|reference| reference.entries)
+        .unwrap_or_default()
+}
+
 /// The time limit when the learner has not chosen one.
 pub const DEFAULT_TIMEOUT_MS: u32 = 2_000;
 
@@ -223,6 +249,14 @@ mod tests {
         for id in listed {
             assert!(expected["examples"][id]["output"].is_array(), "no expectation for {id}");
         }
+    }
+
+    #[test]
+    fn the_api_reference_parses() {
+        let reference = api_reference();
+        assert!(reference.len() >= 20);
+        assert!(reference.iter().any(|entry| entry.name == "partitionFor"));
+        assert!(reference.iter().all(|entry| !entry.example.is_empty()));
     }
 
     #[test]
