@@ -147,3 +147,13 @@ test('every API reference example loads with "Try it" and runs in the page', asy
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('console output is capped', async () => {
+  const { page, problems } = await openApp(browser);
+  await runCode(page, 'for (let i = 0; i < 5000; i++) console.log(i);');
+  assert.equal(await page.getByTestId('sandbox-capped').count(), 1);
+  const lines = await page.getByTestId('sandbox-console').locator('pre.log').count();
+  assert.ok(lines <= 500, `${lines} lines kept`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});

@@ -210,3 +210,42 @@ test('every example in the API reference prints what it promises', () => {
     }
   }
 });
+
+test('odd arguments never trap the wasm module: every refusal is an Error with a message', () => {
+  const odd = [undefined, null, NaN, -1, 2.5, 1e300, '', 'x'.repeat(10000), {}, [], { topics: 5 }, [1, 'a'], true];
+  const calls = [
+    (value) => kafkascope.partitionFor('k', value),
+    (value) => kafkascope.partitionFor(value, 3),
+    (value) => kafkascope.partitionForBytes(value, 3),
+    (value) => kafkascope.coordinatorPartition('g', value),
+    (value) => kafkascope.assign('range', value),
+    (value) => kafkascope.assign(value, { topics: {}, members: [] }),
+    (value) => kafkascope.assignStats('sticky', value),
+    (value) => kafkascope.rebalance('range', { topics: { t: 1 }, members: [] }, value),
+    (value) => kafkascope.simulateKeyless(value),
+    (value) => kafkascope.simulateKeyless({ strategy: 'uniform-sticky', partitions: value, records: 3 }),
+    (value) => new kafkascope.Cluster(value),
+    (value) => new kafkascope.Cluster({ brokers: 1, topics: [], producers: [] }, value),
+    (value) => new kafkascope.Cluster({ brokers: 1, topics: [], producers: [] }).input(value),
+    (value) => new kafkascope.Cluster({ brokers: 1, topics: [], producers: [] }).runFor(value),
+    (value) => new kafkascope.Cluster({ brokers: 1, topics: [], producers: [] }).addConsumer(value),
+    (value) => new kafkascope.Cluster({ brokers: 1, topics: [{ name: 't' }], producers: [] })
+      .addConsumer({ group: 'g', topics: ['t'], heartbeatIntervalMs: value }),
+    (value) => new kafkascope.Cluster({ brokers: 1, topics: [], producers: [] }).trace(value),
+  ];
+  let refused = 0;
+  for (const call of calls) {
+    for (const value of odd) {
+      try {
+        call(value);
+      } catch (error) {
+        assert.ok(!(error instanceof WebAssembly.RuntimeError), `the module trapped: ${error.stack}`);
+        assert.ok(error instanceof Error && error.message.length > 0, String(error));
+        refused++;
+      }
+    }
+  }
+  assert.ok(refused > 50, `only ${refused} refusals`);
+  // Still alive.
+  assert.equal(kafkascope.partitionFor('foobar', 12), 6);
+});

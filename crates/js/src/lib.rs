@@ -12,7 +12,7 @@ use kafkascope_engine::groups::assignors::{assign_explained, GroupInput, Strateg
 use kafkascope_engine::groups::coordinator_partition;
 use kafkascope_engine::partitioning::null_key::{simulate_keyless, NullKeyConfig, NullKeyStrategy};
 use kafkascope_engine::partitioning::{self, partition_for_key};
-use kafkascope_engine::sim::config::{ClusterConfig, Input, ScheduledInput};
+use kafkascope_engine::sim::config::{ClusterConfig, ConsumerConfig, Input, ScheduledInput};
 use kafkascope_engine::sim::Simulation;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -86,14 +86,16 @@ fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsError> {
 /// Kafka's murmur2 of a string key's UTF-8 bytes, as a signed 32-bit
 /// integer (`Utils#murmur2`).
 #[wasm_bindgen]
-pub fn murmur2(key: &str) -> i32 {
-    partitioning::murmur2(key.as_bytes())
+pub fn murmur2(#[wasm_bindgen(unchecked_param_type = "string")] key: JsValue) -> Result<i32, JsError> {
+    Ok(partitioning::murmur2(string_arg(&key, "key")?.as_bytes()))
 }
 
 /// Kafka's murmur2 of raw key bytes (for keys a serializer produced).
 #[wasm_bindgen(js_name = murmur2Bytes)]
-pub fn murmur2_bytes(key: &[u8]) -> i32 {
-    partitioning::murmur2(key)
+pub fn murmur2_bytes(
+    #[wasm_bindgen(unchecked_param_type = "Uint8Array | number[]")] key: JsValue,
+) -> Result<i32, JsError> {
+    Ok(partitioning::murmur2(&bytes_arg(&key, "key")?))
 }
 
 /// The partition Kafka's default partitioner picks for a string key among
@@ -101,13 +103,23 @@ pub fn murmur2_bytes(key: &[u8]) -> i32 {
 ///
 /// Throws when `numPartitions` is not a whole number of at least 1.
 #[wasm_bindgen(js_name = partitionFor)]
-pub fn partition_for(key: &str, num_partitions: f64) -> Result<u32, JsError> {
-    partition_for_bytes(key.as_bytes(), num_partitions)
+pub fn partition_for(
+    #[wasm_bindgen(unchecked_param_type = "string")] key: JsValue,
+    num_partitions: f64,
+) -> Result<u32, JsError> {
+    place(string_arg(&key, "key")?.as_bytes(), num_partitions)
 }
 
 /// `partitionFor` for raw key bytes.
 #[wasm_bindgen(js_name = partitionForBytes)]
-pub fn partition_for_bytes(key: &[u8], num_partitions: f64) -> Result<u32, JsError> {
+pub fn partition_for_bytes(
+    #[wasm_bindgen(unchecked_param_type = "Uint8Array | number[]")] key: JsValue,
+    num_partitions: f64,
+) -> Result<u32, JsError> {
+    place(&bytes_arg(&key, "key")?, num_partitions)
+}
+
+fn place(key: &[u8], num_partitions: f64) -> Result<u32, JsError> {
     let count = whole_number(num_partitions, "numPartitions", 1)?;
     partition_for_key(key, count).ok_or_else(|| js_error("numPartitions must be at least 1"))
 }
@@ -115,9 +127,38 @@ pub fn partition_for_bytes(key: &[u8], num_partitions: f64) -> Result<u32, JsErr
 /// The `__consumer_offsets` partition that hosts a group's coordinator:
 /// `abs(groupId.hashCode()) % offsetsPartitions`.
 #[wasm_bindgen(js_name = coordinatorPartition)]
-pub fn coordinator_partition_for(group_id: &str, offsets_partitions: f64) -> Result<u32, JsError> {
+pub fn coordinator_partition_for(
+    #[wasm_bindgen(unchecked_param_type = "string")] group_id: JsValue,
+    offsets_partitions: f64,
+) -> Result<u32, JsError> {
+    let group_id = string_arg(&group_id, "groupId")?;
     let count = whole_number(offsets_partitions, "offsetsPartitions", 1)?;
-    coordinator_partition(group_id, count).ok_or_else(|| js_error("offsetsPartitions must be at least 1"))
+    coordinator_partition(&group_id, count).ok_or_else(|| js_error("offsetsPartitions must be at least 1"))
+}
+
+/// Strings and byte arrays arrive as `JsValue` and are checked here:
+/// wasm-bindgen's own `&str`/`&[u8]` glue would read a number or an object
+/// as garbage memory and trap the module.
+fn string_arg(value: &JsValue, name: &str) -> Result<String, JsError> {
+    value
+        .as_string()
+        .ok_or_else(|| js_error(format!("{name} must be a string")))
+}
+
+fn bytes_arg(value: &JsValue, name: &str) -> Result<Vec<u8>, JsError> {
+    if let Some(array) = value.dyn_ref::<js_sys::Uint8Array>() {
+        return Ok(array.to_vec());
+    }
+    if js_sys::Array::is_array(value) {
+        return js_sys::Array::from(value)
+            .iter()
+            .map(|item| match item.as_f64() {
+                Some(byte) if byte.fract() == 0.0 && (0.0..=255.0).contains(&byte) => Ok(byte as u8),
+                _ => Err(js_error(format!("{name} must hold bytes: whole numbers from 0 to 255"))),
+            })
+            .collect();
+    }
+    Err(js_error(format!("{name} must be a Uint8Array or an array of bytes")))
 }
 
 /// Accepts only whole numbers in `minimum..=u32::MAX`, so JavaScript's
@@ -132,8 +173,9 @@ fn whole_number(value: f64, name: &str, minimum: u32) -> Result<u32, JsError> {
     }
 }
 
-fn strategy(name: &str) -> Result<Strategy, JsError> {
-    Strategy::from_name(name).ok_or_else(|| {
+fn strategy(name: &JsValue) -> Result<Strategy, JsError> {
+    let name = string_arg(name, "strategy")?;
+    Strategy::from_name(&name).ok_or_else(|| {
         let names: Vec<&str> = Strategy::ALL.iter().map(|strategy| strategy.name()).collect();
         js_error(format!("unknown strategy {name:?}; choose one of {}", names.join(", ")))
     })
@@ -143,10 +185,10 @@ fn strategy(name: &str) -> Result<Strategy, JsError> {
 /// revocations, withheld partitions, counts and a reason per partition.
 #[wasm_bindgen(unchecked_return_type = "AssignmentReport")]
 pub fn assign(
-    #[wasm_bindgen(unchecked_param_type = "Strategy")] strategy_name: &str,
+    #[wasm_bindgen(unchecked_param_type = "Strategy")] strategy_name: JsValue,
     #[wasm_bindgen(unchecked_param_type = "GroupInput")] input: JsValue,
 ) -> Result<JsValue, JsError> {
-    let strategy = strategy(strategy_name)?;
+    let strategy = strategy(&strategy_name)?;
     let group: GroupInput = from_js(input, "group")?;
     let report = assign_explained(strategy, &group).map_err(js_error)?;
     to_js(&report)
@@ -168,10 +210,10 @@ struct AssignmentStats {
 /// case).
 #[wasm_bindgen(js_name = assignStats, unchecked_return_type = "AssignmentStats")]
 pub fn assign_stats(
-    #[wasm_bindgen(unchecked_param_type = "Strategy")] strategy_name: &str,
+    #[wasm_bindgen(unchecked_param_type = "Strategy")] strategy_name: JsValue,
     #[wasm_bindgen(unchecked_param_type = "GroupInput")] input: JsValue,
 ) -> Result<JsValue, JsError> {
-    let strategy = strategy(strategy_name)?;
+    let strategy = strategy(&strategy_name)?;
     let group: GroupInput = from_js(input, "group")?;
     let assignment = kafkascope_engine::groups::assignors::assign(strategy, &group).map_err(js_error)?;
     let sizes: Vec<usize> = group
@@ -193,11 +235,11 @@ pub fn assign_stats(
 /// move a partition: revoke, then assign).
 #[wasm_bindgen(unchecked_return_type = "RebalanceRound[]")]
 pub fn rebalance(
-    #[wasm_bindgen(unchecked_param_type = "Strategy")] strategy_name: &str,
+    #[wasm_bindgen(unchecked_param_type = "Strategy")] strategy_name: JsValue,
     #[wasm_bindgen(unchecked_param_type = "GroupInput")] input: JsValue,
     #[wasm_bindgen(unchecked_param_type = "MembershipChange[]")] changes: JsValue,
 ) -> Result<JsValue, JsError> {
-    let strategy = strategy(strategy_name)?;
+    let strategy = strategy(&strategy_name)?;
     let group: GroupInput = from_js(input, "group")?;
     let changes: Vec<MembershipChange> = from_js(changes, "membership changes")?;
     let rounds = run_rebalance(strategy, &group, &changes).map_err(js_error)?;
@@ -321,13 +363,18 @@ impl Cluster {
     pub fn produce(
         &mut self,
         producer: u32,
-        key: Option<String>,
+        #[wasm_bindgen(unchecked_param_type = "string | null")] key: JsValue,
         count: Option<u32>,
         bytes: Option<u32>,
     ) -> Result<(), JsError> {
         if producer as usize >= self.simulation.config().producers.len() {
             return Err(js_error(format!("there is no producer {producer}")));
         }
+        let key = if key.is_null() || key.is_undefined() {
+            None
+        } else {
+            Some(string_arg(&key, "key")?)
+        };
         let count = count.unwrap_or(1).min(100_000);
         self.act(Input::Produce {
             producer,
@@ -366,6 +413,24 @@ impl Cluster {
     #[wasm_bindgen(js_name = startConsumer)]
     pub fn start_consumer(&mut self, consumer: u32) {
         self.act(Input::StartConsumer { consumer });
+    }
+
+    /// Starts a new consumer (the scenario format's consumer config, such as
+    /// `{ group: "g", topics: ["t"] }`) and returns its id. It joins its
+    /// group, which rebalances.
+    #[wasm_bindgen(js_name = addConsumer)]
+    pub fn add_consumer(&mut self, config: JsValue) -> Result<u32, JsError> {
+        let consumer: ConsumerConfig = from_js(config, "consumer config")?;
+        self.simulation
+            .config()
+            .validate_consumer(&consumer)
+            .map_err(js_error)?;
+        let id = self.simulation.consumers().len() as u32;
+        if id >= 1_000 {
+            return Err(js_error("a cluster holds at most 1000 consumers"));
+        }
+        self.act(Input::AddConsumer { consumer });
+        Ok(id)
     }
 
     /// Stops a consumer cleanly (it commits and leaves its group).

@@ -244,7 +244,7 @@ fn outcome_view(outcome: &Outcome) -> Html {
                         <pre class={classes!("log", line.kind.clone())}>{ &line.text }</pre>
                     }) }
                     { for result.capped.then(|| html! {
-                        <p class="muted">{ "(more output than the console keeps; the rest was dropped)" }</p>
+                        <p class="muted" data-testid="sandbox-capped">{ "(more output than the console keeps; the rest was dropped)" }</p>
                     }) }
                     { for result.error.as_ref().map(|error| html! {
                         <pre class="log error" role="alert" data-testid="sandbox-error">{ error.describe() }</pre>

@@ -293,6 +293,32 @@ impl Default for ClusterConfig {
 }
 
 impl ClusterConfig {
+    /// Checks one consumer against this cluster: a known assignor and
+    /// topics that exist.
+    pub fn validate_consumer(&self, consumer: &ConsumerConfig) -> Result<(), String> {
+        if crate::groups::assignors::Strategy::from_name(&consumer.assignor).is_none() {
+            return Err(format!("unknown assignor {:?}", consumer.assignor));
+        }
+        if let Some(topic) = consumer
+            .topics
+            .iter()
+            .find(|topic| !self.topics.iter().any(|known| &known.name == *topic))
+        {
+            return Err(format!("subscribes to unknown topic {topic}"));
+        }
+        // Zero intervals would schedule timers at the same instant forever.
+        for (name, value) in [
+            ("autoCommitIntervalMs", consumer.auto_commit_interval_ms),
+            ("sessionTimeoutMs", consumer.session_timeout_ms),
+            ("heartbeatIntervalMs", consumer.heartbeat_interval_ms),
+        ] {
+            if value == 0 {
+                return Err(format!("{name} must be at least 1"));
+            }
+        }
+        Ok(())
+    }
+
     /// Checks what Kafka would refuse, in one sentence.
     pub fn validate(&self) -> Result<(), String> {
         if self.brokers == 0 || self.brokers > 64 {
@@ -319,16 +345,8 @@ impl ClusterConfig {
             return Err("offsetsTopicPartitions must be between 1 and 1000".to_string());
         }
         for (index, consumer) in self.consumers.iter().enumerate() {
-            if crate::groups::assignors::Strategy::from_name(&consumer.assignor).is_none() {
-                return Err(format!("consumer {index}: unknown assignor {:?}", consumer.assignor));
-            }
-            if let Some(topic) = consumer
-                .topics
-                .iter()
-                .find(|topic| !self.topics.iter().any(|known| &known.name == *topic))
-            {
-                return Err(format!("consumer {index} subscribes to unknown topic {topic}"));
-            }
+            self.validate_consumer(consumer)
+                .map_err(|message| format!("consumer {index}: {message}"))?;
         }
         for (index, producer) in self.producers.iter().enumerate() {
             if !self.topics.iter().any(|topic| topic.name == producer.topic) {
@@ -439,6 +457,12 @@ pub enum Input {
     CrashConsumer {
         /// Which consumer.
         consumer: u32,
+    },
+    /// A new consumer process starts (its id is the next free index); it
+    /// joins its group. Ignored when its assignor or a topic is unknown.
+    AddConsumer {
+        /// The new consumer's configuration.
+        consumer: ConsumerConfig,
     },
     /// Changes a knob mid-run.
     SetConfig(ConfigChange),

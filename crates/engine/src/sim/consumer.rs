@@ -111,6 +111,19 @@ impl Simulation {
         &self.consumers
     }
 
+    /// A consumer that was not in the configuration starts. It takes the
+    /// next index; one the cluster would refuse is ignored (drivers check
+    /// with [`ClusterConfig::validate_consumer`](super::config::ClusterConfig::validate_consumer) first).
+    pub(crate) fn consumer_add(&mut self, config: super::config::ConsumerConfig) {
+        if self.config.validate_consumer(&config).is_err() || self.consumers.len() >= 1_000 {
+            return;
+        }
+        let id = self.consumers.len() as u32;
+        self.config.consumers.push(config.clone());
+        self.consumers.push(Consumer::new(id, config));
+        self.consumer_start(id);
+    }
+
     pub(crate) fn consumer_start(&mut self, id: u32) {
         let Some(consumer) = self.consumers.get_mut(id as usize) else {
             return;

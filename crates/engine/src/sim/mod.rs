@@ -651,6 +651,7 @@ impl Simulation {
             Input::StartConsumer { consumer } => self.consumer_start(consumer),
             Input::StopConsumer { consumer } => self.consumer_stop(consumer, true),
             Input::CrashConsumer { consumer } => self.consumer_stop(consumer, false),
+            Input::AddConsumer { consumer } => self.consumer_add(consumer),
             Input::SetConfig(change) => self.apply_config_change(change),
         }
     }
@@ -722,6 +723,11 @@ fn describe_input(input: &Input) -> String {
         Input::StartConsumer { consumer } => format!("start consumer-{consumer}"),
         Input::StopConsumer { consumer } => format!("stop consumer-{consumer} (it leaves its group)"),
         Input::CrashConsumer { consumer } => format!("crash consumer-{consumer} (no goodbye)"),
+        Input::AddConsumer { consumer } => format!(
+            "add a consumer in group {} reading {}",
+            consumer.group,
+            consumer.topics.join(", ")
+        ),
         Input::SetConfig(change) => format!("set {change:?}"),
     }
 }

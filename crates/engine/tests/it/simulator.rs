@@ -489,3 +489,31 @@ fn a_consumer_whose_coordinator_dies_finds_the_new_one_and_reads_on() {
         assert_eq!(simulation.summary().invariant_violations, 0);
     }
 }
+
+#[test]
+fn a_consumer_added_mid_run_joins_and_the_group_splits_the_partitions() {
+    let mut simulation = Simulation::new(billing_config(2), 3).expect("valid");
+    simulation.run_until(10_000);
+    assert_eq!(simulation.view().consumers[0].partitions.len(), 2);
+    let mut second = ConsumerConfig::new("billing", vec!["orders".into()]);
+    second.auto_offset_reset = OffsetReset::Earliest;
+    simulation.schedule(ScheduledInput {
+        at_ms: 10_000,
+        input: Input::AddConsumer { consumer: second },
+    });
+    // Refused quietly: an unknown topic.
+    simulation.schedule(ScheduledInput {
+        at_ms: 10_000,
+        input: Input::AddConsumer {
+            consumer: ConsumerConfig::new("billing", vec!["nope".into()]),
+        },
+    });
+    simulation.run_until(30_000);
+    let view = simulation.view();
+    assert_eq!(view.consumers.len(), 2);
+    for consumer in &view.consumers {
+        assert_eq!(consumer.phase, "consuming", "{consumer:?}");
+        assert_eq!(consumer.partitions.len(), 1, "{consumer:?}");
+    }
+    assert_eq!(simulation.summary().invariant_violations, 0);
+}
