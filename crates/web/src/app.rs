@@ -19,6 +19,7 @@ pub fn app() -> Html {
             </header>
             <main class="app-main">
                 <KeyPartitioner />
+                <crate::cluster_panel::ClusterPanel />
                 <crate::sandbox::Sandbox />
             </main>
             <footer class="app-footer">

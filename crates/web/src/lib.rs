@@ -6,6 +6,8 @@
 //! shows can be tested natively, without a browser.
 
 pub mod app;
+pub mod cluster_model;
+pub mod cluster_panel;
 pub mod sandbox;
 pub mod sandbox_model;
 pub mod view_model;

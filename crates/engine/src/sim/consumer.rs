@@ -57,6 +57,9 @@ pub struct Consumer {
     pub high_watermarks: BTreeMap<TopicPartition, Offset>,
     /// Committed positions, as last acknowledged.
     pub committed: BTreeMap<TopicPartition, Offset>,
+    /// Commits sent and not yet answered, oldest first (answers come back in
+    /// order on the coordinator connection).
+    pub pending_commits: std::collections::VecDeque<Vec<(TopicPartition, Offset)>>,
     /// Partition leaders and partition counts from metadata.
     pub leaders: BTreeMap<TopicPartition, Option<BrokerId>>,
     /// Partitions with a fetch out.
@@ -81,6 +84,7 @@ impl Consumer {
             positions: BTreeMap::new(),
             high_watermarks: BTreeMap::new(),
             committed: BTreeMap::new(),
+            pending_commits: std::collections::VecDeque::new(),
             leaders: BTreeMap::new(),
             fetching: BTreeMap::new(),
             records_read: 0,
@@ -139,6 +143,7 @@ impl Simulation {
         consumer.positions.clear();
         consumer.fetching.clear();
         consumer.coordinator = None;
+        consumer.pending_commits.clear();
         let incarnation = consumer.incarnation;
         let group = consumer.config.group.clone();
         self.record(TraceKind::ConsumerStatus {
@@ -251,8 +256,9 @@ impl Simulation {
             group: consumer.config.group.clone(),
             generation: consumer.generation,
             member_id,
-            offsets,
+            offsets: offsets.clone(),
         };
+        self.consumers[id as usize].pending_commits.push_back(offsets);
         self.send(Self::consumer_node(id), NodeId::Broker(coordinator), message);
     }
 
@@ -267,7 +273,12 @@ impl Simulation {
         match timer {
             Timer::ConsumerHeartbeat => {
                 let heartbeat = consumer.config.heartbeat_interval_ms;
-                if let (Some(coordinator), Some(member_id)) = (consumer.coordinator, consumer.member_id.clone()) {
+                // Heartbeats belong to a joined member: none while it looks for
+                // the coordinator or waits for its JoinGroup answer.
+                let joined = matches!(consumer.phase, ConsumerPhase::Syncing | ConsumerPhase::Consuming);
+                if let (true, Some(coordinator), Some(member_id)) =
+                    (joined, consumer.coordinator, consumer.member_id.clone())
+                {
                     let message = Message::Heartbeat {
                         group: consumer.config.group.clone(),
                         generation: consumer.generation,
@@ -381,7 +392,16 @@ impl Simulation {
                 }
                 self.consumer_fetch_all(id);
             }
-            Message::OffsetCommitResponse { result: Err(error), .. } => self.consumer_group_error(id, error),
+            Message::OffsetCommitResponse { result: Ok(()), .. } => {
+                let consumer = &mut self.consumers[id as usize];
+                if let Some(offsets) = consumer.pending_commits.pop_front() {
+                    consumer.committed.extend(offsets);
+                }
+            }
+            Message::OffsetCommitResponse { result: Err(error), .. } => {
+                self.consumers[id as usize].pending_commits.pop_front();
+                self.consumer_group_error(id, error);
+            }
             Message::ConsumerFetchResponse {
                 partition,
                 records,
@@ -474,12 +494,18 @@ impl Simulation {
             }
             ErrorCode::UnknownMemberId => {
                 consumer.member_id = None;
-                self.consumer_join(id);
+                // A JoinGroup already in flight will get the new id; a
+                // second one would make this client two members.
+                if consumer.phase != ConsumerPhase::Joining {
+                    self.consumer_join(id);
+                }
             }
             _ => {
                 // NOT_COORDINATOR and the like: find the coordinator again.
                 consumer.phase = ConsumerPhase::FindingCoordinator;
                 consumer.coordinator = None;
+                // Requests on the old coordinator connection get no answer.
+                consumer.pending_commits.clear();
                 consumer.assignment.clear();
                 consumer.fetching.clear();
                 self.consumer_bootstrap(id);

@@ -129,6 +129,8 @@ pub struct ConsumerPartitionView {
     pub partition: String,
     /// Next offset to read.
     pub position: Option<Offset>,
+    /// The last offset this member committed for it, if any.
+    pub committed: Option<Offset>,
     /// Last high watermark seen.
     pub high_watermark: Offset,
     /// `high watermark - position`.
@@ -230,6 +232,7 @@ impl Simulation {
                         ConsumerPartitionView {
                             partition: partition.to_string(),
                             position,
+                            committed: consumer.committed.get(partition).copied(),
                             high_watermark,
                             lag: high_watermark.saturating_sub(position.unwrap_or(0)),
                         }

@@ -1,0 +1,268 @@
+//! The live cluster section's plain data: the starting cluster and the
+//! panels shaped like Kafka's command-line tools (`kafka-topics
+//! --describe`, `kafka-consumer-groups --describe`, `kafka-metadata-quorum
+//! describe --status`), all derived from the engine's [`ClusterView`].
+
+use kafkascope_engine::sim::config::{ClusterConfig, ConsumerConfig, OffsetReset, ProducerConfig, TopicConfig};
+use kafkascope_engine::sim::view::ClusterView;
+
+/// The seed a fresh page starts with.
+pub const DEFAULT_SEED: u64 = 1;
+
+/// Three brokers, three KRaft controllers, `orders` with three partitions
+/// replicated three times (`min.insync.replicas=2`), an `acks=all`
+/// producer and a two-member group `billing`.
+pub fn default_config() -> ClusterConfig {
+    let consumer = |_| {
+        let mut consumer = ConsumerConfig::new("billing", vec!["orders".into()]);
+        consumer.auto_offset_reset = OffsetReset::Earliest;
+        consumer
+    };
+    ClusterConfig {
+        brokers: 3,
+        controllers: 3,
+        topics: vec![TopicConfig {
+            name: "orders".into(),
+            partitions: 3,
+            replication_factor: 3,
+            min_insync_replicas: 2,
+        }],
+        producers: vec![ProducerConfig::new("orders")],
+        consumers: (0..2).map(consumer).collect(),
+        offsets_topic_partitions: 3,
+        ..ClusterConfig::default()
+    }
+}
+
+/// One line of `kafka-topics --describe`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicRow {
+    pub topic: String,
+    /// `orders-0`, the id the page's test ids use.
+    pub name: String,
+    pub partition: u32,
+    /// A broker id, or `none` while the partition is offline.
+    pub leader: String,
+    pub replicas: String,
+    pub isr: String,
+    /// Fewer in-sync replicas than replicas.
+    pub under_replicated: bool,
+    pub offline: bool,
+}
+
+/// The user topics' partitions (not `__consumer_offsets`), in order.
+pub fn describe_topics(view: &ClusterView) -> Vec<TopicRow> {
+    view.partitions
+        .iter()
+        .filter(|partition| !partition.topic.starts_with("__"))
+        .map(|partition| TopicRow {
+            topic: partition.topic.clone(),
+            name: partition.partition.clone(),
+            partition: partition_number(&partition.partition),
+            leader: partition.leader.map_or("none".to_string(), |leader| leader.to_string()),
+            replicas: join(&partition.replicas),
+            isr: join(&partition.isr),
+            under_replicated: partition.isr.len() < partition.replicas.len(),
+            offline: partition.leader.is_none(),
+        })
+        .collect()
+}
+
+/// One line of `kafka-consumer-groups --describe`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupRow {
+    pub group: String,
+    pub topic: String,
+    pub partition: u32,
+    /// The committed offset, `-` before the first commit.
+    pub current_offset: String,
+    /// What the member last saw as the end of the log (its high watermark).
+    pub log_end_offset: u64,
+    pub lag: String,
+    pub consumer_id: String,
+}
+
+/// Every owned partition of every running member, by group and partition.
+pub fn describe_groups(view: &ClusterView) -> Vec<GroupRow> {
+    let mut rows: Vec<GroupRow> = view
+        .consumers
+        .iter()
+        .flat_map(|consumer| {
+            consumer.partitions.iter().map(move |owned| {
+                let (topic, partition) = split_partition(&owned.partition);
+                GroupRow {
+                    group: consumer.group.clone(),
+                    topic,
+                    partition,
+                    current_offset: owned.committed.map_or("-".to_string(), |offset| offset.to_string()),
+                    log_end_offset: owned.high_watermark,
+                    lag: owned.committed.map_or("-".to_string(), |offset| {
+                        owned.high_watermark.saturating_sub(offset).to_string()
+                    }),
+                    consumer_id: consumer.member_id.clone().unwrap_or_else(|| "-".to_string()),
+                }
+            })
+        })
+        .collect();
+    rows.sort_by(|left, right| {
+        (&left.group, &left.topic, left.partition).cmp(&(&right.group, &right.topic, right.partition))
+    });
+    rows
+}
+
+/// `kafka-metadata-quorum describe --status`, reduced to what the
+/// simulation knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumStatus {
+    /// The active controller, `none` during an election.
+    pub leader_id: String,
+    pub leader_epoch: u32,
+    /// Metadata records committed by a majority.
+    pub high_watermark: usize,
+    pub voters: String,
+    pub down: String,
+}
+
+pub fn describe_quorum(view: &ClusterView) -> QuorumStatus {
+    let leader = view
+        .controllers
+        .iter()
+        .filter(|controller| controller.alive && controller.role == "leader")
+        .max_by_key(|controller| controller.epoch);
+    let voters: Vec<u32> = view.controllers.iter().map(|controller| controller.id).collect();
+    let down: Vec<u32> = view
+        .controllers
+        .iter()
+        .filter(|controller| !controller.alive)
+        .map(|controller| controller.id)
+        .collect();
+    QuorumStatus {
+        leader_id: leader.map_or("none".to_string(), |leader| leader.id.to_string()),
+        leader_epoch: view
+            .controllers
+            .iter()
+            .map(|controller| controller.epoch)
+            .max()
+            .unwrap_or(0),
+        high_watermark: leader.map_or(0, |leader| leader.committed),
+        voters: join(&voters),
+        down: if down.is_empty() { "-".to_string() } else { join(&down) },
+    }
+}
+
+fn join(ids: &[u32]) -> String {
+    ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+fn split_partition(name: &str) -> (String, u32) {
+    match name.rsplit_once('-') {
+        Some((topic, number)) => (topic.to_string(), number.parse().unwrap_or(0)),
+        None => (name.to_string(), 0),
+    }
+}
+
+fn partition_number(name: &str) -> u32 {
+    split_partition(name).1
+}
+
+#[cfg(test)]
+mod tests {
+    use kafkascope_engine::sim::Simulation;
+
+    use super::*;
+
+    fn settled() -> Simulation {
+        let mut simulation = Simulation::new(default_config(), DEFAULT_SEED).expect("the default cluster is valid");
+        simulation.run_until(10_000);
+        simulation
+    }
+
+    #[test]
+    fn topics_describe_lists_the_user_topic_with_a_full_isr() {
+        let rows = describe_topics(&settled().view());
+        assert_eq!(rows.len(), 3);
+        for (index, row) in rows.iter().enumerate() {
+            assert_eq!(row.topic, "orders");
+            assert_eq!(row.partition, index as u32);
+            assert_eq!(row.replicas.split(',').count(), 3);
+            assert!(!row.under_replicated && !row.offline, "{row:?}");
+        }
+    }
+
+    #[test]
+    fn a_killed_leader_is_replaced_from_the_isr_and_the_partition_is_under_replicated() {
+        let mut simulation = settled();
+        let before = describe_topics(&simulation.view())[0].clone();
+        let leader: u32 = before.leader.parse().expect("a leader");
+        simulation.schedule(kafkascope_engine::sim::config::ScheduledInput {
+            at_ms: simulation.now(),
+            input: kafkascope_engine::sim::config::Input::KillBroker { broker: leader },
+        });
+        simulation.run_until(simulation.now() + 20_000);
+        let after = describe_topics(&simulation.view())[0].clone();
+        assert_ne!(after.leader, before.leader);
+        assert!(
+            before.isr.split(',').any(|id| id == after.leader),
+            "{before:?} -> {after:?}"
+        );
+        assert!(after.under_replicated);
+    }
+
+    #[test]
+    fn the_group_owns_every_partition_and_commits() {
+        let mut simulation = settled();
+        simulation.schedule(kafkascope_engine::sim::config::ScheduledInput {
+            at_ms: simulation.now(),
+            input: kafkascope_engine::sim::config::Input::Produce {
+                producer: 0,
+                key: None,
+                count: 30,
+                bytes: 100,
+            },
+        });
+        simulation.run_until(simulation.now() + 20_000);
+        let rows = describe_groups(&simulation.view());
+        assert_eq!(rows.iter().map(|row| row.partition).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert!(
+            rows.iter().all(|row| row.lag == "0" && row.current_offset != "-"),
+            "{rows:?}"
+        );
+        let quorum = describe_quorum(&simulation.view());
+        assert_ne!(quorum.leader_id, "none");
+        assert_eq!(quorum.voters, "1,2,3");
+    }
+
+    #[test]
+    fn after_the_coordinator_dies_the_group_still_owns_every_partition_once() {
+        use kafkascope_engine::sim::config::{Input, ScheduledInput};
+        let mut simulation = settled();
+        let now = simulation.now();
+        simulation.schedule(ScheduledInput {
+            at_ms: now,
+            input: Input::Produce {
+                producer: 0,
+                key: None,
+                count: 10,
+                bytes: 100,
+            },
+        });
+        simulation.run_until(now + 10_000);
+        // Broker 1 leads orders-0 and coordinates the group here.
+        let leader: u32 = describe_topics(&simulation.view())[0].leader.parse().expect("a leader");
+        let now = simulation.now();
+        simulation.schedule(ScheduledInput {
+            at_ms: now,
+            input: Input::KillBroker { broker: leader },
+        });
+        simulation.run_until(now + 20_000);
+        // Two clients, so two members: none of them joined twice.
+        let rows = describe_groups(&simulation.view());
+        assert_eq!(
+            rows.iter().map(|row| row.partition).collect::<Vec<_>>(),
+            vec![0, 1, 2],
+            "{rows:?}"
+        );
+        let members: std::collections::BTreeSet<&str> = rows.iter().map(|row| row.consumer_id.as_str()).collect();
+        assert_eq!(members.len(), 2, "{rows:?}");
+    }
+}
