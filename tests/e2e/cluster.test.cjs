@@ -42,3 +42,27 @@ test('killing a leader elects a new one from the ISR, shown in kafka-topics --de
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('play advances simulated time until paused; Space plays and the right arrow steps one event', async () => {
+  const { page, problems } = await openApp(browser);
+  const time = async () => Number((await page.getByTestId('cluster-time').textContent()).match(/\d+/)[0]);
+  const events = async () => Number(await page.getByTestId('cluster').getAttribute('data-events'));
+  await page.getByTestId('cluster-speed').selectOption('10000');
+  await page.getByTestId('cluster-play').click();
+  await page.waitForFunction(() => /t = [1-9]\d{3,} ms/.test(document.querySelector('[data-testid="cluster-time"]').textContent));
+  await page.getByTestId('cluster-play').click();
+  const paused = await time();
+  await page.waitForTimeout(400);
+  assert.equal(await time(), paused, 'time moved while paused');
+
+  await page.getByTestId('cluster').focus();
+  const before = await events();
+  await page.keyboard.press('ArrowRight');
+  assert.equal(await events(), before + 1);
+  await page.keyboard.press('Space');
+  assert.equal(await page.getByTestId('cluster-play').getAttribute('aria-pressed'), 'true');
+  await page.keyboard.press('Space');
+  assert.equal(await page.getByTestId('cluster-play').getAttribute('aria-pressed'), 'false');
+  assert.deepEqual(problems, []);
+  await page.close();
+});

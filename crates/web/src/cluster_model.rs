@@ -34,6 +34,80 @@ pub fn default_config() -> ClusterConfig {
     }
 }
 
+/// The map benchmark's cluster (`?preset=bench`): 6 brokers, 3 topics of
+/// 12 partitions with RF 3, a producer per topic and a 3-member group
+/// reading all three.
+pub fn bench_config() -> ClusterConfig {
+    let topics: Vec<String> = ["clicks", "orders", "payments"]
+        .iter()
+        .map(|name| name.to_string())
+        .collect();
+    let consumer = |_| {
+        let mut consumer = ConsumerConfig::new("readers", topics.clone());
+        consumer.auto_offset_reset = OffsetReset::Earliest;
+        consumer
+    };
+    ClusterConfig {
+        brokers: 6,
+        controllers: 3,
+        topics: topics
+            .iter()
+            .map(|name| TopicConfig {
+                name: name.clone(),
+                partitions: 12,
+                replication_factor: 3,
+                min_insync_replicas: 2,
+            })
+            .collect(),
+        producers: topics.iter().map(|name| ProducerConfig::new(name.as_str())).collect(),
+        consumers: (0..3).map(consumer).collect(),
+        offsets_topic_partitions: 3,
+        ..ClusterConfig::default()
+    }
+}
+
+/// The cluster a page URL asks for: `?preset=bench` gives
+/// [`bench_config`], anything else the default.
+pub fn config_for_query(query: &str) -> ClusterConfig {
+    let wants_bench = query
+        .trim_start_matches('?')
+        .split('&')
+        .any(|pair| pair == "preset=bench");
+    if wants_bench {
+        bench_config()
+    } else {
+        default_config()
+    }
+}
+
+/// One sentence saying what the cluster is made of.
+pub fn describe_config(config: &ClusterConfig) -> String {
+    let topics: Vec<String> = config
+        .topics
+        .iter()
+        .map(|topic| {
+            format!(
+                "{} ({} partitions, RF {}, min.insync.replicas {})",
+                topic.name, topic.partitions, topic.replication_factor, topic.min_insync_replicas
+            )
+        })
+        .collect();
+    let groups: std::collections::BTreeSet<&str> = config
+        .consumers
+        .iter()
+        .map(|consumer| consumer.group.as_str())
+        .collect();
+    format!(
+        "{} brokers, {} KRaft controllers, topics {}; {} producer(s); {} consumer(s) in group {}.",
+        config.brokers,
+        config.controllers,
+        topics.join(", "),
+        config.producers.len(),
+        config.consumers.len(),
+        groups.into_iter().collect::<Vec<_>>().join(", ")
+    )
+}
+
 /// One line of `kafka-topics --describe`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicRow {
@@ -175,6 +249,18 @@ mod tests {
         let mut simulation = Simulation::new(default_config(), DEFAULT_SEED).expect("the default cluster is valid");
         simulation.run_until(10_000);
         simulation
+    }
+
+    #[test]
+    fn the_bench_preset_is_valid_and_chosen_by_the_query() {
+        assert_eq!(config_for_query("?preset=bench").brokers, 6);
+        assert_eq!(config_for_query("?x=1&preset=bench").topics.len(), 3);
+        assert_eq!(config_for_query("").brokers, 3);
+        assert_eq!(config_for_query("?preset=nope").brokers, 3);
+        let mut simulation = Simulation::new(bench_config(), DEFAULT_SEED).expect("the bench cluster is valid");
+        simulation.run_until(10_000);
+        assert_eq!(describe_topics(&simulation.view()).len(), 36);
+        assert!(describe_config(&bench_config()).starts_with("6 brokers"));
     }
 
     #[test]

@@ -6,7 +6,10 @@
 //!    input as JSON under `target/bench/`;
 //! 2. the `kafkascope` CLI answering those inputs (release build);
 //! 3. the same scale case and the simulator throughput run compiled to
-//!    wasm, in headless Chromium (`crates/js/tests/bench_scale.rs`).
+//!    wasm, in headless Chromium (`crates/js/tests/bench_scale.rs`);
+//! 4. the live cluster's tick (simulate 10 s + redraw the panels) for the
+//!    bench preset, natively (`crates/web/examples/map_tick.rs`) and in the
+//!    page in headless Chromium (`tests/bench/map-tick.bench.cjs`).
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -20,7 +23,7 @@ pub fn bench_command() -> Outcome {
     let root = repo_root();
     let inputs = target_dir().join("bench");
 
-    println!("\nxtask: [1/3] native: Kafka's scale case (sticky, cooperative-sticky) and simulator throughput");
+    println!("\nxtask: [1/4] native: Kafka's scale case (sticky, cooperative-sticky) and simulator throughput");
     run(Command::new("cargo")
         .args([
             "bench",
@@ -46,7 +49,7 @@ pub fn bench_command() -> Outcome {
         ])
         .current_dir(&root))?;
 
-    println!("\nxtask: [2/3] the kafkascope CLI on the scale case's inputs");
+    println!("\nxtask: [2/4] the kafkascope CLI on the scale case's inputs");
     run(Command::new("cargo")
         .args(["build", "--quiet", "--release", "--package", "kafkascope-cli"])
         .current_dir(&root))?;
@@ -95,7 +98,7 @@ pub fn bench_command() -> Outcome {
         );
     }
 
-    println!("\nxtask: [3/3] wasm in headless Chromium: Kafka's scale case");
+    println!("\nxtask: [3/4] wasm in headless Chromium: Kafka's scale case");
     let toolchain = ensure_web_build_tools()?;
     let browser = ensure_browser()?;
     run(toolchain
@@ -116,5 +119,29 @@ pub fn bench_command() -> Outcome {
         .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", "wasm-bindgen-test-runner")
         .env("CHROMEDRIVER", &browser.chromedriver)
         .env("WASM_BINDGEN_TEST_TIMEOUT", "600")
+        .current_dir(&root))?;
+
+    println!("\nxtask: [4/4] the live cluster's tick: natively, then simulation + render in the page");
+    run(Command::new("cargo")
+        .args([
+            "run",
+            "--quiet",
+            "--release",
+            "--package",
+            "kafkascope-web",
+            "--example",
+            "map_tick",
+        ])
+        .current_dir(&root))?;
+    let dist = crate::site::build_release(&toolchain)?;
+    let listener = crate::serve::bind(Some(0))?;
+    let port = listener.local_addr().map_err(|error| error.to_string())?.port();
+    std::thread::spawn(move || crate::serve::serve_forever(listener, dist, "/".to_string()));
+    run(toolchain
+        .command("node")
+        .arg(root.join("tests/bench/map-tick.bench.cjs"))
+        .env("NODE_PATH", &toolchain.node_modules)
+        .env("KAFKASCOPE_URL", format!("http://127.0.0.1:{port}/"))
+        .env("CHROMIUM", &browser.chromium)
         .current_dir(&root))
 }

@@ -30,6 +30,10 @@ pub struct Monitor {
     unclean: BTreeSet<TopicPartition>,
     /// Violations already reported, so each is reported once.
     reported: BTreeSet<(Invariant, TopicPartition, u32)>,
+    /// Each consumer's (phase, generation, owned count) when group
+    /// ownership was last checked: a consumer's assignment only changes
+    /// together with one of them, so an unchanged signature needs no check.
+    group_signature: Vec<(u8, u32, usize)>,
 }
 
 impl Monitor {
@@ -123,13 +127,22 @@ impl Simulation {
             }
         }
         // Within one group generation no partition has two owners.
-        let mut owners: BTreeMap<(String, u32, TopicPartition), u32> = BTreeMap::new();
-        for consumer in &self.consumers {
+        let signature: Vec<(u8, u32, usize)> = self
+            .consumers
+            .iter()
+            .map(|consumer| (consumer.phase as u8, consumer.generation, consumer.assignment.len()))
+            .collect();
+        let groups_changed = signature != self.monitor.group_signature;
+        if groups_changed {
+            self.monitor.group_signature = signature;
+        }
+        let mut owners: BTreeMap<(&str, u32, &TopicPartition), u32> = BTreeMap::new();
+        for consumer in self.consumers.iter().filter(|_| groups_changed) {
             if consumer.phase != super::consumer::ConsumerPhase::Consuming {
                 continue;
             }
             for partition in &consumer.assignment {
-                let key = (consumer.config.group.clone(), consumer.generation, partition.clone());
+                let key = (consumer.config.group.as_str(), consumer.generation, partition);
                 if let Some(&other) = owners.get(&key) {
                     violations.push((
                         Invariant::OneOwnerPerGeneration,
