@@ -333,6 +333,30 @@ impl Simulation {
         self.now = time;
         self.events += 1;
         self.current_cause = None;
+        // A fetch or a produce request (or their answers), and the timers
+        // of one partition's fetches and parked produces, change only that
+        // partition's replication state, so the leader invariants need
+        // re-checking only there; any other event (other timers, inputs,
+        // controller and group messages) re-checks everything.
+        let scope = match &event {
+            Event::Deliver { message, .. } => match message {
+                Message::Fetch { partition, .. }
+                | Message::FetchResponse { partition, .. }
+                | Message::Produce { partition, .. }
+                | Message::ProduceResponse { partition, .. }
+                | Message::ConsumerFetch { partition, .. }
+                | Message::ConsumerFetchResponse { partition, .. } => Some(partition.clone()),
+                _ => None,
+            },
+            Event::Timer { timer, .. } => match timer {
+                Timer::FollowerFetch(partition)
+                | Timer::FollowerFetchTimeout(partition, _)
+                | Timer::DelayedFetchExpiry(partition, _)
+                | Timer::ProduceExpiry(partition, _) => Some(partition.clone()),
+                _ => None,
+            },
+            Event::Input(_) => None,
+        };
         match event {
             Event::Deliver {
                 from,
@@ -351,7 +375,7 @@ impl Simulation {
             }
             Event::Input(input) => self.apply_input(std::sync::Arc::unwrap_or_clone(input)),
         }
-        self.check_invariants();
+        self.check_invariants(scope.as_ref());
         true
     }
 

@@ -72,14 +72,19 @@ impl Monitor {
 }
 
 impl Simulation {
-    /// Runs every check; called after each event.
-    pub(crate) fn check_invariants(&mut self) {
+    /// Runs every check; called after each event. `scope` limits the
+    /// leader checks to the one partition the event could have changed.
+    pub(crate) fn check_invariants(&mut self, scope: Option<&TopicPartition>) {
         let mut violations: Vec<(Invariant, TopicPartition, u32, String)> = Vec::new();
         for (&id, broker) in &self.brokers {
             if broker.status == BrokerStatus::Dead {
                 continue;
             }
-            for (partition, leader) in &broker.leading {
+            let leading: Vec<_> = match scope {
+                Some(partition) => broker.leading.get_key_value(partition).into_iter().collect(),
+                None => broker.leading.iter().collect(),
+            };
+            for (partition, leader) in leading {
                 let epoch = leader.leader_epoch;
                 let key = (partition.clone(), epoch);
                 match self.monitor.leaders.get(&key) {
