@@ -369,6 +369,7 @@ impl Simulation {
                     to: NodeId::Consumer(consumer),
                     message: Message::ConnectionClosed,
                     sent: None,
+                    sent_at: self.now,
                 },
             );
         }

@@ -502,6 +502,14 @@ pub enum ConfigChange {
         /// The new value.
         value: u64,
     },
+    /// A producer's `linger.ms` (batches already open keep their creation
+    /// time; the new value decides when they are ready).
+    LingerMs {
+        /// Which producer.
+        producer: u32,
+        /// The new value.
+        value: u64,
+    },
 }
 
 /// An input and when it happens.

@@ -91,6 +91,8 @@ enum Event {
         to: NodeId,
         message: Message,
         sent: Option<TraceId>,
+        /// When it left `from` (the map draws it between then and arrival).
+        sent_at: Time,
     },
     Timer {
         node: NodeId,
@@ -195,6 +197,8 @@ pub struct Simulation {
     trace_options: TraceOptions,
     acknowledged_count: u64,
     pub(crate) failed_count: u64,
+    /// The latest notable events, kept for the view as they are traced.
+    pub(crate) highlights: view::Highlights,
 }
 
 impl Simulation {
@@ -228,6 +232,7 @@ impl Simulation {
             trace_options: TraceOptions::default(),
             acknowledged_count: 0,
             failed_count: 0,
+            highlights: view::Highlights::default(),
             config,
         };
         for (index, producer) in simulation.config.producers.clone().into_iter().enumerate() {
@@ -363,7 +368,8 @@ impl Simulation {
                 to,
                 message,
                 sent,
-            } => self.deliver(from, to, message, sent),
+                sent_at,
+            } => self.deliver(from, to, message, sent, sent_at),
             Event::Timer {
                 node,
                 incarnation,
@@ -410,6 +416,8 @@ impl Simulation {
         let produced = &mut self.records[record as usize];
         if produced.acknowledged.is_none() {
             self.acknowledged_count += 1;
+            let producer = produced.producer;
+            self.highlights.tally.entry(producer).or_default()[1] += 1;
         }
         produced.acknowledged = Some(offset);
     }
@@ -450,6 +458,7 @@ impl Simulation {
             held.push(kind);
             return id;
         }
+        self.highlights.note(self.now, &kind);
         self.trace.push(TraceEvent {
             id,
             time: self.now,
@@ -462,6 +471,7 @@ impl Simulation {
     /// Records a trace event with an explicit cause.
     pub(crate) fn record_caused(&mut self, cause: Option<TraceId>, kind: TraceKind) -> TraceId {
         let id = self.trace_base + self.trace.len() as TraceId;
+        self.highlights.note(self.now, &kind);
         self.trace.push(TraceEvent {
             id,
             time: self.now,
@@ -495,6 +505,7 @@ impl Simulation {
                     to,
                     message,
                     sent,
+                    sent_at: self.now,
                 },
             ),
             Err(reason) => {
@@ -525,7 +536,7 @@ impl Simulation {
         );
     }
 
-    fn deliver(&mut self, from: NodeId, to: NodeId, message: Message, sent: Option<TraceId>) {
+    fn deliver(&mut self, from: NodeId, to: NodeId, message: Message, sent: Option<TraceId>, sent_at: Time) {
         if let NodeId::Controller(id) = to {
             if !self.controller_alive(id) {
                 self.record_caused(
@@ -571,6 +582,7 @@ impl Simulation {
                                 to: from,
                                 message: failure,
                                 sent,
+                                sent_at: self.now,
                             },
                         );
                     }
@@ -594,6 +606,7 @@ impl Simulation {
                             to,
                             message,
                             sent,
+                            sent_at,
                         },
                     );
                     return;
@@ -701,6 +714,11 @@ impl Simulation {
                 }
             }
             ConfigChange::ReplicaLagTimeMaxMs { value } => self.config.replica_lag_time_max_ms = value.max(1),
+            ConfigChange::LingerMs { producer, value } => {
+                if let Some(producer) = self.producers.get_mut(producer as usize) {
+                    producer.config.linger_ms = value;
+                }
+            }
         }
     }
 
@@ -711,6 +729,7 @@ impl Simulation {
 
     /// Registers a record a producer sent.
     pub(crate) fn new_record(&mut self, producer: u32, key: Option<String>, bytes: u32) -> RecordId {
+        self.highlights.tally.entry(producer).or_default()[0] += 1;
         self.records.push(ProducedRecord {
             producer,
             key: key.map(|key| std::sync::Arc::from(key.as_str())),
@@ -752,6 +771,23 @@ fn describe_input(input: &Input) -> String {
             consumer.group,
             consumer.topics.join(", ")
         ),
-        Input::SetConfig(change) => format!("set {change:?}"),
+        Input::SetConfig(change) => describe_change(change),
+    }
+}
+
+fn describe_change(change: &ConfigChange) -> String {
+    match change {
+        ConfigChange::Acks { producer, acks } => format!(
+            "set acks={} on producer-{producer}",
+            match acks {
+                crate::replication::high_watermark::Acks::None => "0",
+                crate::replication::high_watermark::Acks::Leader => "1",
+                crate::replication::high_watermark::Acks::All => "all",
+            }
+        ),
+        ConfigChange::MinInsyncReplicas { topic, value } => format!("set min.insync.replicas={value} on topic {topic}"),
+        ConfigChange::UncleanLeaderElection { enable } => format!("set unclean.leader.election.enable={enable}"),
+        ConfigChange::ReplicaLagTimeMaxMs { value } => format!("set replica.lag.time.max.ms={value}"),
+        ConfigChange::LingerMs { producer, value } => format!("set linger.ms={value} on producer-{producer}"),
     }
 }

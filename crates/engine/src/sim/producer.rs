@@ -436,6 +436,7 @@ impl Simulation {
                 if !self.records[record as usize].failed {
                     self.records[record as usize].failed = true;
                     self.failed_count += 1;
+                    self.highlights.tally.entry(producer).or_default()[2] += 1;
                 }
             }
             let error = if expired { ErrorCode::DeliveryTimeout } else { error };

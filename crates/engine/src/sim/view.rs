@@ -6,11 +6,19 @@
 use serde::Serialize;
 
 use crate::controller::partition_change::LeaderRecovery;
+use crate::groups::assignors::TopicPartition;
+use crate::replication::high_watermark::Acks;
 use crate::replication::{BrokerId, Offset};
+
+/// How many of a producer's latest records the view lists.
+const RECENT_RECORDS: usize = 8;
 
 use super::broker::BrokerStatus;
 use super::consumer::ConsumerPhase;
 use super::quorum::Role;
+use super::trace::TraceKind;
+use super::types::ErrorCode;
+use super::Event;
 use super::Simulation;
 
 /// The whole cluster at one moment.
@@ -29,6 +37,193 @@ pub struct ClusterView {
     pub controllers: Vec<ControllerView>,
     /// The consumers.
     pub consumers: Vec<ConsumerView>,
+    /// The producers.
+    pub producers: Vec<ProducerView>,
+    /// Messages on the network now, oldest first.
+    pub in_flight: Vec<MessageView>,
+    /// The latest notable events.
+    pub highlights: Highlights,
+}
+
+/// A message travelling between two nodes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageView {
+    /// Sender (`broker-1`, `producer-0`, ...).
+    pub from: String,
+    /// Receiver.
+    pub to: String,
+    /// The request or response name (`Produce`, `FetchResponse`, ...).
+    pub name: String,
+    /// What it carries, in a few words.
+    pub summary: String,
+    /// When it left.
+    pub sent_ms: u64,
+    /// When it arrives.
+    pub arrives_ms: u64,
+}
+
+/// One producer client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProducerView {
+    /// Its index.
+    pub id: u32,
+    /// The topic it writes.
+    pub topic: String,
+    /// `0`, `1` or `all`.
+    pub acks: String,
+    /// `linger.ms`.
+    pub linger_ms: u64,
+    /// `batch.size` in bytes.
+    pub batch_size: u32,
+    /// Records waiting for metadata (not yet partitioned).
+    pub waiting: usize,
+    /// Records in the accumulator's batches, not yet sent.
+    pub buffered_records: usize,
+    /// Bytes in those batches.
+    pub buffered_bytes: u64,
+    /// Batches in the accumulator.
+    pub buffered_batches: usize,
+    /// Produce requests awaiting an answer.
+    pub in_flight: usize,
+    /// Records it sent, acknowledged, and failed for good.
+    pub sent: u64,
+    /// Acknowledged records.
+    pub acknowledged: u64,
+    /// Records whose delivery failed for good.
+    pub failed: u64,
+    /// The last few records: key (if any) and the partition chosen.
+    pub recent: Vec<RecentRecord>,
+    /// The last produce error, if any.
+    pub last_error: Option<ProduceErrorNote>,
+}
+
+/// A record the producer sent recently.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecentRecord {
+    /// Its key.
+    pub key: Option<String>,
+    /// The partition number, once chosen.
+    pub partition: Option<u32>,
+    /// Acknowledged (with its offset, if the acks setting gives one).
+    pub acknowledged: bool,
+}
+
+/// A produce attempt that failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProduceErrorNote {
+    /// When.
+    pub time_ms: u64,
+    /// `topic-partition`.
+    pub partition: String,
+    /// Kafka's error name (`NOT_ENOUGH_REPLICAS`).
+    pub error: String,
+    /// Whether the producer retries.
+    pub will_retry: bool,
+}
+
+/// A leader election the controller committed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElectionNote {
+    /// When.
+    pub time_ms: u64,
+    /// `topic-partition`.
+    pub partition: String,
+    /// The new leader (none: offline).
+    pub leader: Option<BrokerId>,
+    /// The new leader epoch.
+    pub leader_epoch: u32,
+    /// From outside the ISR.
+    pub unclean: bool,
+    /// Why the controller elected.
+    pub reason: String,
+}
+
+/// The latest notable events, updated as they are traced (so the view
+/// never scans the trace).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Highlights {
+    /// The last partition leader election.
+    pub last_leader_election: Option<ElectionNote>,
+    /// The last controller election: when, the winner, its epoch.
+    pub last_controller_election: Option<(u64, u32, u32)>,
+    /// Why the last controller candidacy started.
+    pub last_candidacy_reason: Option<String>,
+    /// Each producer's last error.
+    pub producer_errors: std::collections::BTreeMap<u32, ProduceErrorNote>,
+    /// Each group's last rebalance: when, generation, why.
+    pub rebalances: std::collections::BTreeMap<String, (u64, u32, String)>,
+    /// Per producer: records sent, acknowledged, failed for good.
+    pub tally: std::collections::BTreeMap<u32, [u64; 3]>,
+}
+
+impl Highlights {
+    /// Takes note of a traced event.
+    pub(crate) fn note(&mut self, time: u64, kind: &TraceKind) {
+        match kind {
+            TraceKind::LeaderElected {
+                partition,
+                leader,
+                leader_epoch,
+                unclean,
+                reason,
+                ..
+            } => {
+                self.last_leader_election = Some(ElectionNote {
+                    time_ms: time,
+                    partition: partition.to_string(),
+                    leader: *leader,
+                    leader_epoch: *leader_epoch,
+                    unclean: *unclean,
+                    reason: reason.clone(),
+                })
+            }
+            TraceKind::ControllerElected { controller, epoch, .. } => {
+                self.last_controller_election = Some((time, *controller, *epoch))
+            }
+            TraceKind::ControllerElection { reason, .. } => self.last_candidacy_reason = Some(reason.clone()),
+            TraceKind::ProduceFailed {
+                producer,
+                partition,
+                error,
+                will_retry,
+                ..
+            } => {
+                self.producer_errors.insert(
+                    *producer,
+                    ProduceErrorNote {
+                        time_ms: time,
+                        partition: partition.to_string(),
+                        error: error_name(*error),
+                        will_retry: *will_retry,
+                    },
+                );
+            }
+            TraceKind::GroupRebalanced {
+                group,
+                generation,
+                reason,
+                ..
+            } => {
+                self.rebalances
+                    .insert(group.clone(), (time, *generation, reason.clone()));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Kafka's name for an error code (`NOT_ENOUGH_REPLICAS`).
+pub fn error_name(error: ErrorCode) -> String {
+    serde_json::to_value(error)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{error:?}"))
 }
 
 /// One broker.
@@ -59,6 +254,12 @@ pub struct ReplicaView {
     pub high_watermark: Offset,
     /// The leader epoch this broker is in, if it leads or follows.
     pub leader_epoch: Option<u32>,
+    /// In the committed ISR.
+    pub in_isr: bool,
+    /// As the leader tracks this follower: its last fetch.
+    pub last_fetch_ms: Option<u64>,
+    /// As the leader tracks this follower: when it was last caught up.
+    pub last_caught_up_ms: Option<u64>,
 }
 
 /// One partition in the committed metadata.
@@ -119,6 +320,9 @@ pub struct ConsumerView {
     pub partitions: Vec<ConsumerPartitionView>,
     /// Records read so far.
     pub records_read: u64,
+    /// The broker coordinating its group (the leader of the group's
+    /// `__consumer_offsets` partition), if any.
+    pub coordinator: Option<BrokerId>,
 }
 
 /// A consumer's partition.
@@ -163,12 +367,21 @@ impl Simulation {
                         } else {
                             ("offline", None)
                         };
+                        let registration = self.controller.partitions.get(partition);
+                        let tracked = registration
+                            .and_then(|registration| registration.leader)
+                            .and_then(|leader| self.brokers.get(&leader))
+                            .and_then(|leader| leader.leading.get(partition))
+                            .and_then(|state| state.followers.get(&broker.id));
                         ReplicaView {
                             partition: partition.to_string(),
                             role: role.to_string(),
                             log_end_offset: log.log_end_offset(),
                             high_watermark: log.high_watermark,
                             leader_epoch,
+                            in_isr: registration.is_some_and(|registration| registration.isr.contains(&broker.id)),
+                            last_fetch_ms: tracked.and_then(|info| info.state.last_fetch_time_ms),
+                            last_caught_up_ms: tracked.and_then(|info| info.state.last_caught_up_time_ms),
                         }
                     })
                     .collect(),
@@ -239,6 +452,83 @@ impl Simulation {
                     })
                     .collect(),
                 records_read: consumer.records_read,
+                coordinator: crate::groups::coordinator_partition(
+                    &consumer.config.group,
+                    self.config.offsets_topic_partitions,
+                )
+                .and_then(|partition| {
+                    self.controller.partitions.get(&TopicPartition {
+                        topic: std::sync::Arc::from(super::coordinator::OFFSETS_TOPIC),
+                        partition,
+                    })
+                })
+                .and_then(|registration| registration.leader),
+            })
+            .collect();
+        let producers = self
+            .producers
+            .iter()
+            .map(|producer| {
+                let batches = producer.batches.values().flatten();
+                let mut recent: Vec<RecentRecord> = Vec::new();
+                let [sent, acknowledged, failed] = self.highlights.tally.get(&producer.id).copied().unwrap_or_default();
+                for index in (0..self.records.len()).rev() {
+                    let record = &self.records[index];
+                    if record.producer != producer.id {
+                        continue;
+                    }
+                    recent.push(RecentRecord {
+                        key: record.key.as_deref().map(str::to_string),
+                        partition: record.partition.as_ref().map(|partition| partition.partition),
+                        acknowledged: record.acknowledged.is_some(),
+                    });
+                    if recent.len() == RECENT_RECORDS {
+                        break;
+                    }
+                }
+                ProducerView {
+                    id: producer.id,
+                    topic: producer.config.topic.clone(),
+                    acks: match producer.config.acks {
+                        Acks::None => "0",
+                        Acks::Leader => "1",
+                        Acks::All => "all",
+                    }
+                    .to_string(),
+                    linger_ms: producer.config.linger_ms,
+                    batch_size: producer.config.batch_size,
+                    waiting: producer.waiting.len(),
+                    buffered_records: batches.clone().map(|batch| batch.records.len()).sum(),
+                    buffered_bytes: batches.clone().map(|batch| u64::from(batch.bytes)).sum(),
+                    buffered_batches: batches.count(),
+                    in_flight: producer.in_flight.len(),
+                    sent,
+                    acknowledged,
+                    failed,
+                    recent,
+                    last_error: self.highlights.producer_errors.get(&producer.id).cloned(),
+                }
+            })
+            .collect();
+        let in_flight = self
+            .queue
+            .iter()
+            .filter_map(|(&(arrives_ms, _), event)| match event {
+                Event::Deliver {
+                    from,
+                    to,
+                    message,
+                    sent_at,
+                    ..
+                } => Some(MessageView {
+                    from: from.to_string(),
+                    to: to.to_string(),
+                    name: message.name().to_string(),
+                    summary: message.summary(),
+                    sent_ms: *sent_at,
+                    arrives_ms,
+                }),
+                _ => None,
             })
             .collect();
         ClusterView {
@@ -248,6 +538,9 @@ impl Simulation {
             partitions,
             controllers,
             consumers,
+            producers,
+            in_flight,
+            highlights: self.highlights.clone(),
         }
     }
 }
