@@ -12,7 +12,7 @@ before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
 
 test('killing a leader elects a new one from the ISR, shown in kafka-topics --describe', async () => {
-  const { page, problems } = await openApp(browser);
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
   await page.getByTestId('cluster-run-10s').click();
   await page.getByTestId('cluster-produce').click();
   await page.getByTestId('cluster-run-10s').click();
@@ -21,8 +21,9 @@ test('killing a leader elects a new one from the ISR, shown in kafka-topics --de
   assert.equal(isr.length, 3);
   assert.match(await page.getByTestId('groups-table').innerText(), /billing\s+orders\s+0/);
 
-  await page.getByTestId(`kill-broker-${leader}`).click();
-  assert.match(await page.getByTestId(`broker-${leader}`).innerText(), /dead/);
+  await page.getByTestId(`node-broker-${leader}`).click({ position: { x: 30, y: 10 } });
+  await page.getByTestId(`inspector-kill-broker-${leader}`).click();
+  assert.match(await page.getByTestId(`node-broker-${leader}`).getAttribute('aria-label'), /dead/);
   // broker.session.timeout.ms is 9 s: within it the controller still lists
   // the dead broker; after it, a new leader from the ISR.
   await page.getByTestId('cluster-run-10s').click();
@@ -35,7 +36,7 @@ test('killing a leader elects a new one from the ISR, shown in kafka-topics --de
   assert.match(await page.getByTestId('cluster-summary').innerText(), /lost 0,.*invariant violations 0/);
   await page.screenshot({ path: screenshotPath('cluster-after-leader-kill'), fullPage: true });
 
-  await page.getByTestId(`restart-broker-${leader}`).click();
+  await page.getByTestId(`inspector-restart-broker-${leader}`).click();
   await page.getByTestId('cluster-run-10s').click();
   await page.getByTestId('cluster-run-10s').click();
   assert.equal((await page.getByTestId('isr-orders-0').textContent()).split(',').length, 3);
@@ -44,7 +45,7 @@ test('killing a leader elects a new one from the ISR, shown in kafka-topics --de
 });
 
 test('play advances simulated time until paused; Space plays and the right arrow steps one event', async () => {
-  const { page, problems } = await openApp(browser);
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
   const time = async () => Number((await page.getByTestId('cluster-time').textContent()).match(/\d+/)[0]);
   const events = async () => Number(await page.getByTestId('cluster').getAttribute('data-events'));
   await page.getByTestId('cluster-speed').selectOption('10000');

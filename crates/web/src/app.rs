@@ -16,10 +16,15 @@ pub fn app() -> Html {
             <header class="app-header">
                 <h1>{ "kafkascope" }</h1>
                 <p class="tagline">{ "Apache Kafka's internals, simulated faithfully in your browser." }</p>
+                <nav class="app-nav" aria-label="sections">
+                    <a href="#map">{ "Map" }</a>
+                    <a href="#sandbox">{ "Sandbox" }</a>
+                    <a href="#partitioner">{ "Partitioner" }</a>
+                </nav>
             </header>
             <main class="app-main">
-                <KeyPartitioner />
                 <crate::cluster_panel::ClusterPanel />
+                <KeyPartitioner />
                 <crate::sandbox::Sandbox />
             </main>
             <footer class="app-footer">
@@ -52,7 +57,7 @@ pub fn key_partitioner() -> Html {
     let result = key_placement(&key, &partition_count_text);
 
     html! {
-        <section class="card" aria-labelledby="partitioner-title">
+        <section id="partitioner" class="card" aria-labelledby="partitioner-title">
             <h2 id="partitioner-title">{ "Which partition does a key go to?" }</h2>
             <div class="form-row">
                 <label for="key-input">{ "Key" }</label>

@@ -11,10 +11,12 @@ pub const DEFAULT_SEED: u64 = 1;
 
 /// Three brokers, three KRaft controllers, `orders` with three partitions
 /// replicated three times (`min.insync.replicas=2`), an `acks=all`
-/// producer and a two-member group `billing`.
+/// producer, a two-member group `billing` and a one-member group `search`
+/// (the seeds' exercise).
 pub fn default_config() -> ClusterConfig {
-    let consumer = |_| {
-        let mut consumer = ConsumerConfig::new("billing", vec!["orders".into()]);
+    let consumer = |index| {
+        let group = if index < 2 { "billing" } else { "search" };
+        let mut consumer = ConsumerConfig::new(group, vec!["orders".into()]);
         consumer.auto_offset_reset = OffsetReset::Earliest;
         consumer
     };
@@ -28,7 +30,7 @@ pub fn default_config() -> ClusterConfig {
             min_insync_replicas: 2,
         }],
         producers: vec![ProducerConfig::new("orders")],
-        consumers: (0..2).map(consumer).collect(),
+        consumers: (0..3).map(consumer).collect(),
         offsets_topic_partitions: 3,
         ..ClusterConfig::default()
     }
@@ -80,6 +82,90 @@ pub fn config_for_query(query: &str) -> ClusterConfig {
     }
 }
 
+/// The knobs that shape a cluster (changing them starts a new run).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setup {
+    pub brokers: u32,
+    pub partitions: u32,
+    pub replication_factor: u32,
+    /// The consumers' `partition.assignment.strategy`.
+    pub assignor: String,
+    /// Members of `billing` and of `search`.
+    pub billing: u32,
+    pub search: u32,
+    pub seed: u64,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Setup {
+            brokers: 3,
+            partitions: 3,
+            replication_factor: 3,
+            assignor: "range".into(),
+            billing: 2,
+            search: 1,
+            seed: DEFAULT_SEED,
+        }
+    }
+}
+
+/// The assignors a group can use (Kafka's names).
+pub const ASSIGNORS: [&str; 4] = ["range", "roundrobin", "sticky", "cooperative-sticky"];
+
+/// The cluster a [`Setup`] describes, or what is wrong with it in words.
+pub fn setup_config(setup: &Setup) -> Result<ClusterConfig, String> {
+    if !(1..=9).contains(&setup.brokers) {
+        return Err(format!("brokers must be 1 to 9 (got {})", setup.brokers));
+    }
+    if !(1..=24).contains(&setup.partitions) {
+        return Err(format!("partitions must be 1 to 24 (got {})", setup.partitions));
+    }
+    if setup.replication_factor < 1 || setup.replication_factor > setup.brokers {
+        return Err(format!(
+            "the replication factor must be 1 to the number of brokers ({}), got {}",
+            setup.brokers, setup.replication_factor
+        ));
+    }
+    if setup.billing > 8 || setup.search > 8 {
+        return Err("at most 8 consumers per group".into());
+    }
+    if !ASSIGNORS.contains(&setup.assignor.as_str()) {
+        return Err(format!("unknown assignor {:?}", setup.assignor));
+    }
+    let mut config = default_config();
+    config.brokers = setup.brokers;
+    config.topics[0].partitions = setup.partitions;
+    config.topics[0].replication_factor = setup.replication_factor;
+    config.topics[0].min_insync_replicas = config.topics[0].min_insync_replicas.min(setup.replication_factor);
+    config.offsets_topic_partitions = 3;
+    let member = |group: &str| {
+        let mut consumer = ConsumerConfig::new(group, vec!["orders".into()]);
+        consumer.auto_offset_reset = OffsetReset::Earliest;
+        consumer.assignor = setup.assignor.clone();
+        consumer
+    };
+    config.consumers = (0..setup.billing)
+        .map(|_| member("billing"))
+        .chain((0..setup.search).map(|_| member("search")))
+        .collect();
+    config.validate()?;
+    Ok(config)
+}
+
+/// Reads a knob's text as a number in `range`, or says why not.
+pub fn parse_knob(name: &str, text: &str, range: std::ops::RangeInclusive<u64>) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(value) if range.contains(&value) => Ok(value),
+        _ => Err(format!(
+            "{name} must be a whole number from {} to {} (got {:?})",
+            range.start(),
+            range.end(),
+            text.trim()
+        )),
+    }
+}
+
 /// One sentence saying what the cluster is made of.
 pub fn describe_config(config: &ClusterConfig) -> String {
     let topics: Vec<String> = config
@@ -98,7 +184,7 @@ pub fn describe_config(config: &ClusterConfig) -> String {
         .map(|consumer| consumer.group.as_str())
         .collect();
     format!(
-        "{} brokers, {} KRaft controllers, topics {}; {} producer(s); {} consumer(s) in group {}.",
+        "{} brokers, {} KRaft controllers, topics {}; {} producer(s); {} consumer(s) in groups {}.",
         config.brokers,
         config.controllers,
         topics.join(", "),
@@ -252,6 +338,45 @@ mod tests {
     }
 
     #[test]
+    fn setups_build_valid_clusters_or_say_what_is_wrong() {
+        let config = setup_config(&Setup::default()).expect("the default setup is valid");
+        assert_eq!(config.consumers.len(), 3);
+        let bigger = Setup {
+            brokers: 5,
+            partitions: 8,
+            replication_factor: 2,
+            assignor: "cooperative-sticky".into(),
+            billing: 3,
+            search: 0,
+            seed: 7,
+        };
+        let config = setup_config(&bigger).expect("valid");
+        assert_eq!(config.topics[0].min_insync_replicas, 2);
+        assert!(Simulation::new(config, 7).is_ok());
+        let too_many = Setup {
+            replication_factor: 4,
+            ..Setup::default()
+        };
+        assert!(setup_config(&too_many).unwrap_err().contains("replication factor"));
+        assert!(setup_config(&Setup {
+            brokers: 0,
+            ..Setup::default()
+        })
+        .is_err());
+        assert!(setup_config(&Setup {
+            assignor: "x".into(),
+            ..Setup::default()
+        })
+        .is_err());
+        assert_eq!(parse_knob("linger.ms", " 5 ", 0..=1000), Ok(5));
+        assert!(parse_knob("linger.ms", "-1", 0..=1000)
+            .unwrap_err()
+            .contains("linger.ms"));
+        assert!(parse_knob("linger.ms", "abc", 0..=1000).is_err());
+        assert!(parse_knob("linger.ms", "99999999999999999999999", 0..=1000).is_err());
+    }
+
+    #[test]
     fn the_bench_preset_is_valid_and_chosen_by_the_query() {
         assert_eq!(config_for_query("?preset=bench").brokers, 6);
         assert_eq!(config_for_query("?x=1&preset=bench").topics.len(), 3);
@@ -308,7 +433,19 @@ mod tests {
         });
         simulation.run_until(simulation.now() + 20_000);
         let rows = describe_groups(&simulation.view());
-        assert_eq!(rows.iter().map(|row| row.partition).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!(
+            rows.iter()
+                .map(|row| (row.group.as_str(), row.partition))
+                .collect::<Vec<_>>(),
+            vec![
+                ("billing", 0),
+                ("billing", 1),
+                ("billing", 2),
+                ("search", 0),
+                ("search", 1),
+                ("search", 2)
+            ]
+        );
         assert!(
             rows.iter().all(|row| row.lag == "0" && row.current_offset != "-"),
             "{rows:?}"
@@ -342,7 +479,8 @@ mod tests {
         });
         simulation.run_until(now + 20_000);
         // Two clients, so two members: none of them joined twice.
-        let rows = describe_groups(&simulation.view());
+        let mut rows = describe_groups(&simulation.view());
+        rows.retain(|row| row.group == "billing");
         assert_eq!(
             rows.iter().map(|row| row.partition).collect::<Vec<_>>(),
             vec![0, 1, 2],

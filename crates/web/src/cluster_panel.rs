@@ -1,47 +1,67 @@
-//! The live cluster: run controls, broker actions and panels shaped like
-//! Kafka's command-line tools, redrawn from the engine's view after every
-//! action. The simulation lives in this component; the panels read only
-//! [`cluster_model`](crate::cluster_model) rows derived from its view.
+//! The live cluster: run controls, knobs, the architecture map with its
+//! inspector, and panels shaped like Kafka's command-line tools, redrawn
+//! from the engine's view after every action. The simulation lives in this
+//! component; everything drawn is derived from its [`ClusterView`] by
+//! [`cluster_model`](crate::cluster_model) and [`map_model`](crate::map_model).
+//!
+//! [`ClusterView`]: kafkascope_engine::sim::view::ClusterView
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use kafkascope_engine::sim::config::{Input, ScheduledInput};
+use kafkascope_engine::replication::high_watermark::Acks;
+use kafkascope_engine::sim::config::{ClusterConfig, ConfigChange, ConsumerConfig, Input, ScheduledInput};
+use kafkascope_engine::sim::types::NodeId;
 use kafkascope_engine::sim::Simulation;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
-use kafkascope_engine::sim::config::ClusterConfig;
-
 use crate::cluster_model::{
-    config_for_query, default_config, describe_config, describe_groups, describe_quorum, describe_topics, DEFAULT_SEED,
+    config_for_query, default_config, describe_config, describe_groups, describe_quorum, describe_topics, parse_knob,
+    setup_config, Setup, ASSIGNORS, DEFAULT_SEED,
 };
+use crate::map::ClusterMap;
+use crate::map_model::{inspect, layout_at, mermaid};
 
-/// The cluster the page's URL asks for (`?preset=bench` for the benchmark).
-fn page_config() -> ClusterConfig {
-    let query = web_sys::window()
+fn page_query() -> String {
+    web_sys::window()
         .and_then(|window| window.location().search().ok())
-        .unwrap_or_default();
-    config_for_query(&query)
+        .unwrap_or_default()
 }
 
-fn fresh() -> Simulation {
-    // Both presets are checked by the native tests; fall back to the
-    // default rather than panic if that ever changed.
-    Simulation::new(page_config(), DEFAULT_SEED)
+/// A run: the configuration and seed it started from.
+#[derive(Debug, Clone)]
+struct Run {
+    config: ClusterConfig,
+    seed: u64,
+}
+
+fn start(run: &Run) -> Simulation {
+    // Every config reaching here was validated; fall back to the default
+    // rather than panic if that ever changed.
+    Simulation::new(run.config.clone(), run.seed)
         .or_else(|_| Simulation::new(default_config(), DEFAULT_SEED))
         .unwrap_or_else(|_| unreachable!("the default cluster is valid"))
 }
 
 /// A user action on the running cluster.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 enum Action {
     Run(u64),
     Step,
     Produce,
+    ProduceKeyed,
     Kill(u32),
     Restart(u32),
-    Reset,
+    Pause(u32),
+    Slow(u32, u64),
+    KillController(u32),
+    RestartController(u32),
+    StopConsumer(u32),
+    StartConsumer(u32),
+    CrashConsumer(u32),
+    AddConsumer(String),
+    Set(ConfigChange),
 }
 
 fn apply(simulation: &mut Simulation, action: Action) {
@@ -50,18 +70,19 @@ fn apply(simulation: &mut Simulation, action: Action) {
         simulation.schedule(ScheduledInput { at_ms: now, input });
         simulation.run_until(now);
     };
+    let producers = simulation.config().producers.len() as u32;
     match action {
         Action::Run(ms) => simulation.run_until(now + ms),
         Action::Step => {
             simulation.step();
         }
-        Action::Produce => {
-            for producer in 0..simulation.config().producers.len() as u32 {
+        Action::Produce | Action::ProduceKeyed => {
+            for producer in 0..producers {
                 input(
                     simulation,
                     Input::Produce {
                         producer,
-                        key: None,
+                        key: (action == Action::ProduceKeyed).then(|| "user-42".to_string()),
                         count: 10,
                         bytes: 100,
                     },
@@ -70,31 +91,250 @@ fn apply(simulation: &mut Simulation, action: Action) {
         }
         Action::Kill(broker) => input(simulation, Input::KillBroker { broker }),
         Action::Restart(broker) => input(simulation, Input::RestartBroker { broker }),
-        Action::Reset => *simulation = fresh(),
+        Action::Pause(broker) => input(
+            simulation,
+            Input::PauseBroker {
+                broker,
+                duration_ms: 5_000,
+            },
+        ),
+        Action::Slow(broker, extra_latency_ms) => input(
+            simulation,
+            Input::SlowNode {
+                node: NodeId::Broker(broker),
+                extra_latency_ms,
+            },
+        ),
+        Action::KillController(controller) => input(simulation, Input::KillController { controller }),
+        Action::RestartController(controller) => input(simulation, Input::RestartController { controller }),
+        Action::StopConsumer(consumer) => input(simulation, Input::StopConsumer { consumer }),
+        Action::StartConsumer(consumer) => input(simulation, Input::StartConsumer { consumer }),
+        Action::CrashConsumer(consumer) => input(simulation, Input::CrashConsumer { consumer }),
+        Action::AddConsumer(group) => {
+            let view = simulation.view();
+            let like = view
+                .consumers
+                .iter()
+                .find(|consumer| consumer.group == group)
+                .and_then(|consumer| simulation.config().consumers.get(consumer.id as usize).cloned());
+            let consumer = like.unwrap_or_else(|| {
+                let topic = simulation
+                    .config()
+                    .topics
+                    .first()
+                    .map_or("orders".to_string(), |topic| topic.name.clone());
+                ConsumerConfig::new(group.as_str(), vec![topic])
+            });
+            input(simulation, Input::AddConsumer { consumer });
+        }
+        Action::Set(change) => {
+            // A producer-level knob applies to every producer.
+            let changes = match change {
+                ConfigChange::Acks { acks, .. } => (0..producers)
+                    .map(|producer| ConfigChange::Acks { producer, acks })
+                    .collect(),
+                ConfigChange::LingerMs { value, .. } => (0..producers)
+                    .map(|producer| ConfigChange::LingerMs { producer, value })
+                    .collect(),
+                ConfigChange::MinInsyncReplicas { value, .. } => simulation
+                    .config()
+                    .topics
+                    .iter()
+                    .map(|topic| ConfigChange::MinInsyncReplicas {
+                        topic: topic.name.clone(),
+                        value,
+                    })
+                    .collect(),
+                other => vec![other],
+            };
+            for change in changes {
+                input(simulation, Input::SetConfig(change));
+            }
+        }
     }
 }
 
-/// Real milliseconds between two ticks while playing.
-const TICK_MS: u32 = 100;
+/// Real milliseconds between two play ticks: one tick per frame at 60
+/// frames a second, so messages move smoothly and each tick's work fits
+/// in a frame.
+const TICK_MS: u32 = 16;
 
 /// Playback speeds: virtual milliseconds per real second, on a log scale.
-const SPEEDS: [(u64, &str); 4] = [(100, "0.1×"), (1_000, "1×"), (10_000, "10×"), (100_000, "100×")];
+const SPEEDS: [(u64, &str); 5] = [
+    (10, "0.01×"),
+    (100, "0.1×"),
+    (1_000, "1×"),
+    (10_000, "10×"),
+    (100_000, "100×"),
+];
+
+/// Records per second each producer sends while playing.
+const RATES: [u32; 5] = [0, 1, 5, 20, 100];
+
+/// How many play ticks the tick-cost average covers.
+const TICK_WINDOW: usize = 60;
+
+fn now_ms() -> f64 {
+    web_sys::window()
+        .and_then(|window| window.performance())
+        .map_or(0.0, |performance| performance.now())
+}
+
+fn prefers_reduced_motion() -> bool {
+    web_sys::window()
+        .and_then(|window| window.match_media("(prefers-reduced-motion: reduce)").ok().flatten())
+        .is_some_and(|query| query.matches())
+}
+
+/// Play state kept between ticks.
+#[derive(Default)]
+struct Clock {
+    /// Virtual milliseconds owed to the next tick (below one).
+    carry: f64,
+    /// When the next steady-stream record is due.
+    next_record_at: u64,
+    /// Records sent by the steady stream (for their keys).
+    streamed: u64,
+    /// When the current tick started (real ms), until its render lands.
+    tick_started: Option<f64>,
+    /// Recent tick costs (tick plus render), real ms.
+    costs: std::collections::VecDeque<f64>,
+    /// The simulation's share of them.
+    simulation_costs: std::collections::VecDeque<f64>,
+    /// The latest trace events, moved out of the simulation after every
+    /// action so a long run at full speed keeps bounded memory.
+    trace: std::collections::VecDeque<kafkascope_engine::sim::trace::TraceEvent>,
+}
+
+/// How many trace events the page keeps.
+const TRACE_KEPT: usize = 20_000;
+
+impl Clock {
+    fn collect_trace(&mut self, simulation: &mut Simulation) {
+        self.trace.extend(simulation.take_trace());
+        let excess = self.trace.len().saturating_sub(TRACE_KEPT);
+        self.trace.drain(..excess);
+    }
+}
+
+fn tick(simulation: &mut Simulation, clock: &mut Clock, speed: u64, rate: u32) {
+    clock.tick_started = Some(now_ms());
+    clock.carry += speed as f64 * f64::from(TICK_MS) / 1_000.0;
+    let whole = clock.carry.floor();
+    clock.carry -= whole;
+    let target = simulation.now() + whole as u64;
+    if rate > 0 {
+        let every = (1_000 / u64::from(rate)).max(1);
+        clock.next_record_at = clock.next_record_at.max(simulation.now());
+        while clock.next_record_at <= target {
+            for producer in 0..simulation.config().producers.len() as u32 {
+                simulation.schedule(ScheduledInput {
+                    at_ms: clock.next_record_at,
+                    input: Input::Produce {
+                        producer,
+                        key: Some(format!("user-{}", clock.streamed % 7)),
+                        count: 1,
+                        bytes: 100,
+                    },
+                });
+            }
+            clock.streamed += 1;
+            clock.next_record_at += every;
+        }
+    }
+    let started = now_ms();
+    simulation.run_until(target);
+    clock.collect_trace(simulation);
+    clock.simulation_costs.push_back(now_ms() - started);
+    if clock.simulation_costs.len() > TICK_WINDOW {
+        clock.simulation_costs.pop_front();
+    }
+}
+
+fn download_svg() {
+    let Some(document) = web_sys::window().and_then(|window| window.document()) else {
+        return;
+    };
+    let Ok(Some(svg)) = document.query_selector("[data-testid=\"map\"]") else {
+        return;
+    };
+    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(&svg.outer_html()));
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type("image/svg+xml");
+    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else {
+        return;
+    };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
+        return;
+    };
+    if let Ok(link) = document.create_element("a") {
+        if let Ok(link) = link.dyn_into::<web_sys::HtmlAnchorElement>() {
+            link.set_href(&url);
+            link.set_download("kafkascope-map.svg");
+            link.click();
+        }
+    }
+    let _ = web_sys::Url::revoke_object_url(&url);
+}
+
+fn copy_text(text: &str) -> bool {
+    web_sys::window().is_some_and(|window| {
+        let _ = window.navigator().clipboard().write_text(text);
+        true
+    })
+}
 
 /// The live cluster section.
 #[function_component(ClusterPanel)]
 pub fn cluster_panel() -> Html {
-    let simulation: Rc<RefCell<Simulation>> = use_mut_ref(fresh);
+    let run = use_mut_ref(|| Run {
+        config: config_for_query(&page_query()),
+        seed: DEFAULT_SEED,
+    });
+    let simulation: Rc<RefCell<Simulation>> = {
+        let run = run.clone();
+        use_mut_ref(move || start(&run.borrow()))
+    };
+    let clock: Rc<RefCell<Clock>> = use_mut_ref(Clock::default);
     let redraw = use_force_update();
-    let playing = use_state(|| false);
-    let speed = use_state(|| SPEEDS[1].0);
+    // The page opens with the cluster running (RaftScope does the same),
+    // unless the URL says `play=0` or the reader prefers reduced motion.
+    let playing = use_state(|| !page_query().contains("play=0") && !prefers_reduced_motion());
+    let speed = use_state(|| SPEEDS[2].0);
+    let rate = use_state(|| if page_query().contains("preset=bench") { 5 } else { 1 });
+    let selected = use_state(|| None::<String>);
+    let setup = use_state(Setup::default);
+    let knob_error = use_state(|| None::<String>);
+    let export = use_state(|| false);
+    let copied = use_state(|| false);
+    let reduced_motion = use_state(prefers_reduced_motion);
+
+    // A render after a play tick closes that tick's cost sample.
+    {
+        let clock = clock.clone();
+        use_effect(move || {
+            let mut clock = clock.borrow_mut();
+            if let Some(started) = clock.tick_started.take() {
+                let cost = now_ms() - started;
+                clock.costs.push_back(cost);
+                if clock.costs.len() > TICK_WINDOW {
+                    clock.costs.pop_front();
+                }
+            }
+        });
+    }
+
     let act = {
         let simulation = simulation.clone();
         let redraw = redraw.clone();
+        let clock = clock.clone();
         move |action: Action| {
             let simulation = simulation.clone();
             let redraw = redraw.clone();
+            let clock = clock.clone();
             Callback::from(move |_: MouseEvent| {
-                apply(&mut simulation.borrow_mut(), action);
+                apply(&mut simulation.borrow_mut(), action.clone());
+                clock.borrow_mut().collect_trace(&mut simulation.borrow_mut());
                 redraw.force_update();
             })
         }
@@ -103,13 +343,11 @@ pub fn cluster_panel() -> Html {
     {
         let simulation = simulation.clone();
         let redraw = redraw.clone();
-        use_effect_with((*playing, *speed), move |&(playing, speed)| {
+        let clock = clock.clone();
+        use_effect_with((*playing, *speed, *rate), move |&(playing, speed, rate)| {
             let interval = playing.then(|| {
                 gloo_timers::callback::Interval::new(TICK_MS, move || {
-                    apply(
-                        &mut simulation.borrow_mut(),
-                        Action::Run(speed * u64::from(TICK_MS) / 1_000),
-                    );
+                    tick(&mut simulation.borrow_mut(), &mut clock.borrow_mut(), speed, rate);
                     redraw.force_update();
                 })
             });
@@ -129,6 +367,137 @@ pub fn cluster_panel() -> Html {
             }
         })
     };
+    let on_rate = {
+        let rate = rate.clone();
+        Callback::from(move |event: Event| {
+            let value = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
+            if let Ok(chosen) = value.parse() {
+                rate.set(chosen);
+            }
+        })
+    };
+    let reset = {
+        let simulation = simulation.clone();
+        let run = run.clone();
+        let clock = clock.clone();
+        let redraw = redraw.clone();
+        let selected = selected.clone();
+        move |replace: Option<Run>| {
+            if let Some(replace) = replace {
+                *run.borrow_mut() = replace;
+            }
+            *simulation.borrow_mut() = start(&run.borrow());
+            *clock.borrow_mut() = Clock::default();
+            selected.set(None);
+            redraw.force_update();
+        }
+    };
+    let on_reset = {
+        let reset = reset.clone();
+        let setup = setup.clone();
+        let run = run.clone();
+        Callback::from(move |_: MouseEvent| {
+            let config = run.borrow().config.clone();
+            reset(Some(Run {
+                config,
+                seed: setup.seed,
+            }));
+        })
+    };
+    let on_apply_setup = {
+        let reset = reset.clone();
+        let setup = setup.clone();
+        let knob_error = knob_error.clone();
+        Callback::from(move |event: SubmitEvent| {
+            event.prevent_default();
+            match setup_config(&setup) {
+                Ok(config) => {
+                    knob_error.set(None);
+                    reset(Some(Run {
+                        config,
+                        seed: setup.seed,
+                    }));
+                }
+                Err(message) => knob_error.set(Some(message)),
+            }
+        })
+    };
+    // A structural knob edits the pending setup (applied on submit).
+    let setup_field = |field: &'static str| {
+        let setup = setup.clone();
+        let knob_error = knob_error.clone();
+        Callback::from(move |event: Event| {
+            let target = event.target_unchecked_into::<web_sys::HtmlInputElement>();
+            let text = target.value();
+            let mut next = (*setup).clone();
+            let parsed = |range| parse_knob(field, &text, range);
+            let result = match field {
+                "brokers" => parsed(1..=9).map(|value| next.brokers = value as u32),
+                "partitions" => parsed(1..=24).map(|value| next.partitions = value as u32),
+                "replication factor" => parsed(1..=9).map(|value| next.replication_factor = value as u32),
+                "billing consumers" => parsed(0..=8).map(|value| next.billing = value as u32),
+                "search consumers" => parsed(0..=8).map(|value| next.search = value as u32),
+                "seed" => parsed(0..=u64::from(u32::MAX)).map(|value| next.seed = value),
+                _ => Ok(()),
+            };
+            match result {
+                Ok(()) => {
+                    knob_error.set(None);
+                    setup.set(next);
+                }
+                Err(message) => knob_error.set(Some(message)),
+            }
+        })
+    };
+    let on_assignor = {
+        let setup = setup.clone();
+        Callback::from(move |event: Event| {
+            let value = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
+            setup.set(Setup {
+                assignor: value,
+                ..(*setup).clone()
+            });
+        })
+    };
+    // A live knob becomes an input at this moment of the run.
+    let live = |knob: &'static str| {
+        let simulation = simulation.clone();
+        let redraw = redraw.clone();
+        let knob_error = knob_error.clone();
+        Callback::from(move |event: Event| {
+            let target = event.target_unchecked_into::<web_sys::HtmlInputElement>();
+            let text = target.value();
+            let change = match knob {
+                "acks" => Ok(ConfigChange::Acks {
+                    producer: 0,
+                    acks: match text.as_str() {
+                        "0" => Acks::None,
+                        "1" => Acks::Leader,
+                        _ => Acks::All,
+                    },
+                }),
+                "min.insync.replicas" => parse_knob(knob, &text, 1..=9).map(|value| ConfigChange::MinInsyncReplicas {
+                    topic: String::new(),
+                    value: value as u32,
+                }),
+                "unclean.leader.election.enable" => Ok(ConfigChange::UncleanLeaderElection {
+                    enable: target.checked(),
+                }),
+                "replica.lag.time.max.ms" => {
+                    parse_knob(knob, &text, 100..=600_000).map(|value| ConfigChange::ReplicaLagTimeMaxMs { value })
+                }
+                _ => parse_knob(knob, &text, 0..=60_000).map(|value| ConfigChange::LingerMs { producer: 0, value }),
+            };
+            match change {
+                Ok(change) => {
+                    knob_error.set(None);
+                    apply(&mut simulation.borrow_mut(), Action::Set(change));
+                    redraw.force_update();
+                }
+                Err(message) => knob_error.set(Some(message)),
+            }
+        })
+    };
     // Space plays or pauses and the right arrow steps, while the section
     // has focus (so typing elsewhere on the page is never taken).
     let on_keydown = {
@@ -141,6 +510,7 @@ pub fn cluster_panel() -> Html {
                 .and_then(|target| target.dyn_into::<web_sys::Element>().ok())
                 .is_some_and(|element| {
                     matches!(element.tag_name().as_str(), "BUTTON" | "SELECT" | "INPUT" | "TEXTAREA")
+                        || element.get_attribute("role").as_deref() == Some("button")
                 });
             match event.key().as_str() {
                 " " if !in_control => {
@@ -156,96 +526,303 @@ pub fn cluster_panel() -> Html {
             }
         })
     };
-    let view = simulation.borrow().view();
-    let summary = simulation.borrow().summary();
+    // Stable while the selection stays, so unchanged map nodes skip
+    // re-rendering.
+    let on_select = use_callback(selected.clone(), |name: String, selected| {
+        let again = selected.as_deref() == Some(name.as_str());
+        selected.set(if again { None } else { Some(name) });
+    });
+
+    let simulation_ref = simulation.borrow();
+    let view = simulation_ref.view();
+    let summary = simulation_ref.summary();
+    let config = simulation_ref.config().clone();
+    drop(simulation_ref);
+    let model = Rc::new(layout_at(&view, view.time_ms as f64 + clock.borrow().carry));
     let topics = describe_topics(&view);
     let groups = describe_groups(&view);
     let quorum = describe_quorum(&view);
+    let inspection = selected.as_deref().and_then(|name| inspect(&view, &model, name));
+    let costs = &clock.borrow().costs;
+    let tick_ms = if costs.is_empty() {
+        0.0
+    } else {
+        costs.iter().sum::<f64>() / costs.len() as f64
+    };
+    let tick_samples = costs.len();
+    let simulation_costs = &clock.borrow().simulation_costs;
+    let simulation_ms = if simulation_costs.is_empty() {
+        0.0
+    } else {
+        simulation_costs.iter().sum::<f64>() / simulation_costs.len() as f64
+    };
+    let acks = view
+        .producers
+        .first()
+        .map_or("all".to_string(), |producer| producer.acks.clone());
+    let linger = view.producers.first().map_or(0, |producer| producer.linger_ms);
+    let min_insync = config.topics.first().map_or(1, |topic| topic.min_insync_replicas);
+
+    // The inspector's actions for the selection.
+    let actions = selected.as_deref().map(|name| {
+        let node = name.split('/').next().unwrap_or(name);
+        let number = |prefix: &str| node.strip_prefix(prefix).and_then(|id| id.parse::<u32>().ok());
+        let button = |label: &'static str, test: String, action: Action| {
+            html! {
+                <button type="button" data-testid={test} onclick={act(action)}>{ label }</button>
+            }
+        };
+        if let Some(id) = number("broker-") {
+            let dead = view
+                .brokers
+                .iter()
+                .any(|broker| broker.id == id && broker.status == "dead");
+            html! { <>
+                { if dead { button("Restart", format!("inspector-restart-{node}"), Action::Restart(id)) }
+                  else { button("Kill", format!("inspector-kill-{node}"), Action::Kill(id)) } }
+                { button("Pause 5 s (GC)", format!("inspector-pause-{node}"), Action::Pause(id)) }
+                { button("Slow down +200 ms", format!("inspector-slow-{node}"), Action::Slow(id, 200)) }
+                { button("Normal speed", format!("inspector-unslow-{node}"), Action::Slow(id, 0)) }
+            </> }
+        } else if let Some(id) = number("controller-") {
+            let alive = view
+                .controllers
+                .iter()
+                .any(|controller| controller.id == id && controller.alive);
+            if alive {
+                button("Kill", format!("inspector-kill-{node}"), Action::KillController(id))
+            } else {
+                button(
+                    "Restart",
+                    format!("inspector-restart-{node}"),
+                    Action::RestartController(id),
+                )
+            }
+        } else if let Some(id) = number("consumer-") {
+            let stopped = view
+                .consumers
+                .iter()
+                .any(|consumer| consumer.id == id && consumer.phase == "stopped");
+            if stopped {
+                button(
+                    "Start (join the group)",
+                    format!("inspector-start-{node}"),
+                    Action::StartConsumer(id),
+                )
+            } else {
+                html! { <>
+                    { button("Remove (leave the group)", format!("inspector-remove-{node}"), Action::StopConsumer(id)) }
+                    { button("Crash (no goodbye)", format!("inspector-crash-{node}"), Action::CrashConsumer(id)) }
+                </> }
+            }
+        } else if let Some(group) = node.strip_prefix("group-") {
+            button(
+                "Add a consumer",
+                format!("inspector-add-{node}"),
+                Action::AddConsumer(group.to_string()),
+            )
+        } else if node.starts_with("producer-") {
+            html! { <>
+                { button("Produce 10 (no key)", "inspector-produce".into(), Action::Produce) }
+                { button("Produce 10 with key \"user-42\"", "inspector-produce-keyed".into(), Action::ProduceKeyed) }
+            </> }
+        } else {
+            html! {}
+        }
+    });
+    let mermaid_text = (*export).then(|| mermaid(&model));
+    let on_copy = {
+        let text = mermaid_text.clone().unwrap_or_default();
+        let copied = copied.clone();
+        Callback::from(move |_: MouseEvent| copied.set(copy_text(&text)))
+    };
+    let toggle_export = {
+        let export = export.clone();
+        let copied = copied.clone();
+        Callback::from(move |_: MouseEvent| {
+            copied.set(false);
+            export.set(!*export);
+        })
+    };
+    let toggle_motion = {
+        let reduced_motion = reduced_motion.clone();
+        Callback::from(move |_: MouseEvent| reduced_motion.set(!*reduced_motion))
+    };
 
     html! {
-        <section class="card cluster" aria-labelledby="cluster-title" tabindex="0" onkeydown={on_keydown}
-            data-testid="cluster" data-events={view.events.to_string()}>
-            <h2 id="cluster-title">{ "A running cluster" }</h2>
+        <section id="map" class="card cluster wide" aria-labelledby="cluster-title" tabindex="0" onkeydown={on_keydown}
+            data-testid="cluster" data-events={view.events.to_string()}
+            data-tick-ms={format!("{tick_ms:.2}")} data-tick-samples={tick_samples.to_string()} data-simulation-ms={format!("{simulation_ms:.2}")}>
+            <h2 id="cluster-title">{ "The map: a running cluster" }</h2>
             <p class="hint">
-                { describe_config(simulation.borrow().config()) }
-                { " Time is simulated: it moves when you play, run or step it (with this section focused: Space plays or pauses, → steps one event)." }
+                { describe_config(&config) }
+                { " Time is simulated: it moves when you play, run or step it (with this section focused: Space plays or pauses, → steps one event). Click anything on the map to inspect it." }
             </p>
-            <div class="controls" role="toolbar" aria-label="run controls">
+            <div class="controls run-controls" role="toolbar" aria-label="run controls">
                 <button type="button" data-testid="cluster-play" aria-pressed={playing.to_string()} onclick={toggle_play}>
                     { if *playing { "❚❚ Pause" } else { "▶ Play" } }
                 </button>
-                <label for="cluster-speed" class="visually-hidden">{ "Speed" }</label>
-                <select id="cluster-speed" data-testid="cluster-speed" onchange={on_speed} aria-label="speed">
-                    { for SPEEDS.iter().map(|(value, label)| html! {
-                        <option value={value.to_string()} selected={*speed == *value}>{ *label }</option>
-                    }) }
-                </select>
+                <label>{ "Speed " }
+                    <select data-testid="cluster-speed" onchange={on_speed}>
+                        { for SPEEDS.iter().map(|(value, label)| html! {
+                            <option value={value.to_string()} selected={*speed == *value}>{ *label }</option>
+                        }) }
+                    </select>
+                </label>
+                <label>{ "Records/s per producer while playing " }
+                    <select data-testid="cluster-rate" onchange={on_rate}>
+                        { for RATES.iter().map(|value| html! {
+                            <option value={value.to_string()} selected={*rate == *value}>{ value.to_string() }</option>
+                        }) }
+                    </select>
+                </label>
                 <button type="button" data-testid="cluster-step" onclick={act(Action::Step)}>{ "Step one event" }</button>
                 <button type="button" data-testid="cluster-run-1s" onclick={act(Action::Run(1_000))}>{ "Run 1 s" }</button>
                 <button type="button" data-testid="cluster-run-10s" onclick={act(Action::Run(10_000))}>{ "Run 10 s" }</button>
                 <button type="button" data-testid="cluster-produce" onclick={act(Action::Produce)}>{ "Produce 10 records per producer" }</button>
-                <button type="button" data-testid="cluster-reset" onclick={act(Action::Reset)}>{ "Reset" }</button>
+                <button type="button" data-testid="cluster-reset" onclick={on_reset}>{ "Reset" }</button>
                 <span class="clock" data-testid="cluster-time">{ format!("t = {} ms", view.time_ms) }</span>
             </div>
             <p class="muted" data-testid="cluster-summary">
                 { format!(
-                    "produced {}, acknowledged {}, lost {}, leader elections {}, invariant violations {}",
-                    summary.produced, summary.acknowledged, summary.lost, summary.leader_elections, summary.invariant_violations
+                    "produced {}, acknowledged {}, failed {}, lost {}, leader elections {}, invariant violations {}",
+                    summary.produced, summary.acknowledged, summary.failed, summary.lost, summary.leader_elections, summary.invariant_violations
                 ) }
             </p>
-            <h3>{ "Brokers" }</h3>
-            <ul class="brokers">
-                { for view.brokers.iter().map(|broker| {
-                    let id = broker.id;
-                    let state = if broker.status == "running" && broker.fenced { "fenced".to_string() } else { broker.status.clone() };
-                    html! {
-                        <li class={classes!("broker", state.clone())} data-testid={format!("broker-{id}")}>
-                            <strong>{ format!("broker-{id}") }</strong>
-                            <span class="badge">{ state }</span>
-                            { if broker.status == "dead" {
-                                html! { <button type="button" data-testid={format!("restart-broker-{id}")} onclick={act(Action::Restart(id))}>{ "Restart" }</button> }
-                            } else {
-                                html! { <button type="button" data-testid={format!("kill-broker-{id}")} onclick={act(Action::Kill(id))}>{ "Kill" }</button> }
-                            } }
-                        </li>
-                    }
-                }) }
-            </ul>
-            <h3><code>{ "kafka-topics --describe" }</code></h3>
-            <table class="tool" data-testid="topics-table">
-                <thead><tr><th>{ "Topic" }</th><th>{ "Partition" }</th><th>{ "Leader" }</th><th>{ "Replicas" }</th><th>{ "Isr" }</th><th></th></tr></thead>
-                <tbody>
-                    { for topics.iter().map(|row| html! {
-                        <tr class={classes!(row.under_replicated.then_some("under-replicated"), row.offline.then_some("offline"))}>
-                            <td>{ &row.topic }</td>
-                            <td>{ row.partition }</td>
-                            <td data-testid={format!("leader-{}", row.name)}>{ &row.leader }</td>
-                            <td>{ &row.replicas }</td>
-                            <td data-testid={format!("isr-{}", row.name)}>{ &row.isr }</td>
-                            <td>{ if row.offline { "offline" } else if row.under_replicated { "under-replicated" } else { "" } }</td>
-                        </tr>
-                    }) }
-                </tbody>
-            </table>
-            <h3><code>{ "kafka-consumer-groups --describe --all-groups" }</code></h3>
-            <table class="tool" data-testid="groups-table">
-                <thead><tr><th>{ "GROUP" }</th><th>{ "TOPIC" }</th><th>{ "PARTITION" }</th><th>{ "CURRENT-OFFSET" }</th><th>{ "LOG-END-OFFSET" }</th><th>{ "LAG" }</th><th>{ "CONSUMER-ID" }</th></tr></thead>
-                <tbody>
-                    { for groups.iter().map(|row| html! {
-                        <tr>
-                            <td>{ &row.group }</td><td>{ &row.topic }</td><td>{ row.partition }</td>
-                            <td>{ &row.current_offset }</td><td>{ row.log_end_offset }</td><td>{ &row.lag }</td>
-                            <td>{ &row.consumer_id }</td>
-                        </tr>
-                    }) }
-                </tbody>
-            </table>
-            { if groups.is_empty() { html! { <p class="muted">{ "No member owns a partition yet (the group is still forming: run a few seconds)." }</p> } } else { html! {} } }
-            <h3><code>{ "kafka-metadata-quorum describe --status" }</code></h3>
-            <pre class="tool" data-testid="quorum-status">{ format!(
-                "LeaderId:       {}\nLeaderEpoch:    {}\nHighWatermark:  {}\nCurrentVoters:  [{}]\nDown:           {}",
-                quorum.leader_id, quorum.leader_epoch, quorum.high_watermark, quorum.voters, quorum.down
-            ) }</pre>
+            <div class="map-layout">
+                <div class="map-frame">
+                    <div class="map-scroll"><ClusterMap model={model.clone()} selected={(*selected).clone()} on_select={on_select} reduced_motion={*reduced_motion} /></div>
+                    <p class="legend muted">
+                        { "L leader · F follower · ISR in sync · OSR out of sync · bar = log end offset, | = high watermark (numbers: HW/LEO) · dots = messages in flight (hollow: responses)" }
+                    </p>
+                    <div class="controls" role="toolbar" aria-label="export and display">
+                        <button type="button" data-testid="export-mermaid" aria-expanded={export.to_string()} onclick={toggle_export}>{ "Mermaid flowchart" }</button>
+                        <button type="button" data-testid="export-svg" onclick={Callback::from(|_: MouseEvent| download_svg())}>{ "Download the map (SVG)" }</button>
+                        <button type="button" data-testid="toggle-motion" aria-pressed={reduced_motion.to_string()} onclick={toggle_motion}>{ "Reduce motion" }</button>
+                    </div>
+                    { if let Some(text) = mermaid_text { html! {
+                        <div class="export">
+                            <textarea readonly=true rows="10" data-testid="mermaid-text" aria-label="the topology as a Mermaid flowchart" value={text} />
+                            <button type="button" data-testid="copy-mermaid" onclick={on_copy}>{ if *copied { "Copied" } else { "Copy" } }</button>
+                        </div>
+                    } } else { html! {} } }
+                </div>
+                <aside class="side">
+                    <div class="inspector" data-testid="inspector" aria-live="polite">
+                        <h3>{ "Inspector" }</h3>
+                        { match &inspection {
+                            Some(inspection) => html! { <>
+                                <h4 data-testid="inspector-title">{ &inspection.title }</h4>
+                                <p class="why">{ &inspection.why }</p>
+                                <dl data-testid="inspector-facts">
+                                    { for inspection.facts.iter().map(|(name, value)| html! { <><dt>{ name }</dt><dd>{ value }</dd></> }) }
+                                </dl>
+                                { if inspection.messages.is_empty() { html! {} } else { html! {
+                                    <ul class="messages-now" data-testid="inspector-messages">
+                                        { for inspection.messages.iter().map(|line| html! { <li>{ line }</li> }) }
+                                    </ul>
+                                } } }
+                                <div class="controls" role="toolbar" aria-label="actions">{ actions.unwrap_or_default() }</div>
+                            </> },
+                            None => html! { <p class="muted">{ "Select a broker, a replica row, a controller, the producer, a group, a member or an edge." }</p> },
+                        } }
+                    </div>
+                    <form class="knobs" data-testid="knobs" novalidate=true onsubmit={on_apply_setup}>
+                        <h3>{ "Knobs" }</h3>
+                        <fieldset>
+                            <legend>{ "Live: each change is an input at this moment of the run" }</legend>
+                            <label>{ "acks " }
+                                <select data-testid="knob-acks" onchange={live("acks")}>
+                                    { for ["0", "1", "all"].iter().map(|value| html! { <option value={*value} selected={acks == *value}>{ *value }</option> }) }
+                                </select>
+                            </label>
+                            <label>{ "min.insync.replicas " }
+                                <input type="number" min="1" max="9" data-testid="knob-min-insync" value={min_insync.to_string()} onchange={live("min.insync.replicas")} />
+                            </label>
+                            <label>
+                                <input type="checkbox" data-testid="knob-unclean" checked={config.unclean_leader_election_enable} onchange={live("unclean.leader.election.enable")} />
+                                { " unclean.leader.election.enable" }
+                            </label>
+                            <label>{ "replica.lag.time.max.ms " }
+                                <input type="number" min="100" data-testid="knob-lag" value={config.replica_lag_time_max_ms.to_string()} onchange={live("replica.lag.time.max.ms")} />
+                            </label>
+                            <label>{ "linger.ms " }
+                                <input type="number" min="0" data-testid="knob-linger" value={linger.to_string()} onchange={live("linger.ms")} />
+                            </label>
+                        </fieldset>
+                        <fieldset>
+                            <legend>{ "Shape: these start a new run" }</legend>
+                            <label>{ "brokers " }<input type="number" min="1" max="9" data-testid="knob-brokers" value={setup.brokers.to_string()} onchange={setup_field("brokers")} /></label>
+                            <label>{ "partitions " }<input type="number" min="1" max="24" data-testid="knob-partitions" value={setup.partitions.to_string()} onchange={setup_field("partitions")} /></label>
+                            <label>{ "replication factor " }<input type="number" min="1" max="9" data-testid="knob-rf" value={setup.replication_factor.to_string()} onchange={setup_field("replication factor")} /></label>
+                            <label>{ "assignor " }
+                                <select data-testid="knob-assignor" onchange={on_assignor}>
+                                    { for ASSIGNORS.iter().map(|name| html! { <option value={*name} selected={setup.assignor == *name}>{ *name }</option> }) }
+                                </select>
+                            </label>
+                            <label>{ "billing consumers " }<input type="number" min="0" max="8" data-testid="knob-billing" value={setup.billing.to_string()} onchange={setup_field("billing consumers")} /></label>
+                            <label>{ "search consumers " }<input type="number" min="0" max="8" data-testid="knob-search" value={setup.search.to_string()} onchange={setup_field("search consumers")} /></label>
+                            <label>{ "seed " }<input type="number" min="0" data-testid="knob-seed" value={setup.seed.to_string()} onchange={setup_field("seed")} /></label>
+                            <button type="submit" data-testid="knob-apply">{ "Start a new run with these" }</button>
+                        </fieldset>
+                        { if let Some(message) = &*knob_error { html! { <p class="error" role="alert" data-testid="knob-error">{ message }</p> } } else { html! {} } }
+                    </form>
+                </aside>
+                <ToolPanels topics={topics} groups={groups} quorum={quorum} />
+            </div>
         </section>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+struct ToolProps {
+    topics: Vec<crate::cluster_model::TopicRow>,
+    groups: Vec<crate::cluster_model::GroupRow>,
+    quorum: crate::cluster_model::QuorumStatus,
+}
+
+/// The panels shaped like Kafka's tools: a component, so they re-render
+/// only when a row changed.
+#[function_component(ToolPanels)]
+fn tool_panels(props: &ToolProps) -> Html {
+    let (topics, groups, quorum) = (&props.topics, &props.groups, &props.quorum);
+    html! {
+        <div class="tools">
+                    <h3><code>{ "kafka-topics --describe" }</code></h3>
+                    <table class="tool" data-testid="topics-table">
+                        <thead><tr><th>{ "Topic" }</th><th>{ "Partition" }</th><th>{ "Leader" }</th><th>{ "Replicas" }</th><th>{ "Isr" }</th><th></th></tr></thead>
+                        <tbody>
+                            { for topics.iter().map(|row| html! {
+                                <tr class={classes!(row.under_replicated.then_some("under-replicated"), row.offline.then_some("offline"))}>
+                                    <td>{ &row.topic }</td>
+                                    <td>{ row.partition }</td>
+                                    <td data-testid={format!("leader-{}", row.name)}>{ &row.leader }</td>
+                                    <td>{ &row.replicas }</td>
+                                    <td data-testid={format!("isr-{}", row.name)}>{ &row.isr }</td>
+                                    <td>{ if row.offline { "offline" } else if row.under_replicated { "under-replicated" } else { "" } }</td>
+                                </tr>
+                            }) }
+                        </tbody>
+                    </table>
+                    <h3><code>{ "kafka-consumer-groups --describe --all-groups" }</code></h3>
+                    <table class="tool" data-testid="groups-table">
+                        <thead><tr><th>{ "GROUP" }</th><th>{ "TOPIC" }</th><th>{ "PARTITION" }</th><th>{ "CURRENT-OFFSET" }</th><th>{ "LOG-END-OFFSET" }</th><th>{ "LAG" }</th><th>{ "CONSUMER-ID" }</th></tr></thead>
+                        <tbody>
+                            { for groups.iter().map(|row| html! {
+                                <tr>
+                                    <td>{ &row.group }</td><td>{ &row.topic }</td><td>{ row.partition }</td>
+                                    <td>{ &row.current_offset }</td><td>{ row.log_end_offset }</td><td>{ &row.lag }</td>
+                                    <td>{ &row.consumer_id }</td>
+                                </tr>
+                            }) }
+                        </tbody>
+                    </table>
+                    { if groups.is_empty() { html! { <p class="muted">{ "No member owns a partition yet (the groups are still forming: run a few seconds)." }</p> } } else { html! {} } }
+                    <h3><code>{ "kafka-metadata-quorum describe --status" }</code></h3>
+                    <pre class="tool" data-testid="quorum-status">{ format!(
+                        "LeaderId:       {}\nLeaderEpoch:    {}\nHighWatermark:  {}\nCurrentVoters:  [{}]\nDown:           {}",
+                        quorum.leader_id, quorum.leader_epoch, quorum.high_watermark, quorum.voters, quorum.down
+                    ) }</pre>
+        </div>
     }
 }

@@ -8,6 +8,8 @@
 pub mod app;
 pub mod cluster_model;
 pub mod cluster_panel;
+pub mod map;
+pub mod map_model;
 pub mod sandbox;
 pub mod sandbox_model;
 pub mod view_model;

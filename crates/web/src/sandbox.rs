@@ -142,7 +142,7 @@ pub fn sandbox() -> Html {
 
     html! {
         // `data-finished-runs` counts finished runs, so tests can wait for the next one.
-        <section class="card sandbox" aria-labelledby="sandbox-title" data-testid="sandbox"
+        <section id="sandbox" class="card sandbox" aria-labelledby="sandbox-title" data-testid="sandbox"
             data-finished-runs={finished_runs.borrow().to_string()}>
             <h2 id="sandbox-title">{ "Run this" }</h2>
             <p class="hint">

@@ -67,7 +67,13 @@ pub struct Consumer {
     /// Records read so far.
     pub records_read: u64,
     bootstrap_attempt: u32,
+    /// A metadata refresh waits for its backoff (the broker it will ask).
+    refresh_pending: Option<BrokerId>,
 }
+
+/// `retry.backoff.ms` (100): the least time between a failed fetch and the
+/// metadata refresh it triggers.
+const RETRY_BACKOFF_MS: u64 = 100;
 
 impl Consumer {
     /// A consumer that has not started.
@@ -89,6 +95,7 @@ impl Consumer {
             fetching: BTreeMap::new(),
             records_read: 0,
             bootstrap_attempt: 0,
+            refresh_pending: None,
         }
     }
 
@@ -295,6 +302,11 @@ impl Simulation {
             }
             Timer::ConsumerRetry if consumer.phase == ConsumerPhase::FindingCoordinator => {
                 self.consumer_bootstrap(id);
+            }
+            Timer::ConsumerMetadataRefresh => {
+                if let Some(broker) = self.consumers[id as usize].refresh_pending.take() {
+                    self.send(node, NodeId::Broker(broker), Message::MetadataRequest);
+                }
             }
             _ => {}
         }
@@ -557,16 +569,23 @@ impl Simulation {
             return;
         }
         if let Some(error) = error {
-            if error == ErrorCode::NotLeaderOrFollower {
+            // The client refreshes its metadata, but not sooner than
+            // retry.backoff.ms after the failure (Kafka's `Metadata`
+            // refresh backoff), so a dead leader costs one request per
+            // backoff rather than a storm.
+            if error == ErrorCode::NotLeaderOrFollower && consumer.refresh_pending.is_none() {
                 consumer.leaders.clear();
                 let broker = match from {
                     NodeId::Broker(broker) => broker % self.config.brokers + 1,
                     _ => 1,
                 };
-                self.send(
+                consumer.refresh_pending = Some(broker);
+                let incarnation = consumer.incarnation;
+                self.schedule_timer(
                     Self::consumer_node(id),
-                    NodeId::Broker(broker),
-                    Message::MetadataRequest,
+                    incarnation,
+                    RETRY_BACKOFF_MS,
+                    Timer::ConsumerMetadataRefresh,
                 );
             }
             return;

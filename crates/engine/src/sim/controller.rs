@@ -111,6 +111,9 @@ impl Simulation {
             });
         }
         for topic in topics {
+            // One allocation per topic name, shared by every partition key
+            // (comparisons of keys then skip the name).
+            let name: std::sync::Arc<str> = self.shared_topic(&topic.name);
             let placement = place_replicas(
                 topic.partitions,
                 topic.replication_factor,
@@ -128,7 +131,7 @@ impl Simulation {
                 };
                 self.controller
                     .partitions
-                    .insert(TopicPartition::new(topic.name.as_str(), partition as u32), registration);
+                    .insert(TopicPartition::new(name.clone(), partition as u32), registration);
                 self.controller.offset += 1;
             }
         }

@@ -126,7 +126,7 @@ impl Simulation {
     /// The `__consumer_offsets` partition a group lives on.
     pub(crate) fn offsets_partition(&self, group: &str) -> TopicPartition {
         let partition = coordinator_partition(group, self.config.offsets_topic_partitions).unwrap_or(0);
-        TopicPartition::new(OFFSETS_TOPIC, partition)
+        TopicPartition::new(self.offsets_topic.clone(), partition)
     }
 
     fn is_coordinator(&self, id: BrokerId, group: &str) -> bool {

@@ -81,6 +81,9 @@ pub enum Timer {
     ConsumerCommit,
     /// A consumer retries finding its coordinator or its metadata.
     ConsumerRetry,
+    /// A consumer's metadata refresh after a failed fetch, once its
+    /// backoff has passed.
+    ConsumerMetadataRefresh,
 }
 
 /// What the event queue holds.
@@ -199,6 +202,10 @@ pub struct Simulation {
     pub(crate) failed_count: u64,
     /// The latest notable events, kept for the view as they are traced.
     pub(crate) highlights: view::Highlights,
+    /// Topic names, one allocation each (see [`Simulation::shared_topic`]).
+    topic_names: BTreeMap<String, std::sync::Arc<str>>,
+    /// `__consumer_offsets`, shared.
+    pub(crate) offsets_topic: std::sync::Arc<str>,
 }
 
 impl Simulation {
@@ -233,11 +240,16 @@ impl Simulation {
             acknowledged_count: 0,
             failed_count: 0,
             highlights: view::Highlights::default(),
+            topic_names: BTreeMap::new(),
+            offsets_topic: std::sync::Arc::from(coordinator::OFFSETS_TOPIC),
             config,
         };
+        simulation.offsets_topic = simulation.shared_topic(coordinator::OFFSETS_TOPIC);
         for (index, producer) in simulation.config.producers.clone().into_iter().enumerate() {
             let rng = root.derive(&format!("producer-{index}"));
-            simulation.producers.push(Producer::new(index as u32, producer, rng));
+            let mut producer = Producer::new(index as u32, producer, rng);
+            producer.share_topic(simulation.shared_topic(&producer.config.topic));
+            simulation.producers.push(producer);
         }
         // The run starts from a cluster in a steady state: every broker
         // registered and unfenced, every topic created, metadata known.
@@ -266,6 +278,18 @@ impl Simulation {
             }
         }
         Ok(simulation)
+    }
+
+    /// The one shared allocation of a topic's name: keys built from it
+    /// compare by pointer first, which keeps the maps keyed by partition
+    /// cheap.
+    pub(crate) fn shared_topic(&mut self, name: &str) -> std::sync::Arc<str> {
+        if let Some(shared) = self.topic_names.get(name) {
+            return shared.clone();
+        }
+        let shared: std::sync::Arc<str> = std::sync::Arc::from(name);
+        self.topic_names.insert(name.to_string(), shared.clone());
+        shared
     }
 
     /// Changes what the trace records.
@@ -341,8 +365,11 @@ impl Simulation {
         // A fetch or a produce request (or their answers), and the timers
         // of one partition's fetches and parked produces, change only that
         // partition's replication state, so the leader invariants need
-        // re-checking only there; any other event (other timers, inputs,
-        // controller and group messages) re-checks everything.
+        // re-checking only there. Client and group traffic that appends
+        // nothing and the timers that only send requests change no
+        // replica, leader or ISR at all. Anything else (inputs, controller
+        // and quorum traffic, ISR checks, group joins and commits, which
+        // append to __consumer_offsets) re-checks everything.
         let scope = match &event {
             Event::Deliver { message, .. } => match message {
                 Message::Fetch { partition, .. }
@@ -361,6 +388,32 @@ impl Simulation {
                 _ => None,
             },
             Event::Input(_) => None,
+        };
+        let clients_only = match &event {
+            Event::Deliver { message, to, .. } => {
+                matches!(to, NodeId::Producer(_) | NodeId::Consumer(_))
+                    || matches!(
+                        message,
+                        Message::MetadataRequest
+                            | Message::FindCoordinator { .. }
+                            | Message::Heartbeat { .. }
+                            | Message::OffsetFetch { .. }
+                            | Message::ListOffsets { .. }
+                            | Message::BrokerHeartbeatResponse { .. }
+                    )
+            }
+            Event::Timer { timer, .. } => matches!(
+                timer,
+                Timer::BrokerHeartbeat
+                    | Timer::ProducerDrain
+                    | Timer::ProducerRequestTimeout(_)
+                    | Timer::ProducerMetadataTimeout(_)
+                    | Timer::ConsumerHeartbeat
+                    | Timer::ConsumerCommit
+                    | Timer::ConsumerRetry
+                    | Timer::ConsumerMetadataRefresh
+            ),
+            Event::Input(_) => false,
         };
         match event {
             Event::Deliver {
@@ -381,7 +434,11 @@ impl Simulation {
             }
             Event::Input(input) => self.apply_input(std::sync::Arc::unwrap_or_clone(input)),
         }
-        self.check_invariants(scope.as_ref());
+        self.check_invariants(match (&scope, clients_only) {
+            (Some(partition), _) => monitor::CheckScope::Partition(partition),
+            (None, true) => monitor::CheckScope::ClientsOnly,
+            (None, false) => monitor::CheckScope::Everything,
+        });
         true
     }
 

@@ -15,6 +15,18 @@ use super::trace::{ranges, Invariant, TraceKind};
 use super::types::RecordId;
 use super::Simulation;
 
+/// Which leader invariants an event can affect.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum CheckScope<'a> {
+    /// Anything: re-check every partition.
+    Everything,
+    /// Only this partition's replication state changed.
+    Partition(&'a TopicPartition),
+    /// No replica, leader or ISR changed (a client's or a group's
+    /// bookkeeping, a heartbeat): only the group and loss checks run.
+    ClientsOnly,
+}
+
 /// What the checks remember between events.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Monitor {
@@ -74,15 +86,16 @@ impl Monitor {
 impl Simulation {
     /// Runs every check; called after each event. `scope` limits the
     /// leader checks to the one partition the event could have changed.
-    pub(crate) fn check_invariants(&mut self, scope: Option<&TopicPartition>) {
+    pub(crate) fn check_invariants(&mut self, scope: CheckScope<'_>) {
         let mut violations: Vec<(Invariant, TopicPartition, u32, String)> = Vec::new();
         for (&id, broker) in &self.brokers {
             if broker.status == BrokerStatus::Dead {
                 continue;
             }
             let leading: Vec<_> = match scope {
-                Some(partition) => broker.leading.get_key_value(partition).into_iter().collect(),
-                None => broker.leading.iter().collect(),
+                CheckScope::Partition(partition) => broker.leading.get_key_value(partition).into_iter().collect(),
+                CheckScope::Everything => broker.leading.iter().collect(),
+                CheckScope::ClientsOnly => Vec::new(),
             };
             for (partition, leader) in leading {
                 let epoch = leader.leader_epoch;

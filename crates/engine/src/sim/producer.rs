@@ -109,6 +109,13 @@ impl Producer {
         }
     }
 
+    /// Uses the simulation's shared allocation of its topic's name.
+    pub(crate) fn share_topic(&mut self, topic: std::sync::Arc<str>) {
+        if *topic == *self.topic {
+            self.topic = topic;
+        }
+    }
+
     fn idempotent(&self) -> bool {
         self.config.enable_idempotence && self.config.acks == Acks::All
     }

@@ -154,11 +154,14 @@ pub struct Highlights {
     pub last_controller_election: Option<(u64, u32, u32)>,
     /// Why the last controller candidacy started.
     pub last_candidacy_reason: Option<String>,
-    /// Each producer's last error.
+    /// Each producer's last error (shown in [`ProducerView::last_error`]).
+    #[serde(skip)]
     pub producer_errors: std::collections::BTreeMap<u32, ProduceErrorNote>,
     /// Each group's last rebalance: when, generation, why.
     pub rebalances: std::collections::BTreeMap<String, (u64, u32, String)>,
-    /// Per producer: records sent, acknowledged, failed for good.
+    /// Per producer: records sent, acknowledged, failed for good (shown
+    /// in [`ProducerView`]).
+    #[serde(skip)]
     pub tally: std::collections::BTreeMap<u32, [u64; 3]>,
 }
 
@@ -458,7 +461,7 @@ impl Simulation {
                 )
                 .and_then(|partition| {
                     self.controller.partitions.get(&TopicPartition {
-                        topic: std::sync::Arc::from(super::coordinator::OFFSETS_TOPIC),
+                        topic: self.offsets_topic.clone(),
                         partition,
                     })
                 })

@@ -26,13 +26,50 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::java::compare_strings;
 
 /// A partition of a topic, written `topic-partition` as Kafka prints it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Ordered by topic name, then partition; comparisons skip the name when
+/// both share one allocation (the simulator's maps are keyed by these, so
+/// this is its hottest comparison).
+#[derive(Debug, Clone, Eq)]
 pub struct TopicPartition {
     /// The topic's name, shared: a large assignment names each topic
     /// thousands of times without copying it.
     pub topic: Arc<str>,
     /// The partition's index within the topic.
     pub partition: u32,
+}
+
+impl std::hash::Hash for TopicPartition {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.topic.hash(state);
+        self.partition.hash(state);
+    }
+}
+
+impl PartialEq for TopicPartition {
+    fn eq(&self, other: &Self) -> bool {
+        self.partition == other.partition && (Arc::ptr_eq(&self.topic, &other.topic) || self.topic == other.topic)
+    }
+}
+
+impl Ord for TopicPartition {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        if Arc::ptr_eq(&self.topic, &other.topic) {
+            return self.partition.cmp(&other.partition);
+        }
+        // Topic names usually differ in their first byte, which decides.
+        if let (Some(left), Some(right)) = (self.topic.as_bytes().first(), other.topic.as_bytes().first()) {
+            if left != right {
+                return left.cmp(right);
+            }
+        }
+        (&*self.topic, self.partition).cmp(&(&*other.topic, other.partition))
+    }
+}
+
+impl PartialOrd for TopicPartition {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 impl TopicPartition {

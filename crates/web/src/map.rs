@@ -1,0 +1,375 @@
+//! The architecture map (SVG), drawn from a [`MapModel`]. Every node, replica
+//! row and edge is a focusable button with an accessible name; selecting one
+//! tells the parent, which shows the inspector.
+
+use std::rc::Rc;
+
+use yew::prelude::*;
+
+use crate::map_model::{EdgeKind, MapEdge, MapModel, MapNode, NodeBody, ReplicaRow, WIDTH};
+
+/// The map's own style, inside the SVG so a downloaded copy looks the same.
+/// Every state also shows in text (badges, upper-case states), never in
+/// colour alone.
+const MAP_STYLE: &str = r#"
+svg.map { --m-fg: #1d1f21; --m-muted: #5c6166; --m-box: #ffffff; --m-row: #f3f4f6; --m-line: #9aa1a8;
+  --m-accent: #1f6feb; --m-ok: #15803d; --m-warn: #b45309; --m-bad: #dc2626; --m-focus: #f59e0b;
+  font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
+@media (prefers-color-scheme: dark) {
+  svg.map { --m-fg: #e6e8ea; --m-muted: #9aa1a8; --m-box: #1a1e24; --m-row: #232932; --m-line: #5c6670;
+    --m-accent: #4c8dff; --m-ok: #4ade80; --m-warn: #fbbf24; --m-bad: #ff7b72; }
+}
+svg.map text { fill: var(--m-fg); font-size: 10px; }
+svg.map .title { font-weight: 700; font-size: 12px; }
+svg.map .title.small { font-size: 10.5px; }
+svg.map .state { font-size: 10px; font-weight: 600; fill: var(--m-muted); }
+svg.map .end { text-anchor: end; }
+svg.map .detail { fill: var(--m-muted); font-size: 9.5px; }
+svg.map .mono, svg.map .offsets, svg.map .partition, svg.map .badge-text { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 9px; }
+svg.map .frame { fill: var(--m-box); stroke: var(--m-line); stroke-width: 1.2; }
+svg.map .row { fill: var(--m-row); }
+svg.map .node, svg.map .replica, svg.map .member, svg.map .edge { cursor: pointer; }
+svg.map .node:focus, svg.map .replica:focus, svg.map .member:focus, svg.map .edge:focus { outline: none; }
+svg.map .node:focus-visible > .frame, svg.map .node.selected > .frame { stroke: var(--m-focus); stroke-width: 3; }
+svg.map .replica:focus-visible .row, svg.map .replica.selected .row, svg.map .member:focus-visible .row, svg.map .member.selected .row { stroke: var(--m-focus); stroke-width: 2; }
+svg.map .controller.active .frame { stroke: var(--m-accent); stroke-width: 2.5; }
+svg.map .controller.down .frame, svg.map .broker-node.dead .frame { stroke-dasharray: 5 3; opacity: 0.6; }
+svg.map .broker-node.dead .state, svg.map .broker-node.fenced .state, svg.map .controller.down .state { fill: var(--m-bad); }
+svg.map .broker-node.fenced .frame { stroke: var(--m-bad); stroke-dasharray: 2 2; }
+svg.map .broker-node.paused .state { fill: var(--m-warn); }
+svg.map .bar-bg { fill: none; stroke: var(--m-line); stroke-width: 0.8; }
+svg.map .bar { fill: var(--m-accent); }
+svg.map .replica.follower .bar { fill: var(--m-ok); }
+svg.map .replica.out-of-sync .bar { fill: var(--m-warn); }
+svg.map .replica.out-of-sync .badge-text { fill: var(--m-warn); font-weight: 700; }
+svg.map .replica.leader .badge-text, svg.map .replica.leader .partition { font-weight: 700; }
+svg.map .hw { stroke: var(--m-fg); stroke-width: 1.6; }
+svg.map .error-text { fill: var(--m-muted); font-size: 9.5px; }
+svg.map .producer.has-error .error-text { fill: var(--m-bad); font-weight: 600; }
+svg.map .group.rebalancing .frame { stroke: var(--m-warn); stroke-dasharray: 6 3; }
+svg.map .group.rebalancing .state { fill: var(--m-warn); }
+svg.map .edge .hit { stroke: transparent; stroke-width: 12; fill: none; }
+svg.map .edge .line { stroke: var(--m-line); stroke-width: 1.2; fill: none; opacity: 0.75; }
+svg.map .edge.replication .line { stroke-dasharray: 4 2; }
+svg.map .edge.heartbeat .line, svg.map .edge.quorum .line { stroke-dasharray: 1 3; }
+svg.map .edge:hover .line, svg.map .edge:focus-visible .line, svg.map .edge.selected .line { stroke: var(--m-focus); stroke-width: 3; opacity: 1; }
+svg.map .arrowhead { fill: var(--m-line); }
+svg.map .count { font-size: 10px; font-weight: 700; text-anchor: middle; }
+svg.map .message { fill: var(--m-accent); stroke: var(--m-box); stroke-width: 1; }
+svg.map .message.response { fill: var(--m-box); stroke: var(--m-accent); stroke-width: 2; }
+"#;
+
+#[derive(Properties, PartialEq)]
+pub struct MapProps {
+    pub model: Rc<MapModel>,
+    pub selected: Option<String>,
+    pub on_select: Callback<String>,
+    /// `prefers-reduced-motion`: no moving messages, counts on edges instead.
+    pub reduced_motion: bool,
+}
+
+/// Click and Enter/Space select; the key never reaches the section's
+/// play/pause shortcut.
+fn selectable(name: String, on_select: &Callback<String>) -> (Callback<MouseEvent>, Callback<KeyboardEvent>) {
+    let click = {
+        let on_select = on_select.clone();
+        let name = name.clone();
+        Callback::from(move |event: MouseEvent| {
+            event.stop_propagation();
+            on_select.emit(name.clone());
+        })
+    };
+    let key = {
+        let on_select = on_select.clone();
+        Callback::from(move |event: KeyboardEvent| {
+            if matches!(event.key().as_str(), "Enter" | " ") {
+                event.prevent_default();
+                event.stop_propagation();
+                on_select.emit(name.clone());
+            }
+        })
+    };
+    (click, key)
+}
+
+fn kind_class(kind: EdgeKind) -> &'static str {
+    match kind {
+        EdgeKind::Produce => "produce",
+        EdgeKind::Replication => "replication",
+        EdgeKind::BrokerToController => "heartbeat",
+        EdgeKind::Quorum => "quorum",
+        EdgeKind::Consumer => "consumer",
+    }
+}
+
+fn edge_view(edge: &MapEdge, selected: bool, reduced_motion: bool, on_select: &Callback<String>) -> Html {
+    let (click, key) = selectable(edge.key.clone(), on_select);
+    let middle = edge.at(0.5);
+    html! {
+        <g class={classes!("edge", kind_class(edge.kind), selected.then_some("selected"))}
+            role="button" tabindex="0" aria-label={edge.label.clone()} aria-pressed={selected.to_string()}
+            data-testid={format!("edge-{}", edge.key.replace("->", "-to-"))} onclick={click} onkeydown={key}>
+            <title>{ &edge.label }</title>
+            <path class="hit" d={edge.path()} />
+            <path class="line" d={edge.path()} marker-end="url(#arrow)" />
+            { if reduced_motion && edge.messages > 0 {
+                html! { <text class="count" x={format!("{:.1}", middle.x)} y={format!("{:.1}", middle.y - 3.0)}>{ format!("{}✉", edge.messages) }</text> }
+            } else { html! {} } }
+        </g>
+    }
+}
+
+fn text(x: f64, y: f64, class: &'static str, content: impl Into<String>) -> Html {
+    html! { <text x={format!("{x:.1}")} y={format!("{y:.1}")} class={class}>{ content.into() }</text> }
+}
+
+fn short_partition(name: &str) -> String {
+    name.strip_prefix("__consumer_offsets-")
+        .map_or_else(|| name.to_string(), |number| format!("offsets-{number}"))
+}
+
+#[derive(Properties, PartialEq)]
+struct ReplicaProps {
+    broker: u32,
+    row: ReplicaRow,
+    selected: bool,
+    on_select: Callback<String>,
+}
+
+/// A replica row: a component, so rows whose numbers did not change are
+/// not re-rendered.
+#[function_component(ReplicaView)]
+fn replica_component(props: &ReplicaProps) -> Html {
+    replica_view(props.broker, &props.row, props.selected, &props.on_select)
+}
+
+fn replica_view(broker: u32, row: &ReplicaRow, is_selected: bool, on_select: &Callback<String>) -> Html {
+    let name = format!("broker-{broker}/{}", row.partition);
+    let (click, key) = selectable(name, on_select);
+    let rect = row.rect;
+    let bar_x = rect.x + 96.0;
+    let bar_w = (rect.w - 96.0 - 34.0).max(10.0);
+    let fraction = |offset: u64| offset as f64 / row.scale.max(1) as f64;
+    let leo_w = bar_w * fraction(row.log_end_offset);
+    let hw_x = bar_x + bar_w * fraction(row.high_watermark);
+    html! {
+        <g class={classes!("replica", row.role.clone(), (!row.in_sync).then_some("out-of-sync"), is_selected.then_some("selected"))}
+            role="button" tabindex="0" aria-label={row.label(broker)}
+            data-testid={format!("replica-{broker}-{}", row.partition)} onclick={click} onkeydown={key}>
+            <rect class="row" x={format!("{:.1}", rect.x)} y={format!("{:.1}", rect.y)} width={format!("{:.1}", rect.w)} height={format!("{:.1}", rect.h)} />
+            { text(rect.x + 2.0, rect.y + 10.5, "partition", short_partition(&row.partition)) }
+            { text(rect.x + 58.0, rect.y + 10.5, "badge-text", row.badge()) }
+            <rect class="bar-bg" x={format!("{bar_x:.1}")} y={format!("{:.1}", rect.y + 3.0)} width={format!("{bar_w:.1}")} height="8" />
+            <rect class="bar" x={format!("{bar_x:.1}")} y={format!("{:.1}", rect.y + 3.0)} width={format!("{leo_w:.1}")} height="8" />
+            <line class="hw" x1={format!("{hw_x:.1}")} x2={format!("{hw_x:.1}")} y1={format!("{:.1}", rect.y + 1.0)} y2={format!("{:.1}", rect.y + 13.0)} />
+            { text(rect.x + rect.w - 32.0, rect.y + 10.5, "offsets", format!("{}/{}", row.high_watermark, row.log_end_offset)) }
+        </g>
+    }
+}
+
+fn node_view(node: &MapNode, selected: &Option<String>, on_select: &Callback<String>) -> Html {
+    let rect = node.rect;
+    let is_selected = selected.as_deref() == Some(node.name.as_str());
+    let (click, key) = selectable(node.name.clone(), on_select);
+    let frame = |class: &'static str| {
+        html! {
+            <rect class={classes!("frame", class)} x={format!("{:.1}", rect.x)} y={format!("{:.1}", rect.y)}
+                width={format!("{:.1}", rect.w)} height={format!("{:.1}", rect.h)} rx="6" />
+        }
+    };
+    let (x, y) = (rect.x + 8.0, rect.y);
+    let (class, inner) = match &node.body {
+        NodeBody::Controller {
+            role, epoch, committed, ..
+        } => (
+            classes!("controller", role.clone()),
+            html! { <>
+                { frame("box") }
+                { text(x, y + 18.0, "title", node.name.clone()) }
+                { text(x, y + 34.0, "state", format!("{} · epoch {epoch}", role.to_uppercase())) }
+                { text(x, y + 47.0, "detail", format!("metadata log: {committed} committed")) }
+            </> },
+        ),
+        NodeBody::Broker {
+            id,
+            state,
+            leads,
+            follows,
+            replicas,
+        } => (
+            classes!("broker-node", state.clone()),
+            html! { <>
+                { frame("box") }
+                { text(x, y + 15.0, "title", node.name.clone()) }
+                { text(rect.x + rect.w - 8.0, y + 15.0, "state end", state.to_uppercase()) }
+                { text(x, y + 28.0, "detail", format!("leads {leads} · follows {follows} · bar: log, | HW")) }
+                { for replicas.iter().map(|row| {
+                    let row_selected = selected.as_deref().is_some_and(|name| {
+                        name.strip_prefix(&format!("broker-{id}/")) == Some(row.partition.as_str())
+                    });
+                    html! { <ReplicaView key={row.partition.clone()} broker={*id} row={row.clone()} selected={row_selected} on_select={on_select.clone()} /> }
+                }) }
+            </> },
+        ),
+        NodeBody::Producer(producer) => {
+            let gauge_w = rect.w - 16.0;
+            let fill = (producer.buffered_bytes as f64 / f64::from(producer.batch_size.max(1))).min(1.0) * gauge_w;
+            let error = producer.last_error.as_ref().map(|error| {
+                format!(
+                    "⚠ {} {}{}",
+                    error.error,
+                    error.partition,
+                    if error.will_retry { " (retry)" } else { "" }
+                )
+            });
+            (
+                classes!("producer", error.is_some().then_some("has-error")),
+                html! { <>
+                    { frame("box") }
+                    { text(x, y + 16.0, "title", node.name.clone()) }
+                    { text(x, y + 30.0, "detail", format!("→ {} · acks={} · linger {} ms", producer.topic, producer.acks, producer.linger_ms)) }
+                    { text(x, y + 46.0, "detail", format!("buffer: {} records, {} batches", producer.buffered_records, producer.buffered_batches)) }
+                    <rect class="bar-bg" x={format!("{x:.1}")} y={format!("{:.1}", y + 50.0)} width={format!("{gauge_w:.1}")} height="6" />
+                    <rect class="bar" x={format!("{x:.1}")} y={format!("{:.1}", y + 50.0)} width={format!("{fill:.1}")} height="6" />
+                    { text(x, y + 70.0, "detail", format!("in flight: {} · sent {} · acked {}", producer.in_flight, producer.sent, producer.acknowledged)) }
+                    { text(x, y + 84.0, "error-text", error.unwrap_or_else(|| "no errors".to_string())) }
+                    { text(x, y + 99.0, "detail", "recent keys → partition:") }
+                    { for producer.recent.iter().take(3).enumerate().map(|(index, record)| text(
+                        x + 6.0,
+                        y + 112.0 + index as f64 * 12.0,
+                        "detail mono",
+                        format!(
+                            "{} → {}{}",
+                            record.key.as_deref().map_or("(no key)".to_string(), |key| format!("{key:?}")),
+                            record.partition.map_or("?".to_string(), |partition| format!("p{partition}")),
+                            if record.acknowledged { " ✓" } else { "" }
+                        ),
+                    )) }
+                </> },
+            )
+        }
+        NodeBody::Group {
+            name,
+            generation,
+            rebalancing,
+            members,
+            ..
+        } => (
+            classes!("group", rebalancing.then_some("rebalancing")),
+            html! { <>
+                { frame("box") }
+                { text(x, y + 15.0, "title", format!("group {name}")) }
+                { text(x, y + 29.0, "state", if *rebalancing { format!("⏸ REBALANCING · gen {generation}") } else { format!("STABLE · gen {generation}") }) }
+                { for members.iter().map(|member| {
+                    let member_selected = selected.as_deref() == Some(member.name.as_str());
+                    let (click, key) = selectable(member.name.clone(), on_select);
+                    let r = member.rect;
+                    let label = format!(
+                        "{} in group {name}, {}, owns {}, total lag {}",
+                        member.name,
+                        member.phase,
+                        if member.partitions.is_empty() { "nothing".to_string() } else { member.partitions.join(", ") },
+                        member.total_lag
+                    );
+                    html! {
+                        <g class={classes!("member", member.phase.clone(), member_selected.then_some("selected"))}
+                            role="button" tabindex="0" aria-label={label} data-testid={format!("member-{}", member.name)}
+                            onclick={click} onkeydown={key}>
+                            <rect class="row" x={format!("{:.1}", r.x)} y={format!("{:.1}", r.y)} width={format!("{:.1}", r.w)} height={format!("{:.1}", r.h)} rx="4" />
+                            { text(r.x + 4.0, r.y + 13.0, "title small", format!("{} · {}", member.name, member.phase)) }
+                            { if member.partitions.is_empty() {
+                                text(r.x + 4.0, r.y + 27.0, "detail", if member.phase == "consuming" { "idle: no partition" } else { "" })
+                            } else { html! { <>
+                                { for member.partitions.iter().take(2).enumerate().map(|(index, line)| text(r.x + 4.0, r.y + 27.0 + index as f64 * 12.0, "detail mono", line.clone())) }
+                                { if member.partitions.len() > 2 { text(r.x + r.w - 30.0, r.y + 13.0, "detail", format!("+{}", member.partitions.len() - 2)) } else { html! {} } }
+                            </> } } }
+                        </g>
+                    }
+                }) }
+            </> },
+        ),
+    };
+    html! {
+        <g class={classes!("node", class, is_selected.then_some("selected"))} role="button" tabindex="0"
+            aria-label={node.label.clone()} aria-pressed={is_selected.to_string()}
+            data-testid={format!("node-{}", node.name)} onclick={click} onkeydown={key}>
+            <title>{ &node.label }</title>
+            { inner }
+        </g>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+struct NodeProps {
+    node: MapNode,
+    /// The selection, if it is this node or inside it.
+    selected: Option<String>,
+    on_select: Callback<String>,
+}
+
+/// A node box: a component, so unchanged boxes are not re-rendered.
+#[function_component(NodeView)]
+fn node_component(props: &NodeProps) -> Html {
+    node_view(&props.node, &props.selected, &props.on_select)
+}
+
+#[derive(Properties, PartialEq)]
+struct EdgeProps {
+    edge: MapEdge,
+    selected: bool,
+    reduced_motion: bool,
+    on_select: Callback<String>,
+}
+
+#[function_component(EdgeView)]
+fn edge_component(props: &EdgeProps) -> Html {
+    edge_view(&props.edge, props.selected, props.reduced_motion, &props.on_select)
+}
+
+/// Whether a selection falls on this node (the node, a replica row in
+/// it, or a member row in it).
+fn selection_within(node: &MapNode, selected: &Option<String>) -> Option<String> {
+    let name = selected.as_deref()?;
+    let inside = name == node.name
+        || name.split_once('/').is_some_and(|(owner, _)| owner == node.name)
+        || matches!(&node.body, NodeBody::Group { members, .. } if members.iter().any(|member| member.name == name));
+    inside.then(|| name.to_string())
+}
+
+/// The map.
+#[function_component(ClusterMap)]
+pub fn cluster_map(props: &MapProps) -> Html {
+    let model = &props.model;
+    html! {
+        <svg class="map" data-testid="map" viewBox={format!("0 0 {WIDTH} {:.0}", model.height)}
+            xmlns="http://www.w3.org/2000/svg" role="group" aria-label="architecture map of the running cluster">
+            <style>{ MAP_STYLE }</style>
+            <defs>
+                <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto-start-reverse">
+                    <path d="M0,0 L10,5 L0,10 z" class="arrowhead" />
+                </marker>
+            </defs>
+            <g class="edges">
+                { for model.edges.iter().map(|edge| html! {
+                    <EdgeView key={edge.key.clone()} edge={edge.clone()} selected={props.selected.as_deref() == Some(edge.key.as_str())}
+                        reduced_motion={props.reduced_motion} on_select={props.on_select.clone()} />
+                }) }
+            </g>
+            <g class="nodes">
+                { for model.nodes.iter().map(|node| html! {
+                    <NodeView key={node.name.clone()} node={node.clone()} selected={selection_within(node, &props.selected)} on_select={props.on_select.clone()} />
+                }) }
+            </g>
+            { if props.reduced_motion { html! {} } else { html! {
+                <g class="messages" aria-hidden="true">
+                    { for model.messages.iter().map(|message| html! {
+                        <circle class={classes!("message", message.response.then_some("response"))}
+                            cx={format!("{:.1}", message.at.x)} cy={format!("{:.1}", message.at.y)} r="4">
+                            <title>{ &message.name }</title>
+                        </circle>
+                    }) }
+                </g>
+            } } }
+        </svg>
+    }
+}

@@ -1,0 +1,1186 @@
+//! The architecture map's plain data: where every node sits, what it shows,
+//! which edges join them and where each message in flight is, all derived
+//! from the engine's [`ClusterView`]. The map component only draws this;
+//! the inspector texts and the Mermaid export come from here too, so the
+//! whole picture is testable natively.
+
+use std::collections::BTreeMap;
+
+use kafkascope_engine::sim::view::{ClusterView, ConsumerView, MessageView, ProducerView};
+
+/// The map's width in SVG units (it scales to its container).
+pub const WIDTH: f64 = 1000.0;
+const MARGIN: f64 = 10.0;
+const PRODUCER_X: f64 = MARGIN;
+const PRODUCER_W: f64 = 170.0;
+const GROUP_W: f64 = 175.0;
+const GROUP_X: f64 = WIDTH - MARGIN - GROUP_W;
+const BROKERS_X: f64 = PRODUCER_X + PRODUCER_W + 30.0;
+const BROKERS_W: f64 = GROUP_X - 30.0 - BROKERS_X;
+const GAP: f64 = 12.0;
+const CONTROLLER_H: f64 = 54.0;
+const BROKER_HEADER: f64 = 34.0;
+/// Height of one replica row in a broker.
+pub const ROW_H: f64 = 14.0;
+const BROKERS_PER_ROW: usize = 3;
+const PRODUCER_H: f64 = 150.0;
+const MEMBER_H: f64 = 46.0;
+const GROUP_HEADER: f64 = 38.0;
+
+/// A point in SVG units.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+}
+
+/// A box in SVG units.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rect {
+    pub x: f64,
+    pub y: f64,
+    pub w: f64,
+    pub h: f64,
+}
+
+impl Rect {
+    fn center(&self) -> Point {
+        Point {
+            x: self.x + self.w / 2.0,
+            y: self.y + self.h / 2.0,
+        }
+    }
+
+    /// Where a line from the centre towards `toward` leaves the box.
+    fn border_toward(&self, toward: Point) -> Point {
+        let center = self.center();
+        let (dx, dy) = (toward.x - center.x, toward.y - center.y);
+        if dx == 0.0 && dy == 0.0 {
+            return center;
+        }
+        let scale_x = if dx == 0.0 {
+            f64::INFINITY
+        } else {
+            (self.w / 2.0) / dx.abs()
+        };
+        let scale_y = if dy == 0.0 {
+            f64::INFINITY
+        } else {
+            (self.h / 2.0) / dy.abs()
+        };
+        let scale = scale_x.min(scale_y).min(1.0);
+        Point {
+            x: center.x + dx * scale,
+            y: center.y + dy * scale,
+        }
+    }
+}
+
+/// What a node is, as the engine names it (`broker-1`, `producer-0`, ...).
+pub type NodeName = String;
+
+/// One replica row inside a broker box.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplicaRow {
+    /// `orders-0`.
+    pub partition: String,
+    /// "leader", "follower" or "offline".
+    pub role: String,
+    /// In the committed ISR.
+    pub in_sync: bool,
+    pub log_end_offset: u64,
+    pub high_watermark: u64,
+    /// The largest log end among the partition's replicas (the bar's scale).
+    pub scale: u64,
+    pub leader_epoch: Option<u32>,
+    /// Row position.
+    pub rect: Rect,
+}
+
+impl ReplicaRow {
+    /// The badge text: `L`/`F` plus `ISR` or `OSR` (never colour alone).
+    pub fn badge(&self) -> String {
+        let role = match self.role.as_str() {
+            "leader" => "L",
+            "follower" => "F",
+            _ => "-",
+        };
+        format!("{role} {}", if self.in_sync { "ISR" } else { "OSR" })
+    }
+
+    /// The accessible name of the row.
+    pub fn label(&self, broker: u32) -> String {
+        format!(
+            "replica of {} on broker-{broker}: {}, {}, log end offset {}, high watermark {}",
+            self.partition,
+            self.role,
+            if self.in_sync { "in sync" } else { "out of sync" },
+            self.log_end_offset,
+            self.high_watermark
+        )
+    }
+}
+
+/// One member row inside a group box.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberRow {
+    /// `consumer-0`.
+    pub name: NodeName,
+    pub id: u32,
+    pub member_id: Option<String>,
+    pub phase: String,
+    /// Owned partitions: `orders-0 @12 lag 3`.
+    pub partitions: Vec<String>,
+    pub total_lag: u64,
+    pub rect: Rect,
+}
+
+/// What a node box holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeBody {
+    Producer(ProducerView),
+    Controller {
+        id: u32,
+        alive: bool,
+        role: String,
+        epoch: u32,
+        committed: usize,
+    },
+    Broker {
+        id: u32,
+        /// "running", "dead", "paused" or "fenced".
+        state: String,
+        leads: usize,
+        follows: usize,
+        replicas: Vec<ReplicaRow>,
+    },
+    Group {
+        name: String,
+        generation: u32,
+        rebalancing: bool,
+        coordinator: Option<u32>,
+        members: Vec<MemberRow>,
+        /// Committed offset and lag per partition (from the members' view).
+        offsets: Vec<(String, Option<u64>, u64)>,
+    },
+}
+
+/// A box on the map.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapNode {
+    /// `broker-1`, `producer-0`, `controller-2`, `group-billing`.
+    pub name: NodeName,
+    pub rect: Rect,
+    /// Spoken and shown on hover.
+    pub label: String,
+    pub body: NodeBody,
+}
+
+/// The protocol family an edge carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EdgeKind {
+    /// Producer to a broker: Metadata and Produce.
+    Produce,
+    /// Follower to leader: replication Fetch.
+    Replication,
+    /// Broker to the active controller: registration and heartbeats.
+    BrokerToController,
+    /// Controller to controller: KRaft votes and log replication.
+    Quorum,
+    /// Consumer to a broker: the group protocol and consumer fetches.
+    Consumer,
+}
+
+/// A line between two nodes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapEdge {
+    /// `broker-2->broker-1`: the direction its requests go.
+    pub key: String,
+    pub from: NodeName,
+    pub to: NodeName,
+    pub kind: EdgeKind,
+    pub start: Point,
+    pub control: Point,
+    pub end: Point,
+    /// Messages on it now.
+    pub messages: usize,
+    pub label: String,
+}
+
+impl MapEdge {
+    /// The point at `t` (0 at `from`, 1 at `to`) on the edge's curve.
+    pub fn at(&self, t: f64) -> Point {
+        let t = t.clamp(0.0, 1.0);
+        let u = 1.0 - t;
+        Point {
+            x: u * u * self.start.x + 2.0 * u * t * self.control.x + t * t * self.end.x,
+            y: u * u * self.start.y + 2.0 * u * t * self.control.y + t * t * self.end.y,
+        }
+    }
+
+    /// The SVG path.
+    pub fn path(&self) -> String {
+        format!(
+            "M{:.1},{:.1} Q{:.1},{:.1} {:.1},{:.1}",
+            self.start.x, self.start.y, self.control.x, self.control.y, self.end.x, self.end.y
+        )
+    }
+}
+
+/// A message drawn on its edge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapMessage {
+    pub at: Point,
+    pub name: String,
+    /// A response travels back along the edge.
+    pub response: bool,
+}
+
+/// Everything the map draws.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapModel {
+    pub height: f64,
+    pub nodes: Vec<MapNode>,
+    pub edges: Vec<MapEdge>,
+    pub messages: Vec<MapMessage>,
+}
+
+impl MapModel {
+    /// The node with this name.
+    pub fn node(&self, name: &str) -> Option<&MapNode> {
+        self.nodes.iter().find(|node| node.name == name)
+    }
+
+    /// The edge with this key.
+    pub fn edge(&self, key: &str) -> Option<&MapEdge> {
+        self.edges.iter().find(|edge| edge.key == key)
+    }
+}
+
+fn node_kind(name: &str) -> &str {
+    name.split('-').next().unwrap_or("")
+}
+
+fn edge_kind(from: &str, to: &str) -> EdgeKind {
+    match (node_kind(from), node_kind(to)) {
+        ("producer", _) | (_, "producer") => EdgeKind::Produce,
+        ("consumer", _) | (_, "consumer") => EdgeKind::Consumer,
+        ("controller", "controller") => EdgeKind::Quorum,
+        ("controller", _) | (_, "controller") => EdgeKind::BrokerToController,
+        _ => EdgeKind::Replication,
+    }
+}
+
+/// Which end sends the requests on an edge between `a` and `b` (the
+/// client, the follower, the broker towards the controller).
+fn requester_first(a: &str, b: &str) -> (String, String) {
+    let rank = |name: &str| match node_kind(name) {
+        "producer" | "consumer" => 0,
+        "broker" => 1,
+        _ => 2,
+    };
+    if rank(a) <= rank(b) {
+        (a.to_string(), b.to_string())
+    } else {
+        (b.to_string(), a.to_string())
+    }
+}
+
+/// Lays the view out.
+pub fn layout(view: &ClusterView) -> MapModel {
+    layout_at(view, view.time_ms as f64)
+}
+
+/// Lays the view out with messages placed at `time_ms`, which may fall
+/// between the whole milliseconds the simulation has reached (smooth
+/// motion at slow speeds).
+pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
+    let mut nodes = Vec::new();
+    // The KRaft quorum across the top of the broker column.
+    let controllers = view.controllers.len().max(1);
+    let controller_w = ((BROKERS_W - GAP * (controllers as f64 - 1.0)) / controllers as f64).min(170.0);
+    let quorum_w = controller_w * controllers as f64 + GAP * (controllers as f64 - 1.0);
+    let quorum_x = BROKERS_X + (BROKERS_W - quorum_w) / 2.0;
+    for (index, controller) in view.controllers.iter().enumerate() {
+        let rect = Rect {
+            x: quorum_x + index as f64 * (controller_w + GAP),
+            y: MARGIN,
+            w: controller_w,
+            h: CONTROLLER_H,
+        };
+        let state = if !controller.alive {
+            "down".to_string()
+        } else if controller.role == "leader" {
+            "active".to_string()
+        } else {
+            controller.role.clone()
+        };
+        nodes.push(MapNode {
+            name: format!("controller-{}", controller.id),
+            rect,
+            label: format!("controller-{}, {state}, epoch {}", controller.id, controller.epoch),
+            body: NodeBody::Controller {
+                id: controller.id,
+                alive: controller.alive,
+                role: state,
+                epoch: controller.epoch,
+                committed: controller.committed,
+            },
+        });
+    }
+    // Brokers in rows under the quorum, each as tall as its replica list.
+    let mut scale: BTreeMap<&str, u64> = BTreeMap::new();
+    for broker in &view.brokers {
+        for replica in &broker.replicas {
+            let entry = scale.entry(replica.partition.as_str()).or_insert(1);
+            *entry = (*entry).max(replica.log_end_offset);
+        }
+    }
+    let per_row = BROKERS_PER_ROW.min(view.brokers.len().max(1));
+    let broker_w = (BROKERS_W - GAP * (per_row as f64 - 1.0)) / per_row as f64;
+    let mut y = MARGIN + CONTROLLER_H + 46.0;
+    for row in view.brokers.chunks(per_row) {
+        let row_h = row
+            .iter()
+            .map(|broker| BROKER_HEADER + broker.replicas.len() as f64 * ROW_H + 6.0)
+            .fold(0.0, f64::max);
+        for (index, broker) in row.iter().enumerate() {
+            let rect = Rect {
+                x: BROKERS_X + index as f64 * (broker_w + GAP),
+                y,
+                w: broker_w,
+                h: row_h,
+            };
+            let state = if broker.status == "running" && broker.fenced {
+                "fenced".to_string()
+            } else {
+                broker.status.clone()
+            };
+            let mut replicas: Vec<ReplicaRow> = broker
+                .replicas
+                .iter()
+                .map(|replica| ReplicaRow {
+                    partition: replica.partition.clone(),
+                    role: replica.role.clone(),
+                    in_sync: replica.in_isr,
+                    log_end_offset: replica.log_end_offset,
+                    high_watermark: replica.high_watermark,
+                    scale: scale.get(replica.partition.as_str()).copied().unwrap_or(1),
+                    leader_epoch: replica.leader_epoch,
+                    rect: Rect {
+                        x: 0.0,
+                        y: 0.0,
+                        w: 0.0,
+                        h: 0.0,
+                    },
+                })
+                .collect();
+            // User topics first, then __consumer_offsets.
+            replicas.sort_by_key(|replica| replica.partition.starts_with("__"));
+            for (row_index, replica) in replicas.iter_mut().enumerate() {
+                replica.rect = Rect {
+                    x: rect.x + 4.0,
+                    y: rect.y + BROKER_HEADER + row_index as f64 * ROW_H,
+                    w: rect.w - 8.0,
+                    h: ROW_H,
+                };
+            }
+            let leads = replicas.iter().filter(|replica| replica.role == "leader").count();
+            let follows = replicas.iter().filter(|replica| replica.role == "follower").count();
+            nodes.push(MapNode {
+                name: format!("broker-{}", broker.id),
+                rect,
+                label: format!(
+                    "broker-{}, {state}, leads {leads} and follows {follows} partitions",
+                    broker.id
+                ),
+                body: NodeBody::Broker {
+                    id: broker.id,
+                    state,
+                    leads,
+                    follows,
+                    replicas,
+                },
+            });
+        }
+        y += row_h + 40.0;
+    }
+    let bottom = y;
+    // Producers down the left.
+    for (index, producer) in view.producers.iter().enumerate() {
+        let rect = Rect {
+            x: PRODUCER_X,
+            y: MARGIN + CONTROLLER_H + 46.0 + index as f64 * (PRODUCER_H + GAP),
+            w: PRODUCER_W,
+            h: PRODUCER_H,
+        };
+        nodes.push(MapNode {
+            name: format!("producer-{}", producer.id),
+            rect,
+            label: format!(
+                "producer-{} writing {}, acks={}, {} records buffered, {} requests in flight",
+                producer.id, producer.topic, producer.acks, producer.buffered_records, producer.in_flight
+            ),
+            body: NodeBody::Producer(producer.clone()),
+        });
+    }
+    // Consumer groups down the right.
+    let mut groups: BTreeMap<&str, Vec<&ConsumerView>> = BTreeMap::new();
+    for consumer in &view.consumers {
+        groups.entry(consumer.group.as_str()).or_default().push(consumer);
+    }
+    let mut group_y = MARGIN + CONTROLLER_H + 46.0;
+    for (group, members) in groups {
+        let rect = Rect {
+            x: GROUP_X,
+            y: group_y,
+            w: GROUP_W,
+            h: GROUP_HEADER + members.len() as f64 * (MEMBER_H + 4.0) + 4.0,
+        };
+        let member_rows: Vec<MemberRow> = members
+            .iter()
+            .enumerate()
+            .map(|(index, consumer)| MemberRow {
+                name: format!("consumer-{}", consumer.id),
+                id: consumer.id,
+                member_id: consumer.member_id.clone(),
+                phase: consumer.phase.clone(),
+                partitions: consumer
+                    .partitions
+                    .iter()
+                    .map(|owned| {
+                        format!(
+                            "{} @{} lag {}",
+                            owned.partition,
+                            owned.committed.map_or("-".to_string(), |offset| offset.to_string()),
+                            owned.lag
+                        )
+                    })
+                    .collect(),
+                total_lag: consumer.partitions.iter().map(|owned| owned.lag).sum(),
+                rect: Rect {
+                    x: rect.x + 4.0,
+                    y: rect.y + GROUP_HEADER + index as f64 * (MEMBER_H + 4.0),
+                    w: rect.w - 8.0,
+                    h: MEMBER_H,
+                },
+            })
+            .collect();
+        let active: Vec<&&ConsumerView> = members.iter().filter(|member| member.phase != "stopped").collect();
+        let rebalancing = active
+            .iter()
+            .any(|member| matches!(member.phase.as_str(), "joining" | "syncing" | "finding-coordinator"));
+        let mut offsets: Vec<(String, Option<u64>, u64)> = members
+            .iter()
+            .flat_map(|member| member.partitions.iter())
+            .map(|owned| (owned.partition.clone(), owned.committed, owned.lag))
+            .collect();
+        offsets.sort();
+        group_y += rect.h + GAP;
+        nodes.push(MapNode {
+            name: format!("group-{group}"),
+            rect,
+            label: format!(
+                "consumer group {group}, {} members{}",
+                active.len(),
+                if rebalancing { ", rebalancing" } else { "" }
+            ),
+            body: NodeBody::Group {
+                name: group.to_string(),
+                generation: active.iter().map(|member| member.generation).max().unwrap_or(0),
+                rebalancing,
+                coordinator: active.iter().find_map(|member| member.coordinator),
+                members: member_rows,
+                offsets,
+            },
+        });
+    }
+    let height = bottom
+        .max(group_y + MARGIN)
+        .max(MARGIN + CONTROLLER_H + 46.0 + view.producers.len() as f64 * (PRODUCER_H + GAP));
+    let mut model = MapModel {
+        height,
+        nodes,
+        edges: Vec::new(),
+        messages: Vec::new(),
+    };
+    model.edges = edges(view, &model);
+    model.messages = messages(view, &model, time_ms);
+    for edge in &mut model.edges {
+        edge.messages = view
+            .in_flight
+            .iter()
+            .filter(|message| requester_first(&message.from, &message.to) == (edge.from.clone(), edge.to.clone()))
+            .count();
+        edge.label = edge_label(edge);
+    }
+    model
+}
+
+/// Where a node (or a member row inside a group) is.
+fn rect_of(model: &MapModel, name: &str) -> Option<Rect> {
+    model.nodes.iter().find_map(|node| {
+        if node.name == name {
+            return Some(node.rect);
+        }
+        match &node.body {
+            NodeBody::Group { members, .. } => members
+                .iter()
+                .find(|member| member.name == name)
+                .map(|member| member.rect),
+            _ => None,
+        }
+    })
+}
+
+fn edges(view: &ClusterView, model: &MapModel) -> Vec<MapEdge> {
+    let mut pairs: BTreeMap<(String, String), ()> = BTreeMap::new();
+    let leaders: BTreeMap<&str, u32> = view
+        .partitions
+        .iter()
+        .filter_map(|partition| partition.leader.map(|leader| (partition.partition.as_str(), leader)))
+        .collect();
+    for producer in &view.producers {
+        for partition in view
+            .partitions
+            .iter()
+            .filter(|partition| partition.topic == producer.topic)
+        {
+            if let Some(leader) = partition.leader {
+                pairs.insert((format!("producer-{}", producer.id), format!("broker-{leader}")), ());
+            }
+        }
+    }
+    for broker in view.brokers.iter().filter(|broker| broker.status != "dead") {
+        for replica in broker.replicas.iter().filter(|replica| replica.role == "follower") {
+            if let Some(&leader) = leaders.get(replica.partition.as_str()) {
+                if leader != broker.id {
+                    pairs.insert((format!("broker-{}", broker.id), format!("broker-{leader}")), ());
+                }
+            }
+        }
+    }
+    let active = view
+        .controllers
+        .iter()
+        .filter(|controller| controller.alive && controller.role == "leader")
+        .max_by_key(|controller| controller.epoch);
+    if let Some(active) = active {
+        for broker in view.brokers.iter().filter(|broker| broker.status != "dead") {
+            pairs.insert(
+                (format!("broker-{}", broker.id), format!("controller-{}", active.id)),
+                (),
+            );
+        }
+        for other in view.controllers.iter().filter(|other| other.id != active.id) {
+            pairs.insert(
+                (format!("controller-{}", other.id), format!("controller-{}", active.id)),
+                (),
+            );
+        }
+    }
+    for consumer in view.consumers.iter().filter(|consumer| consumer.phase != "stopped") {
+        let name = format!("consumer-{}", consumer.id);
+        if let Some(coordinator) = consumer.coordinator {
+            pairs.insert((name.clone(), format!("broker-{coordinator}")), ());
+        }
+        for owned in &consumer.partitions {
+            if let Some(&leader) = leaders.get(owned.partition.as_str()) {
+                pairs.insert((name.clone(), format!("broker-{leader}")), ());
+            }
+        }
+    }
+    for message in &view.in_flight {
+        pairs.insert(requester_first(&message.from, &message.to), ());
+    }
+    pairs
+        .into_keys()
+        .filter_map(|(from, to)| {
+            let from_rect = rect_of(model, &from)?;
+            let to_rect = rect_of(model, &to)?;
+            let kind = edge_kind(&from, &to);
+            let (a, b) = (from_rect.center(), to_rect.center());
+            // Edges between boxes of one row bow upwards so they stay
+            // visible; others are straight (the control point midway).
+            let mid = Point {
+                x: (a.x + b.x) / 2.0,
+                y: (a.y + b.y) / 2.0,
+            };
+            let same_row = (a.y - b.y).abs() < 1.0;
+            let (start, control, end) = if same_row {
+                // Boxes of one row: bow into the gap above them (below, for
+                // the controllers on the top row), further for one
+                // direction so both directions between a pair show.
+                let downward = from_rect.y <= MARGIN;
+                let bow = if a.x < b.x { 56.0 } else { 74.0 };
+                let (edge_y, control_y) = if downward {
+                    let bottom = from_rect.y + from_rect.h;
+                    (bottom, bottom + bow)
+                } else {
+                    (from_rect.y, from_rect.y - bow)
+                };
+                let inset = if a.x < b.x { 12.0 } else { -12.0 };
+                (
+                    Point {
+                        x: a.x + inset,
+                        y: edge_y,
+                    },
+                    Point { x: mid.x, y: control_y },
+                    Point {
+                        x: b.x - inset,
+                        y: edge_y,
+                    },
+                )
+            } else {
+                (from_rect.border_toward(b), mid, to_rect.border_toward(a))
+            };
+            Some(MapEdge {
+                key: format!("{from}->{to}"),
+                from,
+                to,
+                kind,
+                start,
+                control,
+                end,
+                messages: 0,
+                label: String::new(),
+            })
+        })
+        .collect()
+}
+
+fn messages(view: &ClusterView, model: &MapModel, time_ms: f64) -> Vec<MapMessage> {
+    let edges: BTreeMap<(&str, &str), &MapEdge> = model
+        .edges
+        .iter()
+        .map(|edge| ((edge.from.as_str(), edge.to.as_str()), edge))
+        .collect();
+    view.in_flight
+        .iter()
+        .filter_map(|message| {
+            let (from, to) = requester_first(&message.from, &message.to);
+            let edge = edges.get(&(from.as_str(), to.as_str()))?;
+            let span = message.arrives_ms.saturating_sub(message.sent_ms).max(1) as f64;
+            let progress = ((time_ms - message.sent_ms as f64) / span).clamp(0.0, 1.0);
+            let response = message.from != from;
+            Some(MapMessage {
+                at: edge.at(if response { 1.0 - progress } else { progress }),
+                name: message.name.clone(),
+                response,
+            })
+        })
+        .collect()
+}
+
+/// The protocol an edge carries, in Kafka's request names.
+pub fn edge_protocol(kind: EdgeKind) -> &'static str {
+    match kind {
+        EdgeKind::Produce => "Metadata → MetadataResponse; Produce → ProduceResponse",
+        EdgeKind::Replication => "Fetch → FetchResponse (the follower pulls from the leader)",
+        EdgeKind::BrokerToController => {
+            "BrokerRegistration, BrokerHeartbeat → BrokerHeartbeatResponse, AlterPartition → AlterPartitionResponse; the controller pushes MetadataUpdate"
+        }
+        EdgeKind::Quorum => "Vote → VoteResponse; QuorumAppend → QuorumAppendResponse (KRaft, KIP-595)",
+        EdgeKind::Consumer => {
+            "FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetFetch, OffsetCommit (to the coordinator); ListOffsets, Fetch (to leaders)"
+        }
+    }
+}
+
+/// What the requests on an edge do, and what follows if it breaks.
+pub fn edge_effect(kind: EdgeKind) -> (&'static str, &'static str) {
+    match kind {
+        EdgeKind::Produce => (
+            "The producer learns the leaders, then sends each partition's batch to its leader, which appends it and answers by its acks setting.",
+            "If the leader is gone, requests fail (NETWORK_EXCEPTION, NOT_LEADER_OR_FOLLOWER); the producer refreshes metadata and retries until delivery.timeout.ms.",
+        ),
+        EdgeKind::Replication => (
+            "The follower asks for records from its log end; the leader answers with them and its high watermark, and learns how far the follower got, which moves the high watermark.",
+            "A follower that stops fetching falls out of the ISR after replica.lag.time.max.ms; acks=all writes then wait only for the smaller ISR, or fail below min.insync.replicas.",
+        ),
+        EdgeKind::BrokerToController => (
+            "The broker heartbeats to keep its session; leaders ask the controller to change an ISR; the controller sends the committed metadata.",
+            "Without heartbeats for broker.session.timeout.ms the controller fences the broker and elects new leaders for its partitions from their ISRs.",
+        ),
+        EdgeKind::Quorum => (
+            "Controllers elect an active controller by vote; it appends metadata records and a majority must hold one before it is committed.",
+            "If the active controller is cut off, the others time out, vote in a new epoch, and the metadata committed so far survives.",
+        ),
+        EdgeKind::Consumer => (
+            "The member finds its group's coordinator, joins, gets its partitions, heartbeats and commits offsets there; it fetches records from each partition's leader up to the high watermark.",
+            "If the coordinator is lost the member looks for it again; a member silent for session.timeout.ms is removed and the group rebalances.",
+        ),
+    }
+}
+
+fn edge_label(edge: &MapEdge) -> String {
+    let name = match edge.kind {
+        EdgeKind::Produce => "produce path",
+        EdgeKind::Replication => "replication fetch",
+        EdgeKind::BrokerToController => "broker heartbeats and metadata",
+        EdgeKind::Quorum => "KRaft quorum",
+        EdgeKind::Consumer => "consumer requests",
+    };
+    format!(
+        "{name}: {} to {}, {} message{} in flight",
+        edge.from,
+        edge.to,
+        edge.messages,
+        if edge.messages == 1 { "" } else { "s" }
+    )
+}
+
+/// The messages on an edge now, as lines (`Produce producer-0 → broker-1: ...`).
+pub fn messages_on(view: &ClusterView, edge: &MapEdge) -> Vec<String> {
+    view.in_flight
+        .iter()
+        .filter(|message| requester_first(&message.from, &message.to) == (edge.from.clone(), edge.to.clone()))
+        .map(|message: &MessageView| {
+            format!(
+                "{} → {}: {} (arrives at {} ms)",
+                message.from, message.to, message.summary, message.arrives_ms
+            )
+        })
+        .collect()
+}
+
+/// The inspector's content for a selection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inspection {
+    pub title: String,
+    /// Why this exists, one paragraph.
+    pub why: String,
+    /// Its protocol state now.
+    pub facts: Vec<(String, String)>,
+    /// Lines listing messages in flight, if an edge.
+    pub messages: Vec<String>,
+}
+
+fn ms(value: Option<u64>) -> String {
+    value.map_or("never".to_string(), |ms| format!("{ms} ms"))
+}
+
+/// What the inspector shows for a node (`broker-1`, `broker-1/orders-0`
+/// for a replica, `consumer-0`, `group-billing`, ...) or an edge key.
+pub fn inspect(view: &ClusterView, model: &MapModel, selected: &str) -> Option<Inspection> {
+    if let Some(edge) = model.edge(selected) {
+        let (effect, consequence) = edge_effect(edge.kind);
+        return Some(Inspection {
+            title: format!("{} → {}", edge.from, edge.to),
+            why: effect.to_string(),
+            facts: vec![
+                ("Protocol".into(), edge_protocol(edge.kind).into()),
+                (
+                    "Direction".into(),
+                    format!("requests {} → {}, responses back", edge.from, edge.to),
+                ),
+                ("If it breaks".into(), consequence.into()),
+                ("In flight".into(), edge.messages.to_string()),
+            ],
+            messages: messages_on(view, edge),
+        });
+    }
+    if let Some((broker, partition)) = selected.split_once('/') {
+        let node = model.node(broker)?;
+        let NodeBody::Broker { id, replicas, .. } = &node.body else {
+            return None;
+        };
+        let replica = replicas.iter().find(|replica| replica.partition == partition)?;
+        let registration = view
+            .partitions
+            .iter()
+            .find(|candidate| candidate.partition == partition)?;
+        // Fetch times change on every fetch, so they stay out of the
+        // drawn rows and are read here.
+        let tracked = view
+            .brokers
+            .iter()
+            .find(|candidate| candidate.id == *id)
+            .and_then(|candidate| candidate.replicas.iter().find(|replica| replica.partition == partition));
+        let ids = |list: &[u32]| list.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        return Some(Inspection {
+            title: format!("{partition} on broker-{id}"),
+            why: "A replica is one broker's copy of a partition's log. The leader takes writes; followers fetch from it. A replica in the ISR is caught up, so the high watermark (what consumers may read and acks=all waits for) counts it.".into(),
+            facts: vec![
+                ("Role".into(), replica.role.clone()),
+                ("In sync".into(), if replica.in_sync { "yes (in the ISR)".into() } else { "no (out of sync)".into() }),
+                ("Log end offset".into(), replica.log_end_offset.to_string()),
+                ("High watermark".into(), replica.high_watermark.to_string()),
+                ("Leader epoch".into(), replica.leader_epoch.map_or("-".into(), |epoch| epoch.to_string())),
+                ("Leader".into(), registration.leader.map_or("none".into(), |leader| format!("broker-{leader}"))),
+                ("ISR".into(), ids(&registration.isr)),
+                ("Last fetch".into(), if replica.role == "leader" { "(leader)".into() } else { ms(tracked.and_then(|replica| replica.last_fetch_ms)) }),
+                ("Last caught up".into(), if replica.role == "leader" { "(leader)".into() } else { ms(tracked.and_then(|replica| replica.last_caught_up_ms)) }),
+            ],
+            messages: Vec::new(),
+        });
+    }
+    let node = model.nodes.iter().find(|node| node.name == selected);
+    if let Some(node) = node {
+        return Some(match &node.body {
+            NodeBody::Producer(producer) => Inspection {
+                title: node.name.clone(),
+                why: "The producer turns records into batches per partition (the key's murmur2 hash picks the partition; keyless records stick to one partition per batch), waits up to linger.ms to fill a batch, and sends it to the partition's leader.".into(),
+                facts: vec![
+                    ("Topic".into(), producer.topic.clone()),
+                    ("acks".into(), producer.acks.clone()),
+                    ("linger.ms".into(), producer.linger_ms.to_string()),
+                    ("Buffered".into(), format!("{} records in {} batches ({} bytes)", producer.buffered_records, producer.buffered_batches, producer.buffered_bytes)),
+                    ("Waiting for metadata".into(), producer.waiting.to_string()),
+                    ("Requests in flight".into(), producer.in_flight.to_string()),
+                    ("Sent / acknowledged / failed".into(), format!("{} / {} / {}", producer.sent, producer.acknowledged, producer.failed)),
+                    ("Last error".into(), producer.last_error.as_ref().map_or("none".into(), |error| format!("{} on {} at {} ms{}", error.error, error.partition, error.time_ms, if error.will_retry { " (retrying)" } else { "" }))),
+                ],
+                messages: Vec::new(),
+            },
+            NodeBody::Controller { alive, role, epoch, committed, .. } => Inspection {
+                title: node.name.clone(),
+                why: "A KRaft controller keeps the cluster's metadata (brokers, partitions, leaders, ISRs) in a replicated log. One is active: it fences silent brokers, elects partition leaders from the ISR and commits ISR changes once a majority of controllers hold them.".into(),
+                facts: vec![
+                    ("State".into(), if *alive { role.clone() } else { "down".into() }),
+                    ("Epoch".into(), epoch.to_string()),
+                    ("Committed metadata records".into(), committed.to_string()),
+                    ("Fenced brokers".into(), {
+                        let fenced: Vec<String> = view.brokers.iter().filter(|broker| broker.fenced).map(|broker| format!("broker-{}", broker.id)).collect();
+                        if fenced.is_empty() { "none".into() } else { fenced.join(", ") }
+                    }),
+                    ("Last leader election".into(), view.highlights.last_leader_election.as_ref().map_or("none yet".into(), |election| format!(
+                        "{} → {} (epoch {}) at {} ms{}: {}",
+                        election.partition,
+                        election.leader.map_or("none".into(), |leader| format!("broker-{leader}")),
+                        election.leader_epoch,
+                        election.time_ms,
+                        if election.unclean { ", unclean" } else { "" },
+                        election.reason
+                    ))),
+                    ("Last controller election".into(), view.highlights.last_controller_election.map_or("none".into(), |(time, controller, epoch)| format!(
+                        "controller-{controller} won epoch {epoch} at {time} ms{}",
+                        view.highlights.last_candidacy_reason.as_ref().map_or(String::new(), |reason| format!(" ({reason})"))
+                    ))),
+                ],
+                messages: Vec::new(),
+            },
+            NodeBody::Broker { id, state, leads, follows, replicas } => Inspection {
+                title: node.name.clone(),
+                why: "A broker stores partition replicas. For each partition it either leads (takes produce requests and serves fetches) or follows (fetches from the leader). It heartbeats to the active controller, which fences it if the heartbeats stop.".into(),
+                facts: vec![
+                    ("State".into(), state.clone()),
+                    ("Leads".into(), format!("{leads} partitions")),
+                    ("Follows".into(), format!("{follows} partitions")),
+                    ("Out of sync here".into(), {
+                        let out: Vec<&str> = replicas.iter().filter(|replica| !replica.in_sync).map(|replica| replica.partition.as_str()).collect();
+                        if out.is_empty() { "none".into() } else { out.join(", ") }
+                    }),
+                    ("Coordinates".into(), {
+                        let groups: std::collections::BTreeSet<&str> = view.consumers.iter().filter(|consumer| consumer.coordinator == Some(*id)).map(|consumer| consumer.group.as_str()).collect();
+                        if groups.is_empty() { "no group".into() } else { groups.into_iter().collect::<Vec<_>>().join(", ") }
+                    }),
+                ],
+                messages: Vec::new(),
+            },
+            NodeBody::Group { name, generation, rebalancing, coordinator, members, offsets } => Inspection {
+                title: format!("group {name}"),
+                why: "A consumer group shares a topic's partitions among its members: each partition has one owner per generation. The coordinator (the leader of the group's __consumer_offsets partition) runs the rebalance and stores the committed offsets.".into(),
+                facts: vec![
+                    ("Generation".into(), generation.to_string()),
+                    ("State".into(), if *rebalancing { "rebalancing (members paused)".into() } else { "stable".into() }),
+                    ("Coordinator".into(), coordinator.map_or("unknown".into(), |broker| format!("broker-{broker}"))),
+                    ("Members".into(), members.iter().filter(|member| member.phase != "stopped").count().to_string()),
+                    ("Committed offsets".into(), offsets.iter().map(|(partition, committed, lag)| format!("{partition} @{} lag {lag}", committed.map_or("-".into(), |offset| offset.to_string()))).collect::<Vec<_>>().join("; ")),
+                    ("Last rebalance".into(), view.highlights.rebalances.get(name).map_or("none yet".into(), |(time, generation, reason)| format!("generation {generation} at {time} ms: {reason}"))),
+                ],
+                messages: Vec::new(),
+            },
+        });
+    }
+    // A member row.
+    let consumer = view
+        .consumers
+        .iter()
+        .find(|consumer| format!("consumer-{}", consumer.id) == selected)?;
+    Some(Inspection {
+        title: selected.to_string(),
+        why: "A consumer is one member of its group. It reads only the partitions the group assigned it in this generation, from each partition's leader and never past the high watermark, and commits how far it got.".into(),
+        facts: vec![
+            ("Group".into(), consumer.group.clone()),
+            ("Phase".into(), consumer.phase.clone()),
+            ("Member id".into(), consumer.member_id.clone().unwrap_or_else(|| "-".into())),
+            ("Generation".into(), consumer.generation.to_string()),
+            ("Partitions".into(), if consumer.partitions.is_empty() { "none (idle)".into() } else {
+                consumer.partitions.iter().map(|owned| format!("{} position {} committed {} lag {}", owned.partition, owned.position.map_or("-".into(), |offset| offset.to_string()), owned.committed.map_or("-".into(), |offset| offset.to_string()), owned.lag)).collect::<Vec<_>>().join("; ")
+            }),
+            ("Records read".into(), consumer.records_read.to_string()),
+        ],
+        messages: Vec::new(),
+    })
+}
+
+/// The topology as a Mermaid flowchart.
+pub fn mermaid(model: &MapModel) -> String {
+    let id = |name: &str| name.replace(['-', '/', '.'], "_");
+    let mut out = String::from("flowchart LR\n");
+    let mut quorum = String::new();
+    let mut brokers = String::new();
+    let mut clients = String::new();
+    for node in &model.nodes {
+        match &node.body {
+            NodeBody::Controller { role, epoch, .. } => {
+                quorum += &format!("    {}[\"{} ({role}, epoch {epoch})\"]\n", id(&node.name), node.name);
+            }
+            NodeBody::Broker {
+                state, leads, follows, ..
+            } => {
+                brokers += &format!(
+                    "    {}[\"{} ({state}, leads {leads}, follows {follows})\"]\n",
+                    id(&node.name),
+                    node.name
+                );
+            }
+            NodeBody::Producer(producer) => {
+                clients += &format!(
+                    "  {}([\"{} → {} (acks={})\"])\n",
+                    id(&node.name),
+                    node.name,
+                    producer.topic,
+                    producer.acks
+                );
+            }
+            NodeBody::Group { name, members, .. } => {
+                clients += &format!("  subgraph {}[\"group {name}\"]\n", id(&node.name));
+                for member in members {
+                    clients += &format!("    {}([\"{} ({})\"])\n", id(&member.name), member.name, member.phase);
+                }
+                clients += "  end\n";
+            }
+        }
+    }
+    out += &format!("  subgraph quorum[\"KRaft controller quorum\"]\n{quorum}  end\n");
+    out += &format!("  subgraph brokers[\"brokers\"]\n{brokers}  end\n");
+    out += &clients;
+    for edge in &model.edges {
+        let label = match edge.kind {
+            EdgeKind::Produce => "Produce",
+            EdgeKind::Replication => "Fetch",
+            EdgeKind::BrokerToController => "Heartbeat",
+            EdgeKind::Quorum => "KRaft",
+            EdgeKind::Consumer => "group / Fetch",
+        };
+        out += &format!("  {} -->|{label}| {}\n", id(&edge.from), id(&edge.to));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use kafkascope_engine::sim::config::{Input, ScheduledInput};
+    use kafkascope_engine::sim::Simulation;
+
+    use super::*;
+    use crate::cluster_model::{bench_config, default_config, DEFAULT_SEED};
+
+    fn settled() -> Simulation {
+        let mut simulation = Simulation::new(default_config(), DEFAULT_SEED).expect("valid");
+        simulation.schedule(ScheduledInput {
+            at_ms: 0,
+            input: Input::Produce {
+                producer: 0,
+                key: Some("user-42".into()),
+                count: 5,
+                bytes: 100,
+            },
+        });
+        simulation.run_until(10_000);
+        simulation
+    }
+
+    #[test]
+    fn every_broker_controller_producer_and_group_has_a_box_inside_the_map() {
+        let view = settled().view();
+        let model = layout(&view);
+        for name in [
+            "controller-1",
+            "controller-2",
+            "controller-3",
+            "broker-1",
+            "broker-2",
+            "broker-3",
+            "producer-0",
+            "group-billing",
+            "group-search",
+        ] {
+            let node = model.node(name).unwrap_or_else(|| panic!("{name} missing"));
+            assert!(
+                node.rect.x >= 0.0 && node.rect.x + node.rect.w <= WIDTH,
+                "{name} {:?}",
+                node.rect
+            );
+            assert!(node.rect.y + node.rect.h <= model.height, "{name}");
+        }
+        // No two top-level boxes overlap.
+        for (index, a) in model.nodes.iter().enumerate() {
+            for b in &model.nodes[index + 1..] {
+                let apart = a.rect.x + a.rect.w <= b.rect.x
+                    || b.rect.x + b.rect.w <= a.rect.x
+                    || a.rect.y + a.rect.h <= b.rect.y
+                    || b.rect.y + b.rect.h <= a.rect.y;
+                assert!(apart, "{} overlaps {}", a.name, b.name);
+            }
+        }
+    }
+
+    #[test]
+    fn replica_rows_show_leader_and_isr_badges_and_the_hw_within_the_log() {
+        let view = settled().view();
+        let model = layout(&view);
+        let NodeBody::Broker { replicas, .. } = &model.node("broker-1").expect("broker-1").body else {
+            panic!("not a broker")
+        };
+        assert!(replicas.iter().any(|replica| replica.badge() == "L ISR"));
+        assert!(replicas.iter().any(|replica| replica.badge() == "F ISR"));
+        for replica in replicas {
+            assert!(replica.high_watermark <= replica.log_end_offset && replica.log_end_offset <= replica.scale);
+        }
+        // The keyed records all went to one partition and are replicated.
+        let written: Vec<&ReplicaRow> = replicas
+            .iter()
+            .filter(|replica| replica.partition.starts_with("orders") && replica.log_end_offset == 5)
+            .collect();
+        assert_eq!(written.len(), 1, "{replicas:?}");
+    }
+
+    #[test]
+    fn edges_join_producers_followers_brokers_controllers_and_consumers() {
+        let view = settled().view();
+        let model = layout(&view);
+        let kinds: std::collections::BTreeSet<EdgeKind> = model.edges.iter().map(|edge| edge.kind).collect();
+        assert_eq!(kinds.len(), 5, "{kinds:?}");
+        for edge in &model.edges {
+            assert!(
+                model.node(&edge.from).is_some() || edge.from.starts_with("consumer-"),
+                "{}",
+                edge.key
+            );
+            assert!(!edge.label.is_empty());
+        }
+        let replication = model
+            .edges
+            .iter()
+            .find(|edge| edge.kind == EdgeKind::Replication)
+            .expect("a fetch edge");
+        let inspection = inspect(&view, &model, &replication.key).expect("an inspection");
+        assert!(inspection
+            .facts
+            .iter()
+            .any(|(name, value)| name == "Protocol" && value.contains("Fetch")));
+    }
+
+    #[test]
+    fn messages_in_flight_sit_on_their_edges() {
+        let mut simulation = settled();
+        // Stop right after a send so something is in flight.
+        let mut found = false;
+        for _ in 0..200 {
+            simulation.step();
+            let view = simulation.view();
+            if !view.in_flight.is_empty() {
+                let model = layout(&view);
+                assert!(!model.messages.is_empty());
+                for message in &model.messages {
+                    assert!(
+                        message.at.x >= 0.0
+                            && message.at.x <= WIDTH
+                            && message.at.y >= 0.0
+                            && message.at.y <= model.height
+                    );
+                }
+                assert!(model.edges.iter().map(|edge| edge.messages).sum::<usize>() >= model.messages.len());
+                found = true;
+                break;
+            }
+        }
+        assert!(found);
+    }
+
+    #[test]
+    fn the_inspector_explains_a_broker_a_replica_a_producer_a_group_and_a_member() {
+        let view = settled().view();
+        let model = layout(&view);
+        for selected in [
+            "broker-1",
+            "broker-2/orders-0",
+            "producer-0",
+            "group-billing",
+            "consumer-0",
+            "controller-1",
+        ] {
+            let inspection = inspect(&view, &model, selected).unwrap_or_else(|| panic!("{selected}"));
+            assert!(!inspection.why.is_empty() && !inspection.facts.is_empty(), "{selected}");
+        }
+        let replica = inspect(&view, &model, "broker-2/orders-0").expect("replica");
+        for field in [
+            "Log end offset",
+            "High watermark",
+            "Leader epoch",
+            "ISR",
+            "Last fetch",
+            "Last caught up",
+        ] {
+            assert!(replica.facts.iter().any(|(name, _)| name == field), "{field}");
+        }
+        assert!(inspect(&view, &model, "broker-99").is_none());
+    }
+
+    #[test]
+    fn a_dead_broker_is_drawn_dead_then_fenced_out_and_the_election_is_explained() {
+        let mut simulation = settled();
+        simulation.schedule(ScheduledInput {
+            at_ms: simulation.now(),
+            input: Input::KillBroker { broker: 1 },
+        });
+        simulation.run_until(simulation.now() + 15_000);
+        let view = simulation.view();
+        let model = layout(&view);
+        let NodeBody::Broker { state, .. } = &model.node("broker-1").expect("broker-1").body else {
+            panic!()
+        };
+        assert_eq!(state, "dead");
+        assert!(view
+            .highlights
+            .last_leader_election
+            .as_ref()
+            .is_some_and(|election| election.leader != Some(1)));
+        let controller = model
+            .nodes
+            .iter()
+            .find(|node| matches!(&node.body, NodeBody::Controller { role, .. } if role == "active"))
+            .expect("an active controller");
+        let inspection = inspect(&view, &model, &controller.name).expect("inspection");
+        let fenced = inspection
+            .facts
+            .iter()
+            .find(|(name, _)| name == "Fenced brokers")
+            .expect("fenced");
+        assert_eq!(fenced.1, "broker-1");
+    }
+
+    #[test]
+    fn the_mermaid_export_names_every_node_and_edge() {
+        let model = layout(&settled().view());
+        let text = mermaid(&model);
+        assert!(text.starts_with("flowchart LR\n"));
+        for node in &model.nodes {
+            assert!(text.contains(&node.name.replace('-', "_")), "{}", node.name);
+        }
+        assert_eq!(text.matches("-->|").count(), model.edges.len());
+    }
+
+    #[test]
+    fn the_bench_cluster_lays_out_in_two_rows_of_brokers() {
+        let mut simulation = Simulation::new(bench_config(), DEFAULT_SEED).expect("valid");
+        simulation.run_until(5_000);
+        let model = layout(&simulation.view());
+        let first = model.node("broker-1").expect("b1").rect;
+        let fourth = model.node("broker-4").expect("b4").rect;
+        assert!(fourth.y > first.y + first.h);
+    }
+}
