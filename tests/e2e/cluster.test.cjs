@@ -7,51 +7,54 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { launch, openApp, screenshotPath } = require('./browser.cjs');
 
+// The live cluster section (the sequence steps section draws a map too).
+const live = (page) => page.getByTestId('cluster');
+
 let browser;
 before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
 
 test('killing a leader elects a new one from the ISR, shown in kafka-topics --describe', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
-  await page.getByTestId('cluster-run-10s').click();
-  await page.getByTestId('cluster-produce').click();
-  await page.getByTestId('cluster-run-10s').click();
-  const leader = await page.getByTestId('leader-orders-0').textContent();
-  const isr = (await page.getByTestId('isr-orders-0').textContent()).split(',');
+  await live(page).getByTestId('cluster-run-10s').click();
+  await live(page).getByTestId('cluster-produce').click();
+  await live(page).getByTestId('cluster-run-10s').click();
+  const leader = await live(page).getByTestId('leader-orders-0').textContent();
+  const isr = (await live(page).getByTestId('isr-orders-0').textContent()).split(',');
   assert.equal(isr.length, 3);
-  assert.match(await page.getByTestId('groups-table').innerText(), /billing\s+orders\s+0/);
+  assert.match(await live(page).getByTestId('groups-table').innerText(), /billing\s+orders\s+0/);
 
-  await page.getByTestId(`node-broker-${leader}`).click({ position: { x: 30, y: 10 } });
-  await page.getByTestId(`inspector-kill-broker-${leader}`).click();
-  assert.match(await page.getByTestId(`node-broker-${leader}`).getAttribute('aria-label'), /dead/);
+  await live(page).getByTestId(`node-broker-${leader}`).click({ position: { x: 30, y: 10 } });
+  await live(page).getByTestId(`inspector-kill-broker-${leader}`).click();
+  assert.match(await live(page).getByTestId(`node-broker-${leader}`).getAttribute('aria-label'), /dead/);
   // broker.session.timeout.ms is 9 s: within it the controller still lists
   // the dead broker; after it, a new leader from the ISR.
-  await page.getByTestId('cluster-run-10s').click();
-  await page.getByTestId('cluster-run-10s').click();
-  const newLeader = await page.getByTestId('leader-orders-0').textContent();
+  await live(page).getByTestId('cluster-run-10s').click();
+  await live(page).getByTestId('cluster-run-10s').click();
+  const newLeader = await live(page).getByTestId('leader-orders-0').textContent();
   assert.notEqual(newLeader, leader);
   assert.ok(isr.includes(newLeader), `${newLeader} was not in the ISR ${isr}`);
-  assert.ok(!(await page.getByTestId('isr-orders-0').textContent()).split(',').includes(leader));
-  assert.match(await page.getByTestId('topics-table').innerText(), /under-replicated/);
-  assert.match(await page.getByTestId('cluster-summary').innerText(), /lost 0,.*invariant violations 0/);
+  assert.ok(!(await live(page).getByTestId('isr-orders-0').textContent()).split(',').includes(leader));
+  assert.match(await live(page).getByTestId('topics-table').innerText(), /under-replicated/);
+  assert.match(await live(page).getByTestId('cluster-summary').innerText(), /lost 0,.*invariant violations 0/);
   await page.screenshot({ path: screenshotPath('cluster-after-leader-kill'), fullPage: true });
 
-  await page.getByTestId(`inspector-restart-broker-${leader}`).click();
-  await page.getByTestId('cluster-run-10s').click();
-  await page.getByTestId('cluster-run-10s').click();
-  assert.equal((await page.getByTestId('isr-orders-0').textContent()).split(',').length, 3);
+  await live(page).getByTestId(`inspector-restart-broker-${leader}`).click();
+  await live(page).getByTestId('cluster-run-10s').click();
+  await live(page).getByTestId('cluster-run-10s').click();
+  assert.equal((await live(page).getByTestId('isr-orders-0').textContent()).split(',').length, 3);
   assert.deepEqual(problems, []);
   await page.close();
 });
 
 test('play advances simulated time until paused; Space plays and the right arrow steps one event', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
-  const time = async () => Number((await page.getByTestId('cluster-time').textContent()).match(/\d+/)[0]);
+  const time = async () => Number((await live(page).getByTestId('cluster-time').textContent()).match(/\d+/)[0]);
   const events = async () => Number(await page.getByTestId('cluster').getAttribute('data-events'));
-  await page.getByTestId('cluster-speed').selectOption('10000');
-  await page.getByTestId('cluster-play').click();
+  await live(page).getByTestId('cluster-speed').selectOption('10000');
+  await live(page).getByTestId('cluster-play').click();
   await page.waitForFunction(() => /t = [1-9]\d{3,} ms/.test(document.querySelector('[data-testid="cluster-time"]').textContent));
-  await page.getByTestId('cluster-play').click();
+  await live(page).getByTestId('cluster-play').click();
   const paused = await time();
   await page.waitForTimeout(400);
   assert.equal(await time(), paused, 'time moved while paused');
@@ -61,9 +64,9 @@ test('play advances simulated time until paused; Space plays and the right arrow
   await page.keyboard.press('ArrowRight');
   assert.equal(await events(), before + 1);
   await page.keyboard.press('Space');
-  assert.equal(await page.getByTestId('cluster-play').getAttribute('aria-pressed'), 'true');
+  assert.equal(await live(page).getByTestId('cluster-play').getAttribute('aria-pressed'), 'true');
   await page.keyboard.press('Space');
-  assert.equal(await page.getByTestId('cluster-play').getAttribute('aria-pressed'), 'false');
+  assert.equal(await live(page).getByTestId('cluster-play').getAttribute('aria-pressed'), 'false');
   assert.deepEqual(problems, []);
   await page.close();
 });

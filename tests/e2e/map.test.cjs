@@ -8,41 +8,44 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { launch, openApp, screenshotPath } = require('./browser.cjs');
 
+// The live cluster section (the sequence steps section draws a map too).
+const live = (page) => page.getByTestId('cluster');
+
 let browser;
 before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
 
 const facts = async (page) => {
-  const text = await page.getByTestId('inspector-facts').innerText();
+  const text = await live(page).getByTestId('inspector-facts').innerText();
   return text;
 };
 // Clicks a node's header (its centre may be a replica or member row).
-const clickNode = (page, id) => page.getByTestId(id).click({ position: { x: 30, y: 10 } });
+const clickNode = (page, id) => live(page).getByTestId(id).click({ position: { x: 30, y: 10 } });
 const summaryCount = async (page, name) =>
-  Number((await page.getByTestId('cluster-summary').innerText()).match(new RegExp(`${name} (\\d+)`))[1]);
+  Number((await live(page).getByTestId('cluster-summary').innerText()).match(new RegExp(`${name} (\\d+)`))[1]);
 
 test('the map shows brokers, replicas, the quorum, the producer and both groups, and the inspector explains them', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
-  await page.getByTestId('cluster-produce').click();
-  await page.getByTestId('cluster-run-10s').click();
+  await live(page).getByTestId('cluster-produce').click();
+  await live(page).getByTestId('cluster-run-10s').click();
   for (const id of ['node-broker-1', 'node-broker-2', 'node-broker-3', 'node-controller-1', 'node-producer-0', 'node-group-billing', 'node-group-search']) {
-    assert.ok(await page.getByTestId(id).isVisible(), `${id} not drawn`);
+    assert.ok(await live(page).getByTestId(id).isVisible(), `${id} not drawn`);
   }
   // A broker.
   await clickNode(page, 'node-broker-2');
-  assert.equal(await page.getByTestId('inspector-title').innerText(), 'broker-2');
+  assert.equal(await live(page).getByTestId('inspector-title').innerText(), 'broker-2');
   assert.match(await facts(page), /State\s+running/);
   assert.match(await facts(page), /Leads\s+\d+ partitions/);
   // A replica row: LEO, HW, leader epoch, ISR and fetch times.
-  await page.getByTestId('replica-2-orders-0').click();
-  assert.equal(await page.getByTestId('inspector-title').innerText(), 'orders-0 on broker-2');
+  await live(page).getByTestId('replica-2-orders-0').click();
+  assert.equal(await live(page).getByTestId('inspector-title').innerText(), 'orders-0 on broker-2');
   const replica = await facts(page);
   for (const field of ['Log end offset', 'High watermark', 'Leader epoch', 'ISR', 'Last fetch', 'Last caught up']) {
     assert.match(replica, new RegExp(field), `${field} missing from ${replica}`);
   }
   // An edge: a follower's fetch to its leader.
   // (Edges cross, so select it from the keyboard as a screen-reader user would.)
-  const edge = page.locator('[data-testid^="edge-broker-"][data-testid*="-to-broker-"]').first();
+  const edge = live(page).locator('[data-testid^="edge-broker-"][data-testid*="-to-broker-"]').first();
   await edge.focus();
   await page.keyboard.press('Enter');
   const edgeFacts = await facts(page);
@@ -53,9 +56,9 @@ test('the map shows brokers, replicas, the quorum, the producer and both groups,
   await clickNode(page, 'node-group-search');
   assert.match(await facts(page), /Committed offsets\s+orders-0 @\d+/);
   // Keyboard: Tab reaches map nodes and Enter selects them.
-  await page.getByTestId('node-controller-1').focus();
+  await live(page).getByTestId('node-controller-1').focus();
   await page.keyboard.press('Enter');
-  assert.equal(await page.getByTestId('inspector-title').innerText(), 'controller-1');
+  assert.equal(await live(page).getByTestId('inspector-title').innerText(), 'controller-1');
   await page.screenshot({ path: screenshotPath('map-desktop'), fullPage: true });
   assert.deepEqual(problems, []);
   await page.close();
@@ -63,26 +66,26 @@ test('the map shows brokers, replicas, the quorum, the producer and both groups,
 
 test('killing a leader from the inspector: the map and kafka-topics show a new leader from the ISR within the session timeout', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
-  await page.getByTestId('cluster-run-10s').click();
-  const leader = await page.getByTestId('leader-orders-0').textContent();
-  const isr = (await page.getByTestId('isr-orders-0').textContent()).split(',');
+  await live(page).getByTestId('cluster-run-10s').click();
+  const leader = await live(page).getByTestId('leader-orders-0').textContent();
+  const isr = (await live(page).getByTestId('isr-orders-0').textContent()).split(',');
   await clickNode(page, `node-broker-${leader}`);
-  await page.getByTestId(`inspector-kill-broker-${leader}`).click();
-  assert.match(await page.getByTestId(`node-broker-${leader}`).textContent(), /DEAD/);
+  await live(page).getByTestId(`inspector-kill-broker-${leader}`).click();
+  assert.match(await live(page).getByTestId(`node-broker-${leader}`).textContent(), /DEAD/);
   // broker.session.timeout.ms is 9 s after the broker's last heartbeat; the
   // simulated controller checks sessions every second and commits the
   // fencing and the election through its quorum (replicated every 500 ms).
   let seconds = 0;
-  while ((await page.getByTestId('leader-orders-0').textContent()) === leader && seconds < 20) {
-    await page.getByTestId('cluster-run-1s').click();
+  while ((await live(page).getByTestId('leader-orders-0').textContent()) === leader && seconds < 20) {
+    await live(page).getByTestId('cluster-run-1s').click();
     seconds += 1;
   }
   assert.ok(seconds <= 12, `no new leader ${seconds} s after the kill`);
-  const newLeader = await page.getByTestId('leader-orders-0').textContent();
+  const newLeader = await live(page).getByTestId('leader-orders-0').textContent();
   assert.notEqual(newLeader, leader);
   assert.ok(isr.includes(newLeader));
-  assert.match(await page.getByTestId(`replica-${newLeader}-orders-0`).getAttribute('aria-label'), /: leader, in sync/);
-  const active = await page.locator('[data-testid^="node-controller-"].active').getAttribute('data-testid');
+  assert.match(await live(page).getByTestId(`replica-${newLeader}-orders-0`).getAttribute('aria-label'), /: leader, in sync/);
+  const active = await live(page).locator('[data-testid^="node-controller-"].active').getAttribute('data-testid');
   await clickNode(page, active);
   assert.match(await facts(page), new RegExp(`Fenced brokers\\s+broker-${leader}`));
   assert.match(await facts(page), /Last leader election\s+\S+ → broker-\d/);
@@ -93,23 +96,23 @@ test('killing a leader from the inspector: the map and kafka-topics show a new l
 
 test('acks=all with min.insync.replicas=2 refuses writes once two brokers are gone; acks=1 takes them', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
-  await page.getByTestId('cluster-run-10s').click();
+  await live(page).getByTestId('cluster-run-10s').click();
   for (const broker of [2, 3]) {
     await clickNode(page, `node-broker-${broker}`);
-    await page.getByTestId(`inspector-kill-broker-${broker}`).click();
+    await live(page).getByTestId(`inspector-kill-broker-${broker}`).click();
   }
-  await page.getByTestId('cluster-run-10s').click();
-  await page.getByTestId('cluster-run-10s').click();
+  await live(page).getByTestId('cluster-run-10s').click();
+  await live(page).getByTestId('cluster-run-10s').click();
   const acknowledged = await summaryCount(page, 'acknowledged');
-  await page.getByTestId('cluster-produce').click();
-  await page.getByTestId('cluster-run-1s').click();
+  await live(page).getByTestId('cluster-produce').click();
+  await live(page).getByTestId('cluster-run-1s').click();
   assert.equal(await summaryCount(page, 'acknowledged'), acknowledged);
-  assert.match(await page.getByTestId('node-producer-0').textContent(), /NOT_ENOUGH_REPLICAS/);
+  assert.match(await live(page).getByTestId('node-producer-0').textContent(), /NOT_ENOUGH_REPLICAS/);
 
-  await page.getByTestId('knob-acks').selectOption('1');
-  assert.match(await page.getByTestId('node-producer-0').textContent(), /acks=1/);
-  await page.getByTestId('cluster-produce').click();
-  await page.getByTestId('cluster-run-1s').click();
+  await live(page).getByTestId('knob-acks').selectOption('1');
+  assert.match(await live(page).getByTestId('node-producer-0').textContent(), /acks=1/);
+  await live(page).getByTestId('cluster-produce').click();
+  await live(page).getByTestId('cluster-run-1s').click();
   assert.ok(await summaryCount(page, 'acknowledged') > acknowledged, 'acks=1 writes were not acknowledged');
   assert.deepEqual(problems, []);
   await page.close();
@@ -117,25 +120,25 @@ test('acks=all with min.insync.replicas=2 refuses writes once two brokers are go
 
 test('shape knobs start a new run, bad values get a message, and the topology exports as Mermaid', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
-  await page.getByTestId('knob-rf').fill('5');
-  await page.getByTestId('knob-rf').dispatchEvent('change');
-  await page.getByTestId('knob-apply').click();
-  assert.match(await page.getByTestId('knob-error').innerText(), /replication factor/);
-  await page.getByTestId('knob-brokers').fill('5');
-  await page.getByTestId('knob-brokers').dispatchEvent('change');
-  await page.getByTestId('knob-partitions').fill('6');
-  await page.getByTestId('knob-partitions').dispatchEvent('change');
-  await page.getByTestId('knob-apply').click();
-  assert.equal(await page.getByTestId('knob-error').count(), 0);
-  await page.getByTestId('cluster-run-10s').click();
-  assert.ok(await page.getByTestId('node-broker-5').isVisible());
-  assert.equal(await page.locator('[data-testid="topics-table"] tbody tr').count(), 6);
-  await page.getByTestId('knob-linger').fill('-3');
-  await page.getByTestId('knob-linger').dispatchEvent('change');
-  assert.match(await page.getByTestId('knob-error').innerText(), /linger.ms/);
+  await live(page).getByTestId('knob-rf').fill('5');
+  await live(page).getByTestId('knob-rf').dispatchEvent('change');
+  await live(page).getByTestId('knob-apply').click();
+  assert.match(await live(page).getByTestId('knob-error').innerText(), /replication factor/);
+  await live(page).getByTestId('knob-brokers').fill('5');
+  await live(page).getByTestId('knob-brokers').dispatchEvent('change');
+  await live(page).getByTestId('knob-partitions').fill('6');
+  await live(page).getByTestId('knob-partitions').dispatchEvent('change');
+  await live(page).getByTestId('knob-apply').click();
+  assert.equal(await live(page).getByTestId('knob-error').count(), 0);
+  await live(page).getByTestId('cluster-run-10s').click();
+  assert.ok(await live(page).getByTestId('node-broker-5').isVisible());
+  assert.equal(await live(page).locator('[data-testid="topics-table"] tbody tr').count(), 6);
+  await live(page).getByTestId('knob-linger').fill('-3');
+  await live(page).getByTestId('knob-linger').dispatchEvent('change');
+  assert.match(await live(page).getByTestId('knob-error').innerText(), /linger.ms/);
 
-  await page.getByTestId('export-mermaid').click();
-  const mermaid = await page.getByTestId('mermaid-text').inputValue();
+  await live(page).getByTestId('export-mermaid').click();
+  const mermaid = await live(page).getByTestId('mermaid-text').inputValue();
   assert.match(mermaid, /^flowchart LR/);
   assert.match(mermaid, /broker_5/);
   assert.match(mermaid, /-->\|Fetch\|/);
@@ -145,21 +148,21 @@ test('shape knobs start a new run, bad values get a message, and the topology ex
 
 test('messages move along the edges while playing slowly, and not with reduced motion; phone width stacks', async () => {
   const { page, problems } = await openApp(browser, { width: 390, height: 844, query: '?play=0' });
-  await page.getByTestId('cluster-speed').selectOption('10');
-  await page.getByTestId('cluster-play').click();
+  await live(page).getByTestId('cluster-speed').selectOption('10');
+  await live(page).getByTestId('cluster-play').click();
   await page.waitForFunction(() => document.querySelectorAll('svg.map circle.message').length > 0, null, { timeout: 10000 });
-  await page.getByTestId('cluster-play').click();
+  await live(page).getByTestId('cluster-play').click();
   const width = await page.evaluate(() => document.documentElement.scrollWidth);
   assert.ok(width <= 390, `the page scrolls sideways (${width}px)`);
   await page.screenshot({ path: screenshotPath('map-phone'), fullPage: true });
   await page.emulateMedia({ reducedMotion: 'reduce' });
   await page.reload({ waitUntil: 'networkidle' });
   await page.getByTestId('partition').waitFor();
-  await page.getByTestId('cluster-speed').selectOption('10');
-  await page.getByTestId('cluster-play').click();
+  await live(page).getByTestId('cluster-speed').selectOption('10');
+  await live(page).getByTestId('cluster-play').click();
   await page.waitForTimeout(1500);
   assert.equal(await page.locator('svg.map circle.message').count(), 0);
-  await page.getByTestId('cluster-play').click();
+  await live(page).getByTestId('cluster-play').click();
   assert.deepEqual(problems, []);
   await page.close();
 });

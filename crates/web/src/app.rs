@@ -18,12 +18,14 @@ pub fn app() -> Html {
                 <p class="tagline">{ "Apache Kafka's internals, simulated faithfully in your browser." }</p>
                 <nav class="app-nav" aria-label="sections">
                     <a href="#map">{ "Map" }</a>
+                    <a href="#steps">{ "Sequence steps" }</a>
                     <a href="#sandbox">{ "Sandbox" }</a>
                     <a href="#partitioner">{ "Partitioner" }</a>
                 </nav>
             </header>
             <main class="app-main">
                 <crate::cluster_panel::ClusterPanel />
+                <crate::sequence::SequenceSteps />
                 <KeyPartitioner />
                 <crate::sandbox::Sandbox />
             </main>

@@ -20,6 +20,7 @@ use crate::cluster_model::{
     config_for_query, default_config, describe_config, describe_groups, describe_quorum, describe_topics, parse_knob,
     setup_config, Setup, ASSIGNORS, DEFAULT_SEED,
 };
+use crate::export::MermaidExport;
 use crate::map::ClusterMap;
 use crate::map_model::{inspect, layout_at, mermaid};
 
@@ -277,13 +278,6 @@ fn download_svg() {
     let _ = web_sys::Url::revoke_object_url(&url);
 }
 
-fn copy_text(text: &str) -> bool {
-    web_sys::window().is_some_and(|window| {
-        let _ = window.navigator().clipboard().write_text(text);
-        true
-    })
-}
-
 /// The live cluster section.
 #[function_component(ClusterPanel)]
 pub fn cluster_panel() -> Html {
@@ -305,8 +299,6 @@ pub fn cluster_panel() -> Html {
     let selected = use_state(|| None::<String>);
     let setup = use_state(Setup::default);
     let knob_error = use_state(|| None::<String>);
-    let export = use_state(|| false);
-    let copied = use_state(|| false);
     let reduced_motion = use_state(prefers_reduced_motion);
 
     // A render after a play tick closes that tick's cost sample.
@@ -630,19 +622,9 @@ pub fn cluster_panel() -> Html {
             html! {}
         }
     });
-    let mermaid_text = (*export).then(|| mermaid(&model));
-    let on_copy = {
-        let text = mermaid_text.clone().unwrap_or_default();
-        let copied = copied.clone();
-        Callback::from(move |_: MouseEvent| copied.set(copy_text(&text)))
-    };
-    let toggle_export = {
-        let export = export.clone();
-        let copied = copied.clone();
-        Callback::from(move |_: MouseEvent| {
-            copied.set(false);
-            export.set(!*export);
-        })
+    let mermaid_source = {
+        let model = model.clone();
+        Callback::from(move |_: ()| mermaid(&model))
     };
     let toggle_motion = {
         let reduced_motion = reduced_motion.clone();
@@ -696,16 +678,12 @@ pub fn cluster_panel() -> Html {
                         { "L leader · F follower · ISR in sync · OSR out of sync · bar = log end offset, | = high watermark (numbers: HW/LEO) · dots = messages in flight (hollow: responses)" }
                     </p>
                     <div class="controls" role="toolbar" aria-label="export and display">
-                        <button type="button" data-testid="export-mermaid" aria-expanded={export.to_string()} onclick={toggle_export}>{ "Mermaid flowchart" }</button>
                         <button type="button" data-testid="export-svg" onclick={Callback::from(|_: MouseEvent| download_svg())}>{ "Download the map (SVG)" }</button>
                         <button type="button" data-testid="toggle-motion" aria-pressed={reduced_motion.to_string()} onclick={toggle_motion}>{ "Reduce motion" }</button>
                     </div>
-                    { if let Some(text) = mermaid_text { html! {
-                        <div class="export">
-                            <textarea readonly=true rows="10" data-testid="mermaid-text" aria-label="the topology as a Mermaid flowchart" value={text} />
-                            <button type="button" data-testid="copy-mermaid" onclick={on_copy}>{ if *copied { "Copied" } else { "Copy" } }</button>
-                        </div>
-                    } } else { html! {} } }
+                    <MermaidExport label="Mermaid flowchart" description="the topology as a Mermaid flowchart"
+                        ids={(AttrValue::from("export-mermaid"), AttrValue::from("mermaid-text"), AttrValue::from("copy-mermaid"))}
+                        text={mermaid_source} />
                 </div>
                 <aside class="side">
                     <div class="inspector" data-testid="inspector" aria-live="polite">

@@ -8,8 +8,11 @@
 pub mod app;
 pub mod cluster_model;
 pub mod cluster_panel;
+pub mod export;
 pub mod map;
 pub mod map_model;
 pub mod sandbox;
 pub mod sandbox_model;
+pub mod sequence;
+pub mod sequence_model;
 pub mod view_model;

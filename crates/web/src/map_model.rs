@@ -273,7 +273,7 @@ fn edge_kind(from: &str, to: &str) -> EdgeKind {
 
 /// Which end sends the requests on an edge between `a` and `b` (the
 /// client, the follower, the broker towards the controller).
-fn requester_first(a: &str, b: &str) -> (String, String) {
+pub fn requester_first(a: &str, b: &str) -> (String, String) {
     let rank = |name: &str| match node_kind(name) {
         "producer" | "consumer" => 0,
         "broker" => 1,

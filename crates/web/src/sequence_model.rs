@@ -1,0 +1,1254 @@
+//! Sequence steps: the guided stories, the steps of a run picked from its
+//! trace, their captions with this run's numbers, the "why" chains, the
+//! sequence diagram's layout and its Mermaid export. Everything here is
+//! plain data derived from the engine's [`Recording`] and trace, tested
+//! natively; the component in [`crate::sequence`] only draws it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kafkascope_engine::sim::config::{Input, ScheduledInput};
+use kafkascope_engine::sim::recording::Recording;
+use kafkascope_engine::sim::scenario::Scenario;
+use kafkascope_engine::sim::trace::{hash, ranges, TraceEvent, TraceKind};
+use kafkascope_engine::sim::view::error_name;
+use kafkascope_engine::sim::Simulation;
+
+/// A guided story: a scenario file and the captions of its chapters.
+#[derive(Debug)]
+pub struct StoryDef {
+    /// Its id in URLs (`?story=happy-path&step=12`).
+    pub id: &'static str,
+    /// The scenario (JSON, as `kafkascope run` reads it).
+    pub scenario: &'static str,
+    /// The partition the story is about (the filter it opens with).
+    pub focus: Option<&'static str>,
+    /// Chapter captions: shown on the input step whose description
+    /// starts with the first text.
+    pub chapters: &'static [(&'static str, &'static str)],
+}
+
+/// The stories, in the order a course would take them.
+pub const STORIES: &[StoryDef] = &[
+    StoryDef {
+        id: "happy-path",
+        scenario: include_str!("../../../scenarios/happy-path.json"),
+        focus: None,
+        chapters: &[(
+            "producer-0 sends",
+            "The producer has ten records with the key \"order-42\". It must first learn who leads orders-0, then send them there.",
+        )],
+    },
+    StoryDef {
+        id: "acks1-loss",
+        scenario: include_str!("../../../scenarios/acks1-leader-crash-loses-records.json"),
+        focus: Some("orders-0"),
+        chapters: &[
+            ("cut the link", "The followers are cut off from the leader: they can no longer fetch."),
+            ("kill broker", "The leader dies holding records only it had, which acks=1 already acknowledged."),
+        ],
+    },
+    StoryDef {
+        id: "acks-all-refuses",
+        scenario: include_str!("../../../scenarios/acks-all-min-isr-refuses-writes.json"),
+        focus: Some("orders-0"),
+        chapters: &[
+            ("kill broker", "A follower dies. Once its session expires the ISR shrinks."),
+            ("producer-0 sends", "With one replica in sync and min.insync.replicas=2, an acks=all write must be refused."),
+        ],
+    },
+    StoryDef {
+        id: "unclean-election",
+        scenario: include_str!("../../../scenarios/unclean-election-truncates.json"),
+        focus: Some("orders-0"),
+        chapters: &[(
+            "restart broker",
+            "A stale replica comes back while the only in-sync one is dead; unclean.leader.election.enable lets the controller choose it.",
+        )],
+    },
+    StoryDef {
+        id: "controller-failover",
+        scenario: include_str!("../../../scenarios/controller-failover.json"),
+        focus: Some("orders-0"),
+        chapters: &[
+            ("kill controller", "The active controller dies. The others stop hearing from it, and one stands for election in a new epoch."),
+            ("kill broker", "A broker dies; the new active controller fences it and elects leaders for its partitions."),
+        ],
+    },
+    StoryDef {
+        id: "idle-consumer",
+        scenario: include_str!("../../../scenarios/third-consumer-idles.json"),
+        focus: None,
+        chapters: &[(
+            "start consumer",
+            "A third member joins a group reading two partitions: the rebalance can give it nothing.",
+        )],
+    },
+    StoryDef {
+        id: "two-groups",
+        scenario: include_str!("../../../scenarios/two-groups-read-independently.json"),
+        focus: None,
+        chapters: &[],
+    },
+    StoryDef {
+        id: "exercise",
+        scenario: include_str!("../../../scenarios/seeds-exercise.json"),
+        focus: Some("orders-1"),
+        chapters: &[
+            ("start consumer-3", "A third billing member joins. With three partitions each of the three members gets one; nobody idles yet."),
+            ("start consumer-4", "A fourth billing member joins: three partitions, four members, so one of them idles."),
+            ("kill broker-1", "broker-1, the leader of orders-1, dies under acks=all and min.insync.replicas=2. Expect: continue (a new leader from the ISR)."),
+            ("kill broker-2", "The new leader dies too. One replica is left in sync, fewer than min.insync.replicas=2. Expect: error (NOT_ENOUGH_REPLICAS)."),
+            ("set acks=1", "The producer switches to acks=1: the leader alone is enough."),
+            ("set unclean", "unclean.leader.election.enable is turned on: an out-of-sync replica may become leader."),
+            ("kill broker-3", "The last in-sync replica dies; orders-1 has no leader."),
+            ("restart broker-1", "broker-1 returns with a log that stops where it died. Expect: loss (an unclean election)."),
+        ],
+    },
+];
+
+/// The story with this id.
+pub fn story(id: &str) -> Option<&'static StoryDef> {
+    STORIES.iter().find(|story| story.id == id)
+}
+
+/// What a step draws.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepKind {
+    /// A message from one lifeline to another (lost if `dropped`).
+    Arrow {
+        from: String,
+        to: String,
+        name: String,
+        label: String,
+        dropped: bool,
+    },
+    /// A state change on one lifeline.
+    Note { over: String, text: String },
+    /// A user action or fault, across every lifeline.
+    Input { text: String },
+}
+
+/// One step of a story.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// The trace event it shows.
+    pub trace_id: u64,
+    pub time: u64,
+    /// Events processed when it happened (where seeking lands).
+    pub position: u64,
+    pub kind: StepKind,
+    /// One or two sentences with this run's numbers.
+    pub caption: String,
+    /// A chapter caption, on the input that opens a chapter.
+    pub chapter: Option<String>,
+    /// `continue`, `error` or `loss`, where the step is an outcome.
+    pub outcome: Option<&'static str>,
+    /// The partitions it concerns (for the filter).
+    pub partitions: Vec<String>,
+    /// The message or event name (for the filter).
+    pub name: String,
+    /// A step whose causes are worth showing (elections, ISR changes,
+    /// refusals, rebalances, losses).
+    pub explainable: bool,
+}
+
+impl Step {
+    /// The lifelines it touches.
+    pub fn nodes(&self) -> Vec<&str> {
+        match &self.kind {
+            StepKind::Arrow { from, to, .. } => vec![from.as_str(), to.as_str()],
+            StepKind::Note { over, .. } => vec![over.as_str()],
+            StepKind::Input { .. } => Vec::new(),
+        }
+    }
+}
+
+/// Filters over the steps; `None` keeps everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub partition: Option<String>,
+    pub node: Option<String>,
+    pub name: Option<String>,
+}
+
+impl Filter {
+    /// Whether the filter keeps `step`. A step without partitions (an
+    /// input, a rebalance, a fencing) passes the partition filter.
+    pub fn keeps(&self, step: &Step) -> bool {
+        self.partition
+            .as_ref()
+            .is_none_or(|partition| step.partitions.is_empty() || step.partitions.contains(partition))
+            && self
+                .node
+                .as_ref()
+                .is_none_or(|node| matches!(step.kind, StepKind::Input { .. }) || step.nodes().contains(&node.as_str()))
+            && self.name.as_ref().is_none_or(|name| step.name == *name)
+    }
+}
+
+/// A story being played: its recording, every step, and where each trace
+/// event happened.
+#[derive(Debug, Clone)]
+pub struct StoryRun {
+    pub story: &'static StoryDef,
+    pub scenario: Scenario,
+    pub recording: Recording,
+    /// Events processed when each trace event (by id) was recorded.
+    positions: Vec<u64>,
+    /// The whole run's trace (the recording shows only the past of the
+    /// current point).
+    trace: Vec<TraceEvent>,
+    pub steps: Vec<Step>,
+    /// What was changed at forks, in order.
+    pub forks: Vec<String>,
+}
+
+/// Snapshots every this many events (seeking replays at most this many).
+const SNAPSHOT_INTERVAL: u64 = 256;
+
+impl StoryRun {
+    /// Plays a story to its end.
+    pub fn start(story: &'static StoryDef) -> Result<StoryRun, String> {
+        let scenario: Scenario =
+            serde_json::from_str(story.scenario).map_err(|error| format!("story {}: {error}", story.id))?;
+        let mut simulation = Simulation::new(scenario.config.clone(), scenario.seed)?;
+        for input in &scenario.inputs {
+            simulation.schedule(input.clone());
+        }
+        let recording = Recording::new(simulation, SNAPSHOT_INTERVAL);
+        let mut run = StoryRun {
+            story,
+            scenario,
+            positions: vec![0; recording.trace().len()],
+            trace: Vec::new(),
+            recording,
+            steps: Vec::new(),
+            forks: Vec::new(),
+        };
+        run.play_to_end();
+        Ok(run)
+    }
+
+    fn play_to_end(&mut self) {
+        let until = self.scenario.run_until_ms;
+        while self
+            .recording
+            .simulation()
+            .next_event_time()
+            .is_some_and(|time| time <= until)
+        {
+            self.recording.step();
+            let position = self.recording.position();
+            let known = self.recording.trace().len();
+            self.positions.resize(known, position);
+        }
+        self.trace = self.recording.trace().to_vec();
+        self.steps = steps_of(&self.trace, &self.positions, self.story);
+    }
+
+    /// Moves the run to just after step `index`.
+    pub fn seek(&mut self, index: usize) {
+        if let Some(step) = self.steps.get(index) {
+            self.recording.seek(step.position);
+        }
+    }
+
+    /// Forks at step `index`: the old future is discarded, `inputs`
+    /// happen at that moment, and the run plays to its end again.
+    pub fn fork(&mut self, index: usize, inputs: Vec<Input>, description: String) {
+        self.seek(index);
+        let now = self.recording.simulation().now();
+        self.recording.fork(
+            inputs
+                .into_iter()
+                .map(|input| ScheduledInput { at_ms: now, input })
+                .collect(),
+        );
+        self.positions.truncate(self.recording.trace().len());
+        self.forks.push(description);
+        self.play_to_end();
+    }
+
+    /// A hash of the trace up to the current point (equal points of equal
+    /// runs hash equally).
+    pub fn trace_hash(&self) -> u64 {
+        hash(self.recording.trace())
+    }
+
+    /// The chain of causes of step `index`, newest first, as lines.
+    pub fn why(&self, index: usize) -> Vec<String> {
+        let Some(step) = self.steps.get(index) else {
+            return Vec::new();
+        };
+        let by_id: BTreeMap<u64, &TraceEvent> = self.trace.iter().map(|event| (event.id, event)).collect();
+        let mut chain = Vec::new();
+        let mut next = Some(step.trace_id);
+        while let Some(id) = next {
+            let Some(event) = by_id.get(&id) else { break };
+            if !matches!(event.kind, TraceKind::Delivered { .. }) {
+                chain.push(format!("{} ms: {}", event.time, describe(event)));
+            }
+            next = event.cause;
+            if chain.len() >= 12 {
+                break;
+            }
+        }
+        chain
+    }
+
+    /// The index of the first step at or after trace position `position`.
+    pub fn step_at_or_after(&self, trace_id: u64) -> usize {
+        self.steps
+            .partition_point(|step| step.trace_id < trace_id)
+            .min(self.steps.len().saturating_sub(1))
+    }
+}
+
+/// The kinds that are steps of their own.
+fn is_state(kind: &TraceKind) -> bool {
+    !matches!(
+        kind,
+        TraceKind::Sent { .. } | TraceKind::Delivered { .. } | TraceKind::Dropped { .. }
+    )
+}
+
+/// How many causes back a state change pulls messages into the steps.
+const CAUSE_HOPS: usize = 6;
+
+/// Picks the steps of a trace: every state change and input, and the
+/// messages that led to one (found by following cause links back); idle
+/// traffic such as heartbeats and empty fetches stays out.
+pub fn steps_of(trace: &[TraceEvent], positions: &[u64], story: &StoryDef) -> Vec<Step> {
+    let index_of = |id: u64| trace.binary_search_by_key(&id, |event| event.id).ok();
+    let mut wanted: BTreeSet<u64> = BTreeSet::new();
+    for event in trace.iter().filter(|event| is_state(&event.kind)) {
+        wanted.insert(event.id);
+        let mut cause = event.cause;
+        for _ in 0..CAUSE_HOPS {
+            let Some(index) = cause.and_then(index_of) else { break };
+            let earlier = &trace[index];
+            if matches!(earlier.kind, TraceKind::Sent { .. }) {
+                wanted.insert(earlier.id);
+            }
+            cause = earlier.cause;
+        }
+    }
+    // A message that was lost is shown if its sending was.
+    for event in trace {
+        if let (TraceKind::Dropped { .. }, Some(cause)) = (&event.kind, event.cause) {
+            if wanted.contains(&cause) {
+                wanted.insert(event.id);
+            }
+        }
+    }
+    let mut captions = Captioner::default();
+    let mut steps = Vec::new();
+    for event in trace {
+        captions.observe(event);
+        if !wanted.contains(&event.id) {
+            continue;
+        }
+        let position = positions.get(event.id as usize).copied().unwrap_or(0);
+        let cause = event.cause.and_then(index_of).map(|index| &trace[index]);
+        if let Some(step) = captions.step(event, cause, position, story) {
+            steps.push(step);
+        }
+    }
+    steps
+}
+
+/// A node name from a member id (`consumer-0-3` is consumer-0's).
+fn member_node(member: &str) -> String {
+    member
+        .rsplit_once('-')
+        .map_or(member.to_string(), |(node, _)| node.to_string())
+}
+
+/// One line for any trace event (the "why" chain).
+fn describe(event: &TraceEvent) -> String {
+    match &event.kind {
+        TraceKind::Sent { from, to, summary, .. } => format!("{from} → {to}: {summary}"),
+        _ => event.line(),
+    }
+}
+
+/// The partitions a message summary names (`Fetch orders-0 offset=3`).
+fn partitions_in(text: &str) -> Vec<String> {
+    text.split([' ', ',', '[', ']', '(', ')', '='])
+        .filter(|word| {
+            word.rsplit_once('-').is_some_and(|(topic, number)| {
+                !topic.is_empty()
+                    && !number.is_empty()
+                    && number.bytes().all(|byte| byte.is_ascii_digit())
+                    && !topic.starts_with("broker")
+                    && !topic.starts_with("consumer")
+                    && !topic.starts_with("producer")
+                    && !topic.starts_with("controller")
+            })
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+fn number_after(text: &str, key: &str) -> Option<u64> {
+    let start = text.find(key)? + key.len();
+    let digits: String = text[start..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Follows the run's state while scanning its trace, to caption steps with
+/// the numbers they had then.
+#[derive(Debug, Default)]
+struct Captioner {
+    high_watermarks: BTreeMap<(u32, String), u64>,
+    leaders: BTreeMap<String, u32>,
+    active_controller: Option<u32>,
+}
+
+impl Captioner {
+    fn observe(&mut self, event: &TraceEvent) {
+        match &event.kind {
+            TraceKind::HighWatermark {
+                broker, partition, to, ..
+            } => {
+                self.high_watermarks.insert((*broker, partition.to_string()), *to);
+            }
+            TraceKind::LeaderElected { partition, leader, .. } => match leader {
+                Some(leader) => {
+                    self.leaders.insert(partition.to_string(), *leader);
+                }
+                None => {
+                    self.leaders.remove(&partition.to_string());
+                }
+            },
+            TraceKind::ControllerElected { controller, .. } => self.active_controller = Some(*controller),
+            TraceKind::Sent { from, to, name, .. } => {
+                // Before any election is traced, the active controller is
+                // the one pushing metadata.
+                if *name == "MetadataUpdate" && self.active_controller.is_none() {
+                    if let Some(id) = from.to_string().strip_prefix("controller-") {
+                        self.active_controller = id.parse().ok();
+                    }
+                }
+                let _ = to;
+            }
+            _ => {}
+        }
+    }
+
+    fn controller(&self) -> String {
+        format!("controller-{}", self.active_controller.unwrap_or(1))
+    }
+
+    fn step(&self, event: &TraceEvent, cause: Option<&TraceEvent>, position: u64, story: &StoryDef) -> Option<Step> {
+        let mut outcome = None;
+        let mut explainable = false;
+        let mut chapter = None;
+        let (kind, caption, partitions, name) = match &event.kind {
+            TraceKind::Input { description } => {
+                chapter = story
+                    .chapters
+                    .iter()
+                    .find(|(prefix, _)| description.starts_with(prefix))
+                    .map(|(_, text)| text.to_string());
+                (
+                    StepKind::Input { text: description.clone() },
+                    format!("At {} ms: {description}.", event.time),
+                    Vec::new(),
+                    "input".to_string(),
+                )
+            }
+            TraceKind::Sent { from, to, name, summary } => {
+                let (from, to) = (from.to_string(), to.to_string());
+                let caption = self.message_caption(&from, &to, name, summary);
+                let partitions = partitions_in(summary);
+                (
+                    StepKind::Arrow {
+                        from,
+                        to,
+                        name: name.to_string(),
+                        label: summary.clone(),
+                        dropped: false,
+                    },
+                    caption,
+                    partitions,
+                    name.to_string(),
+                )
+            }
+            TraceKind::Dropped { from, to, name, reason } => (
+                StepKind::Arrow {
+                    from: from.to_string(),
+                    to: to.to_string(),
+                    name: name.to_string(),
+                    label: format!("{name} lost ({reason:?})"),
+                    dropped: true,
+                },
+                format!("The {name} from {from} never reaches {to}: {reason:?}."),
+                Vec::new(),
+                name.to_string(),
+            ),
+            TraceKind::Appended {
+                broker,
+                partition,
+                first_offset,
+                count,
+                leader_epoch,
+            } => {
+                let end = first_offset + count;
+                let hw = self
+                    .high_watermarks
+                    .get(&(*broker, partition.to_string()))
+                    .copied()
+                    .unwrap_or(0);
+                // A leader appends what a client sent it; a follower what
+                // it fetched.
+                let from_client = matches!(
+                    cause.map(|cause| &cause.kind),
+                    Some(TraceKind::Delivered { from, .. }) if !from.to_string().starts_with("broker-")
+                );
+                let leads = from_client || self.leaders.get(&partition.to_string()) == Some(broker);
+                let mut caption = format!(
+                    "broker-{broker} appends offset{} {first_offset}{} of {partition} (leader epoch {leader_epoch}); its log end is now {end}.",
+                    if *count == 1 { "" } else { "s" },
+                    if *count == 1 { String::new() } else { format!("–{}", end - 1) }
+                );
+                if leads && hw < end {
+                    caption.push_str(&format!(
+                        " The high watermark stays at {hw} until every in-sync follower has fetched from {end}."
+                    ));
+                }
+                (
+                    StepKind::Note {
+                        over: format!("broker-{broker}"),
+                        text: format!("append {first_offset}..{end} → LEO {end}"),
+                    },
+                    caption,
+                    vec![partition.to_string()],
+                    "append".to_string(),
+                )
+            }
+            TraceKind::HighWatermark {
+                broker,
+                partition,
+                from,
+                to,
+                reason,
+            } => {
+                let leads = self.leaders.get(&partition.to_string()) == Some(broker);
+                (
+                    StepKind::Note {
+                        over: format!("broker-{broker}"),
+                        text: format!("HW {from} → {to}"),
+                    },
+                    format!(
+                        "broker-{broker}'s high watermark of {partition} moves from {from} to {to}: {reason}.{}",
+                        if leads { format!(" Consumers may now read offsets below {to}.") } else { String::new() }
+                    ),
+                    vec![partition.to_string()],
+                    "high-watermark".to_string(),
+                )
+            }
+            TraceKind::Truncated {
+                broker,
+                partition,
+                to_offset,
+                removed,
+                reason,
+            } => (
+                StepKind::Note {
+                    over: format!("broker-{broker}"),
+                    text: format!("truncate to {to_offset} (−{removed})"),
+                },
+                format!("broker-{broker} cuts its log of {partition} back to offset {to_offset}, removing {removed} record(s): {reason}."),
+                vec![partition.to_string()],
+                "truncate".to_string(),
+            ),
+            TraceKind::Acknowledged {
+                producer,
+                partition,
+                base_offset,
+                records,
+            } => {
+                outcome = Some("continue");
+                (
+                    StepKind::Note {
+                        over: format!("producer-{producer}"),
+                        text: format!("acked {} record(s)", records.len()),
+                    },
+                    format!(
+                        "producer-{producer} learns that {} record(s) of {partition} are written{}.",
+                        records.len(),
+                        base_offset.map_or(" (acks=0: no offset comes back)".to_string(), |offset| format!(", starting at offset {offset}"))
+                    ),
+                    vec![partition.to_string()],
+                    "acknowledged".to_string(),
+                )
+            }
+            TraceKind::ProduceFailed {
+                producer,
+                partition,
+                error,
+                records,
+                will_retry,
+            } => {
+                outcome = Some("error");
+                explainable = true;
+                let error = error_name(*error);
+                let why = match error.as_str() {
+                    "NOT_ENOUGH_REPLICAS" => " The ISR is smaller than min.insync.replicas, so the leader refused to append the batch.",
+                    "NOT_ENOUGH_REPLICAS_AFTER_APPEND" => " The leader appended the batch, but the ISR shrank below min.insync.replicas before it was committed.",
+                    "NOT_LEADER_OR_FOLLOWER" => " The broker it asked no longer leads the partition; the producer refreshes its metadata.",
+                    "NETWORK_EXCEPTION" => " The connection to the leader broke: its process is gone.",
+                    "REQUEST_TIMED_OUT" => " No answer came within request.timeout.ms.",
+                    _ => "",
+                };
+                (
+                    StepKind::Note {
+                        over: format!("producer-{producer}"),
+                        text: format!("✗ {error}"),
+                    },
+                    format!(
+                        "producer-{producer}'s {} record(s) for {partition} fail with {error}{}.{why}",
+                        records.len(),
+                        if *will_retry { "; it will retry" } else { " for good" }
+                    ),
+                    vec![partition.to_string()],
+                    "produce-failed".to_string(),
+                )
+            }
+            TraceKind::RecordsLost {
+                partition,
+                records,
+                reason,
+            } => {
+                outcome = Some("loss");
+                explainable = true;
+                (
+                    StepKind::Note {
+                        over: self.leaders.get(&partition.to_string()).map_or(self.controller(), |leader| format!("broker-{leader}")),
+                        text: format!("LOST {}", ranges(records)),
+                    },
+                    format!("Acknowledged records {} of {partition} are gone: {reason}.", ranges(records)),
+                    vec![partition.to_string()],
+                    "records-lost".to_string(),
+                )
+            }
+            TraceKind::LeaderElected {
+                partition,
+                leader,
+                leader_epoch,
+                isr,
+                unclean,
+                reason,
+            } => {
+                explainable = true;
+                let leader = leader.map_or("no leader".to_string(), |leader| format!("broker-{leader}"));
+                (
+                    StepKind::Note {
+                        over: self.controller(),
+                        text: format!("{partition}: leader {leader}, epoch {leader_epoch}{}", if *unclean { " (unclean)" } else { "" }),
+                    },
+                    format!(
+                        "The active controller makes {leader} the leader of {partition} at leader epoch {leader_epoch}, ISR {isr:?}{}: {reason}.",
+                        if *unclean { ", from outside the ISR (an unclean election)" } else { "" }
+                    ),
+                    vec![partition.to_string()],
+                    "leader-elected".to_string(),
+                )
+            }
+            TraceKind::IsrChanged {
+                partition,
+                from,
+                to,
+                partition_epoch,
+                reason,
+            } => {
+                explainable = true;
+                (
+                    StepKind::Note {
+                        over: self.controller(),
+                        text: format!("{partition}: ISR {from:?} → {to:?}"),
+                    },
+                    format!("The controller commits a new ISR for {partition}: {from:?} → {to:?} (partition epoch {partition_epoch}): {reason}."),
+                    vec![partition.to_string()],
+                    "isr-changed".to_string(),
+                )
+            }
+            TraceKind::GroupRebalanced {
+                group,
+                generation,
+                assignment,
+                reason,
+            } => {
+                explainable = true;
+                let owners: Vec<String> = assignment
+                    .iter()
+                    .map(|(member, partitions)| {
+                        let node = member_node(member);
+                        if partitions.is_empty() {
+                            format!("{node} gets nothing and idles")
+                        } else {
+                            format!(
+                                "{node} gets {}",
+                                partitions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                            )
+                        }
+                    })
+                    .collect();
+                (
+                    StepKind::Note {
+                        over: assignment.first().map_or(self.controller(), |(member, _)| member_node(member)),
+                        text: format!("{group} generation {generation}"),
+                    },
+                    format!("Group {group} moves to generation {generation} ({reason}): {}.", owners.join("; ")),
+                    Vec::new(),
+                    "rebalance".to_string(),
+                )
+            }
+            TraceKind::Consumed {
+                consumer,
+                partition,
+                from,
+                to,
+                high_watermark,
+            } => (
+                StepKind::Note {
+                    over: format!("consumer-{consumer}"),
+                    text: format!("read {from}..{to}"),
+                },
+                format!(
+                    "consumer-{consumer} reads offsets {from}–{} of {partition}; the high watermark is {high_watermark}, so nothing above it is visible.",
+                    to.saturating_sub(1)
+                ),
+                vec![partition.to_string()],
+                "consumed".to_string(),
+            ),
+            TraceKind::OffsetsCommitted { group, offsets } => (
+                StepKind::Note {
+                    over: self.controller_or_member(group),
+                    text: format!("{group} committed"),
+                },
+                format!(
+                    "Group {group}'s positions are stored in __consumer_offsets: {}.",
+                    offsets.iter().map(|(partition, offset)| format!("{partition} at {offset}")).collect::<Vec<_>>().join(", ")
+                ),
+                offsets.iter().map(|(partition, _)| partition.to_string()).collect(),
+                "offsets-committed".to_string(),
+            ),
+            TraceKind::BrokerFencing { broker, fenced, reason } => {
+                explainable = *fenced;
+                (
+                    StepKind::Note {
+                        over: self.controller(),
+                        text: format!("{} broker-{broker}", if *fenced { "fence" } else { "unfence" }),
+                    },
+                    format!("The controller {} broker-{broker}: {reason}.", if *fenced { "fences" } else { "unfences" }),
+                    Vec::new(),
+                    "fencing".to_string(),
+                )
+            }
+            TraceKind::BrokerStatus { broker, status } => (
+                StepKind::Note {
+                    over: format!("broker-{broker}"),
+                    text: status.clone(),
+                },
+                format!("broker-{broker} {status}."),
+                Vec::new(),
+                "broker-status".to_string(),
+            ),
+            TraceKind::ConsumerStatus { consumer, status } => (
+                StepKind::Note {
+                    over: format!("consumer-{consumer}"),
+                    text: status.clone(),
+                },
+                format!("consumer-{consumer} {status}."),
+                Vec::new(),
+                "consumer-status".to_string(),
+            ),
+            TraceKind::ControllerStatus { controller, status } => (
+                StepKind::Note {
+                    over: format!("controller-{controller}"),
+                    text: status.clone(),
+                },
+                format!("controller-{controller} {status}."),
+                Vec::new(),
+                "controller-status".to_string(),
+            ),
+            TraceKind::ControllerElection { controller, epoch, reason } => (
+                StepKind::Note {
+                    over: format!("controller-{controller}"),
+                    text: format!("candidate, epoch {epoch}"),
+                },
+                format!("controller-{controller} stands for election in epoch {epoch}: {reason}."),
+                Vec::new(),
+                "controller-election".to_string(),
+            ),
+            TraceKind::ControllerElected { controller, epoch, votes } => {
+                explainable = true;
+                (
+                    StepKind::Note {
+                        over: format!("controller-{controller}"),
+                        text: format!("active, epoch {epoch}"),
+                    },
+                    format!("controller-{controller} wins epoch {epoch} with votes from {votes:?} and becomes the active controller."),
+                    Vec::new(),
+                    "controller-elected".to_string(),
+                )
+            }
+            TraceKind::InvariantViolated { invariant, detail } => (
+                StepKind::Input {
+                    text: format!("invariant broken: {invariant:?}"),
+                },
+                format!("A safety property broke ({invariant:?}): {detail}."),
+                Vec::new(),
+                "invariant".to_string(),
+            ),
+            TraceKind::Delivered { .. } => return None,
+        };
+        Some(Step {
+            trace_id: event.id,
+            time: event.time,
+            position,
+            kind,
+            caption,
+            chapter,
+            outcome,
+            partitions,
+            name,
+            explainable,
+        })
+    }
+
+    fn controller_or_member(&self, _group: &str) -> String {
+        self.controller()
+    }
+
+    fn message_caption(&self, from: &str, to: &str, name: &str, summary: &str) -> String {
+        let client = from.starts_with("consumer-");
+        match name {
+            "Metadata" => format!("{from} asks {to} for metadata: which broker leads each partition, at which leader epoch."),
+            "MetadataResponse" => format!("{from} answers {to} with the leaders it knows ({summary})."),
+            "Produce" => {
+                let acks = if summary.contains("acks=All") {
+                    " With acks=all the leader answers only once the high watermark passes the batch."
+                } else if summary.contains("acks=Leader") {
+                    " With acks=1 the leader answers as soon as it has appended the batch."
+                } else {
+                    " With acks=0 no answer will come."
+                };
+                format!("{from} sends a batch to {to}, the leader: {summary}.{acks}")
+            }
+            "ProduceResponse" => format!("{from} answers {to}: {summary}."),
+            "Fetch" if client => format!(
+                "{from} fetches from {to}, the leader, starting at offset {}; it only gets records below the high watermark.",
+                number_after(summary, "offset=").unwrap_or(0)
+            ),
+            "Fetch" => {
+                let offset = number_after(summary, "offset=").unwrap_or(0);
+                format!(
+                    "{from}, a follower, fetches from {to}, the leader, starting at offset {offset}: the leader learns that {from} holds everything below {offset}."
+                )
+            }
+            "FetchResponse" => format!(
+                "{from} sends {to} {} record(s) and its high watermark {} ({summary}).",
+                number_after(summary, "records=").unwrap_or(0),
+                number_after(summary, "hw=").unwrap_or(0)
+            ),
+            "AlterPartition" => format!("{from}, the leader, asks the controller to change the ISR: {summary}."),
+            "AlterPartitionResponse" => format!("The controller answers {to}: {summary}."),
+            "MetadataUpdate" => format!("The controller sends {to} the metadata it committed ({summary})."),
+            "FindCoordinator" => format!("{from} asks {to} which broker coordinates its group."),
+            "FindCoordinatorResponse" => format!("{from} tells {to} its group's coordinator ({summary})."),
+            "JoinGroup" => format!("{from} joins its group at the coordinator {to}, listing its topics and assignor."),
+            "JoinGroupResponse" => format!("The coordinator {from} answers {to}: {summary}."),
+            "SyncGroup" => format!("{from} asks the coordinator {to} for its partitions ({summary})."),
+            "SyncGroupResponse" => format!("The coordinator {from} gives {to} its assignment ({summary})."),
+            "OffsetCommit" => format!("{from} commits its positions to the coordinator {to}, which writes them to __consumer_offsets ({summary})."),
+            "OffsetCommitResponse" => format!("The commit is durable: {summary}."),
+            "OffsetFetch" => format!("{from} asks the coordinator {to} where its group stopped reading."),
+            "OffsetFetchResponse" => format!("The coordinator {from} answers {to}: {summary}."),
+            "ListOffsets" => format!("{from} asks {to} where the log ends ({summary})."),
+            "Vote" => format!("{from} asks {to} for its vote: {summary}."),
+            "VoteResponse" => format!("{from} answers {to}: {summary}."),
+            "QuorumAppend" => format!("The active controller {from} replicates metadata records to {to}: {summary}."),
+            "QuorumAppendResponse" => format!("{from} tells the active controller how far its metadata log matches: {summary}."),
+            "BrokerHeartbeat" => format!("{from} heartbeats to the controller ({summary})."),
+            "LeaveGroup" => format!("{from} leaves its group at the coordinator {to}."),
+            _ => format!("{from} → {to}: {summary}."),
+        }
+    }
+}
+
+/// Lifelines in a fixed order: producers, brokers, controllers, consumers.
+pub fn lifelines<'a>(steps: impl IntoIterator<Item = &'a Step>) -> Vec<String> {
+    let mut names: BTreeSet<(u8, u32, String)> = BTreeSet::new();
+    for step in steps {
+        for node in step.nodes() {
+            let (kind, number) = node.rsplit_once('-').unwrap_or((node, "0"));
+            let rank = match kind {
+                "producer" => 0,
+                "broker" => 1,
+                "controller" => 2,
+                _ => 3,
+            };
+            names.insert((rank, number.parse().unwrap_or(0), node.to_string()));
+        }
+    }
+    names.into_iter().map(|(_, _, name)| name).collect()
+}
+
+/// What each lifeline is at this point of the run: the producer's acks,
+/// the bootstrap broker, the focus partition's leader and followers, the
+/// group coordinators (leaders of `__consumer_offsets` partitions), the
+/// active controller, each member's group.
+pub fn roles(
+    view: &kafkascope_engine::sim::view::ClusterView,
+    steps: &[Step],
+    focus: Option<&str>,
+) -> BTreeMap<String, String> {
+    let mut roles: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for producer in &view.producers {
+        roles
+            .entry(format!("producer-{}", producer.id))
+            .or_default()
+            .push(format!("acks={}", producer.acks));
+    }
+    if let Some(bootstrap) = steps.iter().find_map(|step| match &step.kind {
+        StepKind::Arrow { from, to, name, .. } if name == "Metadata" && from.starts_with("producer-") => {
+            Some(to.clone())
+        }
+        _ => None,
+    }) {
+        roles.entry(bootstrap).or_default().push("bootstrap".into());
+    }
+    let focus = focus.map(str::to_string).or_else(|| {
+        view.partitions
+            .iter()
+            .find(|partition| !partition.topic.starts_with("__"))
+            .map(|partition| partition.partition.clone())
+    });
+    if let Some(partition) = view
+        .partitions
+        .iter()
+        .find(|partition| Some(&partition.partition) == focus.as_ref())
+    {
+        for replica in &partition.replicas {
+            let role = if partition.leader == Some(*replica) {
+                format!("leader {}", partition.partition)
+            } else if partition.isr.contains(replica) {
+                "follower".to_string()
+            } else {
+                "out of sync".to_string()
+            };
+            roles.entry(format!("broker-{replica}")).or_default().push(role);
+        }
+    }
+    for consumer in &view.consumers {
+        roles
+            .entry(format!("consumer-{}", consumer.id))
+            .or_default()
+            .push(consumer.group.clone());
+        if let Some(coordinator) = consumer.coordinator {
+            let entry = roles.entry(format!("broker-{coordinator}")).or_default();
+            if !entry.iter().any(|role| role == "coordinator") {
+                entry.push("coordinator".into());
+            }
+        }
+    }
+    for controller in view
+        .controllers
+        .iter()
+        .filter(|controller| controller.alive && controller.role == "leader")
+    {
+        roles
+            .entry(format!("controller-{}", controller.id))
+            .or_default()
+            .push("active".into());
+    }
+    roles
+        .into_iter()
+        .map(|(node, roles)| (node, roles.join(" · ")))
+        .collect()
+}
+
+fn mermaid_id(name: &str) -> String {
+    name.replace('-', "_")
+}
+
+fn mermaid_text(text: &str) -> String {
+    text.replace([';', '#', '\n'], " ").replace(':', "꞉")
+}
+
+/// Steps as a Mermaid `sequenceDiagram`.
+pub fn mermaid(steps: &[&Step]) -> String {
+    let mut lines = lifelines(steps.iter().copied());
+    if lines.is_empty() && !steps.is_empty() {
+        // Only inputs: they still need a line to stand over.
+        lines.push("cluster".to_string());
+    }
+    let mut out = String::from("sequenceDiagram\n");
+    for line in &lines {
+        out += &format!("    participant {} as {line}\n", mermaid_id(line));
+    }
+    for step in steps {
+        match &step.kind {
+            StepKind::Arrow {
+                from,
+                to,
+                label,
+                dropped,
+                ..
+            } => {
+                let arrow = if *dropped { "-x" } else { "->>" };
+                out += &format!(
+                    "    {}{arrow}{}: {}\n",
+                    mermaid_id(from),
+                    mermaid_id(to),
+                    mermaid_text(label)
+                );
+            }
+            StepKind::Note { over, text } => {
+                out += &format!("    Note over {}: {}\n", mermaid_id(over), mermaid_text(text));
+            }
+            StepKind::Input { text } => match (lines.first(), lines.last()) {
+                (Some(first), Some(last)) if first != last => {
+                    out += &format!(
+                        "    Note over {},{}: {}\n",
+                        mermaid_id(first),
+                        mermaid_id(last),
+                        mermaid_text(text)
+                    );
+                }
+                (Some(only), _) => out += &format!("    Note over {}: {}\n", mermaid_id(only), mermaid_text(text)),
+                _ => {}
+            },
+        }
+    }
+    out
+}
+
+/// The story a page URL asks for, and the step (`?story=ID&step=N`).
+pub fn parse_link(query: &str) -> (Option<&'static StoryDef>, Option<usize>) {
+    let mut story_id = None;
+    let mut step = None;
+    for pair in query.trim_start_matches('?').split('&') {
+        match pair.split_once('=') {
+            Some(("story", value)) => story_id = story(value),
+            Some(("step", value)) => step = value.parse().ok(),
+            _ => {}
+        }
+    }
+    (story_id, step)
+}
+
+/// The deep link of a step (1-based in the URL, as people count).
+pub fn link(story: &StoryDef, step: usize) -> String {
+    format!("?story={}&step={}#steps", story.id, step + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(run: &StoryRun) -> Vec<&str> {
+        run.steps.iter().map(|step| step.name.as_str()).collect()
+    }
+
+    #[test]
+    fn every_story_plays_and_has_captioned_steps() {
+        for story in STORIES {
+            let run = StoryRun::start(story).unwrap_or_else(|error| panic!("{}: {error}", story.id));
+            assert!(run.steps.len() > 5, "{}: {} steps", story.id, run.steps.len());
+            assert!(run.steps.iter().all(|step| !step.caption.is_empty()), "{}", story.id);
+            for (prefix, _) in story.chapters {
+                assert!(
+                    run.steps.iter().any(|step| step.chapter.is_some()
+                        && matches!(&step.kind, StepKind::Input { text } if text.starts_with(prefix))),
+                    "{}: no input starts with {prefix:?}",
+                    story.id
+                );
+            }
+            // Steps are in trace order, and positions never go back.
+            assert!(run
+                .steps
+                .windows(2)
+                .all(|pair| pair[0].trace_id < pair[1].trace_id && pair[0].position <= pair[1].position));
+        }
+    }
+
+    #[test]
+    fn the_happy_path_shows_the_protocol_in_order() {
+        let run = StoryRun::start(story("happy-path").expect("story")).expect("runs");
+        let order = [
+            "Metadata",
+            "MetadataResponse",
+            "Produce",
+            "append",
+            "Fetch",
+            "high-watermark",
+            "ProduceResponse",
+            "acknowledged",
+            "consumed",
+            "OffsetCommit",
+            "offsets-committed",
+        ];
+        let names = names(&run);
+        let mut from = names.iter().position(|name| *name == "input").expect("the input");
+        for wanted in order {
+            let found = names[from..]
+                .iter()
+                .position(|name| *name == wanted)
+                .unwrap_or_else(|| panic!("{wanted} missing after step {from}: {:?}", &names[from..]));
+            from += found;
+        }
+        // No idle heartbeats among the steps.
+        assert!(!names.contains(&"BrokerHeartbeat") && !names.contains(&"Heartbeat"));
+        let append = run
+            .steps
+            .iter()
+            .find(|step| step.name == "append" && step.caption.contains("stays at"))
+            .expect("a leader append");
+        assert!(
+            append
+                .caption
+                .contains("The high watermark stays at 0 until every in-sync follower has fetched from 10"),
+            "{}",
+            append.caption
+        );
+    }
+
+    #[test]
+    fn the_exercise_labels_continue_error_and_loss_after_its_chapters() {
+        let run = StoryRun::start(story("exercise").expect("story")).expect("runs");
+        let outcome_after = |prefix: &str, outcome: &str| {
+            let start = run
+                .steps
+                .iter()
+                .position(|step| matches!(&step.kind, StepKind::Input { text } if text.starts_with(prefix)))
+                .expect("chapter");
+            run.steps[start..]
+                .iter()
+                .any(|step| step.outcome == Some(outcome) && step.partitions.contains(&"orders-1".to_string()))
+        };
+        assert!(outcome_after("kill broker-1", "continue"));
+        assert!(outcome_after("kill broker-2", "error"));
+        assert!(outcome_after("restart broker-1", "loss"));
+        let idle = run
+            .steps
+            .iter()
+            .any(|step| step.name == "rebalance" && step.caption.contains("gets nothing and idles"));
+        assert!(idle);
+        // The refusal explains itself from the trace.
+        let refused = run
+            .steps
+            .iter()
+            .position(|step| step.caption.contains("NOT_ENOUGH_REPLICAS"))
+            .expect("a refusal");
+        let chain = run.why(refused);
+        assert!(chain.len() >= 2, "{chain:?}");
+        assert!(chain.iter().any(|line| line.contains("Produce")), "{chain:?}");
+    }
+
+    #[test]
+    fn rewinding_and_replaying_reach_the_same_state() {
+        let mut run = StoryRun::start(story("acks1-loss").expect("story")).expect("runs");
+        let target = run.steps.len() / 2;
+        run.seek(target);
+        let hash = run.trace_hash();
+        let view = run.recording.simulation().view();
+        run.seek(1);
+        assert_ne!(run.trace_hash(), hash);
+        for index in 2..=target {
+            run.seek(index);
+        }
+        assert_eq!(run.trace_hash(), hash);
+        assert_eq!(run.recording.simulation().view(), view);
+    }
+
+    #[test]
+    fn forking_replaces_the_future() {
+        let mut run = StoryRun::start(story("happy-path").expect("story")).expect("runs");
+        let input = run.steps.iter().position(|step| step.name == "input").expect("input");
+        let before = run.steps.len();
+        let fresh_input = input;
+        run.fork(
+            input,
+            vec![
+                Input::KillBroker { broker: 1 },
+                Input::KillBroker { broker: 2 },
+                Input::KillBroker { broker: 3 },
+            ],
+            "kill every broker".into(),
+        );
+        assert_eq!(run.forks, vec!["kill every broker".to_string()]);
+        assert!(
+            !run.steps.iter().any(|step| step.name == "acknowledged"),
+            "acknowledged with every broker dead"
+        );
+        assert_ne!(run.steps.len(), before);
+        // The past before the fork is unchanged (which messages are steps
+        // depends on what they led to, so compare the state changes).
+        let fresh = StoryRun::start(story("happy-path").expect("story")).expect("runs");
+        let states = |steps: &[Step]| -> Vec<Step> {
+            steps
+                .iter()
+                .filter(|step| !matches!(step.kind, StepKind::Arrow { .. }))
+                .cloned()
+                .collect()
+        };
+        let fork_id = fresh.steps[fresh_input].trace_id;
+        let before_fork = |steps: &[Step]| -> Vec<Step> {
+            states(steps)
+                .into_iter()
+                .filter(|step| step.trace_id <= fork_id)
+                .collect()
+        };
+        assert_eq!(before_fork(&run.steps), before_fork(&fresh.steps));
+    }
+
+    #[test]
+    fn filters_mermaid_and_links() {
+        let run = StoryRun::start(story("two-groups").expect("story")).expect("runs");
+        let filter = Filter {
+            partition: Some("orders-1".into()),
+            ..Filter::default()
+        };
+        let kept: Vec<&Step> = run.steps.iter().filter(|step| filter.keeps(step)).collect();
+        assert!(!kept.is_empty() && kept.len() < run.steps.len());
+        assert!(kept
+            .iter()
+            .all(|step| step.partitions.is_empty() || step.partitions.contains(&"orders-1".to_string())));
+        let by_name = Filter {
+            name: Some("Produce".into()),
+            ..Filter::default()
+        };
+        assert!(run
+            .steps
+            .iter()
+            .filter(|step| by_name.keeps(step))
+            .all(|step| step.name == "Produce"));
+        let text = mermaid(&kept[..kept.len().min(20)]);
+        assert!(text.starts_with("sequenceDiagram\n"));
+        assert!(text.contains("participant producer_0 as producer-0"));
+        assert!(text.contains("->>"));
+        let inputs: Vec<&Step> = run.steps.iter().filter(|step| step.name == "input").collect();
+        assert!(
+            mermaid(&inputs).contains("Note over cluster: producer-0 sends"),
+            "{}",
+            mermaid(&inputs)
+        );
+        let (story, step) = parse_link("?story=two-groups&step=7");
+        assert_eq!(story.map(|story| story.id), Some("two-groups"));
+        assert_eq!(step, Some(7));
+        let view = run.recording.simulation().view();
+        let roles = roles(&view, &run.steps, Some("orders-0"));
+        assert_eq!(roles.get("producer-0").map(String::as_str), Some("acks=all"));
+        assert!(roles.values().any(|role| role.contains("leader orders-0")), "{roles:?}");
+        assert!(roles.values().any(|role| role.contains("bootstrap")), "{roles:?}");
+        assert!(roles.values().any(|role| role.contains("coordinator")), "{roles:?}");
+        assert!(roles.values().any(|role| role == "active"), "{roles:?}");
+        let (none, no_step) = parse_link("?story=nope&step=x");
+        assert!(none.is_none() && no_step.is_none());
+        assert_eq!(link(story.expect("story"), 6), "?story=two-groups&step=7#steps");
+    }
+}

@@ -1,0 +1,171 @@
+// Sequence steps as a learner uses them: pick a story, step through it,
+// read the captions, jump with the timeline, open a deep link, ask why,
+// fork, export. Every story plays in the browser.
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { launch, openApp, screenshotPath } = require('./browser.cjs');
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+const steps = (page) => page.getByTestId('steps');
+const within = (page, id) => steps(page).getByTestId(id);
+const attr = async (page, name) => steps(page).getAttribute(name);
+const caption = async (page) => within(page, 'step-caption').innerText();
+const chooseStory = async (page, id) => {
+  await within(page, 'story-select').selectOption(id);
+  await page.waitForFunction((wanted) => document.querySelector('[data-testid="steps"]').dataset.story === wanted, id);
+};
+// Sets the timeline scrubber to a position among the shown steps.
+const scrub = async (page, position) => {
+  await within(page, 'step-scrubber').evaluate((input, value) => {
+    input.value = String(value);
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+  }, position);
+};
+const filterName = async (page, name) => within(page, 'filter-name').selectOption(name);
+
+const STORIES = {
+  'happy-path': { chapter: /must first learn who leads orders-0/, last: /./ },
+  'acks1-loss': { chapter: /cut off from the leader/, outcome: 'loss' },
+  'acks-all-refuses': { chapter: /min.insync.replicas=2, an acks=all write must be refused/, outcome: 'error' },
+  'unclean-election': { chapter: /unclean.leader.election.enable lets the controller choose it/, outcome: 'loss' },
+  'controller-failover': { chapter: /The active controller dies/, event: 'controller-elected' },
+  'idle-consumer': { chapter: /the rebalance can give it nothing/, event: 'rebalance', text: /gets nothing and idles/ },
+  'two-groups': { event: 'rebalance', text: /consumer-\d gets orders-0, orders-1, orders-2/ },
+  exercise: { chapter: /Expect: error \(NOT_ENOUGH_REPLICAS\)/, outcome: 'loss' },
+};
+
+test('every story plays in the browser with its captions, chapters and outcomes', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  for (const [id, expected] of Object.entries(STORIES)) {
+    await chooseStory(page, id);
+    assert.ok(Number(await attr(page, 'data-steps')) > 5, `${id} has no steps`);
+    // Play the story for a moment: it advances by itself.
+    const start = Number(await attr(page, 'data-step'));
+    await within(page, 'step-play').click();
+    await page.waitForFunction((from) => Number(document.querySelector('[data-testid="steps"]').dataset.step) > from, start, { timeout: 5000 });
+    await within(page, 'step-play').click();
+    if (expected.chapter) {
+      await filterName(page, 'input');
+      await within(page, 'step-first').click();
+      const chapters = [];
+      for (let index = 0; index < 12; index++) {
+        const chapter = within(page, 'step-chapter');
+        if (await chapter.count()) chapters.push(await chapter.innerText());
+        await within(page, 'step-next').click();
+      }
+      assert.ok(chapters.some((text) => expected.chapter.test(text)), `${id}: chapters ${JSON.stringify(chapters)}`);
+    }
+    if (expected.outcome) {
+      await filterName(page, expected.outcome === 'loss' ? 'records-lost' : 'produce-failed');
+      await within(page, 'step-first').click();
+      assert.equal(await within(page, 'step-outcome').textContent(), expected.outcome, id);
+    }
+    if (expected.event) {
+      await filterName(page, expected.event);
+      await within(page, 'step-last').click();
+      if (expected.text) assert.match(await caption(page), expected.text, id);
+      else assert.ok((await caption(page)).length > 10, id);
+    }
+    await within(page, 'filter-name').selectOption('');
+  }
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the happy path shows metadata, produce, append, fetch, high watermark and acknowledgement in order', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0&story=happy-path' });
+  await filterName(page, 'input');
+  await within(page, 'step-first').click();
+  await within(page, 'filter-name').selectOption('');
+  const captions = [];
+  for (let index = 0; index < 40; index++) {
+    captions.push(await caption(page));
+    await within(page, 'step-next').click();
+  }
+  const order = [/asks broker-\d for metadata/, /sends a batch to broker-\d, the leader/, /appends offsets 0–9 of orders-0.*The high watermark stays at 0/s,
+    /a follower, fetches from broker-\d/, /high watermark of orders-0 moves from 0 to 10/, /answers producer-0: ProduceResponse orders-0 baseOffset=0/,
+    /producer-0 learns that 10 record\(s\) of orders-0 are written, starting at offset 0/];
+  let from = 0;
+  for (const pattern of order) {
+    const found = captions.slice(from).findIndex((text) => pattern.test(text));
+    assert.ok(found >= 0, `${pattern} not found after step ${from}:\n${captions.slice(from).join('\n')}`);
+    from += found;
+  }
+  // The diagram draws the current step and the map highlights its edge.
+  assert.equal(await steps(page).locator('svg.sequence .row.current').count(), 1);
+  await page.screenshot({ path: screenshotPath('steps-happy-path'), fullPage: true });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('deep links open at their step; rewinding and replaying reach the same trace hash', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0&story=acks1-loss&step=30' });
+  assert.equal(await attr(page, 'data-step'), '30');
+  const linked = await caption(page);
+  const hash = await attr(page, 'data-trace-hash');
+  assert.match(await within(page, 'step-link').getAttribute('href'), /story=acks1-loss&step=30/);
+  assert.match(page.url(), /story=acks1-loss&step=30/);
+  // Rewind to the start with the timeline, then come back step by step.
+  await scrub(page, 0);
+  assert.equal(await attr(page, 'data-step'), '1');
+  assert.notEqual(await attr(page, 'data-trace-hash'), hash);
+  await scrub(page, 20);
+  for (let step = Number(await attr(page, 'data-step')); step < 30; step++) await within(page, 'step-next').click();
+  assert.equal(await attr(page, 'data-step'), '30');
+  assert.equal(await attr(page, 'data-trace-hash'), hash);
+  assert.equal(await caption(page), linked);
+  // A fresh page at the same link agrees.
+  const again = await browser.newPage();
+  await again.goto(page.url(), { waitUntil: 'networkidle' });
+  await again.getByTestId('steps').waitFor();
+  assert.equal(await again.getByTestId('steps').getAttribute('data-trace-hash'), hash);
+  await again.close();
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('why shows the chain of causes; a fork discards the future; the steps export as Mermaid', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0&story=exercise' });
+  await filterName(page, 'produce-failed');
+  await within(page, 'step-first').click();
+  for (let index = 0; index < 30 && !/NOT_ENOUGH_REPLICAS/.test(await caption(page)); index++) {
+    await within(page, 'step-next').click();
+  }
+  assert.match(await caption(page), /NOT_ENOUGH_REPLICAS/);
+  await within(page, 'step-why').click();
+  const chain = await within(page, 'why-chain').locator('li').allInnerTexts();
+  assert.ok(chain.length >= 2, JSON.stringify(chain));
+  assert.ok(chain.some((line) => /Produce/.test(line)), JSON.stringify(chain));
+
+  await within(page, 'filter-name').selectOption('');
+  await chooseStory(page, 'happy-path');
+  await filterName(page, 'input');
+  await within(page, 'step-first').click();
+  const before = Number(await attr(page, 'data-steps'));
+  for (const broker of [1, 2, 3]) {
+    await within(page, 'fork-input').selectOption(`kill-${broker}`);
+    await within(page, 'fork-apply').click();
+  }
+  assert.match(await within(page, 'fork-list').innerText(), /kill broker-1, then kill broker-2, then kill broker-3/);
+  assert.notEqual(Number(await attr(page, 'data-steps')), before);
+  // With every broker dead nothing is acknowledged any more.
+  const kinds = await within(page, 'filter-name').locator('option').allTextContents();
+  assert.ok(!kinds.includes('acknowledged'), JSON.stringify(kinds));
+
+  await within(page, 'filter-name').selectOption('');
+  await within(page, 'export-sequence').click();
+  const text = await within(page, 'sequence-mermaid').inputValue();
+  assert.match(text, /^sequenceDiagram\n/);
+  assert.match(text, /participant producer_0 as producer-0/);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await steps(page).screenshot({ path: screenshotPath('steps-phone') });
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 390, `the page scrolls sideways (${width}px)`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
