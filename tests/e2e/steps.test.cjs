@@ -77,6 +77,23 @@ test('every story plays in the browser with its captions, chapters and outcomes'
   await page.close();
 });
 
+test('every story opens at the step its link names, from Learn or from an address', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await page.getByTestId('learn-exercise').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="steps"]')?.dataset.story === 'exercise');
+  assert.equal(await attr(page, 'data-step'), '1');
+  for (const id of Object.keys(STORIES)) {
+    await page.goto(`${page.url().split('?')[0]}?play=0&story=${id}&step=4`, { waitUntil: 'networkidle' });
+    await steps(page).waitFor();
+    assert.equal(await attr(page, 'data-story'), id);
+    assert.equal(await attr(page, 'data-step'), '4', id);
+    assert.match(await within(page, 'step-position').textContent(), /^step 4 of \d+/);
+    assert.ok((await caption(page)).length > 10, id);
+  }
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('the happy path shows metadata, produce, append, fetch, high watermark and acknowledgement in order', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0&story=happy-path' });
   await filterName(page, 'input');
@@ -137,11 +154,22 @@ test('why shows the chain of causes; a fork discards the future; the steps expor
     await within(page, 'step-next').click();
   }
   assert.match(await caption(page), /NOT_ENOUGH_REPLICAS/);
+  // The map beside the diagram shows the state at this step: the producer's
+  // refusal, and orders-1 led by broker-3 alone.
+  assert.match(await within(page, 'node-producer-0').textContent(), /NOT_ENOUGH_REPLICAS/);
+  assert.match(await within(page, 'replica-3-orders-1').getAttribute('aria-label'), /: leader, in sync/);
   await within(page, 'step-why').click();
   const chain = await within(page, 'why-chain').locator('li').allInnerTexts();
   assert.ok(chain.length >= 2, JSON.stringify(chain));
   assert.ok(chain.some((line) => /Produce/.test(line)), JSON.stringify(chain));
 
+  // Later, the unclean election: broker-1 leads orders-1 again, with less.
+  await filterName(page, 'records-lost');
+  await within(page, 'step-first').click();
+  // (The controller has committed the election; broker-1 itself learns it
+  // from the next metadata update.)
+  assert.match(await within(page, 'last-election').textContent(), /→ broker-1 \(epoch \d+, UNCLEAN\)/);
+  assert.match(await within(page, 'replica-1-orders-1').getAttribute('aria-label'), /in sync, log end offset 10,/);
   await within(page, 'filter-name').selectOption('');
   await chooseStory(page, 'happy-path');
   await filterName(page, 'input');

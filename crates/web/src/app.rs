@@ -20,6 +20,7 @@ pub fn app() -> Html {
                     <a href="#map">{ "Map" }</a>
                     <a href="#steps">{ "Sequence steps" }</a>
                     <a href="#sandbox">{ "Sandbox" }</a>
+                    <a href="#learn">{ "Learn" }</a>
                     <a href="#partitioner">{ "Partitioner" }</a>
                 </nav>
             </header>
@@ -28,6 +29,7 @@ pub fn app() -> Html {
                 <crate::sequence::SequenceSteps />
                 <KeyPartitioner />
                 <crate::sandbox::Sandbox />
+                <Learn />
             </main>
             <footer class="app-footer">
                 { "Every answer on this page is computed by the same Rust engine as the kafkascope CLI, following Kafka's own rules." }
@@ -108,5 +110,32 @@ fn placement_view(placement: &KeyPlacement) -> Html {
             </ol>
             <ul class="partitions" aria-label="partitions of the topic">{ for partition_boxes }</ul>
         </div>
+    }
+}
+
+/// Learn: a path through the page, story by story. (The lesson material
+/// itself is still to come.)
+#[function_component(Learn)]
+pub fn learn() -> Html {
+    let paths: [(&str, &str); 8] = [
+        ("happy-path", "Follow ten records from the producer to the leader, to the followers, past the high watermark, to a consumer and its commit."),
+        ("acks1-loss", "See why acks=1 can lose acknowledged records when the leader dies alone."),
+        ("acks-all-refuses", "See acks=all with min.insync.replicas=2 refuse writes instead of losing them."),
+        ("unclean-election", "See an unclean election trade data for availability."),
+        ("controller-failover", "Watch the KRaft quorum elect a new active controller."),
+        ("idle-consumer", "See why a group never has more busy members than partitions."),
+        ("two-groups", "See two groups read the same partitions, each with its own offsets."),
+        ("exercise", "Put it together: continue, error and loss, one after the other."),
+    ];
+    html! {
+        <section id="learn" class="card learn" aria-labelledby="learn-title" data-testid="learn">
+            <h2 id="learn-title">{ "Learn" }</h2>
+            <p class="hint">{ "A path through the stories; each opens in Sequence steps at its first step. Then try the same on the live map: kill a leader, turn acks down, add a consumer." }</p>
+            <ol>
+                { for paths.iter().map(|(id, what)| html! {
+                    <li><a href={format!("?story={id}&step=1#steps")} data-testid={format!("learn-{id}")}>{ *id }</a>{ format!(" — {what}") }</li>
+                }) }
+            </ol>
+        </section>
     }
 }

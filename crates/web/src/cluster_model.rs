@@ -389,6 +389,30 @@ mod tests {
     }
 
     #[test]
+    fn a_producer_whose_bootstrap_broker_died_asks_another_at_once() {
+        use kafkascope_engine::sim::config::{Input, ScheduledInput};
+        let mut simulation = settled();
+        let now = simulation.now();
+        // The producer has not asked for metadata yet; its first bootstrap
+        // broker is broker-1.
+        simulation.schedule(ScheduledInput {
+            at_ms: now,
+            input: Input::KillBroker { broker: 1 },
+        });
+        simulation.schedule(ScheduledInput {
+            at_ms: now + 10_000,
+            input: Input::Produce {
+                producer: 0,
+                key: None,
+                count: 10,
+                bytes: 100,
+            },
+        });
+        simulation.run_until(now + 10_500);
+        assert_eq!(simulation.summary().acknowledged, 10, "{:?}", simulation.summary());
+    }
+
+    #[test]
     fn topics_describe_lists_the_user_topic_with_a_full_isr() {
         let rows = describe_topics(&settled().view());
         assert_eq!(rows.len(), 3);

@@ -678,12 +678,13 @@ pub fn cluster_panel() -> Html {
                         { "L leader · F follower · ISR in sync · OSR out of sync · bar = log end offset, | = high watermark (numbers: HW/LEO) · dots = messages in flight (hollow: responses)" }
                     </p>
                     <div class="controls" role="toolbar" aria-label="export and display">
+                        <MermaidExport label="Mermaid flowchart" description="the topology as a Mermaid flowchart"
+                            ids={(AttrValue::from("export-mermaid"), AttrValue::from("mermaid-text"), AttrValue::from("copy-mermaid"))}
+                            text={mermaid_source} />
                         <button type="button" data-testid="export-svg" onclick={Callback::from(|_: MouseEvent| download_svg())}>{ "Download the map (SVG)" }</button>
                         <button type="button" data-testid="toggle-motion" aria-pressed={reduced_motion.to_string()} onclick={toggle_motion}>{ "Reduce motion" }</button>
                     </div>
-                    <MermaidExport label="Mermaid flowchart" description="the topology as a Mermaid flowchart"
-                        ids={(AttrValue::from("export-mermaid"), AttrValue::from("mermaid-text"), AttrValue::from("copy-mermaid"))}
-                        text={mermaid_source} />
+
                 </div>
                 <aside class="side">
                     <div class="inspector" data-testid="inspector" aria-live="polite">

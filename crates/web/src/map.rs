@@ -21,7 +21,7 @@ svg.map { --m-fg: #1d1f21; --m-muted: #5c6166; --m-box: #ffffff; --m-row: #f3f4f
 }
 svg.map text { fill: var(--m-fg); font-size: 10px; }
 svg.map .title { font-weight: 700; font-size: 12px; }
-svg.map .title.small { font-size: 10.5px; }
+svg.map .title.small { font-size: 9.5px; }
 svg.map .state { font-size: 10px; font-weight: 600; fill: var(--m-muted); }
 svg.map .end { text-anchor: end; }
 svg.map .detail { fill: var(--m-muted); font-size: 9.5px; }
@@ -54,6 +54,7 @@ svg.map .edge.replication .line { stroke-dasharray: 4 2; }
 svg.map .edge.heartbeat .line, svg.map .edge.quorum .line { stroke-dasharray: 1 3; }
 svg.map .edge:hover .line, svg.map .edge:focus-visible .line, svg.map .edge.selected .line { stroke: var(--m-focus); stroke-width: 3; opacity: 1; }
 svg.map .arrowhead { fill: var(--m-line); }
+svg.map .election-note { font-size: 9.5px; fill: var(--m-muted); font-style: italic; }
 svg.map .count { font-size: 10px; font-weight: 700; text-anchor: middle; }
 svg.map .message { fill: var(--m-accent); stroke: var(--m-box); stroke-width: 1; }
 svg.map .message.response { fill: var(--m-box); stroke: var(--m-accent); stroke-width: 2; }
@@ -215,12 +216,19 @@ fn node_view(node: &MapNode, selected: &Option<String>, on_select: &Callback<Str
             let gauge_w = rect.w - 16.0;
             let fill = (producer.buffered_bytes as f64 / f64::from(producer.batch_size.max(1))).min(1.0) * gauge_w;
             let error = producer.last_error.as_ref().map(|error| {
-                format!(
+                let text = format!(
                     "⚠ {} {}{}",
                     error.error,
                     error.partition,
                     if error.will_retry { " (retry)" } else { "" }
-                )
+                );
+                // The box is narrow: long error names are cut (the
+                // inspector has the whole line).
+                if text.chars().count() > 29 {
+                    format!("{}…", text.chars().take(28).collect::<String>())
+                } else {
+                    text
+                }
             });
             (
                 classes!("producer", error.is_some().then_some("has-error")),
@@ -228,7 +236,12 @@ fn node_view(node: &MapNode, selected: &Option<String>, on_select: &Callback<Str
                     { frame("box") }
                     { text(x, y + 16.0, "title", node.name.clone()) }
                     { text(x, y + 30.0, "detail", format!("→ {} · acks={} · linger {} ms", producer.topic, producer.acks, producer.linger_ms)) }
-                    { text(x, y + 46.0, "detail", format!("buffer: {} records, {} batches", producer.buffered_records, producer.buffered_batches)) }
+                    { text(x, y + 46.0, "detail", format!(
+                        "buffer: {} records, {} batches{}",
+                        producer.buffered_records,
+                        producer.buffered_batches,
+                        if producer.waiting > 0 { format!(" (+{} await metadata)", producer.waiting) } else { String::new() }
+                    )) }
                     <rect class="bar-bg" x={format!("{x:.1}")} y={format!("{:.1}", y + 50.0)} width={format!("{gauge_w:.1}")} height="6" />
                     <rect class="bar" x={format!("{x:.1}")} y={format!("{:.1}", y + 50.0)} width={format!("{fill:.1}")} height="6" />
                     { text(x, y + 70.0, "detail", format!("in flight: {} · sent {} · acked {}", producer.in_flight, producer.sent, producer.acknowledged)) }
@@ -349,6 +362,12 @@ pub fn cluster_map(props: &MapProps) -> Html {
                     <path d="M0,0 L10,5 L0,10 z" class="arrowhead" />
                 </marker>
             </defs>
+            { match &model.election_note {
+                Some((at, note)) => html! {
+                    <text class="election-note" data-testid="last-election" x={format!("{:.1}", at.x)} y={format!("{:.1}", at.y)}>{ note.clone() }</text>
+                },
+                None => html! {},
+            } }
             <g class="edges">
                 { for model.edges.iter().map(|edge| html! {
                     <EdgeView key={edge.key.clone()} edge={edge.clone()} selected={props.selected.as_deref() == Some(edge.key.as_str())}

@@ -240,6 +240,8 @@ pub struct MapMessage {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MapModel {
     pub height: f64,
+    /// Under the quorum: the last leader election and why.
+    pub election_note: Option<(Point, String)>,
     pub nodes: Vec<MapNode>,
     pub edges: Vec<MapEdge>,
     pub messages: Vec<MapMessage>,
@@ -498,8 +500,31 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
     let height = bottom
         .max(group_y + MARGIN)
         .max(MARGIN + CONTROLLER_H + 46.0 + view.producers.len() as f64 * (PRODUCER_H + GAP));
+    let election_note = view.highlights.last_leader_election.as_ref().map(|election| {
+        (
+            Point {
+                x: quorum_x,
+                y: MARGIN + CONTROLLER_H + 13.0,
+            },
+            format!(
+                "last election: {} → {} (epoch {}{}) at {} ms: {}",
+                election.partition,
+                election
+                    .leader
+                    .map_or("no leader".to_string(), |leader| format!("broker-{leader}")),
+                election.leader_epoch,
+                if election.unclean { ", UNCLEAN" } else { "" },
+                election.time_ms,
+                election.reason
+            )
+            .chars()
+            .take(150)
+            .collect(),
+        )
+    });
     let mut model = MapModel {
         height,
+        election_note,
         nodes,
         edges: Vec::new(),
         messages: Vec::new(),
@@ -1154,6 +1179,14 @@ mod tests {
             .iter()
             .find(|node| matches!(&node.body, NodeBody::Controller { role, .. } if role == "active"))
             .expect("an active controller");
+        let (_, note) = model
+            .election_note
+            .as_ref()
+            .expect("the election shows under the quorum");
+        assert!(
+            note.contains("last election") && note.contains("broker-1 was fenced"),
+            "{note}"
+        );
         let inspection = inspect(&view, &model, &controller.name).expect("inspection");
         let fenced = inspection
             .facts

@@ -226,6 +226,8 @@ pub fn sequence_steps() -> Html {
     });
     let why_open = use_state(|| false);
     let playing = use_state(|| false);
+    // Real milliseconds per step while the story plays.
+    let pace = use_state(|| 900u32);
     let fork_choice = use_state(|| "kill-1".to_string());
 
     let loaded = run.borrow().as_ref().map(|run| (run.story, run.steps.len()));
@@ -301,19 +303,34 @@ pub fn sequence_steps() -> Html {
         let go = go.clone();
         let playing_handle = playing.clone();
         let visible = visible.clone();
-        use_effect_with((*playing, index, filter.clone()), move |&(playing, index, _)| {
-            let timer = playing.then(|| {
-                gloo_timers::callback::Timeout::new(900, move || {
-                    let at = visible.partition_point(|&shown| shown <= index);
-                    match visible.get(at) {
-                        Some(&next) => go.emit(next),
-                        None => playing_handle.set(false),
-                    }
-                })
-            });
-            move || drop(timer)
-        });
+        use_effect_with(
+            (*playing, index, filter.clone(), *pace),
+            move |&(playing, index, _, pace)| {
+                let timer = playing.then(|| {
+                    gloo_timers::callback::Timeout::new(pace, move || {
+                        let at = visible.partition_point(|&shown| shown <= index);
+                        match visible.get(at) {
+                            Some(&next) => go.emit(next),
+                            None => playing_handle.set(false),
+                        }
+                    })
+                });
+                move || drop(timer)
+            },
+        );
     }
+    let on_pace = {
+        let pace = pace.clone();
+        Callback::from(move |event: Event| {
+            if let Ok(value) = event
+                .target_unchecked_into::<web_sys::HtmlSelectElement>()
+                .value()
+                .parse()
+            {
+                pace.set(value);
+            }
+        })
+    };
     let toggle_play = {
         let playing = playing.clone();
         Callback::from(move |_: MouseEvent| playing.set(!*playing))
@@ -473,6 +490,13 @@ pub fn sequence_steps() -> Html {
                 <button type="button" data-testid="step-next" onclick={step_by(1)}>{ "Next ▶" }</button>
                 <button type="button" data-testid="step-last" onclick={last}>{ "Last »" }</button>
                 <button type="button" data-testid="step-play" aria-pressed={playing.to_string()} onclick={toggle_play}>{ if *playing { "❚❚ Pause" } else { "▶ Play the story" } }</button>
+                <label>{ "Pace " }
+                    <select data-testid="step-pace" onchange={on_pace}>
+                        { for [(1800u32, "0.5×"), (900, "1×"), (450, "2×"), (225, "4×")].iter().map(|(value, label)| html! {
+                            <option value={value.to_string()} selected={*pace == *value}>{ *label }</option>
+                        }) }
+                    </select>
+                </label>
                 <label class="scrubber">{ "Timeline " }
                     <input type="range" data-testid="step-scrubber" min="0" max={visible.len().saturating_sub(1).to_string()}
                         value={place.min(visible.len().saturating_sub(1)).to_string()} oninput={on_scrub} aria-label="timeline: jump to any step" />
@@ -507,7 +531,7 @@ pub fn sequence_steps() -> Html {
                             <button type="button" data-testid="step-why" aria-expanded={why_open.to_string()} onclick={toggle_why}>{ "Why?" }</button>
                         } } else { html! {} } }
                         { if why.is_empty() { html! {} } else { html! {
-                            <ol class="why" data-testid="why-chain" aria-label="causes, newest first">
+                            <ol class="why-chain" data-testid="why-chain" aria-label="causes, newest first">
                                 { for why.iter().map(|line| html! { <li>{ line }</li> }) }
                             </ol>
                         } } }

@@ -368,7 +368,13 @@ fn member_node(member: &str) -> String {
 fn describe(event: &TraceEvent) -> String {
     match &event.kind {
         TraceKind::Sent { from, to, summary, .. } => format!("{from} → {to}: {summary}"),
-        _ => event.line(),
+        // The trace's own line, without its time and id columns.
+        _ => {
+            let line = event.line();
+            line.split_once(" ms  #")
+                .and_then(|(_, rest)| rest.split_once(' '))
+                .map_or(line.clone(), |(_, body)| body.trim_start().to_string())
+        }
     }
 }
 
@@ -1147,6 +1153,7 @@ mod tests {
         let chain = run.why(refused);
         assert!(chain.len() >= 2, "{chain:?}");
         assert!(chain.iter().any(|line| line.contains("Produce")), "{chain:?}");
+        assert!(chain.iter().all(|line| line.matches(" ms").count() == 1), "{chain:?}");
     }
 
     #[test]

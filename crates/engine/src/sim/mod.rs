@@ -628,6 +628,10 @@ impl Simulation {
                         // A group request (JoinGroup, Heartbeat, ...) fails
                         // with the connection; the consumer looks again.
                         _ if matches!(from, NodeId::Consumer(_)) => Some(Message::ConnectionClosed),
+                        // A producer's metadata request: connection refused.
+                        Message::MetadataRequest if matches!(from, NodeId::Producer(_)) => {
+                            Some(Message::ConnectionClosed)
+                        }
                         _ => None,
                     };
                     if let (Some(failure), NodeId::Producer(_) | NodeId::Consumer(_)) = (failure, from) {

@@ -347,6 +347,13 @@ impl Simulation {
     pub(crate) fn producer_receive(&mut self, producer: u32, _from: NodeId, message: Message) {
         let index = producer as usize;
         match message {
+            // The broker asked for metadata is gone (connection refused):
+            // Kafka's client asks another node at once (`leastLoadedNode`
+            // skips nodes in reconnect backoff).
+            Message::ConnectionClosed if self.producers[index].metadata_in_flight.is_some() => {
+                self.producers[index].metadata_in_flight = None;
+                self.producer_request_metadata(producer);
+            }
             Message::MetadataResponse { leaders } => {
                 let state = &mut self.producers[index];
                 state.metadata_in_flight = None;
