@@ -500,6 +500,17 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
     let height = bottom
         .max(group_y + MARGIN)
         .max(MARGIN + CONTROLLER_H + 46.0 + view.producers.len() as f64 * (PRODUCER_H + GAP));
+    let fenced: Vec<String> = view
+        .brokers
+        .iter()
+        .filter(|broker| broker.fenced)
+        .map(|broker| format!("broker-{}", broker.id))
+        .collect();
+    let fenced = if fenced.is_empty() {
+        String::new()
+    } else {
+        format!("fenced: {} · ", fenced.join(", "))
+    };
     let election_note = view.highlights.last_leader_election.as_ref().map(|election| {
         (
             Point {
@@ -507,7 +518,7 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
                 y: MARGIN + CONTROLLER_H + 13.0,
             },
             format!(
-                "last election: {} → {} (epoch {}{}) at {} ms: {}",
+                "{fenced}last election: {} → {} (epoch {}{}) at {} ms: {}",
                 election.partition,
                 election
                     .leader

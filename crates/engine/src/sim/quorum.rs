@@ -172,6 +172,27 @@ impl Simulation {
         }
     }
 
+    /// When to look for expired broker sessions next: the moment the
+    /// earliest unfenced broker's session runs out, as Kafka's
+    /// `QuorumController.rescheduleMaybeFenceStaleBrokers` schedules it
+    /// (`BrokerHeartbeatManager.nextCheckTimeNs`), and at least every
+    /// second (a heartbeat in between only pushes the expiry later).
+    fn session_check_delay(&self, id: u32) -> u64 {
+        let Some(node) = self.quorum.nodes.get(&id).filter(|node| node.role == Role::Leader) else {
+            return 1_000;
+        };
+        let Some(latest) = node.log.last() else { return 1_000 };
+        let timeout = self.config.broker_session_timeout_ms;
+        latest
+            .state
+            .brokers
+            .iter()
+            .filter(|(_, state)| !state.fenced)
+            .map(|(broker, _)| node.heartbeats.get(broker).copied().unwrap_or(0) + timeout + 1)
+            .min()
+            .map_or(1_000, |expiry| expiry.saturating_sub(self.now).clamp(1, 1_000))
+    }
+
     /// Whether a controller process runs (messages to a dead one are lost).
     pub(crate) fn controller_alive(&self, id: u32) -> bool {
         self.quorum.nodes.get(&id).is_some_and(|node| node.alive)
@@ -364,10 +385,11 @@ impl Simulation {
                 }
             }
             Timer::SessionCheck => {
-                self.schedule_timer(NodeId::Controller(id), incarnation, 1_000, Timer::SessionCheck);
                 if self.quorum.nodes[&id].role == Role::Leader {
                     self.with_leader_state(id, |simulation| simulation.controller_session_check(id));
                 }
+                let delay = self.session_check_delay(id);
+                self.schedule_timer(NodeId::Controller(id), incarnation, delay, Timer::SessionCheck);
             }
             _ => {}
         }
