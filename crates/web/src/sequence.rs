@@ -79,13 +79,15 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
     } else {
         (880.0 / lines.len() as f64).clamp(96.0, 150.0)
     };
-    let width = (40.0 + column * lines.len() as f64).max(600.0);
+    // A gutter on the left for the times.
+    let gutter = 54.0;
+    let width = (gutter + 20.0 + column * lines.len() as f64).max(600.0);
     let height = TOP + props.rows.len() as f64 * ROW_H + 16.0;
     let x_of = |name: &str| {
         lines
             .iter()
             .position(|line| line == name)
-            .map_or(20.0, |index| 20.0 + column * (index as f64 + 0.5))
+            .map_or(gutter, |index| gutter + column * (index as f64 + 0.5))
     };
     html! {
         <svg class="sequence" data-testid="sequence-diagram" viewBox={format!("0 0 {width:.0} {height:.0}")}

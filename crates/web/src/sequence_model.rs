@@ -844,7 +844,18 @@ impl Captioner {
                 };
                 format!("{from} sends a batch to {to}, the leader: {summary}.{acks}")
             }
-            "ProduceResponse" => format!("{from} answers {to}: {summary}."),
+            "ProduceResponse" => {
+                let why = if summary.contains("NOT_ENOUGH_REPLICAS_AFTER_APPEND") {
+                    " The batch was appended, but the ISR fell below min.insync.replicas before it was committed."
+                } else if summary.contains("NOT_ENOUGH_REPLICAS") {
+                    " The ISR is smaller than min.insync.replicas, so the leader appended nothing."
+                } else if summary.contains("NOT_LEADER_OR_FOLLOWER") {
+                    " That broker does not lead the partition (any more)."
+                } else {
+                    ""
+                };
+                format!("{from} answers {to}: {summary}.{why}")
+            }
             "Fetch" if client => format!(
                 "{from} fetches from {to}, the leader, starting at offset {}; it only gets records below the high watermark.",
                 number_after(summary, "offset=").unwrap_or(0)

@@ -168,7 +168,7 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary) 
                 .trace()
                 .iter()
                 .any(|event| matches!(&event.kind, TraceKind::ProduceFailed { error: seen, .. } if seen == error));
-            (!seen).then(|| format!("expected a producer to see {error:?}, but none did"))
+            (!seen).then(|| format!("expected a producer to see {error}, but none did"))
         }
         Expectation::Acknowledged { at_least } => (summary.acknowledged < *at_least).then(|| {
             format!(

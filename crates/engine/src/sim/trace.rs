@@ -267,7 +267,7 @@ impl TraceEvent {
                 records,
                 will_retry,
             } => format!(
-                "producer-{producer} {partition}: {} records failed with {error:?}{}",
+                "producer-{producer} {partition}: {} records failed with {error}{}",
                 records.len(),
                 if *will_retry { ", retrying" } else { ", giving up" }
             ),

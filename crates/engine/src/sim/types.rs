@@ -108,6 +108,30 @@ pub enum ErrorCode {
     NetworkException,
 }
 
+impl std::fmt::Display for ErrorCode {
+    /// Kafka's name for the error (`NOT_ENOUGH_REPLICAS`), as its
+    /// `Errors` enum and its logs spell it.
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            ErrorCode::NotLeaderOrFollower => "NOT_LEADER_OR_FOLLOWER",
+            ErrorCode::NotEnoughReplicas => "NOT_ENOUGH_REPLICAS",
+            ErrorCode::NotEnoughReplicasAfterAppend => "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+            ErrorCode::RequestTimedOut => "REQUEST_TIMED_OUT",
+            ErrorCode::FencedLeaderEpoch => "FENCED_LEADER_EPOCH",
+            ErrorCode::UnknownLeaderEpoch => "UNKNOWN_LEADER_EPOCH",
+            ErrorCode::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
+            ErrorCode::InvalidUpdateVersion => "INVALID_UPDATE_VERSION",
+            ErrorCode::IneligibleReplica => "INELIGIBLE_REPLICA",
+            ErrorCode::DeliveryTimeout => "DELIVERY_TIMEOUT",
+            ErrorCode::RebalanceInProgress => "REBALANCE_IN_PROGRESS",
+            ErrorCode::UnknownMemberId => "UNKNOWN_MEMBER_ID",
+            ErrorCode::IllegalGeneration => "ILLEGAL_GENERATION",
+            ErrorCode::NotCoordinator => "NOT_COORDINATOR",
+            ErrorCode::NetworkException => "NETWORK_EXCEPTION",
+        })
+    }
+}
+
 impl ErrorCode {
     /// Whether the producer retries after this error.
     pub fn retriable(self) -> bool {
@@ -423,7 +447,7 @@ impl Message {
                     "AlterPartitionResponse {partition} isr={:?} partitionEpoch={}",
                     registration.isr, registration.partition_epoch
                 ),
-                Err(error) => format!("AlterPartitionResponse {partition} error={error:?}"),
+                Err(error) => format!("AlterPartitionResponse {partition} error={error}"),
             },
             Message::Fetch {
                 partition,
@@ -447,7 +471,7 @@ impl Message {
                     records.len()
                 );
                 if let Some(error) = error {
-                    text.push_str(&format!(" error={error:?}"));
+                    text.push_str(&format!(" error={error}"));
                 }
                 if let Some((epoch, end)) = diverging {
                     text.push_str(&format!(" divergingEpoch={epoch} endOffset={end}"));
@@ -463,7 +487,7 @@ impl Message {
             }
             Message::ProduceResponse { partition, result, .. } => match result {
                 Ok(offset) => format!("ProduceResponse {partition} baseOffset={offset}"),
-                Err(error) => format!("ProduceResponse {partition} error={error:?}"),
+                Err(error) => format!("ProduceResponse {partition} error={error}"),
             },
             Message::Vote {
                 epoch,
@@ -510,7 +534,7 @@ impl Message {
                     "JoinGroupResponse group={group} generation={} member={} leader={}",
                     join.generation, join.member_id, join.leader
                 ),
-                Err(error) => format!("JoinGroupResponse group={group} error={error:?}"),
+                Err(error) => format!("JoinGroupResponse group={group} error={error}"),
             },
             Message::SyncGroup {
                 group,
@@ -534,7 +558,7 @@ impl Message {
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
-                Err(error) => format!("SyncGroupResponse group={group} error={error:?}"),
+                Err(error) => format!("SyncGroupResponse group={group} error={error}"),
             },
             Message::Heartbeat {
                 group,
@@ -544,7 +568,7 @@ impl Message {
                 format!("Heartbeat group={group} generation={generation} member={member_id}")
             }
             Message::HeartbeatResponse { group, error } => match error {
-                Some(error) => format!("HeartbeatResponse group={group} error={error:?}"),
+                Some(error) => format!("HeartbeatResponse group={group} error={error}"),
                 None => format!("HeartbeatResponse group={group}"),
             },
             Message::LeaveGroup { group, member_id } => format!("LeaveGroup group={group} member={member_id}"),
@@ -563,7 +587,7 @@ impl Message {
             ),
             Message::OffsetCommitResponse { group, result } => match result {
                 Ok(()) => format!("OffsetCommitResponse group={group}"),
-                Err(error) => format!("OffsetCommitResponse group={group} error={error:?}"),
+                Err(error) => format!("OffsetCommitResponse group={group} error={error}"),
             },
             Message::OffsetFetch { group, partitions } => {
                 format!("OffsetFetch group={group} partitions={}", partitions.len())
@@ -580,13 +604,13 @@ impl Message {
                         .collect::<Vec<_>>()
                         .join(" ")
                 ),
-                Err(error) => format!("OffsetFetchResponse group={group} error={error:?}"),
+                Err(error) => format!("OffsetFetchResponse group={group} error={error}"),
             },
             Message::ConsumerFetch { partition, offset } => format!("Fetch {partition} offset={offset} (consumer)"),
             Message::ListOffsets { partition } => format!("ListOffsets {partition} LATEST"),
             Message::ListOffsetsResponse { partition, result } => match result {
                 Ok(offset) => format!("ListOffsetsResponse {partition} offset={offset}"),
-                Err(error) => format!("ListOffsetsResponse {partition} error={error:?}"),
+                Err(error) => format!("ListOffsetsResponse {partition} error={error}"),
             },
             Message::ConsumerFetchResponse {
                 partition,
@@ -594,13 +618,43 @@ impl Message {
                 high_watermark,
                 error,
             } => match error {
-                Some(error) => format!("FetchResponse {partition} error={error:?}"),
+                Some(error) => format!("FetchResponse {partition} error={error}"),
                 None => format!(
                     "FetchResponse {partition} records={} hw={high_watermark}",
                     records.len()
                 ),
             },
             Message::ConnectionClosed => "connection closed (the broker process is gone)".to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorCode;
+
+    #[test]
+    fn error_codes_print_as_kafka_names_them_and_as_scenario_files_spell_them() {
+        let all = [
+            ErrorCode::NotLeaderOrFollower,
+            ErrorCode::NotEnoughReplicas,
+            ErrorCode::NotEnoughReplicasAfterAppend,
+            ErrorCode::RequestTimedOut,
+            ErrorCode::FencedLeaderEpoch,
+            ErrorCode::UnknownLeaderEpoch,
+            ErrorCode::OutOfOrderSequenceNumber,
+            ErrorCode::InvalidUpdateVersion,
+            ErrorCode::IneligibleReplica,
+            ErrorCode::DeliveryTimeout,
+            ErrorCode::RebalanceInProgress,
+            ErrorCode::UnknownMemberId,
+            ErrorCode::IllegalGeneration,
+            ErrorCode::NotCoordinator,
+            ErrorCode::NetworkException,
+        ];
+        for error in all {
+            let serialized = serde_json::to_value(error).expect("serializes");
+            assert_eq!(serialized.as_str(), Some(error.to_string().as_str()));
         }
     }
 }

@@ -223,10 +223,7 @@ impl Highlights {
 
 /// Kafka's name for an error code (`NOT_ENOUGH_REPLICAS`).
 pub fn error_name(error: ErrorCode) -> String {
-    serde_json::to_value(error)
-        .ok()
-        .and_then(|value| value.as_str().map(str::to_string))
-        .unwrap_or_else(|| format!("{error:?}"))
+    error.to_string()
 }
 
 /// One broker.
