@@ -89,6 +89,10 @@ test('killing a leader from the inspector: the map and kafka-topics show a new l
   const active = await live(page).locator('[data-testid^="node-controller-"].active').getAttribute('data-testid');
   await clickNode(page, active);
   assert.match(await facts(page), new RegExp(`Fenced brokers\\s+broker-${leader}`));
+  // "What just happened" lists the fencing and the election.
+  const recent = await live(page).getByTestId('recent-events').innerText();
+  assert.match(recent, new RegExp(`controller fenced broker-${leader}`));
+  assert.match(recent, new RegExp(`orders-0: leader broker-${newLeader}`));
   assert.match(await facts(page), /Last leader election\s+\S+ → broker-\d/);
   await page.screenshot({ path: screenshotPath('map-after-leader-kill'), fullPage: true });
   assert.deepEqual(problems, []);

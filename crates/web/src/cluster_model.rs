@@ -413,6 +413,30 @@ mod tests {
     }
 
     #[test]
+    fn clients_of_a_dead_coordinator_back_off_instead_of_storming() {
+        use kafkascope_engine::sim::config::{Input, ScheduledInput};
+        use kafkascope_engine::sim::trace::TraceKind;
+        let mut simulation = settled();
+        let coordinator = simulation.view().consumers[0].coordinator.expect("a coordinator");
+        let now = simulation.now();
+        simulation.take_trace();
+        simulation.schedule(ScheduledInput {
+            at_ms: now,
+            input: Input::KillBroker { broker: coordinator },
+        });
+        simulation.run_until(now + 9_000);
+        let dead = format!("broker-{coordinator}");
+        let lost = simulation
+            .take_trace()
+            .iter()
+            .filter(|event| matches!(&event.kind, TraceKind::Dropped { to, .. } if to.to_string() == dead))
+            .count();
+        // Three clients, two requests a lookup, one lookup per 100 ms at
+        // most: under 600 in 9 s (at network speed it was thousands).
+        assert!(lost < 600, "{lost} requests lost to the dead coordinator");
+    }
+
+    #[test]
     fn topics_describe_lists_the_user_topic_with_a_full_isr() {
         let rows = describe_topics(&settled().view());
         assert_eq!(rows.len(), 3);

@@ -11,6 +11,7 @@ use std::rc::Rc;
 
 use kafkascope_engine::replication::high_watermark::Acks;
 use kafkascope_engine::sim::config::{ClusterConfig, ConfigChange, ConsumerConfig, Input, ScheduledInput};
+use kafkascope_engine::sim::trace::{TraceEvent, TraceKind};
 use kafkascope_engine::sim::types::NodeId;
 use kafkascope_engine::sim::Simulation;
 use wasm_bindgen::JsCast;
@@ -542,6 +543,28 @@ pub fn cluster_panel() -> Html {
         costs.iter().sum::<f64>() / costs.len() as f64
     };
     let tick_samples = costs.len();
+    // What just happened: the latest state changes (no message traffic).
+    let recent: Vec<String> = clock
+        .borrow()
+        .trace
+        .iter()
+        .rev()
+        .take(5_000)
+        .filter(|event| {
+            !matches!(
+                event.kind,
+                TraceKind::Sent { .. }
+                    | TraceKind::Delivered { .. }
+                    | TraceKind::Appended { .. }
+                    | TraceKind::HighWatermark { .. }
+                    | TraceKind::Consumed { .. }
+                    | TraceKind::OffsetsCommitted { .. }
+                    | TraceKind::Acknowledged { .. }
+            )
+        })
+        .take(12)
+        .map(TraceEvent::line)
+        .collect();
     let simulation_costs = &clock.borrow().simulation_costs;
     let simulation_ms = if simulation_costs.is_empty() {
         0.0
@@ -747,6 +770,14 @@ pub fn cluster_panel() -> Html {
                         { if let Some(message) = &*knob_error { html! { <p class="error" role="alert" data-testid="knob-error">{ message }</p> } } else { html! {} } }
                     </form>
                 </aside>
+                <div class="recent">
+                    <h3>{ "What just happened" }</h3>
+                    { if recent.is_empty() { html! { <p class="muted">{ "Nothing yet beyond routine traffic: kill a broker, turn a knob or add a consumer." }</p> } } else { html! {
+                        <ol class="recent-events" data-testid="recent-events" reversed=true>
+                            { for recent.iter().map(|line| html! { <li>{ line }</li> }) }
+                        </ol>
+                    } } }
+                </div>
                 <ToolPanels topics={topics} groups={groups} quorum={quorum} />
             </div>
         </section>

@@ -69,6 +69,8 @@ pub struct Consumer {
     bootstrap_attempt: u32,
     /// A metadata refresh waits for its backoff (the broker it will ask).
     refresh_pending: Option<BrokerId>,
+    /// When the one pending coordinator lookup retry fires.
+    retry_at: Option<u64>,
 }
 
 /// `retry.backoff.ms` (100): the least time between a failed fetch and the
@@ -96,6 +98,7 @@ impl Consumer {
             records_read: 0,
             bootstrap_attempt: 0,
             refresh_pending: None,
+            retry_at: None,
         }
     }
 
@@ -143,6 +146,8 @@ impl Simulation {
             return;
         }
         consumer.incarnation += 1;
+        consumer.retry_at = None;
+        consumer.refresh_pending = None;
         consumer.phase = ConsumerPhase::FindingCoordinator;
         consumer.member_id = None;
         consumer.generation = 0;
@@ -170,6 +175,19 @@ impl Simulation {
     }
 
     /// Asks a bootstrap broker for metadata and the coordinator.
+    /// Schedules the coordinator lookup's next try, unless one is already
+    /// due as soon: a client has one retry pending, never a growing number.
+    fn consumer_schedule_retry(&mut self, id: u32, delay: u64) {
+        let at = self.now + delay;
+        let consumer = &mut self.consumers[id as usize];
+        if consumer.retry_at.is_some_and(|pending| pending <= at) {
+            return;
+        }
+        consumer.retry_at = Some(at);
+        let incarnation = consumer.incarnation;
+        self.schedule_timer(Self::consumer_node(id), incarnation, delay, Timer::ConsumerRetry);
+    }
+
     fn consumer_bootstrap(&mut self, id: u32) {
         let consumer = &mut self.consumers[id as usize];
         let broker = consumer.bootstrap_attempt % self.config.brokers + 1;
@@ -186,7 +204,8 @@ impl Simulation {
             NodeId::Broker(broker),
             Message::FindCoordinator { group },
         );
-        self.schedule_timer(Self::consumer_node(id), incarnation, 1_000, Timer::ConsumerRetry);
+        let _ = incarnation;
+        self.consumer_schedule_retry(id, 1_000);
     }
 
     pub(crate) fn consumer_stop(&mut self, id: u32, clean: bool) {
@@ -300,8 +319,12 @@ impl Simulation {
                 self.consumer_commit(id);
                 self.schedule_timer(node, incarnation, interval, Timer::ConsumerCommit);
             }
-            Timer::ConsumerRetry if consumer.phase == ConsumerPhase::FindingCoordinator => {
-                self.consumer_bootstrap(id);
+            // Only the one pending retry counts (later ones replace none).
+            Timer::ConsumerRetry if consumer.retry_at == Some(self.now) => {
+                self.consumers[id as usize].retry_at = None;
+                if self.consumers[id as usize].phase == ConsumerPhase::FindingCoordinator {
+                    self.consumer_bootstrap(id);
+                }
             }
             Timer::ConsumerMetadataRefresh => {
                 if let Some(broker) = self.consumers[id as usize].refresh_pending.take() {
@@ -520,7 +543,11 @@ impl Simulation {
                 consumer.pending_commits.clear();
                 consumer.assignment.clear();
                 consumer.fetching.clear();
-                self.consumer_bootstrap(id);
+                // Not at once: the lookup waits retry.backoff.ms, as
+                // `AbstractCoordinator.ensureCoordinatorReady` does, or a
+                // coordinator that is gone but still in the metadata would
+                // be asked again at network speed.
+                self.consumer_schedule_retry(id, RETRY_BACKOFF_MS);
             }
         }
     }
