@@ -7,9 +7,10 @@
 //! 2. the `kafkascope` CLI answering those inputs (release build);
 //! 3. the same scale case and the simulator throughput run compiled to
 //!    wasm, in headless Chromium (`crates/js/tests/bench_scale.rs`);
-//! 4. the live cluster's tick (simulate 10 s + redraw the panels) for the
-//!    bench preset, natively (`crates/web/examples/map_tick.rs`) and in the
-//!    page in headless Chromium (`tests/bench/map-tick.bench.cjs`).
+//! 4. the map's tick (one 16-ms frame at 100×: simulate 1.6 s, then the
+//!    view, the map and the panels) for the bench preset, natively
+//!    (`crates/web/examples/map_tick.rs`) and in the page in headless
+//!    Chromium while it plays (`tests/bench/map-tick.bench.cjs`).
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
