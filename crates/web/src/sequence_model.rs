@@ -409,6 +409,9 @@ struct Captioner {
     high_watermarks: BTreeMap<(u32, String), u64>,
     leaders: BTreeMap<String, u32>,
     active_controller: Option<u32>,
+    /// Each group's coordinator as the last FindCoordinator answer named it
+    /// (the broker leading the group's `__consumer_offsets` partition).
+    coordinators: BTreeMap<String, String>,
 }
 
 impl Captioner {
@@ -428,7 +431,9 @@ impl Captioner {
                 }
             },
             TraceKind::ControllerElected { controller, .. } => self.active_controller = Some(*controller),
-            TraceKind::Sent { from, to, name, .. } => {
+            TraceKind::Sent {
+                from, name, summary, ..
+            } => {
                 // Before any election is traced, the active controller is
                 // the one pushing metadata.
                 if *name == "MetadataUpdate" && self.active_controller.is_none() {
@@ -436,7 +441,19 @@ impl Captioner {
                         self.active_controller = id.parse().ok();
                     }
                 }
-                let _ = to;
+                if *name == "FindCoordinatorResponse" {
+                    let field = |key: &str| {
+                        summary
+                            .split(' ')
+                            .find_map(|word| word.strip_prefix(key))
+                            .map(str::to_string)
+                    };
+                    if let (Some(group), Some(coordinator)) = (field("group="), field("coordinator=")) {
+                        if coordinator.starts_with("broker-") {
+                            self.coordinators.insert(group, coordinator);
+                        }
+                    }
+                }
             }
             _ => {}
         }
@@ -703,7 +720,11 @@ impl Captioner {
                     .collect();
                 (
                     StepKind::Note {
-                        over: assignment.first().map_or(self.controller(), |(member, _)| member_node(member)),
+                        over: self
+                            .coordinators
+                            .get(group)
+                            .cloned()
+                            .unwrap_or_else(|| assignment.first().map_or(self.controller(), |(member, _)| member_node(member))),
                         text: format!("{group} generation {generation}"),
                     },
                     format!("Group {group} moves to generation {generation} ({reason}): {}.", owners.join("; ")),
@@ -731,7 +752,7 @@ impl Captioner {
             ),
             TraceKind::OffsetsCommitted { group, offsets } => (
                 StepKind::Note {
-                    over: self.controller_or_member(group),
+                    over: self.coordinators.get(group).cloned().unwrap_or_else(|| self.controller()),
                     text: format!("{group} committed"),
                 },
                 format!(
@@ -823,10 +844,6 @@ impl Captioner {
             name,
             explainable,
         })
-    }
-
-    fn controller_or_member(&self, _group: &str) -> String {
-        self.controller()
     }
 
     fn message_caption(&self, from: &str, to: &str, name: &str, summary: &str) -> String {
@@ -1120,6 +1137,17 @@ mod tests {
         }
         // No idle heartbeats among the steps.
         assert!(!names.contains(&"BrokerHeartbeat") && !names.contains(&"Heartbeat"));
+        // The commit lands on the coordinator's lifeline (the broker that
+        // leads the group's __consumer_offsets partition).
+        let commit = run
+            .steps
+            .iter()
+            .find(|step| step.name == "offsets-committed")
+            .expect("a commit");
+        assert!(
+            matches!(&commit.kind, StepKind::Note { over, .. } if over.starts_with("broker-")),
+            "{commit:?}"
+        );
         let append = run
             .steps
             .iter()

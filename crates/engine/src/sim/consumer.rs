@@ -193,7 +193,6 @@ impl Simulation {
         let broker = consumer.bootstrap_attempt % self.config.brokers + 1;
         consumer.bootstrap_attempt += 1;
         let group = consumer.config.group.clone();
-        let incarnation = consumer.incarnation;
         self.send(
             Self::consumer_node(id),
             NodeId::Broker(broker),
@@ -204,7 +203,6 @@ impl Simulation {
             NodeId::Broker(broker),
             Message::FindCoordinator { group },
         );
-        let _ = incarnation;
         self.consumer_schedule_retry(id, 1_000);
     }
 
