@@ -161,14 +161,7 @@ fn run_scenario(arguments: &[String]) -> Result<String, String> {
         summary.events,
         summary.time_ms
     ));
-    let lost: Vec<u64> = outcome
-        .simulation
-        .records()
-        .iter()
-        .enumerate()
-        .filter(|(_, record)| record.lost)
-        .map(|(id, _)| id as u64)
-        .collect();
+    let lost = outcome.simulation.lost_records();
     if !lost.is_empty() {
         output.push_str(&format!(
             "lost records: {}\n",

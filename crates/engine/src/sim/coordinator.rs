@@ -558,37 +558,15 @@ impl Simulation {
         }
         // The commit is a record of the group's offsets partition.
         let partition = self.offsets_partition(group);
-        self.commits.push(CommitRecord {
+        let commit = CommitRecord {
             group: group.to_string(),
             offsets: offsets.clone(),
             generation: None,
-        });
-        let record_id = COMMIT_RECORD_BASE + (self.commits.len() - 1) as u64;
-        let Some(leader_epoch) = self.brokers[&id]
-            .leading
-            .get(&partition)
-            .map(|leader| leader.leader_epoch)
-        else {
+        };
+        let Some(offset) = self.coordinator_append(id, &partition, commit) else {
             respond(self, Err(ErrorCode::NotCoordinator));
             return;
         };
-        let broker = self.brokers.get_mut(&id).expect("broker");
-        let log = broker.logs.get_mut(&partition).expect("coordinator log");
-        let offset = log.log_end_offset();
-        log.records.push(Record {
-            offset,
-            leader_epoch,
-            id: record_id,
-            bytes: 64,
-            batch: None,
-        });
-        self.record(TraceKind::Appended {
-            broker: id,
-            partition: partition.clone(),
-            first_offset: offset,
-            count: 1,
-            leader_epoch,
-        });
         self.leader_park_reply(
             id,
             &partition,
@@ -604,30 +582,14 @@ impl Simulation {
         self.leader_maybe_advance_hw_pub(id, &partition, "the coordinator appended an offset commit");
     }
 
-    /// Writes the group's new generation to its offsets partition (Kafka's
-    /// GroupMetadata record), so a later coordinator continues from it.
-    fn coordinator_store_generation(&mut self, id: BrokerId, group: &str, generation: u32) {
-        let partition = self.offsets_partition(group);
-        let Some(leader_epoch) = self.brokers[&id]
-            .leading
-            .get(&partition)
-            .map(|leader| leader.leader_epoch)
-        else {
-            return;
-        };
-        self.commits.push(CommitRecord {
-            group: group.to_string(),
-            offsets: Vec::new(),
-            generation: Some(generation),
-        });
+    /// Appends one coordinator record (an offset commit or a group's
+    /// generation) to the group's offsets partition, which broker `id`
+    /// must lead; returns its offset.
+    fn coordinator_append(&mut self, id: BrokerId, partition: &TopicPartition, commit: CommitRecord) -> Option<Offset> {
+        let leader_epoch = self.brokers[&id].leading.get(partition)?.leader_epoch;
+        self.commits.push(commit);
         let record_id = COMMIT_RECORD_BASE + (self.commits.len() - 1) as u64;
-        let log = self
-            .brokers
-            .get_mut(&id)
-            .expect("broker")
-            .logs
-            .get_mut(&partition)
-            .expect("coordinator log");
+        let log = self.brokers.get_mut(&id)?.logs.get_mut(partition)?;
         let offset = log.log_end_offset();
         log.records.push(Record {
             offset,
@@ -643,6 +605,21 @@ impl Simulation {
             count: 1,
             leader_epoch,
         });
+        Some(offset)
+    }
+
+    /// Writes the group's new generation to its offsets partition (Kafka's
+    /// GroupMetadata record), so a later coordinator continues from it.
+    fn coordinator_store_generation(&mut self, id: BrokerId, group: &str, generation: u32) {
+        let partition = self.offsets_partition(group);
+        let commit = CommitRecord {
+            group: group.to_string(),
+            offsets: Vec::new(),
+            generation: Some(generation),
+        };
+        let Some(offset) = self.coordinator_append(id, &partition, commit) else {
+            return;
+        };
         let reply = ParkedReply::GroupMetadata {
             group: group.to_string(),
             generation,

@@ -339,6 +339,16 @@ impl Simulation {
         &self.records
     }
 
+    /// The ids of acknowledged records found lost, in order.
+    pub fn lost_records(&self) -> Vec<RecordId> {
+        self.records
+            .iter()
+            .enumerate()
+            .filter(|(_, record)| record.lost)
+            .map(|(id, _)| id as RecordId)
+            .collect()
+    }
+
     /// The brokers.
     pub fn brokers(&self) -> &BTreeMap<BrokerId, Broker> {
         &self.brokers
@@ -566,17 +576,29 @@ impl Simulation {
                 },
             ),
             Err(reason) => {
-                self.record_caused(
-                    sent,
-                    TraceKind::Dropped {
-                        from,
-                        to,
-                        name: message.name(),
-                        reason,
-                    },
-                );
+                self.record_dropped(sent, from, to, &message, reason);
             }
         }
+    }
+
+    /// Records that a message never arrived.
+    fn record_dropped(
+        &mut self,
+        sent: Option<TraceId>,
+        from: NodeId,
+        to: NodeId,
+        message: &Message,
+        reason: network::DropReason,
+    ) {
+        self.record_caused(
+            sent,
+            TraceKind::Dropped {
+                from,
+                to,
+                name: message.name(),
+                reason,
+            },
+        );
     }
 
     /// Sets a timer on `node` that fires after `delay_ms`.
@@ -596,15 +618,7 @@ impl Simulation {
     fn deliver(&mut self, from: NodeId, to: NodeId, message: Message, sent: Option<TraceId>, sent_at: Time) {
         if let NodeId::Controller(id) = to {
             if !self.controller_alive(id) {
-                self.record_caused(
-                    sent,
-                    TraceKind::Dropped {
-                        from,
-                        to,
-                        name: message.name(),
-                        reason: network::DropReason::Lost,
-                    },
-                );
+                self.record_dropped(sent, from, to, &message, network::DropReason::Lost);
                 return;
             }
         }
@@ -647,15 +661,7 @@ impl Simulation {
                             },
                         );
                     }
-                    self.record_caused(
-                        sent,
-                        TraceKind::Dropped {
-                            from,
-                            to,
-                            name: message.name(),
-                            reason: network::DropReason::Lost,
-                        },
-                    );
+                    self.record_dropped(sent, from, to, &message, network::DropReason::Lost);
                     return;
                 }
                 Some(broker::BrokerStatus::Paused { until }) => {

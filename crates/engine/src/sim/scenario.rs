@@ -141,13 +141,7 @@ impl Scenario {
 }
 
 fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary) -> Option<String> {
-    let lost: Vec<u64> = simulation
-        .records()
-        .iter()
-        .enumerate()
-        .filter(|(_, record)| record.lost)
-        .map(|(id, _)| id as u64)
-        .collect();
+    let lost = simulation.lost_records();
     match expectation {
         Expectation::RecordsLost { records } => {
             let mut expected = records.clone();
