@@ -21,6 +21,11 @@ commands:
                                     moves, revocations, per-member counts and a reason per partition
   run FILE                          play a scenario: print its trace and a summary; exit 1 if an
                                     expected outcome did not happen
+  fuzz [--seeds N] [--from S] [--mix M] [--out DIR]
+                                    run N random fault schedules (default 1000, from seed S, default 0;
+                                    M: all, brokers, controllers, network, clients) and check safety and
+                                    recovery; each failure prints its seed and writes a minimised scenario
+                                    to DIR (default target/fuzz-failures); exit 1 if any failed
   help                              print this text";
 
 fn main() -> ExitCode {
@@ -49,6 +54,7 @@ fn run(arguments: &[String]) -> Result<String, String> {
             assign_command(&arguments[1..], &input)
         }
         Some("run") => run_scenario(&arguments[1..]),
+        Some("fuzz") => fuzz(&arguments[1..]),
         Some("help" | "--help" | "-h") | None => Ok(format!("{USAGE}\n")),
         Some(other) => Err(format!("unknown command {other:?}; try `kafkascope help`")),
     }
@@ -178,5 +184,115 @@ fn run_scenario(arguments: &[String]) -> Result<String, String> {
             outcome.failures.len(),
             outcome.failures.join("; ")
         ))
+    }
+}
+
+/// `kafkascope fuzz`: random fault schedules checked for safety and
+/// liveness, with a progress line; failures are minimised and written as
+/// scenario files. The wall-clock figures are the driver's, not the engine's.
+fn fuzz(arguments: &[String]) -> Result<String, String> {
+    use kafkascope_engine::sim::fuzz::{minimise, FuzzCase, Mix};
+    use std::io::Write;
+    let mut seeds: u64 = 1_000;
+    let mut from: u64 = 0;
+    let mut mix = Mix::All;
+    let mut out = std::path::PathBuf::from("target/fuzz-failures");
+    let mut rest = arguments.iter();
+    while let Some(argument) = rest.next() {
+        let mut value = |name: &str| rest.next().cloned().ok_or_else(|| format!("{name} needs a value"));
+        match argument.as_str() {
+            "--seeds" => {
+                seeds = value("--seeds")?
+                    .parse()
+                    .map_err(|_| "--seeds needs a number".to_string())?
+            }
+            "--from" => {
+                from = value("--from")?
+                    .parse()
+                    .map_err(|_| "--from needs a number".to_string())?
+            }
+            "--mix" => mix = Mix::parse(&value("--mix")?)?,
+            "--out" => out = value("--out")?.into(),
+            other => return Err(format!("unknown fuzz option {other:?}; try `kafkascope help`")),
+        }
+    }
+    let started = std::time::Instant::now();
+    let mut failed: Vec<(u64, &'static str, String)> = Vec::new();
+    let mut slowest = (0u64, std::time::Duration::ZERO, 0u64);
+    let mut stderr = std::io::stderr();
+    for (done, seed) in (from..from + seeds).enumerate() {
+        let case = FuzzCase::generate(seed, mix);
+        let run_started = std::time::Instant::now();
+        let verdict = match std::panic::catch_unwind(|| case.run()) {
+            Ok(verdict) => verdict,
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|text| text.to_string()))
+                    .unwrap_or_default();
+                let _ = writeln!(stderr, "\rseed {seed} crashed: {message}");
+                failed.push((seed, "crash", message));
+                continue;
+            }
+        };
+        let took = run_started.elapsed();
+        if took > slowest.1 {
+            slowest = (seed, took, verdict.events);
+        }
+        if !verdict.passed() {
+            let first = verdict
+                .safety
+                .first()
+                .or(verdict.liveness.first())
+                .cloned()
+                .unwrap_or_default();
+            let _ = writeln!(stderr, "\rseed {seed} failed ({}): {first}", verdict.class());
+            let minimal = minimise(&case);
+            std::fs::create_dir_all(&out).map_err(|error| format!("cannot create {}: {error}", out.display()))?;
+            let path = out.join(format!("fuzz-seed-{seed}.json"));
+            let text = serde_json::to_string_pretty(&minimal.scenario()).map_err(|error| error.to_string())?;
+            std::fs::write(&path, text + "\n").map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+            let _ = writeln!(
+                stderr,
+                "  minimised to {} inputs: replay with `kafkascope run {}`",
+                minimal.inputs.len(),
+                path.display()
+            );
+            failed.push((seed, verdict.class(), first));
+        }
+        let done = done as u64 + 1;
+        if done % 50 == 0 || done == seeds {
+            let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            let _ = write!(
+                stderr,
+                "\rfuzz: {done}/{seeds} seeds, {} failed, {rate:.1} seeds/s   ",
+                failed.len()
+            );
+            let _ = stderr.flush();
+        }
+    }
+    let _ = writeln!(stderr);
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut report = format!(
+        "fuzz: {seeds} seeds ({from}..{}), mix {mix:?}: {} safety failures, {} liveness failures, {} crashes; \
+         {:.1} seeds/s over {elapsed:.1} s; slowest seed {} ({} events, {:.0} ms)\n",
+        from + seeds,
+        failed.iter().filter(|(_, class, _)| *class == "safety").count(),
+        failed.iter().filter(|(_, class, _)| *class == "liveness").count(),
+        failed.iter().filter(|(_, class, _)| *class == "crash").count(),
+        seeds as f64 / elapsed.max(1e-9),
+        slowest.0,
+        slowest.2,
+        slowest.1.as_secs_f64() * 1_000.0
+    );
+    if failed.is_empty() {
+        Ok(report)
+    } else {
+        for (seed, class, first) in &failed {
+            report.push_str(&format!("seed {seed} ({class}): {first}\n"));
+        }
+        print!("{report}");
+        Err(format!("{} of {seeds} seeds failed", failed.len()))
     }
 }

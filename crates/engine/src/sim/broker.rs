@@ -29,6 +29,10 @@ const FETCH_MAX_RECORDS: usize = 500;
 const FETCH_BACKOFF_MS: u64 = 1_000;
 /// How long a follower waits for a fetch answer (`replica.socket.timeout.ms`).
 const FETCH_TIMEOUT_MS: u64 = 30_000;
+/// How long an AlterPartition may wait for its answer before the leader
+/// proposes the change again (the controller channel's request timeout,
+/// `controller.socket.timeout.ms`, 30000).
+const ALTER_PARTITION_TIMEOUT_MS: u64 = 30_000;
 
 /// Whether the broker process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -165,6 +169,9 @@ pub struct LeaderState {
     pub isr: Vec<BrokerId>,
     /// The ISR of an AlterPartition in flight.
     pub pending_isr: Option<Vec<BrokerId>>,
+    /// When that AlterPartition was sent (it is sent again when no answer
+    /// came within the controller channel's timeout).
+    pub pending_isr_sent_ms: u64,
     /// All replicas.
     pub replicas: Vec<BrokerId>,
     /// The followers.
@@ -370,6 +377,7 @@ impl Simulation {
                     message: Message::ConnectionClosed,
                     sent: None,
                     sent_at: self.now,
+                    connection: self.network.connection(broker, NodeId::Consumer(consumer)),
                 },
             );
         }
@@ -404,6 +412,39 @@ impl Simulation {
         self.schedule_timer(NodeId::Broker(id), incarnation, duration_ms, Timer::PauseEnd);
     }
 
+    /// Sends a heartbeat (or, unregistered, a registration) to the
+    /// controller the broker believes active.
+    fn broker_send_heartbeat(&mut self, id: BrokerId) {
+        let node = NodeId::Broker(id);
+        let incarnation = self.brokers[&id].incarnation;
+        self.broker(id).heartbeat_outstanding = true;
+        let broker = &self.brokers[&id];
+        match broker.broker_epoch {
+            Some(broker_epoch) => {
+                let metadata_offset = broker.metadata.as_ref().map_or(0, |image| image.offset);
+                self.send(
+                    node,
+                    self.controller_of(id),
+                    Message::BrokerHeartbeat {
+                        broker: id,
+                        broker_epoch,
+                        metadata_offset,
+                    },
+                );
+            }
+            None => {
+                self.send(
+                    node,
+                    self.controller_of(id),
+                    Message::BrokerRegistration {
+                        broker: id,
+                        incarnation,
+                    },
+                );
+            }
+        }
+    }
+
     pub(crate) fn broker_timer(&mut self, id: BrokerId, timer: Timer) {
         let incarnation = self.brokers[&id].incarnation;
         let node = NodeId::Broker(id);
@@ -422,38 +463,13 @@ impl Simulation {
                     // No answer to the last heartbeat: try the next controller.
                     broker.controller = broker.controller % controllers + 1;
                 }
-                broker.heartbeat_outstanding = true;
                 self.schedule_timer(
                     node,
                     incarnation,
                     self.config.broker_heartbeat_interval_ms,
                     Timer::BrokerHeartbeat,
                 );
-                let broker = &self.brokers[&id];
-                match broker.broker_epoch {
-                    Some(broker_epoch) => {
-                        let metadata_offset = broker.metadata.as_ref().map_or(0, |image| image.offset);
-                        self.send(
-                            node,
-                            self.controller_of(id),
-                            Message::BrokerHeartbeat {
-                                broker: id,
-                                broker_epoch,
-                                metadata_offset,
-                            },
-                        );
-                    }
-                    None => {
-                        self.send(
-                            node,
-                            self.controller_of(id),
-                            Message::BrokerRegistration {
-                                broker: id,
-                                incarnation,
-                            },
-                        );
-                    }
-                }
+                self.broker_send_heartbeat(id);
             }
             Timer::IsrExpiration => {
                 self.schedule_timer(
@@ -528,11 +544,26 @@ impl Simulation {
                 broker.broker_epoch = Some(broker_epoch);
                 broker.fenced = fenced;
             }
-            Message::MetadataUpdate { image } => self.broker_apply_metadata(id, image),
+            Message::MetadataUpdate { image } => {
+                // Only the active controller publishes: that is where the
+                // next heartbeat goes.
+                if let NodeId::Controller(controller) = from {
+                    self.broker(id).controller = controller;
+                }
+                self.broker_apply_metadata(id, image)
+            }
+            Message::ConnectionClosed => self.broker_connection_closed(id, from),
+            // `NOT_CONTROLLER`: the request goes again to the controller
+            // named as leader (`NodeToControllerChannelManager`), at once;
+            // with no name, the next heartbeat tries another one.
             Message::NotController { leader } => {
                 let controllers = self.config.controllers;
                 let broker = self.broker(id);
+                broker.heartbeat_outstanding = false;
                 broker.controller = leader.unwrap_or(broker.controller % controllers + 1);
+                if leader.is_some_and(|leader| NodeId::Controller(leader) != from) {
+                    self.broker_send_heartbeat(id);
+                }
             }
             Message::MetadataRequest => {
                 let leaders = self.brokers[&id]
@@ -674,6 +705,7 @@ impl Simulation {
                         partition_epoch: registration.partition_epoch,
                         isr: registration.isr.clone(),
                         pending_isr: None,
+                        pending_isr_sent_ms: 0,
                         replicas: registration.replicas.clone(),
                         followers,
                         epoch_start_offset: log_end,
@@ -720,6 +752,66 @@ impl Simulation {
                 self.fail_parked(id, &partition, parked, ErrorCode::NotLeaderOrFollower);
                 if was_leader && *partition.topic == *super::coordinator::OFFSETS_TOPIC {
                     self.coordinator_partition_changed(id, &partition, false);
+                }
+            }
+        }
+    }
+
+    /// A connection of broker `id` broke (`NetworkClient` disconnect on the
+    /// client side, a closed channel on the server side).
+    fn broker_connection_closed(&mut self, id: BrokerId, peer: NodeId) {
+        let incarnation = self.brokers[&id].incarnation;
+        let controllers = self.config.controllers;
+        let broker = self.broker(id);
+        match peer {
+            NodeId::Controller(controller) => {
+                // The heartbeat in flight failed: the next one tries another
+                // controller (`NodeToControllerChannelManager` looks for
+                // the active controller again); an AlterPartition in flight
+                // failed and is proposed again.
+                if broker.controller == controller {
+                    broker.controller = controller % controllers + 1;
+                    broker.heartbeat_outstanding = false;
+                }
+                for leader in broker.leading.values_mut() {
+                    leader.pending_isr = None;
+                }
+            }
+            NodeId::Broker(other) => {
+                // As a follower: the fetch in flight to that leader failed;
+                // the fetcher backs off (`replica.fetch.backoff.ms`, 1000)
+                // and fetches again.
+                let mut refetch = Vec::new();
+                for (partition, state) in broker.following.iter_mut() {
+                    if state.leader == other && state.in_flight.is_some() {
+                        state.in_flight = None;
+                        refetch.push(partition.clone());
+                    }
+                }
+                // As a leader: fetches that follower parked are gone with
+                // its connection.
+                for leader in broker.leading.values_mut() {
+                    leader
+                        .held
+                        .retain(|fetch| fetch.consumer.is_some() || fetch.replica != other);
+                }
+                for partition in refetch {
+                    self.schedule_timer(
+                        NodeId::Broker(id),
+                        incarnation,
+                        FETCH_BACKOFF_MS,
+                        Timer::FollowerFetch(partition),
+                    );
+                }
+            }
+            client => {
+                // A client's parked requests are answered on a connection
+                // that is gone: drop them.
+                for leader in broker.leading.values_mut() {
+                    leader.held.retain(|fetch| fetch.consumer != Some(client));
+                    leader
+                        .parked
+                        .retain(|parked| !(parked.client == client && matches!(parked.reply, ParkedReply::Produce(_))));
                 }
             }
         }
@@ -1001,6 +1093,7 @@ impl Simulation {
             let mut new_isr = leader.isr.clone();
             new_isr.push(replica);
             leader.pending_isr = Some(new_isr.clone());
+            leader.pending_isr_sent_ms = now;
             let message = Message::AlterPartition {
                 partition: partition.clone(),
                 leader: id,
@@ -1258,6 +1351,13 @@ impl Simulation {
         let lag = self.config.replica_lag_time_max_ms;
         let partitions: Vec<TopicPartition> = self.brokers[&id].leading.keys().cloned().collect();
         for partition in partitions {
+            // An AlterPartition that got no answer within the controller
+            // channel's timeout is given up and the change proposed again
+            // (`AlterPartitionManager` retries until it gets an answer).
+            let leader = self.broker(id).leading.get_mut(&partition).expect("leading");
+            if leader.pending_isr.is_some() && now >= leader.pending_isr_sent_ms + ALTER_PARTITION_TIMEOUT_MS {
+                leader.pending_isr = None;
+            }
             let broker = &self.brokers[&id];
             let leader = &broker.leading[&partition];
             if leader.pending_isr.is_some() {
@@ -1295,11 +1395,9 @@ impl Simulation {
                 partition_epoch: leader.partition_epoch,
                 new_isr: new_isr.clone(),
             };
-            self.broker(id)
-                .leading
-                .get_mut(&partition)
-                .expect("leading")
-                .pending_isr = Some(new_isr);
+            let leader = self.broker(id).leading.get_mut(&partition).expect("leading");
+            leader.pending_isr = Some(new_isr);
+            leader.pending_isr_sent_ms = now;
             let previous = self.current_cause;
             if cause.is_some() {
                 self.current_cause = cause;
@@ -1356,7 +1454,8 @@ impl Simulation {
         let Some(state) = broker.following.get_mut(partition) else {
             return;
         };
-        if state.leader_epoch != leader_epoch {
+        // An answer to no fetch in flight (one given up on) is ignored.
+        if state.leader_epoch != leader_epoch || state.in_flight.is_none() {
             return;
         }
         state.in_flight = None;

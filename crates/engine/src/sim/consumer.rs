@@ -71,6 +71,8 @@ pub struct Consumer {
     refresh_pending: Option<BrokerId>,
     /// When the one pending coordinator lookup retry fires.
     retry_at: Option<u64>,
+    /// The broker a metadata request in flight went to.
+    metadata_in_flight: Option<BrokerId>,
 }
 
 /// `retry.backoff.ms` (100): the least time between a failed fetch and the
@@ -99,6 +101,7 @@ impl Consumer {
             bootstrap_attempt: 0,
             refresh_pending: None,
             retry_at: None,
+            metadata_in_flight: None,
         }
     }
 
@@ -148,6 +151,7 @@ impl Simulation {
         consumer.incarnation += 1;
         consumer.retry_at = None;
         consumer.refresh_pending = None;
+        consumer.metadata_in_flight = None;
         consumer.phase = ConsumerPhase::FindingCoordinator;
         consumer.member_id = None;
         consumer.generation = 0;
@@ -192,6 +196,7 @@ impl Simulation {
         let consumer = &mut self.consumers[id as usize];
         let broker = consumer.bootstrap_attempt % self.config.brokers + 1;
         consumer.bootstrap_attempt += 1;
+        consumer.metadata_in_flight = Some(broker);
         let group = consumer.config.group.clone();
         self.send(
             Self::consumer_node(id),
@@ -326,6 +331,7 @@ impl Simulation {
             }
             Timer::ConsumerMetadataRefresh => {
                 if let Some(broker) = self.consumers[id as usize].refresh_pending.take() {
+                    self.consumers[id as usize].metadata_in_flight = Some(broker);
                     self.send(node, NodeId::Broker(broker), Message::MetadataRequest);
                 }
             }
@@ -344,6 +350,7 @@ impl Simulation {
             Message::MetadataResponse { leaders } => {
                 let topics = consumer.config.topics.clone();
                 let consumer = &mut self.consumers[id as usize];
+                consumer.metadata_in_flight = None;
                 for (partition, (leader, _)) in leaders {
                     if topics.iter().any(|topic| **topic == *partition.topic) {
                         consumer.leaders.insert(partition, leader);
@@ -462,12 +469,16 @@ impl Simulation {
             .map(|(partition, _)| partition.clone())
             .collect();
         let lost_coordinator = consumer.coordinator == Some(broker);
+        if consumer.metadata_in_flight == Some(broker) {
+            self.consumers[id as usize].metadata_in_flight = None;
+        }
         for partition in lost_fetches {
             self.consumer_fetched(id, from, partition, Vec::new(), 0, Some(ErrorCode::NotLeaderOrFollower));
         }
         if lost_coordinator && self.consumers[id as usize].phase != ConsumerPhase::Stopped {
             self.consumer_group_error(id, ErrorCode::NetworkException);
         }
+        self.consumer_fetch_all(id);
     }
 
     fn consumer_joined(&mut self, id: u32, join: JoinResult) {
@@ -568,6 +579,27 @@ impl Simulation {
                 continue;
             };
             requests.push((partition.clone(), position, *leader));
+        }
+        // An owned partition without a known leader asks for metadata again
+        // after retry.backoff.ms (the client's `Metadata` refresh when a
+        // leader is unknown), until one is known.
+        let consumer = &self.consumers[id as usize];
+        let leaderless = consumer
+            .assignment
+            .iter()
+            .any(|partition| !matches!(consumer.leaders.get(partition), Some(Some(_))));
+        if leaderless && consumer.refresh_pending.is_none() && consumer.metadata_in_flight.is_none() {
+            let broker = consumer.bootstrap_attempt % self.config.brokers + 1;
+            let consumer = &mut self.consumers[id as usize];
+            consumer.bootstrap_attempt += 1;
+            consumer.refresh_pending = Some(broker);
+            let incarnation = consumer.incarnation;
+            self.schedule_timer(
+                Self::consumer_node(id),
+                incarnation,
+                RETRY_BACKOFF_MS,
+                Timer::ConsumerMetadataRefresh,
+            );
         }
         for (partition, offset, leader) in requests {
             self.consumers[id as usize].fetching.insert(partition.clone(), true);

@@ -153,8 +153,40 @@ impl Simulation {
             .cloned()
             .collect();
         let broker = self.brokers.get_mut(&id).expect("broker");
+        let mut unloaded = Vec::new();
         for group in groups {
-            broker.groups.remove(&group);
+            if let Some(state) = broker.groups.remove(&group) {
+                unloaded.push((group, state));
+            }
+        }
+        // Requests the group was holding (JoinGroups waiting for the round
+        // to complete, SyncGroups waiting for the leader's assignment) are
+        // answered NOT_COORDINATOR as the group unloads, so their members
+        // look for the new coordinator (`GroupMetadataManager#onUnloaded`).
+        for (group, state) in unloaded {
+            let node = NodeId::Broker(id);
+            if state.phase == GroupPhase::PreparingRebalance {
+                for member in state.members.iter().filter(|member| member.joined) {
+                    self.send(
+                        node,
+                        member.client,
+                        Message::JoinGroupResponse {
+                            group: group.clone(),
+                            result: Err(ErrorCode::NotCoordinator),
+                        },
+                    );
+                }
+            }
+            for (_, client) in &state.pending_syncs {
+                self.send(
+                    node,
+                    *client,
+                    Message::SyncGroupResponse {
+                        group: group.clone(),
+                        result: Err(ErrorCode::NotCoordinator),
+                    },
+                );
+            }
         }
         if !leading {
             return;
@@ -377,6 +409,13 @@ impl Simulation {
         if state.members.is_empty() {
             state.phase = GroupPhase::Empty;
             state.assignment.clear();
+            return;
+        }
+        // Already preparing: the round goes on; members that already sent
+        // their JoinGroup stay joined (Kafka's `maybePrepareRebalance`
+        // only acts on a group that can rebalance; a member removed
+        // meanwhile just lets the join round complete sooner).
+        if state.phase == GroupPhase::PreparingRebalance {
             return;
         }
         let was_empty = state.phase == GroupPhase::Empty;

@@ -15,6 +15,7 @@ pub mod config;
 pub mod consumer;
 pub mod controller;
 pub mod coordinator;
+pub mod fuzz;
 pub mod monitor;
 pub mod network;
 pub mod producer;
@@ -71,6 +72,8 @@ pub enum Timer {
     ProducerRequestTimeout(u64),
     /// A producer's metadata request got no answer in time.
     ProducerMetadataTimeout(u64),
+    /// A producer refreshes its metadata (a partition had no leader).
+    ProducerMetadataRefresh,
     /// A coordinator looks for members whose session expired.
     CoordinatorSessionCheck,
     /// A group's join round may be complete.
@@ -96,6 +99,9 @@ enum Event {
         sent: Option<TraceId>,
         /// When it left `from` (the map draws it between then and arrival).
         sent_at: Time,
+        /// The connection it travels on (see [`network`]): discarded if
+        /// that connection broke meanwhile.
+        connection: u32,
     },
     Timer {
         node: NodeId,
@@ -418,6 +424,7 @@ impl Simulation {
                     | Timer::ProducerDrain
                     | Timer::ProducerRequestTimeout(_)
                     | Timer::ProducerMetadataTimeout(_)
+                    | Timer::ProducerMetadataRefresh
                     | Timer::ConsumerHeartbeat
                     | Timer::ConsumerCommit
                     | Timer::ConsumerRetry
@@ -432,7 +439,8 @@ impl Simulation {
                 message,
                 sent,
                 sent_at,
-            } => self.deliver(from, to, message, sent, sent_at),
+                connection,
+            } => self.deliver(from, to, message, sent, sent_at, connection),
             Event::Timer {
                 node,
                 incarnation,
@@ -565,19 +573,69 @@ impl Simulation {
             None
         };
         match self.network.route(from, to, self.now, &mut self.network_rng) {
-            Ok(arrival) => self.push(
-                arrival,
-                Event::Deliver {
-                    from,
-                    to,
-                    message,
-                    sent,
-                    sent_at: self.now,
-                },
-            ),
+            Ok(arrival) => {
+                let connection = self.network.connection(from, to);
+                self.push(
+                    arrival,
+                    Event::Deliver {
+                        from,
+                        to,
+                        message,
+                        sent,
+                        sent_at: self.now,
+                        connection,
+                    },
+                )
+            }
             Err(reason) => {
                 self.record_dropped(sent, from, to, &message, reason);
+                self.connection_reset(from, to);
             }
+        }
+    }
+
+    /// The connection between `a` and `b` broke (a message on it could not
+    /// get through): what is still in flight on it is discarded, and each
+    /// end that is running is told, one network latency later, as a
+    /// `ConnectionClosed` from the other (Kafka's clients see a disconnect
+    /// and fail the requests in flight on it).
+    pub(crate) fn connection_reset(&mut self, a: NodeId, b: NodeId) {
+        if a == b {
+            return;
+        }
+        let connection = self.network.reset(a, b);
+        let latency = self.network.config.latency_ms;
+        for (node, peer) in [(a, b), (b, a)] {
+            if !self.node_running(node) {
+                continue;
+            }
+            self.push(
+                self.now + latency,
+                Event::Deliver {
+                    from: peer,
+                    to: node,
+                    message: Message::ConnectionClosed,
+                    sent: None,
+                    sent_at: self.now,
+                    connection,
+                },
+            );
+        }
+    }
+
+    /// Whether a node's process runs (a paused broker counts as running).
+    fn node_running(&self, node: NodeId) -> bool {
+        match node {
+            NodeId::Controller(id) => self.controller_alive(id),
+            NodeId::Broker(id) => self
+                .brokers
+                .get(&id)
+                .is_some_and(|broker| broker.status != broker::BrokerStatus::Dead),
+            NodeId::Producer(id) => (id as usize) < self.producers.len(),
+            NodeId::Consumer(id) => self
+                .consumers
+                .get(id as usize)
+                .is_some_and(|consumer| consumer.phase != consumer::ConsumerPhase::Stopped),
         }
     }
 
@@ -615,10 +673,30 @@ impl Simulation {
         );
     }
 
-    fn deliver(&mut self, from: NodeId, to: NodeId, message: Message, sent: Option<TraceId>, sent_at: Time) {
+    fn deliver(
+        &mut self,
+        from: NodeId,
+        to: NodeId,
+        message: Message,
+        sent: Option<TraceId>,
+        sent_at: Time,
+        connection: u32,
+    ) {
+        if connection != self.network.connection(from, to) {
+            // Its connection broke while it travelled.
+            if sent.is_some() {
+                self.record_dropped(sent, from, to, &message, network::DropReason::ConnectionReset);
+            }
+            return;
+        }
+        if message == Message::ConnectionClosed && !self.node_running(to) {
+            return;
+        }
         if let NodeId::Controller(id) = to {
             if !self.controller_alive(id) {
+                // Nobody listens: the connection is refused.
                 self.record_dropped(sent, from, to, &message, network::DropReason::Lost);
+                self.connection_reset(from, to);
                 return;
             }
         }
@@ -658,10 +736,15 @@ impl Simulation {
                                 message: failure,
                                 sent,
                                 sent_at: self.now,
+                                connection,
                             },
                         );
                     }
                     self.record_dropped(sent, from, to, &message, network::DropReason::Lost);
+                    if let NodeId::Broker(_) = from {
+                        // A broker's connection to a dead broker is refused.
+                        self.connection_reset(from, to);
+                    }
                     return;
                 }
                 Some(broker::BrokerStatus::Paused { until }) => {
@@ -674,6 +757,7 @@ impl Simulation {
                             message,
                             sent,
                             sent_at,
+                            connection,
                         },
                     );
                     return;

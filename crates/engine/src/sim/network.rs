@@ -1,6 +1,14 @@
 //! The simulated network: latency with jitter, lost messages, cut links,
 //! network partitions and slow nodes. Each link delivers in order, as the
-//! TCP connections between Kafka nodes do.
+//! TCP connections between Kafka nodes do, and behaves like one: a
+//! message that cannot get through breaks the connection. Both ends are
+//! told (the client sees a disconnect, as Kafka's `NetworkClient` does),
+//! every message still in flight on it is discarded, and later messages go
+//! on a new connection (each has a generation; a message of an older one
+//! is never delivered). So no later message overtakes a lost earlier one.
+//!
+//! Simplification: a real TCP connection across a cut link only notices
+//! the loss at a timeout; here both ends notice after one network latency.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,6 +27,8 @@ pub enum DropReason {
     NetworkPartition,
     /// Random loss.
     Lost,
+    /// Sent on a connection that broke before it arrived.
+    ConnectionReset,
 }
 
 /// The network's state.
@@ -30,6 +40,9 @@ pub struct Network {
     slow: BTreeMap<NodeId, u64>,
     /// Last delivery time per directed link, to keep each link in order.
     last_delivery: BTreeMap<(NodeId, NodeId), Time>,
+    /// The generation of the connection between two nodes (absent: 0),
+    /// bumped every time it breaks.
+    connections: BTreeMap<(NodeId, NodeId), u32>,
 }
 
 fn ordered(a: NodeId, b: NodeId) -> (NodeId, NodeId) {
@@ -49,7 +62,21 @@ impl Network {
             side: None,
             slow: BTreeMap::new(),
             last_delivery: BTreeMap::new(),
+            connections: BTreeMap::new(),
         }
+    }
+
+    /// The current connection between two nodes (its generation).
+    pub fn connection(&self, a: NodeId, b: NodeId) -> u32 {
+        self.connections.get(&ordered(a, b)).copied().unwrap_or(0)
+    }
+
+    /// Breaks the connection between two nodes: what is in flight on it is
+    /// discarded, and the next message opens a new one.
+    pub fn reset(&mut self, a: NodeId, b: NodeId) -> u32 {
+        let generation = self.connections.entry(ordered(a, b)).or_insert(0);
+        *generation += 1;
+        *generation
     }
 
     /// When a message sent now from `from` to `to` arrives, or why it does not.

@@ -41,6 +41,8 @@ pub struct PendingBatch {
     pub ready_at_ms: Time,
     /// The first record's sequence, fixed at the first send.
     pub sequence: Option<i32>,
+    /// The producer epoch its sequence belongs to.
+    pub epoch: u16,
 }
 
 /// A produce request awaiting its answer.
@@ -50,6 +52,8 @@ pub struct InFlight {
     pub partition: u32,
     /// The batch, to retry it.
     pub batch: PendingBatch,
+    /// The broker it was sent to (its connection).
+    pub broker: BrokerId,
 }
 
 /// A producer's state.
@@ -66,6 +70,8 @@ pub struct Producer {
     pub leaders: Option<BTreeMap<u32, (Option<BrokerId>, u32)>>,
     /// A metadata request is out (its id).
     pub metadata_in_flight: Option<u64>,
+    /// The broker the metadata request in flight went to.
+    pub metadata_broker: Option<BrokerId>,
     /// Records waiting for metadata before they can be partitioned.
     pub waiting: VecDeque<(RecordId, Option<String>, u32)>,
     /// The accumulator: batches per partition, oldest first.
@@ -74,6 +80,14 @@ pub struct Producer {
     pub in_flight: BTreeMap<u64, InFlight>,
     /// Next sequence per partition.
     pub sequences: BTreeMap<u32, i32>,
+    /// The producer epoch (bumped when a sequenced batch fails for good,
+    /// KIP-360, so the partitions' sequences start again at 0).
+    pub epoch: u16,
+    /// Metadata refreshes in a row that found a partition without a
+    /// leader (the backoff grows with them).
+    pub metadata_retries: u32,
+    /// A metadata refresh is scheduled.
+    pub refresh_scheduled: bool,
     next_request: u64,
     bootstrap_attempt: u32,
     #[serde(skip)]
@@ -98,10 +112,14 @@ impl Producer {
             config,
             leaders: None,
             metadata_in_flight: None,
+            metadata_broker: None,
             waiting: VecDeque::new(),
             batches: BTreeMap::new(),
             in_flight: BTreeMap::new(),
             sequences: BTreeMap::new(),
+            epoch: 0,
+            metadata_retries: 0,
+            refresh_scheduled: false,
             next_request: 0,
             bootstrap_attempt: 0,
             partitioner,
@@ -159,6 +177,7 @@ impl Simulation {
         // Bootstrap servers are tried in turn.
         let broker = state.bootstrap_attempt % self.config.brokers + 1;
         state.bootstrap_attempt += 1;
+        state.metadata_broker = Some(broker);
         self.send(
             Self::producer_node(producer),
             NodeId::Broker(broker),
@@ -225,6 +244,7 @@ impl Simulation {
                         attempts: 0,
                         ready_at_ms: now,
                         sequence: None,
+                        epoch: 0,
                     });
                     true
                 }
@@ -256,10 +276,24 @@ impl Simulation {
     fn producer_drain(&mut self, producer: u32) {
         let index = producer as usize;
         let now = self.now;
+        self.producer_expire_batches(producer);
         let Some(leaders) = self.producers[index].leaders.clone() else {
             return;
         };
         let partitions: Vec<u32> = self.producers[index].batches.keys().copied().collect();
+        // A partition with records to send and no known leader asks for
+        // new metadata (`Sender#sendProducerData`: unknown leaders request
+        // an update), with a backoff that grows to retry.backoff.max.ms.
+        let leaderless = partitions.iter().any(|partition| {
+            leaders.get(partition).is_none_or(|(leader, _)| leader.is_none())
+                && self.producers[index]
+                    .batches
+                    .get(partition)
+                    .is_some_and(|queue| !queue.is_empty())
+        });
+        if leaderless {
+            self.producer_schedule_refresh(producer);
+        }
         for partition in partitions {
             loop {
                 let state = &mut self.producers[index];
@@ -290,9 +324,15 @@ impl Simulation {
                 }
                 let mut batch = queue.pop_front().expect("checked front");
                 let idempotent = state.idempotent();
+                if batch.epoch != state.epoch {
+                    // Sequenced under an epoch that was since bumped: it
+                    // gets a sequence of the new epoch.
+                    batch.sequence = None;
+                }
                 if idempotent && batch.sequence.is_none() {
                     let next = state.sequences.entry(partition).or_insert(0);
                     batch.sequence = Some(*next);
+                    batch.epoch = state.epoch;
                     *next = next.wrapping_add(batch.records.len() as i32);
                 }
                 batch.attempts += 1;
@@ -310,7 +350,7 @@ impl Simulation {
                         idempotence: batch
                             .sequence
                             .filter(|_| idempotent)
-                            .map(|sequence| (PRODUCER_ID_BASE + u64::from(producer), 0, sequence)),
+                            .map(|sequence| (PRODUCER_ID_BASE + u64::from(producer), batch.epoch, sequence)),
                     },
                     acks,
                 };
@@ -332,7 +372,14 @@ impl Simulation {
                     });
                     continue;
                 }
-                state.in_flight.insert(request, InFlight { partition, batch });
+                state.in_flight.insert(
+                    request,
+                    InFlight {
+                        partition,
+                        batch,
+                        broker: leader,
+                    },
+                );
                 self.send(Self::producer_node(producer), NodeId::Broker(leader), message);
                 self.schedule_timer(
                     Self::producer_node(producer),
@@ -344,15 +391,45 @@ impl Simulation {
         }
     }
 
-    pub(crate) fn producer_receive(&mut self, producer: u32, _from: NodeId, message: Message) {
+    pub(crate) fn producer_receive(&mut self, producer: u32, from: NodeId, message: Message) {
         let index = producer as usize;
         match message {
             // The broker asked for metadata is gone (connection refused):
             // Kafka's client asks another node at once (`leastLoadedNode`
             // skips nodes in reconnect backoff).
-            Message::ConnectionClosed if self.producers[index].metadata_in_flight.is_some() => {
-                self.producers[index].metadata_in_flight = None;
-                self.producer_request_metadata(producer);
+            // Every request in flight on a broken connection fails with a
+            // disconnect (`NetworkClient#handleDisconnections`): produce
+            // requests are retried (NETWORK_EXCEPTION, which also asks for
+            // new metadata), a metadata request goes to another node.
+            Message::ConnectionClosed => {
+                let NodeId::Broker(broker) = from else { return };
+                let state = &mut self.producers[index];
+                if state.metadata_in_flight.is_some() && state.metadata_broker == Some(broker) {
+                    state.metadata_in_flight = None;
+                    self.producer_request_metadata(producer);
+                }
+                let lost: Vec<u64> = self.producers[index]
+                    .in_flight
+                    .iter()
+                    .filter(|(_, request)| request.broker == broker)
+                    .map(|(&request, _)| request)
+                    .collect();
+                for request in lost {
+                    if let Some(in_flight) = self.producers[index].in_flight.remove(&request) {
+                        self.producer_retry_or_fail(producer, in_flight, ErrorCode::NetworkException);
+                    }
+                }
+                // A disconnect also asks for new metadata
+                // (`DefaultMetadataUpdater#handleServerDisconnect`): an
+                // acks=0 producer learns of a dead leader this way.
+                let leads = self.producers[index]
+                    .leaders
+                    .as_ref()
+                    .is_some_and(|leaders| leaders.values().any(|(leader, _)| *leader == Some(broker)));
+                if leads {
+                    self.producer_schedule_refresh(producer);
+                }
+                self.producer_drain(producer);
             }
             Message::MetadataResponse { leaders } => {
                 let state = &mut self.producers[index];
@@ -367,6 +444,9 @@ impl Simulation {
                     // This broker knows no metadata yet: ask again soon.
                     self.schedule_timer(Self::producer_node(producer), 0, 100, Timer::ProducerMetadataTimeout(0));
                     return;
+                }
+                if mine.values().all(|(leader, _)| leader.is_some()) {
+                    state.metadata_retries = 0;
                 }
                 state.leaders = Some(mine);
                 self.producer_partition_waiting(producer);
@@ -404,6 +484,81 @@ impl Simulation {
             }
             _ => {}
         }
+    }
+
+    /// Schedules a metadata refresh after `retry.backoff.ms`, doubling with
+    /// each refresh in a row up to `retry.backoff.max.ms` (KIP-580).
+    fn producer_schedule_refresh(&mut self, producer: u32) {
+        let state = &mut self.producers[producer as usize];
+        if state.refresh_scheduled || state.metadata_in_flight.is_some() {
+            return;
+        }
+        state.refresh_scheduled = true;
+        let backoff = (state.config.retry_backoff_ms << state.metadata_retries.min(10)).min(RETRY_BACKOFF_MAX_MS);
+        state.metadata_retries += 1;
+        self.schedule_timer(
+            Self::producer_node(producer),
+            0,
+            backoff,
+            Timer::ProducerMetadataRefresh,
+        );
+    }
+
+    /// Batches still in the accumulator whose `delivery.timeout.ms` ran out
+    /// fail, sent or not (`RecordAccumulator#expiredBatches`).
+    fn producer_expire_batches(&mut self, producer: u32) {
+        let index = producer as usize;
+        let now = self.now;
+        let timeout = self.producers[index].config.delivery_timeout_ms;
+        let partitions: Vec<u32> = self.producers[index].batches.keys().copied().collect();
+        for partition in partitions {
+            loop {
+                let queue = self.producers[index].batches.entry(partition).or_default();
+                let Some(batch) = queue.front() else { break };
+                if now < batch.created_ms + timeout {
+                    break;
+                }
+                let batch = queue.pop_front().expect("checked front");
+                let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
+                let sequenced = batch.sequence.is_some();
+                self.producer_fail_records(producer, partition, records, ErrorCode::DeliveryTimeout);
+                if sequenced {
+                    self.producer_bump_epoch(producer);
+                }
+            }
+        }
+    }
+
+    /// KIP-360: a sequenced batch failed for good, so the broker will never
+    /// see its sequence numbers. The producer bumps its epoch and every
+    /// partition's sequence starts again at 0 (the broker accepts a new
+    /// epoch from sequence 0).
+    fn producer_bump_epoch(&mut self, producer: u32) {
+        let state = &mut self.producers[producer as usize];
+        if !state.idempotent() {
+            return;
+        }
+        state.epoch = state.epoch.wrapping_add(1);
+        state.sequences.clear();
+    }
+
+    /// Marks records as failed for good and traces it.
+    fn producer_fail_records(&mut self, producer: u32, partition: u32, records: Vec<RecordId>, error: ErrorCode) {
+        for &record in &records {
+            if !self.records[record as usize].failed {
+                self.records[record as usize].failed = true;
+                self.failed_count += 1;
+                self.highlights.tally.entry(producer).or_default()[2] += 1;
+            }
+        }
+        let partition = self.partition_key(producer, partition);
+        self.record(TraceKind::ProduceFailed {
+            producer,
+            partition,
+            error,
+            records,
+            will_retry: false,
+        });
     }
 
     fn producer_retry_or_fail(&mut self, producer: u32, in_flight: InFlight, error: ErrorCode) {
@@ -446,21 +601,12 @@ impl Simulation {
             }
             self.schedule_timer(Self::producer_node(producer), 0, backoff, Timer::ProducerDrain);
         } else {
-            for &record in &records {
-                if !self.records[record as usize].failed {
-                    self.records[record as usize].failed = true;
-                    self.failed_count += 1;
-                    self.highlights.tally.entry(producer).or_default()[2] += 1;
-                }
-            }
             let error = if expired { ErrorCode::DeliveryTimeout } else { error };
-            self.record(TraceKind::ProduceFailed {
-                producer,
-                partition,
-                error,
-                records,
-                will_retry: false,
-            });
+            let sequenced = batch.sequence.is_some() && batch.epoch == state.epoch;
+            self.producer_fail_records(producer, in_flight.partition, records, error);
+            if sequenced {
+                self.producer_bump_epoch(producer);
+            }
         }
     }
 
@@ -468,6 +614,11 @@ impl Simulation {
         let index = producer as usize;
         match timer {
             Timer::ProducerDrain => self.producer_drain(producer),
+            Timer::ProducerMetadataRefresh => {
+                self.producers[index].refresh_scheduled = false;
+                self.producer_request_metadata(producer);
+                self.producer_drain(producer);
+            }
             Timer::ProducerRequestTimeout(request) => {
                 if let Some(in_flight) = self.producers[index].in_flight.remove(&request) {
                     self.producer_retry_or_fail(producer, in_flight, ErrorCode::RequestTimedOut);
@@ -482,6 +633,7 @@ impl Simulation {
                         self.producer_request_metadata(producer);
                     }
                 }
+                self.producer_drain(producer);
             }
             _ => {}
         }

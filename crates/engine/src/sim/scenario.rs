@@ -92,6 +92,15 @@ pub enum Expectation {
         /// The minimum.
         at_least: u64,
     },
+    /// Once every fault has healed the cluster works again (the fuzzer's
+    /// liveness check): every record sent from `burstAtMs` on is
+    /// acknowledged, every record is acknowledged or failed, and every
+    /// group has read up to each partition's high watermark.
+    #[serde(rename_all = "camelCase")]
+    Recovers {
+        /// When the burst of records after recovery is sent.
+        burst_at_ms: Time,
+    },
     /// A group reached at least this generation.
     #[serde(rename_all = "camelCase")]
     GroupGeneration {
@@ -125,13 +134,26 @@ impl Scenario {
         for input in &self.inputs {
             simulation.schedule(input.clone());
         }
+        // The liveness check needs to know which records came after the
+        // burst began; stopping there first changes nothing in the run.
+        let burst = self.expect.iter().find_map(|expectation| match expectation {
+            Expectation::Recovers { burst_at_ms } => Some(*burst_at_ms),
+            _ => None,
+        });
+        let first_burst_record = burst.map(|burst_at_ms| {
+            simulation.run_until(burst_at_ms.saturating_sub(1));
+            simulation.records().len() as u64
+        });
         simulation.run_until(self.run_until_ms);
         let summary = simulation.summary();
-        let failures = self
+        let mut failures: Vec<String> = self
             .expect
             .iter()
             .filter_map(|expectation| check(expectation, &simulation, &summary))
             .collect();
+        if let Some(first) = first_burst_record {
+            failures.extend(super::fuzz::liveness_failures(&simulation, first));
+        }
         Ok(Outcome {
             simulation,
             summary,
@@ -215,6 +237,8 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary) 
                 summary.controller_elections
             )
         }),
+        // Checked in `Scenario::run`, which knows where the burst began.
+        Expectation::Recovers { .. } => None,
         Expectation::GroupGeneration { consumer, at_least } => {
             let generation = simulation
                 .consumers()
