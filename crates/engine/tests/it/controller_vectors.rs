@@ -3,10 +3,18 @@
 //! Kafka's own `PartitionChangeBuilder.build()` and
 //! `PartitionRegistration.merge()` on random partitions.
 //!
+//! Also the `broker_lifecycle` sequences: registrations, heartbeats,
+//! fencing and elections through Kafka's `ClusterControlManager`,
+//! `BrokerHeartbeatManager` and `ReplicationControlManager`, replayed op
+//! by op against [`ClusterControl`].
+//!
 //! Every case is checked; failures are collected and reported together.
 
 use std::collections::BTreeSet;
 
+use kafkascope_engine::controller::cluster_control::{
+    ClusterControl, ElectionType, Heartbeat, HeartbeatReply, MetadataRecord, WrittenRecord,
+};
 use kafkascope_engine::controller::partition_change::{
     Election, LeaderRecovery, PartitionChange, PartitionChangeRecord, PartitionRegistration,
 };
@@ -245,6 +253,309 @@ fn partition_changes_match_kafkas_partition_change_builder() {
         "{} of {} partition_change_random cases differ from Kafka; first ones:\n{}",
         failures.len(),
         cases.len(),
+        failures.iter().take(10).cloned().collect::<Vec<_>>().join("\n")
+    );
+}
+
+// ----- broker_lifecycle -----
+
+/// The written records as the vectors list them.
+fn written_json(written: &[WrittenRecord]) -> Vec<Value> {
+    written
+        .iter()
+        .map(|written| {
+            let mut entry = json!({"offset": written.offset, "type": written.record.type_name()});
+            match &written.record {
+                MetadataRecord::RegisterBroker {
+                    broker, broker_epoch, ..
+                } => {
+                    entry["brokerId"] = json!(broker);
+                    entry["brokerEpoch"] = json!(broker_epoch);
+                }
+                MetadataRecord::BrokerRegistrationChange { broker, .. } => entry["brokerId"] = json!(broker),
+                MetadataRecord::PartitionChange { topic, partition, .. } => {
+                    entry["topic"] = json!(topic);
+                    entry["partition"] = json!(partition);
+                }
+                _ => {}
+            }
+            entry
+        })
+        .collect()
+}
+
+/// Compares written records: offsets and types exactly, and everything
+/// else exactly except the partitions of `PARTITION_CHANGE_RECORD`s, whose
+/// order inside one operation follows Kafka's random topic ids (compared
+/// as a multiset).
+fn same_records(got: &[Value], want: &[Value]) -> bool {
+    let shape = |records: &[Value]| -> Vec<Value> {
+        records
+            .iter()
+            .map(|record| {
+                if record["type"] == "PARTITION_CHANGE_RECORD" {
+                    json!({"offset": record["offset"], "type": record["type"]})
+                } else {
+                    record.clone()
+                }
+            })
+            .collect()
+    };
+    let changed = |records: &[Value]| -> Vec<String> {
+        let mut partitions: Vec<String> = records
+            .iter()
+            .filter(|record| record["type"] == "PARTITION_CHANGE_RECORD")
+            .map(|record| format!("{}-{}", record["topic"], record["partition"]))
+            .collect();
+        partitions.sort();
+        partitions
+    };
+    let mut got_shape = shape(got);
+    let mut want_shape = shape(want);
+    got_shape.sort_by_key(|record| record["offset"].as_u64());
+    want_shape.sort_by_key(|record| record["offset"].as_u64());
+    got_shape == want_shape && changed(got) == changed(want)
+}
+
+/// The model's state in the vectors' `snapshot` shape (sets sorted).
+fn snapshot_json(cluster: &ClusterControl) -> Value {
+    let brokers: Vec<Value> = cluster
+        .brokers()
+        .values()
+        .map(|broker| {
+            json!({
+                "id": broker.id,
+                "epoch": broker.epoch,
+                "incarnation": broker.incarnation,
+                "fenced": broker.fenced,
+                "inControlledShutdown": broker.in_controlled_shutdown,
+            })
+        })
+        .collect();
+    let partitions: Vec<Value> = cluster
+        .topics()
+        .iter()
+        .flat_map(|(topic, partitions)| {
+            partitions.iter().enumerate().map(move |(index, partition)| {
+                json!({
+                    "topic": topic,
+                    "partition": index,
+                    "replicas": partition.replicas,
+                    "leader": to_id(partition.leader),
+                    "leaderEpoch": partition.leader_epoch,
+                    "partitionEpoch": partition.partition_epoch,
+                    "isr": partition.isr,
+                    "elr": as_set(&json!(partition.elr)),
+                    "lastKnownElr": as_set(&json!(partition.last_known_elr.iter().map(|id| to_id(*id)).collect::<Vec<_>>())),
+                    "leaderRecoveryState": recovery_name(partition.leader_recovery),
+                })
+            })
+        })
+        .collect();
+    json!({
+        "timeMs": cluster.now_ms(),
+        "nextOffset": cluster.next_offset(),
+        "brokers": brokers,
+        "partitions": partitions,
+    })
+}
+
+/// The expected snapshot, ordered and with sets sorted like [`snapshot_json`].
+fn expected_snapshot(snapshot: &Value) -> Value {
+    let mut snapshot = snapshot.clone();
+    if let Some(brokers) = snapshot["brokers"].as_array_mut() {
+        brokers.sort_by_key(|broker| broker["id"].as_u64());
+    }
+    if let Some(partitions) = snapshot["partitions"].as_array_mut() {
+        for partition in partitions.iter_mut() {
+            for field in ["elr", "lastKnownElr"] {
+                partition[field] = as_set(&partition[field]);
+            }
+        }
+        partitions.sort_by_key(|partition| {
+            (
+                partition["topic"].as_str().unwrap_or("").to_string(),
+                partition["partition"].as_u64(),
+            )
+        });
+    }
+    snapshot
+}
+
+fn reply_json(reply: &HeartbeatReply) -> Value {
+    json!({
+        "isCaughtUp": reply.is_caught_up,
+        "isFenced": reply.is_fenced,
+        "inControlledShutdown": reply.in_controlled_shutdown,
+        "shouldShutDown": reply.should_shut_down,
+    })
+}
+
+/// Sends one heartbeat as the vectors describe it; `Err` is a mismatch.
+fn replay_heartbeat(cluster: &mut ClusterControl, op: &Value, written: &mut Vec<WrittenRecord>) -> Result<(), String> {
+    assert_eq!(
+        op["wantFence"].as_bool(),
+        Some(false),
+        "wantFence heartbeats are not covered"
+    );
+    let request = Heartbeat {
+        broker: op["broker"].as_u64().expect("broker") as u32,
+        broker_epoch: op["brokerEpoch"].as_u64().expect("brokerEpoch"),
+        current_metadata_offset: op["currentMetadataOffset"].as_u64().expect("currentMetadataOffset"),
+        want_shut_down: op["wantShutDown"].as_bool().expect("wantShutDown"),
+    };
+    let expected_offset = cluster.next_offset() - 1;
+    if request.current_metadata_offset != expected_offset {
+        return Err(format!(
+            "currentMetadataOffset {} is not the last written offset {expected_offset}",
+            request.current_metadata_offset
+        ));
+    }
+    match (cluster.heartbeat(request), op["error"].as_str()) {
+        (Ok((reply, records)), None) => {
+            written.extend(records);
+            let got = reply_json(&reply);
+            if got != op["reply"] {
+                return Err(format!("reply: got {got}, want {}", op["reply"]));
+            }
+            Ok(())
+        }
+        (Err(error), Some(name)) if error.name() == name => Ok(()),
+        (got, want) => Err(format!("outcome: got {got:?}, want error {want:?}")),
+    }
+}
+
+/// Replays one operation; `Err` describes the first mismatch.
+fn replay_op(cluster: &mut ClusterControl, op: &Value) -> Result<(), String> {
+    let mut written = Vec::new();
+    let error = op["error"].as_str();
+    match op["op"].as_str().expect("op") {
+        "setConfig" => {
+            written = cluster.set_config(op["name"].as_str().expect("name"), op["value"].as_str().expect("value"));
+        }
+        "register" => {
+            let broker = op["broker"].as_u64().expect("broker") as u32;
+            let incarnation = op["incarnation"].as_u64().expect("incarnation");
+            match (cluster.register_broker(broker, incarnation), error) {
+                (Ok((epoch, records)), None) => {
+                    written = records;
+                    if Some(epoch) != op["replyEpoch"].as_u64() {
+                        return Err(format!("replyEpoch: got {epoch}, want {}", op["replyEpoch"]));
+                    }
+                }
+                (Err(got), Some(name)) if got.name() == name => {}
+                (got, want) => return Err(format!("outcome: got {got:?}, want error {want:?}")),
+            }
+        }
+        "heartbeat" => replay_heartbeat(cluster, op, &mut written)?,
+        "heartbeatAll" => {
+            for result in op["results"].as_array().expect("results") {
+                replay_heartbeat(cluster, result, &mut written)?;
+            }
+        }
+        "advance" => cluster.advance(op["ms"].as_u64().expect("ms")),
+        "expire" => {
+            let (fenced, records) = cluster.expire();
+            written = records;
+            let want: Vec<u32> = brokers(&op["fencedBrokers"]);
+            if fenced != want {
+                return Err(format!("fencedBrokers: got {fenced:?}, want {want:?}"));
+            }
+        }
+        "uncleanElectionPass" => {
+            let (reschedule, records) = cluster.unclean_election_pass();
+            written = records;
+            if Some(reschedule) != op["rescheduleImmediately"].as_bool() {
+                return Err(format!("rescheduleImmediately: got {reschedule}"));
+            }
+        }
+        "electLeaders" => {
+            let election = match op["electionType"].as_str().expect("electionType") {
+                "PREFERRED" => ElectionType::Preferred,
+                "UNCLEAN" => ElectionType::Unclean,
+                other => panic!("unknown electionType {other}"),
+            };
+            let (outcomes, records) = cluster.elect_leaders(election);
+            written = records;
+            let got: Vec<Value> = outcomes
+                .iter()
+                .map(|outcome| json!({"topic": outcome.topic, "partition": outcome.partition, "error": outcome.error}))
+                .collect();
+            let mut want: Vec<Value> = op["results"].as_array().expect("results").clone();
+            want.sort_by_key(|result| {
+                (
+                    result["topic"].as_str().unwrap_or("").to_string(),
+                    result["partition"].as_u64(),
+                )
+            });
+            if got != want {
+                return Err(format!("results: got {got:?}, want {want:?}"));
+            }
+        }
+        "createTopic" => {
+            let assignment: Vec<Vec<u32>> = op["assignment"]
+                .as_array()
+                .expect("assignment")
+                .iter()
+                .map(brokers)
+                .collect();
+            match (
+                cluster.create_topic(op["topic"].as_str().expect("topic"), &assignment),
+                error,
+            ) {
+                (Ok(records), None) => written = records,
+                (Err(got), Some(name)) if got.name() == name => {}
+                (got, want) => return Err(format!("outcome: got {got:?}, want error {want:?}")),
+            }
+        }
+        other => panic!("unknown op {other}"),
+    }
+    if op["op"] != "heartbeat" && op["op"] != "register" && op["op"] != "createTopic" && error.is_some() {
+        return Err(format!("unexpected error {error:?}"));
+    }
+    let got_records = written_json(&written);
+    let want_records = op["recordsWritten"].as_array().expect("recordsWritten");
+    if !same_records(&got_records, want_records) {
+        return Err(format!("recordsWritten: got {got_records:?}, want {want_records:?}"));
+    }
+    let got = snapshot_json(cluster);
+    let want = expected_snapshot(&op["snapshot"]);
+    if got != want {
+        return Err(format!("snapshot: got {got}, want {want}"));
+    }
+    Ok(())
+}
+
+#[test]
+fn broker_lifecycles_match_kafkas_controller() {
+    let vectors = load("vectors-controller-differential.json");
+    let sequences = vectors["broker_lifecycle"].as_array().expect("broker_lifecycle");
+    assert!(!sequences.is_empty(), "no broker_lifecycle sequences");
+    let mut failures = Vec::new();
+    let mut ops = 0;
+    for sequence in sequences {
+        let config = &sequence["config"];
+        let mut cluster = ClusterControl::new(
+            config["sessionTimeoutMs"].as_u64().expect("sessionTimeoutMs"),
+            config["eligibleLeaderReplicasEnabled"].as_bool().expect("elr flag"),
+        );
+        for (index, op) in sequence["ops"].as_array().expect("ops").iter().enumerate() {
+            ops += 1;
+            if let Err(diff) = replay_op(&mut cluster, op) {
+                failures.push(format!(
+                    "{} op {index} ({}): {diff}",
+                    sequence["id"].as_str().unwrap_or("?"),
+                    op["op"]
+                ));
+                break;
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} broker_lifecycle sequences differ from Kafka ({ops} ops replayed); first ones:\n{}",
+        failures.len(),
+        sequences.len(),
         failures.iter().take(10).cloned().collect::<Vec<_>>().join("\n")
     );
 }
