@@ -128,6 +128,10 @@ impl Simulation {
                     leader_epoch: 0,
                     partition_epoch: 0,
                     leader_recovery: LeaderRecovery::Recovered,
+                    elr: Vec::new(),
+                    last_known_elr: Vec::new(),
+                    removing_replicas: Vec::new(),
+                    adding_replicas: Vec::new(),
                 };
                 self.controller
                     .partitions

@@ -3,6 +3,7 @@
 
 mod assignor_properties;
 mod assignors;
+mod controller_vectors;
 mod java_ordering;
 mod partitioning;
 mod replication;

@@ -234,6 +234,10 @@ fn fixture(vectors: &Value, name: &str) -> Fixture {
             leader_epoch: fixture["leaderEpoch"].as_u64().expect("epoch") as u32,
             partition_epoch: fixture["partitionEpoch"].as_u64().expect("epoch") as u32,
             leader_recovery: LeaderRecovery::Recovered,
+            elr: Vec::new(),
+            last_known_elr: Vec::new(),
+            removing_replicas: Vec::new(),
+            adding_replicas: Vec::new(),
         },
         acceptable,
     }
@@ -335,6 +339,7 @@ fn controller_records_and_epochs_match_partition_change_builder_test() {
                         .map(|leader| Some(leader.as_u64().expect("leader") as u32)),
                     replicas: None,
                     leader_recovery: expected.get("leaderRecoveryState").map(|_| LeaderRecovery::Recovering),
+                    ..PartitionChangeRecord::default()
                 };
                 assert_eq!(record, expected_record, "{test}");
             }
