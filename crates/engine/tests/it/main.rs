@@ -5,6 +5,7 @@ mod assignor_properties;
 mod assignors;
 mod java_ordering;
 mod partitioning;
+mod producer_state_vectors;
 mod replication;
 mod simulator;
 mod vectors;
