@@ -1,14 +1,31 @@
-//! The broker's check of an idempotent producer's sequence numbers
-//! (`ProducerAppendInfo#checkSequence`, `ProducerStateEntry`, and the
-//! duplicate handling in `UnifiedLog`).
+//! The broker's producer state: what a partition leader remembers about each
+//! idempotent producer, and how it judges an incoming batch by it.
 //!
-//! Each (producer id, partition) carries a sequence number per record. The
-//! broker appends a batch only if it continues the last one; a batch it has
-//! seen (among the last five) is answered with its original offset instead
-//! of being written twice — that is how retries stay exactly-once per
-//! partition.
+//! Kafka keeps, per partition, a table from producer id to an entry
+//! (`ProducerStateManager`, `ProducerStateEntry`): the producer's epoch, its
+//! last five batches (`BatchMetadata`), the time of its last write and, for
+//! transactional producers, the coordinator epoch and the first offset of the
+//! open transaction. A batch from a client is checked in the order
+//! `UnifiedLog#analyzeAndValidateProducerState` uses:
+//!
+//! 1. a batch whose (epoch, first sequence, last sequence) matches one of the
+//!    cached batches exactly is a duplicate: nothing is written and the
+//!    client gets the original offsets (`ProducerStateEntry#findDuplicateBatch`);
+//! 2. an epoch older than the entry's fails with `INVALID_PRODUCER_EPOCH`
+//!    (`ProducerAppendInfo#checkProducerEpoch`);
+//! 3. a new epoch must start at sequence 0, the same epoch must continue the
+//!    last sequence (wrapping after `Integer.MAX_VALUE`), else
+//!    `OUT_OF_ORDER_SEQUENCE_NUMBER` (`ProducerAppendInfo#checkSequence`). A
+//!    producer the table does not know (new, or expired) is accepted at any
+//!    sequence and any epoch.
+//!
+//! Accepted batches are folded into the entry (`ProducerAppendInfo#appendDataBatch`,
+//! `ProducerStateManager#update`); idle producers are dropped after
+//! `producer.id.expiration.ms` (`ProducerStateManager#removeExpiredProducers`).
+//! Transaction markers are not modelled yet, but the entry carries the
+//! transactional fields so they can be.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
@@ -18,38 +35,436 @@ use super::Offset;
 /// (`ProducerStateEntry.NUM_BATCHES_TO_RETAIN`).
 pub const BATCHES_RETAINED: usize = 5;
 
-/// A batch the broker appended for a producer.
+/// A producer id (`long` in Kafka).
+pub type ProducerId = u64;
+
+/// A producer epoch (`short` in Kafka).
+pub type ProducerEpoch = i16;
+
+/// The epoch of an entry that has seen no batch (`RecordBatch.NO_PRODUCER_EPOCH`).
+pub const NO_PRODUCER_EPOCH: ProducerEpoch = -1;
+
+/// The sequence of an entry with no cached batch (`RecordBatch.NO_SEQUENCE`).
+pub const NO_SEQUENCE: i32 = -1;
+
+/// The timestamp of an entry that has seen no batch (`RecordBatch.NO_TIMESTAMP`).
+pub const NO_TIMESTAMP: i64 = -1;
+
+/// The coordinator epoch of an entry that has seen no transaction marker.
+pub const NO_COORDINATOR_EPOCH: i32 = -1;
+
+/// `producer.id.expiration.ms`'s default (one day).
+pub const DEFAULT_PRODUCER_ID_EXPIRATION_MS: i64 = 86_400_000;
+
+/// `sequence + increment`, wrapping past `Integer.MAX_VALUE` to 0
+/// (`DefaultRecordBatch#incrementSequence`).
+pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
+    if sequence > i32::MAX - increment {
+        increment - (i32::MAX - sequence) - 1
+    } else {
+        sequence + increment
+    }
+}
+
+/// `sequence - decrement`, wrapping below 0 to `Integer.MAX_VALUE`
+/// (`DefaultRecordBatch#decrementSequence`).
+pub fn decrement_sequence(sequence: i32, decrement: i32) -> i32 {
+    if sequence < decrement {
+        i32::MAX - (decrement - sequence) + 1
+    } else {
+        sequence - decrement
+    }
+}
+
+/// Whether `next` directly follows `last` (`ProducerAppendInfo#inSequence`):
+/// `last + 1` computed without overflow, or 0 after `Integer.MAX_VALUE`.
+fn in_sequence(last: i32, next: i32) -> bool {
+    i64::from(next) == i64::from(last) + 1 || (next == 0 && last == i32::MAX)
+}
+
+/// The sequence expected after `last` (0 after `Integer.MAX_VALUE`, and 0
+/// when there is no last sequence).
+fn next_sequence(last: i32) -> i32 {
+    if last == i32::MAX {
+        0
+    } else {
+        last + 1
+    }
+}
+
+/// One cached batch of a producer (`BatchMetadata`): stored by its end, the
+/// start derived from the offset delta.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct AppendedBatch {
-    /// The first record's sequence number.
-    pub first_sequence: i32,
-    /// The last record's sequence number.
-    pub last_sequence: i32,
-    /// The offset the first record got.
-    pub base_offset: Offset,
+pub struct BatchMetadata {
+    /// The last record's sequence.
+    pub last_seq: i32,
+    /// The last record's offset.
+    pub last_offset: Offset,
+    /// `last_offset - first_offset` (also the sequence delta of a v2 batch).
+    pub offset_delta: i32,
+    /// The batch's max timestamp.
+    pub timestamp: i64,
 }
 
-/// What the broker remembers about one producer on one partition.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct ProducerState {
-    /// The producer epoch of the remembered batches.
-    pub epoch: Option<u16>,
-    /// The last batches, oldest first.
-    pub batches: VecDeque<AppendedBatch>,
+impl BatchMetadata {
+    /// The first record's sequence (`BatchMetadata#firstSeq`, wrapping).
+    pub fn first_seq(&self) -> i32 {
+        decrement_sequence(self.last_seq, self.offset_delta)
+    }
+
+    /// The first record's offset (`BatchMetadata#firstOffset`).
+    pub fn first_offset(&self) -> Offset {
+        self.last_offset - self.offset_delta as Offset
+    }
 }
 
-/// The verdict on an incoming batch.
+/// What the broker remembers about one producer on one partition
+/// (`ProducerStateEntry`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProducerStateEntry {
+    /// The producer's epoch ([`NO_PRODUCER_EPOCH`] before its first batch).
+    pub producer_epoch: ProducerEpoch,
+    /// The epoch of the transaction coordinator that wrote its last marker.
+    pub coordinator_epoch: i32,
+    /// The timestamp of its last batch or marker (what expiry measures).
+    pub last_timestamp: i64,
+    /// The first offset of its open transaction, if one is open.
+    pub current_txn_first_offset: Option<Offset>,
+    /// Its last batches of the current epoch, oldest first, at most
+    /// [`BATCHES_RETAINED`].
+    pub batch_metadata: VecDeque<BatchMetadata>,
+}
+
+impl Default for ProducerStateEntry {
+    fn default() -> Self {
+        Self::empty()
+    }
+}
+
+impl ProducerStateEntry {
+    /// An entry that has seen nothing (`ProducerStateEntry.empty`).
+    pub fn empty() -> Self {
+        Self {
+            producer_epoch: NO_PRODUCER_EPOCH,
+            coordinator_epoch: NO_COORDINATOR_EPOCH,
+            last_timestamp: NO_TIMESTAMP,
+            current_txn_first_offset: None,
+            batch_metadata: VecDeque::new(),
+        }
+    }
+
+    /// Whether no batch is cached (`ProducerStateEntry#isEmpty`).
+    pub fn is_empty(&self) -> bool {
+        self.batch_metadata.is_empty()
+    }
+
+    /// The oldest cached batch's first sequence, or [`NO_SEQUENCE`]
+    /// (`ProducerStateEntry#firstSeq`).
+    pub fn first_seq(&self) -> i32 {
+        self.batch_metadata
+            .front()
+            .map_or(NO_SEQUENCE, BatchMetadata::first_seq)
+    }
+
+    /// The newest cached batch's last sequence, or [`NO_SEQUENCE`]
+    /// (`ProducerStateEntry#lastSeq`).
+    pub fn last_seq(&self) -> i32 {
+        self.batch_metadata.back().map_or(NO_SEQUENCE, |batch| batch.last_seq)
+    }
+
+    /// The oldest cached batch's first offset (`ProducerStateEntry#firstDataOffset`,
+    /// -1 there when empty).
+    pub fn first_data_offset(&self) -> Option<Offset> {
+        self.batch_metadata.front().map(BatchMetadata::first_offset)
+    }
+
+    /// The newest cached batch's last offset (`ProducerStateEntry#lastDataOffset`,
+    /// -1 there when empty).
+    pub fn last_data_offset(&self) -> Option<Offset> {
+        self.batch_metadata.back().map(|batch| batch.last_offset)
+    }
+
+    /// The cached batch a client batch repeats: same epoch and exactly the
+    /// same sequence range (`ProducerStateEntry#findDuplicateBatch`,
+    /// `#batchWithSequenceRange`).
+    pub fn find_duplicate_batch(
+        &self,
+        producer_epoch: ProducerEpoch,
+        first_seq: i32,
+        last_seq: i32,
+    ) -> Option<BatchMetadata> {
+        if producer_epoch != self.producer_epoch {
+            return None;
+        }
+        self.batch_metadata
+            .iter()
+            .find(|batch| batch.first_seq() == first_seq && batch.last_seq == last_seq)
+            .copied()
+    }
+
+    /// Adopts `producer_epoch`, forgetting the cached batches if it is a
+    /// different one (`ProducerStateEntry#maybeUpdateProducerEpoch`). Returns
+    /// whether the epoch changed.
+    pub fn maybe_update_producer_epoch(&mut self, producer_epoch: ProducerEpoch) -> bool {
+        if self.producer_epoch == producer_epoch {
+            return false;
+        }
+        self.batch_metadata.clear();
+        self.producer_epoch = producer_epoch;
+        true
+    }
+
+    /// Caches a batch, dropping the oldest beyond [`BATCHES_RETAINED`]
+    /// (`ProducerStateEntry#addBatchMetadata`).
+    fn add_batch_metadata(&mut self, batch: BatchMetadata) {
+        if self.batch_metadata.len() == BATCHES_RETAINED {
+            self.batch_metadata.pop_front();
+        }
+        self.batch_metadata.push_back(batch);
+    }
+
+    /// Records an appended batch (`ProducerStateEntry#addBatch`).
+    pub fn add_batch(&mut self, producer_epoch: ProducerEpoch, batch: BatchMetadata) {
+        self.maybe_update_producer_epoch(producer_epoch);
+        self.last_timestamp = batch.timestamp;
+        self.add_batch_metadata(batch);
+    }
+
+    /// Folds the entry an append produced into this one
+    /// (`ProducerStateEntry#update(ProducerStateEntry)`): its epoch (a new
+    /// one clears the cache), its batches, coordinator epoch, open
+    /// transaction and timestamp.
+    pub fn update(&mut self, next: ProducerStateEntry) {
+        self.maybe_update_producer_epoch(next.producer_epoch);
+        for batch in next.batch_metadata {
+            self.add_batch_metadata(batch);
+        }
+        self.coordinator_epoch = next.coordinator_epoch;
+        self.current_txn_first_offset = next.current_txn_first_offset;
+        self.last_timestamp = next.last_timestamp;
+    }
+}
+
+/// Where an append comes from, which decides how much is checked
+/// (`AppendOrigin`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AppendOrigin {
+    /// A producer's request: epoch, sequence and duplicate checks.
+    Client,
+    /// A follower copying the leader's log: no checks (already validated).
+    Replication,
+    /// A coordinator (offset commits, transaction markers): epoch checks,
+    /// no sequence checks.
+    Coordinator,
+}
+
+/// Why a batch was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "error", rename_all = "kebab-case")]
+pub enum ProducerStateError {
+    /// `OutOfOrderSequenceException` (`OUT_OF_ORDER_SEQUENCE_NUMBER`): a gap,
+    /// an old sequence that is not an exact duplicate, or a new epoch not
+    /// starting at 0.
+    OutOfOrderSequence {
+        /// The sequence the broker expected.
+        expected: i32,
+    },
+    /// `InvalidProducerEpochException` (`INVALID_PRODUCER_EPOCH`): an older
+    /// epoch than the broker knows.
+    InvalidProducerEpoch {
+        /// The epoch the broker knows.
+        current: ProducerEpoch,
+    },
+    /// `InvalidTxnStateException`: a non-transactional batch while the
+    /// producer has a transaction open.
+    InvalidTxnState,
+}
+
+impl ProducerStateError {
+    /// The Java exception's simple name.
+    pub fn exception_name(&self) -> &'static str {
+        match self {
+            Self::OutOfOrderSequence { .. } => "OutOfOrderSequenceException",
+            Self::InvalidProducerEpoch { .. } => "InvalidProducerEpochException",
+            Self::InvalidTxnState => "InvalidTxnStateException",
+        }
+    }
+}
+
+/// A data batch as the producer-state checks see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DataBatch {
+    /// The producer epoch.
+    pub producer_epoch: ProducerEpoch,
+    /// The first record's sequence.
+    pub first_seq: i32,
+    /// The last record's sequence (wrapped past `Integer.MAX_VALUE`).
+    pub last_seq: i32,
+    /// The offset the first record gets.
+    pub first_offset: Offset,
+    /// The offset the last record gets.
+    pub last_offset: Offset,
+    /// The batch's max timestamp.
+    pub max_timestamp: i64,
+    /// Whether the batch belongs to a transaction.
+    pub is_transactional: bool,
+}
+
+/// The validation and accumulation of one append's batches from one producer
+/// (`ProducerAppendInfo`): checked against the entry as it was before the
+/// append, then against the batches of this append.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProducerAppendInfo {
+    producer_id: ProducerId,
+    origin: AppendOrigin,
+    current_entry: ProducerStateEntry,
+    updated_entry: ProducerStateEntry,
+}
+
+impl ProducerAppendInfo {
+    /// Starts an append for `producer_id` whose entry is `current_entry`
+    /// (empty for an unknown producer). The updated entry starts as a copy
+    /// without batches (`ProducerStateEntry#withProducerIdAndBatchMetadata`).
+    pub fn new(producer_id: ProducerId, current_entry: ProducerStateEntry, origin: AppendOrigin) -> Self {
+        let updated_entry = ProducerStateEntry {
+            batch_metadata: VecDeque::new(),
+            ..current_entry.clone()
+        };
+        Self {
+            producer_id,
+            origin,
+            current_entry,
+            updated_entry,
+        }
+    }
+
+    /// The producer this append is for.
+    pub fn producer_id(&self) -> ProducerId {
+        self.producer_id
+    }
+
+    /// The entry this append leads to, to be folded in by
+    /// [`ProducerStateTable::update`] (`ProducerAppendInfo#toEntry`).
+    pub fn to_entry(&self) -> &ProducerStateEntry {
+        &self.updated_entry
+    }
+
+    /// An epoch older than the known one is refused, except from replication
+    /// (`ProducerAppendInfo#checkProducerEpoch`).
+    fn check_producer_epoch(&self, producer_epoch: ProducerEpoch) -> Result<(), ProducerStateError> {
+        if producer_epoch < self.updated_entry.producer_epoch && self.origin != AppendOrigin::Replication {
+            return Err(ProducerStateError::InvalidProducerEpoch {
+                current: self.updated_entry.producer_epoch,
+            });
+        }
+        Ok(())
+    }
+
+    /// The sequence rule (`ProducerAppendInfo#checkSequence`, without the
+    /// transaction verification guard): a new epoch starts at 0 unless the
+    /// producer had no epoch; the same epoch continues the last sequence,
+    /// unless the producer had no epoch.
+    fn check_sequence(&self, producer_epoch: ProducerEpoch, first_seq: i32) -> Result<(), ProducerStateError> {
+        if producer_epoch != self.updated_entry.producer_epoch {
+            if first_seq != 0 && self.updated_entry.producer_epoch != NO_PRODUCER_EPOCH {
+                return Err(ProducerStateError::OutOfOrderSequence { expected: 0 });
+            }
+            return Ok(());
+        }
+        let current_last_seq = if !self.updated_entry.is_empty() {
+            self.updated_entry.last_seq()
+        } else if producer_epoch == self.current_entry.producer_epoch {
+            self.current_entry.last_seq()
+        } else {
+            NO_SEQUENCE
+        };
+        // With no epoch (all its records deleted, or never seen) any
+        // sequence is accepted.
+        if self.current_entry.producer_epoch == NO_PRODUCER_EPOCH || in_sequence(current_last_seq, first_seq) {
+            Ok(())
+        } else {
+            Err(ProducerStateError::OutOfOrderSequence {
+                expected: next_sequence(current_last_seq),
+            })
+        }
+    }
+
+    /// The checks of a data batch, without recording it
+    /// (`ProducerAppendInfo#maybeValidateDataBatch`): the epoch always, the
+    /// sequence for client batches.
+    pub fn validate_data_batch(&self, producer_epoch: ProducerEpoch, first_seq: i32) -> Result<(), ProducerStateError> {
+        self.check_producer_epoch(producer_epoch)?;
+        if self.origin == AppendOrigin::Client {
+            self.check_sequence(producer_epoch, first_seq)?;
+        }
+        Ok(())
+    }
+
+    /// Checks a data batch and records it in the updated entry
+    /// (`ProducerAppendInfo#appendDataBatch`); a transactional batch with no
+    /// open transaction opens one at its first offset.
+    pub fn append_data_batch(&mut self, batch: &DataBatch) -> Result<(), ProducerStateError> {
+        self.validate_data_batch(batch.producer_epoch, batch.first_seq)?;
+        let offset_delta =
+            i32::try_from(batch.last_offset - batch.first_offset).expect("a batch's offset delta is an int");
+        self.updated_entry.add_batch(
+            batch.producer_epoch,
+            BatchMetadata {
+                last_seq: batch.last_seq,
+                last_offset: batch.last_offset,
+                offset_delta,
+                timestamp: batch.max_timestamp,
+            },
+        );
+        match (self.updated_entry.current_txn_first_offset, batch.is_transactional) {
+            (Some(_), false) => Err(ProducerStateError::InvalidTxnState),
+            (None, true) => {
+                self.updated_entry.current_txn_first_offset = Some(batch.first_offset);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What a client's batch leads to (`UnifiedLog#append` for
+/// `AppendOrigin.CLIENT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ClientAppend {
+    /// Written at these offsets.
+    Appended {
+        /// The first record's offset.
+        first_offset: Offset,
+        /// The last record's offset.
+        last_offset: Offset,
+    },
+    /// A repeat of a cached batch: nothing written, these are the original
+    /// offsets.
+    Duplicate {
+        /// The first record's original offset.
+        first_offset: Offset,
+        /// The last record's original offset.
+        last_offset: Offset,
+    },
+}
+
+/// The verdict on an incoming client batch, before any offset is assigned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum SequenceCheck {
     /// In sequence: append it.
     Append,
-    /// Seen before: do not append; answer with the original offset.
+    /// Seen before: do not append; answer with the original offsets.
     Duplicate {
-        /// The offset the batch got the first time.
-        base_offset: Offset,
+        /// The offset the batch's first record got the first time.
+        first_offset: Offset,
+        /// The offset the batch's last record got the first time.
+        last_offset: Offset,
     },
-    /// `OUT_OF_ORDER_SEQUENCE_NUMBER`: a gap, or a new epoch not starting at 0.
+    /// `OUT_OF_ORDER_SEQUENCE_NUMBER`: a gap, an old sequence that is not an
+    /// exact duplicate, or a new epoch not starting at 0.
     OutOfOrder {
         /// The sequence the broker expected.
         expected: i32,
@@ -58,57 +473,156 @@ pub enum SequenceCheck {
     StaleEpoch,
 }
 
-impl ProducerState {
-    /// Checks a batch with sequences `first..=last` from producer `epoch`.
-    pub fn check(&self, epoch: u16, first_sequence: i32, last_sequence: i32) -> SequenceCheck {
-        match self.epoch {
-            Some(known) if epoch < known => return SequenceCheck::StaleEpoch,
-            Some(known) if epoch > known => {
-                return if first_sequence == 0 {
-                    SequenceCheck::Append
-                } else {
-                    SequenceCheck::OutOfOrder { expected: 0 }
-                };
+/// One partition's producer state: producer id → entry
+/// (`ProducerStateManager`, without snapshots, transactions and verification
+/// state).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ProducerStateTable {
+    producers: BTreeMap<ProducerId, ProducerStateEntry>,
+}
+
+impl ProducerStateTable {
+    /// The entry of `producer_id`, if the table knows it
+    /// (`ProducerStateManager#lastEntry`).
+    pub fn last_entry(&self, producer_id: ProducerId) -> Option<&ProducerStateEntry> {
+        self.producers.get(&producer_id)
+    }
+
+    /// Every known producer, by id (`ProducerStateManager#activeProducers`).
+    pub fn active_producers(&self) -> &BTreeMap<ProducerId, ProducerStateEntry> {
+        &self.producers
+    }
+
+    /// Forgets every producer (before rebuilding from the log).
+    pub fn clear(&mut self) {
+        self.producers.clear();
+    }
+
+    /// Starts an append for `producer_id` against its current entry, or an
+    /// empty one (`ProducerStateManager#prepareUpdate`).
+    pub fn prepare_update(&self, producer_id: ProducerId, origin: AppendOrigin) -> ProducerAppendInfo {
+        let current = self.last_entry(producer_id).cloned().unwrap_or_default();
+        ProducerAppendInfo::new(producer_id, current, origin)
+    }
+
+    /// Folds an append's result into the table (`ProducerStateManager#update`).
+    pub fn update(&mut self, append: ProducerAppendInfo) {
+        let ProducerAppendInfo {
+            producer_id,
+            updated_entry,
+            ..
+        } = append;
+        match self.producers.get_mut(&producer_id) {
+            Some(entry) => entry.update(updated_entry),
+            None => {
+                self.producers.insert(producer_id, updated_entry);
             }
-            Some(_) => {}
-            None => return SequenceCheck::Append,
-        }
-        if let Some(duplicate) = self
-            .batches
-            .iter()
-            .find(|batch| batch.first_sequence == first_sequence && batch.last_sequence == last_sequence)
-        {
-            return SequenceCheck::Duplicate {
-                base_offset: duplicate.base_offset,
-            };
-        }
-        let Some(last) = self.batches.back() else {
-            return SequenceCheck::Append;
-        };
-        // After i32::MAX the sequence wraps to 0 (`inSequence`).
-        let expected = if last.last_sequence == i32::MAX {
-            0
-        } else {
-            last.last_sequence + 1
-        };
-        if first_sequence == expected {
-            SequenceCheck::Append
-        } else {
-            SequenceCheck::OutOfOrder { expected }
         }
     }
 
-    /// Records an appended batch, forgetting older epochs and all but the
-    /// last [`BATCHES_RETAINED`] batches.
-    pub fn record(&mut self, epoch: u16, batch: AppendedBatch) {
-        if self.epoch != Some(epoch) {
-            self.epoch = Some(epoch);
-            self.batches.clear();
+    /// Judges a client batch without changing anything: the duplicate check
+    /// of `UnifiedLog#analyzeAndValidateProducerState` first, then
+    /// `ProducerAppendInfo#maybeValidateDataBatch`.
+    pub fn check(
+        &self,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        first_seq: i32,
+        last_seq: i32,
+    ) -> SequenceCheck {
+        if let Some(duplicate) = self
+            .last_entry(producer_id)
+            .and_then(|entry| entry.find_duplicate_batch(producer_epoch, first_seq, last_seq))
+        {
+            return SequenceCheck::Duplicate {
+                first_offset: duplicate.first_offset(),
+                last_offset: duplicate.last_offset,
+            };
         }
-        self.batches.push_back(batch);
-        while self.batches.len() > BATCHES_RETAINED {
-            self.batches.pop_front();
+        match self
+            .prepare_update(producer_id, AppendOrigin::Client)
+            .validate_data_batch(producer_epoch, first_seq)
+        {
+            Ok(()) => SequenceCheck::Append,
+            Err(ProducerStateError::OutOfOrderSequence { expected }) => SequenceCheck::OutOfOrder { expected },
+            Err(ProducerStateError::InvalidProducerEpoch { .. } | ProducerStateError::InvalidTxnState) => {
+                SequenceCheck::StaleEpoch
+            }
         }
+    }
+
+    /// A client's non-transactional batch of `record_count` records from
+    /// sequence `first_seq`, offered at `log_end_offset`, as
+    /// `UnifiedLog#append` handles it: a duplicate returns the cached
+    /// offsets, otherwise the batch is validated
+    /// (`UnifiedLog.updateProducers`) and recorded (`ProducerStateManager#update`)
+    /// at `log_end_offset..log_end_offset + record_count`.
+    pub fn append_client_batch(
+        &mut self,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        first_seq: i32,
+        record_count: u32,
+        log_end_offset: Offset,
+        max_timestamp: i64,
+    ) -> Result<ClientAppend, ProducerStateError> {
+        assert!(record_count > 0, "a batch has records");
+        let delta = i32::try_from(record_count - 1).expect("a batch's record count is an int");
+        let last_seq = increment_sequence(first_seq, delta);
+        if let Some(duplicate) = self
+            .last_entry(producer_id)
+            .and_then(|entry| entry.find_duplicate_batch(producer_epoch, first_seq, last_seq))
+        {
+            return Ok(ClientAppend::Duplicate {
+                first_offset: duplicate.first_offset(),
+                last_offset: duplicate.last_offset,
+            });
+        }
+        let batch = DataBatch {
+            producer_epoch,
+            first_seq,
+            last_seq,
+            first_offset: log_end_offset,
+            last_offset: log_end_offset + Offset::from(record_count - 1),
+            max_timestamp,
+            is_transactional: false,
+        };
+        let mut append = self.prepare_update(producer_id, AppendOrigin::Client);
+        append.append_data_batch(&batch)?;
+        self.update(append);
+        Ok(ClientAppend::Appended {
+            first_offset: batch.first_offset,
+            last_offset: batch.last_offset,
+        })
+    }
+
+    /// Records a batch already in the log without checking it, as a replica
+    /// does when it appends or rebuilds from its log
+    /// (`AppendOrigin.REPLICATION`; an older epoch is only logged there).
+    pub fn record(&mut self, producer_id: ProducerId, batch: &DataBatch) -> Result<(), ProducerStateError> {
+        let mut append = self.prepare_update(producer_id, AppendOrigin::Replication);
+        append.append_data_batch(batch)?;
+        self.update(append);
+        Ok(())
+    }
+
+    /// Drops the producers with no open transaction whose last write is at
+    /// least `expiration_ms` (`producer.id.expiration.ms`) before `now_ms`
+    /// (`ProducerStateManager#removeExpiredProducers`, `#isProducerExpired`);
+    /// returns their ids, ascending.
+    pub fn remove_expired_producers(&mut self, now_ms: i64, expiration_ms: i64) -> Vec<ProducerId> {
+        let expired: Vec<ProducerId> = self
+            .producers
+            .iter()
+            .filter(|(_, entry)| {
+                entry.current_txn_first_offset.is_none() && now_ms - entry.last_timestamp >= expiration_ms
+            })
+            .map(|(&producer_id, _)| producer_id)
+            .collect();
+        for producer_id in &expired {
+            self.producers.remove(producer_id);
+        }
+        expired
     }
 }
 
@@ -116,64 +630,121 @@ impl ProducerState {
 mod tests {
     use super::*;
 
-    fn state_with_last(last_sequence: i32) -> ProducerState {
-        let mut state = ProducerState::default();
-        state.record(
-            0,
-            AppendedBatch {
-                first_sequence: last_sequence.saturating_sub(1).max(0),
-                last_sequence,
-                base_offset: 40,
-            },
-        );
-        state
+    /// A table where producer 7 (epoch 0) last wrote `last_seq - 1..=last_seq`
+    /// at offsets 40..=41 (or just `last_seq` at 40).
+    fn table_with_last(last_seq: i32) -> ProducerStateTable {
+        let mut table = ProducerStateTable::default();
+        let first_seq = last_seq.saturating_sub(1).max(0);
+        let delta = (last_seq - first_seq) as u64;
+        table
+            .record(
+                7,
+                &DataBatch {
+                    producer_epoch: 0,
+                    first_seq,
+                    last_seq,
+                    first_offset: 40,
+                    last_offset: 40 + delta,
+                    max_timestamp: 1_000,
+                    is_transactional: false,
+                },
+            )
+            .unwrap();
+        table
     }
 
     #[test]
     fn sequences_follow_kafkas_rules() {
-        // The cases of vectors-replication.json "idempotence" (derived).
-        assert_eq!(state_with_last(4).check(0, 5, 5), SequenceCheck::Append);
-        assert_eq!(state_with_last(i32::MAX).check(0, 0, 0), SequenceCheck::Append);
+        assert_eq!(table_with_last(4).check(7, 0, 5, 5), SequenceCheck::Append);
+        assert_eq!(table_with_last(i32::MAX).check(7, 0, 0, 0), SequenceCheck::Append);
         assert_eq!(
-            state_with_last(4).check(0, 7, 7),
+            table_with_last(4).check(7, 0, 7, 7),
             SequenceCheck::OutOfOrder { expected: 5 }
         );
         assert_eq!(
-            state_with_last(4).check(0, 3, 4),
-            SequenceCheck::Duplicate { base_offset: 40 }
+            table_with_last(4).check(7, 0, 3, 4),
+            SequenceCheck::Duplicate {
+                first_offset: 40,
+                last_offset: 41
+            }
         );
-        assert_eq!(state_with_last(4).check(1, 0, 0), SequenceCheck::Append);
+        // Not an exact range: out of order, not a duplicate.
         assert_eq!(
-            state_with_last(4).check(1, 3, 3),
+            table_with_last(4).check(7, 0, 4, 4),
+            SequenceCheck::OutOfOrder { expected: 5 }
+        );
+        assert_eq!(table_with_last(4).check(7, 1, 0, 0), SequenceCheck::Append);
+        assert_eq!(
+            table_with_last(4).check(7, 1, 3, 3),
             SequenceCheck::OutOfOrder { expected: 0 }
         );
-        let mut newer = state_with_last(4);
-        newer.record(
-            2,
-            AppendedBatch {
-                first_sequence: 0,
-                last_sequence: 0,
-                base_offset: 50,
-            },
+        // An unknown producer is accepted at any sequence and epoch.
+        assert_eq!(table_with_last(4).check(8, 3, 99, 99), SequenceCheck::Append);
+        let mut newer = table_with_last(4);
+        assert_eq!(
+            newer.append_client_batch(7, 2, 0, 1, 50, 2_000),
+            Ok(ClientAppend::Appended {
+                first_offset: 50,
+                last_offset: 50
+            })
         );
-        assert_eq!(newer.check(1, 1, 1), SequenceCheck::StaleEpoch);
+        assert_eq!(newer.check(7, 1, 1, 1), SequenceCheck::StaleEpoch);
+        assert_eq!(newer.last_entry(7).unwrap().batch_metadata.len(), 1);
+    }
+
+    #[test]
+    fn sequences_wrap_after_integer_max_value() {
+        assert_eq!(increment_sequence(i32::MAX - 1, 3), 1);
+        assert_eq!(decrement_sequence(1, 3), i32::MAX - 1);
+        let mut table = ProducerStateTable::default();
+        let appended = table.append_client_batch(1, 0, i32::MAX - 1, 4, 0, 5).unwrap();
+        assert_eq!(
+            appended,
+            ClientAppend::Appended {
+                first_offset: 0,
+                last_offset: 3
+            }
+        );
+        let entry = table.last_entry(1).unwrap();
+        assert_eq!((entry.first_seq(), entry.last_seq()), (i32::MAX - 1, 1));
+        assert_eq!(table.check(1, 0, 2, 2), SequenceCheck::Append);
+        assert_eq!(
+            table.check(1, 0, i32::MAX - 1, 1),
+            SequenceCheck::Duplicate {
+                first_offset: 0,
+                last_offset: 3
+            }
+        );
     }
 
     #[test]
     fn only_the_last_five_batches_are_remembered() {
-        let mut state = ProducerState::default();
+        let mut table = ProducerStateTable::default();
         for sequence in 0..7 {
-            state.record(
-                0,
-                AppendedBatch {
-                    first_sequence: sequence,
-                    last_sequence: sequence,
-                    base_offset: sequence as u64,
-                },
-            );
+            table
+                .append_client_batch(1, 0, sequence, 1, sequence as u64, 0)
+                .unwrap();
         }
-        assert_eq!(state.batches.len(), BATCHES_RETAINED);
-        assert_eq!(state.check(0, 1, 1), SequenceCheck::OutOfOrder { expected: 7 });
-        assert_eq!(state.check(0, 3, 3), SequenceCheck::Duplicate { base_offset: 3 });
+        assert_eq!(table.last_entry(1).unwrap().batch_metadata.len(), BATCHES_RETAINED);
+        assert_eq!(table.check(1, 0, 1, 1), SequenceCheck::OutOfOrder { expected: 7 });
+        assert_eq!(
+            table.check(1, 0, 3, 3),
+            SequenceCheck::Duplicate {
+                first_offset: 3,
+                last_offset: 3
+            }
+        );
+    }
+
+    #[test]
+    fn idle_producers_expire() {
+        let mut table = ProducerStateTable::default();
+        table.append_client_batch(1, 0, 0, 1, 0, 1_000).unwrap();
+        table.append_client_batch(2, 0, 0, 1, 1, 2_000).unwrap();
+        assert_eq!(table.remove_expired_producers(60_999, 60_000), Vec::<ProducerId>::new());
+        assert_eq!(table.remove_expired_producers(61_000, 60_000), vec![1]);
+        assert!(table.last_entry(1).is_none());
+        // Forgotten, it may start again anywhere.
+        assert_eq!(table.check(1, 0, 42, 42), SequenceCheck::Append);
     }
 }

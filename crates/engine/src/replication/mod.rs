@@ -8,8 +8,9 @@
 //!   caught up;
 //! * [`high_watermark`] — when the high watermark may advance, and what a
 //!   produce request with `acks` 0, 1 or all gets (`Partition.scala`);
-//! * [`idempotence`] — the broker's producer-sequence check
-//!   (`ProducerAppendInfo`, `ProducerStateEntry`).
+//! * [`idempotence`] — the broker's per-partition producer state and its
+//!   sequence, epoch and duplicate checks (`ProducerStateManager`,
+//!   `ProducerAppendInfo`, `ProducerStateEntry`).
 
 pub mod epoch_cache;
 pub mod high_watermark;

@@ -14,7 +14,7 @@ use crate::replication::high_watermark::{
     admit_produce, check_parked_produce, evaluate, Acks, HighWatermarkDecision, HighWatermarkInputs, ParkedProduce,
     ProduceAdmission,
 };
-use crate::replication::idempotence::{AppendedBatch, ProducerState, SequenceCheck};
+use crate::replication::idempotence::{DataBatch, ProducerStateTable, SequenceCheck, NO_TIMESTAMP};
 use crate::replication::replica::ReplicaState;
 use crate::replication::{BrokerId, Offset};
 
@@ -60,7 +60,7 @@ pub struct PartitionLog {
     pub epoch_cache: LeaderEpochCache,
     /// Idempotent producers' sequence state.
     #[serde(skip)]
-    pub producers: BTreeMap<u64, ProducerState>,
+    pub producers: ProducerStateTable,
 }
 
 impl PartitionLog {
@@ -77,14 +77,25 @@ impl PartitionLog {
             let Some(batch) = record.batch else { continue };
             let starts_batch = index == 0 || self.records[index - 1].batch != Some(batch);
             if starts_batch {
-                self.producers.entry(batch.producer_id).or_default().record(
-                    batch.epoch,
-                    AppendedBatch {
-                        first_sequence: batch.first_sequence,
-                        last_sequence: batch.last_sequence,
-                        base_offset: record.offset,
-                    },
-                );
+                // A v2 batch's offset delta is its sequence delta (which
+                // wraps after Integer.MAX_VALUE). Records carry no
+                // timestamps here; producers never expire in the simulation.
+                let offset_delta = (i64::from(batch.last_sequence) - i64::from(batch.first_sequence))
+                    .rem_euclid(i64::from(i32::MAX) + 1) as Offset;
+                self.producers
+                    .record(
+                        batch.producer_id,
+                        &DataBatch {
+                            producer_epoch: producer_epoch(batch.epoch),
+                            first_seq: batch.first_sequence,
+                            last_seq: batch.last_sequence,
+                            first_offset: record.offset,
+                            last_offset: record.offset + offset_delta,
+                            max_timestamp: NO_TIMESTAMP,
+                            is_transactional: false,
+                        },
+                    )
+                    .expect("the simulation's producers are not transactional");
             }
         }
     }
@@ -98,6 +109,11 @@ impl PartitionLog {
         self.producers.clear();
         self.track_producers_from(0);
     }
+}
+
+/// The simulation's producer epoch as Kafka's `short`.
+fn producer_epoch(epoch: u16) -> i16 {
+    i16::try_from(epoch).expect("producer epochs stay below Short.MAX_VALUE")
 }
 
 /// A follower as its leader tracks it.
@@ -889,10 +905,15 @@ impl Simulation {
         let log = &self.brokers[&id].logs[&partition];
         if let Some((producer_id, epoch, first_sequence)) = batch.idempotence {
             let last_sequence = first_sequence + batch.records.len() as i32 - 1;
-            let state = log.producers.get(&producer_id).cloned().unwrap_or_default();
-            match state.check(epoch, first_sequence, last_sequence) {
+            match log
+                .producers
+                .check(producer_id, producer_epoch(epoch), first_sequence, last_sequence)
+            {
                 SequenceCheck::Append => {}
-                SequenceCheck::Duplicate { base_offset } => {
+                SequenceCheck::Duplicate {
+                    first_offset: base_offset,
+                    ..
+                } => {
                     // A duplicate is answered with the original offsets, but an
                     // acks=all request still waits for the high watermark to
                     // pass them (`ReplicaManager#appendRecords`).

@@ -6,6 +6,7 @@ mod assignors;
 mod controller_vectors;
 mod java_ordering;
 mod partitioning;
+mod producer_state_vectors;
 mod replication;
 mod simulator;
 mod vectors;
