@@ -26,6 +26,10 @@ commands:
   serve [--port N] [--base /PATH/]   build the app (installing what is missing) and serve it on 127.0.0.1
   test                               run every test: native, wasm in headless Chromium, the JS package in Node, end-to-end
   bench                              run the benchmarks natively and as wasm in headless Chromium; print figures
+  fuzz [--seeds N] [--from S] [--mix M] [--out DIR]
+                                     the fault fuzzer, optimised: N random fault schedules (default 10000) checked
+                                     for safety and recovery, with a progress line; each failure prints its seed and
+                                     writes a minimised scenario (default target/fuzz-failures/) for `kafkascope run`
   build                              build the static site into dist/ and print artifact sizes
   package                            build the JavaScript API (ES module + Node) into target/pkg/
   setup [--browser]                  only install what is missing (--browser: Chromium and Playwright too)
@@ -47,6 +51,9 @@ fn main() -> ExitCode {
 
 fn run(arguments: &[String]) -> Outcome {
     let command = arguments.first().map(String::as_str).unwrap_or("help");
+    if command == "fuzz" {
+        return fuzz_command(&arguments[1..]);
+    }
     let options = Options::parse(&arguments[arguments.len().min(1)..])?;
     match command {
         "serve" => serve::serve_command(&options),
@@ -74,6 +81,23 @@ fn run(arguments: &[String]) -> Outcome {
         }
         other => Err(format!("unknown command {other:?}; run `cargo xtask help`")),
     }
+}
+
+/// `cargo xtask fuzz`: the CLI's fuzzer built with the `fuzz` profile
+/// (optimised, quick to build), 10,000 seeds unless told otherwise.
+fn fuzz_command(arguments: &[String]) -> Outcome {
+    let mut command = std::process::Command::new("cargo");
+    command
+        .args(["run", "--quiet", "--profile", "fuzz", "--package", "kafkascope-cli", "--", "fuzz"])
+        .current_dir(repo_root());
+    if !arguments.iter().any(|argument| argument == "--seeds") {
+        command.args(["--seeds", "10000"]);
+    }
+    if !arguments.iter().any(|argument| argument == "--out") {
+        command.arg("--out").arg(target_dir().join("fuzz-failures"));
+    }
+    command.args(arguments);
+    process::run(&mut command)
 }
 
 /// Options shared by the commands.

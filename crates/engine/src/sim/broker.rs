@@ -363,39 +363,21 @@ impl Simulation {
             broker: id,
             status: "killed (its log stays on disk)".to_string(),
         });
-        self.close_client_connections(id);
+        self.close_connections(NodeId::Broker(id));
     }
 
-    /// Requests parked at a broker that dies (a JoinGroup waiting for the
-    /// rebalance, a long-poll fetch) never get an answer; the clients
-    /// holding them see their connection close instead.
-    fn close_client_connections(&mut self, id: BrokerId) {
-        let latency = self.network.config.latency_ms;
-        let broker = NodeId::Broker(id);
-        let affected: Vec<u32> =
-            self.consumers
-                .iter()
-                .filter(|consumer| consumer.phase != crate::sim::consumer::ConsumerPhase::Stopped)
-                .filter(|consumer| {
-                    consumer.coordinator == Some(id)
-                        || consumer.fetching.iter().any(|(partition, in_flight)| {
-                            *in_flight && consumer.leaders.get(partition) == Some(&Some(id))
-                        })
-                })
-                .map(|consumer| consumer.id)
-                .collect();
-        for consumer in affected {
-            self.push(
-                self.now + latency,
-                crate::sim::Event::Deliver {
-                    from: broker,
-                    to: NodeId::Consumer(consumer),
-                    message: Message::ConnectionClosed,
-                    sent: None,
-                    sent_at: self.now,
-                    connection: self.network.connection(broker, NodeId::Consumer(consumer)),
-                },
-            );
+    /// Every connection of a process that dies breaks: its peers see a
+    /// disconnect and fail what they had in flight on it (a JoinGroup
+    /// waiting for the rebalance, a long-poll fetch, a produce).
+    pub(crate) fn close_connections(&mut self, node: NodeId) {
+        let mut peers: Vec<NodeId> = self.brokers.keys().map(|&broker| NodeId::Broker(broker)).collect();
+        peers.extend(self.quorum.nodes.keys().map(|&controller| NodeId::Controller(controller)));
+        peers.extend((0..self.producers.len() as u32).map(NodeId::Producer));
+        peers.extend((0..self.consumers.len() as u32).map(NodeId::Consumer));
+        for peer in peers {
+            if peer != node {
+                self.connection_reset(node, peer);
+            }
         }
     }
 
@@ -709,10 +691,10 @@ impl Simulation {
                         )
                     })
                     .collect();
-                let parked_before = broker
+                let (parked_before, held_before) = broker
                     .leading
                     .remove(&partition)
-                    .map(|leader| leader.parked)
+                    .map(|leader| (leader.parked, (leader.held, leader.leader_epoch)))
                     .unwrap_or_default();
                 broker.leading.insert(
                     partition.clone(),
@@ -730,6 +712,7 @@ impl Simulation {
                     },
                 );
                 self.fail_parked(id, &partition, parked_before, ErrorCode::NotLeaderOrFollower);
+                self.fail_held(id, &partition, held_before.0, held_before.1);
                 self.leader_maybe_advance_hw(id, &partition, "became leader");
                 if *partition.topic == *super::coordinator::OFFSETS_TOPIC {
                     self.coordinator_partition_changed(id, &partition, true);
@@ -738,7 +721,9 @@ impl Simulation {
                 let broker = self.broker(id);
                 let old_leader = broker.leading.remove(&partition);
                 let was_leader = old_leader.is_some();
-                let parked = old_leader.map(|leader| leader.parked).unwrap_or_default();
+                let (parked, held) = old_leader
+                    .map(|leader| (leader.parked, (leader.held, leader.leader_epoch)))
+                    .unwrap_or_default();
                 match registration.leader {
                     Some(leader) => {
                         let already = broker.following.get(&partition).is_some_and(|state| {
@@ -766,6 +751,7 @@ impl Simulation {
                     }
                 }
                 self.fail_parked(id, &partition, parked, ErrorCode::NotLeaderOrFollower);
+                self.fail_held(id, &partition, held.0, held.1);
                 if was_leader && *partition.topic == *super::coordinator::OFFSETS_TOPIC {
                     self.coordinator_partition_changed(id, &partition, false);
                 }
@@ -830,6 +816,34 @@ impl Simulation {
                         .retain(|parked| !(parked.client == client && matches!(parked.reply, ParkedReply::Produce(_))));
                 }
             }
+        }
+    }
+
+    /// A leader that steps down (or starts a new epoch) answers the fetches
+    /// it was holding with `NOT_LEADER_OR_FOLLOWER` (`DelayedFetch`
+    /// completes when the partition is no longer led here), so followers
+    /// and consumers look for the new leader instead of waiting.
+    fn fail_held(&mut self, id: BrokerId, partition: &TopicPartition, held: Vec<HeldFetch>, leader_epoch: u32) {
+        let node = NodeId::Broker(id);
+        for fetch in held {
+            let message = match fetch.consumer {
+                Some(_) => Message::ConsumerFetchResponse {
+                    partition: partition.clone(),
+                    records: Vec::new(),
+                    high_watermark: 0,
+                    error: Some(ErrorCode::NotLeaderOrFollower),
+                },
+                None => Message::FetchResponse {
+                    partition: partition.clone(),
+                    leader_epoch,
+                    records: Vec::new(),
+                    high_watermark: 0,
+                    error: Some(ErrorCode::NotLeaderOrFollower),
+                    diverging: None,
+                },
+            };
+            let client = fetch.consumer.unwrap_or(NodeId::Broker(fetch.replica));
+            self.send(node, client, message);
         }
     }
 

@@ -73,6 +73,14 @@ pub struct Consumer {
     retry_at: Option<u64>,
     /// The broker a metadata request in flight went to.
     metadata_in_flight: Option<BrokerId>,
+    /// The broker each fetch in flight went to (its connection).
+    fetch_brokers: BTreeMap<TopicPartition, BrokerId>,
+    /// Partitions per subscribed topic, from the latest metadata (kept
+    /// when leaders are forgotten).
+    partition_counts: BTreeMap<String, u32>,
+    /// As the leader: the partition counts its last assignment used
+    /// (`ConsumerCoordinator`'s assignment snapshot).
+    assignment_snapshot: Option<BTreeMap<String, u32>>,
 }
 
 /// `retry.backoff.ms` (100): the least time between a failed fetch and the
@@ -102,6 +110,9 @@ impl Consumer {
             refresh_pending: None,
             retry_at: None,
             metadata_in_flight: None,
+            fetch_brokers: BTreeMap::new(),
+            partition_counts: BTreeMap::new(),
+            assignment_snapshot: None,
         }
     }
 
@@ -351,10 +362,30 @@ impl Simulation {
                 let topics = consumer.config.topics.clone();
                 let consumer = &mut self.consumers[id as usize];
                 consumer.metadata_in_flight = None;
+                let mut counts: BTreeMap<String, u32> = BTreeMap::new();
                 for (partition, (leader, _)) in leaders {
                     if topics.iter().any(|topic| **topic == *partition.topic) {
+                        let count = counts.entry(partition.topic.to_string()).or_insert(0);
+                        *count = (*count).max(partition.partition + 1);
                         consumer.leaders.insert(partition, leader);
                     }
+                }
+                if !counts.is_empty() {
+                    consumer.partition_counts = counts;
+                }
+                // The leader rejoins when the metadata its assignment used
+                // changed (`ConsumerCoordinator#rejoinNeededOrPending`: "cached
+                // metadata has changed").
+                if consumer.phase == ConsumerPhase::Consuming
+                    && consumer
+                        .assignment_snapshot
+                        .as_ref()
+                        .is_some_and(|snapshot| *snapshot != consumer.partition_counts)
+                {
+                    consumer.assignment_snapshot = None;
+                    self.consumer_commit(id);
+                    self.consumer_join(id);
+                    return;
                 }
                 self.consumer_fetch_all(id);
             }
@@ -465,7 +496,7 @@ impl Simulation {
         let lost_fetches: Vec<TopicPartition> = consumer
             .fetching
             .iter()
-            .filter(|(partition, in_flight)| **in_flight && consumer.leaders.get(*partition) == Some(&Some(broker)))
+            .filter(|(partition, in_flight)| **in_flight && consumer.fetch_brokers.get(*partition) == Some(&broker))
             .map(|(partition, _)| partition.clone())
             .collect();
         let lost_coordinator = consumer.coordinator == Some(broker);
@@ -494,12 +525,10 @@ impl Simulation {
             return;
         };
         // The leader computes everyone's assignment with the group's assignor.
-        let assignment = (join.member_id == join.leader).then(|| {
-            let mut partition_counts: BTreeMap<String, u32> = BTreeMap::new();
-            for partition in consumer.leaders.keys() {
-                let count = partition_counts.entry(partition.topic.to_string()).or_insert(0);
-                *count = (*count).max(partition.partition + 1);
-            }
+        let leader = join.member_id == join.leader;
+        consumer.assignment_snapshot = leader.then(|| consumer.partition_counts.clone());
+        let assignment = leader.then(|| {
+            let partition_counts = consumer.partition_counts.clone();
             let input = GroupInput {
                 topics: partition_counts,
                 members: join
@@ -603,6 +632,9 @@ impl Simulation {
         }
         for (partition, offset, leader) in requests {
             self.consumers[id as usize].fetching.insert(partition.clone(), true);
+            self.consumers[id as usize]
+                .fetch_brokers
+                .insert(partition.clone(), leader);
             self.send(
                 Self::consumer_node(id),
                 NodeId::Broker(leader),
@@ -621,6 +653,12 @@ impl Simulation {
         error: Option<ErrorCode>,
     ) {
         let consumer = &mut self.consumers[id as usize];
+        // Only the answer to the fetch in flight counts.
+        if from != NodeId::Broker(consumer.fetch_brokers.get(&partition).copied().unwrap_or(0))
+            || consumer.fetching.get(&partition) != Some(&true)
+        {
+            return;
+        }
         consumer.fetching.insert(partition.clone(), false);
         if !consumer.assignment.contains(&partition) {
             return;

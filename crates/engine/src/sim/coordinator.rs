@@ -421,10 +421,23 @@ impl Simulation {
         let was_empty = state.phase == GroupPhase::Empty;
         state.phase = GroupPhase::PreparingRebalance;
         state.rebalance_reason = reason.to_string();
-        state.pending_syncs.clear();
+        let waiting = std::mem::take(&mut state.pending_syncs);
         for member in &mut state.members {
             member.joined = false;
         }
+        // SyncGroups held for the round that is abandoned are answered
+        // REBALANCE_IN_PROGRESS: their members join again.
+        for (_, client) in waiting {
+            self.send(
+                NodeId::Broker(id),
+                client,
+                Message::SyncGroupResponse {
+                    group: group.to_string(),
+                    result: Err(ErrorCode::RebalanceInProgress),
+                },
+            );
+        }
+        let state = self.group_mut(id, group);
         state.rebalance_not_before_ms = if was_empty {
             now + INITIAL_REBALANCE_DELAY_MS
         } else {
@@ -461,6 +474,9 @@ impl Simulation {
         }
         state.generation += 1;
         state.phase = GroupPhase::CompletingRebalance;
+        // Members have the rebalance timeout to send their SyncGroup (the
+        // coordinator's pending-sync timeout).
+        state.rebalance_deadline_ms = now + REBALANCE_TIMEOUT_MS;
         let leader = match &state.leader {
             Some(leader) if state.members.iter().any(|member| &member.member_id == leader) => leader.clone(),
             _ => state.members[0].member_id.clone(),
@@ -781,12 +797,35 @@ impl Simulation {
         };
         let groups: Vec<String> = self.brokers[&id].groups.keys().cloned().collect();
         for group in groups {
-            let expired: Vec<String> = self.brokers[&id].groups[&group]
+            // Members waiting in a JoinGroup or a SyncGroup satisfy their
+            // heartbeats (`ClassicGroupMember#hasSatisfiedHeartbeat`): only
+            // the others expire.
+            let state = &self.brokers[&id].groups[&group];
+            let waiting = |member: &GroupMember| {
+                (state.phase == GroupPhase::PreparingRebalance && member.joined)
+                    || state.phase == GroupPhase::CompletingRebalance
+            };
+            let expired: Vec<String> = state
                 .members
                 .iter()
+                .filter(|member| !waiting(member))
                 .filter(|member| now.saturating_sub(member.last_heartbeat_ms) > session_timeout(self, member.client))
                 .map(|member| member.member_id.clone())
                 .collect();
+            let state = &self.brokers[&id].groups[&group];
+            if state.phase == GroupPhase::CompletingRebalance && now >= state.rebalance_deadline_ms {
+                // Members that never sent their SyncGroup are removed and the
+                // group rebalances without them.
+                let synced: Vec<String> = state.pending_syncs.iter().map(|(member, _)| member.clone()).collect();
+                let state = self.group_mut(id, &group);
+                state.members.retain(|member| synced.contains(&member.member_id));
+                state.phase = GroupPhase::Stable;
+                self.coordinator_start_rebalance(
+                    id,
+                    &group,
+                    "members did not send SyncGroup within the rebalance timeout",
+                );
+            }
             if !expired.is_empty() {
                 let state = self.group_mut(id, &group);
                 state.members.retain(|member| !expired.contains(&member.member_id));

@@ -88,6 +88,9 @@ pub struct Producer {
     pub metadata_retries: u32,
     /// A metadata refresh is scheduled.
     pub refresh_scheduled: bool,
+    /// The last acknowledged sequence per partition in this epoch
+    /// (`TxnPartitionEntry.lastAckedSequence`).
+    pub acked_sequences: BTreeMap<u32, i32>,
     next_request: u64,
     bootstrap_attempt: u32,
     #[serde(skip)]
@@ -120,6 +123,7 @@ impl Producer {
             epoch: 0,
             metadata_retries: 0,
             refresh_scheduled: false,
+            acked_sequences: BTreeMap::new(),
             next_request: 0,
             bootstrap_attempt: 0,
             partitioner,
@@ -462,6 +466,12 @@ impl Simulation {
                 };
                 match result {
                     Ok(base_offset) => {
+                        let state = &mut self.producers[index];
+                        if let (Some(sequence), true) = (in_flight.batch.sequence, in_flight.batch.epoch == state.epoch) {
+                            let last = sequence.wrapping_add(in_flight.batch.records.len() as i32 - 1);
+                            let acked = state.acked_sequences.entry(in_flight.partition).or_insert(-1);
+                            *acked = (*acked).max(last);
+                        }
                         let acks = self.producers[index].config.acks;
                         let records: Vec<RecordId> =
                             in_flight.batch.records.iter().map(|&(record, _)| record).collect();
@@ -540,6 +550,7 @@ impl Simulation {
         }
         state.epoch = state.epoch.wrapping_add(1);
         state.sequences.clear();
+        state.acked_sequences.clear();
     }
 
     /// Marks records as failed for good and traces it.
@@ -574,7 +585,21 @@ impl Simulation {
             topic: state.topic.clone(),
             partition: in_flight.partition,
         };
-        if error.retriable() && !expired {
+        // OUT_OF_ORDER_SEQUENCE_NUMBER for the batch right after the last
+        // acknowledged one means the broker lost sequences it had
+        // acknowledged (an unclean election): the batch fails and the
+        // epoch is bumped (`TransactionManager#canRetry`, KIP-360). For a
+        // later batch it only waits for the ones before it.
+        let next_in_line = error == ErrorCode::OutOfOrderSequenceNumber
+            && batch.epoch == state.epoch
+            && batch.sequence
+                == Some(
+                    state
+                        .acked_sequences
+                        .get(&in_flight.partition)
+                        .map_or(0, |acked| acked.wrapping_add(1)),
+                );
+        if error.retriable() && !expired && !next_in_line {
             batch.ready_at_ms = now + backoff;
             // Re-enqueue in sequence order (`RecordAccumulator#insertInSequenceOrder`).
             let queue = state.batches.entry(in_flight.partition).or_default();

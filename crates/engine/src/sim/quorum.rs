@@ -215,6 +215,7 @@ impl Simulation {
             controller: id,
             status: "killed (its metadata log stays on disk)".to_string(),
         });
+        self.close_connections(NodeId::Controller(id));
     }
 
     pub(crate) fn controller_restart(&mut self, id: u32) {

@@ -152,7 +152,8 @@ impl Scenario {
             .filter_map(|expectation| check(expectation, &simulation, &summary))
             .collect();
         if let Some(first) = first_burst_record {
-            failures.extend(super::fuzz::liveness_failures(&simulation, first));
+            let safe = self.expect.contains(&Expectation::NoRecordsLost);
+            failures.extend(super::fuzz::liveness_failures(&simulation, first, safe));
         }
         Ok(Outcome {
             simulation,
