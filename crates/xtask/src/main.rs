@@ -88,7 +88,16 @@ fn run(arguments: &[String]) -> Outcome {
 fn fuzz_command(arguments: &[String]) -> Outcome {
     let mut command = std::process::Command::new("cargo");
     command
-        .args(["run", "--quiet", "--profile", "fuzz", "--package", "kafkascope-cli", "--", "fuzz"])
+        .args([
+            "run",
+            "--quiet",
+            "--profile",
+            "fuzz",
+            "--package",
+            "kafkascope-cli",
+            "--",
+            "fuzz",
+        ])
         .current_dir(repo_root());
     if !arguments.iter().any(|argument| argument == "--seeds") {
         command.args(["--seeds", "10000"]);

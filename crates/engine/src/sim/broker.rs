@@ -371,7 +371,12 @@ impl Simulation {
     /// waiting for the rebalance, a long-poll fetch, a produce).
     pub(crate) fn close_connections(&mut self, node: NodeId) {
         let mut peers: Vec<NodeId> = self.brokers.keys().map(|&broker| NodeId::Broker(broker)).collect();
-        peers.extend(self.quorum.nodes.keys().map(|&controller| NodeId::Controller(controller)));
+        peers.extend(
+            self.quorum
+                .nodes
+                .keys()
+                .map(|&controller| NodeId::Controller(controller)),
+        );
         peers.extend((0..self.producers.len() as u32).map(NodeId::Producer));
         peers.extend((0..self.consumers.len() as u32).map(NodeId::Consumer));
         for peer in peers {
@@ -1016,12 +1021,16 @@ impl Simulation {
         reply: ParkedReply,
     ) {
         let incarnation = self.brokers[&id].incarnation;
-        let timeout = self
-            .producers
-            .iter()
-            .map(|producer| producer.config.request_timeout_ms)
-            .max()
-            .unwrap_or(30_000);
+        // A produce waits as long as the request allows (its timeout is the
+        // producer's request.timeout.ms); the coordinator's own appends wait
+        // offsets.commit.timeout.ms.
+        let timeout = match (&reply, client) {
+            (ParkedReply::Produce(_), NodeId::Producer(producer)) => self
+                .producers
+                .get(producer as usize)
+                .map_or(30_000, |producer| producer.config.request_timeout_ms),
+            _ => super::coordinator::OFFSETS_COMMIT_TIMEOUT_MS,
+        };
         let broker = self.broker(id);
         let timer = broker.next_id();
         let Some(leader) = broker.leading.get_mut(partition) else {

@@ -45,21 +45,28 @@ pub struct ProducerConfig {
     /// `acks` (Kafka's default since 3.0 is `all`).
     #[serde(default = "default_acks")]
     pub acks: Acks,
-    /// `linger.ms` (0).
-    #[serde(default)]
+    /// `linger.ms` (5 since Kafka 4.0, KIP-1030).
+    #[serde(default = "default_linger")]
     pub linger_ms: u64,
     /// `batch.size` (16384).
     #[serde(default = "default_batch_size")]
     pub batch_size: u32,
-    /// `enable.idempotence` (true since 3.0; needs `acks=all`).
-    #[serde(default = "default_true")]
-    pub enable_idempotence: bool,
+    /// `enable.idempotence` as the user set it: `None` is Kafka's default
+    /// (true), which a conflicting `acks` quietly turns off; an explicit
+    /// `true` with `acks` other than `all` is refused
+    /// (`ProducerConfig#postProcessAndValidateIdempotenceConfigs`). See
+    /// [`ProducerConfig::idempotence`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_idempotence: Option<bool>,
     /// `request.timeout.ms` (30000).
     #[serde(default = "default_request_timeout")]
     pub request_timeout_ms: u64,
-    /// `delivery.timeout.ms` (120000).
-    #[serde(default = "default_delivery_timeout")]
-    pub delivery_timeout_ms: u64,
+    /// `delivery.timeout.ms` as the user set it (`None`: 120000, raised to
+    /// `linger.ms + request.timeout.ms` when that is larger, as
+    /// `KafkaProducer#configureDeliveryTimeout` does; an explicit value
+    /// below that sum is refused). See [`ProducerConfig::delivery_timeout`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_timeout_ms: Option<u64>,
     /// `retry.backoff.ms` (100), doubling up to `retry.backoff.max.ms` (1000).
     #[serde(default = "default_retry_backoff")]
     pub retry_backoff_ms: u64,
@@ -83,6 +90,9 @@ fn default_request_timeout() -> u64 {
 fn default_delivery_timeout() -> u64 {
     120_000
 }
+fn default_linger() -> u64 {
+    5
+}
 fn default_retry_backoff() -> u64 {
     100
 }
@@ -96,14 +106,48 @@ impl ProducerConfig {
         ProducerConfig {
             topic: topic.into(),
             acks: default_acks(),
-            linger_ms: 0,
+            linger_ms: default_linger(),
             batch_size: default_batch_size(),
-            enable_idempotence: true,
+            enable_idempotence: None,
             request_timeout_ms: default_request_timeout(),
-            delivery_timeout_ms: default_delivery_timeout(),
+            delivery_timeout_ms: None,
             retry_backoff_ms: default_retry_backoff(),
             null_key: default_null_key(),
         }
+    }
+
+    /// Whether the producer is idempotent: as set, else Kafka's default
+    /// (true) unless `acks` is not `all`, which turns it off.
+    pub fn idempotence(&self) -> bool {
+        self.enable_idempotence.unwrap_or(self.acks == Acks::All)
+    }
+
+    /// `delivery.timeout.ms` in force: as set, else 120000 or
+    /// `linger.ms + request.timeout.ms` if that is larger.
+    pub fn delivery_timeout(&self) -> u64 {
+        self.delivery_timeout_ms
+            .unwrap_or_else(|| default_delivery_timeout().max(self.linger_ms + self.request_timeout_ms))
+    }
+
+    /// The combinations Kafka's producer refuses, with its messages.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.enable_idempotence == Some(true) && self.acks != Acks::All {
+            return Err(
+                "Must set acks to all in order to use the idempotent producer. Otherwise we cannot guarantee idempotence."
+                    .to_string(),
+            );
+        }
+        if let Some(delivery) = self.delivery_timeout_ms {
+            if delivery < self.linger_ms.saturating_add(self.request_timeout_ms) {
+                return Err(
+                    "delivery.timeout.ms should be equal to or larger than linger.ms + request.timeout.ms".to_string(),
+                );
+            }
+        }
+        if self.request_timeout_ms == 0 {
+            return Err("request.timeout.ms must be at least 1".to_string());
+        }
+        Ok(())
     }
 }
 
@@ -355,6 +399,9 @@ impl ClusterConfig {
             if producer.batch_size == 0 {
                 return Err(format!("producer {index}: batch.size must be at least 1"));
             }
+            producer
+                .validate()
+                .map_err(|message| format!("producer {index}: {message}"))?;
         }
         Ok(())
     }

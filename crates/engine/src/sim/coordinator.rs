@@ -30,6 +30,9 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 const INITIAL_REBALANCE_DELAY_MS: u64 = 3_000;
 /// The rebalance timeout (`max.poll.interval.ms`, 300000).
 const REBALANCE_TIMEOUT_MS: u64 = 300_000;
+/// `offsets.commit.timeout.ms` (5000): how long an offset commit (or a new
+/// generation) waits for its record to be replicated before it fails.
+pub const OFFSETS_COMMIT_TIMEOUT_MS: u64 = 5_000;
 /// Record ids of offset commits start here, apart from produced records.
 pub const COMMIT_RECORD_BASE: u64 = 1 << 62;
 

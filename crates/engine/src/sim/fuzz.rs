@@ -154,7 +154,7 @@ impl FuzzCase {
                 let mut producer = ProducerConfig::new(topic.name.clone());
                 if !safe && pick(2) == 0 {
                     producer.acks = Acks::Leader;
-                    producer.enable_idempotence = false;
+                    producer.enable_idempotence = Some(false);
                 }
                 producer
             })

@@ -139,7 +139,7 @@ impl Producer {
     }
 
     fn idempotent(&self) -> bool {
-        self.config.enable_idempotence && self.config.acks == Acks::All
+        self.config.idempotence()
     }
 }
 
@@ -319,7 +319,7 @@ impl Simulation {
                 // An idempotent producer resends a failed batch only once the
                 // requests before it are answered, so the broker sees
                 // sequences in order (`RecordAccumulator#shouldStopDrainBatchesForPartition`).
-                if state.config.enable_idempotence && batch.attempts > 0 && in_flight > 0 {
+                if state.config.idempotence() && batch.attempts > 0 && in_flight > 0 {
                     break;
                 }
                 let lingered = now >= batch.created_ms + linger || batch.bytes >= batch_size || queue.len() > 1;
@@ -467,7 +467,8 @@ impl Simulation {
                 match result {
                     Ok(base_offset) => {
                         let state = &mut self.producers[index];
-                        if let (Some(sequence), true) = (in_flight.batch.sequence, in_flight.batch.epoch == state.epoch) {
+                        if let (Some(sequence), true) = (in_flight.batch.sequence, in_flight.batch.epoch == state.epoch)
+                        {
                             let last = sequence.wrapping_add(in_flight.batch.records.len() as i32 - 1);
                             let acked = state.acked_sequences.entry(in_flight.partition).or_insert(-1);
                             *acked = (*acked).max(last);
@@ -519,7 +520,7 @@ impl Simulation {
     fn producer_expire_batches(&mut self, producer: u32) {
         let index = producer as usize;
         let now = self.now;
-        let timeout = self.producers[index].config.delivery_timeout_ms;
+        let timeout = self.producers[index].config.delivery_timeout();
         let partitions: Vec<u32> = self.producers[index].batches.keys().copied().collect();
         for partition in partitions {
             loop {
@@ -580,7 +581,7 @@ impl Simulation {
         let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
         let backoff =
             (state.config.retry_backoff_ms << batch.attempts.saturating_sub(1).min(10)).min(RETRY_BACKOFF_MAX_MS);
-        let expired = now + backoff > batch.created_ms + state.config.delivery_timeout_ms;
+        let expired = now + backoff > batch.created_ms + state.config.delivery_timeout();
         let partition = TopicPartition {
             topic: state.topic.clone(),
             partition: in_flight.partition,
