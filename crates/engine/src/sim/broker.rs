@@ -33,6 +33,9 @@ const FETCH_TIMEOUT_MS: u64 = 30_000;
 /// proposes the change again (the controller channel's request timeout,
 /// `controller.socket.timeout.ms`, 30000).
 const ALTER_PARTITION_TIMEOUT_MS: u64 = 30_000;
+/// How long a broker waits for its controlled shutdown before it stops
+/// anyway (`BrokerServer#shutdown` waits five minutes).
+const CONTROLLED_SHUTDOWN_TIMEOUT_MS: u64 = 300_000;
 
 /// Whether the broker process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -246,6 +249,9 @@ pub struct Broker {
     /// A heartbeat got no answer yet (if the next one is due, it tries
     /// another controller).
     pub heartbeat_outstanding: bool,
+    /// When a controlled shutdown was asked for (heartbeats then carry
+    /// `wantShutDown` until the controller lets it stop).
+    pub shutting_down: Option<u64>,
     /// Logs, by partition (on disk).
     pub logs: BTreeMap<TopicPartition, PartitionLog>,
     /// Partitions it leads.
@@ -270,6 +276,7 @@ impl Broker {
             metadata: None,
             controller: 1,
             heartbeat_outstanding: false,
+            shutting_down: None,
             logs: BTreeMap::new(),
             leading: BTreeMap::new(),
             following: BTreeMap::new(),
@@ -324,6 +331,7 @@ impl Simulation {
         broker.incarnation += 1;
         broker.broker_epoch = None;
         broker.fenced = true;
+        broker.shutting_down = None;
         broker.metadata = None;
         broker.leading.clear();
         broker.following.clear();
@@ -349,6 +357,12 @@ impl Simulation {
     }
 
     pub(crate) fn broker_kill(&mut self, id: BrokerId) {
+        self.broker_stop(id, "killed (its log stays on disk)");
+    }
+
+    /// The broker process ends (a crash, or the end of a controlled
+    /// shutdown): its in-memory roles go, its logs stay.
+    fn broker_stop(&mut self, id: BrokerId, status: &str) {
         let Some(broker) = self.brokers.get_mut(&id) else {
             return;
         };
@@ -359,11 +373,39 @@ impl Simulation {
         broker.leading.clear();
         broker.following.clear();
         broker.groups.clear();
+        broker.shutting_down = None;
         self.record(TraceKind::BrokerStatus {
             broker: id,
-            status: "killed (its log stays on disk)".to_string(),
+            status: status.to_string(),
         });
         self.close_connections(NodeId::Broker(id));
+    }
+
+    /// A graceful stop (`kafka-server-stop`): the broker asks the
+    /// controller for a controlled shutdown (`BrokerLifecycleManager`,
+    /// heartbeat with `wantShutDown`); the controller moves its leaderships
+    /// and ISR places to other replicas, then lets it stop. No client waits
+    /// for a session timeout. A broker not registered stops at once; one
+    /// whose leaderships cannot move stops after
+    /// `CONTROLLED_SHUTDOWN_TIMEOUT_MS` anyway.
+    pub(crate) fn broker_graceful_stop(&mut self, id: BrokerId) {
+        let now = self.now;
+        let Some(broker) = self.brokers.get_mut(&id) else {
+            return;
+        };
+        if broker.status == BrokerStatus::Dead || broker.shutting_down.is_some() {
+            return;
+        }
+        if broker.broker_epoch.is_none() {
+            self.broker_stop(id, "stopped (it was not registered)");
+            return;
+        }
+        broker.shutting_down = Some(now);
+        self.record(TraceKind::BrokerStatus {
+            broker: id,
+            status: "asked for a controlled shutdown".to_string(),
+        });
+        self.broker_send_heartbeat(id);
     }
 
     /// Every connection of a process that dies breaks: its peers see a
@@ -425,6 +467,7 @@ impl Simulation {
         match broker.broker_epoch {
             Some(broker_epoch) => {
                 let metadata_offset = broker.metadata.as_ref().map_or(0, |image| image.offset);
+                let want_shut_down = broker.shutting_down.is_some();
                 self.send(
                     node,
                     self.controller_of(id),
@@ -432,6 +475,7 @@ impl Simulation {
                         broker: id,
                         broker_epoch,
                         metadata_offset,
+                        want_shut_down,
                     },
                 );
             }
@@ -460,6 +504,13 @@ impl Simulation {
                 });
             }
             Timer::BrokerHeartbeat => {
+                if self.brokers[&id]
+                    .shutting_down
+                    .is_some_and(|asked| self.now >= asked + CONTROLLED_SHUTDOWN_TIMEOUT_MS)
+                {
+                    self.broker_stop(id, "stopped: its controlled shutdown did not finish in time");
+                    return;
+                }
                 let controllers = self.config.controllers;
                 let broker = self.broker(id);
                 if broker.heartbeat_outstanding {
@@ -538,14 +589,36 @@ impl Simulation {
                 };
                 self.send(node, from, Message::ListOffsetsResponse { partition, result });
             }
-            Message::BrokerHeartbeatResponse { broker_epoch, fenced } => {
+            Message::BrokerHeartbeatResponse {
+                broker_epoch,
+                fenced,
+                should_shut_down,
+                ..
+            } => {
                 let broker = self.broker(id);
                 broker.heartbeat_outstanding = false;
                 if let NodeId::Controller(controller) = from {
                     broker.controller = controller;
                 }
-                broker.broker_epoch = Some(broker_epoch);
+                if broker.broker_epoch != Some(broker_epoch) {
+                    return;
+                }
                 broker.fenced = fenced;
+                if should_shut_down && broker.shutting_down.is_some() {
+                    self.broker_stop(id, "stopped after a controlled shutdown (its log stays on disk)");
+                }
+            }
+            Message::BrokerRegistrationResponse { result } => {
+                let broker = self.broker(id);
+                broker.heartbeat_outstanding = false;
+                if let NodeId::Controller(controller) = from {
+                    broker.controller = controller;
+                }
+                // Refused (DUPLICATE_BROKER_REGISTRATION): the next
+                // heartbeat interval registers again.
+                if let Ok(epoch) = result {
+                    broker.broker_epoch = Some(epoch);
+                }
             }
             Message::MetadataUpdate { image } => {
                 // Only the active controller publishes: that is where the

@@ -290,6 +290,13 @@ pub struct ClusterConfig {
     /// `unclean.leader.election.enable` (false).
     #[serde(default)]
     pub unclean_leader_election_enable: bool,
+    /// `auto.leader.rebalance.enable` (true): the active controller moves
+    /// leadership back to each partition's first replica.
+    #[serde(default = "default_true")]
+    pub auto_leader_rebalance_enable: bool,
+    /// `leader.imbalance.check.interval.seconds` (300), in milliseconds.
+    #[serde(default = "default_imbalance_interval")]
+    pub leader_imbalance_check_interval_ms: u64,
     /// The network.
     #[serde(default)]
     pub network: NetworkConfig,
@@ -313,6 +320,9 @@ fn default_fetch_wait() -> u64 {
 fn default_heartbeat() -> u64 {
     2_000
 }
+fn default_imbalance_interval() -> u64 {
+    300_000
+}
 fn default_session() -> u64 {
     9_000
 }
@@ -331,6 +341,8 @@ impl Default for ClusterConfig {
             broker_heartbeat_interval_ms: default_heartbeat(),
             broker_session_timeout_ms: default_session(),
             unclean_leader_election_enable: false,
+            auto_leader_rebalance_enable: true,
+            leader_imbalance_check_interval_ms: default_imbalance_interval(),
             network: NetworkConfig::default(),
         }
     }
@@ -385,6 +397,9 @@ impl ClusterConfig {
         if self.controllers == 0 || self.controllers > 7 {
             return Err(format!("controllers must be between 1 and 7, got {}", self.controllers));
         }
+        if self.leader_imbalance_check_interval_ms == 0 {
+            return Err("leaderImbalanceCheckIntervalMs must be at least 1".to_string());
+        }
         if self.offsets_topic_partitions == 0 || self.offsets_topic_partitions > 1_000 {
             return Err("offsetsTopicPartitions must be between 1 and 1000".to_string());
         }
@@ -433,6 +448,11 @@ pub enum Input {
     },
     /// A crashed broker starts again.
     RestartBroker {
+        /// Which broker.
+        broker: BrokerId,
+    },
+    /// A graceful stop: a controlled shutdown, not a crash.
+    StopBroker {
         /// Which broker.
         broker: BrokerId,
     },

@@ -26,6 +26,11 @@ pub struct BrokerRegistrationState {
     pub epoch: u64,
     /// Fenced brokers lead nothing and are in no ISR.
     pub fenced: bool,
+    /// The process incarnation that registered (a restart is a new one).
+    pub incarnation: u32,
+    /// In a controlled shutdown: leadership and ISR membership are moving
+    /// off it, and it may not be elected.
+    pub in_controlled_shutdown: bool,
 }
 
 /// The controller's state.
@@ -42,11 +47,12 @@ pub struct Controller {
 }
 
 impl Controller {
-    /// Brokers that may lead: registered and unfenced.
+    /// Brokers that may lead: registered, unfenced and not shutting down
+    /// (`ClusterControlManager#isActive`).
     pub fn acceptable(&self) -> BTreeSet<BrokerId> {
         self.brokers
             .iter()
-            .filter(|(_, state)| !state.fenced)
+            .filter(|(_, state)| !state.fenced && !state.in_controlled_shutdown)
             .map(|(&id, _)| id)
             .collect()
     }
@@ -145,9 +151,15 @@ impl Simulation {
     pub(crate) fn controller_register_initial(&mut self, broker: BrokerId) -> u64 {
         self.controller.offset += 1;
         let epoch = self.controller.offset;
-        self.controller
-            .brokers
-            .insert(broker, BrokerRegistrationState { epoch, fenced: false });
+        self.controller.brokers.insert(
+            broker,
+            BrokerRegistrationState {
+                epoch,
+                fenced: false,
+                incarnation: 1,
+                in_controlled_shutdown: false,
+            },
+        );
         epoch
     }
 
@@ -189,21 +201,53 @@ impl Simulation {
     pub(crate) fn controller_receive(&mut self, from: NodeId, message: Message) {
         let me = self.controller_node();
         match message {
-            Message::BrokerRegistration { broker, .. } => {
+            Message::BrokerRegistration { broker, incarnation } => {
+                let now = self.now;
+                let session = self.config.broker_session_timeout_ms;
+                let last_heartbeat = self
+                    .controller_sender
+                    .and_then(|id| self.quorum.nodes.get(&id))
+                    .and_then(|node| node.heartbeats.get(&broker).copied());
+                match self.controller.brokers.get(&broker) {
+                    // The same process registering again keeps its epoch
+                    // and fencing state (`ClusterControlManager#registerBroker`).
+                    Some(state) if state.incarnation == incarnation => {
+                        let epoch = state.epoch;
+                        self.note_heartbeat(broker);
+                        self.send(me, from, Message::BrokerRegistrationResponse { result: Ok(epoch) });
+                        return;
+                    }
+                    // Another incarnation while the old one's session is still
+                    // valid: refused until it expires, so a restarted broker
+                    // cannot take over the old one's leaderships.
+                    Some(state)
+                        if !state.fenced
+                            && last_heartbeat.is_some_and(|heard| now.saturating_sub(heard) <= session) =>
+                    {
+                        self.send(
+                            me,
+                            from,
+                            Message::BrokerRegistrationResponse {
+                                result: Err(ErrorCode::DuplicateBrokerRegistration),
+                            },
+                        );
+                        return;
+                    }
+                    _ => {}
+                }
                 self.note_heartbeat(broker);
                 self.controller.offset += 1;
                 let epoch = self.controller.offset;
-                self.controller
-                    .brokers
-                    .insert(broker, BrokerRegistrationState { epoch, fenced: true });
-                self.send(
-                    me,
-                    from,
-                    Message::BrokerHeartbeatResponse {
-                        broker_epoch: epoch,
+                self.controller.brokers.insert(
+                    broker,
+                    BrokerRegistrationState {
+                        epoch,
                         fenced: true,
+                        incarnation,
+                        in_controlled_shutdown: false,
                     },
                 );
+                self.send(me, from, Message::BrokerRegistrationResponse { result: Ok(epoch) });
                 self.send(
                     me,
                     from,
@@ -216,6 +260,7 @@ impl Simulation {
                 broker,
                 broker_epoch,
                 metadata_offset,
+                want_shut_down,
             } => {
                 let Some(state) = self.controller.brokers.get_mut(&broker) else {
                     return;
@@ -224,12 +269,48 @@ impl Simulation {
                     return;
                 }
                 self.note_heartbeat(broker);
-                let Some(state) = self.controller.brokers.get_mut(&broker) else {
-                    return;
+                let state = &self.controller.brokers[&broker];
+                let leads = |simulation: &Simulation| {
+                    simulation
+                        .controller
+                        .partitions
+                        .values()
+                        .any(|registration| registration.leader == Some(broker))
                 };
-                // Unfence once the broker has caught up with its own registration.
-                if state.fenced && metadata_offset >= state.epoch {
-                    state.fenced = false;
+                let mut should_shut_down = false;
+                if want_shut_down {
+                    // `BrokerHeartbeatManager#calculateNextBrokerState`: a fenced
+                    // broker, or one that leads nothing, may stop at once
+                    // (SHUTDOWN_NOW, and it is fenced); one that leads enters
+                    // CONTROLLED_SHUTDOWN: its leaderships and ISR places move
+                    // to others first.
+                    if state.fenced || !leads(self) {
+                        should_shut_down = true;
+                        if !state.fenced {
+                            self.controller_fence(broker, "it finished a controlled shutdown");
+                        }
+                    } else if !state.in_controlled_shutdown {
+                        self.controller
+                            .brokers
+                            .get_mut(&broker)
+                            .expect("registered")
+                            .in_controlled_shutdown = true;
+                        self.controller.offset += 1;
+                        self.record(TraceKind::BrokerFencing {
+                            broker,
+                            fenced: false,
+                            reason: "it asked for a controlled shutdown: its leaderships move first".to_string(),
+                        });
+                        self.controller_move_off(broker, &format!("broker-{broker} is shutting down"));
+                        self.controller_publish();
+                        if !leads(self) {
+                            should_shut_down = true;
+                            self.controller_fence(broker, "it finished a controlled shutdown");
+                        }
+                    }
+                } else if state.fenced && metadata_offset >= state.epoch {
+                    // Unfence once the broker has caught up with its own registration.
+                    self.controller.brokers.get_mut(&broker).expect("registered").fenced = false;
                     self.controller.offset += 1;
                     self.record(TraceKind::BrokerFencing {
                         broker,
@@ -241,8 +322,18 @@ impl Simulation {
                     self.controller_elect_leaderless(&format!("broker-{broker} was unfenced"));
                     self.controller_publish();
                 }
-                let fenced = self.controller.brokers[&broker].fenced;
-                self.send(me, from, Message::BrokerHeartbeatResponse { broker_epoch, fenced });
+                let state = &self.controller.brokers[&broker];
+                let (fenced, in_controlled_shutdown) = (state.fenced, state.in_controlled_shutdown);
+                self.send(
+                    me,
+                    from,
+                    Message::BrokerHeartbeatResponse {
+                        broker_epoch,
+                        fenced,
+                        in_controlled_shutdown,
+                        should_shut_down,
+                    },
+                );
                 let committed = self.committed_image();
                 if metadata_offset < committed.offset {
                     self.send(me, from, Message::MetadataUpdate { image: committed });
@@ -340,6 +431,13 @@ impl Simulation {
             fenced: true,
             reason: reason.to_string(),
         });
+        self.controller_move_off(broker, &format!("broker-{broker} was fenced"));
+        self.controller_publish();
+    }
+
+    /// `generateLeaderAndIsrUpdates`: takes a broker out of every ISR (never
+    /// emptying one) and elects new leaders for the partitions it led.
+    fn controller_move_off(&mut self, broker: BrokerId, reason: &str) {
         let acceptable = self.controller.acceptable();
         let election = if self.config.unclean_leader_election_enable {
             Election::Unclean
@@ -361,10 +459,40 @@ impl Simulation {
                 change.target_isr = without;
             }
             if let Some(record) = change.build() {
-                self.controller_commit(&partition, record, &format!("broker-{broker} was fenced"));
+                self.controller_commit(&partition, record, reason);
             }
         }
-        self.controller_publish();
+    }
+
+    /// `ReplicationControlManager#maybeBalancePartitionLeaders`: a
+    /// preferred election for every partition not led by its first
+    /// replica; it moves only where that replica is alive and in the ISR.
+    pub(crate) fn controller_balance_leaders(&mut self) {
+        let acceptable = self.controller.acceptable();
+        let imbalanced: Vec<TopicPartition> = self
+            .controller
+            .partitions
+            .iter()
+            .filter(|(_, registration)| registration.leader != registration.replicas.first().copied())
+            .map(|(partition, _)| partition.clone())
+            .collect();
+        let mut changed = false;
+        for partition in imbalanced {
+            let current = self.controller.partitions[&partition].clone();
+            let change = PartitionChange::new(&current, Election::Preferred, &acceptable);
+            if let Some(record) = change.build() {
+                changed = true;
+                let preferred = current.replicas.first().copied().unwrap_or(0);
+                self.controller_commit(
+                    &partition,
+                    record,
+                    &format!("preferred leader election: broker-{preferred} is the first replica (auto.leader.rebalance.enable)"),
+                );
+            }
+        }
+        if changed {
+            self.controller_publish();
+        }
     }
 
     /// Elects leaders for partitions that have none (after an unfence, or

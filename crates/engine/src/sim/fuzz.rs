@@ -39,6 +39,9 @@ pub const FAULTS_END_MS: Time = 40_000;
 /// The recovery window after the faults end, before the burst: longer than
 /// a consumer's session (45 s) plus a rebalance, and than a request timeout.
 pub const RECOVERY_WINDOW_MS: Time = 60_000;
+/// Brokers are started again this long after the faults end too (a
+/// controlled shutdown held up by a partition finishes only once it heals).
+pub const LATE_RESTART_MS: Time = 30_000;
 /// How long after the burst the check runs: past `delivery.timeout.ms`
 /// (120 s) for anything produced before the faults ended.
 pub const SETTLE_MS: Time = 80_000;
@@ -221,6 +224,12 @@ impl FuzzCase {
             })
         }));
         inputs.extend((1..=self.config.brokers).map(|broker| at(Input::RestartBroker { broker })));
+        // A controlled shutdown that a fault held up may finish just after
+        // the faults end: that broker is started again a little later.
+        inputs.extend((1..=self.config.brokers).map(|broker| ScheduledInput {
+            at_ms: FAULTS_END_MS + LATE_RESTART_MS,
+            input: Input::RestartBroker { broker },
+        }));
         inputs.extend((1..=self.config.controllers).map(|controller| at(Input::RestartController { controller })));
         inputs.extend((0..self.config.consumers.len() as u32).map(|consumer| at(Input::StartConsumer { consumer })));
         inputs
@@ -333,7 +342,7 @@ fn schedule(config: &ClusterConfig, rng: &mut Rng, mix: Mix) -> Vec<ScheduledInp
         if time >= FAULTS_END_MS {
             break;
         }
-        let kind = rng.next_u32() % 16;
+        let kind = rng.next_u32() % 18;
         let fault = match (mix, kind) {
             (_, 0..=3) => Some(Input::Produce {
                 producer: rng.next_u32() % producers,
@@ -379,12 +388,29 @@ fn schedule(config: &ClusterConfig, rng: &mut Rng, mix: Mix) -> Vec<ScheduledInp
             (Mix::All | Mix::Clients, 15) if consumers > 0 => Some(Input::StartConsumer {
                 consumer: rng.next_u32() % consumers,
             }),
+            // A graceful stop, early enough to finish before the faults end.
+            (Mix::All | Mix::Brokers, 16) if time + 10_000 < FAULTS_END_MS => Some(Input::StopBroker {
+                broker: rng.next_u32() % config.brokers + 1,
+            }),
+            // A crash and a restart inside the broker's session.
+            (Mix::All | Mix::Brokers, 17) => {
+                let broker = rng.next_u32() % config.brokers + 1;
+                let back = time + u64::from(rng.next_u32() % 5_000);
+                if back < FAULTS_END_MS {
+                    inputs.push(ScheduledInput {
+                        at_ms: back,
+                        input: Input::RestartBroker { broker },
+                    });
+                }
+                Some(Input::KillBroker { broker })
+            }
             _ => None,
         };
         if let Some(input) = fault {
             inputs.push(ScheduledInput { at_ms: time, input });
         }
     }
+    inputs.sort_by_key(|input| input.at_ms);
     inputs
 }
 
@@ -566,7 +592,7 @@ mod tests {
         assert!(case
             .inputs
             .iter()
-            .filter(|input| !matches!(input.input, Input::Produce { .. }))
+            .filter(|input| !matches!(input.input, Input::Produce { .. } | Input::RestartBroker { .. }))
             .all(|input| input.at_ms <= FAULTS_END_MS));
         assert!(case.config.validate().is_ok());
     }

@@ -62,6 +62,8 @@ pub enum Timer {
     PauseEnd,
     /// The controller looks for brokers whose session expired.
     SessionCheck,
+    /// The active controller moves leaders back to preferred replicas.
+    LeaderImbalanceCheck,
     /// A controller's periodic quorum work (replicate, or notice a silent leader).
     QuorumTick,
     /// A candidate's election ran out of time (its epoch).
@@ -827,6 +829,7 @@ impl Simulation {
             } => self.producer_send(producer, key, count, bytes),
             Input::KillBroker { broker } => self.broker_kill(broker),
             Input::RestartBroker { broker } => self.broker_restart(broker),
+            Input::StopBroker { broker } => self.broker_graceful_stop(broker),
             Input::PauseBroker { broker, duration_ms } => self.broker_pause(broker, duration_ms),
             Input::CutLink { a, b } => self.network.cut(a, b),
             Input::HealLink { a, b } => self.network.heal(a, b),
@@ -905,6 +908,7 @@ fn describe_input(input: &Input) -> String {
         },
         Input::KillBroker { broker } => format!("kill broker-{broker}"),
         Input::RestartBroker { broker } => format!("restart broker-{broker}"),
+        Input::StopBroker { broker } => format!("stop broker-{broker} gracefully (controlled shutdown)"),
         Input::PauseBroker { broker, duration_ms } => format!("pause broker-{broker} for {duration_ms} ms"),
         Input::CutLink { a, b } => format!("cut the link {a} <-> {b}"),
         Input::HealLink { a, b } => format!("heal the link {a} <-> {b}"),

@@ -92,6 +92,10 @@ pub struct QuorumNode {
     /// When each broker last sent a heartbeat (the active controller's
     /// `BrokerHeartbeatManager`; not replicated).
     pub heartbeats: BTreeMap<BrokerId, u64>,
+    /// A preferred-leader balance is scheduled (`imbalancedScheduled`).
+    balance_scheduled: bool,
+    /// As leader: when each voter last answered (check quorum).
+    heard_from: BTreeMap<u32, u64>,
 }
 
 /// The controller quorum.
@@ -131,6 +135,8 @@ impl Quorum {
                     match_index: (1..=count.max(1)).map(|peer| (peer, 1)).collect(),
                     pending: Vec::new(),
                     heartbeats: BTreeMap::new(),
+                    balance_scheduled: false,
+                    heard_from: (1..=count.max(1)).map(|peer| (peer, 0)).collect(),
                 };
                 (id, node)
             })
@@ -211,6 +217,7 @@ impl Simulation {
         node.pending.clear();
         node.votes.clear();
         node.heartbeats.clear();
+        node.balance_scheduled = false;
         self.record(TraceKind::ControllerStatus {
             controller: id,
             status: "killed (its metadata log stays on disk)".to_string(),
@@ -253,6 +260,7 @@ impl Simulation {
         let trace = self.controller_trace.take().unwrap_or_default();
         self.controller_sender = None;
         let working = std::mem::replace(&mut self.controller, committed_view);
+        self.quorum_maybe_schedule_balance(id, &working);
         if working == *before {
             for (from, to, message) in outbox {
                 self.send(from, to, message);
@@ -276,6 +284,37 @@ impl Simulation {
         });
         self.quorum_replicate(id);
         self.quorum_advance_commit(id);
+    }
+
+    /// `QuorumController#maybeScheduleNextBalancePartitionLeaders`: after
+    /// each decision, when some partition is not led by its first replica
+    /// and no balance is scheduled, one is scheduled
+    /// `leader.imbalance.check.interval.seconds` later.
+    fn quorum_maybe_schedule_balance(&mut self, id: u32, state: &super::controller::Controller) {
+        if !self.config.auto_leader_rebalance_enable {
+            return;
+        }
+        let Some(node) = self.quorum.nodes.get_mut(&id) else {
+            return;
+        };
+        if node.balance_scheduled || node.role != Role::Leader {
+            return;
+        }
+        let imbalanced = state
+            .partitions
+            .values()
+            .any(|registration| registration.leader != registration.replicas.first().copied());
+        if imbalanced {
+            node.balance_scheduled = true;
+            let incarnation = node.incarnation;
+            let interval = self.config.leader_imbalance_check_interval_ms;
+            self.schedule_timer(
+                NodeId::Controller(id),
+                incarnation,
+                interval,
+                Timer::LeaderImbalanceCheck,
+            );
+        }
     }
 
     /// Sends every follower the entries it lacks, with the commit index.
@@ -369,6 +408,27 @@ impl Simulation {
                 self.schedule_timer(NodeId::Controller(id), incarnation, TICK_MS, Timer::QuorumTick);
                 let node = &self.quorum.nodes[&id];
                 match node.role {
+                    // Check quorum (KIP-595, `LeaderState#timeUntilCheckQuorumExpires`):
+                    // a leader that has not heard from a majority of voters
+                    // within 1.5 × controller.quorum.fetch.timeout.ms resigns,
+                    // so a controller cut off from the quorum stops answering
+                    // brokers as if it were active.
+                    Role::Leader if !self.quorum_has_majority_contact(id) => {
+                        let node = self.quorum.nodes.get_mut(&id).expect("known");
+                        node.role = Role::Follower;
+                        node.leader = None;
+                        node.pending.clear();
+                        node.heartbeats.clear();
+                        node.balance_scheduled = false;
+                        node.last_heard_ms = now;
+                        let epoch = node.epoch;
+                        self.record(TraceKind::ControllerStatus {
+                            controller: id,
+                            status: format!(
+                                "resigned as active controller in epoch {epoch}: no word from a majority of the quorum within 1.5 × controller.quorum.fetch.timeout.ms"
+                            ),
+                        });
+                    }
                     Role::Leader => self.quorum_replicate(id),
                     Role::Follower if now.saturating_sub(node.last_heard_ms) > FETCH_TIMEOUT_MS => {
                         self.quorum_start_election(
@@ -383,6 +443,13 @@ impl Simulation {
                 let node = &self.quorum.nodes[&id];
                 if node.role == Role::Candidate && node.epoch == epoch {
                     self.quorum_start_election(id, "the election timed out without a majority");
+                }
+            }
+            Timer::LeaderImbalanceCheck => {
+                let node = self.quorum.nodes.get_mut(&id).expect("known");
+                if node.role == Role::Leader && node.balance_scheduled {
+                    node.balance_scheduled = false;
+                    self.with_leader_state(id, |simulation| simulation.controller_balance_leaders());
                 }
             }
             Timer::SessionCheck => {
@@ -443,6 +510,7 @@ impl Simulation {
         if node.role == Role::Leader {
             node.pending.clear();
             node.heartbeats.clear();
+            node.balance_scheduled = false;
         }
         node.role = Role::Follower;
         node.leader = leader;
@@ -476,6 +544,7 @@ impl Simulation {
             .map(|entry| entry.state.brokers.keys().copied().collect())
             .unwrap_or_default();
         node.heartbeats = brokers.into_iter().map(|broker| (broker, now)).collect();
+        node.heard_from = node.match_index.keys().map(|&peer| (peer, now)).collect();
         self.quorum.elections += 1;
         if let Some(&other) = self.quorum.leaders_by_epoch.get(&epoch) {
             if other != id {
@@ -494,6 +563,19 @@ impl Simulation {
         });
         // A new leader commits its predecessors' entries by writing one of its own.
         self.with_leader_state(id, |simulation| simulation.controller.offset += 1);
+    }
+
+    /// Whether leader `id` heard from a majority (itself included) within
+    /// the check-quorum window.
+    fn quorum_has_majority_contact(&self, id: u32) -> bool {
+        let node = &self.quorum.nodes[&id];
+        let window = FETCH_TIMEOUT_MS * 3 / 2;
+        let heard = node
+            .heard_from
+            .iter()
+            .filter(|(&peer, &at)| peer != id && self.now.saturating_sub(at) <= window)
+            .count();
+        heard + 1 >= self.quorum.majority()
     }
 
     fn quorum_peer_ids(&self) -> Vec<u32> {
@@ -597,6 +679,7 @@ impl Simulation {
                     return true;
                 }
                 let node = self.quorum.nodes.get_mut(&id).expect("known");
+                node.heard_from.insert(peer, now);
                 node.match_index.insert(peer, *match_index);
                 if *success {
                     self.quorum_advance_commit(id);

@@ -106,6 +106,9 @@ pub enum ErrorCode {
     NotCoordinator,
     /// The connection failed (the broker process is gone).
     NetworkException,
+    /// Another process of this broker id still has a valid session
+    /// (`DuplicateBrokerRegistrationException`).
+    DuplicateBrokerRegistration,
 }
 
 impl std::fmt::Display for ErrorCode {
@@ -128,6 +131,7 @@ impl std::fmt::Display for ErrorCode {
             ErrorCode::IllegalGeneration => "ILLEGAL_GENERATION",
             ErrorCode::NotCoordinator => "NOT_COORDINATOR",
             ErrorCode::NetworkException => "NETWORK_EXCEPTION",
+            ErrorCode::DuplicateBrokerRegistration => "DUPLICATE_BROKER_REGISTRATION",
         })
     }
 }
@@ -187,9 +191,21 @@ pub enum Message {
         broker: BrokerId,
         broker_epoch: u64,
         metadata_offset: u64,
+        /// A controlled shutdown is asked for (`wantShutDown`).
+        want_shut_down: bool,
     },
-    /// The controller's answer: the broker's epoch and whether it is fenced.
-    BrokerHeartbeatResponse { broker_epoch: u64, fenced: bool },
+    /// The answer to a registration: the new broker epoch, or
+    /// `DUPLICATE_BROKER_REGISTRATION` while another incarnation's session
+    /// is still valid (`ClusterControlManager#registerBroker`).
+    BrokerRegistrationResponse { result: Result<u64, ErrorCode> },
+    /// The controller's answer: the broker's epoch, whether it is fenced,
+    /// and during a controlled shutdown whether it may stop now.
+    BrokerHeartbeatResponse {
+        broker_epoch: u64,
+        fenced: bool,
+        in_controlled_shutdown: bool,
+        should_shut_down: bool,
+    },
     /// The metadata a broker has not seen yet.
     MetadataUpdate { image: MetadataImage },
     /// A leader asks the controller to change a partition's ISR.
@@ -379,6 +395,7 @@ impl Message {
     pub fn name(&self) -> &'static str {
         match self {
             Message::BrokerRegistration { .. } => "BrokerRegistration",
+            Message::BrokerRegistrationResponse { .. } => "BrokerRegistrationResponse",
             Message::BrokerHeartbeat { .. } => "BrokerHeartbeat",
             Message::BrokerHeartbeatResponse { .. } => "BrokerHeartbeatResponse",
             Message::MetadataUpdate { .. } => "MetadataUpdate",
@@ -422,15 +439,37 @@ impl Message {
             Message::BrokerRegistration { broker, incarnation } => {
                 format!("BrokerRegistration broker={broker} incarnation={incarnation}")
             }
+            Message::BrokerRegistrationResponse { result } => match result {
+                Ok(epoch) => format!("BrokerRegistrationResponse epoch={epoch}"),
+                Err(error) => format!("BrokerRegistrationResponse error={error}"),
+            },
             Message::BrokerHeartbeat {
                 broker,
                 broker_epoch,
                 metadata_offset,
+                want_shut_down,
             } => {
-                format!("BrokerHeartbeat broker={broker} epoch={broker_epoch} metadataOffset={metadata_offset}")
+                let mut text =
+                    format!("BrokerHeartbeat broker={broker} epoch={broker_epoch} metadataOffset={metadata_offset}");
+                if *want_shut_down {
+                    text.push_str(" wantShutDown=true");
+                }
+                text
             }
-            Message::BrokerHeartbeatResponse { broker_epoch, fenced } => {
-                format!("BrokerHeartbeatResponse epoch={broker_epoch} fenced={fenced}")
+            Message::BrokerHeartbeatResponse {
+                broker_epoch,
+                fenced,
+                in_controlled_shutdown,
+                should_shut_down,
+            } => {
+                let mut text = format!("BrokerHeartbeatResponse epoch={broker_epoch} fenced={fenced}");
+                if *in_controlled_shutdown {
+                    text.push_str(" inControlledShutdown=true");
+                }
+                if *should_shut_down {
+                    text.push_str(" shouldShutDown=true");
+                }
+                text
             }
             Message::MetadataUpdate { image } => format!("MetadataUpdate offset={}", image.offset),
             Message::AlterPartition {
@@ -651,6 +690,7 @@ mod tests {
             ErrorCode::IllegalGeneration,
             ErrorCode::NotCoordinator,
             ErrorCode::NetworkException,
+            ErrorCode::DuplicateBrokerRegistration,
         ];
         for error in all {
             let serialized = serde_json::to_value(error).expect("serializes");
