@@ -99,6 +99,39 @@ test('killing a leader from the inspector: the map and kafka-topics show a new l
   await page.close();
 });
 
+test('stopping a leader gracefully: leadership moves before it stops, with no session timeout to wait for', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await live(page).getByTestId('cluster-run-10s').click();
+  const leader = await live(page).getByTestId('leader-orders-0').textContent();
+  await clickNode(page, `node-broker-${leader}`);
+  await live(page).getByTestId(`inspector-stop-broker-${leader}`).click();
+  // The controlled shutdown takes a heartbeat round trip and a quorum
+  // commit: a few milliseconds, not broker.session.timeout.ms.
+  await live(page).getByTestId('cluster-step').click();
+  let steps = 0;
+  while ((await live(page).getByTestId('leader-orders-0').textContent()) === leader && steps < 200) {
+    await live(page).getByTestId('cluster-step').click();
+    steps += 1;
+  }
+  const newLeader = await live(page).getByTestId('leader-orders-0').textContent();
+  assert.notEqual(newLeader, leader);
+  assert.match(await live(page).getByTestId(`node-broker-${leader}`).textContent(), /STOPPING/);
+  // Its next heartbeat (broker.heartbeat.interval.ms, 2 s) finds it leading
+  // nothing, and the controller lets it stop.
+  let seconds = 0;
+  while (!/DEAD/.test(await live(page).getByTestId(`node-broker-${leader}`).textContent()) && seconds < 5) {
+    await live(page).getByTestId('cluster-run-1s').click();
+    seconds += 1;
+  }
+  assert.match(await live(page).getByTestId(`node-broker-${leader}`).textContent(), /DEAD/);
+  const recent = await live(page).getByTestId('recent-events').innerText();
+  assert.match(recent, new RegExp(`controlled shutdown`));
+  assert.doesNotMatch(recent, /no heartbeat for more than/);
+  await page.screenshot({ path: screenshotPath('map-after-controlled-shutdown'), fullPage: true });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('acks=all with min.insync.replicas=2 refuses writes once two brokers are gone; acks=1 takes them', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
   await live(page).getByTestId('cluster-run-10s').click();

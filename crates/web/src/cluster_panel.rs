@@ -54,6 +54,7 @@ enum Action {
     Produce,
     ProduceKeyed,
     Kill(u32),
+    Stop(u32),
     Restart(u32),
     Pause(u32),
     Slow(u32, u64),
@@ -92,6 +93,7 @@ fn apply(simulation: &mut Simulation, action: Action) {
             }
         }
         Action::Kill(broker) => input(simulation, Input::KillBroker { broker }),
+        Action::Stop(broker) => input(simulation, Input::StopBroker { broker }),
         Action::Restart(broker) => input(simulation, Input::RestartBroker { broker }),
         Action::Pause(broker) => input(
             simulation,
@@ -594,7 +596,10 @@ pub fn cluster_panel() -> Html {
                 .any(|broker| broker.id == id && broker.status == "dead");
             html! { <>
                 { if dead { button("Restart", format!("inspector-restart-{node}"), Action::Restart(id)) }
-                  else { button("Kill", format!("inspector-kill-{node}"), Action::Kill(id)) } }
+                  else { html! { <>
+                      { button("Kill", format!("inspector-kill-{node}"), Action::Kill(id)) }
+                      { button("Stop gracefully (controlled shutdown)", format!("inspector-stop-{node}"), Action::Stop(id)) }
+                  </> } } }
                 { button("Pause 5 s (GC)", format!("inspector-pause-{node}"), Action::Pause(id)) }
                 { button("Slow down +200 ms", format!("inspector-slow-{node}"), Action::Slow(id, 200)) }
                 { button("Normal speed", format!("inspector-unslow-{node}"), Action::Slow(id, 0)) }

@@ -148,7 +148,7 @@ pub enum NodeBody {
     },
     Broker {
         id: u32,
-        /// "running", "dead", "paused" or "fenced".
+        /// "running", "dead", "paused", "fenced" or "stopping" (a controlled shutdown).
         state: String,
         leads: usize,
         follows: usize,
@@ -353,7 +353,9 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
                 w: broker_w,
                 h: row_h,
             };
-            let state = if broker.status == "running" && broker.fenced {
+            let state = if broker.status == "running" && broker.shutting_down {
+                "stopping".to_string()
+            } else if broker.status == "running" && broker.fenced {
                 "fenced".to_string()
             } else {
                 broker.status.clone()

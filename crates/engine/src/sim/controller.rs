@@ -296,17 +296,14 @@ impl Simulation {
                             .expect("registered")
                             .in_controlled_shutdown = true;
                         self.controller.offset += 1;
-                        self.record(TraceKind::BrokerFencing {
+                        self.record(TraceKind::BrokerStatus {
                             broker,
-                            fenced: false,
-                            reason: "it asked for a controlled shutdown: its leaderships move first".to_string(),
+                            status:
+                                "is in controlled shutdown: the controller moves its leaderships and ISR places first"
+                                    .to_string(),
                         });
                         self.controller_move_off(broker, &format!("broker-{broker} is shutting down"));
                         self.controller_publish();
-                        if !leads(self) {
-                            should_shut_down = true;
-                            self.controller_fence(broker, "it finished a controlled shutdown");
-                        }
                     }
                 } else if state.fenced && metadata_offset >= state.epoch {
                     // Unfence once the broker has caught up with its own registration.

@@ -101,6 +101,15 @@ pub enum Expectation {
         /// When the burst of records after recovery is sent.
         burst_at_ms: Time,
     },
+    /// At the end, the controller has this broker leading the partition.
+    PartitionLeader {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: u32,
+        /// The leader expected.
+        broker: u32,
+    },
     /// A group reached at least this generation.
     #[serde(rename_all = "camelCase")]
     GroupGeneration {
@@ -240,6 +249,24 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary) 
         }),
         // Checked in `Scenario::run`, which knows where the burst began.
         Expectation::Recovers { .. } => None,
+        Expectation::PartitionLeader {
+            topic,
+            partition,
+            broker,
+        } => {
+            let leader = simulation
+                .controller()
+                .partitions
+                .iter()
+                .find(|(key, _)| *key.topic == **topic && key.partition == *partition)
+                .and_then(|(_, registration)| registration.leader);
+            (leader != Some(*broker)).then(|| {
+                format!(
+                    "expected broker-{broker} to lead {topic}-{partition}, but the leader is {}",
+                    leader.map_or("none".to_string(), |leader| format!("broker-{leader}"))
+                )
+            })
+        }
         Expectation::GroupGeneration { consumer, at_least } => {
             let generation = simulation
                 .consumers()

@@ -236,6 +236,9 @@ pub struct BrokerView {
     pub status: String,
     /// Whether the controller has fenced it.
     pub fenced: bool,
+    /// A controlled shutdown is under way: it asked to stop, and its
+    /// leaderships are moving to other replicas first.
+    pub shutting_down: bool,
     /// Its replicas.
     pub replicas: Vec<ReplicaView>,
 }
@@ -356,6 +359,7 @@ impl Simulation {
                 }
                 .to_string(),
                 fenced: self.controller.brokers.get(&broker.id).is_none_or(|state| state.fenced),
+                shutting_down: broker.shutting_down.is_some(),
                 replicas: broker
                     .logs
                     .iter()
