@@ -1588,12 +1588,11 @@ impl Simulation {
         let log = broker.logs.get_mut(partition).expect("follower log");
         if let Some((epoch, end_offset)) = diverging {
             // Truncate to where the logs agree (KIP-279), then fetch again.
+            // (When it lacks the leader's epoch it truncates to its own
+            // largest smaller epoch and the next fetch asks again.)
             let log_end = log.log_end_offset();
-            let (own_epoch, own_end) = log.epoch_cache.end_offset_for(i64::from(epoch), log_end);
-            let mut truncate_to = end_offset.min(log_end);
-            if own_epoch == i64::from(epoch) && own_end >= 0 {
-                truncate_to = truncate_to.min(own_end as Offset);
-            }
+            let (truncate_to, _complete) =
+                crate::replication::epoch_cache::truncation_offset(&log.epoch_cache, log_end, epoch, end_offset);
             let removed = log_end - truncate_to;
             log.truncate_to(truncate_to);
             if removed > 0 {

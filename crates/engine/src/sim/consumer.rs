@@ -81,11 +81,21 @@ pub struct Consumer {
     /// As the leader: the partition counts its last assignment used
     /// (`ConsumerCoordinator`'s assignment snapshot).
     assignment_snapshot: Option<BTreeMap<String, u32>>,
+    /// Requests waiting for an answer, per broker connection, oldest
+    /// first: (request number, deadline).
+    outstanding: BTreeMap<BrokerId, std::collections::VecDeque<(u64, u64)>>,
+    next_request: u64,
+    /// Connections with a request-timeout check scheduled (one at a time).
+    timeout_armed: std::collections::BTreeSet<BrokerId>,
 }
 
 /// `retry.backoff.ms` (100): the least time between a failed fetch and the
 /// metadata refresh it triggers.
 const RETRY_BACKOFF_MS: u64 = 100;
+/// `request.timeout.ms` (30000).
+const CONSUMER_REQUEST_TIMEOUT_MS: u64 = 30_000;
+/// The rebalance timeout: `max.poll.interval.ms` (300000).
+const CONSUMER_REBALANCE_TIMEOUT_MS: u64 = 300_000;
 
 impl Consumer {
     /// A consumer that has not started.
@@ -113,6 +123,9 @@ impl Consumer {
             fetch_brokers: BTreeMap::new(),
             partition_counts: BTreeMap::new(),
             assignment_snapshot: None,
+            outstanding: BTreeMap::new(),
+            next_request: 0,
+            timeout_armed: std::collections::BTreeSet::new(),
         }
     }
 
@@ -163,6 +176,8 @@ impl Simulation {
         consumer.retry_at = None;
         consumer.refresh_pending = None;
         consumer.metadata_in_flight = None;
+        consumer.outstanding.clear();
+        consumer.timeout_armed.clear();
         consumer.phase = ConsumerPhase::FindingCoordinator;
         consumer.member_id = None;
         consumer.generation = 0;
@@ -340,6 +355,28 @@ impl Simulation {
                     self.consumer_bootstrap(id);
                 }
             }
+            Timer::ConsumerRequestTimeout(broker) => {
+                let now = self.now;
+                let consumer = &mut self.consumers[id as usize];
+                consumer.timeout_armed.remove(&broker);
+                let Some(&(_, deadline)) = consumer.outstanding.get(&broker).and_then(|queue| queue.front()) else {
+                    return;
+                };
+                if deadline > now {
+                    // The oldest request still has time: check again then.
+                    consumer.timeout_armed.insert(broker);
+                    self.schedule_timer(node, incarnation, deadline - now, Timer::ConsumerRequestTimeout(broker));
+                } else {
+                    // `NetworkClient#handleTimedOutRequests`: a request with no
+                    // answer within its timeout closes its connection, which
+                    // fails everything in flight on it.
+                    self.record(TraceKind::ConsumerStatus {
+                        consumer: id,
+                        status: format!("got no answer from broker-{broker} within its request timeout: disconnects"),
+                    });
+                    self.connection_reset(node, NodeId::Broker(broker));
+                }
+            }
             Timer::ConsumerMetadataRefresh => {
                 if let Some(broker) = self.consumers[id as usize].refresh_pending.take() {
                     self.consumers[id as usize].metadata_in_flight = Some(broker);
@@ -350,6 +387,38 @@ impl Simulation {
         }
     }
 
+    /// Notes a request the consumer sends to a broker, with its timeout:
+    /// `request.timeout.ms` (30000), or for a JoinGroup the rebalance
+    /// timeout plus five seconds, as `ConsumerCoordinator` sets it.
+    pub(crate) fn consumer_note_request(&mut self, id: u32, broker: BrokerId, message: &Message) {
+        let timeout = match message {
+            Message::JoinGroup { .. } => CONSUMER_REBALANCE_TIMEOUT_MS + 5_000,
+            Message::LeaveGroup { .. } => return,
+            _ => CONSUMER_REQUEST_TIMEOUT_MS,
+        };
+        let now = self.now;
+        let Some(consumer) = self.consumers.get_mut(id as usize) else {
+            return;
+        };
+        consumer.next_request += 1;
+        let request = consumer.next_request;
+        consumer
+            .outstanding
+            .entry(broker)
+            .or_default()
+            .push_back((request, now + timeout));
+        // One timer per connection at a time, for its oldest request.
+        if consumer.timeout_armed.insert(broker) {
+            let incarnation = consumer.incarnation;
+            self.schedule_timer(
+                NodeId::Consumer(id),
+                incarnation,
+                timeout,
+                Timer::ConsumerRequestTimeout(broker),
+            );
+        }
+    }
+
     pub(crate) fn consumer_receive(&mut self, id: u32, from: NodeId, message: Message) {
         let Some(consumer) = self.consumers.get(id as usize) else {
             return;
@@ -357,6 +426,17 @@ impl Simulation {
         if consumer.phase == ConsumerPhase::Stopped {
             return;
         }
+        // An answer from a broker settles the oldest request on that
+        // connection; a disconnect settles them all.
+        if let NodeId::Broker(broker) = from {
+            let consumer = &mut self.consumers[id as usize];
+            if message == Message::ConnectionClosed {
+                consumer.outstanding.remove(&broker);
+            } else if let Some(queue) = consumer.outstanding.get_mut(&broker) {
+                queue.pop_front();
+            }
+        }
+        let consumer = &self.consumers[id as usize];
         match message {
             Message::MetadataResponse { leaders } => {
                 let topics = consumer.config.topics.clone();

@@ -86,6 +86,8 @@ pub enum Timer {
     ConsumerCommit,
     /// A consumer retries finding its coordinator or its metadata.
     ConsumerRetry,
+    /// A consumer's oldest request to a broker may have timed out.
+    ConsumerRequestTimeout(BrokerId),
     /// A consumer's metadata refresh after a failed fetch, once its
     /// backoff has passed.
     ConsumerMetadataRefresh,
@@ -430,6 +432,7 @@ impl Simulation {
                     | Timer::ConsumerHeartbeat
                     | Timer::ConsumerCommit
                     | Timer::ConsumerRetry
+                    | Timer::ConsumerRequestTimeout(..)
                     | Timer::ConsumerMetadataRefresh
             ),
             Event::Input(_) => false,
@@ -563,6 +566,9 @@ impl Simulation {
         if let (NodeId::Controller(_), Some(outbox)) = (from, &mut self.controller_outbox) {
             outbox.push((from, to, message));
             return;
+        }
+        if let (NodeId::Consumer(consumer), NodeId::Broker(broker)) = (from, to) {
+            self.consumer_note_request(consumer, broker, &message);
         }
         let sent = if self.trace_options.messages {
             Some(self.record(TraceKind::Sent {

@@ -687,3 +687,49 @@ mod producer_config {
         assert!(cluster(producer).validate().is_ok());
     }
 }
+
+/// `NetworkClient#handleTimedOutRequests`: a consumer whose fetch is held
+/// by a leader that stopped answering (a long pause) gives up after
+/// `request.timeout.ms` (30 s), disconnects, finds the new leader the
+/// controller elected meanwhile, and reads on — long before the old leader
+/// wakes up.
+#[test]
+fn a_consumer_request_with_no_answer_times_out_and_the_consumer_moves_on() {
+    let config = billing_config(1);
+    let mut simulation = Simulation::new(config, 5).expect("valid");
+    simulation.run_until(10_000);
+    let leader = simulation
+        .controller()
+        .partitions
+        .values()
+        .next()
+        .and_then(|p| p.leader)
+        .expect("a leader");
+    let pause_at = 10_000;
+    simulation.schedule(ScheduledInput {
+        at_ms: pause_at,
+        input: Input::PauseBroker {
+            broker: leader,
+            duration_ms: 90_000,
+        },
+    });
+    simulation.schedule(ScheduledInput {
+        at_ms: pause_at + 12_000,
+        input: Input::Produce {
+            producer: 0,
+            key: None,
+            count: 5,
+            bytes: 100,
+        },
+    });
+    simulation.run_until(pause_at + 60_000);
+    let read = simulation.consumers()[0].records_read;
+    assert_eq!(
+        read, 5,
+        "the consumer read {read} of the 5 records written to the new leader"
+    );
+    assert!(simulation.trace().iter().any(|event| matches!(
+        &event.kind,
+        TraceKind::ConsumerStatus { status, .. } if status.contains("within its request timeout")
+    )));
+}
