@@ -262,6 +262,16 @@ impl Simulation {
         let working = std::mem::replace(&mut self.controller, committed_view);
         self.quorum_maybe_schedule_balance(id, &working);
         if working == *before {
+            // A decision that writes nothing still answers from the latest,
+            // possibly uncommitted, state: like a `ControllerWriteEvent`
+            // with no records, its answers wait until everything written
+            // before it has committed.
+            let node = self.quorum.nodes.get_mut(&id).expect("known");
+            if let Some(last) = node.pending.last_mut() {
+                last.messages.extend(outbox);
+                last.trace.extend(trace);
+                return;
+            }
             for (from, to, message) in outbox {
                 self.send(from, to, message);
             }

@@ -733,3 +733,46 @@ fn a_consumer_request_with_no_answer_times_out_and_the_consumer_moves_on() {
         TraceKind::ConsumerStatus { status, .. } if status.contains("within its request timeout")
     )));
 }
+
+/// `ClusterControlManager#registerBroker`: a broker restarted inside its
+/// old session is refused (`DUPLICATE_BROKER_REGISTRATION`) until that
+/// session expires and is fenced, so leadership moves off the old process;
+/// then it registers with a new broker epoch, catches up and is unfenced.
+#[test]
+fn a_broker_restarted_inside_its_session_waits_for_it_to_expire_and_gets_a_new_epoch() {
+    let config = billing_config(3);
+    let mut simulation = Simulation::new(config, 8).expect("valid");
+    simulation.run_until(5_000);
+    let old_epoch = simulation.controller().brokers[&1].epoch;
+    let led_before: Vec<_> = simulation
+        .controller()
+        .partitions
+        .iter()
+        .filter(|(_, registration)| registration.leader == Some(1))
+        .map(|(partition, _)| partition.clone())
+        .collect();
+    assert!(!led_before.is_empty(), "broker-1 should lead something in this seed");
+    let at = |at_ms, input| ScheduledInput { at_ms, input };
+    simulation.schedule(at(5_000, Input::KillBroker { broker: 1 }));
+    simulation.schedule(at(6_000, Input::RestartBroker { broker: 1 }));
+    simulation.run_until(40_000);
+    let refused = simulation.trace().iter().any(|event| {
+        matches!(&event.kind, TraceKind::Sent { summary, .. } if summary.contains("DUPLICATE_BROKER_REGISTRATION"))
+    });
+    assert!(
+        refused,
+        "the restarted broker was not refused while its old session was valid"
+    );
+    let fenced_for_session = simulation.trace().iter().any(|event| {
+        matches!(&event.kind, TraceKind::BrokerFencing { broker: 1, fenced: true, reason } if reason.contains("no heartbeat"))
+    });
+    assert!(fenced_for_session, "the old session should expire and be fenced");
+    for partition in &led_before {
+        let registration = &simulation.controller().partitions[partition];
+        assert!(registration.leader_epoch > 0, "{partition} kept its old leader epoch");
+    }
+    let state = &simulation.controller().brokers[&1];
+    assert!(state.epoch > old_epoch, "a new broker epoch");
+    assert!(!state.fenced, "registered again and unfenced");
+    assert_eq!(simulation.summary().lost, 0);
+}
