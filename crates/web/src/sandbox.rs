@@ -1,10 +1,11 @@
 //! The "run this" panel: an editor, the preloaded examples, a Run button,
 //! a console and the diagrams `show(value)` asks for.
 //!
-//! Snippets never run here: `js/sandbox.js` starts a fresh module Web Worker
-//! per run, with the engine's JavaScript API in scope and the network and
-//! storage taken away, and stops it at the time limit. This component only
-//! hands it the code and draws the [`RunResult`] it returns.
+//! Snippets never run here: `js/sandbox.js` keeps one hidden sandboxed
+//! iframe (an opaque origin under a policy that forbids every fetch) holding
+//! the compiled engine, which runs each snippet in a fresh worker and stops
+//! it at the time limit. This component only hands it the code and draws
+//! the [`RunResult`] it returns.
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -148,7 +149,7 @@ pub fn sandbox() -> Html {
             <p class="hint">
                 { "JavaScript with the engine's API in scope: " }
                 <code>{ "partitionFor, murmur2, simulateKeyless, assign, assignStats, rebalance, Cluster, show, partitionMap" }</code>
-                { ". It runs in a Web Worker with no network or storage. Ctrl+Enter runs; Tab indents." }
+                { ". It runs in an isolated worker with no network, storage or page access. Ctrl+Enter runs; Tab indents." }
             </p>
             <div class="form-row">
                 <label for="sandbox-example">{ "Example" }</label>
