@@ -699,16 +699,8 @@ impl Simulation {
             .any(|partition| !matches!(consumer.leaders.get(partition), Some(Some(_))));
         if leaderless && consumer.refresh_pending.is_none() && consumer.metadata_in_flight.is_none() {
             let broker = consumer.bootstrap_attempt % self.config.brokers + 1;
-            let consumer = &mut self.consumers[id as usize];
-            consumer.bootstrap_attempt += 1;
-            consumer.refresh_pending = Some(broker);
-            let incarnation = consumer.incarnation;
-            self.schedule_timer(
-                Self::consumer_node(id),
-                incarnation,
-                RETRY_BACKOFF_MS,
-                Timer::ConsumerMetadataRefresh,
-            );
+            self.consumers[id as usize].bootstrap_attempt += 1;
+            self.consumer_schedule_refresh(id, broker);
         }
         for (partition, offset, leader) in requests {
             self.consumers[id as usize].fetching.insert(partition.clone(), true);
@@ -721,6 +713,20 @@ impl Simulation {
                 Message::ConsumerFetch { partition, offset },
             );
         }
+    }
+
+    /// Asks `broker` for metadata once `retry.backoff.ms` has passed (the
+    /// client's `Metadata` refresh backoff).
+    fn consumer_schedule_refresh(&mut self, id: u32, broker: BrokerId) {
+        let consumer = &mut self.consumers[id as usize];
+        consumer.refresh_pending = Some(broker);
+        let incarnation = consumer.incarnation;
+        self.schedule_timer(
+            Self::consumer_node(id),
+            incarnation,
+            RETRY_BACKOFF_MS,
+            Timer::ConsumerMetadataRefresh,
+        );
     }
 
     fn consumer_fetched(
@@ -754,14 +760,7 @@ impl Simulation {
                     NodeId::Broker(broker) => broker % self.config.brokers + 1,
                     _ => 1,
                 };
-                consumer.refresh_pending = Some(broker);
-                let incarnation = consumer.incarnation;
-                self.schedule_timer(
-                    Self::consumer_node(id),
-                    incarnation,
-                    RETRY_BACKOFF_MS,
-                    Timer::ConsumerMetadataRefresh,
-                );
+                self.consumer_schedule_refresh(id, broker);
             }
             return;
         }

@@ -26,10 +26,7 @@ use crate::vectors::load;
 const NO_LEADER: i64 = -1;
 
 fn ids(value: &Value) -> Vec<i64> {
-    value
-        .as_array()
-        .map(|list| list.iter().map(|item| item.as_i64().expect("broker id")).collect())
-        .unwrap_or_default()
+    crate::vectors::integers(value)
 }
 
 fn brokers(value: &Value) -> Vec<u32> {

@@ -17,10 +17,7 @@ use serde_json::Value;
 use crate::vectors::load;
 
 fn numbers(value: &Value) -> Vec<i64> {
-    value
-        .as_array()
-        .map(|list| list.iter().map(|item| item.as_i64().expect("number")).collect())
-        .unwrap_or_default()
+    crate::vectors::integers(value)
 }
 
 fn brokers(value: &Value) -> Vec<u32> {

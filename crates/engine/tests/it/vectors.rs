@@ -36,3 +36,11 @@ pub fn hex_bytes(hex: &str) -> Vec<u8> {
         .map(|index| u8::from_str_radix(&hex[index..index + 2], 16).expect("hex digit"))
         .collect()
 }
+
+/// A JSON list of integers (empty when absent).
+pub fn integers(value: &serde_json::Value) -> Vec<i64> {
+    value
+        .as_array()
+        .map(|list| list.iter().map(|item| item.as_i64().expect("an integer")).collect())
+        .unwrap_or_default()
+}
