@@ -208,6 +208,9 @@ pub struct TopicRow {
     /// Fewer in-sync replicas than replicas.
     pub under_replicated: bool,
     pub offline: bool,
+    /// Led by an unclean election and not yet reported recovered by its
+    /// leader (`LeaderRecoveryState` RECOVERING, KIP-704).
+    pub recovering: bool,
 }
 
 /// The user topics' partitions (not `__consumer_offsets`), in order.
@@ -223,6 +226,7 @@ pub fn describe_topics(view: &ClusterView) -> Vec<TopicRow> {
             replicas: join(&partition.replicas),
             isr: join(&partition.isr),
             under_replicated: partition.isr.len() < partition.replicas.len(),
+            recovering: partition.recovering,
             offline: partition.leader.is_none(),
         })
         .collect()

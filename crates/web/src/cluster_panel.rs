@@ -814,7 +814,7 @@ fn tool_panels(props: &ToolProps) -> Html {
                                     <td data-testid={format!("leader-{}", row.name)}>{ &row.leader }</td>
                                     <td>{ &row.replicas }</td>
                                     <td data-testid={format!("isr-{}", row.name)}>{ &row.isr }</td>
-                                    <td>{ if row.offline { "offline" } else if row.under_replicated { "under-replicated" } else { "" } }</td>
+                                    <td>{ if row.offline { "offline" } else if row.recovering { "recovering (unclean leader)" } else if row.under_replicated { "under-replicated" } else { "" } }</td>
                                 </tr>
                             }) }
                         </tbody>

@@ -590,14 +590,10 @@ impl PartitionRegistration {
         self.partition_epoch += 1;
     }
 
-    /// The simulator's merge: [`PartitionRegistration::merge`], except that
-    /// a leader change without a recovery state ends any recovery. (The
-    /// simulator does not model the leader reporting recovery through
-    /// AlterPartition, which is how Kafka leaves RECOVERING.)
+    /// The simulator's merge: [`PartitionRegistration::merge`]. A
+    /// partition elected uncleanly stays RECOVERING until its leader
+    /// reports recovery in an AlterPartition (KIP-704), as in Kafka.
     pub fn apply(&mut self, record: &PartitionChangeRecord) {
         self.merge(record);
-        if record.leader.is_some() && record.leader_recovery.is_none() {
-            self.leader_recovery = LeaderRecovery::Recovered;
-        }
     }
 }

@@ -1216,6 +1216,7 @@ impl Simulation {
                 leader: id,
                 leader_epoch,
                 partition_epoch: leader.partition_epoch,
+                leader_recovery: crate::controller::partition_change::LeaderRecovery::Recovered,
                 new_isr,
             };
             self.send(node, self.controller_of(id), message);
@@ -1510,6 +1511,7 @@ impl Simulation {
                 leader: id,
                 leader_epoch: leader.leader_epoch,
                 partition_epoch: leader.partition_epoch,
+                leader_recovery: crate::controller::partition_change::LeaderRecovery::Recovered,
                 new_isr: new_isr.clone(),
             };
             let leader = self.broker(id).leading.get_mut(&partition).expect("leading");

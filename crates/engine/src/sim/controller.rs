@@ -342,9 +342,16 @@ impl Simulation {
                 leader_epoch,
                 partition_epoch,
                 new_isr,
+                leader_recovery,
             } => {
-                let result =
-                    self.controller_alter_partition(&partition, leader, leader_epoch, partition_epoch, new_isr);
+                let result = self.controller_alter_partition(
+                    &partition,
+                    leader,
+                    leader_epoch,
+                    partition_epoch,
+                    new_isr,
+                    leader_recovery,
+                );
                 self.send(me, from, Message::AlterPartitionResponse { partition, result });
             }
             _ => {}
@@ -358,6 +365,7 @@ impl Simulation {
         leader_epoch: u32,
         partition_epoch: u32,
         new_isr: Vec<BrokerId>,
+        leader_recovery: LeaderRecovery,
     ) -> Result<PartitionRegistration, ErrorCode> {
         let Some(current) = self.controller.partitions.get(partition).cloned() else {
             return Err(ErrorCode::NotLeaderOrFollower);
@@ -377,6 +385,9 @@ impl Simulation {
         }
         let mut change = PartitionChange::new(&current, Election::Online, &acceptable);
         change.target_isr = new_isr;
+        // KIP-704: the leader reports it has recovered; the partition
+        // leaves RECOVERING with this change.
+        change.target_leader_recovery = leader_recovery;
         let reason = if change.target_isr.len() < current.isr.len() {
             "the leader reported followers that stopped catching up".to_string()
         } else {

@@ -215,6 +215,9 @@ pub enum Message {
         leader_epoch: u32,
         partition_epoch: u32,
         new_isr: Vec<BrokerId>,
+        /// The leader's recovery state: a leader marks itself RECOVERED when
+        /// it takes over (`Partition#makeLeader`, KIP-704).
+        leader_recovery: crate::controller::partition_change::LeaderRecovery,
     },
     /// The controller's answer to AlterPartition.
     AlterPartitionResponse {

@@ -776,3 +776,44 @@ fn a_broker_restarted_inside_its_session_waits_for_it_to_expire_and_gets_a_new_e
     assert!(!state.fenced, "registered again and unfenced");
     assert_eq!(simulation.summary().lost, 0);
 }
+
+/// KIP-704 (`Partition#makeLeader`, `PartitionRegistration#merge`): a
+/// partition led by an unclean election is RECOVERING, and stays so across
+/// later changes until its leader reports itself recovered in an
+/// AlterPartition (here, when a restarted follower catches up and joins
+/// the ISR).
+#[test]
+fn an_uncleanly_elected_partition_recovers_when_its_leader_reports_it() {
+    let scenario = load(&scenarios_dir().join("unclean-election-truncates.json"));
+    let mut simulation = Simulation::new(scenario.config.clone(), scenario.seed).expect("valid");
+    for input in &scenario.inputs {
+        simulation.schedule(input.clone());
+    }
+    let recovering = |simulation: &Simulation| {
+        simulation
+            .view()
+            .partitions
+            .iter()
+            .any(|partition| partition.recovering)
+    };
+    simulation.run_until(25_000);
+    assert!(
+        recovering(&simulation),
+        "after the unclean election the partition is RECOVERING"
+    );
+    simulation.schedule(ScheduledInput {
+        at_ms: 25_000,
+        input: Input::RestartBroker { broker: 2 },
+    });
+    simulation.run_until(40_000);
+    let partition = &simulation.view().partitions[0];
+    assert!(
+        partition.isr.len() >= 2,
+        "the restarted follower rejoined: {:?}",
+        partition.isr
+    );
+    assert!(
+        !partition.recovering,
+        "the leader reported recovery with the ISR change"
+    );
+}
