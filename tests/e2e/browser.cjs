@@ -53,8 +53,14 @@ async function openApp(browser, { width = 1280, height = 900, query = '' } = {})
   return { page, problems };
 }
 
+// Starts `server` on 127.0.0.1 at a free port and resolves with its base URL.
+async function listenLocal(server) {
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${server.address().port}`;
+}
+
 function screenshotPath(name) {
   return path.join(ARTIFACTS, `${name}.png`);
 }
 
-module.exports = { launch, openApp, screenshotPath, APP_URL };
+module.exports = { launch, openApp, screenshotPath, listenLocal, APP_URL };

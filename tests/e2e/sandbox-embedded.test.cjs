@@ -9,7 +9,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
-const { launch, APP_URL } = require('./browser.cjs');
+const { launch, listenLocal, APP_URL } = require('./browser.cjs');
 
 const EXPECTED = JSON.parse(
   fs.readFileSync(path.join(__dirname, '../../web/sandbox-examples/expected.json'), 'utf8'),
@@ -37,8 +37,7 @@ before(async () => {
       response.end('arrived');
     }
   });
-  await new Promise((resolve) => host.listen(0, '127.0.0.1', resolve));
-  hostUrl = `http://127.0.0.1:${host.address().port}`;
+  hostUrl = await listenLocal(host);
   browser = await launch();
 });
 after(async () => {

@@ -14,7 +14,7 @@
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const http = require('node:http');
-const { launch, openApp, screenshotPath } = require('./browser.cjs');
+const { launch, openApp, screenshotPath, listenLocal } = require('./browser.cjs');
 
 const TIME_LIMIT_MS = 1000;
 const LIMIT_SLACK_MS = 250;
@@ -37,8 +37,7 @@ before(async () => {
     arrivals.push(`upgrade ${request.url}`);
     socket.destroy();
   });
-  await new Promise((resolve) => listener.listen(0, '127.0.0.1', resolve));
-  L = `http://127.0.0.1:${listener.address().port}`;
+  L = await listenLocal(listener);
   browser = await launch();
 });
 after(async () => {

@@ -16,7 +16,7 @@ use kafkascope_engine::controller::cluster_control::{
     ClusterControl, ElectionType, Heartbeat, HeartbeatReply, MetadataRecord, WrittenRecord,
 };
 use kafkascope_engine::controller::partition_change::{
-    Election, LeaderRecovery, PartitionChange, PartitionChangeRecord, PartitionRegistration,
+    LeaderRecovery, PartitionChange, PartitionChangeRecord, PartitionRegistration,
 };
 use serde_json::{json, Map, Value};
 
@@ -63,14 +63,7 @@ fn recovery_name(state: LeaderRecovery) -> &'static str {
     }
 }
 
-fn election(name: &str) -> Election {
-    match name {
-        "PREFERRED" => Election::Preferred,
-        "ONLINE" => Election::Online,
-        "UNCLEAN" => Election::Unclean,
-        other => panic!("unknown election {other}"),
-    }
-}
+use crate::vectors::election;
 
 /// A list Kafka builds from a `HashSet`: compared as a set.
 fn as_set(value: &Value) -> Value {

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kafkascope_engine::controller::partition_change::{
-    Election, LeaderRecovery, PartitionChange, PartitionChangeRecord, PartitionRegistration,
+    LeaderRecovery, PartitionChange, PartitionChangeRecord, PartitionRegistration,
 };
 use kafkascope_engine::replication::epoch_cache::LeaderEpochCache;
 use kafkascope_engine::replication::high_watermark::{
@@ -240,14 +240,7 @@ fn fixture(vectors: &Value, name: &str) -> Fixture {
     }
 }
 
-fn election(name: &str) -> Election {
-    match name {
-        "PREFERRED" => Election::Preferred,
-        "ONLINE" => Election::Online,
-        "UNCLEAN" => Election::Unclean,
-        other => panic!("unknown election {other}"),
-    }
-}
+use crate::vectors::election;
 
 fn change<'a>(fixture: &'a Fixture, case: &Value) -> PartitionChange<'a> {
     let mut change = PartitionChange::new(

@@ -37,6 +37,17 @@ pub fn hex_bytes(hex: &str) -> Vec<u8> {
         .collect()
 }
 
+/// An election as Kafka's vector files name it (`PartitionChangeBuilder.Election`).
+pub fn election(name: &str) -> kafkascope_engine::controller::partition_change::Election {
+    use kafkascope_engine::controller::partition_change::Election;
+    match name {
+        "PREFERRED" => Election::Preferred,
+        "ONLINE" => Election::Online,
+        "UNCLEAN" => Election::Unclean,
+        other => panic!("unknown election {other}"),
+    }
+}
+
 /// A JSON list of integers (empty when absent).
 pub fn integers(value: &serde_json::Value) -> Vec<i64> {
     value
