@@ -59,6 +59,21 @@ test('the map shows brokers, replicas, the quorum, the producer and both groups,
   await live(page).getByTestId('node-controller-1').focus();
   await page.keyboard.press('Enter');
   assert.equal(await live(page).getByTestId('inspector-title').innerText(), 'controller-1');
+  // KRaft as Kafka runs it: the other controllers (voters) and every
+  // broker (observers) fetch the metadata log from the active controller.
+  assert.match(await facts(page), /Fetching from it\s+voters: controller-2 at offset \d+ \(fetched \d+ ms ago\), controller-3 at offset \d+.*; observers: broker-1 at offset \d+/);
+  await clickNode(page, 'node-broker-3');
+  assert.match(await facts(page), /Metadata log\s+an observer fetching __cluster_metadata from controller-1: \d+ entries, \d+ committed; applied offset \d+/);
+  const replication = await live(page).getByTestId('quorum-replication').innerText();
+  assert.match(replication, /1\s+\d+\s+0\s+\d+\s+\d+\s+Leader/);
+  assert.match(replication, /2\s+\d+\s+\d+\s+\d+\s+\S+\s+Follower/);
+  assert.match(replication, /3\s+\d+\s+\d+\s+\d+\s+\S+\s+Observer/);
+  assert.match(await live(page).getByTestId('quorum-status').innerText(), /CurrentObservers:\s+\[1,2,3\]/);
+  // The edge from a broker to the active controller carries its metadata fetches.
+  const toController = live(page).locator('[data-testid="edge-broker-1-to-controller-1"]');
+  await toController.focus();
+  await page.keyboard.press('Enter');
+  assert.match(await facts(page), /Protocol\s+Fetch → FetchResponse of __cluster_metadata \(the broker, an observer, pulls the metadata log\)/);
   await page.screenshot({ path: screenshotPath('map-desktop'), fullPage: true });
   assert.deepEqual(problems, []);
   await page.close();

@@ -4,6 +4,8 @@
 //! describe --status`), all derived from the engine's [`ClusterView`].
 
 use kafkascope_engine::sim::config::{ClusterConfig, ConsumerConfig, OffsetReset, ProducerConfig, TopicConfig};
+use kafkascope_engine::sim::trace::TraceKind;
+use kafkascope_engine::sim::types::NodeId;
 use kafkascope_engine::sim::view::ClusterView;
 
 /// The seed a fresh page starts with.
@@ -284,7 +286,26 @@ pub struct QuorumStatus {
     /// Metadata records committed by a majority.
     pub high_watermark: usize,
     pub voters: String,
+    /// Brokers fetching the metadata log (`CurrentObservers`).
+    pub observers: String,
+    /// How far the furthest-behind voter is (`MaxFollowerLag`).
+    pub max_follower_lag: usize,
     pub down: String,
+    /// `kafka-metadata-quorum describe --replication`: one row per voter
+    /// and observer, as the leader sees them.
+    pub replication: Vec<QuorumReplicaRow>,
+}
+
+/// One row of `kafka-metadata-quorum describe --replication`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumReplicaRow {
+    pub node_id: u32,
+    pub log_end_offset: usize,
+    pub lag: usize,
+    pub last_fetch_ms: String,
+    pub last_caught_up_ms: String,
+    /// `Leader`, `Follower` or `Observer`.
+    pub status: &'static str,
 }
 
 pub fn describe_quorum(view: &ClusterView) -> QuorumStatus {
@@ -300,7 +321,46 @@ pub fn describe_quorum(view: &ClusterView) -> QuorumStatus {
         .filter(|controller| !controller.alive)
         .map(|controller| controller.id)
         .collect();
+    let mut replication = Vec::new();
+    let mut observers = Vec::new();
+    if let Some(leader) = leader {
+        replication.push(QuorumReplicaRow {
+            node_id: leader.id,
+            log_end_offset: leader.log_length,
+            lag: 0,
+            last_fetch_ms: view.time_ms.to_string(),
+            last_caught_up_ms: view.time_ms.to_string(),
+            status: "Leader",
+        });
+        for fetcher in &leader.fetchers {
+            let (node_id, status) = match fetcher.node {
+                NodeId::Controller(id) => (id, "Follower"),
+                NodeId::Broker(id) => {
+                    observers.push(id);
+                    (id, "Observer")
+                }
+                _ => continue,
+            };
+            replication.push(QuorumReplicaRow {
+                node_id,
+                log_end_offset: fetcher.log_end_offset,
+                lag: leader.log_length.saturating_sub(fetcher.log_end_offset),
+                last_fetch_ms: fetcher.last_fetch_ms.to_string(),
+                last_caught_up_ms: fetcher.last_caught_up_ms.map_or("-".to_string(), |ms| ms.to_string()),
+                status,
+            });
+        }
+    }
+    let max_follower_lag = replication
+        .iter()
+        .filter(|row| row.status == "Follower")
+        .map(|row| row.lag)
+        .max()
+        .unwrap_or(0);
     QuorumStatus {
+        observers: join(&observers),
+        max_follower_lag,
+        replication,
         leader_id: leader.map_or("none".to_string(), |leader| leader.id.to_string()),
         leader_epoch: view
             .controllers
@@ -329,6 +389,39 @@ fn partition_number(name: &str) -> u32 {
     split_partition(name).1
 }
 
+/// Whether a trace event belongs in "What just happened": state changes
+/// and decisions (inputs, fencing, elections, ISR changes, rebalances,
+/// errors, losses, truncations, process status), never routine traffic
+/// (messages sent, delivered or dropped, appends, high watermarks, reads,
+/// commits, acknowledgements). An exhaustive match, so a new kind of event
+/// has to be placed here.
+pub fn is_notable(kind: &TraceKind) -> bool {
+    match kind {
+        TraceKind::Input { .. }
+        | TraceKind::BrokerStatus { .. }
+        | TraceKind::BrokerFencing { .. }
+        | TraceKind::LeaderElected { .. }
+        | TraceKind::IsrChanged { .. }
+        | TraceKind::Truncated { .. }
+        | TraceKind::ProduceFailed { .. }
+        | TraceKind::RecordsLost { .. }
+        | TraceKind::InvariantViolated { .. }
+        | TraceKind::GroupRebalanced { .. }
+        | TraceKind::ConsumerStatus { .. }
+        | TraceKind::ControllerStatus { .. }
+        | TraceKind::ControllerElection { .. }
+        | TraceKind::ControllerElected { .. } => true,
+        TraceKind::Sent { .. }
+        | TraceKind::Delivered { .. }
+        | TraceKind::Dropped { .. }
+        | TraceKind::Appended { .. }
+        | TraceKind::HighWatermark { .. }
+        | TraceKind::Acknowledged { .. }
+        | TraceKind::Consumed { .. }
+        | TraceKind::OffsetsCommitted { .. } => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use kafkascope_engine::sim::Simulation;
@@ -339,6 +432,32 @@ mod tests {
         let mut simulation = Simulation::new(default_config(), DEFAULT_SEED).expect("the default cluster is valid");
         simulation.run_until(10_000);
         simulation
+    }
+
+    /// A dead broker's clients keep failing to reach it; those dropped
+    /// messages must not push the fencing and the election out of "What
+    /// just happened".
+    #[test]
+    fn what_just_happened_keeps_the_fencing_and_the_election_above_dropped_messages() {
+        use kafkascope_engine::sim::config::{Input, ScheduledInput};
+        let mut simulation = settled();
+        let leader = simulation.view().partitions[0].leader.expect("a leader");
+        simulation.schedule(ScheduledInput {
+            at_ms: 10_000,
+            input: Input::KillBroker { broker: leader },
+        });
+        simulation.run_until(25_000);
+        let recent: Vec<String> = simulation
+            .trace()
+            .iter()
+            .rev()
+            .filter(|event| is_notable(&event.kind))
+            .take(12)
+            .map(|event| event.line())
+            .collect();
+        let text = recent.join("\n");
+        assert!(text.contains(&format!("controller fenced broker-{leader}")), "{text}");
+        assert!(!text.contains("dropped"), "{text}");
     }
 
     #[test]

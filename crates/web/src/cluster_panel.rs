@@ -11,15 +11,15 @@ use std::rc::Rc;
 
 use kafkascope_engine::replication::high_watermark::Acks;
 use kafkascope_engine::sim::config::{ClusterConfig, ConfigChange, ConsumerConfig, Input, ScheduledInput};
-use kafkascope_engine::sim::trace::{TraceEvent, TraceKind};
+use kafkascope_engine::sim::trace::TraceEvent;
 use kafkascope_engine::sim::types::NodeId;
 use kafkascope_engine::sim::Simulation;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
 use crate::cluster_model::{
-    config_for_query, default_config, describe_config, describe_groups, describe_quorum, describe_topics, parse_knob,
-    setup_config, Setup, ASSIGNORS, DEFAULT_SEED,
+    config_for_query, default_config, describe_config, describe_groups, describe_quorum, describe_topics, is_notable,
+    parse_knob, setup_config, Setup, ASSIGNORS, DEFAULT_SEED,
 };
 use crate::export::MermaidExport;
 use crate::map::ClusterMap;
@@ -552,18 +552,7 @@ pub fn cluster_panel() -> Html {
         .iter()
         .rev()
         .take(5_000)
-        .filter(|event| {
-            !matches!(
-                event.kind,
-                TraceKind::Sent { .. }
-                    | TraceKind::Delivered { .. }
-                    | TraceKind::Appended { .. }
-                    | TraceKind::HighWatermark { .. }
-                    | TraceKind::Consumed { .. }
-                    | TraceKind::OffsetsCommitted { .. }
-                    | TraceKind::Acknowledged { .. }
-            )
-        })
+        .filter(|event| is_notable(&event.kind))
         .take(12)
         .map(TraceEvent::line)
         .collect();
@@ -835,9 +824,22 @@ fn tool_panels(props: &ToolProps) -> Html {
                     { if groups.is_empty() { html! { <p class="muted">{ "No member owns a partition yet (the groups are still forming: run a few seconds)." }</p> } } else { html! {} } }
                     <h3><code>{ "kafka-metadata-quorum describe --status" }</code></h3>
                     <pre class="tool" data-testid="quorum-status">{ format!(
-                        "LeaderId:       {}\nLeaderEpoch:    {}\nHighWatermark:  {}\nCurrentVoters:  [{}]\nDown:           {}",
-                        quorum.leader_id, quorum.leader_epoch, quorum.high_watermark, quorum.voters, quorum.down
+                        "LeaderId:          {}\nLeaderEpoch:       {}\nHighWatermark:     {}\nMaxFollowerLag:    {}\nCurrentVoters:     [{}]\nCurrentObservers:  [{}]\nDown:              {}",
+                        quorum.leader_id, quorum.leader_epoch, quorum.high_watermark, quorum.max_follower_lag, quorum.voters, quorum.observers, quorum.down
                     ) }</pre>
+                    <h3><code>{ "kafka-metadata-quorum describe --replication" }</code></h3>
+                    <table class="tool" data-testid="quorum-replication">
+                        <thead><tr><th>{ "NodeId" }</th><th>{ "LogEndOffset" }</th><th>{ "Lag" }</th><th>{ "LastFetchTimestamp" }</th><th>{ "LastCaughtUpTimestamp" }</th><th>{ "Status" }</th></tr></thead>
+                        <tbody>
+                            { for quorum.replication.iter().map(|row| html! {
+                                <tr>
+                                    <td>{ row.node_id }</td><td>{ row.log_end_offset }</td><td>{ row.lag }</td>
+                                    <td>{ &row.last_fetch_ms }</td><td>{ &row.last_caught_up_ms }</td><td>{ row.status }</td>
+                                </tr>
+                            }) }
+                        </tbody>
+                    </table>
+                    <p class="muted">{ "Brokers are observers of the controller quorum: they fetch the metadata log like the follower controllers do, but never vote. Timestamps are simulated milliseconds." }</p>
         </div>
     }
 }

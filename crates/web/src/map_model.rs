@@ -716,9 +716,9 @@ pub fn edge_protocol(kind: EdgeKind) -> &'static str {
         EdgeKind::Produce => "Metadata → MetadataResponse; Produce → ProduceResponse",
         EdgeKind::Replication => "Fetch → FetchResponse (the follower pulls from the leader)",
         EdgeKind::BrokerToController => {
-            "BrokerRegistration, BrokerHeartbeat → BrokerHeartbeatResponse, AlterPartition → AlterPartitionResponse; the controller pushes MetadataUpdate"
+            "Fetch → FetchResponse of __cluster_metadata (the broker, an observer, pulls the metadata log); BrokerRegistration, BrokerHeartbeat → BrokerHeartbeatResponse, AlterPartition → AlterPartitionResponse"
         }
-        EdgeKind::Quorum => "Vote → VoteResponse; QuorumAppend → QuorumAppendResponse (KRaft, KIP-595)",
+        EdgeKind::Quorum => "Fetch → FetchResponse of __cluster_metadata (the follower pulls the metadata log); Vote → VoteResponse; BeginQuorumEpoch (KRaft, KIP-595)",
         EdgeKind::Consumer => {
             "FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetFetch, OffsetCommit (to the coordinator); ListOffsets, Fetch (to leaders)"
         }
@@ -737,11 +737,11 @@ pub fn edge_effect(kind: EdgeKind) -> (&'static str, &'static str) {
             "A follower that stops fetching falls out of the ISR after replica.lag.time.max.ms; acks=all writes then wait only for the smaller ISR, or fail below min.insync.replicas.",
         ),
         EdgeKind::BrokerToController => (
-            "The broker heartbeats to keep its session; leaders ask the controller to change an ISR; the controller sends the committed metadata.",
+            "The broker fetches the metadata log from the active controller and applies what is committed (it is an observer of the quorum); it heartbeats to keep its session; leaders ask the controller to change an ISR.",
             "Without heartbeats for broker.session.timeout.ms the controller fences the broker and elects new leaders for its partitions from their ISRs.",
         ),
         EdgeKind::Quorum => (
-            "Controllers elect an active controller by vote; it appends metadata records and a majority must hold one before it is committed.",
+            "Controllers elect an active controller by vote; the others fetch its metadata log, and a record is committed once a majority of controllers hold it.",
             "If the active controller is cut off, the others time out, vote in a new epoch, and the metadata committed so far survives.",
         ),
         EdgeKind::Consumer => (
@@ -871,13 +871,14 @@ pub fn inspect(view: &ClusterView, model: &MapModel, selected: &str) -> Option<I
                 ],
                 messages: Vec::new(),
             },
-            NodeBody::Controller { alive, role, epoch, committed, .. } => Inspection {
+            NodeBody::Controller { id, alive, role, epoch, committed } => Inspection {
                 title: node.name.clone(),
                 why: "A KRaft controller keeps the cluster's metadata (brokers, partitions, leaders, ISRs) in a replicated log. One is active: it fences silent brokers, elects partition leaders from the ISR and commits ISR changes once a majority of controllers hold them.".into(),
                 facts: vec![
                     ("State".into(), if *alive { role.clone() } else { "down".into() }),
                     ("Epoch".into(), epoch.to_string()),
                     ("Committed metadata records".into(), committed.to_string()),
+                    ("Fetching from it".into(), fetchers_fact(view, *id)),
                     ("Fenced brokers".into(), {
                         let fenced: Vec<String> = view.brokers.iter().filter(|broker| broker.fenced).map(|broker| format!("broker-{}", broker.id)).collect();
                         if fenced.is_empty() { "none".into() } else { fenced.join(", ") }
@@ -905,6 +906,16 @@ pub fn inspect(view: &ClusterView, model: &MapModel, selected: &str) -> Option<I
                     ("State".into(), state.clone()),
                     ("Leads".into(), format!("{leads} partitions")),
                     ("Follows".into(), format!("{follows} partitions")),
+                    ("Metadata log".into(), view.brokers.iter().find(|broker| broker.id == *id).map_or("-".into(), |broker| {
+                        let metadata = &broker.metadata;
+                        format!(
+                            "an observer fetching __cluster_metadata from controller-{}: {} entries, {} committed; applied offset {}",
+                            metadata.controller,
+                            metadata.log_end_offset,
+                            metadata.high_watermark,
+                            metadata.applied_offset.map_or("none yet (not caught up with its registration)".into(), |offset| offset.to_string())
+                        )
+                    })),
                     ("Out of sync here".into(), {
                         let out: Vec<&str> = replicas.iter().filter(|replica| !replica.in_sync).map(|replica| replica.partition.as_str()).collect();
                         if out.is_empty() { "none".into() } else { out.join(", ") }
@@ -951,6 +962,39 @@ pub fn inspect(view: &ClusterView, model: &MapModel, selected: &str) -> Option<I
         ],
         messages: Vec::new(),
     })
+}
+
+/// Who fetches the metadata log from the active controller `id`: its
+/// voters and its observers (brokers), with how far each got.
+fn fetchers_fact(view: &ClusterView, id: u32) -> String {
+    let Some(controller) = view.controllers.iter().find(|controller| controller.id == id) else {
+        return "-".into();
+    };
+    if controller.fetchers.is_empty() {
+        return match controller.leader {
+            Some(leader) if leader != id && controller.alive => {
+                format!("nobody: it follows controller-{leader}, fetching from it")
+            }
+            _ => "nobody (it is not the active controller)".into(),
+        };
+    }
+    let describe = |voter: bool| {
+        controller
+            .fetchers
+            .iter()
+            .filter(|fetcher| fetcher.voter == voter)
+            .map(|fetcher| {
+                format!(
+                    "{} at offset {} (fetched {} ms ago)",
+                    fetcher.node,
+                    fetcher.log_end_offset,
+                    view.time_ms.saturating_sub(fetcher.last_fetch_ms)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!("voters: {}; observers: {}", describe(true), describe(false))
 }
 
 /// The topology as a Mermaid flowchart.

@@ -435,10 +435,13 @@ impl Captioner {
                 from, name, summary, ..
             } => {
                 // Before any election is traced, the active controller is
-                // the one pushing metadata.
-                if *name == "MetadataUpdate" && self.active_controller.is_none() {
-                    if let Some(id) = from.to_string().strip_prefix("controller-") {
-                        self.active_controller = id.parse().ok();
+                // the one answering metadata fetches as leader.
+                if *name == "FetchResponse" && self.active_controller.is_none() {
+                    let from = from.to_string();
+                    if let Some(id) = from.strip_prefix("controller-") {
+                        if summary.contains(&format!("leader={from}")) && !summary.contains("error=") {
+                            self.active_controller = id.parse().ok();
+                        }
                     }
                 }
                 if *name == "FindCoordinatorResponse" {
@@ -848,7 +851,19 @@ impl Captioner {
 
     fn message_caption(&self, from: &str, to: &str, name: &str, summary: &str) -> String {
         let client = from.starts_with("consumer-");
+        let metadata_log = to.starts_with("controller-") || from.starts_with("controller-");
         match name {
+            "Fetch" if metadata_log => format!(
+                "{from} fetches the metadata log (__cluster_metadata) from {to} from offset {}: {}",
+                number_after(summary, "offset=").unwrap_or(0),
+                if from.starts_with("broker-") {
+                    "a broker is an observer of the controller quorum; it learns leaders, ISRs and fencing by fetching, and applies only what is committed."
+                } else {
+                    "a voter follows the active controller by fetching; the leader counts an entry committed once a majority of voters fetched past it."
+                }
+            ),
+            "FetchResponse" if metadata_log => format!("{from} answers {to}'s metadata fetch: {summary}."),
+            "BeginQuorumEpoch" => format!("{from}, the new active controller, tells {to} it leads: {summary}; {to} now fetches from it."),
             "Metadata" => format!("{from} asks {to} for metadata: which broker leads each partition, at which leader epoch."),
             "MetadataResponse" => format!("{from} answers {to} with the leaders it knows ({summary})."),
             "Produce" => {
@@ -890,7 +905,6 @@ impl Captioner {
             ),
             "AlterPartition" => format!("{from}, the leader, asks the controller to change the ISR: {summary}."),
             "AlterPartitionResponse" => format!("The controller answers {to}: {summary}."),
-            "MetadataUpdate" => format!("The controller sends {to} the metadata it committed ({summary})."),
             "FindCoordinator" => format!("{from} asks {to} which broker coordinates its group."),
             "FindCoordinatorResponse" => format!("{from} tells {to} its group's coordinator ({summary})."),
             "JoinGroup" => format!("{from} joins its group at the coordinator {to}, listing its topics and assignor."),
@@ -904,8 +918,6 @@ impl Captioner {
             "ListOffsets" => format!("{from} asks {to} where the log ends ({summary})."),
             "Vote" => format!("{from} asks {to} for its vote: {summary}."),
             "VoteResponse" => format!("{from} answers {to}: {summary}."),
-            "QuorumAppend" => format!("The active controller {from} replicates metadata records to {to}: {summary}."),
-            "QuorumAppendResponse" => format!("{from} tells the active controller how far its metadata log matches: {summary}."),
             "BrokerHeartbeat" => format!("{from} heartbeats to the controller ({summary})."),
             "LeaveGroup" => format!("{from} leaves its group at the coordinator {to}."),
             _ => format!("{from} → {to}: {summary}."),

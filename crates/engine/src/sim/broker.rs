@@ -218,6 +218,33 @@ impl LeaderState {
     }
 }
 
+/// A broker's replica of the metadata log: it is an observer of the
+/// controller quorum, fetching `__cluster_metadata` from the active
+/// controller and applying what is committed (`KafkaRaftClient` as an
+/// observer, `MetadataLoader`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct MetadataReplica {
+    /// The log (on disk).
+    #[serde(skip)]
+    pub log: Vec<super::quorum::LogEntry>,
+    /// The high watermark the leader last reported (0 after a restart,
+    /// until the first answer).
+    pub high_watermark: usize,
+    /// The quorum epoch it knows.
+    pub epoch: u32,
+    /// The fetch in flight: its id and the controller it went to.
+    pub in_flight: Option<(u64, u32)>,
+}
+
+impl MetadataReplica {
+    /// The committed controller state it has fetched, if any.
+    pub fn committed(&self) -> Option<&super::controller::Controller> {
+        self.log
+            .get(self.high_watermark.checked_sub(1)?)
+            .map(|entry| &*entry.state)
+    }
+}
+
 /// The follower role for one partition.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FollowerState {
@@ -242,9 +269,13 @@ pub struct Broker {
     pub broker_epoch: Option<u64>,
     /// Whether the controller says it is fenced.
     pub fenced: bool,
-    /// The metadata it has seen.
+    /// The metadata it has applied (once registered and caught up with its
+    /// own registration).
     pub metadata: Option<MetadataImage>,
-    /// The controller it believes active.
+    /// Its replica of the metadata log.
+    pub metadata_log: MetadataReplica,
+    /// The controller it believes active (where it fetches metadata and
+    /// sends heartbeats).
     pub controller: u32,
     /// A heartbeat got no answer yet (if the next one is due, it tries
     /// another controller).
@@ -274,6 +305,7 @@ impl Broker {
             broker_epoch: None,
             fenced: true,
             metadata: None,
+            metadata_log: MetadataReplica::default(),
             controller: 1,
             heartbeat_outstanding: false,
             shutting_down: None,
@@ -333,6 +365,10 @@ impl Simulation {
         broker.fenced = true;
         broker.shutting_down = None;
         broker.metadata = None;
+        // The log stays on disk; what is committed is learned again from
+        // the leader.
+        broker.metadata_log.high_watermark = 0;
+        broker.metadata_log.in_flight = None;
         broker.leading.clear();
         broker.following.clear();
         broker.groups.clear();
@@ -354,6 +390,117 @@ impl Simulation {
             self.config.replica_lag_time_max_ms / 2,
             Timer::IsrExpiration,
         );
+        self.broker_fetch_metadata(id);
+    }
+
+    /// Fetches the metadata log from the controller it believes active,
+    /// unless a fetch is in flight.
+    pub(crate) fn broker_fetch_metadata(&mut self, id: BrokerId) {
+        let broker = self.broker(id);
+        if broker.status == BrokerStatus::Dead || broker.metadata_log.in_flight.is_some() {
+            return;
+        }
+        let fetch = broker.next_id();
+        broker.metadata_log.in_flight = Some((fetch, broker.controller));
+        let replica = &broker.metadata_log;
+        let message = Message::MetadataFetch {
+            epoch: replica.epoch,
+            fetch_offset: replica.log.len(),
+            last_fetched_epoch: replica.log.last().map_or(0, |entry| entry.epoch),
+        };
+        let (incarnation, controller) = (broker.incarnation, broker.controller);
+        self.send(NodeId::Broker(id), NodeId::Controller(controller), message);
+        self.schedule_timer(
+            NodeId::Broker(id),
+            incarnation,
+            super::quorum::REQUEST_TIMEOUT_MS,
+            Timer::MetadataFetchTimeout(fetch),
+        );
+    }
+
+    /// An answer to the broker's metadata fetch
+    /// (`KafkaRaftClient#handleFetchResponse` as an observer).
+    fn broker_metadata_response(&mut self, id: BrokerId, from: u32, answer: &super::types::MetadataFetchAnswer) {
+        let super::types::MetadataFetchAnswer {
+            epoch,
+            leader,
+            error,
+            from_offset,
+            ref entries,
+            high_watermark,
+            diverging,
+        } = *answer;
+        let controllers = self.config.controllers;
+        let incarnation = self.brokers[&id].incarnation;
+        let broker = self.broker(id);
+        if broker.metadata_log.in_flight.is_none_or(|(_, to)| to != from) {
+            // An answer to a fetch given up on.
+            return;
+        }
+        broker.metadata_log.in_flight = None;
+        let newer = epoch > broker.metadata_log.epoch;
+        if epoch >= broker.metadata_log.epoch {
+            broker.metadata_log.epoch = epoch;
+            if let Some(leader) = leader {
+                broker.controller = leader;
+            }
+        }
+        if error.is_some() || leader != Some(from) {
+            if newer && leader.is_some_and(|leader| leader != from) {
+                // Told who leads: fetch from it now.
+                self.broker_fetch_metadata(id);
+            } else {
+                // No better hint: ask another voter after a backoff.
+                if leader.is_none() || !newer {
+                    broker.controller = from % controllers + 1;
+                }
+                self.schedule_timer(
+                    NodeId::Broker(id),
+                    incarnation,
+                    super::quorum::RECONNECT_BACKOFF_MS,
+                    Timer::MetadataFetchRetry,
+                );
+            }
+            return;
+        }
+        let replica = &mut broker.metadata_log;
+        let (log, hw) = (&mut replica.log, &mut replica.high_watermark);
+        let before = *hw;
+        super::quorum::apply_fetched(log, hw, from_offset, entries, high_watermark, diverging);
+        if let Some((epoch, end)) = diverging {
+            let length = broker.metadata_log.log.len();
+            self.record(TraceKind::BrokerStatus {
+                broker: id,
+                status: format!(
+                    "truncated its metadata log to offset {length}: it diverged from controller-{from}'s, where epoch {epoch} ends at offset {end}"
+                ),
+            });
+        }
+        let broker = self.broker(id);
+        if broker.metadata_log.high_watermark != before {
+            self.broker_publish_metadata(id);
+        }
+        self.broker_fetch_metadata(id);
+    }
+
+    /// Applies the committed metadata, once the broker is registered and
+    /// has caught up with its own registration (`BrokerLifecycleManager`'s
+    /// initial catch-up: until then the broker takes on no partition).
+    fn broker_publish_metadata(&mut self, id: BrokerId) {
+        let broker = &self.brokers[&id];
+        let (Some(state), Some(epoch)) = (broker.metadata_log.committed(), broker.broker_epoch) else {
+            return;
+        };
+        if state.offset < epoch
+            || broker
+                .metadata
+                .as_ref()
+                .is_some_and(|image| image.offset >= state.offset)
+        {
+            return;
+        }
+        let image = state.image();
+        self.broker_apply_metadata(id, image);
     }
 
     pub(crate) fn broker_kill(&mut self, id: BrokerId) {
@@ -466,7 +613,7 @@ impl Simulation {
         let broker = &self.brokers[&id];
         match broker.broker_epoch {
             Some(broker_epoch) => {
-                let metadata_offset = broker.metadata.as_ref().map_or(0, |image| image.offset);
+                let metadata_offset = broker.metadata_log.committed().map_or(0, |state| state.offset);
                 let want_shut_down = broker.shutting_down.is_some();
                 self.send(
                     node,
@@ -535,6 +682,18 @@ impl Simulation {
                 self.leader_maybe_shrink_isr(id);
             }
             Timer::FollowerFetch(partition) => self.follower_fetch(id, &partition),
+            Timer::MetadataFetchRetry => self.broker_fetch_metadata(id),
+            Timer::MetadataFetchTimeout(fetch) => {
+                // No answer in controller.quorum.request.timeout.ms: ask
+                // another voter who leads.
+                let controllers = self.config.controllers;
+                let broker = self.broker(id);
+                if broker.metadata_log.in_flight.is_some_and(|(id, _)| id == fetch) {
+                    broker.metadata_log.in_flight = None;
+                    broker.controller = broker.controller % controllers + 1;
+                    self.broker_fetch_metadata(id);
+                }
+            }
             Timer::CoordinatorSessionCheck => {
                 self.schedule_timer(node, incarnation, 1_000, Timer::CoordinatorSessionCheck);
                 self.coordinator_check_sessions(id);
@@ -618,15 +777,13 @@ impl Simulation {
                 // heartbeat interval registers again.
                 if let Ok(epoch) = result {
                     broker.broker_epoch = Some(epoch);
+                    self.broker_publish_metadata(id);
                 }
             }
-            Message::MetadataUpdate { image } => {
-                // Only the active controller publishes: that is where the
-                // next heartbeat goes.
+            Message::MetadataFetchResponse(answer) => {
                 if let NodeId::Controller(controller) = from {
-                    self.broker(id).controller = controller;
+                    self.broker_metadata_response(id, controller, &answer);
                 }
-                self.broker_apply_metadata(id, image)
             }
             Message::ConnectionClosed => self.broker_connection_closed(id, from),
             // `NOT_CONTROLLER`: the request goes again to the controller
@@ -713,7 +870,7 @@ impl Simulation {
         if self.brokers[&id]
             .metadata
             .as_ref()
-            .is_some_and(|current| current.offset > image.offset)
+            .is_some_and(|current| current.offset >= image.offset)
         {
             return;
         }
@@ -853,6 +1010,18 @@ impl Simulation {
                     broker.controller = controller % controllers + 1;
                     broker.heartbeat_outstanding = false;
                 }
+                // The metadata fetch in flight failed: fetch again (from
+                // the next controller) after the reconnect backoff.
+                if broker.metadata_log.in_flight.is_some_and(|(_, to)| to == controller) {
+                    broker.metadata_log.in_flight = None;
+                    self.schedule_timer(
+                        NodeId::Broker(id),
+                        incarnation,
+                        super::quorum::RECONNECT_BACKOFF_MS,
+                        Timer::MetadataFetchRetry,
+                    );
+                }
+                let broker = self.broker(id);
                 for leader in broker.leading.values_mut() {
                     leader.pending_isr = None;
                 }

@@ -2,8 +2,8 @@
 //! `ReplicationControlManager`, `BrokerHeartbeatManager`): broker
 //! registration, heartbeats and fencing, leader elections, AlterPartition.
 //!
-//! Every committed change moves the metadata log offset forward and is
-//! published to the brokers, which learn it after a network delay.
+//! Every change moves the metadata log offset forward; brokers learn it by
+//! fetching the metadata log once it is committed (see [`super::quorum`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,7 +16,7 @@ use crate::groups::assignors::TopicPartition;
 use crate::replication::BrokerId;
 
 use super::trace::TraceKind;
-use super::types::{ErrorCode, Message, MetadataImage, NodeId};
+use super::types::{ErrorCode, Message, MetadataImage, MetadataRecord, NodeId};
 use super::Simulation;
 
 /// What the controller knows about a broker.
@@ -71,6 +71,53 @@ impl Controller {
             registered: self.brokers.keys().copied().collect(),
         }
     }
+}
+
+/// The records that turn `before` into `after` (what one metadata log entry
+/// stands for); a new leader's first entry with no change is its
+/// `LeaderChangeMessage`.
+pub fn records_between(before: &Controller, after: &Controller, first_of_epoch: bool) -> Vec<MetadataRecord> {
+    let mut records = Vec::new();
+    if first_of_epoch {
+        records.push(MetadataRecord::LeaderChange);
+    }
+    for (&broker, state) in &after.brokers {
+        match before.brokers.get(&broker) {
+            Some(old) if old.epoch == state.epoch => {
+                let fenced = (old.fenced != state.fenced).then_some(state.fenced);
+                let in_controlled_shutdown = (old.in_controlled_shutdown != state.in_controlled_shutdown)
+                    .then_some(state.in_controlled_shutdown);
+                if fenced.is_some() || in_controlled_shutdown.is_some() {
+                    records.push(MetadataRecord::BrokerRegistrationChange {
+                        broker,
+                        fenced,
+                        in_controlled_shutdown,
+                    });
+                }
+            }
+            _ => records.push(MetadataRecord::RegisterBroker {
+                broker,
+                broker_epoch: state.epoch,
+            }),
+        }
+    }
+    for (partition, registration) in &after.partitions {
+        match before.partitions.get(partition) {
+            None => records.push(MetadataRecord::Partition {
+                partition: partition.clone(),
+                replicas: registration.replicas.clone(),
+            }),
+            Some(old) if old != registration => records.push(MetadataRecord::PartitionChange {
+                partition: partition.clone(),
+                leader: registration.leader,
+                isr: registration.isr.clone(),
+                leader_epoch: registration.leader_epoch,
+                partition_epoch: registration.partition_epoch,
+            }),
+            Some(_) => {}
+        }
+    }
+    records
 }
 
 /// Kafka's rack-unaware replica placement
@@ -181,16 +228,6 @@ impl Simulation {
         }
     }
 
-    /// The image of what the active controller has committed.
-    fn committed_image(&self) -> MetadataImage {
-        let id = self.controller_sender.unwrap_or(1);
-        self.quorum
-            .nodes
-            .get(&id)
-            .and_then(|node| node.log.get(node.committed.saturating_sub(1)))
-            .map_or_else(|| self.controller.image(), |entry| entry.state.image())
-    }
-
     fn note_heartbeat(&mut self, broker: BrokerId) {
         let now = self.now;
         if let Some(node) = self.controller_sender.and_then(|id| self.quorum.nodes.get_mut(&id)) {
@@ -248,13 +285,6 @@ impl Simulation {
                     },
                 );
                 self.send(me, from, Message::BrokerRegistrationResponse { result: Ok(epoch) });
-                self.send(
-                    me,
-                    from,
-                    Message::MetadataUpdate {
-                        image: self.controller.image(),
-                    },
-                );
             }
             Message::BrokerHeartbeat {
                 broker,
@@ -303,7 +333,6 @@ impl Simulation {
                                     .to_string(),
                         });
                         self.controller_move_off(broker, &format!("broker-{broker} is shutting down"));
-                        self.controller_publish();
                     }
                 } else if state.fenced && metadata_offset >= state.epoch {
                     // Unfence once the broker has caught up with its own registration.
@@ -317,7 +346,6 @@ impl Simulation {
                         ),
                     });
                     self.controller_elect_leaderless(&format!("broker-{broker} was unfenced"));
-                    self.controller_publish();
                 }
                 let state = &self.controller.brokers[&broker];
                 let (fenced, in_controlled_shutdown) = (state.fenced, state.in_controlled_shutdown);
@@ -331,10 +359,6 @@ impl Simulation {
                         should_shut_down,
                     },
                 );
-                let committed = self.committed_image();
-                if metadata_offset < committed.offset {
-                    self.send(me, from, Message::MetadataUpdate { image: committed });
-                }
             }
             Message::AlterPartition {
                 partition,
@@ -395,7 +419,6 @@ impl Simulation {
         };
         if let Some(record) = change.build() {
             self.controller_commit(partition, record, &reason);
-            self.controller_publish();
         }
         Ok(self.controller.partitions[partition].clone())
     }
@@ -440,7 +463,6 @@ impl Simulation {
             reason: reason.to_string(),
         });
         self.controller_move_off(broker, &format!("broker-{broker} was fenced"));
-        self.controller_publish();
     }
 
     /// `generateLeaderAndIsrUpdates`: takes a broker out of every ISR (never
@@ -484,12 +506,10 @@ impl Simulation {
             .filter(|(_, registration)| registration.leader != registration.replicas.first().copied())
             .map(|(partition, _)| partition.clone())
             .collect();
-        let mut changed = false;
         for partition in imbalanced {
             let current = self.controller.partitions[&partition].clone();
             let change = PartitionChange::new(&current, Election::Preferred, &acceptable);
             if let Some(record) = change.build() {
-                changed = true;
                 let preferred = current.replicas.first().copied().unwrap_or(0);
                 self.controller_commit(
                     &partition,
@@ -497,9 +517,6 @@ impl Simulation {
                     &format!("preferred leader election: broker-{preferred} is the first replica (auto.leader.rebalance.enable)"),
                 );
             }
-        }
-        if changed {
-            self.controller_publish();
         }
     }
 
@@ -526,7 +543,6 @@ impl Simulation {
                 self.controller_commit(&partition, record, reason);
             }
         }
-        self.controller_publish();
     }
 
     /// Applies a record to the registration and traces what changed.
@@ -556,20 +572,6 @@ impl Simulation {
                 unclean,
                 reason: reason.to_string(),
             });
-        }
-    }
-
-    /// Publishes the current metadata to every registered broker.
-    fn controller_publish(&mut self) {
-        let me = self.controller_node();
-        let image = self.controller.image();
-        let brokers: Vec<BrokerId> = self.controller.brokers.keys().copied().collect();
-        for broker in brokers {
-            self.send(
-                me,
-                NodeId::Broker(broker),
-                Message::MetadataUpdate { image: image.clone() },
-            );
         }
     }
 }

@@ -68,6 +68,14 @@ pub enum Timer {
     QuorumTick,
     /// A candidate's election ran out of time (its epoch).
     ElectionTimeout(u32),
+    /// The quorum leader answers a held metadata fetch (its id).
+    QuorumFetchExpiry(u64),
+    /// A follower controller fetches again after a broken connection.
+    QuorumFetchRetry,
+    /// A broker fetches the metadata log again after a backoff.
+    MetadataFetchRetry,
+    /// A broker's metadata fetch got no answer in time (its id).
+    MetadataFetchTimeout(u64),
     /// A producer's batch lingered long enough, or a retry backoff ended.
     ProducerDrain,
     /// A produce request got no answer in time.
@@ -273,8 +281,13 @@ impl Simulation {
             root.derive("controller-quorum"),
         );
         let image = simulation.controller.image();
+        let metadata_log = simulation.quorum.nodes[&1].log.clone();
         for (id, epoch) in epochs {
-            simulation.brokers.insert(id, Broker::new(id));
+            let mut broker = Broker::new(id);
+            broker.metadata_log.log = metadata_log.clone();
+            broker.metadata_log.high_watermark = metadata_log.len();
+            broker.metadata_log.epoch = 1;
+            simulation.brokers.insert(id, broker);
             simulation.broker_start_registered(id, epoch, image.clone());
         }
         simulation.quorum_start();

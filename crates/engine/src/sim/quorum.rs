@@ -1,20 +1,31 @@
 //! The KRaft controller quorum (KIP-500/595): controllers elect an active
-//! controller with votes and epochs, and replicate the metadata log to a
-//! majority before anything it decides takes effect.
+//! controller with votes and epochs, and the metadata log
+//! (`__cluster_metadata`) is replicated by **fetching**, as
+//! `KafkaRaftClient` does: every voter that follows, and every broker (an
+//! *observer*, which never votes), sends the leader `Fetch` requests with
+//! its log end offset and the epoch of its last entry. The leader checks
+//! them against its log (a follower whose log diverged is told where to
+//! truncate), answers with the entries the fetcher lacks and the high
+//! watermark, and holds a fetch that has nothing new for up to
+//! `MAX_FETCH_WAIT_MS` (the fetch purgatory), completing it early when it
+//! appends or the high watermark moves. An entry is committed once a
+//! majority of voters fetched past it (entries of the leader's own epoch,
+//! Raft's rule). Decisions of the active controller, their answers to
+//! brokers and their trace events are released at commit; brokers apply
+//! only committed entries.
 //!
-//! Each log entry carries the controller state after one decision (a
-//! coarse but faithful stand-in for the metadata records that produce it).
-//! The active controller decides on a working copy; the decision, its
-//! answers to brokers and its trace events are released once a majority
-//! holds the entry. A quorum of three survives the loss of one controller:
-//! after `controller.quorum.fetch.timeout.ms` without hearing from the
-//! leader, a follower starts an election with a randomized timeout, and the
-//! voters grant their vote only to a candidate whose log is at least as
-//! up to date as theirs, so committed decisions survive.
+//! A follower that gets no answer from the leader within
+//! `controller.quorum.fetch.timeout.ms` starts an election with a
+//! randomized timeout; voters grant their vote only to a candidate whose
+//! log is at least as up to date as theirs, so committed decisions
+//! survive; the winner announces itself with `BeginQuorumEpoch`. A leader
+//! that has not heard from a majority within 1.5 × the fetch timeout
+//! resigns (check quorum).
 //!
-//! Simplification: replication is pushed by the leader (Raft's
-//! AppendEntries) rather than pulled by followers' Fetch as KRaft does; the
-//! safety rules (vote, commit, truncation) are the same.
+//! Simplification: each log entry carries the controller state after one
+//! decision (like the in-memory snapshots `QuorumController` keeps per
+//! offset) together with the records it stands for, rather than
+//! serialized record batches.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -26,20 +37,33 @@ use crate::replication::BrokerId;
 
 use super::controller::Controller;
 use super::trace::{Invariant, TraceKind};
-use super::types::{Message, NodeId};
+use super::types::{ErrorCode, Message, MetadataFetchAnswer, MetadataRecord, NodeId};
 use super::{Simulation, Timer};
 
 /// `controller.quorum.election.timeout.ms` (1000).
 pub const ELECTION_TIMEOUT_MS: u64 = 1_000;
 /// `controller.quorum.fetch.timeout.ms` (2000).
 pub const FETCH_TIMEOUT_MS: u64 = 2_000;
-/// How often the leader replicates (its heartbeat).
+/// `controller.quorum.request.timeout.ms` (2000): a fetch with no answer
+/// by then is given up and sent again (to another voter, for an observer).
+pub const REQUEST_TIMEOUT_MS: u64 = 2_000;
+/// `KafkaRaftClient.MAX_FETCH_WAIT_MS`: how long the leader holds a fetch
+/// that has nothing new.
+pub const MAX_FETCH_WAIT_MS: u64 = 500;
+/// How long a fetcher waits after its connection to the leader broke
+/// before it fetches again (the network client's reconnect backoff at its
+/// `reconnect.backoff.max.ms` of 1000).
+pub const RECONNECT_BACKOFF_MS: u64 = 1_000;
+/// Entries per fetch answer at most (`Fetch`'s `max_bytes`, counted in
+/// entries).
+const FETCH_MAX_ENTRIES: usize = 100;
+/// How often each controller looks at its timeouts.
 const TICK_MS: u64 = 500;
 
 /// A controller's role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Role {
-    /// Follows the leader it knows.
+    /// Follows the leader it knows (or waits to learn one).
     Follower,
     /// Asking for votes.
     Candidate,
@@ -52,8 +76,74 @@ pub enum Role {
 pub struct LogEntry {
     /// The epoch it was written in.
     pub epoch: u32,
+    /// The records it stands for.
+    pub records: Arc<[MetadataRecord]>,
     /// The controller state after it.
+    #[serde(skip)]
     pub state: Arc<Controller>,
+}
+
+/// The largest epoch at or below `epoch` in `log` and the offset just past
+/// its last entry (`ReplicatedLog#endOffsetForEpoch`); `(0, 0)` if none.
+pub fn end_offset_for_epoch(log: &[LogEntry], epoch: u32) -> (u32, usize) {
+    let end = log.partition_point(|entry| entry.epoch <= epoch);
+    if end == 0 {
+        (0, 0)
+    } else {
+        (log[end - 1].epoch, end)
+    }
+}
+
+/// The leader's check of a fetch position (`KafkaRaftClient` →
+/// `ReplicatedLog#validateOffsetAndEpoch`): `None` when the fetcher's log
+/// matches the leader's up to `fetch_offset`, else the epoch and end offset
+/// it must truncate to.
+pub fn diverging_epoch(log: &[LogEntry], fetch_offset: usize, last_fetched_epoch: u32) -> Option<(u32, usize)> {
+    if fetch_offset == 0 && last_fetched_epoch == 0 {
+        return None;
+    }
+    let (epoch, end) = end_offset_for_epoch(log, last_fetched_epoch);
+    (epoch != last_fetched_epoch || end < fetch_offset).then_some((epoch, end))
+}
+
+/// Where a fetcher truncates when the leader reports a diverging epoch
+/// (`ReplicatedLog#truncateToEndOffset`).
+pub fn truncation_offset(log: &[LogEntry], diverging: (u32, usize)) -> usize {
+    let (epoch, end) = diverging;
+    if epoch == 0 {
+        return end.min(log.len());
+    }
+    let (local_epoch, local_end) = end_offset_for_epoch(log, epoch);
+    if local_epoch == epoch {
+        local_end.min(end)
+    } else {
+        local_end
+    }
+}
+
+/// Applies a fetch answer to a fetcher's copy of the log: truncates where it
+/// diverged, appends the entries that start at its end, and moves its high
+/// watermark. Returns whether the log or the high watermark changed.
+pub(crate) fn apply_fetched(
+    log: &mut Vec<LogEntry>,
+    high_watermark: &mut usize,
+    from_offset: usize,
+    entries: &[LogEntry],
+    leader_high_watermark: usize,
+    diverging: Option<(u32, usize)>,
+) -> bool {
+    let before = (log.len(), *high_watermark);
+    if let Some(diverging) = diverging {
+        let to = truncation_offset(log, diverging);
+        log.truncate(to);
+        *high_watermark = (*high_watermark).min(to);
+        return true;
+    }
+    if from_offset == log.len() {
+        log.extend(entries.iter().cloned());
+    }
+    *high_watermark = (*high_watermark).max(leader_high_watermark.min(log.len()));
+    before != (log.len(), *high_watermark)
 }
 
 /// Messages held until their entry commits, and trace events to record then.
@@ -62,6 +152,25 @@ struct Pending {
     index: usize,
     messages: Vec<(NodeId, NodeId, Message)>,
     trace: Vec<TraceKind>,
+}
+
+/// A fetch the leader holds until it has something new (`fetchPurgatory`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HeldFetch {
+    id: u64,
+    from: NodeId,
+    fetch_offset: usize,
+}
+
+/// How far a fetcher got, as the leader sees it (`LeaderState.ReplicaState`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FetcherProgress {
+    /// Its log end offset at its last fetch.
+    pub fetch_offset: usize,
+    /// When it last fetched.
+    pub last_fetch_ms: u64,
+    /// When it last fetched up to the leader's end.
+    pub last_caught_up_ms: Option<u64>,
 }
 
 /// One controller process.
@@ -83,19 +192,31 @@ pub struct QuorumNode {
     pub leader: Option<u32>,
     /// The metadata log (persisted).
     pub log: Vec<LogEntry>,
-    /// Entries known committed.
+    /// Entries known committed (its high watermark).
     pub committed: usize,
+    /// As a follower: the last answer from the leader.
     last_heard_ms: u64,
+    /// As a follower: when the fetch in flight was sent.
+    fetch_sent_ms: Option<u64>,
     votes: BTreeSet<u32>,
-    match_index: BTreeMap<u32, usize>,
+    /// As leader: every voter's progress (its own included), and every
+    /// observer's.
+    pub voters: BTreeMap<u32, FetcherProgress>,
+    /// As leader: brokers fetching the log (observers).
+    pub observers: BTreeMap<BrokerId, FetcherProgress>,
+    /// As leader: the first offset of its epoch (the high watermark moves
+    /// only once an entry of its own epoch is committed).
+    epoch_start: usize,
+    /// As leader: when it last sent `BeginQuorumEpoch`.
+    begin_epoch_sent_ms: u64,
+    held: Vec<HeldFetch>,
+    next_held: u64,
     pending: Vec<Pending>,
     /// When each broker last sent a heartbeat (the active controller's
     /// `BrokerHeartbeatManager`; not replicated).
     pub heartbeats: BTreeMap<BrokerId, u64>,
     /// A preferred-leader balance is scheduled (`imbalancedScheduled`).
     balance_scheduled: bool,
-    /// As leader: when each voter last answered (check quorum).
-    heard_from: BTreeMap<u32, u64>,
 }
 
 /// The controller quorum.
@@ -116,9 +237,17 @@ impl Quorum {
     pub fn new(count: u32, initial: Controller, rng: Rng) -> Quorum {
         let entry = LogEntry {
             epoch: 1,
+            records: Arc::from(vec![MetadataRecord::Bootstrap]),
             state: Arc::new(initial),
         };
-        let nodes = (1..=count.max(1))
+        let ids = 1..=count.max(1);
+        let caught_up = FetcherProgress {
+            fetch_offset: 1,
+            last_fetch_ms: 0,
+            last_caught_up_ms: Some(0),
+        };
+        let nodes = ids
+            .clone()
             .map(|id| {
                 let node = QuorumNode {
                     id,
@@ -131,12 +260,17 @@ impl Quorum {
                     log: vec![entry.clone()],
                     committed: 1,
                     last_heard_ms: 0,
+                    fetch_sent_ms: None,
                     votes: BTreeSet::new(),
-                    match_index: (1..=count.max(1)).map(|peer| (peer, 1)).collect(),
+                    voters: ids.clone().map(|peer| (peer, caught_up)).collect(),
+                    observers: BTreeMap::new(),
+                    epoch_start: 0,
+                    begin_epoch_sent_ms: 0,
+                    held: Vec::new(),
+                    next_held: 0,
                     pending: Vec::new(),
                     heartbeats: BTreeMap::new(),
                     balance_scheduled: false,
-                    heard_from: (1..=count.max(1)).map(|peer| (peer, 0)).collect(),
                 };
                 (id, node)
             })
@@ -163,18 +297,34 @@ impl Quorum {
     }
 }
 
+impl QuorumNode {
+    fn last_epoch(&self) -> u32 {
+        self.log.last().map_or(0, |entry| entry.epoch)
+    }
+
+    /// Forgets what it knew as leader.
+    fn clear_leadership(&mut self) {
+        self.pending.clear();
+        self.held.clear();
+        self.heartbeats.clear();
+        self.observers.clear();
+        self.balance_scheduled = false;
+    }
+}
+
 impl Simulation {
     /// The controller node sending what the controller logic sends now.
     pub(crate) fn controller_node(&self) -> NodeId {
         NodeId::Controller(self.controller_sender.unwrap_or(1))
     }
 
-    /// Starts every controller's timers.
+    /// Starts every controller's timers; followers start fetching.
     pub(crate) fn quorum_start(&mut self) {
         let ids: Vec<u32> = self.quorum.nodes.keys().copied().collect();
         for id in ids {
             self.schedule_timer(NodeId::Controller(id), 1, TICK_MS, Timer::QuorumTick);
             self.schedule_timer(NodeId::Controller(id), 1, 1_000, Timer::SessionCheck);
+            self.quorum_fetch(id);
         }
     }
 
@@ -214,10 +364,9 @@ impl Simulation {
         node.alive = false;
         node.role = Role::Follower;
         node.leader = None;
-        node.pending.clear();
+        node.fetch_sent_ms = None;
         node.votes.clear();
-        node.heartbeats.clear();
-        node.balance_scheduled = false;
+        node.clear_leadership();
         self.record(TraceKind::ControllerStatus {
             controller: id,
             status: "killed (its metadata log stays on disk)".to_string(),
@@ -280,20 +429,31 @@ impl Simulation {
             }
             return;
         }
+        let now = self.now;
         let node = self.quorum.nodes.get_mut(&id).expect("known");
+        let records = super::controller::records_between(&before, &working, node.log.len() == node.epoch_start);
         node.log.push(LogEntry {
             epoch: node.epoch,
+            records: Arc::from(records),
             state: Arc::new(working),
         });
         let index = node.log.len();
-        node.match_index.insert(id, index);
+        node.voters.insert(
+            id,
+            FetcherProgress {
+                fetch_offset: index,
+                last_fetch_ms: now,
+                last_caught_up_ms: Some(now),
+            },
+        );
         node.pending.push(Pending {
             index,
             messages: outbox,
             trace,
         });
-        self.quorum_replicate(id);
         self.quorum_advance_commit(id);
+        // New entries: every held fetch can be answered.
+        self.quorum_complete_held(id, None);
     }
 
     /// `QuorumController#maybeScheduleNextBalancePartitionLeaders`: after
@@ -327,46 +487,168 @@ impl Simulation {
         }
     }
 
-    /// Sends every follower the entries it lacks, with the commit index.
-    fn quorum_replicate(&mut self, id: u32) {
-        let node = &self.quorum.nodes[&id];
-        if node.role != Role::Leader {
+    /// A follower sends the leader it knows a fetch from its log end, unless
+    /// one is in flight.
+    fn quorum_fetch(&mut self, id: u32) {
+        let now = self.now;
+        let node = self.quorum.nodes.get_mut(&id).expect("known");
+        if !node.alive || node.role != Role::Follower || node.fetch_sent_ms.is_some() {
             return;
         }
-        let peers: Vec<u32> = self.quorum.nodes.keys().copied().filter(|&peer| peer != id).collect();
-        let mut messages = Vec::new();
-        for peer in peers {
-            let next = node.match_index.get(&peer).copied().unwrap_or(0);
-            let prev_epoch = if next == 0 { 0 } else { node.log[next - 1].epoch };
-            messages.push((
-                peer,
-                Message::QuorumAppend {
-                    epoch: node.epoch,
-                    leader: id,
-                    prev_index: next,
-                    prev_epoch,
-                    entries: node.log[next..].to_vec(),
-                    commit: node.committed,
-                },
-            ));
-        }
-        for (peer, message) in messages {
-            self.send(NodeId::Controller(id), NodeId::Controller(peer), message);
+        let Some(leader) = node.leader.filter(|&leader| leader != id) else {
+            return;
+        };
+        node.fetch_sent_ms = Some(now);
+        let message = Message::MetadataFetch {
+            epoch: node.epoch,
+            fetch_offset: node.log.len(),
+            last_fetched_epoch: node.last_epoch(),
+        };
+        self.send(NodeId::Controller(id), NodeId::Controller(leader), message);
+    }
+
+    /// The leader answers fetch `held` (or every held fetch): the entries
+    /// past its fetch offset and the high watermark.
+    fn quorum_complete_held(&mut self, id: u32, only: Option<u64>) {
+        let node = self.quorum.nodes.get_mut(&id).expect("known");
+        let (answer, keep): (Vec<HeldFetch>, Vec<HeldFetch>) = std::mem::take(&mut node.held)
+            .into_iter()
+            .partition(|held| only.is_none_or(|only| only == held.id));
+        node.held = keep;
+        for held in answer {
+            let response = self.quorum_fetch_answer(id, held.fetch_offset);
+            self.send(NodeId::Controller(id), held.from, response);
         }
     }
 
-    /// Commits what a majority holds (entries of the current epoch, Raft's
-    /// rule), releasing held messages and trace events.
+    /// The leader's answer to a fetch from `fetch_offset` that matched its log.
+    fn quorum_fetch_answer(&self, id: u32, fetch_offset: usize) -> Message {
+        let node = &self.quorum.nodes[&id];
+        let from = fetch_offset.min(node.log.len());
+        let to = (from + FETCH_MAX_ENTRIES).min(node.log.len());
+        Message::MetadataFetchResponse(MetadataFetchAnswer {
+            epoch: node.epoch,
+            leader: Some(id),
+            error: None,
+            from_offset: from,
+            entries: node.log[from..to].to_vec(),
+            high_watermark: node.committed,
+            diverging: None,
+        })
+    }
+
+    /// The leader handles a fetch from a voter or an observer
+    /// (`KafkaRaftClient#handleFetchRequest`).
+    fn quorum_handle_fetch(&mut self, id: u32, from: NodeId, epoch: u32, fetch_offset: usize, last_fetched_epoch: u32) {
+        let now = self.now;
+        let node = &self.quorum.nodes[&id];
+        // Only the leader of the fetcher's epoch answers with data
+        // (`validateLeaderOnlyRequest`): an older epoch is fenced, a newer
+        // one unknown, and a non-leader names the leader it knows.
+        let error = if epoch < node.epoch {
+            Some(ErrorCode::FencedLeaderEpoch)
+        } else if epoch > node.epoch {
+            Some(ErrorCode::UnknownLeaderEpoch)
+        } else if node.role != Role::Leader {
+            Some(ErrorCode::NotLeaderOrFollower)
+        } else {
+            None
+        };
+        if let Some(error) = error {
+            let response = Message::MetadataFetchResponse(MetadataFetchAnswer {
+                epoch: node.epoch,
+                leader: node.leader,
+                error: Some(error),
+                from_offset: fetch_offset,
+                entries: Vec::new(),
+                high_watermark: 0,
+                diverging: None,
+            });
+            self.send(NodeId::Controller(id), from, response);
+            return;
+        }
+        if let Some(diverging) = diverging_epoch(&node.log, fetch_offset, last_fetched_epoch) {
+            let response = Message::MetadataFetchResponse(MetadataFetchAnswer {
+                epoch: node.epoch,
+                leader: Some(id),
+                error: None,
+                from_offset: fetch_offset,
+                entries: Vec::new(),
+                high_watermark: node.committed,
+                diverging: Some(diverging),
+            });
+            self.send(NodeId::Controller(id), from, response);
+            return;
+        }
+        let end = node.log.len();
+        let node = self.quorum.nodes.get_mut(&id).expect("known");
+        let progress = match from {
+            NodeId::Controller(peer) => node.voters.entry(peer),
+            NodeId::Broker(broker) => node.observers.entry(broker),
+            _ => return,
+        };
+        let progress = progress.or_insert(FetcherProgress {
+            fetch_offset,
+            last_fetch_ms: now,
+            last_caught_up_ms: None,
+        });
+        progress.fetch_offset = fetch_offset;
+        progress.last_fetch_ms = now;
+        if fetch_offset >= end {
+            progress.last_caught_up_ms = Some(now);
+        }
+        if matches!(from, NodeId::Controller(_)) {
+            self.quorum_advance_commit(id);
+        }
+        let node = self.quorum.nodes.get_mut(&id).expect("known");
+        if fetch_offset < node.log.len() {
+            let response = self.quorum_fetch_answer(id, fetch_offset);
+            self.send(NodeId::Controller(id), from, response);
+            return;
+        }
+        // Nothing new: held until the leader appends, the high watermark
+        // moves, or `MAX_FETCH_WAIT_MS` passes. One held fetch per fetcher.
+        node.held.retain(|held| held.from != from);
+        node.next_held += 1;
+        let held = node.next_held;
+        let incarnation = node.incarnation;
+        node.held.push(HeldFetch {
+            id: held,
+            from,
+            fetch_offset,
+        });
+        self.schedule_timer(
+            NodeId::Controller(id),
+            incarnation,
+            MAX_FETCH_WAIT_MS,
+            Timer::QuorumFetchExpiry(held),
+        );
+    }
+
+    /// Commits what a majority of voters holds (entries of the current
+    /// epoch, Raft's rule: `LeaderState#maybeUpdateHighWatermark`),
+    /// releasing held messages and trace events; held fetches learn the new
+    /// high watermark.
     fn quorum_advance_commit(&mut self, id: u32) {
         let majority = self.quorum.majority();
         let node = self.quorum.nodes.get_mut(&id).expect("known");
         if node.role != Role::Leader {
             return;
         }
-        let mut matched: Vec<usize> = node.match_index.values().copied().collect();
+        let mut matched: Vec<usize> = node
+            .voters
+            .iter()
+            .map(|(&voter, progress)| {
+                if voter == id {
+                    node.log.len()
+                } else {
+                    progress.fetch_offset
+                }
+            })
+            .collect();
         matched.sort_unstable_by(|a, b| b.cmp(a));
-        let candidate = matched.get(majority - 1).copied().unwrap_or(0);
-        if candidate <= node.committed || node.log[candidate - 1].epoch != node.epoch {
+        let candidate = matched.get(majority - 1).copied().unwrap_or(0).min(node.log.len());
+        if candidate <= node.committed || candidate <= node.epoch_start {
             return;
         }
         node.committed = candidate;
@@ -384,6 +666,8 @@ impl Simulation {
                 self.send(from, to, message);
             }
         }
+        // `onUpdateLeaderHighWatermark`: held fetches complete.
+        self.quorum_complete_held(id, None);
     }
 
     /// A newly committed controller state becomes the cluster's view.
@@ -427,9 +711,7 @@ impl Simulation {
                         let node = self.quorum.nodes.get_mut(&id).expect("known");
                         node.role = Role::Follower;
                         node.leader = None;
-                        node.pending.clear();
-                        node.heartbeats.clear();
-                        node.balance_scheduled = false;
+                        node.clear_leadership();
                         node.last_heard_ms = now;
                         let epoch = node.epoch;
                         self.record(TraceKind::ControllerStatus {
@@ -439,16 +721,32 @@ impl Simulation {
                             ),
                         });
                     }
-                    Role::Leader => self.quorum_replicate(id),
+                    Role::Leader => self.quorum_begin_epoch(id, false),
                     Role::Follower if now.saturating_sub(node.last_heard_ms) > FETCH_TIMEOUT_MS => {
                         self.quorum_start_election(
                             id,
                             "no word from the leader within controller.quorum.fetch.timeout.ms",
                         );
                     }
-                    _ => {}
+                    Role::Follower => {
+                        // A fetch with no answer within the request timeout
+                        // is given up and sent again.
+                        let node = self.quorum.nodes.get_mut(&id).expect("known");
+                        if node
+                            .fetch_sent_ms
+                            .is_some_and(|sent| now.saturating_sub(sent) >= REQUEST_TIMEOUT_MS)
+                        {
+                            node.fetch_sent_ms = None;
+                        }
+                        self.quorum_fetch(id);
+                    }
+                    Role::Candidate => {}
                 }
             }
+            Timer::QuorumFetchExpiry(held) if self.quorum.nodes[&id].role == Role::Leader => {
+                self.quorum_complete_held(id, Some(held));
+            }
+            Timer::QuorumFetchRetry => self.quorum_fetch(id),
             Timer::ElectionTimeout(epoch) => {
                 let node = &self.quorum.nodes[&id];
                 if node.role == Role::Candidate && node.epoch == epoch {
@@ -473,6 +771,34 @@ impl Simulation {
         }
     }
 
+    /// The leader tells every voter that has not fetched in its epoch yet
+    /// that it leads (`BeginQuorumEpoch`, sent again each
+    /// `controller.quorum.request.timeout.ms` until they fetch).
+    fn quorum_begin_epoch(&mut self, id: u32, force: bool) {
+        let now = self.now;
+        let node = self.quorum.nodes.get_mut(&id).expect("known");
+        if !force && now.saturating_sub(node.begin_epoch_sent_ms) < REQUEST_TIMEOUT_MS {
+            return;
+        }
+        node.begin_epoch_sent_ms = now;
+        let epoch = node.epoch;
+        let unaware: Vec<u32> = node
+            .voters
+            .iter()
+            .filter(|(&voter, progress)| {
+                voter != id && progress.last_caught_up_ms.is_none() && progress.fetch_offset == 0
+            })
+            .map(|(&voter, _)| voter)
+            .collect();
+        for voter in unaware {
+            self.send(
+                NodeId::Controller(id),
+                NodeId::Controller(voter),
+                Message::BeginQuorumEpoch { epoch, leader: id },
+            );
+        }
+    }
+
     fn quorum_start_election(&mut self, id: u32, reason: &str) {
         let incarnation = self.quorum.nodes[&id].incarnation;
         let jitter = u64::from(self.quorum.rng.next_u32()) % ELECTION_TIMEOUT_MS;
@@ -481,10 +807,11 @@ impl Simulation {
         node.role = Role::Candidate;
         node.voted_for = Some(id);
         node.leader = None;
+        node.fetch_sent_ms = None;
         node.votes = [id].into_iter().collect();
         let epoch = node.epoch;
         let last_index = node.log.len();
-        let last_epoch = node.log.last().map_or(0, |entry| entry.epoch);
+        let last_epoch = node.last_epoch();
         self.record(TraceKind::ControllerElection {
             controller: id,
             epoch,
@@ -509,25 +836,28 @@ impl Simulation {
         self.quorum_maybe_win(id);
     }
 
-    /// A node sees a newer epoch: it follows.
+    /// A node sees a newer epoch, or learns the leader of its own: it
+    /// follows (and fetches from the leader, once known).
     fn quorum_step_down(&mut self, id: u32, epoch: u32, leader: Option<u32>) {
         let now = self.now;
         let node = self.quorum.nodes.get_mut(&id).expect("known");
         if epoch > node.epoch {
             node.epoch = epoch;
             node.voted_for = None;
+            node.leader = None;
+            node.fetch_sent_ms = None;
         }
         if node.role == Role::Leader {
-            node.pending.clear();
-            node.heartbeats.clear();
-            node.balance_scheduled = false;
+            node.clear_leadership();
         }
         node.role = Role::Follower;
-        node.leader = leader;
         node.votes.clear();
-        if leader.is_some() {
+        if leader.is_some() && node.leader != leader {
+            node.leader = leader;
+            node.fetch_sent_ms = None;
             node.last_heard_ms = now;
         }
+        self.quorum_fetch(id);
     }
 
     fn quorum_maybe_win(&mut self, id: u32) {
@@ -542,11 +872,22 @@ impl Simulation {
         node.leader = Some(id);
         let epoch = node.epoch;
         let votes: Vec<u32> = node.votes.iter().copied().collect();
-        let length = node.log.len();
-        node.match_index = peers
+        node.epoch_start = node.log.len();
+        // Nothing is known of the other voters until they fetch; each gets
+        // a full check-quorum window to do so.
+        node.voters = peers
             .into_iter()
-            .map(|peer| (peer, if peer == id { length } else { 0 }))
+            .map(|peer| {
+                let progress = FetcherProgress {
+                    fetch_offset: 0,
+                    last_fetch_ms: now,
+                    last_caught_up_ms: None,
+                };
+                (peer, progress)
+            })
             .collect();
+        node.observers.clear();
+        node.held.clear();
         // A fresh session for every registered broker.
         let brokers: Vec<BrokerId> = node
             .log
@@ -554,7 +895,6 @@ impl Simulation {
             .map(|entry| entry.state.brokers.keys().copied().collect())
             .unwrap_or_default();
         node.heartbeats = brokers.into_iter().map(|broker| (broker, now)).collect();
-        node.heard_from = node.match_index.keys().map(|&peer| (peer, now)).collect();
         self.quorum.elections += 1;
         if let Some(&other) = self.quorum.leaders_by_epoch.get(&epoch) {
             if other != id {
@@ -571,7 +911,9 @@ impl Simulation {
             epoch,
             votes,
         });
-        // A new leader commits its predecessors' entries by writing one of its own.
+        self.quorum_begin_epoch(id, true);
+        // A new leader commits its predecessors' entries by writing one of
+        // its own (KRaft's `LeaderChangeMessage`).
         self.with_leader_state(id, |simulation| simulation.controller.offset += 1);
     }
 
@@ -581,9 +923,9 @@ impl Simulation {
         let node = &self.quorum.nodes[&id];
         let window = FETCH_TIMEOUT_MS * 3 / 2;
         let heard = node
-            .heard_from
+            .voters
             .iter()
-            .filter(|(&peer, &at)| peer != id && self.now.saturating_sub(at) <= window)
+            .filter(|(&peer, progress)| peer != id && self.now.saturating_sub(progress.last_fetch_ms) <= window)
             .count();
         heard + 1 >= self.quorum.majority()
     }
@@ -592,10 +934,25 @@ impl Simulation {
         self.quorum.nodes.keys().copied().collect()
     }
 
-    /// Handles quorum messages; returns `false` for other messages.
+    /// Handles quorum messages (from controllers, and brokers' fetches);
+    /// returns `false` for other messages.
     pub(crate) fn quorum_receive(&mut self, id: u32, from: NodeId, message: &Message) -> bool {
         let now = self.now;
+        if let Message::MetadataFetch {
+            epoch,
+            fetch_offset,
+            last_fetched_epoch,
+        } = message
+        {
+            self.quorum_handle_fetch(id, from, *epoch, *fetch_offset, *last_fetched_epoch);
+            return true;
+        }
         let NodeId::Controller(peer) = from else {
+            if let (Message::ConnectionClosed, NodeId::Broker(_)) = (message, from) {
+                // A broker's held fetch is gone with its connection.
+                let node = self.quorum.nodes.get_mut(&id).expect("known");
+                node.held.retain(|held| held.from != from);
+            }
             return false;
         };
         match message {
@@ -611,7 +968,7 @@ impl Simulation {
                     self.quorum_step_down(id, epoch, None);
                 }
                 let node = self.quorum.nodes.get_mut(&id).expect("known");
-                let my_last = (node.log.last().map_or(0, |entry| entry.epoch), node.log.len());
+                let my_last = (node.last_epoch(), node.log.len());
                 let granted = epoch == node.epoch
                     && node.voted_for.is_none_or(|voted| voted == candidate)
                     && (last_epoch, last_index) >= my_last;
@@ -634,71 +991,164 @@ impl Simulation {
                     self.quorum_maybe_win(id);
                 }
             }
-            Message::QuorumAppend {
+            Message::BeginQuorumEpoch { epoch, leader } => {
+                let node = &self.quorum.nodes[&id];
+                if *epoch > node.epoch || (*epoch == node.epoch && node.role != Role::Leader) {
+                    self.quorum_step_down(id, *epoch, Some(*leader));
+                }
+            }
+            Message::MetadataFetchResponse(MetadataFetchAnswer {
                 epoch,
                 leader,
-                prev_index,
-                prev_epoch,
+                error,
+                from_offset,
                 entries,
-                commit,
-            } => {
-                let node = &self.quorum.nodes[&id];
-                if *epoch < node.epoch {
-                    let reply = Message::QuorumAppendResponse {
-                        epoch: node.epoch,
-                        success: false,
-                        match_index: 0,
-                    };
-                    self.send(NodeId::Controller(id), from, reply);
-                    return true;
-                }
-                self.quorum_step_down(id, *epoch, Some(*leader));
+                high_watermark,
+                diverging,
+            }) => {
                 let node = self.quorum.nodes.get_mut(&id).expect("known");
-                let consistent = *prev_index <= node.log.len()
-                    && (*prev_index == 0 || node.log[prev_index - 1].epoch == *prev_epoch);
-                let reply = if consistent {
-                    node.log.truncate(*prev_index);
-                    node.log.extend(entries.iter().cloned());
-                    node.committed = node.committed.max((*commit).min(node.log.len()));
-                    Message::QuorumAppendResponse {
-                        epoch: node.epoch,
-                        success: true,
-                        match_index: node.log.len(),
-                    }
-                } else {
-                    let back = prev_index.saturating_sub(1).min(node.log.len());
-                    Message::QuorumAppendResponse {
-                        epoch: node.epoch,
-                        success: false,
-                        match_index: back,
-                    }
-                };
-                self.send(NodeId::Controller(id), from, reply);
-            }
-            Message::QuorumAppendResponse {
-                epoch,
-                success,
-                match_index,
-            } => {
-                let node = &self.quorum.nodes[&id];
+                node.fetch_sent_ms = None;
                 if *epoch > node.epoch {
-                    self.quorum_step_down(id, *epoch, None);
-                    return true;
-                }
-                if node.role != Role::Leader || *epoch != node.epoch {
+                    self.quorum_step_down(id, *epoch, *leader);
                     return true;
                 }
                 let node = self.quorum.nodes.get_mut(&id).expect("known");
-                node.heard_from.insert(peer, now);
-                node.match_index.insert(peer, *match_index);
-                if *success {
-                    self.quorum_advance_commit(id);
-                } else {
-                    self.quorum_replicate(id);
+                if *epoch < node.epoch || node.role != Role::Follower {
+                    return true;
+                }
+                if error.is_some() {
+                    // The responder is not the leader of this epoch: follow
+                    // the one it names, or wait for the next tick.
+                    if let Some(leader) = leader.filter(|&leader| leader != peer && leader != id) {
+                        self.quorum_step_down(id, *epoch, Some(leader));
+                    }
+                    return true;
+                }
+                if node.leader != Some(peer) {
+                    node.leader = Some(peer);
+                }
+                node.last_heard_ms = now;
+                let (log, committed) = (&mut node.log, &mut node.committed);
+                apply_fetched(log, committed, *from_offset, entries, *high_watermark, *diverging);
+                if let Some((epoch, end)) = diverging {
+                    let length = node.log.len();
+                    self.record(TraceKind::ControllerStatus {
+                        controller: id,
+                        status: format!(
+                            "truncated its metadata log to offset {length}: it diverged from controller-{peer}'s, where epoch {epoch} ends at offset {end}"
+                        ),
+                    });
+                }
+                self.quorum_fetch(id);
+            }
+            Message::ConnectionClosed => {
+                let node = self.quorum.nodes.get_mut(&id).expect("known");
+                // As leader: the peer's held fetch is gone. As follower: the
+                // fetch in flight failed; fetch again after the backoff.
+                node.held.retain(|held| held.from != from);
+                if node.leader == Some(peer) && node.fetch_sent_ms.is_some() {
+                    node.fetch_sent_ms = None;
+                    let incarnation = node.incarnation;
+                    self.schedule_timer(
+                        NodeId::Controller(id),
+                        incarnation,
+                        RECONNECT_BACKOFF_MS,
+                        Timer::QuorumFetchRetry,
+                    );
                 }
             }
             _ => return false,
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A log whose entries have these epochs.
+    fn log(epochs: &[u32]) -> Vec<LogEntry> {
+        epochs
+            .iter()
+            .map(|&epoch| LogEntry {
+                epoch,
+                records: Arc::from(Vec::new()),
+                state: Arc::new(Controller::default()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_end_of_an_epoch_is_the_offset_after_its_last_entry() {
+        let leader = log(&[1, 1, 3, 3, 3, 4]);
+        assert_eq!(end_offset_for_epoch(&leader, 1), (1, 2));
+        // Epoch 2 was never written: the largest epoch below it answers.
+        assert_eq!(end_offset_for_epoch(&leader, 2), (1, 2));
+        assert_eq!(end_offset_for_epoch(&leader, 3), (3, 5));
+        assert_eq!(end_offset_for_epoch(&leader, 9), (4, 6));
+        assert_eq!(end_offset_for_epoch(&leader, 0), (0, 0));
+    }
+
+    #[test]
+    fn the_leader_accepts_a_matching_fetch_and_names_the_divergence_otherwise() {
+        let leader = log(&[1, 1, 3, 3, 3, 4]);
+        assert_eq!(diverging_epoch(&leader, 0, 0), None);
+        assert_eq!(diverging_epoch(&leader, 2, 1), None);
+        assert_eq!(diverging_epoch(&leader, 6, 4), None);
+        // The follower wrote more of epoch 1 than the leader kept.
+        assert_eq!(diverging_epoch(&leader, 4, 1), Some((1, 2)));
+        // The follower has an epoch the leader never had.
+        assert_eq!(diverging_epoch(&leader, 3, 2), Some((1, 2)));
+    }
+
+    #[test]
+    fn a_diverged_fetcher_truncates_to_the_common_end() {
+        let follower = log(&[1, 1, 1, 1, 2]);
+        // The leader's epoch 1 ends at 2: cut to the smaller end.
+        assert_eq!(truncation_offset(&follower, (1, 2)), 2);
+        // The leader's epoch 1 ends past the follower's: keep all of it.
+        assert_eq!(truncation_offset(&follower, (1, 9)), 4);
+        // The follower never had the leader's epoch 3: cut to the end of
+        // its largest epoch below it (2, ending at 5).
+        assert_eq!(truncation_offset(&follower, (3, 1)), 5);
+        assert_eq!(truncation_offset(&follower, (0, 0)), 0);
+    }
+
+    #[test]
+    fn a_fetch_answer_truncates_appends_and_moves_the_high_watermark() {
+        let leader = log(&[1, 1, 3, 3]);
+        let mut follower = log(&[1, 1, 1]);
+        let mut high_watermark = 2;
+        let diverging = diverging_epoch(&leader, follower.len(), 1).expect("diverged");
+        assert!(apply_fetched(
+            &mut follower,
+            &mut high_watermark,
+            3,
+            &[],
+            2,
+            Some(diverging)
+        ));
+        assert_eq!(follower.len(), 2);
+        assert!(apply_fetched(
+            &mut follower,
+            &mut high_watermark,
+            2,
+            &leader[2..],
+            3,
+            None
+        ));
+        assert_eq!(follower.len(), 4);
+        assert_eq!(high_watermark, 3);
+        // A stale answer (entries from an offset it is no longer at) is not appended.
+        assert!(!apply_fetched(
+            &mut follower,
+            &mut high_watermark,
+            1,
+            &leader[1..],
+            3,
+            None
+        ));
+        assert_eq!(follower.len(), 4);
     }
 }

@@ -164,8 +164,105 @@ pub struct ProducerBatch {
     pub idempotence: Option<(u64, u16, i32)>,
 }
 
-/// What the controller publishes to brokers (the metadata log, as a full
-/// image at an offset).
+/// The answer to a fetch of the metadata log: entries from `from_offset`
+/// and the high watermark; or where the fetcher's log diverged; or an error
+/// naming the leader the responder knows.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MetadataFetchAnswer {
+    pub epoch: u32,
+    pub leader: Option<u32>,
+    pub error: Option<ErrorCode>,
+    pub from_offset: usize,
+    pub entries: Vec<super::quorum::LogEntry>,
+    pub high_watermark: usize,
+    pub diverging: Option<(u32, usize)>,
+}
+
+/// The metadata log's topic partition.
+pub const METADATA_PARTITION: &str = "__cluster_metadata-0";
+
+/// One record of the metadata log, as the controller writes it (Kafka's
+/// `metadata/src/main/resources/common/metadata/*Record.json`; fields
+/// mirror the record's fields of the same name).
+#[allow(missing_docs)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type")]
+pub enum MetadataRecord {
+    /// The cluster as the run starts (a bootstrap snapshot: brokers
+    /// registered, topics created).
+    Bootstrap,
+    /// A new quorum leader's first entry (`LeaderChangeMessage`, a control
+    /// record).
+    LeaderChange,
+    /// `RegisterBrokerRecord`: a broker registered, with its new epoch.
+    RegisterBroker { broker: BrokerId, broker_epoch: u64 },
+    /// `BrokerRegistrationChangeRecord`: fenced or unfenced, or entering a
+    /// controlled shutdown.
+    BrokerRegistrationChange {
+        broker: BrokerId,
+        fenced: Option<bool>,
+        in_controlled_shutdown: Option<bool>,
+    },
+    /// `PartitionRecord`: a new partition.
+    Partition {
+        partition: TopicPartition,
+        replicas: Vec<BrokerId>,
+    },
+    /// `PartitionChangeRecord`: a new leader, ISR or recovery state.
+    PartitionChange {
+        partition: TopicPartition,
+        leader: Option<BrokerId>,
+        isr: Vec<BrokerId>,
+        leader_epoch: u32,
+        partition_epoch: u32,
+    },
+}
+
+impl std::fmt::Display for MetadataRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MetadataRecord::Bootstrap => write!(f, "bootstrap snapshot"),
+            MetadataRecord::LeaderChange => write!(f, "LeaderChangeMessage"),
+            MetadataRecord::RegisterBroker { broker, broker_epoch } => {
+                write!(f, "RegisterBrokerRecord broker={broker} brokerEpoch={broker_epoch}")
+            }
+            MetadataRecord::BrokerRegistrationChange {
+                broker,
+                fenced,
+                in_controlled_shutdown,
+            } => {
+                write!(f, "BrokerRegistrationChangeRecord broker={broker}")?;
+                if let Some(fenced) = fenced {
+                    write!(f, " fenced={fenced}")?;
+                }
+                if let Some(shutdown) = in_controlled_shutdown {
+                    write!(f, " inControlledShutdown={shutdown}")?;
+                }
+                Ok(())
+            }
+            MetadataRecord::Partition { partition, replicas } => {
+                write!(f, "PartitionRecord {partition} replicas={replicas:?}")
+            }
+            MetadataRecord::PartitionChange {
+                partition,
+                leader,
+                isr,
+                leader_epoch,
+                partition_epoch,
+            } => {
+                let leader = leader.map_or("none".to_string(), |leader| leader.to_string());
+                write!(
+                    f,
+                    "PartitionChangeRecord {partition} leader={leader} isr={isr:?} leaderEpoch={leader_epoch} partitionEpoch={partition_epoch}"
+                )
+            }
+        }
+    }
+}
+
+/// The metadata a broker has applied: the committed controller state at an
+/// offset of the metadata log, as its `MetadataImage`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MetadataImage {
     /// The metadata log offset of this image.
@@ -206,8 +303,18 @@ pub enum Message {
         in_controlled_shutdown: bool,
         should_shut_down: bool,
     },
-    /// The metadata a broker has not seen yet.
-    MetadataUpdate { image: MetadataImage },
+    /// A voter following the leader, or a broker (an observer), fetches
+    /// `__cluster_metadata` from its log end (`Fetch`, KIP-595).
+    MetadataFetch {
+        /// The quorum epoch the fetcher knows.
+        epoch: u32,
+        fetch_offset: usize,
+        last_fetched_epoch: u32,
+    },
+    /// The answer to a `MetadataFetch`.
+    MetadataFetchResponse(MetadataFetchAnswer),
+    /// A new quorum leader announces itself to the voters (`BeginQuorumEpoch`).
+    BeginQuorumEpoch { epoch: u32, leader: u32 },
     /// A leader asks the controller to change a partition's ISR.
     AlterPartition {
         partition: TopicPartition,
@@ -271,21 +378,6 @@ pub enum Message {
     },
     /// The voter's answer.
     VoteResponse { epoch: u32, granted: bool },
-    /// The active controller replicates metadata log entries.
-    QuorumAppend {
-        epoch: u32,
-        leader: u32,
-        prev_index: usize,
-        prev_epoch: u32,
-        entries: Vec<super::quorum::LogEntry>,
-        commit: usize,
-    },
-    /// How far the follower's log matches.
-    QuorumAppendResponse {
-        epoch: u32,
-        success: bool,
-        match_index: usize,
-    },
     /// `NOT_CONTROLLER`: this controller is not active; here is the one it knows.
     NotController { leader: Option<u32> },
     /// Which broker coordinates a group (`FindCoordinator`).
@@ -401,7 +493,9 @@ impl Message {
             Message::BrokerRegistrationResponse { .. } => "BrokerRegistrationResponse",
             Message::BrokerHeartbeat { .. } => "BrokerHeartbeat",
             Message::BrokerHeartbeatResponse { .. } => "BrokerHeartbeatResponse",
-            Message::MetadataUpdate { .. } => "MetadataUpdate",
+            Message::MetadataFetch { .. } => "Fetch",
+            Message::MetadataFetchResponse(_) => "FetchResponse",
+            Message::BeginQuorumEpoch { .. } => "BeginQuorumEpoch",
             Message::AlterPartition { .. } => "AlterPartition",
             Message::AlterPartitionResponse { .. } => "AlterPartitionResponse",
             Message::Fetch { .. } => "Fetch",
@@ -412,8 +506,6 @@ impl Message {
             Message::ProduceResponse { .. } => "ProduceResponse",
             Message::Vote { .. } => "Vote",
             Message::VoteResponse { .. } => "VoteResponse",
-            Message::QuorumAppend { .. } => "QuorumAppend",
-            Message::QuorumAppendResponse { .. } => "QuorumAppendResponse",
             Message::NotController { .. } => "NotController",
             Message::FindCoordinator { .. } => "FindCoordinator",
             Message::FindCoordinatorResponse { .. } => "FindCoordinatorResponse",
@@ -474,7 +566,43 @@ impl Message {
                 }
                 text
             }
-            Message::MetadataUpdate { image } => format!("MetadataUpdate offset={}", image.offset),
+            Message::MetadataFetch {
+                epoch,
+                fetch_offset,
+                last_fetched_epoch,
+            } => format!(
+                "Fetch {METADATA_PARTITION} offset={fetch_offset} lastFetchedEpoch={last_fetched_epoch} epoch={epoch}"
+            ),
+            Message::MetadataFetchResponse(MetadataFetchAnswer {
+                epoch,
+                leader,
+                error,
+                entries,
+                high_watermark,
+                diverging,
+                ..
+            }) => {
+                let leader = leader.map_or("unknown".to_string(), |leader| format!("controller-{leader}"));
+                let mut text = format!("FetchResponse {METADATA_PARTITION} epoch={epoch} leader={leader}");
+                if let Some(error) = error {
+                    text.push_str(&format!(" error={error}"));
+                } else if let Some((epoch, end)) = diverging {
+                    text.push_str(&format!(" divergingEpoch={epoch} endOffset={end}"));
+                } else {
+                    text.push_str(&format!(" entries={} hw={high_watermark}", entries.len()));
+                    let records: Vec<String> = entries
+                        .iter()
+                        .flat_map(|entry| entry.records.iter().map(ToString::to_string))
+                        .collect();
+                    if !records.is_empty() {
+                        text.push_str(&format!(" [{}]", records.join("; ")));
+                    }
+                }
+                text
+            }
+            Message::BeginQuorumEpoch { epoch, leader } => {
+                format!("BeginQuorumEpoch epoch={epoch} leader=controller-{leader}")
+            }
             Message::AlterPartition {
                 partition,
                 leader_epoch,
@@ -540,18 +668,6 @@ impl Message {
                 format!("Vote epoch={epoch} candidate=controller-{candidate} lastEpoch={last_epoch} lastOffset={last_index}")
             }
             Message::VoteResponse { epoch, granted } => format!("VoteResponse epoch={epoch} granted={granted}"),
-            Message::QuorumAppend {
-                epoch, entries, commit, ..
-            } => {
-                format!("QuorumAppend epoch={epoch} entries={} commit={commit}", entries.len())
-            }
-            Message::QuorumAppendResponse {
-                epoch,
-                success,
-                match_index,
-            } => {
-                format!("QuorumAppendResponse epoch={epoch} success={success} matchOffset={match_index}")
-            }
             Message::NotController { leader } => format!(
                 "NotController leader={}",
                 leader.map_or("unknown".to_string(), |leader| format!("controller-{leader}"))

@@ -17,7 +17,7 @@ use super::broker::BrokerStatus;
 use super::consumer::ConsumerPhase;
 use super::quorum::Role;
 use super::trace::TraceKind;
-use super::types::ErrorCode;
+use super::types::{ErrorCode, NodeId};
 use super::Event;
 use super::Simulation;
 
@@ -241,6 +241,39 @@ pub struct BrokerView {
     pub shutting_down: bool,
     /// Its replicas.
     pub replicas: Vec<ReplicaView>,
+    /// Its replica of the metadata log (it is an observer of the quorum).
+    pub metadata: MetadataLogView,
+}
+
+/// A broker's replica of `__cluster_metadata`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetadataLogView {
+    /// The controller it fetches from (the one it believes active).
+    pub controller: u32,
+    /// Entries it holds (its log end offset).
+    pub log_end_offset: usize,
+    /// The high watermark the leader last reported.
+    pub high_watermark: usize,
+    /// The metadata offset it has applied, once registered and caught up.
+    pub applied_offset: Option<u64>,
+}
+
+/// A voter or an observer as the active controller sees it
+/// (`kafka-metadata-quorum describe --replication`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FetcherView {
+    /// `controller-N` or `broker-N`.
+    pub node: NodeId,
+    /// A voter (a controller) or an observer (a broker).
+    pub voter: bool,
+    /// Its log end offset at its last fetch.
+    pub log_end_offset: usize,
+    /// When it last fetched.
+    pub last_fetch_ms: u64,
+    /// When it last fetched up to the leader's end.
+    pub last_caught_up_ms: Option<u64>,
 }
 
 /// One replica on a broker.
@@ -303,6 +336,10 @@ pub struct ControllerView {
     pub log_length: usize,
     /// Committed entries.
     pub committed: usize,
+    /// The leader it knows.
+    pub leader: Option<u32>,
+    /// As the active controller: its voters and observers, voters first.
+    pub fetchers: Vec<FetcherView>,
 }
 
 /// One consumer.
@@ -360,6 +397,12 @@ impl Simulation {
                 .to_string(),
                 fenced: self.controller.brokers.get(&broker.id).is_none_or(|state| state.fenced),
                 shutting_down: broker.shutting_down.is_some(),
+                metadata: MetadataLogView {
+                    controller: broker.controller,
+                    log_end_offset: broker.metadata_log.log.len(),
+                    high_watermark: broker.metadata_log.high_watermark,
+                    applied_offset: broker.metadata.as_ref().map(|image| image.offset),
+                },
                 replicas: broker
                     .logs
                     .iter()
@@ -422,6 +465,30 @@ impl Simulation {
                 epoch: node.epoch,
                 log_length: node.log.len(),
                 committed: node.committed,
+                leader: node.leader,
+                fetchers: if node.role == Role::Leader && node.alive {
+                    let voters = node
+                        .voters
+                        .iter()
+                        .filter(|(&voter, _)| voter != node.id)
+                        .map(|(&voter, progress)| (NodeId::Controller(voter), true, progress));
+                    let observers = node
+                        .observers
+                        .iter()
+                        .map(|(&broker, progress)| (NodeId::Broker(broker), false, progress));
+                    voters
+                        .chain(observers)
+                        .map(|(node, voter, progress)| FetcherView {
+                            node,
+                            voter,
+                            log_end_offset: progress.fetch_offset,
+                            last_fetch_ms: progress.last_fetch_ms,
+                            last_caught_up_ms: progress.last_caught_up_ms,
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                },
             })
             .collect();
         let consumers = self

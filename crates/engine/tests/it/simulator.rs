@@ -817,3 +817,88 @@ fn an_uncleanly_elected_partition_recovers_when_its_leader_reports_it() {
         "the leader reported recovery with the ISR change"
     );
 }
+
+/// KRaft replication by fetching (KIP-595, `KafkaRaftClient`): an active
+/// controller cut off from the other voters keeps appending what brokers
+/// ask of it, but nothing it writes commits; the others elect a new leader,
+/// and when the links heal the old leader learns the new epoch, fetches,
+/// is told where its log diverged and truncates its uncommitted entries
+/// (`ReplicatedLog#truncateToEndOffset`). Brokers, observers fetching the
+/// log, follow the new leader.
+#[test]
+fn a_cut_off_active_controller_truncates_its_uncommitted_metadata_when_it_rejoins() {
+    let config = billing_config(3);
+    let mut simulation = Simulation::new(config, 8).expect("valid");
+    simulation.run_until(1_000);
+    let leader_of_something = simulation
+        .controller()
+        .partitions
+        .values()
+        .find_map(|registration| registration.leader)
+        .expect("a leader");
+    let at = |at_ms, input| ScheduledInput { at_ms, input };
+    for other in [2, 3] {
+        simulation.schedule(at(
+            1_000,
+            Input::CutLink {
+                a: NodeId::Controller(1),
+                b: NodeId::Controller(other),
+            },
+        ));
+    }
+    // The broker asks controller-1, still active as far as it knows, for a
+    // controlled shutdown: controller-1 appends that, uncommitted.
+    simulation.schedule(at(
+        1_100,
+        Input::StopBroker {
+            broker: leader_of_something,
+        },
+    ));
+    simulation.schedule(at(8_000, Input::HealNetwork));
+    simulation.run_until(30_000);
+    let trace = simulation.trace();
+    let truncated = trace.iter().any(|event| {
+        matches!(&event.kind, TraceKind::ControllerStatus { controller: 1, status } if status.starts_with("truncated its metadata log"))
+    });
+    assert!(truncated, "controller-1 should truncate what it wrote alone");
+    let view = simulation.view();
+    let active = view
+        .controllers
+        .iter()
+        .find(|controller| controller.role == "leader")
+        .expect("an active controller");
+    assert_ne!(active.id, 1, "a new leader was elected while controller-1 was cut off");
+    let old = view
+        .controllers
+        .iter()
+        .find(|controller| controller.id == 1)
+        .expect("controller-1");
+    assert_eq!(old.leader, Some(active.id), "controller-1 follows the new leader");
+    assert_eq!(old.committed, active.committed, "and has caught up");
+    let observers: Vec<NodeId> = active
+        .fetchers
+        .iter()
+        .filter(|fetcher| !fetcher.voter)
+        .map(|fetcher| fetcher.node)
+        .collect();
+    assert!(
+        observers.len() >= 2,
+        "the running brokers fetch from the new leader as observers: {observers:?}"
+    );
+    for broker in view.brokers.iter().filter(|broker| broker.status == "running") {
+        assert_eq!(broker.metadata.controller, active.id);
+        assert_eq!(
+            broker.metadata.high_watermark, active.committed,
+            "broker-{} caught up",
+            broker.id
+        );
+    }
+    // The controlled shutdown still happened, through the new leader.
+    let stopped = view
+        .brokers
+        .iter()
+        .find(|broker| broker.id == leader_of_something)
+        .expect("the broker");
+    assert_eq!(stopped.status, "dead", "the broker finished its controlled shutdown");
+    assert_eq!(simulation.summary().lost, 0);
+}
