@@ -2,6 +2,8 @@
 //! (flowchart) and the sequence steps (sequenceDiagram). The text is made
 //! only while it is shown.
 
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
 use yew::prelude::*;
 
 #[derive(Properties, PartialEq)]
@@ -19,13 +21,14 @@ pub struct ExportProps {
 #[function_component(MermaidExport)]
 pub fn mermaid_export(props: &ExportProps) -> Html {
     let open = use_state(|| false);
-    let copied = use_state(|| false);
+    // None until the copy button is pressed, then whether the copy worked.
+    let copied = use_state(|| None::<bool>);
     let text = (*open).then(|| props.text.emit(()));
     let toggle = {
         let open = open.clone();
         let copied = copied.clone();
         Callback::from(move |_: MouseEvent| {
-            copied.set(false);
+            copied.set(None);
             open.set(!*open);
         })
     };
@@ -33,10 +36,9 @@ pub fn mermaid_export(props: &ExportProps) -> Html {
         let text = text.clone().unwrap_or_default();
         let copied = copied.clone();
         Callback::from(move |_: MouseEvent| {
-            if let Some(window) = web_sys::window() {
-                let _ = window.navigator().clipboard().write_text(&text);
-                copied.set(true);
-            }
+            let text = text.clone();
+            let copied = copied.clone();
+            wasm_bindgen_futures::spawn_local(async move { copied.set(Some(copy_to_clipboard(&text).await)) });
         })
     };
     let (toggle_id, text_id, copy_id) = props.ids.clone();
@@ -46,9 +48,29 @@ pub fn mermaid_export(props: &ExportProps) -> Html {
             { if let Some(text) = text { html! {
                 <div class="export">
                     <textarea readonly=true rows="10" data-testid={text_id} aria-label={props.description.clone()} value={text} />
-                    <button type="button" data-testid={copy_id} onclick={copy}>{ if *copied { "Copied" } else { "Copy" } }</button>
+                    <button type="button" data-testid={copy_id} onclick={copy}>{ match *copied {
+                        Some(true) => "Copied",
+                        Some(false) => "Not allowed here: select the text and copy it",
+                        None => "Copy",
+                    } }</button>
                 </div>
             } } else { html! {} } }
         </>
     }
+}
+
+/// Copies `text` to the clipboard. False where the page may not: no
+/// `navigator.clipboard` outside a secure context, a refusal in an iframe
+/// the host did not grant `clipboard-write`.
+async fn copy_to_clipboard(text: &str) -> bool {
+    let Some(window) = web_sys::window() else {
+        return false;
+    };
+    let clipboard =
+        js_sys::Reflect::get(&window.navigator(), &JsValue::from_str("clipboard")).unwrap_or(JsValue::UNDEFINED);
+    if clipboard.is_undefined() || clipboard.is_null() {
+        return false;
+    }
+    let written = clipboard.unchecked_into::<web_sys::Clipboard>().write_text(text);
+    JsFuture::from(written).await.is_ok()
 }

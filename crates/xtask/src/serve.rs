@@ -1,6 +1,11 @@
 //! A small static file server for `dist/`, for `serve` and the browser
 //! tests. It can mount the site under a sub-path (`--base /kafkascope/`) to
 //! prove the build works on a static host that is not at the root.
+//!
+//! Like GitHub Pages, it sends `Access-Control-Allow-Origin: *` with every
+//! file: a page embedded in an iframe sandboxed with `allow-scripts` only
+//! has an opaque origin, so even its own module script and wasm are CORS
+//! requests (`Origin: null`) that fail without that header.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -94,7 +99,7 @@ fn respond(method: &str, target: &str, root: &Path, base: &str) -> Vec<u8> {
     match std::fs::read(&file) {
         Ok(body) => {
             let mut response = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-cache\r\n\r\n",
+                "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-cache\r\n{ALLOW_ANY_ORIGIN}\r\n",
                 content_type(&file),
                 body.len()
             )
@@ -107,6 +112,9 @@ fn respond(method: &str, target: &str, root: &Path, base: &str) -> Vec<u8> {
         Err(_) => plain(404, "Not Found", "no such file"),
     }
 }
+
+/// The CORS header every file is served with (see the module comment).
+const ALLOW_ANY_ORIGIN: &str = "Access-Control-Allow-Origin: *\r\n";
 
 /// Maps a URL path below the base to a file under `root`, refusing `..`.
 fn resolve(root: &Path, relative: &str) -> Option<PathBuf> {
@@ -187,5 +195,17 @@ mod tests {
         assert!(response.starts_with("HTTP/1.1 404"));
         let response = String::from_utf8(respond("GET", "/kafkascope", &root, "/kafkascope/")).unwrap();
         assert!(response.starts_with("HTTP/1.1 301"));
+    }
+
+    #[test]
+    fn lets_an_opaque_origin_load_the_files() {
+        let root = std::env::temp_dir().join(format!("kafkascope-serve-test-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("index.html"), "<!doctype html>").unwrap();
+        let response = String::from_utf8(respond("GET", "/kafkascope/", &root, "/kafkascope/")).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+        let head = response.split("\r\n\r\n").next().unwrap();
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(head.contains("\r\nAccess-Control-Allow-Origin: *"), "{head}");
     }
 }
