@@ -739,6 +739,10 @@ pub fn cluster_panel() -> Html {
                                 <input type="checkbox" data-testid="knob-unclean" checked={config.unclean_leader_election_enable} onchange={live("unclean.leader.election.enable")} />
                                 { " unclean.leader.election.enable" }
                             </label>
+                            <p class="muted hint">{ format!(
+                                "With it on, a partition whose leader is fenced gets an unclean leader at once; one already offline waits for the controller's periodic pass (unclean.leader.election.interval.ms, {} s).",
+                                config.unclean_leader_election_interval_ms / 1_000
+                            ) }</p>
                             <label>{ "replica.lag.time.max.ms " }
                                 <input type="number" min="100" data-testid="knob-lag" value={config.replica_lag_time_max_ms.to_string()} onchange={live("replica.lag.time.max.ms")} />
                             </label>

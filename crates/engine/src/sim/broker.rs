@@ -283,6 +283,11 @@ pub struct Broker {
     /// When a controlled shutdown was asked for (heartbeats then carry
     /// `wantShutDown` until the controller lets it stop).
     pub shutting_down: Option<u64>,
+    /// The broker epoch of its last clean (controlled) shutdown, kept on
+    /// disk; read and cleared at start (Kafka's clean-shutdown file).
+    pub clean_shutdown_epoch: Option<u64>,
+    /// What this incarnation read from that file at start.
+    pub previous_broker_epoch: Option<u64>,
     /// Logs, by partition (on disk).
     pub logs: BTreeMap<TopicPartition, PartitionLog>,
     /// Partitions it leads.
@@ -309,6 +314,8 @@ impl Broker {
             controller: 1,
             heartbeat_outstanding: false,
             shutting_down: None,
+            clean_shutdown_epoch: None,
+            previous_broker_epoch: None,
             logs: BTreeMap::new(),
             leading: BTreeMap::new(),
             following: BTreeMap::new(),
@@ -343,6 +350,7 @@ impl Simulation {
             Message::BrokerRegistration {
                 broker: id,
                 incarnation,
+                previous_broker_epoch: self.brokers[&id].previous_broker_epoch,
             },
         );
     }
@@ -364,6 +372,7 @@ impl Simulation {
         broker.broker_epoch = None;
         broker.fenced = true;
         broker.shutting_down = None;
+        broker.previous_broker_epoch = broker.clean_shutdown_epoch.take();
         broker.metadata = None;
         // The log stays on disk; what is committed is learned again from
         // the leader.
@@ -633,6 +642,7 @@ impl Simulation {
                     Message::BrokerRegistration {
                         broker: id,
                         incarnation,
+                        previous_broker_epoch: broker.previous_broker_epoch,
                     },
                 );
             }
@@ -764,6 +774,9 @@ impl Simulation {
                 }
                 broker.fenced = fenced;
                 if should_shut_down && broker.shutting_down.is_some() {
+                    // `BrokerServer#shutdown` writes the clean-shutdown
+                    // file with the broker epoch.
+                    broker.clean_shutdown_epoch = Some(broker_epoch);
                     self.broker_stop(id, "stopped after a controlled shutdown (its log stays on disk)");
                 }
             }

@@ -297,6 +297,11 @@ pub struct ClusterConfig {
     /// `leader.imbalance.check.interval.seconds` (300), in milliseconds.
     #[serde(default = "default_imbalance_interval")]
     pub leader_imbalance_check_interval_ms: u64,
+    /// `unclean.leader.election.interval.ms` (300000, an internal
+    /// setting): how often the active controller's periodic pass elects
+    /// leaderless partitions uncleanly where the topic allows it.
+    #[serde(default = "default_imbalance_interval")]
+    pub unclean_leader_election_interval_ms: u64,
     /// The network.
     #[serde(default)]
     pub network: NetworkConfig,
@@ -343,6 +348,7 @@ impl Default for ClusterConfig {
             unclean_leader_election_enable: false,
             auto_leader_rebalance_enable: true,
             leader_imbalance_check_interval_ms: default_imbalance_interval(),
+            unclean_leader_election_interval_ms: default_imbalance_interval(),
             network: NetworkConfig::default(),
         }
     }
@@ -399,6 +405,9 @@ impl ClusterConfig {
         }
         if self.leader_imbalance_check_interval_ms == 0 {
             return Err("leaderImbalanceCheckIntervalMs must be at least 1".to_string());
+        }
+        if self.unclean_leader_election_interval_ms == 0 {
+            return Err("uncleanLeaderElectionIntervalMs must be at least 1".to_string());
         }
         if self.offsets_topic_partitions == 0 || self.offsets_topic_partitions > 1_000 {
             return Err("offsetsTopicPartitions must be between 1 and 1000".to_string());

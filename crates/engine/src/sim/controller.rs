@@ -44,6 +44,8 @@ pub struct Controller {
     pub brokers: BTreeMap<BrokerId, BrokerRegistrationState>,
     /// Leader elections committed.
     pub elections: u64,
+    /// `unclean.leader.election.enable`, cluster-wide.
+    pub unclean_leader_election_enable: bool,
 }
 
 impl Controller {
@@ -80,6 +82,12 @@ pub fn records_between(before: &Controller, after: &Controller, first_of_epoch: 
     let mut records = Vec::new();
     if first_of_epoch {
         records.push(MetadataRecord::LeaderChange);
+    }
+    if before.unclean_leader_election_enable != after.unclean_leader_election_enable {
+        records.push(MetadataRecord::Config {
+            name: "unclean.leader.election.enable".to_string(),
+            value: after.unclean_leader_election_enable.to_string(),
+        });
     }
     for (&broker, state) in &after.brokers {
         match before.brokers.get(&broker) {
@@ -151,6 +159,7 @@ pub fn place_replicas(
 impl Simulation {
     /// Creates the configured topics.
     pub(crate) fn controller_bootstrap(&mut self) {
+        self.controller.unclean_leader_election_enable = self.config.unclean_leader_election_enable;
         let brokers: Vec<BrokerId> = (1..=self.config.brokers).collect();
         let mut topics = self.config.topics.clone();
         // Kafka creates __consumer_offsets on a group's first coordinator
@@ -238,7 +247,11 @@ impl Simulation {
     pub(crate) fn controller_receive(&mut self, from: NodeId, message: Message) {
         let me = self.controller_node();
         match message {
-            Message::BrokerRegistration { broker, incarnation } => {
+            Message::BrokerRegistration {
+                broker,
+                incarnation,
+                previous_broker_epoch,
+            } => {
                 let now = self.now;
                 let session = self.config.broker_session_timeout_ms;
                 let last_heartbeat = self
@@ -269,6 +282,15 @@ impl Simulation {
                             },
                         );
                         return;
+                    }
+                    // A new incarnation whose last shutdown was not a clean
+                    // one with its current epoch (`ClusterControlManager#registerBroker`
+                    // → `handleBrokerUncleanShutdown`): it may have lost
+                    // what it had not flushed, so it leaves every ISR (as
+                    // far as the ISR may shrink) and may not lead, before
+                    // its new registration is written.
+                    Some(state) if previous_broker_epoch != Some(state.epoch) => {
+                        self.controller_unclean_shutdown(broker);
                     }
                     _ => {}
                 }
@@ -434,14 +456,17 @@ impl Simulation {
             .get(&id)
             .map(|node| node.heartbeats.clone())
             .unwrap_or_default();
+        // `BrokerHeartbeatManager#findOneStaleBroker`: the unfenced broker
+        // heard from least recently, if its session has expired.
         let stale = self
             .controller
             .brokers
             .iter()
-            .find(|(broker, state)| {
-                !state.fenced && now.saturating_sub(heartbeats.get(broker).copied().unwrap_or(0)) > timeout
-            })
-            .map(|(&broker, _)| broker);
+            .filter(|(_, state)| !state.fenced)
+            .map(|(&broker, _)| (heartbeats.get(&broker).copied().unwrap_or(0), broker))
+            .min()
+            .filter(|&(heard, _)| now.saturating_sub(heard) > timeout)
+            .map(|(_, broker)| broker);
         if let Some(broker) = stale {
             self.controller_fence(
                 broker,
@@ -469,11 +494,7 @@ impl Simulation {
     /// emptying one) and elects new leaders for the partitions it led.
     fn controller_move_off(&mut self, broker: BrokerId, reason: &str) {
         let acceptable = self.controller.acceptable();
-        let election = if self.config.unclean_leader_election_enable {
-            Election::Unclean
-        } else {
-            Election::Online
-        };
+        let election = self.controller_election();
         let affected: Vec<TopicPartition> = self
             .controller
             .partitions
@@ -491,6 +512,43 @@ impl Simulation {
             if let Some(record) = change.build() {
                 self.controller_commit(&partition, record, reason);
             }
+        }
+    }
+
+    /// `handleBrokerUncleanShutdown` → `generateLeaderAndIsrUpdates` with the
+    /// broker as an unclean-shutdown replica: out of every ISR it is in
+    /// (the last member stays, as ELR is off) and not electable; partitions
+    /// it led get a new leader where one is acceptable.
+    fn controller_unclean_shutdown(&mut self, broker: BrokerId) {
+        let mut acceptable = self.controller.acceptable();
+        acceptable.remove(&broker);
+        let election = self.controller_election();
+        let affected: Vec<TopicPartition> = self
+            .controller
+            .partitions
+            .iter()
+            .filter(|(_, registration)| registration.isr.contains(&broker))
+            .map(|(partition, _)| partition.clone())
+            .collect();
+        let reason = format!("broker-{broker} restarted after an unclean shutdown");
+        for partition in affected {
+            let current = self.controller.partitions[&partition].clone();
+            let mut change = PartitionChange::new(&current, election, &acceptable);
+            change.unclean_shutdown_replicas = vec![broker];
+            change.target_isr = current.isr.iter().copied().filter(|&member| member != broker).collect();
+            if let Some(record) = change.build() {
+                self.controller_commit(&partition, record, &reason);
+            }
+        }
+    }
+
+    /// The election a leaderless partition gets: unclean where the topic
+    /// allows it (`unclean.leader.election.enable`).
+    fn controller_election(&self) -> Election {
+        if self.config.unclean_leader_election_enable {
+            Election::Unclean
+        } else {
+            Election::Online
         }
     }
 
@@ -520,29 +578,55 @@ impl Simulation {
         }
     }
 
-    /// Elects leaders for partitions that have none (after an unfence, or
-    /// when unclean election is switched on).
+    /// `ReplicationControlManager#maybeElectUncleanLeaders`, the periodic
+    /// pass: an unclean election for each leaderless partition (where the
+    /// topic allows it), at most `MAX_ELECTIONS_PER_IMBALANCE` of them.
+    /// Returns whether it hit that limit and should run again at once.
+    pub(crate) fn controller_unclean_election_pass(&mut self) -> bool {
+        if !self.config.unclean_leader_election_enable {
+            return false;
+        }
+        let acceptable = self.controller.acceptable();
+        let mut elections = 0;
+        for partition in self.controller_leaderless() {
+            if elections >= crate::controller::cluster_control::MAX_ELECTIONS_PER_IMBALANCE {
+                return true;
+            }
+            let current = self.controller.partitions[&partition].clone();
+            let change = PartitionChange::new(&current, Election::Unclean, &acceptable);
+            if let Some(record) = change.build() {
+                elections += 1;
+                self.controller_commit(
+                    &partition,
+                    record,
+                    "the controller's periodic unclean leader election pass (unclean.leader.election.enable)",
+                );
+            }
+        }
+        false
+    }
+
+    /// Elects leaders for partitions that have none (after an unfence).
     pub(crate) fn controller_elect_leaderless(&mut self, reason: &str) {
         let acceptable = self.controller.acceptable();
-        let election = if self.config.unclean_leader_election_enable {
-            Election::Unclean
-        } else {
-            Election::Online
-        };
-        let leaderless: Vec<TopicPartition> = self
-            .controller
-            .partitions
-            .iter()
-            .filter(|(_, registration)| registration.leader.is_none())
-            .map(|(partition, _)| partition.clone())
-            .collect();
-        for partition in leaderless {
+        let election = self.controller_election();
+        for partition in self.controller_leaderless() {
             let current = self.controller.partitions[&partition].clone();
             let change = PartitionChange::new(&current, election, &acceptable);
             if let Some(record) = change.build() {
                 self.controller_commit(&partition, record, reason);
             }
         }
+    }
+
+    /// The partitions with no leader.
+    fn controller_leaderless(&self) -> Vec<TopicPartition> {
+        self.controller
+            .partitions
+            .iter()
+            .filter(|(_, registration)| registration.leader.is_none())
+            .map(|(partition, _)| partition.clone())
+            .collect()
     }
 
     /// Applies a record to the registration and traces what changed.

@@ -64,6 +64,8 @@ pub enum Timer {
     SessionCheck,
     /// The active controller moves leaders back to preferred replicas.
     LeaderImbalanceCheck,
+    /// The active controller's periodic unclean leader election pass.
+    UncleanElectionCheck,
     /// A controller's periodic quorum work (replicate, or notice a silent leader).
     QuorumTick,
     /// A candidate's election ran out of time (its epoch).
@@ -879,10 +881,15 @@ impl Simulation {
                 }
             }
             ConfigChange::UncleanLeaderElection { enable } => {
+                // The change is a `ConfigRecord`; like every write, it lets
+                // the active controller schedule its periodic unclean
+                // election pass if some partition has no leader
+                // (`QuorumController#maybeScheduleNextElectUncleanLeaders`).
+                // Nothing is elected at once.
                 self.config.unclean_leader_election_enable = enable;
-                if let (true, Some(active)) = (enable, self.quorum.active()) {
+                if let Some(active) = self.quorum.active() {
                     self.with_leader_state(active, |simulation| {
-                        simulation.controller_elect_leaderless("unclean.leader.election.enable was set")
+                        simulation.controller.unclean_leader_election_enable = enable;
                     });
                 }
             }

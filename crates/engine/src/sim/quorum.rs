@@ -146,6 +146,17 @@ pub(crate) fn apply_fetched(
     before != (log.len(), *high_watermark)
 }
 
+/// When a periodic controller task runs next (`QuorumController.ImbalanceSchedule`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Schedule {
+    /// After its interval.
+    Deferred,
+    /// It is scheduled.
+    Scheduled,
+    /// At once (its last pass hit its limit).
+    Immediately,
+}
+
 /// Messages held until their entry commits, and trace events to record then.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Pending {
@@ -217,6 +228,8 @@ pub struct QuorumNode {
     pub heartbeats: BTreeMap<BrokerId, u64>,
     /// A preferred-leader balance is scheduled (`imbalancedScheduled`).
     balance_scheduled: bool,
+    /// The periodic unclean election pass (`uncleanScheduled`).
+    unclean_scheduled: Schedule,
 }
 
 /// The controller quorum.
@@ -271,6 +284,7 @@ impl Quorum {
                     pending: Vec::new(),
                     heartbeats: BTreeMap::new(),
                     balance_scheduled: false,
+                    unclean_scheduled: Schedule::Deferred,
                 };
                 (id, node)
             })
@@ -309,6 +323,7 @@ impl QuorumNode {
         self.heartbeats.clear();
         self.observers.clear();
         self.balance_scheduled = false;
+        self.unclean_scheduled = Schedule::Deferred;
     }
 }
 
@@ -410,6 +425,7 @@ impl Simulation {
         self.controller_sender = None;
         let working = std::mem::replace(&mut self.controller, committed_view);
         self.quorum_maybe_schedule_balance(id, &working);
+        self.quorum_maybe_schedule_unclean(id, &working);
         if working == *before {
             // A decision that writes nothing still answers from the latest,
             // possibly uncommitted, state: like a `ControllerWriteEvent`
@@ -484,6 +500,32 @@ impl Simulation {
                 interval,
                 Timer::LeaderImbalanceCheck,
             );
+        }
+    }
+
+    /// `QuorumController#maybeScheduleNextElectUncleanLeaders`: after each
+    /// decision, when some partition has no leader and no pass is
+    /// scheduled, one is scheduled `unclean.leader.election.interval.ms`
+    /// later (10 ms if the last pass hit its limit).
+    fn quorum_maybe_schedule_unclean(&mut self, id: u32, state: &Controller) {
+        let Some(node) = self.quorum.nodes.get_mut(&id) else {
+            return;
+        };
+        if node.unclean_scheduled == Schedule::Scheduled || node.role != Role::Leader {
+            return;
+        }
+        if state
+            .partitions
+            .values()
+            .any(|registration| registration.leader.is_none())
+        {
+            let delay = match node.unclean_scheduled {
+                Schedule::Immediately => 10,
+                _ => self.config.unclean_leader_election_interval_ms,
+            };
+            node.unclean_scheduled = Schedule::Scheduled;
+            let incarnation = node.incarnation;
+            self.schedule_timer(NodeId::Controller(id), incarnation, delay, Timer::UncleanElectionCheck);
         }
     }
 
@@ -759,6 +801,20 @@ impl Simulation {
                     node.balance_scheduled = false;
                     self.with_leader_state(id, |simulation| simulation.controller_balance_leaders());
                 }
+            }
+            Timer::UncleanElectionCheck
+                if self.quorum.nodes[&id].role == Role::Leader
+                    && self.quorum.nodes[&id].unclean_scheduled == Schedule::Scheduled =>
+            {
+                self.with_leader_state(id, |simulation| {
+                    let again = simulation.controller_unclean_election_pass();
+                    let node = simulation.quorum.nodes.get_mut(&id).expect("known");
+                    node.unclean_scheduled = if again {
+                        Schedule::Immediately
+                    } else {
+                        Schedule::Deferred
+                    };
+                });
             }
             Timer::SessionCheck => {
                 if self.quorum.nodes[&id].role == Role::Leader {

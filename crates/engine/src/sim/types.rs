@@ -195,6 +195,8 @@ pub enum MetadataRecord {
     /// A new quorum leader's first entry (`LeaderChangeMessage`, a control
     /// record).
     LeaderChange,
+    /// `ConfigRecord`: a cluster-wide setting changed.
+    Config { name: String, value: String },
     /// `RegisterBrokerRecord`: a broker registered, with its new epoch.
     RegisterBroker { broker: BrokerId, broker_epoch: u64 },
     /// `BrokerRegistrationChangeRecord`: fenced or unfenced, or entering a
@@ -224,6 +226,7 @@ impl std::fmt::Display for MetadataRecord {
         match self {
             MetadataRecord::Bootstrap => write!(f, "bootstrap snapshot"),
             MetadataRecord::LeaderChange => write!(f, "LeaderChangeMessage"),
+            MetadataRecord::Config { name, value } => write!(f, "ConfigRecord {name}={value}"),
             MetadataRecord::RegisterBroker { broker, broker_epoch } => {
                 write!(f, "RegisterBrokerRecord broker={broker} brokerEpoch={broker_epoch}")
             }
@@ -282,7 +285,14 @@ pub struct MetadataImage {
 #[serde(tag = "type")]
 pub enum Message {
     /// A broker (re)starting announces itself (`BrokerRegistrationRequest`).
-    BrokerRegistration { broker: BrokerId, incarnation: u32 },
+    BrokerRegistration {
+        broker: BrokerId,
+        incarnation: u32,
+        /// The epoch it had when it last shut down cleanly (a controlled
+        /// shutdown), read back from disk at start (`previousBrokerEpoch`;
+        /// `None` is Kafka's -1, an unclean shutdown).
+        previous_broker_epoch: Option<u64>,
+    },
     /// Periodic liveness and metadata progress (`BrokerHeartbeatRequest`).
     BrokerHeartbeat {
         broker: BrokerId,
@@ -531,8 +541,13 @@ impl Message {
     /// A one-line summary with this run's numbers.
     pub fn summary(&self) -> String {
         match self {
-            Message::BrokerRegistration { broker, incarnation } => {
-                format!("BrokerRegistration broker={broker} incarnation={incarnation}")
+            Message::BrokerRegistration {
+                broker,
+                incarnation,
+                previous_broker_epoch,
+            } => {
+                let previous = previous_broker_epoch.map_or(-1, |epoch| epoch as i64);
+                format!("BrokerRegistration broker={broker} incarnation={incarnation} previousBrokerEpoch={previous}")
             }
             Message::BrokerRegistrationResponse { result } => match result {
                 Ok(epoch) => format!("BrokerRegistrationResponse epoch={epoch}"),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use kafkascope_engine::random::Rng;
 use kafkascope_engine::sim::config::{
-    ClusterConfig, ConsumerConfig, Input, OffsetReset, ProducerConfig, ScheduledInput, TopicConfig,
+    ClusterConfig, ConfigChange, ConsumerConfig, Input, OffsetReset, ProducerConfig, ScheduledInput, TopicConfig,
 };
 use kafkascope_engine::sim::scenario::Scenario;
 use kafkascope_engine::sim::trace::TraceKind;
@@ -901,4 +901,108 @@ fn a_cut_off_active_controller_truncates_its_uncommitted_metadata_when_it_rejoin
         .expect("the broker");
     assert_eq!(stopped.status, "dead", "the broker finished its controlled shutdown");
     assert_eq!(simulation.summary().lost, 0);
+}
+
+/// `ClusterControlManager#registerBroker` → `handleBrokerUncleanShutdown`:
+/// a broker that crashed comes back as a new incarnation with no
+/// clean-shutdown epoch (`previousBrokerEpoch` -1), so the controller
+/// treats it as an unclean shutdown (out of every ISR it can leave, not
+/// electable); after a controlled shutdown it reports its last epoch and
+/// is not. (With ELR off, a crashed broker has usually been fenced out of
+/// its ISRs before its new registration is accepted, so the removal seldom
+/// finds anything left to do.)
+#[test]
+fn a_broker_back_from_a_crash_leaves_every_isr_but_not_after_a_controlled_shutdown() {
+    let at = |at_ms, input| ScheduledInput { at_ms, input };
+    let mut crashed = Simulation::new(billing_config(3), 8).expect("valid");
+    crashed.run_until(2_000);
+    crashed.schedule(at(2_000, Input::KillBroker { broker: 2 }));
+    crashed.schedule(at(2_200, Input::RestartBroker { broker: 2 }));
+    crashed.run_until(30_000);
+    let unclean = crashed.trace().iter().any(|event| {
+        matches!(&event.kind, TraceKind::Sent { summary, .. } if summary.contains("BrokerRegistration broker=2") && summary.contains("previousBrokerEpoch=-1"))
+    });
+    assert!(unclean, "the crashed broker registers with no clean-shutdown epoch");
+    assert!(!crashed.controller().brokers[&2].fenced, "and is back, unfenced");
+    // A controlled shutdown, then a restart: it reports its epoch and
+    // keeps its ISR places until it catches up.
+    let mut clean = Simulation::new(billing_config(3), 8).expect("valid");
+    clean.run_until(2_000);
+    let epoch = clean.controller().brokers[&2].epoch;
+    clean.schedule(at(2_000, Input::StopBroker { broker: 2 }));
+    clean.schedule(at(8_000, Input::RestartBroker { broker: 2 }));
+    clean.run_until(20_000);
+    let reported = clean.trace().iter().any(|event| {
+        matches!(&event.kind, TraceKind::Sent { summary, .. } if summary.contains(&format!("previousBrokerEpoch={epoch}")))
+    });
+    assert!(reported, "the cleanly stopped broker reports its last epoch");
+    let removed_at_registration = clean.trace().iter().any(
+        |event| matches!(&event.kind, TraceKind::IsrChanged { reason, .. } if reason.contains("unclean shutdown")),
+    );
+    assert!(!removed_at_registration);
+    assert_eq!(clean.summary().lost, 0);
+}
+
+/// `QuorumController#maybeScheduleNextElectUncleanLeaders`: switching on
+/// `unclean.leader.election.enable` elects nothing at once; the active
+/// controller's periodic pass (`unclean.leader.election.interval.ms`)
+/// elects the leaderless partition from outside its ISR.
+#[test]
+fn unclean_election_waits_for_the_controllers_periodic_pass() {
+    let mut config = billing_config(1);
+    config.consumers.clear();
+    config.unclean_leader_election_interval_ms = 20_000;
+    let mut simulation = Simulation::new(config, 3).expect("valid");
+    let at = |at_ms, input| ScheduledInput { at_ms, input };
+    simulation.run_until(1_000);
+    let registration = simulation
+        .controller()
+        .partitions
+        .values()
+        .next()
+        .expect("one partition")
+        .clone();
+    let leader = registration.leader.expect("a leader");
+    let followers: Vec<u32> = registration
+        .replicas
+        .iter()
+        .copied()
+        .filter(|&replica| replica != leader)
+        .collect();
+    // The followers die; the leader shrinks the ISR to itself, then dies:
+    // the partition has no leader. The followers come back.
+    for &follower in &followers {
+        simulation.schedule(at(1_000, Input::KillBroker { broker: follower }));
+    }
+    simulation.schedule(at(30_000, Input::KillBroker { broker: leader }));
+    for &follower in &followers {
+        simulation.schedule(at(31_000, Input::RestartBroker { broker: follower }));
+    }
+    simulation.run_until(60_000);
+    let partition = |simulation: &Simulation| simulation.controller().partitions.values().next().expect("one").clone();
+    assert_eq!(
+        partition(&simulation).leader,
+        None,
+        "offline: its only ISR member is dead"
+    );
+    simulation.schedule(at(
+        60_000,
+        Input::SetConfig(ConfigChange::UncleanLeaderElection { enable: true }),
+    ));
+    simulation.run_until(70_000);
+    assert_eq!(
+        partition(&simulation).leader,
+        None,
+        "nothing is elected when the setting changes"
+    );
+    simulation.run_until(85_000);
+    let after = partition(&simulation);
+    assert!(
+        after.leader.is_some_and(|leader| followers.contains(&leader)),
+        "the periodic pass elects a follower uncleanly: {after:?}"
+    );
+    let by_the_pass = simulation.trace().iter().any(|event| {
+        matches!(&event.kind, TraceKind::LeaderElected { unclean: true, reason, .. } if reason.contains("periodic unclean leader election pass"))
+    });
+    assert!(by_the_pass);
 }
