@@ -40,7 +40,7 @@ test('the map shows brokers, replicas, the quorum, the producer and both groups,
   await live(page).getByTestId('replica-2-orders-0').click();
   assert.equal(await live(page).getByTestId('inspector-title').innerText(), 'orders-0 on broker-2');
   const replica = await facts(page);
-  for (const field of ['Log end offset', 'High watermark', 'Leader epoch', 'ISR', 'Last fetch', 'Last caught up']) {
+  for (const field of ['Log end offset', 'High watermark', 'Leader epoch', 'ISR', 'ELR', 'Leader recovery', 'Last fetch', 'Last caught up']) {
     assert.match(replica, new RegExp(field), `${field} missing from ${replica}`);
   }
   // An edge: a follower's fetch to its leader.
@@ -156,6 +156,10 @@ test('acks=all with min.insync.replicas=2 refuses writes once two brokers are go
   }
   await live(page).getByTestId('cluster-run-10s').click();
   await live(page).getByTestId('cluster-run-10s').click();
+  // The broker fenced second left ISRs already below min.insync.replicas:
+  // kafka-topics lists it as an eligible leader replica (KIP-966).
+  const elr = await live(page).locator('[data-testid^="elr-orders-"]').allInnerTexts();
+  assert.ok(elr.some((text) => /^[23]$/.test(text.trim())), `no ELR in ${JSON.stringify(elr)}`);
   const acknowledged = await summaryCount(page, 'acknowledged');
   await live(page).getByTestId('cluster-produce').click();
   await live(page).getByTestId('cluster-run-1s').click();

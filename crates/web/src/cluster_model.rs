@@ -207,6 +207,10 @@ pub struct TopicRow {
     pub leader: String,
     pub replicas: String,
     pub isr: String,
+    /// Eligible leader replicas (KIP-966), as `kafka-topics` prints them.
+    pub elr: String,
+    /// The last known ELR (`-1` for a remembered "no leader").
+    pub last_known_elr: String,
     /// Fewer in-sync replicas than replicas.
     pub under_replicated: bool,
     pub offline: bool,
@@ -227,6 +231,13 @@ pub fn describe_topics(view: &ClusterView) -> Vec<TopicRow> {
             leader: partition.leader.map_or("none".to_string(), |leader| leader.to_string()),
             replicas: join(&partition.replicas),
             isr: join(&partition.isr),
+            elr: join(&partition.elr),
+            last_known_elr: partition
+                .last_known_elr
+                .iter()
+                .map(|member| member.map_or("-1".to_string(), |broker| broker.to_string()))
+                .collect::<Vec<_>>()
+                .join(","),
             under_replicated: partition.isr.len() < partition.replicas.len(),
             recovering: partition.recovering,
             offline: partition.leader.is_none(),

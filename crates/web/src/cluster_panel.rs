@@ -798,7 +798,7 @@ fn tool_panels(props: &ToolProps) -> Html {
         <div class="tools">
                     <h3><code>{ "kafka-topics --describe" }</code></h3>
                     <table class="tool" data-testid="topics-table">
-                        <thead><tr><th>{ "Topic" }</th><th>{ "Partition" }</th><th>{ "Leader" }</th><th>{ "Replicas" }</th><th>{ "Isr" }</th><th></th></tr></thead>
+                        <thead><tr><th>{ "Topic" }</th><th>{ "Partition" }</th><th>{ "Leader" }</th><th>{ "Replicas" }</th><th>{ "Isr" }</th><th>{ "Elr" }</th><th>{ "LastKnownElr" }</th><th>{ "Status" }</th></tr></thead>
                         <tbody>
                             { for topics.iter().map(|row| html! {
                                 <tr class={classes!(row.under_replicated.then_some("under-replicated"), row.offline.then_some("offline"))}>
@@ -807,6 +807,8 @@ fn tool_panels(props: &ToolProps) -> Html {
                                     <td data-testid={format!("leader-{}", row.name)}>{ &row.leader }</td>
                                     <td>{ &row.replicas }</td>
                                     <td data-testid={format!("isr-{}", row.name)}>{ &row.isr }</td>
+                                    <td data-testid={format!("elr-{}", row.name)}>{ &row.elr }</td>
+                                    <td>{ &row.last_known_elr }</td>
                                     <td>{ if row.offline { "offline" } else if row.recovering { "recovering (unclean leader)" } else if row.under_replicated { "under-replicated" } else { "" } }</td>
                                 </tr>
                             }) }

@@ -847,6 +847,8 @@ pub fn inspect(view: &ClusterView, model: &MapModel, selected: &str) -> Option<I
                 ("Leader epoch".into(), replica.leader_epoch.map_or("-".into(), |epoch| epoch.to_string())),
                 ("Leader".into(), registration.leader.map_or("none".into(), |leader| format!("broker-{leader}"))),
                 ("ISR".into(), ids(&registration.isr)),
+                ("ELR".into(), if registration.elr.is_empty() { "none".into() } else { format!("{} (left the ISR below min.insync.replicas; still eligible to lead)", ids(&registration.elr)) }),
+                ("Leader recovery".into(), if registration.recovering { "RECOVERING: elected uncleanly; its leader has not reported recovery yet (KIP-704)".into() } else { "RECOVERED".into() }),
                 ("Last fetch".into(), if replica.role == "leader" { "(leader)".into() } else { ms(tracked.and_then(|replica| replica.last_fetch_ms)) }),
                 ("Last caught up".into(), if replica.role == "leader" { "(leader)".into() } else { ms(tracked.and_then(|replica| replica.last_caught_up_ms)) }),
             ],

@@ -686,16 +686,26 @@ impl Captioner {
                 partition,
                 from,
                 to,
+                elr,
                 partition_epoch,
                 reason,
             } => {
                 explainable = true;
+                let eligible = if elr.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {elr:?} left an ISR already below min.insync.replicas, so they stay eligible to lead (ELR, KIP-966).")
+                };
                 (
                     StepKind::Note {
                         over: self.controller(),
-                        text: format!("{partition}: ISR {from:?} → {to:?}"),
+                        text: if elr.is_empty() {
+                            format!("{partition}: ISR {from:?} → {to:?}")
+                        } else {
+                            format!("{partition}: ISR {from:?} → {to:?}, ELR {elr:?}")
+                        },
                     },
-                    format!("The controller commits a new ISR for {partition}: {from:?} → {to:?} (partition epoch {partition_epoch}): {reason}."),
+                    format!("The controller commits a new ISR for {partition}: {from:?} → {to:?} (partition epoch {partition_epoch}): {reason}.{eligible}"),
                     vec![partition.to_string()],
                     "isr-changed".to_string(),
                 )

@@ -119,6 +119,7 @@ pub fn records_between(before: &Controller, after: &Controller, first_of_epoch: 
                 partition: partition.clone(),
                 leader: registration.leader,
                 isr: registration.isr.clone(),
+                elr: registration.elr.clone(),
                 leader_epoch: registration.leader_epoch,
                 partition_epoch: registration.partition_epoch,
             }),
@@ -429,7 +430,7 @@ impl Simulation {
         {
             return Err(ErrorCode::IneligibleReplica);
         }
-        let mut change = PartitionChange::new(&current, Election::Online, &acceptable);
+        let mut change = self.controller_change(partition, &current, Election::Online, &acceptable);
         change.target_isr = new_isr;
         // KIP-704: the leader reports it has recovered; the partition
         // leaves RECOVERING with this change.
@@ -504,11 +505,10 @@ impl Simulation {
             .collect();
         for partition in affected {
             let current = self.controller.partitions[&partition].clone();
-            let mut change = PartitionChange::new(&current, election, &acceptable);
-            let without: Vec<BrokerId> = current.isr.iter().copied().filter(|&member| member != broker).collect();
-            if !without.is_empty() {
-                change.target_isr = without;
-            }
+            let mut change = self.controller_change(&partition, &current, election, &acceptable);
+            // Out of the ISR (`generateLeaderAndIsrUpdates`); without ELR
+            // the builder keeps the last member rather than empty it.
+            change.target_isr = current.isr.iter().copied().filter(|&member| member != broker).collect();
             if let Some(record) = change.build() {
                 self.controller_commit(&partition, record, reason);
             }
@@ -527,19 +527,39 @@ impl Simulation {
             .controller
             .partitions
             .iter()
-            .filter(|(_, registration)| registration.isr.contains(&broker))
+            .filter(|(_, registration)| registration.isr.contains(&broker) || registration.elr.contains(&broker))
             .map(|(partition, _)| partition.clone())
             .collect();
         let reason = format!("broker-{broker} restarted after an unclean shutdown");
         for partition in affected {
             let current = self.controller.partitions[&partition].clone();
-            let mut change = PartitionChange::new(&current, election, &acceptable);
+            let mut change = self.controller_change(&partition, &current, election, &acceptable);
             change.unclean_shutdown_replicas = vec![broker];
             change.target_isr = current.isr.iter().copied().filter(|&member| member != broker).collect();
             if let Some(record) = change.build() {
                 self.controller_commit(&partition, record, &reason);
             }
         }
+    }
+
+    /// A change of `partition` as the controller builds it: with Eligible
+    /// Leader Replicas as configured (KIP-966) and the topic's effective
+    /// `min.insync.replicas` (`getTopicEffectiveMinIsr`: at most its
+    /// replication factor).
+    fn controller_change<'a>(
+        &self,
+        partition: &TopicPartition,
+        current: &'a PartitionRegistration,
+        election: Election,
+        acceptable: &'a BTreeSet<BrokerId>,
+    ) -> PartitionChange<'a> {
+        let mut change = PartitionChange::new(current, election, acceptable);
+        change.eligible_leader_replicas_enabled = self.config.eligible_leader_replicas_enable;
+        let min_isr = self
+            .topic_config(partition)
+            .map_or(1, |topic| topic.min_insync_replicas) as usize;
+        change.min_isr = min_isr.min(current.replicas.len()).max(1);
+        change
     }
 
     /// The election a leaderless partition gets: unclean where the topic
@@ -566,7 +586,7 @@ impl Simulation {
             .collect();
         for partition in imbalanced {
             let current = self.controller.partitions[&partition].clone();
-            let change = PartitionChange::new(&current, Election::Preferred, &acceptable);
+            let change = self.controller_change(&partition, &current, Election::Preferred, &acceptable);
             if let Some(record) = change.build() {
                 let preferred = current.replicas.first().copied().unwrap_or(0);
                 self.controller_commit(
@@ -593,7 +613,7 @@ impl Simulation {
                 return true;
             }
             let current = self.controller.partitions[&partition].clone();
-            let change = PartitionChange::new(&current, Election::Unclean, &acceptable);
+            let change = self.controller_change(&partition, &current, Election::Unclean, &acceptable);
             if let Some(record) = change.build() {
                 elections += 1;
                 self.controller_commit(
@@ -612,7 +632,7 @@ impl Simulation {
         let election = self.controller_election();
         for partition in self.controller_leaderless() {
             let current = self.controller.partitions[&partition].clone();
-            let change = PartitionChange::new(&current, election, &acceptable);
+            let change = self.controller_change(&partition, &current, election, &acceptable);
             if let Some(record) = change.build() {
                 self.controller_commit(&partition, record, reason);
             }
@@ -636,11 +656,12 @@ impl Simulation {
         registration.apply(&record);
         let after = registration.clone();
         self.controller.offset += 1;
-        if record.isr.is_some() && before.isr != after.isr {
+        if (record.isr.is_some() && before.isr != after.isr) || before.elr != after.elr {
             self.record(TraceKind::IsrChanged {
                 partition: partition.clone(),
                 from: before.isr.clone(),
                 to: after.isr.clone(),
+                elr: after.elr.clone(),
                 partition_epoch: after.partition_epoch,
                 reason: reason.to_string(),
             });

@@ -96,6 +96,8 @@ pub enum TraceKind {
         partition: TopicPartition,
         from: Vec<BrokerId>,
         to: Vec<BrokerId>,
+        /// The eligible leader replicas after the change (KIP-966).
+        elr: Vec<BrokerId>,
         partition_epoch: u32,
         reason: String,
     },
@@ -215,10 +217,16 @@ impl TraceEvent {
                 partition,
                 from,
                 to,
+                elr,
                 partition_epoch,
                 reason,
             } => {
-                format!("{partition}: isr {from:?} -> {to:?} (partition epoch {partition_epoch}; {reason})")
+                let elr = if elr.is_empty() {
+                    String::new()
+                } else {
+                    format!(", elr {elr:?}")
+                };
+                format!("{partition}: isr {from:?} -> {to:?}{elr} (partition epoch {partition_epoch}; {reason})")
             }
             TraceKind::Appended {
                 broker,

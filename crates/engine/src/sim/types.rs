@@ -211,11 +211,12 @@ pub enum MetadataRecord {
         partition: TopicPartition,
         replicas: Vec<BrokerId>,
     },
-    /// `PartitionChangeRecord`: a new leader, ISR or recovery state.
+    /// `PartitionChangeRecord`: a new leader, ISR, ELR or recovery state.
     PartitionChange {
         partition: TopicPartition,
         leader: Option<BrokerId>,
         isr: Vec<BrokerId>,
+        elr: Vec<BrokerId>,
         leader_epoch: u32,
         partition_epoch: u32,
     },
@@ -251,14 +252,16 @@ impl std::fmt::Display for MetadataRecord {
                 partition,
                 leader,
                 isr,
+                elr,
                 leader_epoch,
                 partition_epoch,
             } => {
                 let leader = leader.map_or("none".to_string(), |leader| leader.to_string());
-                write!(
-                    f,
-                    "PartitionChangeRecord {partition} leader={leader} isr={isr:?} leaderEpoch={leader_epoch} partitionEpoch={partition_epoch}"
-                )
+                write!(f, "PartitionChangeRecord {partition} leader={leader} isr={isr:?}")?;
+                if !elr.is_empty() {
+                    write!(f, " elr={elr:?}")?;
+                }
+                write!(f, " leaderEpoch={leader_epoch} partitionEpoch={partition_epoch}")
             }
         }
     }

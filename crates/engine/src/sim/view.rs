@@ -318,6 +318,11 @@ pub struct PartitionView {
     pub partition_epoch: u32,
     /// Led by an unclean election and not recovered.
     pub recovering: bool,
+    /// Eligible leader replicas (KIP-966): out of the ISR while it was
+    /// below `min.insync.replicas`, still safe to lead.
+    pub elr: Vec<BrokerId>,
+    /// The last known ELR (`LastKnownElr`; `None` is Kafka's -1).
+    pub last_known_elr: Vec<Option<BrokerId>>,
 }
 
 /// One controller.
@@ -447,6 +452,8 @@ impl Simulation {
                 leader_epoch: registration.leader_epoch,
                 partition_epoch: registration.partition_epoch,
                 recovering: registration.leader_recovery == LeaderRecovery::Recovering,
+                elr: registration.elr.clone(),
+                last_known_elr: registration.last_known_elr.clone(),
             })
             .collect();
         let controllers = self

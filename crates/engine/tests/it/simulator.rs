@@ -943,6 +943,24 @@ fn a_broker_back_from_a_crash_leaves_every_isr_but_not_after_a_controlled_shutdo
     assert_eq!(clean.summary().lost, 0);
 }
 
+/// The leader and the followers of a one-partition cluster's partition.
+fn leader_and_followers(simulation: &Simulation) -> (u32, Vec<u32>) {
+    let registration = simulation
+        .controller()
+        .partitions
+        .values()
+        .next()
+        .expect("one partition");
+    let leader = registration.leader.expect("a leader");
+    let followers = registration
+        .replicas
+        .iter()
+        .copied()
+        .filter(|&replica| replica != leader)
+        .collect();
+    (leader, followers)
+}
+
 /// `QuorumController#maybeScheduleNextElectUncleanLeaders`: switching on
 /// `unclean.leader.election.enable` elects nothing at once; the active
 /// controller's periodic pass (`unclean.leader.election.interval.ms`)
@@ -955,20 +973,7 @@ fn unclean_election_waits_for_the_controllers_periodic_pass() {
     let mut simulation = Simulation::new(config, 3).expect("valid");
     let at = |at_ms, input| ScheduledInput { at_ms, input };
     simulation.run_until(1_000);
-    let registration = simulation
-        .controller()
-        .partitions
-        .values()
-        .next()
-        .expect("one partition")
-        .clone();
-    let leader = registration.leader.expect("a leader");
-    let followers: Vec<u32> = registration
-        .replicas
-        .iter()
-        .copied()
-        .filter(|&replica| replica != leader)
-        .collect();
+    let (leader, followers) = leader_and_followers(&simulation);
     // The followers die; the leader shrinks the ISR to itself, then dies:
     // the partition has no leader. The followers come back.
     for &follower in &followers {
@@ -1005,4 +1010,67 @@ fn unclean_election_waits_for_the_controllers_periodic_pass() {
         matches!(&event.kind, TraceKind::LeaderElected { unclean: true, reason, .. } if reason.contains("periodic unclean leader election pass"))
     });
     assert!(by_the_pass);
+}
+
+/// Eligible Leader Replicas (KIP-966, on for new clusters since Kafka 4.1;
+/// `PartitionChangeBuilder#maybePopulateTargetElr`): a follower fenced out
+/// of an ISR that is already below `min.insync.replicas` stays eligible to
+/// lead, because the high watermark cannot have moved without it. When
+/// the last ISR member dies too, the ISR may become empty, and the ELR
+/// member is elected, cleanly, as soon as it is unfenced again.
+#[test]
+fn a_follower_fenced_below_min_isr_stays_eligible_and_leads_cleanly_later() {
+    let mut config = billing_config(1);
+    config.consumers.clear();
+    assert!(config.eligible_leader_replicas_enable, "on by default, as in Kafka 4.1");
+    let mut simulation = Simulation::new(config, 5).expect("valid");
+    simulation.run_until(1_000);
+    let (leader, followers) = leader_and_followers(&simulation);
+    let (first, second) = (followers[0], followers[1]);
+    let at = |at_ms, input| ScheduledInput { at_ms, input };
+    let cut_from_controllers = |simulation: &mut Simulation, at_ms, broker| {
+        for controller in 1..=3 {
+            simulation.schedule(at(
+                at_ms,
+                Input::CutLink {
+                    a: NodeId::Broker(broker),
+                    b: NodeId::Controller(controller),
+                },
+            ));
+        }
+    };
+    simulation.schedule(at(
+        1_000,
+        Input::Produce {
+            producer: 0,
+            key: None,
+            count: 5,
+            bytes: 100,
+        },
+    ));
+    cut_from_controllers(&mut simulation, 2_000, first);
+    cut_from_controllers(&mut simulation, 15_000, second);
+    simulation.run_until(30_000);
+    let partition = |simulation: &Simulation| simulation.controller().partitions.values().next().expect("one").clone();
+    let shrunk = partition(&simulation);
+    assert_eq!(shrunk.isr, vec![leader], "both followers fenced out of the ISR");
+    assert_eq!(
+        shrunk.elr,
+        vec![second],
+        "the one fenced below min.insync.replicas is eligible"
+    );
+    simulation.schedule(at(30_000, Input::KillBroker { broker: leader }));
+    simulation.run_until(45_000);
+    let empty = partition(&simulation);
+    assert_eq!(empty.leader, None);
+    assert!(empty.isr.is_empty(), "with ELR the ISR may become empty: {empty:?}");
+    simulation.schedule(at(45_000, Input::HealNetwork));
+    simulation.run_until(60_000);
+    let after = partition(&simulation);
+    assert_eq!(after.leader, Some(second), "the ELR member leads: {after:?}");
+    let clean = simulation.trace().iter().any(|event| {
+        matches!(&event.kind, TraceKind::LeaderElected { leader: Some(elected), unclean: false, .. } if *elected == second)
+    });
+    assert!(clean, "and its election is clean");
+    assert_eq!(simulation.summary().lost, 0);
 }
