@@ -65,6 +65,9 @@ const TICK_MS: u64 = 500;
 pub enum Role {
     /// Follows the leader it knows (or waits to learn one).
     Follower,
+    /// Lost the leader and asks the voters, without bumping its epoch,
+    /// whether it could win an election (`ProspectiveState`, KIP-996).
+    Prospective,
     /// Asking for votes.
     Candidate,
     /// The active controller.
@@ -209,6 +212,9 @@ pub struct QuorumNode {
     last_heard_ms: u64,
     /// As a follower: when the fetch in flight was sent.
     fetch_sent_ms: Option<u64>,
+    /// As a follower: it has fetched from the leader of its epoch
+    /// (`FollowerState.hasFetchedFromLeader`); it then refuses pre-votes.
+    fetched_from_leader: bool,
     votes: BTreeSet<u32>,
     /// As leader: every voter's progress (its own included), and every
     /// observer's.
@@ -274,6 +280,7 @@ impl Quorum {
                     committed: 1,
                     last_heard_ms: 0,
                     fetch_sent_ms: None,
+                    fetched_from_leader: true,
                     votes: BTreeSet::new(),
                     voters: ids.clone().map(|peer| (peer, caught_up)).collect(),
                     observers: BTreeMap::new(),
@@ -534,7 +541,9 @@ impl Simulation {
     fn quorum_fetch(&mut self, id: u32) {
         let now = self.now;
         let node = self.quorum.nodes.get_mut(&id).expect("known");
-        if !node.alive || node.role != Role::Follower || node.fetch_sent_ms.is_some() {
+        // A prospective keeps fetching from the leader it knew: an answer
+        // makes it a follower again.
+        if !node.alive || !matches!(node.role, Role::Follower | Role::Prospective) || node.fetch_sent_ms.is_some() {
             return;
         }
         let Some(leader) = node.leader.filter(|&leader| leader != id) else {
@@ -765,10 +774,7 @@ impl Simulation {
                     }
                     Role::Leader => self.quorum_begin_epoch(id, false),
                     Role::Follower if now.saturating_sub(node.last_heard_ms) > FETCH_TIMEOUT_MS => {
-                        self.quorum_start_election(
-                            id,
-                            "no word from the leader within controller.quorum.fetch.timeout.ms",
-                        );
+                        self.quorum_start_pre_vote(id);
                     }
                     Role::Follower => {
                         // A fetch with no answer within the request timeout
@@ -782,7 +788,7 @@ impl Simulation {
                         }
                         self.quorum_fetch(id);
                     }
-                    Role::Candidate => {}
+                    Role::Candidate | Role::Prospective => {}
                 }
             }
             Timer::QuorumFetchExpiry(held) if self.quorum.nodes[&id].role == Role::Leader => {
@@ -790,9 +796,12 @@ impl Simulation {
             }
             Timer::QuorumFetchRetry => self.quorum_fetch(id),
             Timer::ElectionTimeout(epoch) => {
+                // A candidate whose election timed out, or a prospective
+                // whose pre-vote did, asks again with a pre-vote (KIP-996:
+                // no epoch is bumped without a majority's go-ahead).
                 let node = &self.quorum.nodes[&id];
-                if node.role == Role::Candidate && node.epoch == epoch {
-                    self.quorum_start_election(id, "the election timed out without a majority");
+                if matches!(node.role, Role::Candidate | Role::Prospective) && node.epoch == epoch {
+                    self.quorum_start_pre_vote(id);
                 }
             }
             Timer::LeaderImbalanceCheck => {
@@ -855,6 +864,60 @@ impl Simulation {
         }
     }
 
+    /// `transitionToProspective`: asks every voter whether it could win
+    /// the next epoch (a `Vote` with `preVote`), keeping its own epoch; a
+    /// majority's yes starts the real election. Refused, it asks again
+    /// after the election timeout.
+    fn quorum_start_pre_vote(&mut self, id: u32) {
+        let incarnation = self.quorum.nodes[&id].incarnation;
+        let jitter = u64::from(self.quorum.rng.next_u32()) % ELECTION_TIMEOUT_MS;
+        let node = self.quorum.nodes.get_mut(&id).expect("known");
+        node.role = Role::Prospective;
+        node.votes = [id].into_iter().collect();
+        let epoch = node.epoch;
+        let (last_epoch, last_index) = (node.last_epoch(), node.log.len() as u64);
+        self.record(TraceKind::ControllerStatus {
+            controller: id,
+            status: format!(
+                "is prospective in epoch {epoch}: it asks for pre-votes before standing for epoch {} (no leader heard within controller.quorum.fetch.timeout.ms, or its election timed out)",
+                epoch + 1
+            ),
+        });
+        let ask = Message::Vote {
+            epoch: epoch + 1,
+            candidate: id,
+            last_epoch,
+            last_index,
+            pre_vote: true,
+        };
+        self.quorum_ask_votes(id, ask, incarnation, ELECTION_TIMEOUT_MS + jitter, epoch);
+        self.quorum_maybe_win_pre_vote(id);
+    }
+
+    /// Sends `ask` (a `Vote`) to every other voter, and gives the round
+    /// until `timeout` (`Timer::ElectionTimeout` of `epoch`).
+    fn quorum_ask_votes(&mut self, id: u32, ask: Message, incarnation: u32, timeout: u64, epoch: u32) {
+        let peers: Vec<u32> = self.quorum.nodes.keys().copied().filter(|&peer| peer != id).collect();
+        for peer in peers {
+            self.send(NodeId::Controller(id), NodeId::Controller(peer), ask.clone());
+        }
+        self.schedule_timer(
+            NodeId::Controller(id),
+            incarnation,
+            timeout,
+            Timer::ElectionTimeout(epoch),
+        );
+    }
+
+    /// A prospective with a majority of pre-votes stands for election.
+    fn quorum_maybe_win_pre_vote(&mut self, id: u32) {
+        let majority = self.quorum.majority();
+        let node = &self.quorum.nodes[&id];
+        if node.role == Role::Prospective && node.votes.len() >= majority {
+            self.quorum_start_election(id, "a majority granted its pre-vote");
+        }
+    }
+
     fn quorum_start_election(&mut self, id: u32, reason: &str) {
         let incarnation = self.quorum.nodes[&id].incarnation;
         let jitter = u64::from(self.quorum.rng.next_u32()) % ELECTION_TIMEOUT_MS;
@@ -873,22 +936,14 @@ impl Simulation {
             epoch,
             reason: reason.to_string(),
         });
-        let peers: Vec<u32> = self.quorum.nodes.keys().copied().filter(|&peer| peer != id).collect();
-        for peer in peers {
-            let message = Message::Vote {
-                epoch,
-                candidate: id,
-                last_epoch,
-                last_index: last_index as u64,
-            };
-            self.send(NodeId::Controller(id), NodeId::Controller(peer), message);
-        }
-        self.schedule_timer(
-            NodeId::Controller(id),
-            incarnation,
-            ELECTION_TIMEOUT_MS + jitter,
-            Timer::ElectionTimeout(epoch),
-        );
+        let ask = Message::Vote {
+            epoch,
+            candidate: id,
+            last_epoch,
+            last_index: last_index as u64,
+            pre_vote: false,
+        };
+        self.quorum_ask_votes(id, ask, incarnation, ELECTION_TIMEOUT_MS + jitter, epoch);
         self.quorum_maybe_win(id);
     }
 
@@ -902,6 +957,7 @@ impl Simulation {
             node.voted_for = None;
             node.leader = None;
             node.fetch_sent_ms = None;
+            node.fetched_from_leader = false;
         }
         if node.role == Role::Leader {
             node.clear_leadership();
@@ -911,6 +967,7 @@ impl Simulation {
         if leader.is_some() && node.leader != leader {
             node.leader = leader;
             node.fetch_sent_ms = None;
+            node.fetched_from_leader = false;
             node.last_heard_ms = now;
         }
         self.quorum_fetch(id);
@@ -1017,34 +1074,66 @@ impl Simulation {
                 candidate,
                 last_epoch,
                 last_index,
+                pre_vote,
             } => {
-                let (epoch, candidate, last_epoch, last_index) =
-                    (*epoch, *candidate, *last_epoch, *last_index as usize);
-                if epoch > self.quorum.nodes[&id].epoch {
+                let (epoch, candidate, last_epoch, last_index, pre_vote) =
+                    (*epoch, *candidate, *last_epoch, *last_index as usize, *pre_vote);
+                // A real vote in a newer epoch moves this voter to it; a
+                // pre-vote never does (KIP-996).
+                if !pre_vote && epoch > self.quorum.nodes[&id].epoch {
                     self.quorum_step_down(id, epoch, None);
                 }
                 let node = self.quorum.nodes.get_mut(&id).expect("known");
-                let my_last = (node.last_epoch(), node.log.len());
-                let granted = epoch == node.epoch
-                    && node.voted_for.is_none_or(|voted| voted == candidate)
-                    && (last_epoch, last_index) >= my_last;
-                if granted {
-                    node.voted_for = Some(candidate);
-                    node.last_heard_ms = now;
-                }
+                let up_to_date = (last_epoch, last_index) >= (node.last_epoch(), node.log.len());
+                let granted = if pre_vote {
+                    // `canGrantVote(isPreVote)`: a leader refuses, and so
+                    // does a follower that has fetched from its leader;
+                    // the others grant a prospective whose log is as up to
+                    // date as theirs and whose next epoch is newer.
+                    let has_leader = match node.role {
+                        Role::Leader => true,
+                        Role::Follower => node.leader.is_some() && node.fetched_from_leader,
+                        Role::Candidate | Role::Prospective => false,
+                    };
+                    epoch > node.epoch && up_to_date && !has_leader
+                } else {
+                    let granted = epoch == node.epoch
+                        && node.role != Role::Leader
+                        && node.voted_for.is_none_or(|voted| voted == candidate)
+                        && up_to_date;
+                    if granted {
+                        node.voted_for = Some(candidate);
+                        node.last_heard_ms = now;
+                    }
+                    granted
+                };
                 let reply = Message::VoteResponse {
                     epoch: node.epoch,
+                    leader: node.leader,
                     granted,
+                    pre_vote,
                 };
                 self.send(NodeId::Controller(id), from, reply);
             }
-            Message::VoteResponse { epoch, granted } => {
+            Message::VoteResponse {
+                epoch,
+                leader,
+                granted,
+                pre_vote,
+            } => {
                 let node = &self.quorum.nodes[&id];
                 if *epoch > node.epoch {
-                    self.quorum_step_down(id, *epoch, None);
-                } else if *granted && node.role == Role::Candidate && *epoch == node.epoch {
-                    self.quorum.nodes.get_mut(&id).expect("known").votes.insert(peer);
-                    self.quorum_maybe_win(id);
+                    self.quorum_step_down(id, *epoch, leader.filter(|&leader| leader != id));
+                } else if *granted && *epoch == node.epoch {
+                    let expected = if *pre_vote { Role::Prospective } else { Role::Candidate };
+                    if node.role == expected {
+                        self.quorum.nodes.get_mut(&id).expect("known").votes.insert(peer);
+                        if *pre_vote {
+                            self.quorum_maybe_win_pre_vote(id);
+                        } else {
+                            self.quorum_maybe_win(id);
+                        }
+                    }
                 }
             }
             Message::BeginQuorumEpoch { epoch, leader } => {
@@ -1069,7 +1158,7 @@ impl Simulation {
                     return true;
                 }
                 let node = self.quorum.nodes.get_mut(&id).expect("known");
-                if *epoch < node.epoch || node.role != Role::Follower {
+                if *epoch < node.epoch || !matches!(node.role, Role::Follower | Role::Prospective) {
                     return true;
                 }
                 if error.is_some() {
@@ -1083,6 +1172,9 @@ impl Simulation {
                 if node.leader != Some(peer) {
                     node.leader = Some(peer);
                 }
+                node.role = Role::Follower;
+                node.votes.clear();
+                node.fetched_from_leader = true;
                 node.last_heard_ms = now;
                 let (log, committed) = (&mut node.log, &mut node.committed);
                 apply_fetched(log, committed, *from_offset, entries, *high_watermark, *diverging);

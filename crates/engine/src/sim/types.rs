@@ -382,15 +382,23 @@ pub enum Message {
         partition: TopicPartition,
         result: Result<Offset, ErrorCode>,
     },
-    /// A candidate asks for a vote (`Vote`, KIP-595).
+    /// A candidate asks for a vote (`Vote`, KIP-595); with `pre_vote` a
+    /// prospective asks whether it could win `epoch` before bumping its
+    /// own (KIP-996).
     Vote {
         epoch: u32,
         candidate: u32,
         last_epoch: u32,
         last_index: u64,
+        pre_vote: bool,
     },
-    /// The voter's answer.
-    VoteResponse { epoch: u32, granted: bool },
+    /// The voter's answer, with its epoch and the leader it knows.
+    VoteResponse {
+        epoch: u32,
+        leader: Option<u32>,
+        granted: bool,
+        pre_vote: bool,
+    },
     /// `NOT_CONTROLLER`: this controller is not active; here is the one it knows.
     NotController { leader: Option<u32> },
     /// Which broker coordinates a group (`FindCoordinator`).
@@ -682,10 +690,19 @@ impl Message {
                 candidate,
                 last_epoch,
                 last_index,
+                pre_vote,
             } => {
-                format!("Vote epoch={epoch} candidate=controller-{candidate} lastEpoch={last_epoch} lastOffset={last_index}")
+                format!("Vote epoch={epoch} candidate=controller-{candidate} lastEpoch={last_epoch} lastOffset={last_index} preVote={pre_vote}")
             }
-            Message::VoteResponse { epoch, granted } => format!("VoteResponse epoch={epoch} granted={granted}"),
+            Message::VoteResponse {
+                epoch,
+                leader,
+                granted,
+                pre_vote,
+            } => {
+                let leader = leader.map_or("unknown".to_string(), |leader| format!("controller-{leader}"));
+                format!("VoteResponse epoch={epoch} leader={leader} granted={granted} preVote={pre_vote}")
+            }
             Message::NotController { leader } => format!(
                 "NotController leader={}",
                 leader.map_or("unknown".to_string(), |leader| format!("controller-{leader}"))

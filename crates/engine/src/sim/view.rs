@@ -467,6 +467,7 @@ impl Simulation {
                     Role::Leader => "leader",
                     Role::Follower => "follower",
                     Role::Candidate => "candidate",
+                    Role::Prospective => "prospective",
                 }
                 .to_string(),
                 epoch: node.epoch,

@@ -1074,3 +1074,47 @@ fn a_follower_fenced_below_min_isr_stays_eligible_and_leads_cleanly_later() {
     assert!(clean, "and its election is clean");
     assert_eq!(simulation.summary().lost, 0);
 }
+
+/// Pre-vote (KIP-996, `ProspectiveState`): a controller that loses its
+/// leader first asks the voters whether it could win, without bumping its
+/// epoch; cut off from them, it stays in its epoch however long it waits,
+/// so it cannot disrupt the quorum when it comes back. A refused pre-vote
+/// names the leader, and it follows it.
+#[test]
+fn a_cut_off_controller_asks_for_pre_votes_and_keeps_its_epoch() {
+    let scenario = load(&scenarios_dir().join("cut-off-controller-truncates-uncommitted-metadata.json"));
+    let mut simulation = Simulation::new(scenario.config.clone(), scenario.seed).expect("valid");
+    for input in &scenario.inputs {
+        simulation.schedule(input.clone());
+    }
+    simulation.run_until(7_900);
+    let epoch_of = |simulation: &Simulation, id: u32| {
+        simulation
+            .view()
+            .controllers
+            .iter()
+            .find(|controller| controller.id == id)
+            .map(|controller| (controller.epoch, controller.role.clone()))
+            .expect("a controller")
+    };
+    let (epoch, role) = epoch_of(&simulation, 1);
+    assert_eq!(epoch, 1, "controller-1 kept its epoch while cut off");
+    assert_eq!(role, "prospective");
+    let asked = simulation.trace().iter().any(|event| {
+        matches!(&event.kind, TraceKind::Sent { from: NodeId::Controller(1), summary, .. } if summary.contains("preVote=true"))
+    });
+    assert!(asked, "it asked for pre-votes");
+    simulation.run_until(12_000);
+    let view = simulation.view();
+    let active = view
+        .controllers
+        .iter()
+        .find(|controller| controller.role == "leader")
+        .expect("a leader");
+    let (epoch, role) = epoch_of(&simulation, 1);
+    assert_eq!(
+        (epoch, role.as_str()),
+        (active.epoch, "follower"),
+        "back, it follows the leader's epoch"
+    );
+}
