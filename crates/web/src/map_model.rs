@@ -713,7 +713,7 @@ fn messages(view: &ClusterView, model: &MapModel, time_ms: f64) -> Vec<MapMessag
 /// The protocol an edge carries, in Kafka's request names.
 pub fn edge_protocol(kind: EdgeKind) -> &'static str {
     match kind {
-        EdgeKind::Produce => "Metadata → MetadataResponse; Produce → ProduceResponse",
+        EdgeKind::Produce => "Metadata → MetadataResponse; InitProducerId → InitProducerIdResponse (idempotent producers); Produce → ProduceResponse (one request per leader, a batch per partition)",
         EdgeKind::Replication => "Fetch → FetchResponse (the follower pulls from the leader)",
         EdgeKind::BrokerToController => {
             "Fetch → FetchResponse of __cluster_metadata (the broker, an observer, pulls the metadata log); BrokerRegistration, BrokerHeartbeat → BrokerHeartbeatResponse, AlterPartition → AlterPartitionResponse"
@@ -729,7 +729,7 @@ pub fn edge_protocol(kind: EdgeKind) -> &'static str {
 pub fn edge_effect(kind: EdgeKind) -> (&'static str, &'static str) {
     match kind {
         EdgeKind::Produce => (
-            "The producer learns the leaders, then sends each partition's batch to its leader, which appends it and answers by its acks setting.",
+            "The producer learns the leaders (and, when idempotent, gets a producer id first), then sends each leader one request with a batch for each partition it leads, up to max.in.flight.requests.per.connection requests at a time; the leader appends each batch and answers once for all of them, by its acks setting.",
             "If the leader is gone, requests fail (NETWORK_EXCEPTION, NOT_LEADER_OR_FOLLOWER); the producer refreshes metadata and retries until delivery.timeout.ms.",
         ),
         EdgeKind::Replication => (

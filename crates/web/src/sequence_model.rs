@@ -877,27 +877,50 @@ impl Captioner {
             "Metadata" => format!("{from} asks {to} for metadata: which broker leads each partition, at which leader epoch."),
             "MetadataResponse" => format!("{from} answers {to} with the leaders it knows ({summary})."),
             "Produce" => {
+                let partitions = summary.matches(" records=").count();
                 let acks = if summary.contains("acks=All") {
-                    " With acks=all the leader answers only once the high watermark passes the batch."
+                    if partitions > 1 {
+                        " With acks=all the leader answers once the high watermark passes every batch (or a partition fails or times out): one answer for them all."
+                    } else {
+                        " With acks=all the leader answers only once the high watermark passes the batch."
+                    }
                 } else if summary.contains("acks=Leader") {
-                    " With acks=1 the leader answers as soon as it has appended the batch."
+                    " With acks=1 the leader answers as soon as it has appended the batches."
                 } else {
                     " With acks=0 no answer will come."
                 };
-                format!("{from} sends a batch to {to}, the leader: {summary}.{acks}")
+                let what = if partitions > 1 {
+                    format!("one request with a batch for each of {partitions} partitions it leads")
+                } else {
+                    "a batch".to_string()
+                };
+                format!("{from} sends {what} to {to}, the leader: {summary}.{acks}")
             }
             "ProduceResponse" => {
-                let why = if summary.contains("NOT_ENOUGH_REPLICAS_AFTER_APPEND") {
-                    " The batch was appended, but the ISR fell below min.insync.replicas before it was committed."
-                } else if summary.contains("NOT_ENOUGH_REPLICAS") {
-                    " The ISR is smaller than min.insync.replicas, so the leader appended nothing."
-                } else if summary.contains("NOT_LEADER_OR_FOLLOWER") {
-                    " That broker does not lead the partition (any more)."
-                } else {
-                    ""
-                };
+                let mut why = String::new();
+                if summary.contains("NOT_ENOUGH_REPLICAS_AFTER_APPEND") {
+                    why.push_str(" The batch was appended, but the ISR fell below min.insync.replicas before it was committed.");
+                }
+                if summary.contains("NOT_ENOUGH_REPLICAS ") || summary.contains("NOT_ENOUGH_REPLICAS;") || summary.contains("NOT_ENOUGH_REPLICAS]") {
+                    why.push_str(" The ISR is smaller than min.insync.replicas, so the leader appended nothing.");
+                }
+                if summary.contains("NOT_LEADER_OR_FOLLOWER") {
+                    why.push_str(" That broker does not lead the partition (any more).");
+                }
+                if summary.contains("OUT_OF_ORDER_SEQUENCE_NUMBER") {
+                    why.push_str(" The batch's sequence does not follow the last one the leader has from this producer: it retries in order.");
+                }
+                if summary.contains("REQUEST_TIMED_OUT") {
+                    why.push_str(" The high watermark did not pass the batch within the request's timeout.");
+                }
                 format!("{from} answers {to}: {summary}.{why}")
             }
+            "InitProducerId" => format!(
+                "{from}, an idempotent producer, asks {to} (the least loaded broker) for a producer id and epoch; it sends no record before it has them."
+            ),
+            "InitProducerIdResponse" => format!(
+                "{from} gives {to} its producer id ({summary}): every batch now carries the id, the epoch and a sequence per partition, so leaders drop duplicates and keep each partition in order."
+            ),
             "Fetch" if client => format!(
                 "{from} fetches from {to}, the leader, starting at offset {}; it only gets records below the high watermark.",
                 number_after(summary, "offset=").unwrap_or(0)
