@@ -647,6 +647,7 @@ mod producer_config {
         assert_eq!(producer.request_timeout_ms, 30_000);
         assert_eq!(producer.delivery_timeout(), 120_000);
         assert_eq!(producer.retry_backoff_ms, 100);
+        assert_eq!(producer.max_in_flight_requests_per_connection, 5);
         assert!(producer.idempotence());
         let parsed: ProducerConfig = serde_json::from_str(r#"{"topic":"orders"}"#).expect("parses");
         assert_eq!(parsed, producer);
@@ -666,6 +667,30 @@ mod producer_config {
         assert_eq!(
             error,
             "producer 0: Must set acks to all in order to use the idempotent producer. Otherwise we cannot guarantee idempotence."
+        );
+    }
+
+    /// `ProducerConfig#postProcessAndValidateIdempotenceConfigs`: more than
+    /// 5 requests in flight per connection quietly turns the default
+    /// idempotence off, but is refused with an explicit
+    /// enable.idempotence=true; 0 is refused (`atLeast(1)`).
+    #[test]
+    fn more_than_five_in_flight_requests_turn_default_idempotence_off_and_refuse_explicit() {
+        let mut producer = ProducerConfig::new("orders");
+        producer.max_in_flight_requests_per_connection = 6;
+        assert!(!producer.idempotence());
+        assert!(cluster(producer.clone()).validate().is_ok());
+        producer.enable_idempotence = Some(true);
+        let error = cluster(producer.clone()).validate().expect_err("refused");
+        assert_eq!(
+            error,
+            "producer 0: Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent producer."
+        );
+        producer.max_in_flight_requests_per_connection = 0;
+        let error = cluster(producer).validate().expect_err("refused");
+        assert_eq!(
+            error,
+            "producer 0: Invalid value 0 for configuration max.in.flight.requests.per.connection: Value must be at least 1"
         );
     }
 
