@@ -713,7 +713,7 @@ fn messages(view: &ClusterView, model: &MapModel, time_ms: f64) -> Vec<MapMessag
 /// The protocol an edge carries, in Kafka's request names.
 pub fn edge_protocol(kind: EdgeKind) -> &'static str {
     match kind {
-        EdgeKind::Produce => "Metadata → MetadataResponse; Produce → ProduceResponse",
+        EdgeKind::Produce => "Metadata → MetadataResponse; InitProducerId → InitProducerIdResponse (idempotent producers); Produce → ProduceResponse (one request per leader, a batch per partition)",
         EdgeKind::Replication => "Fetch → FetchResponse (the follower pulls from the leader)",
         EdgeKind::BrokerToController => {
             "Fetch → FetchResponse of __cluster_metadata (the broker, an observer, pulls the metadata log); BrokerRegistration, BrokerHeartbeat → BrokerHeartbeatResponse, AlterPartition → AlterPartitionResponse"
@@ -729,7 +729,7 @@ pub fn edge_protocol(kind: EdgeKind) -> &'static str {
 pub fn edge_effect(kind: EdgeKind) -> (&'static str, &'static str) {
     match kind {
         EdgeKind::Produce => (
-            "The producer learns the leaders, then sends each partition's batch to its leader, which appends it and answers by its acks setting.",
+            "The producer learns the leaders (and, when idempotent, gets a producer id first), then sends each leader one request with a batch for each partition it leads, up to max.in.flight.requests.per.connection requests at a time; the leader appends each batch and answers once for all of them, by its acks setting.",
             "If the leader is gone, requests fail (NETWORK_EXCEPTION, NOT_LEADER_OR_FOLLOWER); the producer refreshes metadata and retries until delivery.timeout.ms.",
         ),
         EdgeKind::Replication => (
@@ -860,14 +860,19 @@ pub fn inspect(view: &ClusterView, model: &MapModel, selected: &str) -> Option<I
         return Some(match &node.body {
             NodeBody::Producer(producer) => Inspection {
                 title: node.name.clone(),
-                why: "The producer turns records into batches per partition (the key's murmur2 hash picks the partition; keyless records stick to one partition per batch), waits up to linger.ms to fill a batch, and sends it to the partition's leader.".into(),
+                why: "The producer turns records into batches per partition (the key's murmur2 hash picks the partition; keyless records stick to one partition per batch), waits up to linger.ms to fill a batch, and sends each leader one request with a batch for each partition it leads. An idempotent producer first gets a producer id (InitProducerId), so leaders can drop duplicates and keep each partition in order.".into(),
                 facts: vec![
                     ("Topic".into(), producer.topic.clone()),
                     ("acks".into(), producer.acks.clone()),
                     ("linger.ms".into(), producer.linger_ms.to_string()),
                     ("Buffered".into(), format!("{} records in {} batches ({} bytes)", producer.buffered_records, producer.buffered_batches, producer.buffered_bytes)),
                     ("Waiting for metadata".into(), producer.waiting.to_string()),
-                    ("Requests in flight".into(), producer.in_flight.to_string()),
+                    ("Producer id".into(), match (producer.idempotent, producer.producer_id) {
+                        (false, _) => "none (not idempotent)".into(),
+                        (true, None) => "waiting for InitProducerId".into(),
+                        (true, Some(id)) => format!("{id}, epoch {}", producer.producer_epoch),
+                    }),
+                    ("Requests in flight".into(), format!("{} (at most {} per broker)", producer.in_flight, producer.max_in_flight_per_connection)),
                     ("Sent / acknowledged / failed".into(), format!("{} / {} / {}", producer.sent, producer.acknowledged, producer.failed)),
                     ("Last error".into(), producer.last_error.as_ref().map_or("none".into(), |error| format!("{} on {} at {} ms{}", error.error, error.partition, error.time_ms, if error.will_retry { " (retrying)" } else { "" }))),
                 ],

@@ -396,6 +396,15 @@ fn partitions_in(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Whether a summary names this error (`error=NOT_ENOUGH_REPLICAS`, not
+/// a longer name that starts with it).
+fn names_error(summary: &str, error: &str) -> bool {
+    let key = format!("error={error}");
+    summary
+        .match_indices(&key)
+        .any(|(start, _)| !summary[start + key.len()..].starts_with('_'))
+}
+
 fn number_after(text: &str, key: &str) -> Option<u64> {
     let start = text.find(key)? + key.len();
     let digits: String = text[start..].chars().take_while(char::is_ascii_digit).collect();
@@ -877,27 +886,50 @@ impl Captioner {
             "Metadata" => format!("{from} asks {to} for metadata: which broker leads each partition, at which leader epoch."),
             "MetadataResponse" => format!("{from} answers {to} with the leaders it knows ({summary})."),
             "Produce" => {
+                let partitions = summary.matches(" records=").count();
                 let acks = if summary.contains("acks=All") {
-                    " With acks=all the leader answers only once the high watermark passes the batch."
+                    if partitions > 1 {
+                        " With acks=all the leader answers once the high watermark passes every batch (or a partition fails or times out): one answer for them all."
+                    } else {
+                        " With acks=all the leader answers only once the high watermark passes the batch."
+                    }
                 } else if summary.contains("acks=Leader") {
-                    " With acks=1 the leader answers as soon as it has appended the batch."
+                    " With acks=1 the leader answers as soon as it has appended the batches."
                 } else {
                     " With acks=0 no answer will come."
                 };
-                format!("{from} sends a batch to {to}, the leader: {summary}.{acks}")
+                let what = if partitions > 1 {
+                    format!("one request with a batch for each of {partitions} partitions it leads")
+                } else {
+                    "a batch".to_string()
+                };
+                format!("{from} sends {what} to {to}, the leader: {summary}.{acks}")
             }
             "ProduceResponse" => {
-                let why = if summary.contains("NOT_ENOUGH_REPLICAS_AFTER_APPEND") {
-                    " The batch was appended, but the ISR fell below min.insync.replicas before it was committed."
-                } else if summary.contains("NOT_ENOUGH_REPLICAS") {
-                    " The ISR is smaller than min.insync.replicas, so the leader appended nothing."
-                } else if summary.contains("NOT_LEADER_OR_FOLLOWER") {
-                    " That broker does not lead the partition (any more)."
-                } else {
-                    ""
-                };
+                let mut why = String::new();
+                if summary.contains("NOT_ENOUGH_REPLICAS_AFTER_APPEND") {
+                    why.push_str(" The batch was appended, but the ISR fell below min.insync.replicas before it was committed.");
+                }
+                if names_error(summary, "NOT_ENOUGH_REPLICAS") {
+                    why.push_str(" The ISR is smaller than min.insync.replicas, so the leader appended nothing.");
+                }
+                if summary.contains("NOT_LEADER_OR_FOLLOWER") {
+                    why.push_str(" That broker does not lead the partition (any more).");
+                }
+                if summary.contains("OUT_OF_ORDER_SEQUENCE_NUMBER") {
+                    why.push_str(" The batch's sequence does not follow the last one the leader has from this producer: it retries in order.");
+                }
+                if summary.contains("REQUEST_TIMED_OUT") {
+                    why.push_str(" The high watermark did not pass the batch within the request's timeout.");
+                }
                 format!("{from} answers {to}: {summary}.{why}")
             }
+            "InitProducerId" => format!(
+                "{from}, an idempotent producer, asks {to} (the least loaded broker) for a producer id and epoch; it sends no record before it has them."
+            ),
+            "InitProducerIdResponse" => format!(
+                "{from} gives {to} its producer id ({summary}): every batch now carries the id, the epoch and a sequence per partition, so leaders drop duplicates and keep each partition in order."
+            ),
             "Fetch" if client => format!(
                 "{from} fetches from {to}, the leader, starting at offset {}; it only gets records below the high watermark.",
                 number_after(summary, "offset=").unwrap_or(0)
@@ -1105,6 +1137,60 @@ pub fn link(story: &StoryDef, step: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn produce_and_init_producer_id_captions_follow_their_summaries() {
+        use kafkascope_engine::groups::assignors::TopicPartition;
+        use kafkascope_engine::replication::high_watermark::Acks;
+        use kafkascope_engine::sim::types::{ErrorCode, Message, ProducerBatch};
+        let partition = |number| TopicPartition {
+            topic: "orders".into(),
+            partition: number,
+        };
+        let batch = |records: u64| ProducerBatch {
+            records: (0..records).map(|record| (record, 100)).collect(),
+            idempotence: Some((2000, 0, 0)),
+        };
+        let captioner = Captioner::default();
+        let caption = |message: &Message, from: &str, to: &str| {
+            captioner.message_caption(from, to, message.name(), &message.summary())
+        };
+        let produce = Message::Produce {
+            request: 1,
+            acks: Acks::All,
+            timeout_ms: 30_000,
+            batches: vec![(partition(0), batch(3)), (partition(2), batch(4))],
+        };
+        let text = caption(&produce, "producer-0", "broker-1");
+        assert!(
+            text.contains("one request with a batch for each of 2 partitions"),
+            "{text}"
+        );
+        assert!(text.contains("every batch"), "{text}");
+        assert_eq!(partitions_in(&produce.summary()), ["orders-0", "orders-2"]);
+        let answer = Message::ProduceResponse {
+            request: 1,
+            responses: vec![(partition(0), Ok(7)), (partition(2), Err(ErrorCode::NotEnoughReplicas))],
+        };
+        let text = caption(&answer, "broker-1", "producer-0");
+        assert!(
+            text.contains("orders-0 baseOffset=7; orders-2 error=NOT_ENOUGH_REPLICAS]"),
+            "{text}"
+        );
+        assert!(text.contains("appended nothing"), "{text}");
+        assert!(!text.contains("before it was committed"), "{text}");
+        let text = caption(&Message::InitProducerId { request: 2 }, "producer-0", "broker-2");
+        assert!(text.contains("producer id and epoch"), "{text}");
+        let text = caption(
+            &Message::InitProducerIdResponse {
+                request: 2,
+                result: Ok((2000, 0)),
+            },
+            "broker-2",
+            "producer-0",
+        );
+        assert!(text.contains("producerId=2000 producerEpoch=0"), "{text}");
+    }
 
     fn names(run: &StoryRun) -> Vec<&str> {
         run.steps.iter().map(|step| step.name.as_str()).collect()

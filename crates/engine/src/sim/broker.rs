@@ -131,8 +131,13 @@ pub struct FollowerInfo {
 /// Who waits for a parked append, and how to answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum ParkedReply {
-    /// A producer's acks=all request (the request id).
-    Produce(u64),
+    /// One partition's part of a producer's acks=all request.
+    Produce {
+        /// The request id.
+        request: u64,
+        /// The request's `timeoutMs` (the producer's `request.timeout.ms`).
+        timeout_ms: u64,
+    },
     /// A group's new generation (Kafka's GroupMetadata record).
     GroupMetadata {
         /// The group.
@@ -256,6 +261,9 @@ pub struct FollowerState {
     pub in_flight: Option<u64>,
 }
 
+/// One partition's part of a produce request: its result once done.
+pub type PartitionProduceResult = (TopicPartition, Option<Result<Offset, ErrorCode>>);
+
 /// A broker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Broker {
@@ -297,6 +305,15 @@ pub struct Broker {
     /// Groups it coordinates (in memory; committed offsets are reloaded
     /// from `__consumer_offsets` when it becomes coordinator).
     pub groups: BTreeMap<String, super::coordinator::GroupState>,
+    /// Produce requests (acks 1 or all) not yet answered, by client and
+    /// request id: each partition's result once that partition is done
+    /// (Kafka's `DelayedProduce` answers when every partition is).
+    pub produce_requests: BTreeMap<(NodeId, u64), Vec<PartitionProduceResult>>,
+    /// Producer ids it hands out: the next one and the end of its block.
+    pub producer_ids: Option<(u64, u64)>,
+    /// Blocks of producer ids this broker took so far (on disk, so a
+    /// restarted broker never hands out an id twice).
+    pub producer_id_blocks: u64,
     next_id: u64,
 }
 
@@ -320,6 +337,9 @@ impl Broker {
             leading: BTreeMap::new(),
             following: BTreeMap::new(),
             groups: BTreeMap::new(),
+            produce_requests: BTreeMap::new(),
+            producer_ids: None,
+            producer_id_blocks: 0,
             next_id: 0,
         }
     }
@@ -381,6 +401,8 @@ impl Simulation {
         broker.leading.clear();
         broker.following.clear();
         broker.groups.clear();
+        broker.produce_requests.clear();
+        broker.producer_ids = None;
         let incarnation = broker.incarnation;
         self.record(TraceKind::BrokerStatus {
             broker: id,
@@ -529,6 +551,8 @@ impl Simulation {
         broker.leading.clear();
         broker.following.clear();
         broker.groups.clear();
+        broker.produce_requests.clear();
+        broker.producer_ids = None;
         broker.shutting_down = None;
         self.record(TraceKind::BrokerStatus {
             broker: id,
@@ -829,10 +853,14 @@ impl Simulation {
             }
             Message::Produce {
                 request,
-                partition,
-                batch,
                 acks,
-            } => self.leader_produce(id, from, request, partition, batch, acks),
+                timeout_ms,
+                batches,
+            } => self.broker_produce(id, from, request, acks, timeout_ms, batches),
+            Message::InitProducerId { request } => {
+                let result = Ok((self.broker_next_producer_id(id), 0));
+                self.send(node, from, Message::InitProducerIdResponse { request, result });
+            }
             Message::Fetch {
                 partition,
                 replica,
@@ -1071,10 +1099,11 @@ impl Simulation {
                 // that is gone: drop them.
                 for leader in broker.leading.values_mut() {
                     leader.held.retain(|fetch| fetch.consumer != Some(client));
-                    leader
-                        .parked
-                        .retain(|parked| !(parked.client == client && matches!(parked.reply, ParkedReply::Produce(_))));
+                    leader.parked.retain(|parked| {
+                        !(parked.client == client && matches!(parked.reply, ParkedReply::Produce { .. }))
+                    });
                 }
+                broker.produce_requests.retain(|(waiting, _), _| *waiting != client);
             }
         }
     }
@@ -1122,15 +1151,9 @@ impl Simulation {
         result: Result<Offset, ErrorCode>,
     ) {
         match parked.reply {
-            ParkedReply::Produce(request) => self.send(
-                NodeId::Broker(id),
-                parked.client,
-                Message::ProduceResponse {
-                    request,
-                    partition: partition.clone(),
-                    result,
-                },
-            ),
+            ParkedReply::Produce { request, .. } => {
+                self.produce_partition_done(id, parked.client, request, partition, result)
+            }
             ParkedReply::OffsetCommit { group, offsets } => {
                 let result = result.map(|_| ()).map_err(|error| match error {
                     ErrorCode::NotLeaderOrFollower => ErrorCode::NotCoordinator,
@@ -1144,7 +1167,96 @@ impl Simulation {
         }
     }
 
-    /// `appendRecordsToLeader` for a producer's batch.
+    /// A produce request (`KafkaApis#handleProduceRequest`,
+    /// `ReplicaManager#appendRecords`): every partition's batch is appended
+    /// (or refused) on its own; with acks=1 the answer goes out at once,
+    /// with acks=all once every partition's high watermark passed its
+    /// batch or that partition failed or timed out (`DelayedProduce`
+    /// completes when no partition is still pending). One
+    /// `ProduceResponse` answers them all; acks=0 gets none.
+    fn broker_produce(
+        &mut self,
+        id: BrokerId,
+        client: NodeId,
+        request: u64,
+        acks: Acks,
+        timeout_ms: u64,
+        batches: Vec<(TopicPartition, ProducerBatch)>,
+    ) {
+        if acks != Acks::None {
+            let pending = batches.iter().map(|(partition, _)| (partition.clone(), None)).collect();
+            self.broker(id).produce_requests.insert((client, request), pending);
+        }
+        for (partition, batch) in batches {
+            self.leader_produce(id, client, request, partition, batch, acks, timeout_ms);
+        }
+    }
+
+    /// One partition of a produce request is done; once every partition
+    /// is, the request is answered (`DelayedProduce#tryComplete`).
+    fn produce_partition_done(
+        &mut self,
+        id: BrokerId,
+        client: NodeId,
+        request: u64,
+        partition: &TopicPartition,
+        result: Result<Offset, ErrorCode>,
+    ) {
+        let broker = self.broker(id);
+        let Some(parts) = broker.produce_requests.get_mut(&(client, request)) else {
+            return;
+        };
+        if let Some(slot) = parts
+            .iter_mut()
+            .find(|(part, slot)| part == partition && slot.is_none())
+        {
+            slot.1 = Some(result);
+        }
+        if parts.iter().any(|(_, slot)| slot.is_none()) {
+            return;
+        }
+        let parts = broker
+            .produce_requests
+            .remove(&(client, request))
+            .expect("looked up above");
+        let responses = parts
+            .into_iter()
+            .map(|(partition, result)| (partition, result.expect("every partition is done")))
+            .collect();
+        self.send(
+            NodeId::Broker(id),
+            client,
+            Message::ProduceResponse { request, responses },
+        );
+    }
+
+    /// The next producer id this broker hands out (`ProducerIdManager`).
+    /// Simplification: instead of asking the active controller for a
+    /// block (`AllocateProducerIds`, `RPCProducerIdManager`), a broker takes
+    /// its blocks of 1000 ids from a range no other broker uses (its own
+    /// block numbers, interleaved by broker id), counting the blocks it
+    /// took on disk so a restart never hands an id out twice.
+    fn broker_next_producer_id(&mut self, id: BrokerId) -> u64 {
+        const BLOCK_SIZE: u64 = 1_000;
+        const BROKER_SLOTS: u64 = 1_024;
+        let broker = self.broker(id);
+        let (next, end) = match broker.producer_ids {
+            Some((next, end)) if next < end => (next, end),
+            _ => {
+                let block = broker.producer_id_blocks;
+                broker.producer_id_blocks += 1;
+                let start = (block * BROKER_SLOTS + u64::from(id) % BROKER_SLOTS) * BLOCK_SIZE;
+                (start, start + BLOCK_SIZE)
+            }
+        };
+        broker.producer_ids = Some((next + 1, end));
+        next
+    }
+
+    /// `appendRecordsToLeader` for one partition's batch of a produce
+    /// request: each partition passes its own checks (leadership,
+    /// `NOT_ENOUGH_REPLICAS`, the idempotent producer's sequence).
+    #[allow(clippy::too_many_arguments)]
     fn leader_produce(
         &mut self,
         id: BrokerId,
@@ -1153,19 +1265,11 @@ impl Simulation {
         partition: TopicPartition,
         batch: ProducerBatch,
         acks: Acks,
+        timeout_ms: u64,
     ) {
-        let node = NodeId::Broker(id);
         let respond = |simulation: &mut Simulation, result| {
             if acks != Acks::None {
-                simulation.send(
-                    node,
-                    client,
-                    Message::ProduceResponse {
-                        request,
-                        partition: partition.clone(),
-                        result,
-                    },
-                );
+                simulation.produce_partition_done(id, client, request, &partition, result);
             }
         };
         let Some(leader) = self.brokers[&id].leading.get(&partition) else {
@@ -1199,7 +1303,7 @@ impl Simulation {
                             client,
                             base_offset,
                             count,
-                            ParkedReply::Produce(request),
+                            ParkedReply::Produce { request, timeout_ms },
                         );
                         self.leader_maybe_advance_hw(id, &partition, "a duplicate batch arrived");
                     } else {
@@ -1255,7 +1359,7 @@ impl Simulation {
                 client,
                 base_offset,
                 count,
-                ParkedReply::Produce(request),
+                ParkedReply::Produce { request, timeout_ms },
             );
         } else {
             respond(self, Ok(base_offset));
@@ -1279,11 +1383,8 @@ impl Simulation {
         // A produce waits as long as the request allows (its timeout is the
         // producer's request.timeout.ms); the coordinator's own appends wait
         // offsets.commit.timeout.ms.
-        let timeout = match (&reply, client) {
-            (ParkedReply::Produce(_), NodeId::Producer(producer)) => self
-                .producers
-                .get(producer as usize)
-                .map_or(30_000, |producer| producer.config.request_timeout_ms),
+        let timeout = match &reply {
+            ParkedReply::Produce { timeout_ms, .. } => *timeout_ms,
             _ => super::coordinator::OFFSETS_COMMIT_TIMEOUT_MS,
         };
         let broker = self.broker(id);

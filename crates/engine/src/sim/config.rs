@@ -73,7 +73,21 @@ pub struct ProducerConfig {
     /// How records without a key pick a partition.
     #[serde(default = "default_null_key")]
     pub null_key: NullKeyStrategy,
+    /// `max.in.flight.requests.per.connection` (5): produce requests
+    /// awaiting an answer on one broker connection (`NetworkClient#canSendRequest`).
+    #[serde(default = "default_max_in_flight", skip_serializing_if = "is_default_max_in_flight")]
+    pub max_in_flight_requests_per_connection: u32,
 }
+
+fn default_max_in_flight() -> u32 {
+    5
+}
+fn is_default_max_in_flight(value: &u32) -> bool {
+    *value == default_max_in_flight()
+}
+
+/// `ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION_FOR_IDEMPOTENCE`.
+const MAX_IN_FLIGHT_FOR_IDEMPOTENCE: u32 = 5;
 
 fn default_acks() -> Acks {
     Acks::All
@@ -113,13 +127,18 @@ impl ProducerConfig {
             delivery_timeout_ms: None,
             retry_backoff_ms: default_retry_backoff(),
             null_key: default_null_key(),
+            max_in_flight_requests_per_connection: default_max_in_flight(),
         }
     }
 
     /// Whether the producer is idempotent: as set, else Kafka's default
-    /// (true) unless `acks` is not `all`, which turns it off.
+    /// (true) unless `acks` is not `all` or
+    /// `max.in.flight.requests.per.connection` is above 5, which turn it
+    /// off (`ProducerConfig#postProcessAndValidateIdempotenceConfigs`).
     pub fn idempotence(&self) -> bool {
-        self.enable_idempotence.unwrap_or(self.acks == Acks::All)
+        self.enable_idempotence.unwrap_or(
+            self.acks == Acks::All && self.max_in_flight_requests_per_connection <= MAX_IN_FLIGHT_FOR_IDEMPOTENCE,
+        )
     }
 
     /// `delivery.timeout.ms` in force: as set, else 120000 or
@@ -146,6 +165,20 @@ impl ProducerConfig {
         }
         if self.request_timeout_ms == 0 {
             return Err("request.timeout.ms must be at least 1".to_string());
+        }
+        if self.max_in_flight_requests_per_connection == 0 {
+            return Err(
+                "Invalid value 0 for configuration max.in.flight.requests.per.connection: Value must be at least 1"
+                    .to_string(),
+            );
+        }
+        if self.enable_idempotence == Some(true)
+            && self.max_in_flight_requests_per_connection > MAX_IN_FLIGHT_FOR_IDEMPOTENCE
+        {
+            return Err(
+                "Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent producer."
+                    .to_string(),
+            );
         }
         Ok(())
     }

@@ -164,6 +164,13 @@ impl FuzzCase {
             .collect();
         // A fresh producer that sends nothing until the burst.
         producers.push(ProducerConfig::new(topics[0].name.clone()));
+        // max.in.flight.requests.per.connection from 1 to 5 (every value
+        // an idempotent producer allows), from a stream of its own so the
+        // rest of the schedule stays as it was.
+        let mut in_flight = Rng::new(seed, 12);
+        for producer in &mut producers {
+            producer.max_in_flight_requests_per_connection = 1 + in_flight.next_u32() % 5;
+        }
         let assignors = ["range", "roundrobin", "sticky"];
         let mut consumers = Vec::new();
         for group in 0..1 + pick(2) {

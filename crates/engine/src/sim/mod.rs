@@ -80,7 +80,7 @@ pub enum Timer {
     MetadataFetchTimeout(u64),
     /// A producer's batch lingered long enough, or a retry backoff ended.
     ProducerDrain,
-    /// A produce request got no answer in time.
+    /// A produce or `InitProducerId` request got no answer in time.
     ProducerRequestTimeout(u64),
     /// A producer's metadata request got no answer in time.
     ProducerMetadataTimeout(u64),
@@ -405,21 +405,24 @@ impl Simulation {
         // replica, leader or ISR at all. Anything else (inputs, controller
         // and quorum traffic, ISR checks, group joins and commits, which
         // append to __consumer_offsets) re-checks everything.
+        // A produce request changes the partitions it carries batches for.
         let scope = match &event {
             Event::Deliver { message, .. } => match message {
                 Message::Fetch { partition, .. }
                 | Message::FetchResponse { partition, .. }
-                | Message::Produce { partition, .. }
-                | Message::ProduceResponse { partition, .. }
                 | Message::ConsumerFetch { partition, .. }
-                | Message::ConsumerFetchResponse { partition, .. } => Some(partition.clone()),
+                | Message::ConsumerFetchResponse { partition, .. } => Some(Touched::One(partition.clone())),
+                Message::Produce { batches, .. } => Some(match batches.as_slice() {
+                    [(partition, _)] => Touched::One(partition.clone()),
+                    _ => Touched::Many(batches.iter().map(|(partition, _)| partition.clone()).collect()),
+                }),
                 _ => None,
             },
             Event::Timer { timer, .. } => match timer {
                 Timer::FollowerFetch(partition)
                 | Timer::FollowerFetchTimeout(partition, _)
                 | Timer::DelayedFetchExpiry(partition, _)
-                | Timer::ProduceExpiry(partition, _) => Some(partition.clone()),
+                | Timer::ProduceExpiry(partition, _) => Some(Touched::One(partition.clone())),
                 _ => None,
             },
             Event::Input(_) => None,
@@ -473,7 +476,7 @@ impl Simulation {
             Event::Input(input) => self.apply_input(std::sync::Arc::unwrap_or_clone(input)),
         }
         self.check_invariants(match (&scope, clients_only) {
-            (Some(partition), _) => monitor::CheckScope::Partition(partition),
+            (Some(touched), _) => monitor::CheckScope::Partitions(touched.as_slice()),
             (None, true) => monitor::CheckScope::ClientsOnly,
             (None, false) => monitor::CheckScope::Everything,
         });
@@ -729,10 +732,12 @@ impl Simulation {
                     // A client whose broker process is gone sees its
                     // connection fail (NetworkException) and looks again.
                     let failure = match &message {
-                        Message::Produce { request, partition, .. } => Some(Message::ProduceResponse {
+                        Message::Produce { request, batches, .. } => Some(Message::ProduceResponse {
                             request: *request,
-                            partition: partition.clone(),
-                            result: Err(types::ErrorCode::NetworkException),
+                            responses: batches
+                                .iter()
+                                .map(|(partition, _)| (partition.clone(), Err(types::ErrorCode::NetworkException)))
+                                .collect(),
                         }),
                         Message::ConsumerFetch { partition, .. } => Some(Message::ConsumerFetchResponse {
                             partition: partition.clone(),
@@ -744,7 +749,9 @@ impl Simulation {
                         // with the connection; the consumer looks again.
                         _ if matches!(from, NodeId::Consumer(_)) => Some(Message::ConnectionClosed),
                         // A producer's metadata request: connection refused.
-                        Message::MetadataRequest if matches!(from, NodeId::Producer(_)) => {
+                        Message::MetadataRequest | Message::InitProducerId { .. }
+                            if matches!(from, NodeId::Producer(_)) =>
+                        {
                             Some(Message::ConnectionClosed)
                         }
                         _ => None,
@@ -970,5 +977,20 @@ fn describe_change(change: &ConfigChange) -> String {
         ConfigChange::UncleanLeaderElection { enable } => format!("set unclean.leader.election.enable={enable}"),
         ConfigChange::ReplicaLagTimeMaxMs { value } => format!("set replica.lag.time.max.ms={value}"),
         ConfigChange::LingerMs { producer, value } => format!("set linger.ms={value} on producer-{producer}"),
+    }
+}
+
+/// The partitions one event can change.
+enum Touched {
+    One(TopicPartition),
+    Many(Vec<TopicPartition>),
+}
+
+impl Touched {
+    fn as_slice(&self) -> &[TopicPartition] {
+        match self {
+            Touched::One(partition) => std::slice::from_ref(partition),
+            Touched::Many(partitions) => partitions,
+        }
     }
 }

@@ -20,8 +20,8 @@ use super::Simulation;
 pub(crate) enum CheckScope<'a> {
     /// Anything: re-check every partition.
     Everything,
-    /// Only this partition's replication state changed.
-    Partition(&'a TopicPartition),
+    /// Only these partitions' replication state changed.
+    Partitions(&'a [TopicPartition]),
     /// No replica, leader or ISR changed (a client's or a group's
     /// bookkeeping, a heartbeat): only the group and loss checks run.
     ClientsOnly,
@@ -93,7 +93,10 @@ impl Simulation {
                 continue;
             }
             let leading: Vec<_> = match scope {
-                CheckScope::Partition(partition) => broker.leading.get_key_value(partition).into_iter().collect(),
+                CheckScope::Partitions(partitions) => partitions
+                    .iter()
+                    .filter_map(|partition| broker.leading.get_key_value(partition))
+                    .collect(),
                 CheckScope::Everything => broker.leading.iter().collect(),
                 CheckScope::ClientsOnly => Vec::new(),
             };

@@ -19,12 +19,11 @@ use super::trace::TraceKind;
 use super::types::{ErrorCode, Message, NodeId, ProducerBatch, RecordId, Time};
 use super::{Simulation, Timer};
 
-/// `max.in.flight.requests.per.connection` (5).
-const MAX_IN_FLIGHT: usize = 5;
 /// `retry.backoff.max.ms` (1000).
 const RETRY_BACKOFF_MAX_MS: u64 = 1_000;
-/// Idempotent producer ids start here (the broker would hand them out).
-const PRODUCER_ID_BASE: u64 = 1_000;
+/// `max.request.size` (1048576 bytes): a produce request takes batches
+/// while their bytes (as the simulation counts them) fit, and at least one.
+const MAX_REQUEST_SIZE: u64 = 1_048_576;
 
 /// A batch in the accumulator.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -41,6 +40,8 @@ pub struct PendingBatch {
     pub ready_at_ms: Time,
     /// The first record's sequence, fixed at the first send.
     pub sequence: Option<i32>,
+    /// The producer id its sequence belongs to.
+    pub producer_id: u64,
     /// The producer epoch its sequence belongs to.
     pub epoch: u16,
 }
@@ -48,10 +49,8 @@ pub struct PendingBatch {
 /// A produce request awaiting its answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InFlight {
-    /// The partition.
-    pub partition: u32,
-    /// The batch, to retry it.
-    pub batch: PendingBatch,
+    /// Its batches, one per partition, to retry them.
+    pub batches: Vec<(u32, PendingBatch)>,
     /// The broker it was sent to (its connection).
     pub broker: BrokerId,
 }
@@ -76,8 +75,17 @@ pub struct Producer {
     pub waiting: VecDeque<(RecordId, Option<String>, u32)>,
     /// The accumulator: batches per partition, oldest first.
     pub batches: BTreeMap<u32, VecDeque<PendingBatch>>,
-    /// Requests in flight.
+    /// Produce requests in flight.
     pub in_flight: BTreeMap<u64, InFlight>,
+    /// The producer id `InitProducerId` gave it (idempotent producers).
+    pub producer_id: Option<u64>,
+    /// An `InitProducerId` request is out: its id and the broker.
+    pub init_in_flight: Option<(u64, BrokerId)>,
+    /// A failed `InitProducerId` is retried from this time on.
+    pub init_retry_at: Time,
+    /// Where the next drain for each broker starts among the partitions it
+    /// leads (`RecordAccumulator`'s per-node drain index).
+    pub drain_index: BTreeMap<BrokerId, usize>,
     /// Next sequence per partition.
     pub sequences: BTreeMap<u32, i32>,
     /// The producer epoch (bumped when a sequenced batch fails for good,
@@ -119,6 +127,10 @@ impl Producer {
             waiting: VecDeque::new(),
             batches: BTreeMap::new(),
             in_flight: BTreeMap::new(),
+            producer_id: None,
+            init_in_flight: None,
+            init_retry_at: 0,
+            drain_index: BTreeMap::new(),
             sequences: BTreeMap::new(),
             epoch: 0,
             metadata_retries: 0,
@@ -248,6 +260,7 @@ impl Simulation {
                         attempts: 0,
                         ready_at_ms: now,
                         sequence: None,
+                        producer_id: 0,
                         epoch: 0,
                     });
                     true
@@ -276,123 +289,301 @@ impl Simulation {
         }
     }
 
-    /// The sender: sends every batch that is ready to its partition's leader.
+    /// The sender (`Sender#runOnce`): an idempotent producer first gets a
+    /// producer id; then every broker leading a partition with a sendable
+    /// batch gets produce requests, each carrying at most one batch per
+    /// partition that broker leads, while its connection has room.
     fn producer_drain(&mut self, producer: u32) {
         let index = producer as usize;
-        let now = self.now;
         self.producer_expire_batches(producer);
+        // Nothing is sent before the producer has an id and epoch:
+        // `TransactionManager#bumpIdempotentEpochAndResetIdIfNeeded`
+        // enqueues `InitProducerId`, `Sender#maybeSendAndPollTransactionalRequest`
+        // sends it and sends nothing else while it is in flight, and
+        // `RecordAccumulator#shouldStopDrainBatchesForPartition` drains
+        // nothing while the producer id is not valid.
+        if self.producers[index].idempotent() && self.producers[index].producer_id.is_none() {
+            self.producer_init_producer_id(producer);
+            return;
+        }
         let Some(leaders) = self.producers[index].leaders.clone() else {
             return;
         };
-        let partitions: Vec<u32> = self.producers[index].batches.keys().copied().collect();
         // A partition with records to send and no known leader asks for
         // new metadata (`Sender#sendProducerData`: unknown leaders request
         // an update), with a backoff that grows to retry.backoff.max.ms.
-        let leaderless = partitions.iter().any(|partition| {
-            leaders.get(partition).is_none_or(|(leader, _)| leader.is_none())
-                && self.producers[index]
-                    .batches
-                    .get(partition)
-                    .is_some_and(|queue| !queue.is_empty())
+        let leaderless = self.producers[index].batches.iter().any(|(partition, queue)| {
+            !queue.is_empty() && leaders.get(partition).is_none_or(|(leader, _)| leader.is_none())
         });
         if leaderless {
             self.producer_schedule_refresh(producer);
         }
-        for partition in partitions {
-            loop {
-                let state = &mut self.producers[index];
-                let in_flight = state
-                    .in_flight
-                    .values()
-                    .filter(|request| request.partition == partition)
-                    .count();
-                if in_flight >= MAX_IN_FLIGHT {
-                    break;
+        // `RecordAccumulator#ready`: the leaders of partitions with a
+        // sendable batch.
+        let mut nodes: Vec<BrokerId> = Vec::new();
+        for (partition, (leader, _)) in &leaders {
+            if let Some(leader) = leader {
+                if !nodes.contains(leader) && self.producer_partition_ready(producer, *partition) {
+                    nodes.push(*leader);
                 }
-                let Some(leader) = leaders.get(&partition).and_then(|(leader, _)| *leader) else {
-                    break;
-                };
-                let linger = state.config.linger_ms;
-                let batch_size = state.config.batch_size;
-                let queue = state.batches.entry(partition).or_default();
-                let Some(batch) = queue.front() else { break };
-                // An idempotent producer resends a failed batch only once the
-                // requests before it are answered, so the broker sees
-                // sequences in order (`RecordAccumulator#shouldStopDrainBatchesForPartition`).
-                if state.config.idempotence() && batch.attempts > 0 && in_flight > 0 {
-                    break;
-                }
-                let lingered = now >= batch.created_ms + linger || batch.bytes >= batch_size || queue.len() > 1;
-                if !lingered || now < batch.ready_at_ms {
-                    break;
-                }
-                let mut batch = queue.pop_front().expect("checked front");
-                let idempotent = state.idempotent();
-                if batch.epoch != state.epoch {
-                    // Sequenced under an epoch that was since bumped: it
-                    // gets a sequence of the new epoch.
-                    batch.sequence = None;
-                }
-                if idempotent && batch.sequence.is_none() {
-                    let next = state.sequences.entry(partition).or_insert(0);
-                    batch.sequence = Some(*next);
-                    batch.epoch = state.epoch;
-                    *next = next.wrapping_add(batch.records.len() as i32);
-                }
-                batch.attempts += 1;
-                state.next_request += 1;
-                let request = state.next_request;
-                let acks = state.config.acks;
-                let message = Message::Produce {
-                    request,
-                    partition: TopicPartition {
-                        topic: state.topic.clone(),
-                        partition,
-                    },
-                    batch: ProducerBatch {
-                        records: batch.records.clone(),
-                        idempotence: batch
-                            .sequence
-                            .filter(|_| idempotent)
-                            .map(|sequence| (PRODUCER_ID_BASE + u64::from(producer), batch.epoch, sequence)),
-                    },
-                    acks,
-                };
-                let timeout = state.config.request_timeout_ms;
-                if acks == Acks::None {
-                    // acks=0: done as soon as it is on the wire, with no offset.
-                    let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
-                    self.send(Self::producer_node(producer), NodeId::Broker(leader), message);
-                    for &record in &records {
-                        self.mark_acknowledged(record, None);
-                        self.records[record as usize].acks = Some(Acks::None);
-                    }
-                    let partition_key = self.partition_key(producer, partition);
-                    self.record(TraceKind::Acknowledged {
-                        producer,
-                        partition: partition_key,
-                        base_offset: None,
-                        records,
-                    });
-                    continue;
-                }
-                state.in_flight.insert(
-                    request,
-                    InFlight {
-                        partition,
-                        batch,
-                        broker: leader,
-                    },
-                );
-                self.send(Self::producer_node(producer), NodeId::Broker(leader), message);
-                self.schedule_timer(
-                    Self::producer_node(producer),
-                    0,
-                    timeout,
-                    Timer::ProducerRequestTimeout(request),
-                );
             }
         }
+        nodes.sort_unstable();
+        let max_in_flight = self.producers[index].config.max_in_flight_requests_per_connection as usize;
+        for node in nodes {
+            loop {
+                // `NetworkClient#canSendRequest` / `InFlightRequests#canSendMore`:
+                // at most max.in.flight.requests.per.connection requests
+                // await an answer on one broker's connection.
+                let in_flight = self.producers[index]
+                    .in_flight
+                    .values()
+                    .filter(|request| request.broker == node)
+                    .count();
+                if in_flight >= max_in_flight {
+                    break;
+                }
+                let batches = self.producer_drain_node(producer, node, &leaders);
+                if batches.is_empty() {
+                    break;
+                }
+                self.producer_send_request(producer, node, batches);
+                let still_ready = leaders.iter().any(|(&partition, (leader, _))| {
+                    *leader == Some(node) && self.producer_partition_ready(producer, partition)
+                });
+                if !still_ready {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Whether a partition's first batch is sendable
+    /// (`RecordAccumulator#partitionReady`): full (or not the last one),
+    /// lingered `linger.ms`, and not in its retry backoff.
+    fn producer_partition_ready(&self, producer: u32, partition: u32) -> bool {
+        let state = &self.producers[producer as usize];
+        let Some(queue) = state.batches.get(&partition) else {
+            return false;
+        };
+        let Some(batch) = queue.front() else { return false };
+        if self.now < batch.ready_at_ms || self.producer_partition_muted(producer, partition) {
+            return false;
+        }
+        let full = queue.len() > 1 || batch.bytes >= state.config.batch_size;
+        full || self.now >= batch.created_ms + state.config.linger_ms
+    }
+
+    /// With max.in.flight.requests.per.connection=1 a partition with a
+    /// batch in flight is muted (`RecordAccumulator#isMuted`,
+    /// `Sender#guaranteeMessageOrder`).
+    fn producer_partition_muted(&self, producer: u32, partition: u32) -> bool {
+        let state = &self.producers[producer as usize];
+        state.config.max_in_flight_requests_per_connection == 1
+            && self.producer_partition_in_flight(producer, partition) > 0
+    }
+
+    /// Batches of a partition in flight.
+    fn producer_partition_in_flight(&self, producer: u32, partition: u32) -> usize {
+        self.producers[producer as usize]
+            .in_flight
+            .values()
+            .filter(|request| request.batches.iter().any(|(queued, _)| *queued == partition))
+            .count()
+    }
+
+    /// `RecordAccumulator#drainBatchesForOneNode`: from the partitions
+    /// `node` leads, starting at that node's drain index, the first batch of
+    /// each (not in backoff) while the request stays under
+    /// `max.request.size`; an idempotent producer's sequence is assigned
+    /// here.
+    fn producer_drain_node(
+        &mut self,
+        producer: u32,
+        node: BrokerId,
+        leaders: &BTreeMap<u32, (Option<BrokerId>, u32)>,
+    ) -> Vec<(u32, PendingBatch)> {
+        let index = producer as usize;
+        let now = self.now;
+        let parts: Vec<u32> = leaders
+            .iter()
+            .filter(|(_, (leader, _))| *leader == Some(node))
+            .map(|(&partition, _)| partition)
+            .collect();
+        let mut ready: Vec<(u32, PendingBatch)> = Vec::new();
+        if parts.is_empty() {
+            return ready;
+        }
+        let mut drain_index = self.producers[index].drain_index.get(&node).copied().unwrap_or(0) % parts.len();
+        let start = drain_index;
+        let mut size = 0u64;
+        loop {
+            let partition = parts[drain_index];
+            self.producers[index].drain_index.insert(node, drain_index);
+            drain_index = (drain_index + 1) % parts.len();
+            let muted = self.producer_partition_muted(producer, partition);
+            let partition_in_flight = self.producer_partition_in_flight(producer, partition);
+            let state = &mut self.producers[index];
+            let idempotent = state.idempotent();
+            if let Some(first) = state.batches.get(&partition).and_then(|queue| queue.front()) {
+                if !muted && now >= first.ready_at_ms {
+                    if size + u64::from(first.bytes) > MAX_REQUEST_SIZE && !ready.is_empty() {
+                        break;
+                    }
+                    // An idempotent producer resends a failed batch only
+                    // once the requests before it are answered, so the
+                    // broker sees sequences in order
+                    // (`RecordAccumulator#shouldStopDrainBatchesForPartition`
+                    // stops the whole drain for this node).
+                    if idempotent && first.attempts > 0 && partition_in_flight > 0 {
+                        break;
+                    }
+                    let mut batch = state
+                        .batches
+                        .get_mut(&partition)
+                        .and_then(VecDeque::pop_front)
+                        .expect("checked front");
+                    let producer_id = state.producer_id.unwrap_or(0);
+                    if batch.epoch != state.epoch || batch.producer_id != producer_id {
+                        // Sequenced under an epoch (or id) since replaced: it
+                        // gets a sequence of the new one.
+                        batch.sequence = None;
+                    }
+                    if idempotent && batch.sequence.is_none() {
+                        let next = state.sequences.entry(partition).or_insert(0);
+                        batch.sequence = Some(*next);
+                        batch.producer_id = producer_id;
+                        batch.epoch = state.epoch;
+                        *next = next.wrapping_add(batch.records.len() as i32);
+                    }
+                    batch.attempts += 1;
+                    size += u64::from(batch.bytes);
+                    ready.push((partition, batch));
+                }
+            }
+            if drain_index == start {
+                break;
+            }
+        }
+        ready
+    }
+
+    /// Sends one produce request to `node` with the drained batches
+    /// (`Sender#sendProduceRequest`); with acks=0 they count as
+    /// acknowledged once on the wire.
+    fn producer_send_request(&mut self, producer: u32, node: BrokerId, batches: Vec<(u32, PendingBatch)>) {
+        let index = producer as usize;
+        let state = &mut self.producers[index];
+        state.next_request += 1;
+        let request = state.next_request;
+        let acks = state.config.acks;
+        let idempotent = state.idempotent();
+        let timeout = state.config.request_timeout_ms;
+        let message = Message::Produce {
+            request,
+            acks,
+            timeout_ms: timeout,
+            batches: batches
+                .iter()
+                .map(|(partition, batch)| {
+                    (
+                        TopicPartition {
+                            topic: state.topic.clone(),
+                            partition: *partition,
+                        },
+                        ProducerBatch {
+                            records: batch.records.clone(),
+                            idempotence: batch
+                                .sequence
+                                .filter(|_| idempotent)
+                                .map(|sequence| (batch.producer_id, batch.epoch, sequence)),
+                        },
+                    )
+                })
+                .collect(),
+        };
+        self.send(Self::producer_node(producer), NodeId::Broker(node), message);
+        if acks == Acks::None {
+            // acks=0: done as soon as it is on the wire, with no offset.
+            for (partition, batch) in batches {
+                let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
+                for &record in &records {
+                    self.mark_acknowledged(record, None);
+                    self.records[record as usize].acks = Some(Acks::None);
+                }
+                let partition_key = self.partition_key(producer, partition);
+                self.record(TraceKind::Acknowledged {
+                    producer,
+                    partition: partition_key,
+                    base_offset: None,
+                    records,
+                });
+            }
+            return;
+        }
+        self.producers[index]
+            .in_flight
+            .insert(request, InFlight { batches, broker: node });
+        self.schedule_timer(
+            Self::producer_node(producer),
+            0,
+            timeout,
+            Timer::ProducerRequestTimeout(request),
+        );
+    }
+
+    /// Sends `InitProducerId` to the least loaded broker
+    /// (`NetworkClient#leastLoadedNode`: fewest requests in flight, ties
+    /// taken in turn), unless one is out or a failed one waits for its
+    /// retry backoff.
+    fn producer_init_producer_id(&mut self, producer: u32) {
+        let index = producer as usize;
+        let now = self.now;
+        let brokers = self.config.brokers;
+        let state = &mut self.producers[index];
+        if state.init_in_flight.is_some() || now < state.init_retry_at || brokers == 0 {
+            return;
+        }
+        let start = state.bootstrap_attempt;
+        state.bootstrap_attempt += 1;
+        let load = |broker: BrokerId| {
+            state
+                .in_flight
+                .values()
+                .filter(|request| request.broker == broker)
+                .count()
+                + usize::from(state.metadata_in_flight.is_some() && state.metadata_broker == Some(broker))
+        };
+        let broker = (0..brokers)
+            .map(|offset| (start + offset) % brokers + 1)
+            .min_by_key(|&broker| load(broker))
+            .expect("at least one broker");
+        state.next_request += 1;
+        let request = state.next_request;
+        state.init_in_flight = Some((request, broker));
+        let timeout = state.config.request_timeout_ms;
+        self.send(
+            Self::producer_node(producer),
+            NodeId::Broker(broker),
+            Message::InitProducerId { request },
+        );
+        self.schedule_timer(
+            Self::producer_node(producer),
+            0,
+            timeout,
+            Timer::ProducerRequestTimeout(request),
+        );
+    }
+
+    /// `InitProducerId` failed (a disconnect, a timeout, an error): it is
+    /// enqueued again and sent after `retry.backoff.ms`
+    /// (`TxnRequestHandler#reenqueue`, `Sender#maybeSendAndPollTransactionalRequest`).
+    fn producer_init_failed(&mut self, producer: u32) {
+        let state = &mut self.producers[producer as usize];
+        state.init_in_flight = None;
+        let backoff = state.config.retry_backoff_ms;
+        state.init_retry_at = self.now + backoff;
+        self.schedule_timer(Self::producer_node(producer), 0, backoff, Timer::ProducerDrain);
     }
 
     pub(crate) fn producer_receive(&mut self, producer: u32, from: NodeId, message: Message) {
@@ -412,6 +603,9 @@ impl Simulation {
                     state.metadata_in_flight = None;
                     self.producer_request_metadata(producer);
                 }
+                if self.producers[index].init_in_flight.is_some_and(|(_, to)| to == broker) {
+                    self.producer_init_failed(producer);
+                }
                 let lost: Vec<u64> = self.producers[index]
                     .in_flight
                     .iter()
@@ -420,7 +614,9 @@ impl Simulation {
                     .collect();
                 for request in lost {
                     if let Some(in_flight) = self.producers[index].in_flight.remove(&request) {
-                        self.producer_retry_or_fail(producer, in_flight, ErrorCode::NetworkException);
+                        for (partition, batch) in in_flight.batches {
+                            self.producer_retry_or_fail(producer, partition, batch, ErrorCode::NetworkException);
+                        }
                     }
                 }
                 // A disconnect also asks for new metadata
@@ -456,45 +652,84 @@ impl Simulation {
                 self.producer_partition_waiting(producer);
                 self.producer_drain(producer);
             }
-            Message::ProduceResponse {
-                request,
-                partition,
-                result,
-            } => {
+            // One answer for every partition of the request; each
+            // partition's result is handled on its own (`Sender#handleProduceResponse`).
+            Message::ProduceResponse { request, responses } => {
                 let Some(in_flight) = self.producers[index].in_flight.remove(&request) else {
                     return;
                 };
-                match result {
-                    Ok(base_offset) => {
-                        let state = &mut self.producers[index];
-                        if let (Some(sequence), true) = (in_flight.batch.sequence, in_flight.batch.epoch == state.epoch)
-                        {
-                            let last = sequence.wrapping_add(in_flight.batch.records.len() as i32 - 1);
-                            let acked = state.acked_sequences.entry(in_flight.partition).or_insert(-1);
-                            *acked = (*acked).max(last);
-                        }
-                        let acks = self.producers[index].config.acks;
-                        let records: Vec<RecordId> =
-                            in_flight.batch.records.iter().map(|&(record, _)| record).collect();
-                        for (position, &record) in records.iter().enumerate() {
-                            self.mark_acknowledged(record, Some(base_offset + position as u64));
-                            self.records[record as usize].acks = Some(acks);
-                        }
-                        self.record(TraceKind::Acknowledged {
-                            producer,
-                            partition: partition.clone(),
-                            base_offset: Some(base_offset),
-                            records: records.clone(),
-                        });
-                        // An acknowledgement can arrive after a new leader took over.
-                        self.check_acknowledged(&partition, Some(&records));
+                let mut batches = in_flight.batches;
+                for (partition, result) in responses {
+                    let Some(position) = batches.iter().position(|(queued, _)| {
+                        *queued == partition.partition && *partition.topic == *self.producers[index].topic
+                    }) else {
+                        continue;
+                    };
+                    let (number, batch) = batches.remove(position);
+                    match result {
+                        Ok(base_offset) => self.producer_acknowledged(producer, number, &batch, base_offset),
+                        Err(error) => self.producer_retry_or_fail(producer, number, batch, error),
                     }
-                    Err(error) => self.producer_retry_or_fail(producer, in_flight, error),
+                }
+                // A partition the answer does not name (never in this
+                // simulation) is retried.
+                for (number, batch) in batches {
+                    self.producer_retry_or_fail(producer, number, batch, ErrorCode::NetworkException);
                 }
                 self.producer_drain(producer);
             }
+            Message::InitProducerIdResponse { request, result } => {
+                if self.producers[index]
+                    .init_in_flight
+                    .is_none_or(|(waiting, _)| waiting != request)
+                {
+                    return;
+                }
+                match result {
+                    Ok((producer_id, epoch)) => {
+                        let state = &mut self.producers[index];
+                        state.init_in_flight = None;
+                        state.producer_id = Some(producer_id);
+                        state.epoch = epoch;
+                        state.sequences.clear();
+                        state.acked_sequences.clear();
+                        self.producer_drain(producer);
+                    }
+                    // Retriable errors are retried (`InitProducerIdHandler#handleResponse`).
+                    Err(_) => self.producer_init_failed(producer),
+                }
+            }
             _ => {}
         }
+    }
+
+    /// A partition's batch was acknowledged at `base_offset`.
+    fn producer_acknowledged(&mut self, producer: u32, partition: u32, batch: &PendingBatch, base_offset: u64) {
+        let index = producer as usize;
+        let state = &mut self.producers[index];
+        if let (Some(sequence), true) = (
+            batch.sequence,
+            batch.epoch == state.epoch && Some(batch.producer_id) == state.producer_id,
+        ) {
+            let last = sequence.wrapping_add(batch.records.len() as i32 - 1);
+            let acked = state.acked_sequences.entry(partition).or_insert(-1);
+            *acked = (*acked).max(last);
+        }
+        let acks = state.config.acks;
+        let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
+        for (position, &record) in records.iter().enumerate() {
+            self.mark_acknowledged(record, Some(base_offset + position as u64));
+            self.records[record as usize].acks = Some(acks);
+        }
+        let partition = self.partition_key(producer, partition);
+        self.record(TraceKind::Acknowledged {
+            producer,
+            partition: partition.clone(),
+            base_offset: Some(base_offset),
+            records: records.clone(),
+        });
+        // An acknowledgement can arrive after a new leader took over.
+        self.check_acknowledged(&partition, Some(&records));
     }
 
     /// Schedules a metadata refresh after `retry.backoff.ms`, doubling with
@@ -541,15 +776,22 @@ impl Simulation {
     }
 
     /// KIP-360: a sequenced batch failed for good, so the broker will never
-    /// see its sequence numbers. The producer bumps its epoch and every
-    /// partition's sequence starts again at 0 (the broker accepts a new
-    /// epoch from sequence 0).
+    /// see its sequence numbers. The producer bumps its epoch locally and
+    /// every partition's sequence starts again at 0 (the broker accepts a
+    /// new epoch from sequence 0). Only an epoch that would pass
+    /// `Short.MAX_VALUE` needs a new producer id from `InitProducerId`
+    /// (`TransactionManager#bumpIdempotentProducerEpoch`).
     fn producer_bump_epoch(&mut self, producer: u32) {
         let state = &mut self.producers[producer as usize];
         if !state.idempotent() {
             return;
         }
-        state.epoch = state.epoch.wrapping_add(1);
+        if state.epoch >= i16::MAX as u16 {
+            state.producer_id = None;
+            state.epoch = 0;
+        } else {
+            state.epoch += 1;
+        }
         state.sequences.clear();
         state.acked_sequences.clear();
     }
@@ -573,18 +815,18 @@ impl Simulation {
         });
     }
 
-    fn producer_retry_or_fail(&mut self, producer: u32, in_flight: InFlight, error: ErrorCode) {
+    fn producer_retry_or_fail(&mut self, producer: u32, number: u32, batch: PendingBatch, error: ErrorCode) {
         let index = producer as usize;
         let now = self.now;
         let state = &mut self.producers[index];
-        let mut batch = in_flight.batch;
+        let mut batch = batch;
         let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
         let backoff =
             (state.config.retry_backoff_ms << batch.attempts.saturating_sub(1).min(10)).min(RETRY_BACKOFF_MAX_MS);
         let expired = now + backoff > batch.created_ms + state.config.delivery_timeout();
         let partition = TopicPartition {
             topic: state.topic.clone(),
-            partition: in_flight.partition,
+            partition: number,
         };
         // OUT_OF_ORDER_SEQUENCE_NUMBER for the batch right after the last
         // acknowledged one means the broker lost sequences it had
@@ -593,17 +835,18 @@ impl Simulation {
         // later batch it only waits for the ones before it.
         let next_in_line = error == ErrorCode::OutOfOrderSequenceNumber
             && batch.epoch == state.epoch
+            && Some(batch.producer_id) == state.producer_id
             && batch.sequence
                 == Some(
                     state
                         .acked_sequences
-                        .get(&in_flight.partition)
+                        .get(&number)
                         .map_or(0, |acked| acked.wrapping_add(1)),
                 );
         if error.retriable() && !expired && !next_in_line {
             batch.ready_at_ms = now + backoff;
             // Re-enqueue in sequence order (`RecordAccumulator#insertInSequenceOrder`).
-            let queue = state.batches.entry(in_flight.partition).or_default();
+            let queue = state.batches.entry(number).or_default();
             let position = match batch.sequence {
                 Some(sequence) => queue
                     .iter()
@@ -628,8 +871,9 @@ impl Simulation {
             self.schedule_timer(Self::producer_node(producer), 0, backoff, Timer::ProducerDrain);
         } else {
             let error = if expired { ErrorCode::DeliveryTimeout } else { error };
-            let sequenced = batch.sequence.is_some() && batch.epoch == state.epoch;
-            self.producer_fail_records(producer, in_flight.partition, records, error);
+            let sequenced =
+                batch.sequence.is_some() && batch.epoch == state.epoch && Some(batch.producer_id) == state.producer_id;
+            self.producer_fail_records(producer, number, records, error);
             if sequenced {
                 self.producer_bump_epoch(producer);
             }
@@ -646,8 +890,15 @@ impl Simulation {
                 self.producer_drain(producer);
             }
             Timer::ProducerRequestTimeout(request) => {
-                if let Some(in_flight) = self.producers[index].in_flight.remove(&request) {
-                    self.producer_retry_or_fail(producer, in_flight, ErrorCode::RequestTimedOut);
+                if self.producers[index]
+                    .init_in_flight
+                    .is_some_and(|(waiting, _)| waiting == request)
+                {
+                    self.producer_init_failed(producer);
+                } else if let Some(in_flight) = self.producers[index].in_flight.remove(&request) {
+                    for (partition, batch) in in_flight.batches {
+                        self.producer_retry_or_fail(producer, partition, batch, ErrorCode::RequestTimedOut);
+                    }
                     self.producer_drain(producer);
                 }
             }

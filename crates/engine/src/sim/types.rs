@@ -369,18 +369,29 @@ pub enum Message {
     MetadataResponse {
         leaders: BTreeMap<TopicPartition, (Option<BrokerId>, u32)>,
     },
-    /// A producer sends a batch to a leader.
+    /// A producer sends a leader one batch for each of several partitions
+    /// that broker leads, with one `acks` and one `timeoutMs`
+    /// (`ProduceRequest`, built by `Sender#sendProduceRequest` from what
+    /// `RecordAccumulator#drain` took for that node).
     Produce {
         request: u64,
-        partition: TopicPartition,
-        batch: ProducerBatch,
         acks: crate::replication::high_watermark::Acks,
+        timeout_ms: u64,
+        batches: Vec<(TopicPartition, ProducerBatch)>,
     },
-    /// The leader's answer: the batch's base offset, or an error.
+    /// The leader's one answer for every partition of the request: each
+    /// batch's base offset, or that partition's error (`ProduceResponse`).
     ProduceResponse {
         request: u64,
-        partition: TopicPartition,
-        result: Result<Offset, ErrorCode>,
+        responses: Vec<(TopicPartition, Result<Offset, ErrorCode>)>,
+    },
+    /// An idempotent producer asks any broker for a producer id and epoch
+    /// (`InitProducerId` with a null `transactionalId`).
+    InitProducerId { request: u64 },
+    /// The producer id and epoch, or an error (`InitProducerIdResponse`).
+    InitProducerIdResponse {
+        request: u64,
+        result: Result<(u64, u16), ErrorCode>,
     },
     /// A candidate asks for a vote (`Vote`, KIP-595); with `pre_vote` a
     /// prospective asks whether it could win `epoch` before bumping its
@@ -525,6 +536,8 @@ impl Message {
             Message::MetadataResponse { .. } => "MetadataResponse",
             Message::Produce { .. } => "Produce",
             Message::ProduceResponse { .. } => "ProduceResponse",
+            Message::InitProducerId { .. } => "InitProducerId",
+            Message::InitProducerIdResponse { .. } => "InitProducerIdResponse",
             Message::Vote { .. } => "Vote",
             Message::VoteResponse { .. } => "VoteResponse",
             Message::NotController { .. } => "NotController",
@@ -677,13 +690,44 @@ impl Message {
             Message::MetadataRequest => "Metadata".to_string(),
             Message::MetadataResponse { leaders } => format!("MetadataResponse partitions={}", leaders.len()),
             Message::Produce {
-                partition, batch, acks, ..
+                acks,
+                timeout_ms,
+                batches,
+                ..
             } => {
-                format!("Produce {partition} records={} acks={acks:?}", batch.records.len())
+                let mut text = format!("Produce acks={acks:?} timeoutMs={timeout_ms}");
+                if let Some((producer_id, epoch, _)) = batches.first().and_then(|(_, batch)| batch.idempotence) {
+                    text.push_str(&format!(" producerId={producer_id} producerEpoch={epoch}"));
+                }
+                let parts: Vec<String> = batches
+                    .iter()
+                    .map(|(partition, batch)| {
+                        let mut part = format!("{partition} records={}", batch.records.len());
+                        if let Some((_, _, sequence)) = batch.idempotence {
+                            part.push_str(&format!(" baseSequence={sequence}"));
+                        }
+                        part
+                    })
+                    .collect();
+                text.push_str(&format!(" [{}]", parts.join("; ")));
+                text
             }
-            Message::ProduceResponse { partition, result, .. } => match result {
-                Ok(offset) => format!("ProduceResponse {partition} baseOffset={offset}"),
-                Err(error) => format!("ProduceResponse {partition} error={error}"),
+            Message::ProduceResponse { responses, .. } => {
+                let parts: Vec<String> = responses
+                    .iter()
+                    .map(|(partition, result)| match result {
+                        Ok(offset) => format!("{partition} baseOffset={offset}"),
+                        Err(error) => format!("{partition} error={error}"),
+                    })
+                    .collect();
+                format!("ProduceResponse [{}]", parts.join("; "))
+            }
+            Message::InitProducerId { .. } => "InitProducerId transactionalId=null".to_string(),
+            Message::InitProducerIdResponse { result, .. } => match result {
+                Ok((producer_id, epoch)) => {
+                    format!("InitProducerIdResponse producerId={producer_id} producerEpoch={epoch}")
+                }
+                Err(error) => format!("InitProducerIdResponse error={error}"),
             },
             Message::Vote {
                 epoch,

@@ -87,6 +87,14 @@ pub struct ProducerView {
     pub buffered_batches: usize,
     /// Produce requests awaiting an answer.
     pub in_flight: usize,
+    /// `max.in.flight.requests.per.connection`: the most per broker.
+    pub max_in_flight_per_connection: u32,
+    /// Whether it is idempotent.
+    pub idempotent: bool,
+    /// The producer id `InitProducerId` gave it, once it has one.
+    pub producer_id: Option<u64>,
+    /// Its producer epoch (bumped locally when a sequenced batch fails, KIP-360).
+    pub producer_epoch: u16,
     /// Records it sent, acknowledged, and failed for good.
     pub sent: u64,
     /// Acknowledged records.
@@ -581,6 +589,10 @@ impl Simulation {
                     buffered_bytes: batches.clone().map(|batch| u64::from(batch.bytes)).sum(),
                     buffered_batches: batches.count(),
                     in_flight: producer.in_flight.len(),
+                    max_in_flight_per_connection: producer.config.max_in_flight_requests_per_connection,
+                    idempotent: producer.config.idempotence(),
+                    producer_id: producer.producer_id,
+                    producer_epoch: producer.epoch,
                     sent,
                     acknowledged,
                     failed,

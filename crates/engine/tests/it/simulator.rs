@@ -647,6 +647,7 @@ mod producer_config {
         assert_eq!(producer.request_timeout_ms, 30_000);
         assert_eq!(producer.delivery_timeout(), 120_000);
         assert_eq!(producer.retry_backoff_ms, 100);
+        assert_eq!(producer.max_in_flight_requests_per_connection, 5);
         assert!(producer.idempotence());
         let parsed: ProducerConfig = serde_json::from_str(r#"{"topic":"orders"}"#).expect("parses");
         assert_eq!(parsed, producer);
@@ -666,6 +667,30 @@ mod producer_config {
         assert_eq!(
             error,
             "producer 0: Must set acks to all in order to use the idempotent producer. Otherwise we cannot guarantee idempotence."
+        );
+    }
+
+    /// `ProducerConfig#postProcessAndValidateIdempotenceConfigs`: more than
+    /// 5 requests in flight per connection quietly turns the default
+    /// idempotence off, but is refused with an explicit
+    /// enable.idempotence=true; 0 is refused (`atLeast(1)`).
+    #[test]
+    fn more_than_five_in_flight_requests_turn_default_idempotence_off_and_refuse_explicit() {
+        let mut producer = ProducerConfig::new("orders");
+        producer.max_in_flight_requests_per_connection = 6;
+        assert!(!producer.idempotence());
+        assert!(cluster(producer.clone()).validate().is_ok());
+        producer.enable_idempotence = Some(true);
+        let error = cluster(producer.clone()).validate().expect_err("refused");
+        assert_eq!(
+            error,
+            "producer 0: Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent producer."
+        );
+        producer.max_in_flight_requests_per_connection = 0;
+        let error = cluster(producer).validate().expect_err("refused");
+        assert_eq!(
+            error,
+            "producer 0: Invalid value 0 for configuration max.in.flight.requests.per.connection: Value must be at least 1"
         );
     }
 
@@ -1117,4 +1142,198 @@ fn a_cut_off_controller_asks_for_pre_votes_and_keeps_its_epoch() {
         (active.epoch, "follower"),
         "back, it follows the leader's epoch"
     );
+}
+
+/// What `producer-0` sent (with its summary) and the answers delivered to
+/// it, in trace order: time, message name, the broker, the summary.
+fn producer_traffic(simulation: &Simulation) -> Vec<(u64, &'static str, NodeId, String)> {
+    simulation
+        .trace()
+        .iter()
+        .filter_map(|event| match &event.kind {
+            TraceKind::Sent {
+                from: NodeId::Producer(0),
+                to,
+                name,
+                summary,
+            } => Some((event.time, *name, *to, summary.clone())),
+            TraceKind::Delivered {
+                from,
+                to: NodeId::Producer(0),
+                name,
+            } => Some((event.time, *name, *from, String::new())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `RecordAccumulator#drain` and `Sender#sendProduceRequests`: the sender
+/// takes, per leader, the first batch of every partition that broker leads
+/// into ONE `Produce` request; the broker appends each partition's batch
+/// and answers with ONE `ProduceResponse` naming every partition
+/// (`KafkaApis#handleProduceRequest`, `DelayedProduce` for acks=all).
+#[test]
+fn one_produce_request_carries_a_batch_per_partition_to_their_leader_and_one_response_answers_them_all() {
+    let mut config = billing_config(6);
+    config.consumers.clear();
+    let mut simulation = Simulation::new(config, 3).expect("valid");
+    simulation.run_until(2_000);
+    // 26 keys spread over the 6 partitions; each broker leads two.
+    for (index, key) in ('a'..='z').enumerate() {
+        simulation.schedule(ScheduledInput {
+            at_ms: 2_000 + index as u64 % 2,
+            input: Input::Produce {
+                producer: 0,
+                key: Some(format!("user-{key}")),
+                count: 1,
+                bytes: 100,
+            },
+        });
+    }
+    simulation.run_until(10_000);
+    assert_eq!(simulation.summary().acknowledged, 26);
+    let requests: Vec<(NodeId, String)> = producer_traffic(&simulation)
+        .into_iter()
+        .filter(|(_, name, _, _)| *name == "Produce")
+        .map(|(_, _, to, summary)| (to, summary))
+        .collect();
+    assert_eq!(requests.len(), 3, "one request per leader: {requests:#?}");
+    for (to, summary) in &requests {
+        assert_eq!(summary.matches(" records=").count(), 2, "{to}: {summary}");
+        assert!(summary.contains("acks=All timeoutMs=30000"), "{summary}");
+    }
+    let responses: Vec<&String> = simulation
+        .trace()
+        .iter()
+        .filter_map(|event| match &event.kind {
+            TraceKind::Sent {
+                to: NodeId::Producer(0),
+                name: "ProduceResponse",
+                summary,
+                ..
+            } => Some(summary),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(responses.len(), 3, "{responses:#?}");
+    for response in responses {
+        assert_eq!(response.matches("baseOffset=").count(), 2, "{response}");
+    }
+}
+
+/// `NetworkClient#canSendRequest` (`InFlightRequests#canSendMore`): at most
+/// `max.in.flight.requests.per.connection` produce requests await an
+/// answer on one broker connection, however many batches wait; with
+/// idempotence the partition's records still land in order
+/// (`RecordAccumulator#shouldStopDrainBatchesForPartition`, the broker's
+/// sequence checks).
+#[test]
+fn no_more_than_max_in_flight_requests_per_connection_await_an_answer_from_one_broker() {
+    for max_in_flight in [5, 2, 1] {
+        let mut config = billing_config(1);
+        config.consumers.clear();
+        config.producers[0].batch_size = 1_000;
+        config.producers[0].max_in_flight_requests_per_connection = max_in_flight;
+        let mut simulation = Simulation::new(config, 4).expect("valid");
+        simulation.run_until(2_000);
+        // 200 records of 100 bytes: 20 batches for the one partition.
+        simulation.schedule(ScheduledInput {
+            at_ms: 2_000,
+            input: Input::Produce {
+                producer: 0,
+                key: Some("k".into()),
+                count: 200,
+                bytes: 100,
+            },
+        });
+        simulation.run_until(20_000);
+        assert_eq!(simulation.summary().acknowledged, 200, "max.in.flight={max_in_flight}");
+        let mut outstanding = 0usize;
+        let mut most = 0usize;
+        for (_, name, _, _) in producer_traffic(&simulation) {
+            match name {
+                "Produce" => outstanding += 1,
+                "ProduceResponse" => outstanding -= 1,
+                _ => {}
+            }
+            most = most.max(outstanding);
+        }
+        assert_eq!(most, max_in_flight as usize, "max.in.flight={max_in_flight}");
+        // In order: record ids (the order they were sent) get rising offsets.
+        let offsets: Vec<u64> = simulation
+            .records()
+            .iter()
+            .filter_map(|record| record.acknowledged.flatten())
+            .collect();
+        assert!(offsets.windows(2).all(|pair| pair[0] < pair[1]), "{offsets:?}");
+    }
+}
+
+/// `TransactionManager#bumpIdempotentEpochAndResetIdIfNeeded` and
+/// `Sender#maybeSendAndPollTransactionalRequest`: an idempotent producer
+/// first asks the least loaded broker for a producer id
+/// (`InitProducerId`) and sends no produce request before it has one; an
+/// answer that never comes (the broker paused: the request times out) or
+/// is lost with its connection (the broker died) is asked again
+/// (`TxnRequestHandler#reenqueue`), of another broker.
+#[test]
+fn an_idempotent_producer_sends_nothing_before_init_producer_id_is_answered_and_retries_it() {
+    for fault in ["pause", "kill"] {
+        let mut config = billing_config(3);
+        config.consumers.clear();
+        let mut simulation = Simulation::new(config, 6).expect("valid");
+        simulation.run_until(1_000);
+        simulation.schedule(ScheduledInput {
+            at_ms: 1_000,
+            input: Input::Produce {
+                producer: 0,
+                key: None,
+                count: 10,
+                bytes: 100,
+            },
+        });
+        simulation.run_until(1_000);
+        let first = simulation
+            .trace()
+            .iter()
+            .find_map(|event| match &event.kind {
+                TraceKind::Sent {
+                    from: NodeId::Producer(0),
+                    to: NodeId::Broker(broker),
+                    name: "InitProducerId",
+                    ..
+                } => Some(*broker),
+                _ => None,
+            })
+            .expect("InitProducerId goes out with the first records");
+        let input = match fault {
+            "pause" => Input::PauseBroker {
+                broker: first,
+                duration_ms: 60_000,
+            },
+            _ => Input::KillBroker { broker: first },
+        };
+        simulation.schedule(ScheduledInput { at_ms: 1_000, input });
+        simulation.run_until(120_000);
+        let events: Vec<(u64, &'static str, NodeId)> = producer_traffic(&simulation)
+            .into_iter()
+            .map(|(time, name, broker, _)| (time, name, broker))
+            .collect();
+        let inits: Vec<&(u64, &str, NodeId)> = events.iter().filter(|(_, name, _)| *name == "InitProducerId").collect();
+        assert_eq!(inits.len(), 2, "{fault}: asked again once: {events:?}");
+        assert_ne!(inits[1].2, NodeId::Broker(first), "{fault}: asked another broker");
+        if fault == "pause" {
+            assert!(inits[1].0 >= inits[0].0 + 30_000, "{fault}: after request.timeout.ms");
+        }
+        let answered = events
+            .iter()
+            .position(|(_, name, _)| *name == "InitProducerIdResponse")
+            .expect("answered");
+        let first_produce = events
+            .iter()
+            .position(|(_, name, _)| *name == "Produce")
+            .expect("produced");
+        assert!(answered < first_produce, "{fault}: {events:?}");
+        assert_eq!(simulation.summary().acknowledged, 10, "{fault}");
+    }
 }
