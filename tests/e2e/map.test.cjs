@@ -156,10 +156,6 @@ test('acks=all with min.insync.replicas=2 refuses writes once two brokers are go
   }
   await live(page).getByTestId('cluster-run-10s').click();
   await live(page).getByTestId('cluster-run-10s').click();
-  // The broker fenced second left ISRs already below min.insync.replicas:
-  // kafka-topics lists it as an eligible leader replica (KIP-966).
-  const elr = await live(page).locator('[data-testid^="elr-orders-"]').allInnerTexts();
-  assert.ok(elr.some((text) => /^[23]$/.test(text.trim())), `no ELR in ${JSON.stringify(elr)}`);
   const acknowledged = await summaryCount(page, 'acknowledged');
   await live(page).getByTestId('cluster-produce').click();
   await live(page).getByTestId('cluster-run-1s').click();

@@ -330,10 +330,11 @@ pub struct ClusterConfig {
     /// `leader.imbalance.check.interval.seconds` (300), in milliseconds.
     #[serde(default = "default_imbalance_interval")]
     pub leader_imbalance_check_interval_ms: u64,
-    /// Eligible Leader Replicas (KIP-966; `eligible.leader.replicas.version=1`,
-    /// on for new clusters since Kafka 4.1): a replica that leaves an ISR
-    /// already below `min.insync.replicas` stays eligible to lead.
-    #[serde(default = "default_true")]
+    /// Eligible Leader Replicas (KIP-966; `eligible.leader.replicas.version=1`):
+    /// a replica that leaves an ISR already below `min.insync.replicas`
+    /// stays eligible to lead. Kafka 4.1 turns it on for new clusters; the
+    /// simulator's default is still off (ARCHITECTURE.md says why).
+    #[serde(default)]
     pub eligible_leader_replicas_enable: bool,
     /// `unclean.leader.election.interval.ms` (300000, an internal
     /// setting): how often the active controller's periodic pass elects
@@ -387,7 +388,7 @@ impl Default for ClusterConfig {
             auto_leader_rebalance_enable: true,
             leader_imbalance_check_interval_ms: default_imbalance_interval(),
             unclean_leader_election_interval_ms: default_imbalance_interval(),
-            eligible_leader_replicas_enable: true,
+            eligible_leader_replicas_enable: false,
             network: NetworkConfig::default(),
         }
     }

@@ -40,8 +40,12 @@ pub const FAULTS_END_MS: Time = 40_000;
 /// a consumer's session (45 s) plus a rebalance, and than a request timeout.
 pub const RECOVERY_WINDOW_MS: Time = 60_000;
 /// Brokers are started again this long after the faults end too (a
-/// controlled shutdown held up by a partition finishes only once it heals).
+/// controlled shutdown held up by a partition finishes only once it heals),
+/// and once more at [`FINAL_RESTART_MS`] (one that waited for a follower
+/// started at the first sweep to catch up finishes only after it).
 pub const LATE_RESTART_MS: Time = 30_000;
+/// The last sweep of broker starts after the faults end, before the burst.
+pub const FINAL_RESTART_MS: Time = 50_000;
 /// How long after the burst the check runs: past `delivery.timeout.ms`
 /// (120 s) for anything produced before the faults ended.
 pub const SETTLE_MS: Time = 80_000;
@@ -233,10 +237,12 @@ impl FuzzCase {
         inputs.extend((1..=self.config.brokers).map(|broker| at(Input::RestartBroker { broker })));
         // A controlled shutdown that a fault held up may finish just after
         // the faults end: that broker is started again a little later.
-        inputs.extend((1..=self.config.brokers).map(|broker| ScheduledInput {
-            at_ms: FAULTS_END_MS + LATE_RESTART_MS,
-            input: Input::RestartBroker { broker },
-        }));
+        for sweep in [LATE_RESTART_MS, FINAL_RESTART_MS] {
+            inputs.extend((1..=self.config.brokers).map(|broker| ScheduledInput {
+                at_ms: FAULTS_END_MS + sweep,
+                input: Input::RestartBroker { broker },
+            }));
+        }
         inputs.extend((1..=self.config.controllers).map(|controller| at(Input::RestartController { controller })));
         inputs.extend((0..self.config.consumers.len() as u32).map(|consumer| at(Input::StartConsumer { consumer })));
         inputs

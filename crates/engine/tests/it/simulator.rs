@@ -1037,7 +1037,8 @@ fn unclean_election_waits_for_the_controllers_periodic_pass() {
     assert!(by_the_pass);
 }
 
-/// Eligible Leader Replicas (KIP-966, on for new clusters since Kafka 4.1;
+/// Eligible Leader Replicas (KIP-966, on for new clusters since Kafka 4.1,
+/// off by default in the simulator;
 /// `PartitionChangeBuilder#maybePopulateTargetElr`): a follower fenced out
 /// of an ISR that is already below `min.insync.replicas` stays eligible to
 /// lead, because the high watermark cannot have moved without it. When
@@ -1047,7 +1048,7 @@ fn unclean_election_waits_for_the_controllers_periodic_pass() {
 fn a_follower_fenced_below_min_isr_stays_eligible_and_leads_cleanly_later() {
     let mut config = billing_config(1);
     config.consumers.clear();
-    assert!(config.eligible_leader_replicas_enable, "on by default, as in Kafka 4.1");
+    config.eligible_leader_replicas_enable = true;
     let mut simulation = Simulation::new(config, 5).expect("valid");
     simulation.run_until(1_000);
     let (leader, followers) = leader_and_followers(&simulation);
