@@ -27,6 +27,16 @@ fn scenario_files() -> Vec<PathBuf> {
     files
 }
 
+/// A shipped scenario's cluster with all its inputs scheduled.
+fn scheduled(file: &str) -> Simulation {
+    let scenario = load(&scenarios_dir().join(file));
+    let mut simulation = Simulation::new(scenario.config.clone(), scenario.seed).expect("valid");
+    for input in &scenario.inputs {
+        simulation.schedule(input.clone());
+    }
+    simulation
+}
+
 fn load(path: &Path) -> Scenario {
     Scenario::from_json(&std::fs::read_to_string(path).expect("read scenario")).expect("valid scenario")
 }
@@ -809,11 +819,7 @@ fn a_broker_restarted_inside_its_session_waits_for_it_to_expire_and_gets_a_new_e
 /// the ISR).
 #[test]
 fn an_uncleanly_elected_partition_recovers_when_its_leader_reports_it() {
-    let scenario = load(&scenarios_dir().join("unclean-election-truncates.json"));
-    let mut simulation = Simulation::new(scenario.config.clone(), scenario.seed).expect("valid");
-    for input in &scenario.inputs {
-        simulation.schedule(input.clone());
-    }
+    let mut simulation = scheduled("unclean-election-truncates.json");
     let recovering = |simulation: &Simulation| {
         simulation
             .view()
@@ -1108,11 +1114,7 @@ fn a_follower_fenced_below_min_isr_stays_eligible_and_leads_cleanly_later() {
 /// names the leader, and it follows it.
 #[test]
 fn a_cut_off_controller_asks_for_pre_votes_and_keeps_its_epoch() {
-    let scenario = load(&scenarios_dir().join("cut-off-controller-truncates-uncommitted-metadata.json"));
-    let mut simulation = Simulation::new(scenario.config.clone(), scenario.seed).expect("valid");
-    for input in &scenario.inputs {
-        simulation.schedule(input.clone());
-    }
+    let mut simulation = scheduled("cut-off-controller-truncates-uncommitted-metadata.json");
     simulation.run_until(7_900);
     let epoch_of = |simulation: &Simulation, id: u32| {
         simulation
