@@ -219,6 +219,7 @@ fn fuzz(arguments: &[String]) -> Result<String, String> {
     let started = std::time::Instant::now();
     let mut failed: Vec<(u64, &'static str, String)> = Vec::new();
     let mut slowest = (0u64, std::time::Duration::ZERO, 0u64);
+    let mut operator_cases = 0u64;
     let mut stderr = std::io::stderr();
     for (done, seed) in (from..from + seeds).enumerate() {
         let case = FuzzCase::generate(seed, mix);
@@ -236,6 +237,9 @@ fn fuzz(arguments: &[String]) -> Result<String, String> {
                 continue;
             }
         };
+        if !verdict.operator.is_empty() {
+            operator_cases += 1;
+        }
         let took = run_started.elapsed();
         if took > slowest.1 {
             slowest = (seed, took, verdict.events);
@@ -276,7 +280,9 @@ fn fuzz(arguments: &[String]) -> Result<String, String> {
     let elapsed = started.elapsed().as_secs_f64();
     let mut report = format!(
         "fuzz: {seeds} seeds ({from}..{}), mix {mix:?}: {} safety failures, {} liveness failures, {} crashes; \
-         {:.1} seeds/s over {elapsed:.1} s; slowest seed {} ({} events, {:.0} ms)\n",
+         {:.1} seeds/s over {elapsed:.1} s; slowest seed {} ({} events, {:.0} ms); \
+         {operator_cases} seeds needed an operator's unclean leader election (KIP-966 keeps a partition \
+         offline when every replica that could lead cleanly restarted after an unclean shutdown)\n",
         from + seeds,
         failed.iter().filter(|(_, class, _)| *class == "safety").count(),
         failed.iter().filter(|(_, class, _)| *class == "liveness").count(),

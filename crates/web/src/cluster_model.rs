@@ -421,7 +421,8 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::ConsumerStatus { .. }
         | TraceKind::ControllerStatus { .. }
         | TraceKind::ControllerElection { .. }
-        | TraceKind::ControllerElected { .. } => true,
+        | TraceKind::ControllerElected { .. }
+        | TraceKind::ElectLeadersFailed { .. } => true,
         TraceKind::Sent { .. }
         | TraceKind::Delivered { .. }
         | TraceKind::Dropped { .. }

@@ -844,6 +844,25 @@ impl Captioner {
                     "controller-elected".to_string(),
                 )
             }
+            TraceKind::ElectLeadersFailed {
+                election_type,
+                partition,
+                error,
+            } => (
+                StepKind::Input {
+                    text: format!("{election_type} election: {error}"),
+                },
+                match partition {
+                    Some(partition) => {
+                        format!("An operator's {election_type} leader election elects nobody for {partition}: {error}.")
+                    }
+                    None => format!(
+                        "An operator's {election_type} leader election gets no answer: no controller is active ({error})."
+                    ),
+                },
+                Vec::new(),
+                "elect-leaders-failed".to_string(),
+            ),
             TraceKind::InvariantViolated { invariant, detail } => (
                 StepKind::Input {
                     text: format!("invariant broken: {invariant:?}"),

@@ -204,14 +204,28 @@ pub struct HeartbeatReply {
     pub should_shut_down: bool,
 }
 
-/// The kind of admin leader election (`ElectionType`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The kind of admin leader election (`ElectionType`), spelt as Kafka's
+/// enum (`PREFERRED`) or as `kafka-leader-election --election-type`
+/// takes it (`preferred`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum ElectionType {
     /// Move leadership back to the preferred replica.
+    #[serde(alias = "preferred")]
     Preferred,
     /// Elect a leader for leaderless partitions, from outside the ISR if needed.
+    #[serde(alias = "unclean")]
     Unclean,
+}
+
+impl std::fmt::Display for ElectionType {
+    /// As `--election-type` takes it.
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            ElectionType::Preferred => "preferred",
+            ElectionType::Unclean => "unclean",
+        })
+    }
 }
 
 /// One partition's outcome in an `ElectLeaders` answer.
@@ -282,6 +296,10 @@ pub struct ClusterControl {
     touches: u64,
     /// Partitions by topic name, in partition order.
     topics: BTreeMap<String, Vec<PartitionRegistration>>,
+    /// Kafka 4.0's last-known-leader rule instead of 4.1's
+    /// ([`PartitionChange::elect_unacceptable_last_known_leader`]); the
+    /// vectors come from the 4.0 line.
+    pub kafka_4_0_last_known_leader: bool,
 }
 
 /// A partition, by topic name and index.
@@ -301,6 +319,7 @@ impl ClusterControl {
             heartbeats: BTreeMap::new(),
             touches: 0,
             topics: BTreeMap::new(),
+            kafka_4_0_last_known_leader: false,
         }
     }
 
@@ -828,6 +847,7 @@ impl ClusterControl {
         for key in partitions {
             let partition = self.partition(key);
             let mut change = PartitionChange::kafka(partition, election, &acceptable);
+            change.elect_unacceptable_last_known_leader = self.kafka_4_0_last_known_leader;
             change.eligible_leader_replicas_enabled = self.eligible_leader_replicas_enabled;
             change.min_isr = self.effective_min_isr(&key.0);
             change.unclean_shutdown_replicas = unclean_shutdown.into_iter().collect();
@@ -878,6 +898,7 @@ impl ClusterControl {
             ElectionType::Unclean => Election::Unclean,
         };
         let mut change = PartitionChange::kafka(partition, builder_election, &acceptable);
+        change.elect_unacceptable_last_known_leader = self.kafka_4_0_last_known_leader;
         change.eligible_leader_replicas_enabled = self.eligible_leader_replicas_enabled;
         change.min_isr = self.effective_min_isr(topic);
         match change.build() {

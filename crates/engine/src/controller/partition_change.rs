@@ -191,6 +191,13 @@ pub struct PartitionChange<'a> {
     /// end of recovery ([`PartitionRegistration::apply`]), so it needs the
     /// field on every unclean election. [`PartitionChange::new`] turns it on.
     pub mark_every_unclean_election: bool,
+    /// Kafka 4.0's rule, off by default: the last known leader is elected
+    /// even when it cannot lead (fenced, or Kafka's -1 for "none"), so a
+    /// partition whose last known ELR is `[-1]` never gets a leader, not
+    /// even from an unclean election. Kafka 4.1 elects it only when it is
+    /// an acceptable leader (KAFKA-19522) and otherwise goes on to the
+    /// unclean election.
+    pub elect_unacceptable_last_known_leader: bool,
 }
 
 /// The builder's working targets while `build` runs.
@@ -228,6 +235,7 @@ impl<'a> PartitionChange<'a> {
             target_leader_recovery: partition.leader_recovery,
             use_last_known_leader: true,
             mark_every_unclean_election: true,
+            elect_unacceptable_last_known_leader: false,
         }
     }
 
@@ -335,8 +343,10 @@ impl<'a> PartitionChange<'a> {
 
     /// `canElectLastKnownLeader`: with ELR and balanced recovery, ISR and
     /// ELR both empty and exactly one last known ELR member, that member
-    /// is elected. Kafka only *logs* when it is not an acceptable leader,
-    /// so it is elected even then (and a remembered -1 "elects" no leader).
+    /// is elected if it is an acceptable leader (Kafka 4.1, KAFKA-19522).
+    /// Kafka 4.0 only *logged* when it was not, and elected it even then
+    /// (so a remembered -1 "elected" no leader); see
+    /// [`PartitionChange::elect_unacceptable_last_known_leader`].
     fn last_known_leader(&self, targets: &Targets) -> Option<Option<BrokerId>> {
         if !self.eligible_leader_replicas_enabled || !self.use_last_known_leader {
             return None;
@@ -345,7 +355,12 @@ impl<'a> PartitionChange<'a> {
             return None;
         }
         match self.partition.last_known_elr.as_slice() {
-            [last] => Some(*last),
+            [last]
+                if self.elect_unacceptable_last_known_leader
+                    || last.is_some_and(|last| self.acceptable.contains(&last)) =>
+            {
+                Some(*last)
+            }
             _ => None,
         }
     }

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::controller::cluster_control::ElectionType;
+
 use crate::partitioning::null_key::NullKeyStrategy;
 use crate::replication::high_watermark::Acks;
 use crate::replication::BrokerId;
@@ -332,9 +334,9 @@ pub struct ClusterConfig {
     pub leader_imbalance_check_interval_ms: u64,
     /// Eligible Leader Replicas (KIP-966; `eligible.leader.replicas.version=1`):
     /// a replica that leaves an ISR already below `min.insync.replicas`
-    /// stays eligible to lead. Kafka 4.1 turns it on for new clusters; the
-    /// simulator's default is still off (ARCHITECTURE.md says why).
-    #[serde(default)]
+    /// stays eligible to lead. On by default, as Kafka 4.1 turns it on for
+    /// new clusters (it was off by default in 4.0).
+    #[serde(default = "default_true")]
     pub eligible_leader_replicas_enable: bool,
     /// `unclean.leader.election.interval.ms` (300000, an internal
     /// setting): how often the active controller's periodic pass elects
@@ -388,7 +390,7 @@ impl Default for ClusterConfig {
             auto_leader_rebalance_enable: true,
             leader_imbalance_check_interval_ms: default_imbalance_interval(),
             unclean_leader_election_interval_ms: default_imbalance_interval(),
-            eligible_leader_replicas_enable: false,
+            eligible_leader_replicas_enable: true,
             network: NetworkConfig::default(),
         }
     }
@@ -580,8 +582,32 @@ pub enum Input {
         /// The new consumer's configuration.
         consumer: ConsumerConfig,
     },
+    /// An operator's `kafka-leader-election` (the `ElectLeaders` admin
+    /// request, which the active controller decides): a preferred election
+    /// returns leadership to each partition's first replica; an unclean
+    /// one gives a leaderless partition any live replica, even outside the
+    /// ISR and ELR (data may be lost), whatever
+    /// `unclean.leader.election.enable` says.
+    #[serde(rename_all = "camelCase")]
+    ElectLeaders {
+        /// `--election-type`.
+        election_type: ElectionType,
+        /// The partitions; none means `--all-topic-partitions`.
+        #[serde(default)]
+        partitions: Vec<PartitionRef>,
+    },
     /// Changes a knob mid-run.
     SetConfig(ConfigChange),
+}
+
+/// A partition named in an input.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartitionRef {
+    /// The topic.
+    pub topic: String,
+    /// The partition's index.
+    pub partition: u32,
 }
 
 fn default_record_bytes() -> u32 {

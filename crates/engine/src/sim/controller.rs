@@ -15,6 +15,7 @@ use crate::controller::partition_change::{
 use crate::groups::assignors::TopicPartition;
 use crate::replication::BrokerId;
 
+use super::config::{ElectionType, PartitionRef};
 use super::trace::TraceKind;
 use super::types::{ErrorCode, Message, MetadataImage, MetadataRecord, NodeId};
 use super::Simulation;
@@ -624,6 +625,88 @@ impl Simulation {
             }
         }
         false
+    }
+
+    /// An operator's `ElectLeaders` (`ReplicationControlManager#electLeaders`
+    /// and `#electLeader`): for each partition named (every partition when
+    /// none is), a preferred election where the first replica does not
+    /// lead, or an unclean one where nobody leads. A partition that needs
+    /// none answers `ELECTION_NOT_NEEDED` (left out when the request named
+    /// no partitions, as Kafka leaves it out); one whose election finds no
+    /// leader answers `PREFERRED_LEADER_NOT_AVAILABLE` or
+    /// `ELIGIBLE_LEADERS_NOT_AVAILABLE`.
+    pub(crate) fn controller_elect_leaders(&mut self, election_type: ElectionType, partitions: &[PartitionRef]) {
+        let every = partitions.is_empty();
+        let named: Vec<Result<TopicPartition, PartitionRef>> = if every {
+            self.controller.partitions.keys().cloned().map(Ok).collect()
+        } else {
+            partitions
+                .iter()
+                .map(|named| {
+                    self.controller
+                        .partitions
+                        .keys()
+                        .find(|partition| *partition.topic == *named.topic && partition.partition == named.partition)
+                        .cloned()
+                        .ok_or_else(|| named.clone())
+                })
+                .collect()
+        };
+        let acceptable = self.controller.acceptable();
+        for partition in named {
+            let partition = match partition {
+                Ok(partition) => partition,
+                Err(unknown) => {
+                    self.record(TraceKind::ElectLeadersFailed {
+                        election_type,
+                        partition: Some(TopicPartition {
+                            topic: unknown.topic.as_str().into(),
+                            partition: unknown.partition,
+                        }),
+                        error: ErrorCode::UnknownTopicOrPartition,
+                    });
+                    continue;
+                }
+            };
+            let current = self.controller.partitions[&partition].clone();
+            let not_needed = match election_type {
+                ElectionType::Preferred => {
+                    current.leader.is_some() && current.leader == current.replicas.first().copied()
+                }
+                ElectionType::Unclean => current.leader.is_some(),
+            };
+            let (election, unavailable, reason) = match election_type {
+                ElectionType::Preferred => (
+                    Election::Preferred,
+                    ErrorCode::PreferredLeaderNotAvailable,
+                    "an operator's preferred leader election (kafka-leader-election --election-type preferred)",
+                ),
+                ElectionType::Unclean => (
+                    Election::Unclean,
+                    ErrorCode::EligibleLeadersNotAvailable,
+                    "an operator's unclean leader election (kafka-leader-election --election-type unclean)",
+                ),
+            };
+            let error = if not_needed {
+                ErrorCode::ElectionNotNeeded
+            } else {
+                let change = self.controller_change(&partition, &current, election, &acceptable);
+                match change.build() {
+                    Some(record) => {
+                        self.controller_commit(&partition, record, reason);
+                        continue;
+                    }
+                    None => unavailable,
+                }
+            };
+            if !(every && error == ErrorCode::ElectionNotNeeded) {
+                self.record(TraceKind::ElectLeadersFailed {
+                    election_type,
+                    partition: Some(partition),
+                    error,
+                });
+            }
+        }
     }
 
     /// Elects leaders for partitions that have none (after an unfence).

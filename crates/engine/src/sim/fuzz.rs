@@ -11,6 +11,15 @@
 //! on its own timeouts (broker sessions 9 s, consumer sessions 45 s,
 //! requests 30 s, deliveries 120 s), so the windows are sized from them.
 //!
+//! One outage Kafka 4.1 does not end on its own, on purpose: with Eligible
+//! Leader Replicas (KIP-966, on by default), a partition whose every
+//! replica that could lead cleanly restarted after an unclean shutdown
+//! keeps no leader until an operator elects one. Where the run reaches
+//! [`OPERATOR_AT_MS`] with such a partition, the fuzzer acts as that
+//! operator (`kafka-leader-election --election-type unclean`, an input in
+//! the case's scenario file); the case may then lose acknowledged records,
+//! as Kafka may, so it is judged as a lossy one.
+//!
 //! Everything here is deterministic: a seed gives the same case and the
 //! same verdict on every machine. [`minimise`] shrinks a failing case to
 //! the fewest inputs that still fail, as a scenario `kafkascope run`
@@ -26,7 +35,8 @@ use crate::random::Rng;
 use crate::replication::high_watermark::Acks;
 
 use super::config::{
-    ClusterConfig, ConsumerConfig, Input, NetworkConfig, OffsetReset, ProducerConfig, ScheduledInput, TopicConfig,
+    ClusterConfig, ConsumerConfig, ElectionType, Input, NetworkConfig, OffsetReset, PartitionRef, ProducerConfig,
+    ScheduledInput, TopicConfig,
 };
 use super::consumer::ConsumerPhase;
 use super::scenario::{Expectation, Scenario};
@@ -46,6 +56,9 @@ pub const RECOVERY_WINDOW_MS: Time = 60_000;
 pub const LATE_RESTART_MS: Time = 30_000;
 /// The last sweep of broker starts after the faults end, before the burst.
 pub const FINAL_RESTART_MS: Time = 50_000;
+/// When the fuzzer acts as an operator: after the last restart sweep, with
+/// time for the restarted brokers to register and be unfenced.
+pub const OPERATOR_AT_MS: Time = FAULTS_END_MS + FINAL_RESTART_MS + 5_000;
 /// How long after the burst the check runs: past `delivery.timeout.ms`
 /// (120 s) for anything produced before the faults ended.
 pub const SETTLE_MS: Time = 80_000;
@@ -109,6 +122,12 @@ pub struct Verdict {
     pub liveness: Vec<String>,
     /// Events the run processed.
     pub events: u64,
+    /// What the fuzzer did as an operator: an unclean leader election for
+    /// partitions left with no leader and an empty ISR and ELR once every
+    /// broker is back (KIP-966 keeps them offline on purpose: each replica
+    /// that could lead without losing data restarted after an unclean
+    /// shutdown). Empty in most cases.
+    pub operator: Vec<ScheduledInput>,
 }
 
 impl Verdict {
@@ -289,17 +308,45 @@ impl FuzzCase {
         for input in &self.inputs {
             simulation.schedule(input.clone());
         }
+        simulation.run_until(OPERATOR_AT_MS);
+        let operator = if self.operator_acted() {
+            Vec::new()
+        } else {
+            operator_elections(&simulation)
+        };
+        for input in &operator {
+            simulation.schedule(input.clone());
+        }
         simulation.run_until(self.burst_at_ms.saturating_sub(1));
         let first_burst_record = simulation.records().len() as u64;
         simulation.run_until(self.check_at_ms);
+        // An unclean election may lose acknowledged records, as Kafka's
+        // does; the monitor still reports every loss.
+        let safe = self.safe && operator.is_empty() && !self.operator_acted();
         let mut verdict = Verdict {
-            safety: safety_failures(&simulation, self.safe),
-            liveness: liveness_failures(&simulation, first_burst_record, self.safe),
+            safety: safety_failures(&simulation, safe),
+            liveness: liveness_failures(&simulation, first_burst_record, safe),
             events: simulation.events_processed(),
+            operator,
         };
         verdict.safety.truncate(10);
         verdict.liveness.truncate(10);
         verdict
+    }
+
+    /// Whether the inputs already hold the operator's elections.
+    fn operator_acted(&self) -> bool {
+        self.inputs
+            .iter()
+            .any(|input| matches!(input.input, Input::ElectLeaders { .. }))
+    }
+
+    /// The case with the operator's elections among its inputs, as its
+    /// scenario file replays it.
+    pub fn with_operator(mut self) -> FuzzCase {
+        let operator = self.run().operator;
+        self.inputs.extend(operator);
+        self
     }
 
     /// The case as a scenario file that `kafkascope run` replays, expecting
@@ -311,7 +358,7 @@ impl FuzzCase {
                 burst_at_ms: self.burst_at_ms,
             },
         ];
-        if self.safe {
+        if self.safe && !self.operator_acted() {
             expect.insert(0, Expectation::NoRecordsLost);
         }
         Scenario {
@@ -425,6 +472,35 @@ fn schedule(config: &ClusterConfig, rng: &mut Rng, mix: Mix) -> Vec<ScheduledInp
     }
     inputs.sort_by_key(|input| input.at_ms);
     inputs
+}
+
+/// The operator's `kafka-leader-election --election-type unclean` for every
+/// partition with no leader and an empty ISR and ELR (KIP-966's intended
+/// outage: in Kafka 4.1 such a partition waits for an operator, or for
+/// `unclean.leader.election.enable`).
+fn operator_elections(simulation: &Simulation) -> Vec<ScheduledInput> {
+    let partitions: Vec<PartitionRef> = simulation
+        .controller()
+        .partitions
+        .iter()
+        .filter(|(_, registration)| {
+            registration.leader.is_none() && registration.isr.is_empty() && registration.elr.is_empty()
+        })
+        .map(|(partition, _)| PartitionRef {
+            topic: partition.topic.to_string(),
+            partition: partition.partition,
+        })
+        .collect();
+    if partitions.is_empty() {
+        return Vec::new();
+    }
+    vec![ScheduledInput {
+        at_ms: simulation.now() + 1,
+        input: Input::ElectLeaders {
+            election_type: ElectionType::Unclean,
+            partitions,
+        },
+    }]
 }
 
 /// Broken invariants, and in a safe configuration lost acknowledged records.
@@ -568,7 +644,7 @@ fn members_text(simulation: &Simulation, group: &str) -> String {
 pub fn minimise(case: &FuzzCase) -> FuzzCase {
     let class = case.run().class();
     if class == "passed" {
-        return case.clone();
+        return case.clone().with_operator();
     }
     let mut best = case.clone();
     loop {
@@ -589,7 +665,7 @@ pub fn minimise(case: &FuzzCase) -> FuzzCase {
             }
         }
         if !shrunk {
-            return best;
+            return best.with_operator();
         }
     }
 }

@@ -41,7 +41,7 @@ use monitor::Monitor;
 use network::Network;
 use producer::Producer;
 use trace::{TraceEvent, TraceId, TraceKind};
-use types::{Message, NodeId, RecordId, Time};
+use types::{ErrorCode, Message, NodeId, RecordId, Time};
 
 /// A timer a node set for itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -871,6 +871,21 @@ impl Simulation {
             Input::StopConsumer { consumer } => self.consumer_stop(consumer, true),
             Input::CrashConsumer { consumer } => self.consumer_stop(consumer, false),
             Input::AddConsumer { consumer } => self.consumer_add(consumer),
+            Input::ElectLeaders {
+                election_type,
+                partitions,
+            } => match self.quorum.active() {
+                Some(active) => self.with_leader_state(active, |simulation| {
+                    simulation.controller_elect_leaders(election_type, &partitions)
+                }),
+                None => {
+                    self.record(TraceKind::ElectLeadersFailed {
+                        election_type,
+                        partition: None,
+                        error: ErrorCode::RequestTimedOut,
+                    });
+                }
+            },
             Input::SetConfig(change) => self.apply_config_change(change),
         }
     }
@@ -959,6 +974,21 @@ fn describe_input(input: &Input) -> String {
             consumer.group,
             consumer.topics.join(", ")
         ),
+        Input::ElectLeaders {
+            election_type,
+            partitions,
+        } => {
+            let which = if partitions.is_empty() {
+                "--all-topic-partitions".to_string()
+            } else {
+                partitions
+                    .iter()
+                    .map(|named| format!("{}-{}", named.topic, named.partition))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            format!("kafka-leader-election --election-type {election_type} {which}")
+        }
         Input::SetConfig(change) => describe_change(change),
     }
 }

@@ -883,8 +883,10 @@ impl Simulation {
                 epoch + 1
             ),
         });
+        // A pre-vote carries the prospective's own epoch, not the next one
+        // (`KafkaRaftClient#buildVoteRequest`).
         let ask = Message::Vote {
-            epoch: epoch + 1,
+            epoch,
             candidate: id,
             last_epoch,
             last_index,
@@ -1078,9 +1080,13 @@ impl Simulation {
             } => {
                 let (epoch, candidate, last_epoch, last_index, pre_vote) =
                     (*epoch, *candidate, *last_epoch, *last_index as usize, *pre_vote);
-                // A real vote in a newer epoch moves this voter to it; a
-                // pre-vote never does (KIP-996).
-                if !pre_vote && epoch > self.quorum.nodes[&id].epoch {
+                // A vote or pre-vote from a newer epoch moves this voter to
+                // it, leaderless (`KafkaRaftClient#handleVoteRequest`). A
+                // prospective never bumps its own epoch, so only a voter
+                // whose earlier candidacy failed carries one this new: the
+                // quorum must move up to it, or that voter and any broker
+                // that learned its epoch would wait for ever.
+                if epoch > self.quorum.nodes[&id].epoch {
                     self.quorum_step_down(id, epoch, None);
                 }
                 let node = self.quorum.nodes.get_mut(&id).expect("known");
@@ -1088,14 +1094,14 @@ impl Simulation {
                 let granted = if pre_vote {
                     // `canGrantVote(isPreVote)`: a leader refuses, and so
                     // does a follower that has fetched from its leader;
-                    // the others grant a prospective whose log is as up to
-                    // date as theirs and whose next epoch is newer.
+                    // the others grant a prospective of their epoch whose
+                    // log is as up to date as theirs.
                     let has_leader = match node.role {
                         Role::Leader => true,
                         Role::Follower => node.leader.is_some() && node.fetched_from_leader,
                         Role::Candidate | Role::Prospective => false,
                     };
-                    epoch > node.epoch && up_to_date && !has_leader
+                    epoch == node.epoch && up_to_date && !has_leader
                 } else {
                     let granted = epoch == node.epoch
                         && node.role != Role::Leader

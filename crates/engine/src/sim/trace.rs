@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::groups::assignors::TopicPartition;
 use crate::replication::{BrokerId, Offset};
 
+use super::config::ElectionType;
 use super::network::DropReason;
 use super::types::{ErrorCode, NodeId, RecordId, Time};
 
@@ -184,6 +185,13 @@ pub enum TraceKind {
         epoch: u32,
         votes: Vec<u32>,
     },
+    /// An operator's `ElectLeaders` elected nobody for a partition (or, with
+    /// no partition, for the whole request: no controller was active).
+    ElectLeadersFailed {
+        election_type: ElectionType,
+        partition: Option<TopicPartition>,
+        error: ErrorCode,
+    },
 }
 
 impl TraceEvent {
@@ -327,6 +335,14 @@ impl TraceEvent {
             ),
             TraceKind::ConsumerStatus { consumer, status } => format!("consumer-{consumer} {status}"),
             TraceKind::ControllerStatus { controller, status } => format!("controller-{controller} {status}"),
+            TraceKind::ElectLeadersFailed {
+                election_type,
+                partition,
+                error,
+            } => match partition {
+                Some(partition) => format!("{election_type} leader election for {partition}: {error}"),
+                None => format!("{election_type} leader election: {error} (no active controller answered)"),
+            },
             TraceKind::ControllerElection {
                 controller,
                 epoch,

@@ -109,6 +109,14 @@ pub enum ErrorCode {
     /// Another process of this broker id still has a valid session
     /// (`DuplicateBrokerRegistrationException`).
     DuplicateBrokerRegistration,
+    /// `ElectLeaders`: the partition already has the leader asked for.
+    ElectionNotNeeded,
+    /// `ElectLeaders` (preferred): the first replica cannot lead now.
+    PreferredLeaderNotAvailable,
+    /// `ElectLeaders` (unclean): no live replica can lead.
+    EligibleLeadersNotAvailable,
+    /// The topic or partition does not exist.
+    UnknownTopicOrPartition,
 }
 
 impl std::fmt::Display for ErrorCode {
@@ -132,6 +140,10 @@ impl std::fmt::Display for ErrorCode {
             ErrorCode::NotCoordinator => "NOT_COORDINATOR",
             ErrorCode::NetworkException => "NETWORK_EXCEPTION",
             ErrorCode::DuplicateBrokerRegistration => "DUPLICATE_BROKER_REGISTRATION",
+            ErrorCode::ElectionNotNeeded => "ELECTION_NOT_NEEDED",
+            ErrorCode::PreferredLeaderNotAvailable => "PREFERRED_LEADER_NOT_AVAILABLE",
+            ErrorCode::EligibleLeadersNotAvailable => "ELIGIBLE_LEADERS_NOT_AVAILABLE",
+            ErrorCode::UnknownTopicOrPartition => "UNKNOWN_TOPIC_OR_PARTITION",
         })
     }
 }
@@ -393,9 +405,9 @@ pub enum Message {
         request: u64,
         result: Result<(u64, u16), ErrorCode>,
     },
-    /// A candidate asks for a vote (`Vote`, KIP-595); with `pre_vote` a
-    /// prospective asks whether it could win `epoch` before bumping its
-    /// own (KIP-996).
+    /// A candidate asks for a vote in `epoch` (`Vote`, KIP-595); with
+    /// `pre_vote` a prospective in `epoch` asks whether it could win the
+    /// next one before bumping its own (KIP-996).
     Vote {
         epoch: u32,
         candidate: u32,
@@ -889,6 +901,10 @@ mod tests {
             ErrorCode::NotCoordinator,
             ErrorCode::NetworkException,
             ErrorCode::DuplicateBrokerRegistration,
+            ErrorCode::ElectionNotNeeded,
+            ErrorCode::PreferredLeaderNotAvailable,
+            ErrorCode::EligibleLeadersNotAvailable,
+            ErrorCode::UnknownTopicOrPartition,
         ];
         for error in all {
             let serialized = serde_json::to_value(error).expect("serializes");

@@ -10,7 +10,7 @@ use kafkascope_engine::sim::config::{
 };
 use kafkascope_engine::sim::scenario::Scenario;
 use kafkascope_engine::sim::trace::TraceKind;
-use kafkascope_engine::sim::types::NodeId;
+use kafkascope_engine::sim::types::{ErrorCode, NodeId};
 use kafkascope_engine::sim::Simulation;
 
 fn scenarios_dir() -> PathBuf {
@@ -992,6 +992,25 @@ fn leader_and_followers(simulation: &Simulation) -> (u32, Vec<u32>) {
     (leader, followers)
 }
 
+/// A one-partition cluster at 60 s whose partition has no leader: the
+/// followers died at 1 s, the leader shrank the ISR to itself and died at
+/// 30 s, and the followers came back at 31 s. Returns the followers.
+fn leaderless_with_its_isr_dead(config: ClusterConfig) -> (Simulation, Vec<u32>) {
+    let mut simulation = Simulation::new(config, 3).expect("valid");
+    let at = |at_ms, input| ScheduledInput { at_ms, input };
+    simulation.run_until(1_000);
+    let (leader, followers) = leader_and_followers(&simulation);
+    for &follower in &followers {
+        simulation.schedule(at(1_000, Input::KillBroker { broker: follower }));
+    }
+    simulation.schedule(at(30_000, Input::KillBroker { broker: leader }));
+    for &follower in &followers {
+        simulation.schedule(at(31_000, Input::RestartBroker { broker: follower }));
+    }
+    simulation.run_until(60_000);
+    (simulation, followers)
+}
+
 /// `QuorumController#maybeScheduleNextElectUncleanLeaders`: switching on
 /// `unclean.leader.election.enable` elects nothing at once; the active
 /// controller's periodic pass (`unclean.leader.election.interval.ms`)
@@ -1001,20 +1020,8 @@ fn unclean_election_waits_for_the_controllers_periodic_pass() {
     let mut config = billing_config(1);
     config.consumers.clear();
     config.unclean_leader_election_interval_ms = 20_000;
-    let mut simulation = Simulation::new(config, 3).expect("valid");
+    let (mut simulation, followers) = leaderless_with_its_isr_dead(config);
     let at = |at_ms, input| ScheduledInput { at_ms, input };
-    simulation.run_until(1_000);
-    let (leader, followers) = leader_and_followers(&simulation);
-    // The followers die; the leader shrinks the ISR to itself, then dies:
-    // the partition has no leader. The followers come back.
-    for &follower in &followers {
-        simulation.schedule(at(1_000, Input::KillBroker { broker: follower }));
-    }
-    simulation.schedule(at(30_000, Input::KillBroker { broker: leader }));
-    for &follower in &followers {
-        simulation.schedule(at(31_000, Input::RestartBroker { broker: follower }));
-    }
-    simulation.run_until(60_000);
     let partition = |simulation: &Simulation| simulation.controller().partitions.values().next().expect("one").clone();
     assert_eq!(
         partition(&simulation).leader,
@@ -1043,8 +1050,99 @@ fn unclean_election_waits_for_the_controllers_periodic_pass() {
     assert!(by_the_pass);
 }
 
+/// `ReplicationControlManager#electLeader`: an operator's
+/// `kafka-leader-election --election-type unclean` elects a live replica
+/// for a partition whose only ISR member is dead, whatever
+/// `unclean.leader.election.enable` says; asked again, it answers `ELECTION_NOT_NEEDED` for a
+/// partition it names and says nothing when it names none; a preferred
+/// election whose first replica cannot lead answers
+/// `PREFERRED_LEADER_NOT_AVAILABLE`.
+#[test]
+fn an_operators_unclean_election_brings_back_a_partition_whose_isr_is_dead() {
+    use kafkascope_engine::sim::config::{ElectionType, PartitionRef};
+    let mut config = billing_config(1);
+    config.consumers.clear();
+    let (mut simulation, followers) = leaderless_with_its_isr_dead(config);
+    let at = |at_ms, input| ScheduledInput { at_ms, input };
+    let partition = |simulation: &Simulation| {
+        simulation
+            .controller()
+            .partitions
+            .iter()
+            .next()
+            .map(|(p, r)| (p.clone(), r.clone()))
+            .expect("one")
+    };
+    let (name, before) = partition(&simulation);
+    assert_eq!(before.leader, None, "offline: its only ISR member is dead");
+    let named = vec![PartitionRef {
+        topic: name.topic.to_string(),
+        partition: name.partition,
+    }];
+    simulation.schedule(at(
+        60_000,
+        Input::ElectLeaders {
+            election_type: ElectionType::Unclean,
+            partitions: Vec::new(),
+        },
+    ));
+    simulation.run_until(62_000);
+    let (_, after) = partition(&simulation);
+    assert!(
+        after.leader.is_some_and(|leader| followers.contains(&leader)),
+        "the operator's election elects a follower uncleanly: {after:?}"
+    );
+    assert!(simulation.trace().iter().any(|event| matches!(
+        &event.kind,
+        TraceKind::LeaderElected { unclean: true, reason, .. } if reason.contains("operator's unclean leader election")
+    )));
+    let refusals = |simulation: &Simulation| -> Vec<ErrorCode> {
+        simulation
+            .trace()
+            .iter()
+            .filter_map(|event| match &event.kind {
+                TraceKind::ElectLeadersFailed { error, .. } => Some(*error),
+                _ => None,
+            })
+            .collect()
+    };
+    assert!(refusals(&simulation).is_empty());
+    simulation.schedule(at(
+        63_000,
+        Input::ElectLeaders {
+            election_type: ElectionType::Unclean,
+            partitions: Vec::new(),
+        },
+    ));
+    simulation.schedule(at(
+        64_000,
+        Input::ElectLeaders {
+            election_type: ElectionType::Unclean,
+            partitions: named.clone(),
+        },
+    ));
+    simulation.schedule(at(
+        65_000,
+        Input::ElectLeaders {
+            election_type: ElectionType::Preferred,
+            partitions: named,
+        },
+    ));
+    simulation.run_until(66_000);
+    let first_replica_leads = after.leader == after.replicas.first().copied();
+    let expected = if first_replica_leads {
+        vec![ErrorCode::ElectionNotNeeded, ErrorCode::ElectionNotNeeded]
+    } else {
+        vec![ErrorCode::ElectionNotNeeded, ErrorCode::PreferredLeaderNotAvailable]
+    };
+    assert_eq!(refusals(&simulation), expected);
+    // min.insync.replicas=2 refused every write the followers missed, so
+    // even this unclean election loses nothing acknowledged.
+    assert_eq!(simulation.summary().lost, 0);
+}
+
 /// Eligible Leader Replicas (KIP-966, on for new clusters since Kafka 4.1,
-/// off by default in the simulator;
+/// and by default in the simulator;
 /// `PartitionChangeBuilder#maybePopulateTargetElr`): a follower fenced out
 /// of an ISR that is already below `min.insync.replicas` stays eligible to
 /// lead, because the high watermark cannot have moved without it. When
