@@ -147,6 +147,32 @@ test('a scripted cluster run is deterministic and keeps acknowledged records', (
   assert.equal(first.trace(lastId).length, 1, 'trace(from) returns events from that id on');
 });
 
+test('a cluster and an assignment refuse what is above kafkascope limits, naming the limit', () => {
+  const cluster = new kafkascope.Cluster(CONFIG, 1);
+  assert.throws(() => cluster.produce(0, null, 1_000_001),
+    /records produced is 1000001, above kafkascope's limit of 1000000/);
+  assert.throws(() => cluster.runFor(700_000_000), /above kafkascope's limit of 604800000/);
+  assert.throws(
+    () => kafkascope.assign('range', { topics: { t: 3_000_000_000 }, members: [{ memberId: 'm', topics: ['t'] }] }),
+    /partitions is 3000000000, above kafkascope's limit of 2000000/,
+  );
+  assert.equal(cluster.summary().produced, 0);
+  cluster.produce(0, null, 3);
+  cluster.runFor(1000);
+  assert.equal(cluster.summary().produced, 3);
+});
+
+test('a consumer added to a cluster created without consumers joins and reads', () => {
+  const cluster = new kafkascope.Cluster({ ...CONFIG, consumers: [] }, 3);
+  cluster.produce(0, 'order-1', 4);
+  cluster.runFor(1000);
+  const id = cluster.addConsumer({ group: 'late', topics: ['orders'], autoOffsetReset: 'earliest' });
+  cluster.runFor(15000);
+  const consumer = cluster.state().consumers.find((candidate) => candidate.id === id);
+  assert.equal(consumer.phase, 'consuming');
+  assert.ok(cluster.state().partitions.some((partition) => partition.partition.startsWith('__consumer_offsets-')));
+});
+
 test('the ES module build (for pages and workers) gives the same answers', async () => {
   const web = await import(path.join(packageDir, 'web/kafkascope_js.js'));
   const bytes = readFileSync(path.join(packageDir, 'web/kafkascope_js_bg.wasm'));

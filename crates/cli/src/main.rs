@@ -19,8 +19,9 @@ commands:
   assign --strategy S [--explain]   read a group as JSON on stdin, print its assignment as JSON
                                     (S: range, roundrobin, sticky, cooperative-sticky, uniform, server-range); --explain adds the
                                     moves, revocations, per-member counts and a reason per partition
-  run FILE                          play a scenario: print its trace and a summary; exit 1 if an
-                                    expected outcome did not happen
+  run FILE [--json]                 play a scenario: print its trace as it happens and a summary; exit
+                                    non-zero if an expected outcome did not happen; --json prints one
+                                    JSON object per line (type event for each trace event, then type summary)
   fuzz [--seeds N] [--from S] [--mix M] [--out DIR]
                                     run N random fault schedules (default 1000, from seed S, default 0;
                                     M: all, brokers, controllers, network, clients) and check safety and
@@ -47,10 +48,7 @@ fn run(arguments: &[String]) -> Result<String, String> {
     match arguments.first().map(String::as_str) {
         Some("partition") => partition(&arguments[1..]),
         Some("assign") => {
-            let mut input = String::new();
-            std::io::stdin()
-                .read_to_string(&mut input)
-                .map_err(|error| format!("cannot read stdin: {error}"))?;
+            let input = read_bounded(std::io::stdin(), "stdin")?;
             assign_command(&arguments[1..], &input)
         }
         Some("run") => run_scenario(&arguments[1..]),
@@ -58,6 +56,20 @@ fn run(arguments: &[String]) -> Result<String, String> {
         Some("help" | "--help" | "-h") | None => Ok(format!("{USAGE}\n")),
         Some(other) => Err(format!("unknown command {other:?}; try `kafkascope help`")),
     }
+}
+
+/// Reads a whole input document, refusing one above
+/// [`kafkascope_engine::limits::MAX_INPUT_BYTES`] before holding it all.
+fn read_bounded(reader: impl Read, name: &str) -> Result<String, String> {
+    use kafkascope_engine::limits::{at_most, MAX_INPUT_BYTES};
+    let mut input = String::new();
+    reader
+        .take(MAX_INPUT_BYTES + 1)
+        .read_to_string(&mut input)
+        .map_err(|error| format!("cannot read {name}: {error}"))?;
+    at_most("the input's size in bytes", input.len() as u64, MAX_INPUT_BYTES)
+        .map_err(|error| format!("{name}: {error}"))?;
+    Ok(input)
 }
 
 /// `kafkascope partition --partitions N KEY...`: keys are strings, hashed as
@@ -143,42 +155,81 @@ fn assign_command(arguments: &[String], input: &str) -> Result<String, String> {
 /// `main`'s error path would print only one line, so the full report is
 /// printed and the failure reported after it).
 fn run_scenario(arguments: &[String]) -> Result<String, String> {
-    let [path] = arguments else {
-        return Err("run needs exactly one scenario FILE".into());
+    use std::io::Write;
+    let (json, path) = match arguments {
+        [flag, path] if flag == "--json" => (true, path),
+        [path, flag] if flag == "--json" => (true, path),
+        [path] if !path.starts_with("--") => (false, path),
+        _ => return Err("run needs exactly one scenario FILE (and optionally --json)".into()),
     };
-    let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read {path}: {error}"))?;
+    let file = std::fs::File::open(path).map_err(|error| format!("cannot read {path}: {error}"))?;
+    let text = read_bounded(file, path)?;
     let scenario = kafkascope_engine::sim::scenario::Scenario::from_json(&text)?;
-    let outcome = scenario.run()?;
-    let mut output = String::new();
-    for event in outcome.simulation.trace() {
-        output.push_str(&event.line());
-        output.push('\n');
+    // The trace is streamed, never held: a long run prints as it goes in
+    // bounded memory.
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut write_error = None;
+    let outcome = scenario.run_streaming(&mut |event| {
+        if write_error.is_some() {
+            return;
+        }
+        let written = if json {
+            serde_json::to_string(&serde_json::json!({ "type": "event", "event": event }))
+                .map_err(std::io::Error::other)
+                .and_then(|line| writeln!(out, "{line}"))
+        } else {
+            writeln!(out, "{}", event.line())
+        };
+        if let Err(error) = written {
+            write_error = Some(error);
+        }
+    })?;
+    if let Some(error) = write_error {
+        return Err(format!("cannot write the trace: {error}"));
     }
     let summary = &outcome.summary;
-    output.push_str(&format!(
-        "\nsummary: {} produced, {} acknowledged, {} lost, {} duplicated, {} failed; {} leader elections; {} invariant violations; {} events in {} ms\n",
-        summary.produced,
-        summary.acknowledged,
-        summary.lost,
-        summary.duplicated,
-        summary.failed,
-        summary.leader_elections,
-        summary.invariant_violations,
-        summary.events,
-        summary.time_ms
-    ));
     let lost = outcome.simulation.lost_records();
-    if !lost.is_empty() {
-        output.push_str(&format!(
-            "lost records: {}\n",
-            kafkascope_engine::sim::trace::ranges(&lost)
+    let mut report = String::new();
+    if json {
+        let line = serde_json::json!({
+            "type": "summary",
+            "summary": summary,
+            "lostRecords": lost,
+            "expectations": scenario.expect.len(),
+            "failures": outcome.failures,
+        });
+        report.push_str(&format!("{line}\n"));
+    } else {
+        report.push_str(&format!(
+            "\nsummary: {} produced, {} acknowledged, {} lost, {} duplicated, {} failed; {} leader elections; {} invariant violations; {} events in {} ms\n",
+            summary.produced,
+            summary.acknowledged,
+            summary.lost,
+            summary.duplicated,
+            summary.failed,
+            summary.leader_elections,
+            summary.invariant_violations,
+            summary.events,
+            summary.time_ms
         ));
+        if !lost.is_empty() {
+            report.push_str(&format!(
+                "lost records: {}\n",
+                kafkascope_engine::sim::trace::ranges(&lost)
+            ));
+        }
+        if outcome.failures.is_empty() {
+            report.push_str(&format!("expectations: all {} met\n", scenario.expect.len()));
+        }
     }
     if outcome.failures.is_empty() {
-        output.push_str(&format!("expectations: all {} met\n", scenario.expect.len()));
-        Ok(output)
+        out.write_all(report.as_bytes()).map_err(|error| error.to_string())?;
+        out.flush().map_err(|error| error.to_string())?;
+        Ok(String::new())
     } else {
-        print!("{output}");
+        out.write_all(report.as_bytes()).map_err(|error| error.to_string())?;
+        out.flush().map_err(|error| error.to_string())?;
         Err(format!(
             "{} expectation(s) not met: {}",
             outcome.failures.len(),

@@ -16,6 +16,7 @@
 pub mod controller;
 pub mod groups;
 pub mod java;
+pub mod limits;
 pub mod partitioning;
 pub mod random;
 pub mod replication;

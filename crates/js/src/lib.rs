@@ -339,6 +339,9 @@ struct TraceEventOut {
 #[wasm_bindgen]
 pub struct Cluster {
     simulation: Simulation,
+    /// The latest trace events, at most
+    /// [`kafkascope_engine::limits::MAX_TRACE_KEPT`] (the oldest go).
+    trace: std::collections::VecDeque<kafkascope_engine::sim::trace::TraceEvent>,
 }
 
 #[wasm_bindgen]
@@ -350,13 +353,34 @@ impl Cluster {
         let config: ClusterConfig = from_js(config, "cluster config")?;
         let seed = whole_number(seed.unwrap_or(1.0), "seed", 0)?;
         let simulation = Simulation::new(config, u64::from(seed)).map_err(js_error)?;
-        Ok(Cluster { simulation })
+        Ok(Cluster {
+            simulation,
+            trace: std::collections::VecDeque::new(),
+        })
     }
 
     fn act(&mut self, input: Input) {
         let now = self.simulation.now();
         self.simulation.schedule(ScheduledInput { at_ms: now, input });
         self.simulation.run_until(now);
+        self.collect_trace();
+    }
+
+    /// Moves the simulation's new trace events into the bounded buffer.
+    fn collect_trace(&mut self) {
+        self.trace.extend(self.simulation.take_trace());
+        let excess = self
+            .trace
+            .len()
+            .saturating_sub(kafkascope_engine::limits::MAX_TRACE_KEPT);
+        self.trace.drain(..excess);
+    }
+
+    /// Checks an input against kafkascope's limits, then applies it.
+    fn act_checked(&mut self, input: Input) -> Result<(), JsError> {
+        self.simulation.check_input(&input).map_err(js_error)?;
+        self.act(input);
+        Ok(())
     }
 
     /// A producer sends `count` records (with `key`, or none).
@@ -375,14 +399,12 @@ impl Cluster {
         } else {
             Some(string_arg(&key, "key")?)
         };
-        let count = count.unwrap_or(1).min(100_000);
-        self.act(Input::Produce {
+        self.act_checked(Input::Produce {
             producer,
             key,
-            count,
+            count: count.unwrap_or(1),
             bytes: bytes.unwrap_or(100).max(1),
-        });
-        Ok(())
+        })
     }
 
     /// Crashes a broker.
@@ -426,10 +448,7 @@ impl Cluster {
             .validate_consumer(&consumer)
             .map_err(js_error)?;
         let id = self.simulation.consumers().len() as u32;
-        if id >= 1_000 {
-            return Err(js_error("a cluster holds at most 1000 consumers"));
-        }
-        self.act(Input::AddConsumer { consumer });
+        self.act_checked(Input::AddConsumer { consumer })?;
         Ok(id)
     }
 
@@ -442,21 +461,35 @@ impl Cluster {
     /// Applies any input of the scenario format.
     pub fn input(&mut self, input: JsValue) -> Result<(), JsError> {
         let input: Input = from_js(input, "input")?;
-        self.act(input);
-        Ok(())
+        self.act_checked(input)
     }
 
-    /// Processes one event; `false` when nothing is left.
+    /// Processes one event; `false` when nothing is left (or simulated
+    /// time is at kafkascope's limit).
     pub fn step(&mut self) -> bool {
-        self.simulation.step()
+        let stepped = self.simulation.step();
+        self.collect_trace();
+        stepped
     }
 
-    /// Advances virtual time by `ms`.
+    /// Advances virtual time by `ms`; a run past kafkascope's limit of
+    /// simulated time (seven days) is refused, naming it.
     #[wasm_bindgen(js_name = runFor)]
     pub fn run_for(&mut self, ms: f64) -> Result<(), JsError> {
-        let ms = whole_number(ms, "ms", 0)?.min(86_400_000);
+        let ms = whole_number(ms, "ms", 0)?;
         let until = self.simulation.now() + u64::from(ms);
-        self.simulation.run_until(until);
+        kafkascope_engine::limits::at_most(
+            "the simulated time runFor would reach (ms)",
+            until,
+            kafkascope_engine::limits::MAX_RUN_MS,
+        )
+        .map_err(js_error)?;
+        // Run in slices so the trace buffer stays bounded on a long run.
+        while self.simulation.now() < until {
+            let slice_end = until.min(self.simulation.now() + 10_000);
+            self.simulation.run_until(slice_end);
+            self.collect_trace();
+        }
         Ok(())
     }
 
@@ -482,8 +515,7 @@ impl Cluster {
     pub fn trace(&self, from: Option<f64>) -> Result<JsValue, JsError> {
         let from = from.unwrap_or(0.0).max(0.0) as u64;
         let events: Vec<TraceEventOut> = self
-            .simulation
-            .trace()
+            .trace
             .iter()
             .filter(|event| event.id >= from)
             .map(|event| TraceEventOut {

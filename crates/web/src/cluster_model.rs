@@ -422,7 +422,8 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::ControllerStatus { .. }
         | TraceKind::ControllerElection { .. }
         | TraceKind::ControllerElected { .. }
-        | TraceKind::ElectLeadersFailed { .. } => true,
+        | TraceKind::ElectLeadersFailed { .. }
+        | TraceKind::LimitReached { .. } => true,
         TraceKind::Sent { .. }
         | TraceKind::Delivered { .. }
         | TraceKind::Dropped { .. }

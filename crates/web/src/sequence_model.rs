@@ -844,6 +844,14 @@ impl Captioner {
                     "controller-elected".to_string(),
                 )
             }
+            TraceKind::LimitReached { what, limit } => (
+                StepKind::Input {
+                    text: format!("limit: {what}"),
+                },
+                format!("The simulation stops at kafkascope's limit of {limit} for {what}."),
+                Vec::new(),
+                "limit-reached".to_string(),
+            ),
             TraceKind::ElectLeadersFailed {
                 election_type,
                 partition,

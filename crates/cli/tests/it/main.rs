@@ -217,3 +217,56 @@ fn run_rejects_a_bad_scenario_in_one_line() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("brokers must be between 1 and 64"), "{stderr}");
 }
+
+/// Bounded resources: a group of three billion partitions is refused at
+/// once, naming the limit, instead of growing without end.
+#[test]
+fn assign_refuses_a_group_above_the_partition_limit_naming_it() {
+    let group = r#"{"topics": {"t": 3000000000}, "members": [{"memberId": "m", "topics": ["t"]}]}"#;
+    let (ok, _, stderr) = kafkascope_with_stdin(&["assign", "--strategy", "range"], group);
+    assert!(!ok);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("partitions is 3000000000, above kafkascope's limit of 2000000"),
+        "{stderr}"
+    );
+}
+
+/// Bounded resources: a run three years long is refused before it starts.
+#[test]
+fn run_refuses_a_run_longer_than_the_limit() {
+    let dir = std::env::temp_dir().join(format!("kafkascope-cli-long-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let text = std::fs::read_to_string(scenario("happy-path.json")).expect("scenario");
+    let mut scenario_json: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    scenario_json["runUntilMs"] = serde_json::json!(94_608_000_000u64);
+    let path = dir.join("long.json");
+    std::fs::write(&path, scenario_json.to_string()).expect("write");
+    let (ok, _, stderr) = kafkascope(&["run", &path.to_string_lossy()]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("runUntilMs is 94608000000, above kafkascope's limit of 604800000"),
+        "{stderr}"
+    );
+}
+
+/// `kafkascope run --json`: one JSON object per line, typed trace events
+/// then the summary, for tools and course authors' CI.
+#[test]
+fn run_json_prints_typed_events_then_the_summary() {
+    let (ok, stdout, stderr) = kafkascope(&["run", &scenario("acks1-leader-crash-loses-records.json"), "--json"]);
+    assert!(ok, "{stderr}");
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("every line is JSON"))
+        .collect();
+    let (last, events) = lines.split_last().expect("lines");
+    assert!(events.iter().all(|line| line["type"] == "event"));
+    assert!(events
+        .iter()
+        .any(|line| line["event"]["kind"]["kind"] == "records-lost"));
+    assert_eq!(last["type"], "summary");
+    assert_eq!(last["summary"]["lost"], 5);
+    assert_eq!(last["lostRecords"], serde_json::json!([5, 6, 7, 8, 9]));
+    assert_eq!(last["failures"], serde_json::json!([]));
+}

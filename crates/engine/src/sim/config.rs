@@ -425,12 +425,33 @@ impl ClusterConfig {
 
     /// Checks what Kafka would refuse, in one sentence.
     pub fn validate(&self) -> Result<(), String> {
-        if self.brokers == 0 || self.brokers > 64 {
-            return Err(format!("brokers must be between 1 and 64, got {}", self.brokers));
+        use crate::limits::{
+            at_most, MAX_BROKERS, MAX_CLUSTER_PARTITIONS, MAX_CONSUMERS, MAX_CONTROLLERS, MAX_PARTITIONS_PER_TOPIC,
+            MAX_PRODUCERS, MAX_TOPICS,
+        };
+        if self.brokers == 0 || self.brokers > MAX_BROKERS {
+            return Err(format!(
+                "brokers must be between 1 and {MAX_BROKERS}, got {}",
+                self.brokers
+            ));
         }
+        let limit = |result: Result<(), crate::limits::LimitExceeded>| result.map_err(|error| error.to_string());
+        limit(at_most("topics", self.topics.len() as u64, MAX_TOPICS as u64))?;
+        limit(at_most("producers", self.producers.len() as u64, MAX_PRODUCERS as u64))?;
+        limit(at_most("consumers", self.consumers.len() as u64, MAX_CONSUMERS as u64))?;
+        let partitions: u64 = self.topics.iter().map(|topic| u64::from(topic.partitions)).sum::<u64>()
+            + u64::from(self.offsets_topic_partitions);
+        limit(at_most(
+            "partitions in the cluster (__consumer_offsets included)",
+            partitions,
+            MAX_CLUSTER_PARTITIONS,
+        ))?;
         for topic in &self.topics {
-            if topic.partitions == 0 || topic.partitions > 1_000 {
-                return Err(format!("topic {}: partitions must be between 1 and 1000", topic.name));
+            if topic.partitions == 0 || topic.partitions > MAX_PARTITIONS_PER_TOPIC {
+                return Err(format!(
+                    "topic {}: partitions must be between 1 and {MAX_PARTITIONS_PER_TOPIC}",
+                    topic.name
+                ));
             }
             if topic.replication_factor == 0 || topic.replication_factor > self.brokers {
                 return Err(format!(
@@ -442,8 +463,11 @@ impl ClusterConfig {
                 return Err(format!("topic {}: min.insync.replicas must be at least 1", topic.name));
             }
         }
-        if self.controllers == 0 || self.controllers > 7 {
-            return Err(format!("controllers must be between 1 and 7, got {}", self.controllers));
+        if self.controllers == 0 || self.controllers > MAX_CONTROLLERS {
+            return Err(format!(
+                "controllers must be between 1 and {MAX_CONTROLLERS}, got {}",
+                self.controllers
+            ));
         }
         if self.leader_imbalance_check_interval_ms == 0 {
             return Err("leaderImbalanceCheckIntervalMs must be at least 1".to_string());

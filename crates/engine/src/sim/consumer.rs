@@ -156,7 +156,7 @@ impl Simulation {
     /// next index; one the cluster would refuse is ignored (drivers check
     /// with [`ClusterConfig::validate_consumer`](super::config::ClusterConfig::validate_consumer) first).
     pub(crate) fn consumer_add(&mut self, config: super::config::ConsumerConfig) {
-        if self.config.validate_consumer(&config).is_err() || self.consumers.len() >= 1_000 {
+        if self.config.validate_consumer(&config).is_err() || self.consumers.len() >= crate::limits::MAX_CONSUMERS {
             return;
         }
         let id = self.consumers.len() as u32;

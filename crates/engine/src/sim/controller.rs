@@ -165,23 +165,73 @@ impl Simulation {
         let brokers: Vec<BrokerId> = (1..=self.config.brokers).collect();
         let mut topics = self.config.topics.clone();
         // Kafka creates __consumer_offsets on a group's first coordinator
-        // lookup; a run with consumers starts with it.
+        // lookup; a run with consumers starts with it (one that adds its
+        // first consumer later gets it then: `controller_create_offsets_topic`).
         if !self.config.consumers.is_empty() {
-            topics.push(super::config::TopicConfig {
-                name: super::coordinator::OFFSETS_TOPIC.to_string(),
-                partitions: self.config.offsets_topic_partitions,
-                replication_factor: self.config.brokers.min(3),
-                min_insync_replicas: 1,
-            });
+            topics.push(self.offsets_topic_config());
         }
         for topic in topics {
+            self.controller_create_topic(&topic, &brokers);
+        }
+    }
+
+    /// `__consumer_offsets` as `offsets.topic.num.partitions` and
+    /// `offsets.topic.replication.factor` (3, or fewer brokers) make it.
+    fn offsets_topic_config(&self) -> super::config::TopicConfig {
+        super::config::TopicConfig {
+            name: super::coordinator::OFFSETS_TOPIC.to_string(),
+            partitions: self.config.offsets_topic_partitions,
+            replication_factor: self.config.brokers.min(3),
+            min_insync_replicas: 1,
+        }
+    }
+
+    /// Creates `__consumer_offsets` if it does not exist yet: a broker asked
+    /// to find a group's coordinator before any group existed has the
+    /// active controller create it (`AutoTopicCreationManager`, then
+    /// `ReplicationControlManager#createTopics`) and answers
+    /// `COORDINATOR_NOT_AVAILABLE` meanwhile; the consumer asks again.
+    pub(crate) fn controller_create_offsets_topic(&mut self) {
+        let Some(active) = self.quorum.active() else { return };
+        let exists = |simulation: &Simulation| {
+            simulation
+                .controller
+                .partitions
+                .keys()
+                .any(|partition| &*partition.topic == super::coordinator::OFFSETS_TOPIC)
+        };
+        if exists(self) {
+            return;
+        }
+        let topic = self.offsets_topic_config();
+        self.with_leader_state(active, |simulation| {
+            // Replicas go only to unfenced brokers; with too few of them
+            // the creation fails (INVALID_REPLICATION_FACTOR) and the next
+            // lookup asks again.
+            let brokers: Vec<BrokerId> = simulation
+                .controller
+                .brokers
+                .iter()
+                .filter(|(_, registration)| !registration.fenced)
+                .map(|(&broker, _)| broker)
+                .collect();
+            if !exists(simulation) && brokers.len() >= topic.replication_factor as usize {
+                simulation.controller_create_topic(&topic, &brokers);
+            }
+        });
+    }
+
+    /// Writes a topic's partitions over `brokers` ([`place_replicas`]),
+    /// each led by its first replica.
+    fn controller_create_topic(&mut self, topic: &super::config::TopicConfig, brokers: &[BrokerId]) {
+        {
             // One allocation per topic name, shared by every partition key
             // (comparisons of keys then skip the name).
             let name: std::sync::Arc<str> = self.shared_topic(&topic.name);
             let placement = place_replicas(
                 topic.partitions,
                 topic.replication_factor,
-                &brokers,
+                brokers,
                 &mut self.placement_rng,
             );
             for (partition, replicas) in placement.into_iter().enumerate() {

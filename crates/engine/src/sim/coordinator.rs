@@ -223,11 +223,16 @@ impl Simulation {
         match message {
             Message::FindCoordinator { group } => {
                 let partition = self.offsets_partition(group);
-                let coordinator = self.brokers[&id]
+                let known = self.brokers[&id]
                     .metadata
                     .as_ref()
-                    .and_then(|image| image.partitions.get(&partition))
-                    .and_then(|registration| registration.leader);
+                    .and_then(|image| image.partitions.get(&partition));
+                let coordinator = known.and_then(|registration| registration.leader);
+                if known.is_none() {
+                    // The first group of a cluster: `__consumer_offsets` is
+                    // created now, and found on a later lookup.
+                    self.controller_create_offsets_topic();
+                }
                 self.send(
                     node,
                     from,

@@ -217,6 +217,8 @@ pub struct Simulation {
     /// The event being handled, as the cause of what it triggers.
     pub(crate) current_cause: Option<TraceId>,
     events: u64,
+    /// Whether the run reached [`crate::limits::MAX_RUN_MS`] (traced once).
+    at_time_limit: bool,
     trace_options: TraceOptions,
     acknowledged_count: u64,
     pub(crate) failed_count: u64,
@@ -256,6 +258,7 @@ impl Simulation {
             sequence: 0,
             queue: BTreeMap::new(),
             events: 0,
+            at_time_limit: false,
             trace_options: TraceOptions::default(),
             acknowledged_count: 0,
             failed_count: 0,
@@ -320,6 +323,28 @@ impl Simulation {
     /// Changes what the trace records.
     pub fn set_trace_options(&mut self, options: TraceOptions) {
         self.trace_options = options;
+    }
+
+    /// Whether `input` stays within kafkascope's limits ([`crate::limits`])
+    /// given what this simulation already holds: the records a send would
+    /// add, the bytes of each, the consumers an addition would make. (The
+    /// simulation refuses such an input anyway, with a
+    /// [`TraceKind::LimitReached`] event; a driver asks first to answer with
+    /// an error.)
+    pub fn check_input(&self, input: &Input) -> Result<(), crate::limits::LimitExceeded> {
+        use crate::limits::{at_most, MAX_CONSUMERS, MAX_RECORDS, MAX_RECORD_BYTES};
+        match input {
+            Input::Produce { count, bytes, .. } => {
+                at_most("bytes per record", u64::from(*bytes), u64::from(MAX_RECORD_BYTES))?;
+                at_most(
+                    "records produced",
+                    self.records.len() as u64 + u64::from(*count),
+                    MAX_RECORDS,
+                )
+            }
+            Input::AddConsumer { .. } => at_most("consumers", self.consumers.len() as u64 + 1, MAX_CONSUMERS as u64),
+            _ => Ok(()),
+        }
     }
 
     /// Schedules an input at `at_ms` (not earlier than now).
@@ -391,6 +416,14 @@ impl Simulation {
 
     /// Processes the next event. Returns `false` when nothing is left.
     pub fn step(&mut self) -> bool {
+        if self
+            .queue
+            .first_key_value()
+            .is_some_and(|(&(time, _), _)| time > crate::limits::MAX_RUN_MS)
+        {
+            self.reach_time_limit();
+            return false;
+        }
         let Some(((time, _), event)) = self.queue.pop_first() else {
             return false;
         };
@@ -489,7 +522,16 @@ impl Simulation {
     }
 
     /// Runs until virtual time `until_ms` (events at that time included).
+    ///
+    /// Simulated time stops at [`crate::limits::MAX_RUN_MS`]: a run asked to
+    /// go further stops there, with a [`TraceKind::LimitReached`] event.
     pub fn run_until(&mut self, until_ms: Time) {
+        let until_ms = if until_ms > crate::limits::MAX_RUN_MS {
+            self.reach_time_limit();
+            crate::limits::MAX_RUN_MS
+        } else {
+            until_ms
+        };
         while let Some((&(time, _), _)) = self.queue.first_key_value() {
             if time > until_ms {
                 break;
@@ -497,6 +539,16 @@ impl Simulation {
             self.step();
         }
         self.now = self.now.max(until_ms);
+    }
+
+    fn reach_time_limit(&mut self) {
+        if !self.at_time_limit {
+            self.at_time_limit = true;
+            self.record(TraceKind::LimitReached {
+                what: "simulated time (ms)".to_string(),
+                limit: crate::limits::MAX_RUN_MS,
+            });
+        }
     }
 
     /// Records acknowledged so far (cheap: counted as it happens).

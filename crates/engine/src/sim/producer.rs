@@ -172,6 +172,22 @@ impl Simulation {
         if producer as usize >= self.producers.len() {
             return;
         }
+        // kafkascope's limits ([`crate::limits`]): the whole send is refused.
+        let produced = self.records.len() as u64;
+        if produced + u64::from(count) > crate::limits::MAX_RECORDS {
+            self.record(TraceKind::LimitReached {
+                what: "records produced".to_string(),
+                limit: crate::limits::MAX_RECORDS,
+            });
+            return;
+        }
+        if bytes > crate::limits::MAX_RECORD_BYTES {
+            self.record(TraceKind::LimitReached {
+                what: "bytes per record".to_string(),
+                limit: u64::from(crate::limits::MAX_RECORD_BYTES),
+            });
+            return;
+        }
         for _ in 0..count {
             let record = self.new_record(producer, key.clone(), bytes);
             self.producers[producer as usize]

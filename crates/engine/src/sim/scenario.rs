@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::{ClusterConfig, ScheduledInput};
-use super::trace::TraceKind;
+use super::trace::{TraceEvent, TraceKind};
 use super::types::{ErrorCode, Time};
 use super::{Simulation, Summary};
 
@@ -134,11 +134,52 @@ pub struct Outcome {
 impl Scenario {
     /// Parses a scenario; errors name the field.
     pub fn from_json(text: &str) -> Result<Scenario, String> {
-        serde_json::from_str(text).map_err(|error| format!("bad scenario: {error}"))
+        let scenario: Scenario = serde_json::from_str(text).map_err(|error| format!("bad scenario: {error}"))?;
+        scenario
+            .check_limits()
+            .map_err(|error| format!("bad scenario: {error}"))?;
+        Ok(scenario)
     }
 
-    /// Plays the scenario and checks its expectations.
+    /// What a scenario may ask for ([`crate::limits`]): its inputs, its
+    /// run length, the records its inputs produce and the consumers they add.
+    pub fn check_limits(&self) -> Result<(), crate::limits::LimitExceeded> {
+        use crate::limits::{at_most, MAX_CONSUMERS, MAX_INPUTS, MAX_RECORDS, MAX_RECORD_BYTES, MAX_RUN_MS};
+        at_most("inputs", self.inputs.len() as u64, MAX_INPUTS as u64)?;
+        at_most("runUntilMs", self.run_until_ms, MAX_RUN_MS)?;
+        let mut records = 0u64;
+        let mut consumers = self.config.consumers.len() as u64;
+        for scheduled in &self.inputs {
+            at_most("an input's atMs", scheduled.at_ms, MAX_RUN_MS)?;
+            match &scheduled.input {
+                super::config::Input::Produce { count, bytes, .. } => {
+                    records += u64::from(*count);
+                    at_most("bytes per record", u64::from(*bytes), u64::from(MAX_RECORD_BYTES))?;
+                }
+                super::config::Input::AddConsumer { .. } => consumers += 1,
+                _ => {}
+            }
+        }
+        at_most("records produced", records, MAX_RECORDS)?;
+        at_most("consumers", consumers, MAX_CONSUMERS as u64)
+    }
+
+    /// Plays the scenario and checks its expectations; the outcome's
+    /// simulation holds the whole trace.
     pub fn run(&self) -> Result<Outcome, String> {
+        self.play(None)
+    }
+
+    /// Plays the scenario handing each trace event to `sink` as it happens
+    /// and keeping none of them, so memory stays bounded however long the
+    /// run (`kafkascope run`); the outcome's simulation has an empty trace.
+    pub fn run_streaming(&self, sink: &mut dyn FnMut(&TraceEvent)) -> Result<Outcome, String> {
+        self.play(Some(sink))
+    }
+
+    fn play(&self, mut sink: Option<&mut dyn FnMut(&TraceEvent)>) -> Result<Outcome, String> {
+        self.check_limits().map_err(|error| error.to_string())?;
+        let mut facts = TraceFacts::default();
         let mut simulation = Simulation::new(self.config.clone(), self.seed)?;
         for input in &self.inputs {
             simulation.schedule(input.clone());
@@ -150,15 +191,18 @@ impl Scenario {
             _ => None,
         });
         let first_burst_record = burst.map(|burst_at_ms| {
-            simulation.run_until(burst_at_ms.saturating_sub(1));
+            advance(&mut simulation, burst_at_ms.saturating_sub(1), &mut sink, &mut facts);
             simulation.records().len() as u64
         });
-        simulation.run_until(self.run_until_ms);
+        advance(&mut simulation, self.run_until_ms, &mut sink, &mut facts);
+        if sink.is_none() {
+            simulation.trace().iter().for_each(|event| facts.see(event));
+        }
         let summary = simulation.summary();
         let mut failures: Vec<String> = self
             .expect
             .iter()
-            .filter_map(|expectation| check(expectation, &simulation, &summary))
+            .filter_map(|expectation| check(expectation, &simulation, &summary, &facts))
             .collect();
         if let Some(first) = first_burst_record {
             let safe = self.expect.contains(&Expectation::NoRecordsLost);
@@ -172,7 +216,53 @@ impl Scenario {
     }
 }
 
-fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary) -> Option<String> {
+/// How much simulated time a streamed run plays between hand-overs.
+const STREAM_WINDOW_MS: Time = 1_000;
+
+/// Runs to `until`; when streaming, in windows whose trace goes to the sink.
+fn advance(
+    simulation: &mut Simulation,
+    until: Time,
+    sink: &mut Option<&mut dyn FnMut(&TraceEvent)>,
+    facts: &mut TraceFacts,
+) {
+    let Some(sink) = sink else {
+        simulation.run_until(until);
+        return;
+    };
+    loop {
+        let window_end = until.min(simulation.now().saturating_add(STREAM_WINDOW_MS));
+        simulation.run_until(window_end);
+        for event in simulation.take_trace() {
+            facts.see(&event);
+            sink(&event);
+        }
+        if window_end >= until || simulation.now() >= crate::limits::MAX_RUN_MS {
+            return;
+        }
+    }
+}
+
+/// What the expectations need from the trace, gathered as it goes by.
+#[derive(Default)]
+struct TraceFacts {
+    produce_errors: Vec<ErrorCode>,
+    unclean_election: bool,
+}
+
+impl TraceFacts {
+    fn see(&mut self, event: &TraceEvent) {
+        match &event.kind {
+            TraceKind::ProduceFailed { error, .. } if !self.produce_errors.contains(error) => {
+                self.produce_errors.push(*error);
+            }
+            TraceKind::LeaderElected { unclean: true, .. } => self.unclean_election = true,
+            _ => {}
+        }
+    }
+}
+
+fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, facts: &TraceFacts) -> Option<String> {
     let lost = simulation.lost_records();
     match expectation {
         Expectation::RecordsLost { records } => {
@@ -190,10 +280,7 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary) 
             (!lost.is_empty()).then(|| format!("expected no lost records, but lost {lost:?}"))
         }
         Expectation::ProducerError { error } => {
-            let seen = simulation
-                .trace()
-                .iter()
-                .any(|event| matches!(&event.kind, TraceKind::ProduceFailed { error: seen, .. } if seen == error));
+            let seen = facts.produce_errors.contains(error);
             (!seen).then(|| format!("expected a producer to see {error}, but none did"))
         }
         Expectation::Acknowledged { at_least } => (summary.acknowledged < *at_least).then(|| {
@@ -203,11 +290,7 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary) 
             )
         }),
         Expectation::UncleanElection => {
-            let seen = simulation
-                .trace()
-                .iter()
-                .any(|event| matches!(event.kind, TraceKind::LeaderElected { unclean: true, .. }));
-            (!seen).then(|| "expected an unclean leader election, but none happened".to_string())
+            (!facts.unclean_election).then(|| "expected an unclean leader election, but none happened".to_string())
         }
         Expectation::LeaderElections { at_least } => (summary.leader_elections < *at_least).then(|| {
             format!(

@@ -185,6 +185,9 @@ pub enum TraceKind {
         epoch: u32,
         votes: Vec<u32>,
     },
+    /// The run met one of kafkascope's limits ([`crate::limits`]) and refused
+    /// to go past it (`what` names what was counted).
+    LimitReached { what: String, limit: u64 },
     /// An operator's `ElectLeaders` elected nobody for a partition (or, with
     /// no partition, for the whole request: no controller was active).
     ElectLeadersFailed {
@@ -335,6 +338,9 @@ impl TraceEvent {
             ),
             TraceKind::ConsumerStatus { consumer, status } => format!("consumer-{consumer} {status}"),
             TraceKind::ControllerStatus { controller, status } => format!("controller-{controller} {status}"),
+            TraceKind::LimitReached { what, limit } => {
+                format!("stopped at kafkascope's limit of {limit} for {what}")
+            }
             TraceKind::ElectLeadersFailed {
                 election_type,
                 partition,

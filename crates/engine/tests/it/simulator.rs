@@ -1438,3 +1438,88 @@ fn an_idempotent_producer_sends_nothing_before_init_producer_id_is_answered_and_
         assert_eq!(simulation.summary().acknowledged, 10, "{fault}");
     }
 }
+
+/// `kafkascope run` streams: played in windows whose trace is handed over
+/// and dropped, a scenario gives exactly the trace and outcome it gives
+/// when the whole trace is kept.
+#[test]
+fn a_streamed_run_gives_the_same_trace_and_outcome() {
+    let scenario = load(&scenarios_dir().join("seeds-exercise.json"));
+    let kept = scenario.run().expect("runs");
+    let mut streamed_lines = Vec::new();
+    let streamed = scenario
+        .run_streaming(&mut |event| streamed_lines.push(event.line()))
+        .expect("runs");
+    let kept_lines: Vec<String> = kept.simulation.trace().iter().map(|event| event.line()).collect();
+    assert_eq!(streamed_lines, kept_lines);
+    assert!(streamed.simulation.trace().is_empty());
+    assert_eq!(streamed.summary, kept.summary);
+    assert_eq!(streamed.failures, kept.failures);
+}
+
+/// Bounded resources: a send that would take the simulation past
+/// `kafkascope_engine::limits::MAX_RECORDS` is refused whole, with a trace
+/// event naming the limit, and nothing is allocated for it.
+#[test]
+fn a_send_above_the_record_limit_is_refused_naming_it() {
+    let mut config = billing_config(1);
+    config.consumers.clear();
+    let mut simulation = Simulation::new(config, 1).expect("valid");
+    simulation.schedule(ScheduledInput {
+        at_ms: 10,
+        input: Input::Produce {
+            producer: 0,
+            key: None,
+            count: 1_000_001,
+            bytes: 100,
+        },
+    });
+    simulation.run_until(20);
+    assert_eq!(simulation.records().len(), 0);
+    let refused = simulation.trace().iter().any(|event| {
+        matches!(&event.kind, TraceKind::LimitReached { what, limit } if what == "records produced" && *limit == 1_000_000)
+    });
+    assert!(refused);
+}
+
+/// Kafka creates `__consumer_offsets` on a group's first coordinator lookup
+/// (`AutoTopicCreationManager`): a cluster started without consumers gets
+/// it when its first consumer is added, and that consumer joins and reads.
+#[test]
+fn the_first_consumer_added_later_gets_the_offsets_topic_created_and_reads() {
+    let mut config = billing_config(1);
+    config.consumers.clear();
+    let mut simulation = Simulation::new(config, 4).expect("valid");
+    let at = |at_ms, input| ScheduledInput { at_ms, input };
+    let offsets = |simulation: &Simulation| {
+        simulation
+            .controller()
+            .partitions
+            .keys()
+            .filter(|partition| &*partition.topic == "__consumer_offsets")
+            .count()
+    };
+    simulation.schedule(at(
+        500,
+        Input::Produce {
+            producer: 0,
+            key: Some("k".into()),
+            count: 5,
+            bytes: 100,
+        },
+    ));
+    simulation.run_until(2_000);
+    assert_eq!(offsets(&simulation), 0, "no group yet, no offsets topic");
+    let mut consumer = ConsumerConfig::new("late", vec!["orders".to_string()]);
+    consumer.auto_offset_reset = OffsetReset::Earliest;
+    simulation.schedule(at(2_000, Input::AddConsumer { consumer }));
+    simulation.run_until(20_000);
+    assert!(offsets(&simulation) > 0);
+    let consumer = &simulation.consumers()[0];
+    assert_eq!(
+        consumer.phase,
+        kafkascope_engine::sim::consumer::ConsumerPhase::Consuming
+    );
+    let read: u64 = consumer.positions.values().sum();
+    assert_eq!(read, 5, "it read the records sent before it existed");
+}

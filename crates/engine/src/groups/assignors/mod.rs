@@ -279,6 +279,7 @@ fn assign_with_withheld(
     strategy: Strategy,
     input: &GroupInput,
 ) -> Result<(Assignment, Vec<TopicPartition>), AssignError> {
+    check_limits(input).map_err(|error| AssignError::new(error.to_string()))?;
     let mut seen = std::collections::BTreeSet::new();
     for member in &input.members {
         if !seen.insert(member.member_id.as_str()) {
@@ -301,6 +302,27 @@ fn assign_with_withheld(
         Strategy::ServerRange => range::assign(input),
     };
     Ok((assignment, Vec::new()))
+}
+
+/// What one assignment may be asked to cover ([`crate::limits`]): checked
+/// before anything is allocated for it.
+fn check_limits(input: &GroupInput) -> Result<(), crate::limits::LimitExceeded> {
+    use crate::limits::{at_most, MAX_ASSIGN_MEMBERS, MAX_ASSIGN_PARTITIONS, MAX_ASSIGN_SUBSCRIPTIONS};
+    let partitions: u64 = input.topics.values().map(|&count| u64::from(count)).sum();
+    at_most("partitions", partitions, MAX_ASSIGN_PARTITIONS)?;
+    at_most("members", input.members.len() as u64, MAX_ASSIGN_MEMBERS as u64)?;
+    let subscriptions: usize = input.members.iter().map(|member| member.topics.len()).sum();
+    at_most(
+        "subscribed topics across members",
+        subscriptions as u64,
+        MAX_ASSIGN_SUBSCRIPTIONS as u64,
+    )?;
+    let owned: usize = input.members.iter().map(|member| member.owned.len()).sum();
+    at_most(
+        "owned partitions across members",
+        owned as u64,
+        MAX_ASSIGN_SUBSCRIPTIONS as u64,
+    )
 }
 
 /// Kafka's member order (`AbstractPartitionAssignor.MemberInfo#compareTo`):
