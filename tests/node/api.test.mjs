@@ -112,7 +112,7 @@ test('a cooperative rebalance moves a partition in two rounds', () => {
 const CONFIG = {
   brokers: 3,
   topics: [{ name: 'orders', partitions: 3, replicationFactor: 3, minInsyncReplicas: 2 }],
-  producers: [{ topic: 'orders', acks: 'All' }],
+  producers: [{ topic: 'orders', acks: 'all' }],
   offsetsTopicPartitions: 3,
   consumers: [{ group: 'billing', topics: ['orders'], autoOffsetReset: 'earliest' }],
 };
@@ -136,10 +136,10 @@ test('a scripted cluster run is deterministic and keeps acknowledged records', (
   const second = scriptedRun(7);
   assert.deepEqual(first.trace(), second.trace());
   const summary = first.summary();
-  assert.equal(summary.invariant_violations, 0);
+  assert.equal(summary.invariantViolations, 0);
   assert.equal(summary.lost, 0);
   assert.equal(summary.acknowledged, 15);
-  assert.ok(summary.leader_elections >= 1);
+  assert.ok(summary.leaderElections >= 1);
   const state = first.state();
   assert.equal(state.brokers.filter((broker) => broker.status === 'dead').length, 1);
   assert.equal(state.consumers[0].phase, 'consuming');
@@ -171,6 +171,20 @@ test('a consumer added to a cluster created without consumers joins and reads', 
   const consumer = cluster.state().consumers.find((candidate) => candidate.id === id);
   assert.equal(consumer.phase, 'consuming');
   assert.ok(cluster.state().partitions.some((partition) => partition.partition.startsWith('__consumer_offsets-')));
+});
+
+test('acks is spelt as Kafka spells it, and read in every spelling Kafka takes', () => {
+  for (const [given, shown] of [['all', 'all'], [-1, 'all'], ['-1', 'all'], ['1', '1'], [1, '1'], [0, '0'], ['All', 'all'], ['Leader', '1']]) {
+    const cluster = new kafkascope.Cluster({ ...CONFIG, producers: [{ topic: 'orders', acks: given }], consumers: [] }, 1);
+    assert.equal(cluster.state().producers[0].acks, shown, `acks ${given}`);
+  }
+  assert.throws(() => new kafkascope.Cluster({ ...CONFIG, producers: [{ topic: 'orders', acks: 'most' }] }, 1),
+    /Invalid value most for configuration acks: String must be one of: all, -1, 0, 1/);
+  const cluster = new kafkascope.Cluster(CONFIG, 1);
+  cluster.produce(0, 'k', 1);
+  cluster.runFor(100);
+  assert.ok(cluster.trace().some((event) => event.line.includes('Produce acks=all ')));
+  assert.deepEqual(Object.keys(cluster.summary()).filter((key) => key.includes('_')), [], 'camelCase');
 });
 
 test('the ES module build (for pages and workers) gives the same answers', async () => {

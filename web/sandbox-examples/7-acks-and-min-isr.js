@@ -4,7 +4,7 @@
 const cluster = new Cluster({
   brokers: 3,
   topics: [{ name: 'orders', partitions: 1, replicationFactor: 3, minInsyncReplicas: 2 }],
-  producers: [{ topic: 'orders', acks: 'All', requestTimeoutMs: 5000, deliveryTimeoutMs: 10000 }],
+  producers: [{ topic: 'orders', acks: 'all', requestTimeoutMs: 5000, deliveryTimeoutMs: 10000 }],
 }, 1);
 cluster.runFor(100);
 cluster.produce(0, 'order-1', 5);

@@ -465,11 +465,7 @@ pub fn cluster_panel() -> Html {
             let change = match knob {
                 "acks" => Ok(ConfigChange::Acks {
                     producer: 0,
-                    acks: match text.as_str() {
-                        "0" => Acks::None,
-                        "1" => Acks::Leader,
-                        _ => Acks::All,
-                    },
+                    acks: Acks::parse(&text).unwrap_or(Acks::All),
                 }),
                 "min.insync.replicas" => parse_knob(knob, &text, 1..=9).map(|value| ConfigChange::MinInsyncReplicas {
                     topic: String::new(),
@@ -565,7 +561,7 @@ pub fn cluster_panel() -> Html {
     let acks = view
         .producers
         .first()
-        .map_or("all".to_string(), |producer| producer.acks.clone());
+        .map_or("all".to_string(), |producer| producer.acks.to_string());
     let linger = view.producers.first().map_or(0, |producer| producer.linger_ms);
     let min_insync = config.topics.first().map_or(1, |topic| topic.min_insync_replicas);
 

@@ -863,7 +863,7 @@ pub fn inspect(view: &ClusterView, model: &MapModel, selected: &str) -> Option<I
                 why: "The producer turns records into batches per partition (the key's murmur2 hash picks the partition; keyless records stick to one partition per batch), waits up to linger.ms to fill a batch, and sends each leader one request with a batch for each partition it leads. An idempotent producer first gets a producer id (InitProducerId), so leaders can drop duplicates and keep each partition in order.".into(),
                 facts: vec![
                     ("Topic".into(), producer.topic.clone()),
-                    ("acks".into(), producer.acks.clone()),
+                    ("acks".into(), producer.acks.to_string()),
                     ("linger.ms".into(), producer.linger_ms.to_string()),
                     ("Buffered".into(), format!("{} records in {} batches ({} bytes)", producer.buffered_records, producer.buffered_batches, producer.buffered_bytes)),
                     ("Waiting for metadata".into(), producer.waiting.to_string()),

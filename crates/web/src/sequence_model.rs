@@ -914,13 +914,13 @@ impl Captioner {
             "MetadataResponse" => format!("{from} answers {to} with the leaders it knows ({summary})."),
             "Produce" => {
                 let partitions = summary.matches(" records=").count();
-                let acks = if summary.contains("acks=All") {
+                let acks = if summary.contains("acks=all") {
                     if partitions > 1 {
                         " With acks=all the leader answers once the high watermark passes every batch (or a partition fails or times out): one answer for them all."
                     } else {
                         " With acks=all the leader answers only once the high watermark passes the batch."
                     }
-                } else if summary.contains("acks=Leader") {
+                } else if summary.contains("acks=1") {
                     " With acks=1 the leader answers as soon as it has appended the batches."
                 } else {
                     " With acks=0 no answer will come."

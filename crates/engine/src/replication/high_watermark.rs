@@ -115,8 +115,11 @@ pub fn evaluate(inputs: &HighWatermarkInputs<'_>) -> HighWatermarkDecision {
     }
 }
 
-/// The producer's `acks` setting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+/// The producer's `acks` setting. Written as Kafka spells it (`"all"`,
+/// `"1"`, `"0"`); read from any spelling Kafka's `ProducerConfig` takes
+/// (`"all"`, `"-1"`, `"1"`, `"0"`, or the numbers -1, 1, 0) and from the
+/// names older scenario files used (`"All"`, `"Leader"`, `"None"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Acks {
     /// `acks=0`: no response at all.
     None,
@@ -124,6 +127,68 @@ pub enum Acks {
     Leader,
     /// `acks=all` (`-1`): answered once the high watermark passes the records.
     All,
+}
+
+impl Acks {
+    /// Reads one of the spellings [`Acks`] accepts.
+    pub fn parse(text: &str) -> Option<Acks> {
+        match text {
+            "all" | "-1" | "All" => Some(Acks::All),
+            "1" | "Leader" => Some(Acks::Leader),
+            "0" | "None" => Some(Acks::None),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Acks {
+    /// `all`, `1` or `0`, as in `acks=all`.
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            Acks::All => "all",
+            Acks::Leader => "1",
+            Acks::None => "0",
+        })
+    }
+}
+
+impl Serialize for Acks {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Acks {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Acks, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Acks;
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("acks: \"all\", \"1\" or \"0\" (or -1, 1, 0)")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Acks, E> {
+                Acks::parse(text).ok_or_else(|| {
+                    E::custom(format!(
+                        "Invalid value {text} for configuration acks: String must be one of: all, -1, 0, 1"
+                    ))
+                })
+            }
+            fn visit_i64<E: serde::de::Error>(self, number: i64) -> Result<Acks, E> {
+                self.visit_str(&number.to_string())
+            }
+            fn visit_u64<E: serde::de::Error>(self, number: u64) -> Result<Acks, E> {
+                self.visit_str(&number.to_string())
+            }
+            fn visit_f64<E: serde::de::Error>(self, number: f64) -> Result<Acks, E> {
+                if number.fract() == 0.0 && number.abs() < 1e9 {
+                    self.visit_i64(number as i64)
+                } else {
+                    self.visit_str(&number.to_string())
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 /// What the leader does with a produce request when it arrives.

@@ -148,8 +148,9 @@ pub struct ProducedRecord {
     pub lost: bool,
 }
 
-/// Counts for the end of a run.
+/// Counts for the end of a run (camelCase in JSON, as every JS result).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Summary {
     /// Records producers sent.
     pub produced: u64,

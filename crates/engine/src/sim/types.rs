@@ -707,7 +707,7 @@ impl Message {
                 batches,
                 ..
             } => {
-                let mut text = format!("Produce acks={acks:?} timeoutMs={timeout_ms}");
+                let mut text = format!("Produce acks={acks} timeoutMs={timeout_ms}");
                 if let Some((producer_id, epoch, _)) = batches.first().and_then(|(_, batch)| batch.idempotence) {
                     text.push_str(&format!(" producerId={producer_id} producerEpoch={epoch}"));
                 }

@@ -72,7 +72,7 @@ pub struct ProducerView {
     /// The topic it writes.
     pub topic: String,
     /// `0`, `1` or `all`.
-    pub acks: String,
+    pub acks: Acks,
     /// `linger.ms`.
     pub linger_ms: u64,
     /// `batch.size` in bytes.
@@ -576,12 +576,7 @@ impl Simulation {
                 ProducerView {
                     id: producer.id,
                     topic: producer.config.topic.clone(),
-                    acks: match producer.config.acks {
-                        Acks::None => "0",
-                        Acks::Leader => "1",
-                        Acks::All => "all",
-                    }
-                    .to_string(),
+                    acks: producer.config.acks,
                     linger_ms: producer.config.linger_ms,
                     batch_size: producer.config.batch_size,
                     waiting: producer.waiting.len(),

@@ -1301,7 +1301,7 @@ fn one_produce_request_carries_a_batch_per_partition_to_their_leader_and_one_res
     assert_eq!(requests.len(), 3, "one request per leader: {requests:#?}");
     for (to, summary) in &requests {
         assert_eq!(summary.matches(" records=").count(), 2, "{to}: {summary}");
-        assert!(summary.contains("acks=All timeoutMs=30000"), "{summary}");
+        assert!(summary.contains("acks=all timeoutMs=30000"), "{summary}");
     }
     let responses: Vec<&String> = simulation
         .trace()
