@@ -171,6 +171,32 @@ test('acks=all with min.insync.replicas=2 refuses writes once two brokers are go
   await page.close();
 });
 
+test('knob fields take typing while the map plays, and a value that is not a number is quoted back', async () => {
+  // The map plays by default and redraws every frame.
+  const { page, problems } = await openApp(browser);
+  assert.equal(await live(page).getByTestId('cluster-play').getAttribute('aria-pressed'), 'true');
+  const lag = live(page).getByTestId('knob-lag');
+  await lag.click({ clickCount: 3 });
+  // One key every 80 ms: several frames redraw between keys.
+  await page.keyboard.type('45000', { delay: 80 });
+  await page.waitForTimeout(300);
+  assert.equal(await lag.inputValue(), '45000', 'a redraw put the old value back while typing');
+  await page.keyboard.press('Enter');
+  await page.waitForTimeout(300);
+  assert.equal(await lag.inputValue(), '45000');
+  assert.match(await live(page).getByTestId('recent-events').innerText(), /set replica\.lag\.time\.max\.ms=45000/);
+
+  const linger = live(page).getByTestId('knob-linger');
+  await linger.click({ clickCount: 3 });
+  await page.keyboard.type('4a', { delay: 80 });
+  await page.keyboard.press('Enter');
+  assert.match(await live(page).getByTestId('knob-error').innerText(), /linger\.ms must be a whole number .*\(got "4a"\)/);
+  assert.equal(await linger.inputValue(), '4a', 'what was typed stays next to its message');
+  await live(page).getByTestId('cluster-play').click();
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('shape knobs start a new run, bad values get a message, and the topology exports as Mermaid', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
   await live(page).getByTestId('knob-rf').fill('5');

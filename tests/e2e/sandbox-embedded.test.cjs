@@ -180,6 +180,25 @@ test('without WebAssembly, the page says kafkascope could not start', async () =
   await page.close();
 });
 
+test('while the code downloads, a progress indicator shows; it goes once the app starts', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  let release;
+  const gate = new Promise((resolve) => { release = resolve; });
+  await page.route(/\.wasm$/, async (route) => { await gate; await route.continue(); });
+  await page.goto(APP_URL);
+  const loading = page.getByTestId('startup-loading');
+  await loading.waitFor({ timeout: 10000 });
+  assert.equal(await loading.getAttribute('role'), 'status');
+  assert.match(await loading.innerText(), /Loading kafkascope/);
+  assert.equal(await loading.locator('progress').count(), 1);
+  await page.screenshot({ path: screenshotPath('startup-loading'), fullPage: true });
+  release();
+  await page.getByTestId('partition').waitFor({ timeout: 30000 });
+  assert.equal(await page.getByTestId('startup-loading').count(), 0);
+  assert.equal(await page.getByTestId('startup-failed').count(), 0);
+  await page.close();
+});
+
 test('a load that stalls shows the message after 20 s; a started app never shows it', async () => {
   const stalled = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   await stalled.clock.install();

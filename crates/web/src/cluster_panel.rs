@@ -22,6 +22,7 @@ use crate::cluster_model::{
     parse_knob, setup_config, Setup, ASSIGNORS, DEFAULT_SEED,
 };
 use crate::export::MermaidExport;
+use crate::knob::KnobInput;
 use crate::map::ClusterMap;
 use crate::map_model::{inspect, layout_at, mermaid};
 
@@ -729,7 +730,7 @@ pub fn cluster_panel() -> Html {
                                 </select>
                             </label>
                             <label>{ "min.insync.replicas " }
-                                <input type="number" min="1" max="9" data-testid="knob-min-insync" value={min_insync.to_string()} onchange={live("min.insync.replicas")} />
+                                <KnobInput live=true testid="knob-min-insync" value={min_insync.to_string()} onchange={live("min.insync.replicas")} />
                             </label>
                             <label>
                                 <input type="checkbox" data-testid="knob-unclean" checked={config.unclean_leader_election_enable} onchange={live("unclean.leader.election.enable")} />
@@ -740,25 +741,25 @@ pub fn cluster_panel() -> Html {
                                 config.unclean_leader_election_interval_ms / 1_000
                             ) }</p>
                             <label>{ "replica.lag.time.max.ms " }
-                                <input type="number" min="100" data-testid="knob-lag" value={config.replica_lag_time_max_ms.to_string()} onchange={live("replica.lag.time.max.ms")} />
+                                <KnobInput live=true testid="knob-lag" value={config.replica_lag_time_max_ms.to_string()} onchange={live("replica.lag.time.max.ms")} />
                             </label>
                             <label>{ "linger.ms " }
-                                <input type="number" min="0" data-testid="knob-linger" value={linger.to_string()} onchange={live("linger.ms")} />
+                                <KnobInput live=true testid="knob-linger" value={linger.to_string()} onchange={live("linger.ms")} />
                             </label>
                         </fieldset>
                         <fieldset>
                             <legend>{ "Shape: these start a new run" }</legend>
-                            <label>{ "brokers " }<input type="number" min="1" max="9" data-testid="knob-brokers" value={setup.brokers.to_string()} onchange={setup_field("brokers")} /></label>
-                            <label>{ "partitions " }<input type="number" min="1" max="24" data-testid="knob-partitions" value={setup.partitions.to_string()} onchange={setup_field("partitions")} /></label>
-                            <label>{ "replication factor " }<input type="number" min="1" max="9" data-testid="knob-rf" value={setup.replication_factor.to_string()} onchange={setup_field("replication factor")} /></label>
+                            <label>{ "brokers " }<KnobInput testid="knob-brokers" value={setup.brokers.to_string()} onchange={setup_field("brokers")} /></label>
+                            <label>{ "partitions " }<KnobInput testid="knob-partitions" value={setup.partitions.to_string()} onchange={setup_field("partitions")} /></label>
+                            <label>{ "replication factor " }<KnobInput testid="knob-rf" value={setup.replication_factor.to_string()} onchange={setup_field("replication factor")} /></label>
                             <label>{ "assignor " }
                                 <select data-testid="knob-assignor" onchange={on_assignor}>
                                     { for ASSIGNORS.iter().map(|name| html! { <option value={*name} selected={setup.assignor == *name}>{ *name }</option> }) }
                                 </select>
                             </label>
-                            <label>{ "billing consumers " }<input type="number" min="0" max="8" data-testid="knob-billing" value={setup.billing.to_string()} onchange={setup_field("billing consumers")} /></label>
-                            <label>{ "search consumers " }<input type="number" min="0" max="8" data-testid="knob-search" value={setup.search.to_string()} onchange={setup_field("search consumers")} /></label>
-                            <label>{ "seed " }<input type="number" min="0" data-testid="knob-seed" value={setup.seed.to_string()} onchange={setup_field("seed")} /></label>
+                            <label>{ "billing consumers " }<KnobInput testid="knob-billing" value={setup.billing.to_string()} onchange={setup_field("billing consumers")} /></label>
+                            <label>{ "search consumers " }<KnobInput testid="knob-search" value={setup.search.to_string()} onchange={setup_field("search consumers")} /></label>
+                            <label>{ "seed " }<KnobInput testid="knob-seed" value={setup.seed.to_string()} onchange={setup_field("seed")} /></label>
                             <button type="submit" data-testid="knob-apply">{ "Start a new run with these" }</button>
                         </fieldset>
                         { if let Some(message) = &*knob_error { html! { <p class="error" role="alert" data-testid="knob-error">{ message }</p> } } else { html! {} } }

@@ -9,6 +9,7 @@ pub mod app;
 pub mod cluster_model;
 pub mod cluster_panel;
 pub mod export;
+pub mod knob;
 pub mod map;
 pub mod map_model;
 pub mod sandbox;
