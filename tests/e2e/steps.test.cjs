@@ -157,7 +157,7 @@ test('why shows the chain of causes; a fork discards the future; the steps expor
   // The map beside the diagram shows the state at this step: the producer's
   // refusal, and orders-1 led by broker-3 alone.
   assert.match(await within(page, 'node-producer-0').textContent(), /NOT_ENOUGH_REPLICAS/);
-  assert.match(await within(page, 'replica-3-orders-1').getAttribute('aria-label'), /: leader, in sync/);
+  assert.match(await within(page, 'replica-3-orders-1').locator(':scope > title').textContent(), /: leader, in sync/);
   await within(page, 'step-why').click();
   const chain = await within(page, 'why-chain').locator('li').allInnerTexts();
   assert.ok(chain.length >= 2, JSON.stringify(chain));
@@ -169,7 +169,7 @@ test('why shows the chain of causes; a fork discards the future; the steps expor
   // (The controller has committed the election; broker-1 itself learns it
   // from the next metadata update.)
   assert.match(await within(page, 'last-election').textContent(), /→ broker-1 \(epoch \d+, UNCLEAN\)/);
-  assert.match(await within(page, 'replica-1-orders-1').getAttribute('aria-label'), /in sync, log end offset 10,/);
+  assert.match(await within(page, 'replica-1-orders-1').locator(':scope > title').textContent(), /in sync, log end offset 10,/);
   await within(page, 'filter-name').selectOption('');
   await chooseStory(page, 'happy-path');
   await filterName(page, 'input');

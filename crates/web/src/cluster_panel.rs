@@ -711,7 +711,7 @@ pub fn cluster_panel() -> Html {
                                     { for inspection.facts.iter().map(|(name, value)| html! { <><dt>{ name }</dt><dd>{ value }</dd></> }) }
                                 </dl>
                                 { if inspection.messages.is_empty() { html! {} } else { html! {
-                                    <ul class="messages-now" data-testid="inspector-messages">
+                                    <ul class="messages-now" data-testid="inspector-messages" tabindex="0" aria-label="messages in flight">
                                         { for inspection.messages.iter().map(|line| html! { <li>{ line }</li> }) }
                                     </ul>
                                 } } }
@@ -768,7 +768,7 @@ pub fn cluster_panel() -> Html {
                 <div class="recent">
                     <h3>{ "What just happened" }</h3>
                     { if recent.is_empty() { html! { <p class="muted">{ "Nothing yet beyond routine traffic: kill a broker, turn a knob or add a consumer." }</p> } } else { html! {
-                        <ol class="recent-events" data-testid="recent-events" reversed=true>
+                        <ol class="recent-events" data-testid="recent-events" reversed=true tabindex="0" aria-label="what just happened, newest first">
                             { for recent.iter().map(|line| html! { <li>{ line }</li> }) }
                         </ol>
                     } } }
@@ -794,7 +794,7 @@ fn tool_panels(props: &ToolProps) -> Html {
     html! {
         <div class="tools">
                     <h3><code>{ "kafka-topics --describe" }</code></h3>
-                    <table class="tool" data-testid="topics-table">
+                    <table class="tool" data-testid="topics-table" tabindex="0" aria-label="kafka-topics --describe (scrolls sideways)">
                         <thead><tr><th>{ "Topic" }</th><th>{ "Partition" }</th><th>{ "Leader" }</th><th>{ "Replicas" }</th><th>{ "Isr" }</th><th>{ "Elr" }</th><th>{ "LastKnownElr" }</th><th>{ "Status" }</th></tr></thead>
                         <tbody>
                             { for topics.iter().map(|row| html! {
@@ -812,7 +812,7 @@ fn tool_panels(props: &ToolProps) -> Html {
                         </tbody>
                     </table>
                     <h3><code>{ "kafka-consumer-groups --describe --all-groups" }</code></h3>
-                    <table class="tool" data-testid="groups-table">
+                    <table class="tool" data-testid="groups-table" tabindex="0" aria-label="kafka-consumer-groups --describe (scrolls sideways)">
                         <thead><tr><th>{ "GROUP" }</th><th>{ "TOPIC" }</th><th>{ "PARTITION" }</th><th>{ "CURRENT-OFFSET" }</th><th>{ "LOG-END-OFFSET" }</th><th>{ "LAG" }</th><th>{ "CONSUMER-ID" }</th></tr></thead>
                         <tbody>
                             { for groups.iter().map(|row| html! {
@@ -831,7 +831,7 @@ fn tool_panels(props: &ToolProps) -> Html {
                         quorum.leader_id, quorum.leader_epoch, quorum.high_watermark, quorum.max_follower_lag, quorum.voters, quorum.observers, quorum.down
                     ) }</pre>
                     <h3><code>{ "kafka-metadata-quorum describe --replication" }</code></h3>
-                    <table class="tool" data-testid="quorum-replication">
+                    <table class="tool" data-testid="quorum-replication" tabindex="0" aria-label="kafka-metadata-quorum describe --replication (scrolls sideways)">
                         <thead><tr><th>{ "NodeId" }</th><th>{ "LogEndOffset" }</th><th>{ "Lag" }</th><th>{ "LastFetchTimestamp" }</th><th>{ "LastCaughtUpTimestamp" }</th><th>{ "Status" }</th></tr></thead>
                         <tbody>
                             { for quorum.replication.iter().map(|row| html! {

@@ -31,6 +31,8 @@ svg.map .row { fill: var(--m-row); }
 svg.map .node, svg.map .replica, svg.map .member, svg.map .edge { cursor: pointer; }
 svg.map .node:focus, svg.map .replica:focus, svg.map .member:focus, svg.map .edge:focus { outline: none; }
 svg.map .node:focus-visible > .frame, svg.map .node.selected > .frame { stroke: var(--m-focus); stroke-width: 3; }
+svg.map .node-header .header-hit { fill: transparent; stroke: none; }
+svg.map .node-header:focus-visible .header-hit { stroke: var(--m-focus); stroke-width: 3; }
 svg.map .replica:focus-visible .row, svg.map .replica.selected .row, svg.map .member:focus-visible .row, svg.map .member.selected .row { stroke: var(--m-focus); stroke-width: 2; }
 svg.map .controller.active .frame { stroke: var(--m-accent); stroke-width: 2.5; }
 svg.map .controller.down .frame, svg.map .broker-node.dead .frame { stroke-dasharray: 5 3; opacity: 0.6; }
@@ -108,7 +110,7 @@ fn edge_view(edge: &MapEdge, selected: bool, reduced_motion: bool, on_select: &C
     let middle = edge.at(0.5);
     html! {
         <g class={classes!("edge", kind_class(edge.kind), selected.then_some("selected"))}
-            role="button" tabindex="0" aria-label={edge.label.clone()} aria-pressed={selected.to_string()}
+            role="button" tabindex="0" aria-pressed={selected.to_string()}
             data-testid={format!("edge-{}", edge.key.replace("->", "-to-"))} onclick={click} onkeydown={key}>
             <title>{ &edge.label }</title>
             <path class="hit" d={edge.path()} />
@@ -120,8 +122,14 @@ fn edge_view(edge: &MapEdge, selected: bool, reduced_motion: bool, on_select: &C
     }
 }
 
+/// Drawn text. Hidden from assistive technology: every selectable thing on
+/// the map is named by its `<title>`, which says all its text says (and
+/// more), and a screen reader reads that instead of the scattered
+/// fragments. (A `<title>` rather than `aria-label`: a name must contain
+/// the visible text when it is an `aria-label`, and the drawn fragments are
+/// abbreviations.)
 fn text(x: f64, y: f64, class: &'static str, content: impl Into<String>) -> Html {
-    html! { <text x={format!("{x:.1}")} y={format!("{y:.1}")} class={class}>{ content.into() }</text> }
+    html! { <text x={format!("{x:.1}")} y={format!("{y:.1}")} class={class} aria-hidden="true">{ content.into() }</text> }
 }
 
 fn short_partition(name: &str) -> String {
@@ -155,8 +163,9 @@ fn replica_view(broker: u32, row: &ReplicaRow, is_selected: bool, on_select: &Ca
     let hw_x = bar_x + bar_w * fraction(row.high_watermark);
     html! {
         <g class={classes!("replica", row.role.clone(), (!row.in_sync).then_some("out-of-sync"), is_selected.then_some("selected"))}
-            role="button" tabindex="0" aria-label={row.label(broker)}
+            role="button" tabindex="0"
             data-testid={format!("replica-{broker}-{}", row.partition)} onclick={click} onkeydown={key}>
+            <title>{ row.label(broker) }</title>
             <rect class="row" x={format!("{:.1}", rect.x)} y={format!("{:.1}", rect.y)} width={format!("{:.1}", rect.w)} height={format!("{:.1}", rect.h)} />
             { text(rect.x + 2.0, rect.y + 10.5, "partition", short_partition(&row.partition)) }
             { text(rect.x + 58.0, rect.y + 10.5, "badge-text", row.badge()) }
@@ -286,8 +295,9 @@ fn node_view(node: &MapNode, selected: &Option<String>, on_select: &Callback<Str
                     );
                     html! {
                         <g class={classes!("member", member.phase.clone(), member_selected.then_some("selected"))}
-                            role="button" tabindex="0" aria-label={label} data-testid={format!("member-{}", member.name)}
+                            role="button" tabindex="0" data-testid={format!("member-{}", member.name)}
                             onclick={click} onkeydown={key}>
+                            <title>{ label }</title>
                             <rect class="row" x={format!("{:.1}", r.x)} y={format!("{:.1}", r.y)} width={format!("{:.1}", r.w)} height={format!("{:.1}", r.h)} rx="4" />
                             { text(r.x + 4.0, r.y + 13.0, "title small", format!("{} · {}", member.name, member.phase)) }
                             { if member.partitions.is_empty() {
@@ -302,9 +312,26 @@ fn node_view(node: &MapNode, selected: &Option<String>, on_select: &Callback<Str
             </> },
         ),
     };
+    // A broker holds replica buttons and a group member buttons: such a box
+    // is a labelled group (a button may not contain buttons), selected by
+    // a click anywhere on it or by its header button from the keyboard.
+    if matches!(node.body, NodeBody::Broker { .. } | NodeBody::Group { .. }) {
+        return html! {
+            <g class={classes!("node", class, is_selected.then_some("selected"))} role="group"
+                aria-label={node.label.clone()} data-testid={format!("node-{}", node.name)} onclick={click}>
+                <title>{ &node.label }</title>
+                { inner }
+                <g class="node-header" role="button" tabindex="0" aria-label={format!("select {}", node.name)}
+                    aria-pressed={is_selected.to_string()} data-testid={format!("select-{}", node.name)} onkeydown={key}>
+                    <rect class="header-hit" x={format!("{:.1}", rect.x)} y={format!("{:.1}", rect.y)}
+                        width={format!("{:.1}", rect.w)} height="20" rx="6" />
+                </g>
+            </g>
+        };
+    }
     html! {
         <g class={classes!("node", class, is_selected.then_some("selected"))} role="button" tabindex="0"
-            aria-label={node.label.clone()} aria-pressed={is_selected.to_string()}
+            aria-pressed={is_selected.to_string()}
             data-testid={format!("node-{}", node.name)} onclick={click} onkeydown={key}>
             <title>{ &node.label }</title>
             { inner }

@@ -151,8 +151,11 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
                 };
                 html! {
                     <g class={classes!("row", current.then_some("current"))} role="button" tabindex="0"
-                        aria-label={format!("step {}: {}", index + 1, step.caption)} aria-current={current.then_some("step")}
+                        aria-current={current.then_some("step")}
                         data-testid={format!("seq-step-{}", index + 1)} onclick={pick} onkeydown={key}>
+                        // Named by its title: an aria-label would have to
+                        // contain the drawn (abbreviated) text.
+                        <title>{ format!("step {}: {}", index + 1, step.caption) }</title>
                         <rect class="band" x="0" y={format!("{y:.1}")} width={format!("{width:.1}")} height={format!("{ROW_H:.1}")} />
                         <text class="time" x="4" y={format!("{:.1}", y + 11.0)}>{ format!("{} ms", step.time) }</text>
                         { body }

@@ -12,6 +12,8 @@ pub struct Pins {
     pub trunk: String,
     pub binaryen: String,
     pub playwright_core: String,
+    /// axe-core, for the accessibility checks in the browser tests.
+    pub axe_core: String,
 }
 
 /// Loads `tools.toml` and checks its mirrors.
@@ -30,6 +32,7 @@ pub fn load() -> Outcome<Pins> {
         trunk: get("trunk")?,
         binaryen: get("binaryen")?,
         playwright_core: get("playwright-core")?,
+        axe_core: get("axe-core")?,
     };
 
     let lock = read(&root.join("Cargo.lock"))?;

@@ -198,11 +198,16 @@ fn ensure_cargo_tool(program: &str, crate_name: &str, version: &str, locked: boo
     run(&mut command).map_err(|error| format!("could not install {crate_name} {version}: {error}"))
 }
 
-/// Installs binaryen and playwright-core with npm into `target/tools/node`.
+/// Installs binaryen, playwright-core and axe-core with npm into
+/// `target/tools/node`.
 fn ensure_npm_tools(pins: &Pins) -> Outcome<PathBuf> {
     let prefix = target_dir().join("tools/node");
     let node_modules = prefix.join("node_modules");
-    let wanted = [("binaryen", &pins.binaryen), ("playwright-core", &pins.playwright_core)];
+    let wanted = [
+        ("binaryen", &pins.binaryen),
+        ("playwright-core", &pins.playwright_core),
+        ("axe-core", &pins.axe_core),
+    ];
     let missing: Vec<String> = wanted
         .iter()
         .filter(|(name, version)| npm_package_version(&node_modules, name).as_deref() != Some(version.as_str()))
