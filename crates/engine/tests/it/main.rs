@@ -9,4 +9,5 @@ mod partitioning;
 mod producer_state_vectors;
 mod replication;
 mod simulator;
+mod tidy;
 mod vectors;
