@@ -116,7 +116,7 @@ test('a syntax error shows its line and column', async () => {
   await page.close();
 });
 
-test('the editor indents with Tab and runs with Ctrl+Enter', async () => {
+test('the editor indents with Tab, runs with Ctrl+Enter, and Escape then Tab leaves it', async () => {
   const { page } = await openApp(browser);
   const editor = page.getByTestId('sandbox-editor');
   await editor.fill('');
@@ -128,6 +128,12 @@ test('the editor indents with Tab and runs with Ctrl+Enter', async () => {
   await page.keyboard.press('Control+Enter');
   await waitForRun(page, before);
   assert.match(await page.getByTestId('sandbox-console').innerText(), /tabbed/);
+  // Escape, then Tab, leaves the editor; the text is untouched.
+  await editor.focus();
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('Tab');
+  assert.notEqual(await page.evaluate(() => document.activeElement?.dataset?.testid), 'sandbox-editor');
+  assert.equal(await editor.inputValue(), "  console.log('tabbed')");
   await page.close();
 });
 

@@ -168,6 +168,13 @@ pub fn parse_knob(name: &str, text: &str, range: std::ops::RangeInclusive<u64>) 
     }
 }
 
+/// A count with its noun, singular or plural as the count needs ("1
+/// member", "2 members").
+pub fn count_of(count: impl Into<u64>, singular: &str, plural: &str) -> String {
+    let count = count.into();
+    format!("{count} {}", if count == 1 { singular } else { plural })
+}
+
 /// One sentence saying what the cluster is made of.
 pub fn describe_config(config: &ClusterConfig) -> String {
     let topics: Vec<String> = config
@@ -175,8 +182,11 @@ pub fn describe_config(config: &ClusterConfig) -> String {
         .iter()
         .map(|topic| {
             format!(
-                "{} ({} partitions, RF {}, min.insync.replicas {})",
-                topic.name, topic.partitions, topic.replication_factor, topic.min_insync_replicas
+                "{} ({}, RF {}, min.insync.replicas {})",
+                topic.name,
+                count_of(topic.partitions, "partition", "partitions"),
+                topic.replication_factor,
+                topic.min_insync_replicas
             )
         })
         .collect();
@@ -522,6 +532,9 @@ mod tests {
         simulation.run_until(10_000);
         assert_eq!(describe_topics(&simulation.view()).len(), 36);
         assert!(describe_config(&bench_config()).starts_with("6 brokers"));
+        assert_eq!(count_of(1u64, "member", "members"), "1 member");
+        assert_eq!(count_of(0u64, "member", "members"), "0 members");
+        assert_eq!(count_of(2u64, "batch", "batches"), "2 batches");
     }
 
     #[test]

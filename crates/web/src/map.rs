@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
+use crate::cluster_model::count_of;
 use crate::map_model::{EdgeKind, MapEdge, MapModel, MapNode, NodeBody, ReplicaRow, WIDTH};
 
 /// The map's own style, inside the SVG so a downloaded copy looks the same.
@@ -246,9 +247,9 @@ fn node_view(node: &MapNode, selected: &Option<String>, on_select: &Callback<Str
                     { text(x, y + 16.0, "title", node.name.clone()) }
                     { text(x, y + 30.0, "detail", format!("→ {} · acks={} · linger {} ms", producer.topic, producer.acks, producer.linger_ms)) }
                     { text(x, y + 46.0, "detail", format!(
-                        "buffer: {} records, {} batches{}",
-                        producer.buffered_records,
-                        producer.buffered_batches,
+                        "buffer: {}, {}{}",
+                        count_of(producer.buffered_records as u64, "record", "records"),
+                        count_of(producer.buffered_batches as u64, "batch", "batches"),
                         if producer.waiting > 0 { format!(" (+{} await metadata)", producer.waiting) } else { String::new() }
                     )) }
                     <rect class="bar-bg" x={format!("{x:.1}")} y={format!("{:.1}", y + 50.0)} width={format!("{gauge_w:.1}")} height="6" />
@@ -281,7 +282,7 @@ fn node_view(node: &MapNode, selected: &Option<String>, on_select: &Callback<Str
             html! { <>
                 { frame("box") }
                 { text(x, y + 15.0, "title", format!("group {name}")) }
-                { text(x, y + 29.0, "state", if *rebalancing { format!("⏸ REBALANCING · gen {generation}") } else { format!("STABLE · gen {generation}") }) }
+                { text(x, y + 29.0, "state", if *rebalancing { format!("REBALANCING (reads paused) · gen {generation}") } else { format!("STABLE · gen {generation}") }) }
                 { for members.iter().map(|member| {
                     let member_selected = selected.as_deref() == Some(member.name.as_str());
                     let (click, key) = selectable(member.name.clone(), on_select);

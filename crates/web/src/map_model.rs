@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::cluster_model::count_of;
 use kafkascope_engine::sim::view::{ClusterView, ConsumerView, MessageView, ProducerView};
 
 /// The map's width in SVG units (it scales to its container).
@@ -422,8 +423,12 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
             name: format!("producer-{}", producer.id),
             rect,
             label: format!(
-                "producer-{} writing {}, acks={}, {} records buffered, {} requests in flight",
-                producer.id, producer.topic, producer.acks, producer.buffered_records, producer.in_flight
+                "producer-{} writing {}, acks={}, {} buffered, {} in flight",
+                producer.id,
+                producer.topic,
+                producer.acks,
+                count_of(producer.buffered_records as u64, "record", "records"),
+                count_of(producer.in_flight as u64, "request", "requests")
             ),
             body: NodeBody::Producer(producer.clone()),
         });
@@ -485,8 +490,8 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
             name: format!("group-{group}"),
             rect,
             label: format!(
-                "consumer group {group}, {} members{}",
-                active.len(),
+                "consumer group {group}, {}{}",
+                count_of(active.len() as u64, "member", "members"),
                 if rebalancing { ", rebalancing" } else { "" }
             ),
             body: NodeBody::Group {
@@ -865,7 +870,7 @@ pub fn inspect(view: &ClusterView, model: &MapModel, selected: &str) -> Option<I
                     ("Topic".into(), producer.topic.clone()),
                     ("acks".into(), producer.acks.to_string()),
                     ("linger.ms".into(), producer.linger_ms.to_string()),
-                    ("Buffered".into(), format!("{} records in {} batches ({} bytes)", producer.buffered_records, producer.buffered_batches, producer.buffered_bytes)),
+                    ("Buffered".into(), format!("{} in {} ({})", count_of(producer.buffered_records as u64, "record", "records"), count_of(producer.buffered_batches as u64, "batch", "batches"), count_of(producer.buffered_bytes, "byte", "bytes"))),
                     ("Waiting for metadata".into(), producer.waiting.to_string()),
                     ("Producer id".into(), match (producer.idempotent, producer.producer_id) {
                         (false, _) => "none (not idempotent)".into(),

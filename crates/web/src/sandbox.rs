@@ -87,11 +87,18 @@ pub fn sandbox() -> Html {
             code.set(event.target_unchecked_into::<HtmlTextAreaElement>().value());
         })
     };
+    // Escape, then Tab, leaves the editor (the way out of a field that
+    // takes Tab for indenting, as WAI-ARIA's practices for editors advise).
+    let escaped = use_mut_ref(|| false);
     let on_keydown = {
         let code = code.clone();
         let run = run.clone();
         let editor = editor.clone();
         Callback::from(move |event: KeyboardEvent| {
+            let leaving = std::mem::replace(&mut *escaped.borrow_mut(), event.key() == "Escape");
+            if leaving && event.key() == "Tab" {
+                return;
+            }
             if event.key() == "Enter" && (event.ctrl_key() || event.meta_key()) {
                 event.prevent_default();
                 run.emit(());
@@ -149,7 +156,7 @@ pub fn sandbox() -> Html {
             <p class="hint">
                 { "JavaScript with the engine's API in scope: " }
                 <code>{ "partitionFor, murmur2, simulateKeyless, assign, assignStats, rebalance, Cluster, show, partitionMap" }</code>
-                { ". It runs in an isolated worker with no network, storage or page access. Ctrl+Enter runs; Tab indents." }
+                { ". It runs in an isolated worker with no network, storage or page access. Ctrl+Enter runs; Tab indents; Escape then Tab leaves the editor." }
             </p>
             <div class="form-row">
                 <label for="sandbox-example">{ "Example" }</label>

@@ -43,10 +43,7 @@ fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
 }
 
 fn relative(path: &Path) -> String {
-    path.strip_prefix(repo())
-        .unwrap_or(path)
-        .to_string_lossy()
-        .into_owned()
+    path.strip_prefix(repo()).unwrap_or(path).to_string_lossy().into_owned()
 }
 
 #[test]
