@@ -79,9 +79,15 @@ test('every story plays in the browser with its captions, chapters and outcomes'
 
 test('every story opens at the step its link names, from Learn or from an address', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
+  // The learner's map has run for 10 s; a Learn link must not reload the
+  // page and throw that away.
+  await page.getByTestId('cluster').getByTestId('cluster-run-10s').click();
+  const mapTime = await page.getByTestId('cluster').getByTestId('cluster-time').textContent();
   await page.getByTestId('learn-exercise').click();
   await page.waitForFunction(() => document.querySelector('[data-testid="steps"]')?.dataset.story === 'exercise');
   assert.equal(await attr(page, 'data-step'), '1');
+  assert.equal(await page.getByTestId('cluster').getByTestId('cluster-time').textContent(), mapTime, 'the page reloaded');
+  assert.match(page.url(), /\?play=0&story=exercise&step=1#steps$/);
   for (const id of Object.keys(STORIES)) {
     await page.goto(`${page.url().split('?')[0]}?play=0&story=${id}&step=4`, { waitUntil: 'networkidle' });
     await steps(page).waitFor();
@@ -92,6 +98,16 @@ test('every story opens at the step its link names, from Learn or from an addres
   }
   assert.deepEqual(problems, []);
   await page.close();
+});
+
+test('loading the page never rewrites its address', async () => {
+  for (const address of ['?preset=bench&play=0#sandbox', '?play=0&story=happy-path&step=3#map']) {
+    const { page, problems } = await openApp(browser, { query: address });
+    await page.waitForTimeout(500);
+    assert.ok(page.url().endsWith(address), `${page.url()} is not ${address}`);
+    assert.deepEqual(problems, []);
+    await page.close();
+  }
 });
 
 test('the happy path shows metadata, produce, append, fetch, high watermark and acknowledgement in order', async () => {

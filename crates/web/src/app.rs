@@ -127,13 +127,42 @@ pub fn learn() -> Html {
         ("two-groups", "See two groups read the same partitions, each with its own offsets."),
         ("exercise", "Put it together: continue, error and loss, one after the other."),
     ];
+    // A Learn link opens its story in Sequence steps without loading the
+    // page again (which would throw away the learner's map): the address
+    // changes, the steps section follows it, and the page scrolls there.
+    let open_story = |id: &'static str| {
+        Callback::from(move |event: MouseEvent| {
+            if event.ctrl_key() || event.meta_key() || event.shift_key() || event.button() != 0 {
+                return; // a new tab or window loads it as usual
+            }
+            event.prevent_default();
+            let Some(window) = web_sys::window() else { return };
+            let query = window.location().search().unwrap_or_default();
+            if let Some(story) = crate::sequence_model::story(id) {
+                let url = crate::sequence_model::merged_link(&query, story, 0);
+                if let Ok(history) = window.history() {
+                    let _ = history.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&url));
+                }
+            }
+            if let Ok(navigate) = web_sys::Event::new(crate::sequence_model::NAVIGATE_EVENT) {
+                let _ = window.dispatch_event(&navigate);
+            }
+            if let Some(steps) = window
+                .document()
+                .and_then(|document| document.get_element_by_id("steps"))
+            {
+                steps.scroll_into_view();
+            }
+        })
+    };
     html! {
         <section id="learn" class="card learn" aria-labelledby="learn-title" data-testid="learn">
             <h2 id="learn-title">{ "Learn" }</h2>
             <p class="hint">{ "A path through the stories; each opens in Sequence steps at its first step. Then try the same on the live map: kill a leader, turn acks down, add a consumer." }</p>
             <ol>
                 { for paths.iter().map(|(id, what)| html! {
-                    <li><a href={format!("?story={id}&step=1#steps")} data-testid={format!("learn-{id}")}>{ *id }</a>{ format!(" — {what}") }</li>
+                    <li><a href={format!("?story={id}&step=1#steps")} data-testid={format!("learn-{id}")}
+                        onclick={open_story(id)}>{ *id }</a>{ format!(" — {what}") }</li>
                 }) }
             </ol>
         </section>

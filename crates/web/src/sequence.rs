@@ -16,7 +16,9 @@ use yew::prelude::*;
 use crate::export::MermaidExport;
 use crate::map::ClusterMap;
 use crate::map_model::{layout, requester_first};
-use crate::sequence_model::{lifelines, link, mermaid, parse_link, story, Filter, Step, StepKind, StoryRun, STORIES};
+use crate::sequence_model::{
+    lifelines, link, merged_link, mermaid, parse_link, story, Filter, Step, StepKind, StoryRun, NAVIGATE_EVENT, STORIES,
+};
 
 fn page_query() -> String {
     web_sys::window()
@@ -239,8 +241,57 @@ pub fn sequence_steps() -> Html {
     let (story_def, total) = loaded.unwrap_or((&STORIES[0], 0));
     let index = (*current).min(total.saturating_sub(1));
     let deep_link = link(story_def, index);
-    // The address bar follows the step, so it can be shared.
-    use_effect_with(deep_link.clone(), |link| set_url(link));
+    // The address bar follows the step once the learner moves, so it can be
+    // shared; loading the page never rewrites it (a preset, `play=0` or a
+    // section's #anchor stay as they were).
+    let loaded_once = use_mut_ref(|| false);
+    {
+        let query_story = story_def;
+        use_effect_with(deep_link.clone(), move |_| {
+            if std::mem::replace(&mut *loaded_once.borrow_mut(), true) {
+                set_url(&merged_link(&page_query(), query_story, index));
+            }
+        });
+    }
+    // A Learn link changes the address without loading the page again and
+    // says so with NAVIGATE_EVENT; the back button too (`popstate`). Either
+    // way the story and step the address names open here.
+    {
+        let run = run.clone();
+        let current = current.clone();
+        let filter = filter.clone();
+        let redraw = redraw.clone();
+        let playing = playing.clone();
+        use_effect_with((), move |_| {
+            let follow = wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || {
+                let query = page_query();
+                let (linked, step) = parse_link(&query);
+                let Some(chosen) = linked else { return };
+                let same = run.borrow().as_ref().is_some_and(|run| run.story.id == chosen.id);
+                if !same {
+                    *run.borrow_mut() = StoryRun::start(chosen).ok();
+                }
+                playing.set(false);
+                filter.set(Filter::default());
+                current.set(step.map_or(0, |step| step.saturating_sub(1)));
+                redraw.force_update();
+            });
+            let window = web_sys::window();
+            if let Some(window) = &window {
+                for name in [NAVIGATE_EVENT, "popstate"] {
+                    let _ = window.add_event_listener_with_callback(name, follow.as_ref().unchecked_ref());
+                }
+            }
+            move || {
+                if let Some(window) = &window {
+                    for name in [NAVIGATE_EVENT, "popstate"] {
+                        let _ = window.remove_event_listener_with_callback(name, follow.as_ref().unchecked_ref());
+                    }
+                }
+                drop(follow);
+            }
+        });
+    }
 
     // The steps the filter keeps, as indices into all steps.
     let visible: Vec<usize> = run

@@ -1161,9 +1161,41 @@ pub fn link(story: &StoryDef, step: usize) -> String {
     format!("?story={}&step={}#steps", story.id, step + 1)
 }
 
+/// The address after moving to a step: the page's other query parameters
+/// (a preset, `play=0` …) kept in their order, `story` and `step` set.
+pub fn merged_link(current_query: &str, story: &StoryDef, step: usize) -> String {
+    let mut pairs: Vec<String> = current_query
+        .trim_start_matches('?')
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .filter(|pair| {
+            let key = pair.split('=').next().unwrap_or_default();
+            key != "story" && key != "step"
+        })
+        .map(str::to_string)
+        .collect();
+    pairs.push(format!("story={}", story.id));
+    pairs.push(format!("step={}", step + 1));
+    format!("?{}#steps", pairs.join("&"))
+}
+
+/// The event the page sends itself when it changes the address without
+/// loading again (a Learn link): the steps section reads the address.
+pub const NAVIGATE_EVENT: &str = "kafkascope-navigate";
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn moving_to_a_step_keeps_the_other_query_parameters() {
+        let story = story("exercise").expect("a story");
+        assert_eq!(merged_link("", story, 0), "?story=exercise&step=1#steps");
+        assert_eq!(
+            merged_link("?preset=bench&story=happy-path&play=0&step=9", story, 3),
+            "?preset=bench&play=0&story=exercise&step=4#steps"
+        );
+    }
 
     #[test]
     fn produce_and_init_producer_id_captions_follow_their_summaries() {
