@@ -100,6 +100,27 @@ test('every story opens at the step its link names, from Learn or from an addres
   await page.close();
 });
 
+test('a link to no such story or step says so; a filter that hides the current step moves to the nearest shown one', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0&story=no-such-story&step=2' });
+  await steps(page).waitFor();
+  assert.match(await within(page, 'link-problem').innerText(), /"no-such-story" that does not exist/);
+  await page.goto(`${page.url().split('?')[0]}?play=0&story=happy-path&step=999`, { waitUntil: 'networkidle' });
+  await steps(page).waitFor();
+  assert.match(await within(page, 'link-problem').innerText(), /step 999, but the story has steps 1 to \d+/);
+  assert.equal(await attr(page, 'data-step'), await attr(page, 'data-steps'), 'the nearest step is the last');
+  await within(page, 'step-first').click();
+  assert.equal(await within(page, 'link-problem').count(), 0, 'moving clears the message');
+
+  // The first step comes before any produce request; a filter on Produce
+  // hides it, and the steps move to the nearest step the filter keeps.
+  await filterName(page, 'Produce');
+  const step = Number(await attr(page, 'data-step'));
+  assert.ok(step > 1, `still at step ${step}`);
+  assert.match(await caption(page), /produce/i);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('loading the page never rewrites its address', async () => {
   for (const address of ['?preset=bench&play=0#sandbox', '?play=0&story=happy-path&step=3#map']) {
     const { page, problems } = await openApp(browser, { query: address });

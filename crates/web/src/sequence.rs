@@ -17,7 +17,8 @@ use crate::export::MermaidExport;
 use crate::map::ClusterMap;
 use crate::map_model::{layout, requester_first};
 use crate::sequence_model::{
-    lifelines, link, merged_link, mermaid, parse_link, story, Filter, Step, StepKind, StoryRun, NAVIGATE_EVENT, STORIES,
+    lifelines, link, link_problem, merged_link, mermaid, nearest_shown, parse_link, story, Filter, Step, StepKind,
+    StoryRun, NAVIGATE_EVENT, STORIES,
 };
 
 fn page_query() -> String {
@@ -237,6 +238,13 @@ pub fn sequence_steps() -> Html {
     let pace = use_state(|| 900u32);
     let fork_choice = use_state(|| "kill-1".to_string());
 
+    // A link that names no story or no such step says so, until the
+    // learner moves.
+    let problem = {
+        let steps = run.borrow().as_ref().map_or(0, |run| run.steps.len());
+        let query = query.clone();
+        use_state(move || link_problem(&query, steps))
+    };
     let loaded = run.borrow().as_ref().map(|run| (run.story, run.steps.len()));
     let (story_def, total) = loaded.unwrap_or((&STORIES[0], 0));
     let index = (*current).min(total.saturating_sub(1));
@@ -262,9 +270,11 @@ pub fn sequence_steps() -> Html {
         let filter = filter.clone();
         let redraw = redraw.clone();
         let playing = playing.clone();
+        let problem = problem.clone();
         use_effect_with((), move |_| {
             let follow = wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || {
                 let query = page_query();
+                problem.set(None);
                 let (linked, step) = parse_link(&query);
                 let Some(chosen) = linked else { return };
                 let same = run.borrow().as_ref().is_some_and(|run| run.story.id == chosen.id);
@@ -311,7 +321,9 @@ pub fn sequence_steps() -> Html {
     let go = {
         let current = current.clone();
         let why_open = why_open.clone();
+        let problem = problem.clone();
         Callback::from(move |target: usize| {
+            problem.set(None);
             why_open.set(false);
             current.set(target);
         })
@@ -411,8 +423,11 @@ pub fn sequence_steps() -> Html {
             }
         })
     };
+    // A filter that hides the current step moves to the nearest shown one.
     let filter_field = |field: &'static str| {
         let filter = filter.clone();
+        let run = run.clone();
+        let current = current.clone();
         Callback::from(move |event: Event| {
             let value = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
             let value = (!value.is_empty()).then_some(value);
@@ -421,6 +436,21 @@ pub fn sequence_steps() -> Html {
                 "partition" => next.partition = value,
                 "node" => next.node = value,
                 _ => next.name = value,
+            }
+            let shown: Vec<usize> = run
+                .borrow()
+                .as_ref()
+                .map(|run| {
+                    run.steps
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, step)| next.keeps(step))
+                        .map(|(at, _)| at)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some(nearest) = nearest_shown(&shown, index) {
+                current.set(nearest);
             }
             filter.set(next);
         })
@@ -527,6 +557,7 @@ pub fn sequence_steps() -> Html {
             data-testid="steps" data-story={story_def.id} data-step={(index + 1).to_string()} data-steps={total.to_string()}
             data-trace-hash={format!("{trace_hash:016x}")} data-time={view.time_ms.to_string()}>
             <h2 id="steps-title">{ "Sequence steps: the run, message by message" }</h2>
+            { if let Some(problem) = &*problem { html! { <p class="error" role="alert" data-testid="link-problem">{ problem }</p> } } else { html! {} } }
             <div class="story-bar">
                 <label>{ "Story " }
                     <select data-testid="story-select" onchange={on_story}>

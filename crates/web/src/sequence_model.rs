@@ -1179,6 +1179,48 @@ pub fn merged_link(current_query: &str, story: &StoryDef, step: usize) -> String
     format!("?{}#steps", pairs.join("&"))
 }
 
+/// The shown step nearest to `index` (the earlier one on a tie), when a
+/// filter hides `index` itself; `None` when it is shown or nothing is.
+pub fn nearest_shown(visible: &[usize], index: usize) -> Option<usize> {
+    if visible.contains(&index) {
+        return None;
+    }
+    visible
+        .iter()
+        .copied()
+        .min_by_key(|&shown| (shown.abs_diff(index), shown))
+}
+
+/// What is wrong with a link's story or step, in one sentence for the
+/// page, given how many steps the story it opened has.
+pub fn link_problem(query: &str, steps: usize) -> Option<String> {
+    for pair in query.trim_start_matches('?').split('&') {
+        match pair.split_once('=') {
+            Some(("story", value)) if story(value).is_none() => {
+                return Some(format!(
+                    "This link names a story \"{value}\" that does not exist (the stories are {}); here is the first one.",
+                    STORIES.iter().map(|story| story.id).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            Some(("step", value)) => match value.parse::<usize>() {
+                Ok(step) if (1..=steps.max(1)).contains(&step) => {}
+                Ok(step) => {
+                    return Some(format!(
+                        "This link names step {step}, but the story has steps 1 to {steps}; here is the nearest."
+                    ))
+                }
+                Err(_) => {
+                    return Some(format!(
+                        "This link's step \"{value}\" is not a step number; here is the story from its first step."
+                    ))
+                }
+            },
+            _ => {}
+        }
+    }
+    None
+}
+
 /// The event the page sends itself when it changes the address without
 /// loading again (a Learn link): the steps section reads the address.
 pub const NAVIGATE_EVENT: &str = "kafkascope-navigate";
@@ -1186,6 +1228,20 @@ pub const NAVIGATE_EVENT: &str = "kafkascope-navigate";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hidden_step_gives_way_to_the_nearest_shown_one_and_bad_links_are_named() {
+        assert_eq!(nearest_shown(&[2, 5, 9], 5), None);
+        assert_eq!(nearest_shown(&[2, 5, 9], 7), Some(5));
+        assert_eq!(nearest_shown(&[2, 6], 4), Some(2));
+        assert_eq!(nearest_shown(&[], 4), None);
+        assert_eq!(link_problem("?story=happy-path&step=3", 40), None);
+        assert!(
+            link_problem("?story=nope&step=1", 40).is_some_and(|text| text.contains("\"nope\" that does not exist"))
+        );
+        assert!(link_problem("?story=happy-path&step=99", 40).is_some_and(|text| text.contains("steps 1 to 40")));
+        assert!(link_problem("?step=x", 40).is_some_and(|text| text.contains("\"x\" is not a step number")));
+    }
 
     #[test]
     fn moving_to_a_step_keeps_the_other_query_parameters() {
