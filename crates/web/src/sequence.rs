@@ -33,6 +33,19 @@ fn set_url(query: &str) {
     }
 }
 
+/// The steps `filter` keeps, as indices into all of the run's steps.
+fn shown_steps(run: Option<&StoryRun>, filter: &Filter) -> Vec<usize> {
+    run.map(|run| {
+        run.steps
+            .iter()
+            .enumerate()
+            .filter(|(_, step)| filter.keeps(step))
+            .map(|(index, _)| index)
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
 /// Steps shown before and after the current one in the diagram.
 const BEFORE: usize = 8;
 const AFTER: usize = 12;
@@ -304,18 +317,7 @@ pub fn sequence_steps() -> Html {
     }
 
     // The steps the filter keeps, as indices into all steps.
-    let visible: Vec<usize> = run
-        .borrow()
-        .as_ref()
-        .map(|run| {
-            run.steps
-                .iter()
-                .enumerate()
-                .filter(|(_, step)| filter.keeps(step))
-                .map(|(index, _)| index)
-                .collect()
-        })
-        .unwrap_or_default();
+    let visible = shown_steps(run.borrow().as_ref(), &filter);
     let place = visible.partition_point(|&shown| shown < index);
 
     let go = {
@@ -437,18 +439,7 @@ pub fn sequence_steps() -> Html {
                 "node" => next.node = value,
                 _ => next.name = value,
             }
-            let shown: Vec<usize> = run
-                .borrow()
-                .as_ref()
-                .map(|run| {
-                    run.steps
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, step)| next.keeps(step))
-                        .map(|(at, _)| at)
-                        .collect()
-                })
-                .unwrap_or_default();
+            let shown = shown_steps(run.borrow().as_ref(), &next);
             if let Some(nearest) = nearest_shown(&shown, index) {
                 current.set(nearest);
             }
