@@ -197,6 +197,26 @@ test('knob fields take typing while the map plays, and a value that is not a num
   await page.close();
 });
 
+test('the speed menu says when this device cannot keep up with the speed asked for', async () => {
+  const { page, problems } = await openApp(browser, { query: '?preset=bench' });
+  // A device six times slower cannot play the bench cluster at 100×.
+  await live(page).getByTestId('cluster-speed').selectOption('100000');
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Emulation.setCPUThrottlingRate', { rate: 6 });
+  await page.waitForFunction(() => document.querySelector('[data-testid="speed-reached"]'), null, { timeout: 20000 });
+  const [reached, note] = await page.evaluate(() => {
+    const section = document.querySelector('[data-testid="cluster"]');
+    return [Number(section.dataset.speedReached), section.querySelector('[data-testid="speed-reached"]')?.textContent];
+  });
+  assert.ok(reached > 0 && reached < 90000, `reached ${reached} ms per second`);
+  assert.match(note, /^reaching [\d.]+× \(this device cannot keep up\)$/);
+  await cdp.send('Emulation.setCPUThrottlingRate', { rate: 1 });
+  await live(page).getByTestId('cluster-play').click();
+  assert.equal(await live(page).getByTestId('speed-reached').count(), 0, 'paused: nothing is being reached');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('shape knobs start a new run, bad values get a message, and the topology exports as Mermaid', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
   await live(page).getByTestId('knob-rf').fill('5');

@@ -168,6 +168,28 @@ pub fn parse_knob(name: &str, text: &str, range: std::ops::RangeInclusive<u64>) 
     }
 }
 
+/// The speed the play loop actually reached, in simulated milliseconds
+/// per real second, from `(real ms, simulated ms)` samples: `None` until
+/// they span a second of real time.
+pub fn reached_speed(samples: &[(f64, u64)]) -> Option<f64> {
+    let (first, last) = (samples.first()?, samples.last()?);
+    let real = last.0 - first.0;
+    (real >= 1_000.0).then(|| (last.1.saturating_sub(first.1)) as f64 * 1_000.0 / real)
+}
+
+/// A speed in simulated ms per real second as the speed menu writes it
+/// (`1×` is real time).
+pub fn speed_label(speed: f64) -> String {
+    let factor = speed / 1_000.0;
+    if factor >= 10.0 {
+        format!("{factor:.0}×")
+    } else if factor >= 1.0 {
+        format!("{factor:.1}×")
+    } else {
+        format!("{factor:.2}×")
+    }
+}
+
 /// A count with its noun, singular or plural as the count needs ("1
 /// member", "2 members").
 pub fn count_of(count: impl Into<u64>, singular: &str, plural: &str) -> String {
@@ -533,6 +555,14 @@ mod tests {
         assert_eq!(describe_topics(&simulation.view()).len(), 36);
         assert!(describe_config(&bench_config()).starts_with("6 brokers"));
         assert_eq!(count_of(1u64, "member", "members"), "1 member");
+        assert_eq!(reached_speed(&[(0.0, 0), (500.0, 50_000)]), None);
+        assert_eq!(
+            reached_speed(&[(0.0, 0), (500.0, 20_000), (2_000.0, 84_000)]),
+            Some(42_000.0)
+        );
+        assert_eq!(speed_label(42_000.0), "42×");
+        assert_eq!(speed_label(1_500.0), "1.5×");
+        assert_eq!(speed_label(10.0), "0.01×");
         assert_eq!(count_of(0u64, "member", "members"), "0 members");
         assert_eq!(count_of(2u64, "batch", "batches"), "2 batches");
     }

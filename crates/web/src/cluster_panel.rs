@@ -19,7 +19,7 @@ use yew::prelude::*;
 
 use crate::cluster_model::{
     config_for_query, default_config, describe_config, describe_groups, describe_quorum, describe_topics, is_notable,
-    parse_knob, setup_config, Setup, ASSIGNORS, DEFAULT_SEED,
+    parse_knob, reached_speed, setup_config, speed_label, Setup, ASSIGNORS, DEFAULT_SEED,
 };
 use crate::export::MermaidExport;
 use crate::knob::KnobInput;
@@ -209,6 +209,9 @@ struct Clock {
     /// The latest trace events, moved out of the simulation after every
     /// action so a long run at full speed keeps bounded memory.
     trace: std::collections::VecDeque<kafkascope_engine::sim::trace::TraceEvent>,
+    /// (real ms, simulated ms) after each tick over the last two seconds:
+    /// the speed actually reached.
+    progress: std::collections::VecDeque<(f64, u64)>,
 }
 
 /// How many trace events the page keeps.
@@ -250,6 +253,12 @@ fn tick(simulation: &mut Simulation, clock: &mut Clock, speed: u64, rate: u32) {
     let started = now_ms();
     simulation.run_until(target);
     clock.collect_trace(simulation);
+    // Play, pause, a new speed and actions start the measure over.
+    let finished = now_ms();
+    clock.progress.push_back((finished, simulation.now()));
+    while clock.progress.front().is_some_and(|&(at, _)| finished - at > 2_000.0) {
+        clock.progress.pop_front();
+    }
     clock.simulation_costs.push_back(now_ms() - started);
     if clock.simulation_costs.len() > TICK_WINDOW {
         clock.simulation_costs.pop_front();
@@ -331,6 +340,7 @@ pub fn cluster_panel() -> Html {
             Callback::from(move |_: MouseEvent| {
                 apply(&mut simulation.borrow_mut(), action.clone());
                 clock.borrow_mut().collect_trace(&mut simulation.borrow_mut());
+                clock.borrow_mut().progress.clear();
                 redraw.force_update();
             })
         }
@@ -341,6 +351,8 @@ pub fn cluster_panel() -> Html {
         let redraw = redraw.clone();
         let clock = clock.clone();
         use_effect_with((*playing, *speed, *rate), move |&(playing, speed, rate)| {
+            // Play, pause and a new speed start the measure of the speed reached over.
+            clock.borrow_mut().progress.clear();
             let interval = playing.then(|| {
                 gloo_timers::callback::Interval::new(TICK_MS, move || {
                     tick(&mut simulation.borrow_mut(), &mut clock.borrow_mut(), speed, rate);
@@ -553,6 +565,15 @@ pub fn cluster_panel() -> Html {
         .take(12)
         .map(TraceEvent::line)
         .collect();
+    let reached = if *playing {
+        let progress = &clock.borrow().progress;
+        progress
+            .front()
+            .zip(progress.back())
+            .and_then(|(first, last)| reached_speed(&[*first, *last]))
+    } else {
+        None
+    };
     let simulation_costs = &clock.borrow().simulation_costs;
     let simulation_ms = if simulation_costs.is_empty() {
         0.0
@@ -648,7 +669,8 @@ pub fn cluster_panel() -> Html {
     html! {
         <section id="map" class="card cluster wide" aria-labelledby="cluster-title" tabindex="0" onkeydown={on_keydown}
             data-testid="cluster" data-events={view.events.to_string()}
-            data-tick-ms={format!("{tick_ms:.2}")} data-tick-samples={tick_samples.to_string()} data-simulation-ms={format!("{simulation_ms:.2}")}>
+            data-tick-ms={format!("{tick_ms:.2}")} data-tick-samples={tick_samples.to_string()} data-simulation-ms={format!("{simulation_ms:.2}")}
+            data-speed-reached={reached.map(|reached| format!("{reached:.0}"))}>
             <h2 id="cluster-title">{ "The map: a running cluster" }</h2>
             <p class="hint">
                 { describe_config(&config) }
@@ -665,6 +687,16 @@ pub fn cluster_panel() -> Html {
                         }) }
                     </select>
                 </label>
+                // The speed asked for is not always the speed reached: when
+                // the page cannot keep up, it says so.
+                { match reached {
+                    Some(reached) if reached < 0.9 * *speed as f64 => html! {
+                        <span class="muted" role="status" data-testid="speed-reached">
+                            { format!("reaching {} (this device cannot keep up)", speed_label(reached)) }
+                        </span>
+                    },
+                    _ => html! {},
+                } }
                 <label>{ "Records/s per producer while playing " }
                     <select data-testid="cluster-rate" onchange={on_rate}>
                         { for RATES.iter().map(|value| html! {
