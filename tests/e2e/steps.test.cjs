@@ -218,6 +218,18 @@ test('why shows the chain of causes; a fork discards the future; the steps expor
   }
   assert.match(await within(page, 'fork-list').innerText(), /kill broker-1, then kill broker-2, then kill broker-3/);
   assert.notEqual(Number(await attr(page, 'data-steps')), before);
+  // The forks are kept in the link: opening it replays them to the same run.
+  assert.match(page.url(), /&fork=\d+:kill-1,\d+:kill-2,\d+:kill-3#steps$/);
+  const forked = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await forked.goto(page.url(), { waitUntil: 'networkidle' });
+  await steps(forked).waitFor({ timeout: 30000 });
+  assert.equal(await attr(forked, 'data-trace-hash'), await attr(page, 'data-trace-hash'));
+  assert.equal(await attr(forked, 'data-step'), await attr(page, 'data-step'));
+  assert.match(await within(forked, 'fork-list').innerText(), /kill broker-1, then kill broker-2, then kill broker-3/);
+  await forked.goto(page.url().replace(/&fork=[^#]*/, '&fork=3:explode'), { waitUntil: 'networkidle' });
+  await steps(forked).waitFor({ timeout: 30000 });
+  assert.match(await within(forked, 'link-problem').innerText(), /fork "3:explode" names no such step or choice/);
+  await forked.close();
   // With every broker dead nothing is acknowledged any more.
   const kinds = await within(page, 'filter-name').locator('option').allTextContents();
   assert.ok(!kinds.includes('acknowledged'), JSON.stringify(kinds));

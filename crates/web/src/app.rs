@@ -139,7 +139,7 @@ pub fn learn() -> Html {
             let Some(window) = web_sys::window() else { return };
             let query = window.location().search().unwrap_or_default();
             if let Some(story) = crate::sequence_model::story(id) {
-                let url = crate::sequence_model::merged_link(&query, story, 0);
+                let url = crate::sequence_model::merged_link(&query, story, 0, &[]);
                 if let Ok(history) = window.history() {
                     let _ = history.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&url));
                 }

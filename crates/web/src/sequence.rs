@@ -5,6 +5,7 @@
 //! [`crate::sequence_model`]; the map is the same [`ClusterMap`] the live
 //! section draws.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use kafkascope_engine::replication::high_watermark::Acks;
@@ -17,8 +18,8 @@ use crate::export::MermaidExport;
 use crate::map::ClusterMap;
 use crate::map_model::{layout, requester_first};
 use crate::sequence_model::{
-    lifelines, link, link_problem, merged_link, mermaid, nearest_shown, parse_link, story, Filter, Step, StepKind,
-    StoryRun, NAVIGATE_EVENT, STORIES,
+    lifelines, link, link_problem, merged_link, mermaid, nearest_shown, parse_forks, parse_link, story, Filter,
+    ForkLink, Step, StepKind, StoryRun, NAVIGATE_EVENT, STORIES,
 };
 
 fn page_query() -> String {
@@ -234,7 +235,42 @@ fn fork_inputs(choice: &str) -> Vec<Input> {
 pub fn sequence_steps() -> Html {
     let query = use_memo((), |_| page_query());
     let (linked_story, linked_step) = parse_link(&query);
-    let run = use_mut_ref(|| StoryRun::start(linked_story.unwrap_or(&STORIES[0])).ok());
+    // A link's forks are replayed as they were made; one that names no
+    // such step or choice stops the replay there and says so.
+    let fork_problem = use_mut_ref(|| None::<String>);
+    let forks: Rc<RefCell<Vec<ForkLink>>> = use_mut_ref(Vec::new);
+    let run = {
+        let fork_problem = fork_problem.clone();
+        let forks = forks.clone();
+        let query = query.clone();
+        use_mut_ref(move || {
+            let mut run = StoryRun::start(linked_story.unwrap_or(&STORIES[0])).ok()?;
+            let linked_forks = parse_forks(&query).unwrap_or_else(|problem| {
+                *fork_problem.borrow_mut() = Some(problem);
+                Vec::new()
+            });
+            for (step, choice) in linked_forks {
+                let label = fork_choices(run.scenario.config.brokers)
+                    .into_iter()
+                    .find(|(value, _)| *value == choice)
+                    .map(|(_, label)| label);
+                match label {
+                    Some(label) if step < run.steps.len() => {
+                        run.fork(step, fork_inputs(&choice), label);
+                        forks.borrow_mut().push((step, choice));
+                    }
+                    _ => {
+                        *fork_problem.borrow_mut() = Some(format!(
+                            "This link's fork \"{}:{choice}\" names no such step or choice; the story opens without it.",
+                            step + 1
+                        ));
+                        break;
+                    }
+                }
+            }
+            Some(run)
+        })
+    };
     let redraw = use_force_update();
     let current = use_state(|| linked_step.map_or(0, |step| step.saturating_sub(1)));
     // A link to a step opens unfiltered, so the step is in view.
@@ -256,21 +292,23 @@ pub fn sequence_steps() -> Html {
     let problem = {
         let steps = run.borrow().as_ref().map_or(0, |run| run.steps.len());
         let query = query.clone();
-        use_state(move || link_problem(&query, steps))
+        let fork_problem = fork_problem.borrow().clone();
+        use_state(move || link_problem(&query, steps).or(fork_problem))
     };
     let loaded = run.borrow().as_ref().map(|run| (run.story, run.steps.len()));
     let (story_def, total) = loaded.unwrap_or((&STORIES[0], 0));
     let index = (*current).min(total.saturating_sub(1));
-    let deep_link = link(story_def, index);
+    let deep_link = link(story_def, index, &forks.borrow());
     // The address bar follows the step once the learner moves, so it can be
     // shared; loading the page never rewrites it (a preset, `play=0` or a
     // section's #anchor stay as they were).
     let loaded_once = use_mut_ref(|| false);
     {
         let query_story = story_def;
+        let forks = forks.clone();
         use_effect_with(deep_link.clone(), move |_| {
             if std::mem::replace(&mut *loaded_once.borrow_mut(), true) {
-                set_url(&merged_link(&page_query(), query_story, index));
+                set_url(&merged_link(&page_query(), query_story, index, &forks.borrow()));
             }
         });
     }
@@ -284,6 +322,7 @@ pub fn sequence_steps() -> Html {
         let redraw = redraw.clone();
         let playing = playing.clone();
         let problem = problem.clone();
+        let forks = forks.clone();
         use_effect_with((), move |_| {
             let follow = wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || {
                 let query = page_query();
@@ -293,6 +332,7 @@ pub fn sequence_steps() -> Html {
                 let same = run.borrow().as_ref().is_some_and(|run| run.story.id == chosen.id);
                 if !same {
                     *run.borrow_mut() = StoryRun::start(chosen).ok();
+                    forks.borrow_mut().clear();
                 }
                 playing.set(false);
                 filter.set(Filter::default());
@@ -407,6 +447,7 @@ pub fn sequence_steps() -> Html {
     };
     let on_story = {
         let run = run.clone();
+        let forks = forks.clone();
         let current = current.clone();
         let filter = filter.clone();
         let redraw = redraw.clone();
@@ -415,6 +456,7 @@ pub fn sequence_steps() -> Html {
             let id = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
             if let Some(chosen) = story(&id) {
                 *run.borrow_mut() = StoryRun::start(chosen).ok();
+                forks.borrow_mut().clear();
                 playing.set(false);
                 filter.set(Filter {
                     partition: chosen.focus.map(str::to_string),
@@ -454,6 +496,7 @@ pub fn sequence_steps() -> Html {
     };
     let on_fork = {
         let run = run.clone();
+        let forks = forks.clone();
         let fork_choice = fork_choice.clone();
         let current = current.clone();
         let redraw = redraw.clone();
@@ -468,6 +511,7 @@ pub fn sequence_steps() -> Html {
                 .find(|(value, _)| *value == *fork_choice)
                 .map_or_else(|| fork_choice.to_string(), |(_, label)| label);
             run.fork(index, fork_inputs(&fork_choice), label);
+            forks.borrow_mut().push((index, fork_choice.to_string()));
             current.set(run.step_at_or_after(at));
             drop(borrowed);
             redraw.force_update();

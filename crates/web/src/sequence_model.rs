@@ -1156,26 +1156,69 @@ pub fn parse_link(query: &str) -> (Option<&'static StoryDef>, Option<usize>) {
     (story_id, step)
 }
 
-/// The deep link of a step (1-based in the URL, as people count).
-pub fn link(story: &StoryDef, step: usize) -> String {
-    format!("?story={}&step={}#steps", story.id, step + 1)
+/// A fork a link replays: at which step (0-based) and which choice.
+pub type ForkLink = (usize, String);
+
+/// `fork=STEP:CHOICE,STEP:CHOICE` (steps 1-based), or nothing.
+fn fork_param(forks: &[ForkLink]) -> Option<String> {
+    (!forks.is_empty()).then(|| {
+        let list: Vec<String> = forks
+            .iter()
+            .map(|(step, choice)| format!("{}:{choice}", step + 1))
+            .collect();
+        format!("fork={}", list.join(","))
+    })
+}
+
+/// The forks a link names, in order; `Err` says what is wrong with them.
+pub fn parse_forks(query: &str) -> Result<Vec<ForkLink>, String> {
+    let Some(value) = query
+        .trim_start_matches('?')
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("fork="))
+    else {
+        return Ok(Vec::new());
+    };
+    value
+        .split(',')
+        .filter(|fork| !fork.is_empty())
+        .map(|fork| {
+            let parsed = fork.split_once(':').and_then(|(step, choice)| {
+                let step = step.parse::<usize>().ok().filter(|&step| step >= 1)?;
+                let plain = !choice.is_empty()
+                    && choice.chars().all(|character| {
+                        character.is_ascii_lowercase() || character.is_ascii_digit() || character == '-'
+                    });
+                plain.then(|| (step - 1, choice.to_string()))
+            });
+            parsed.ok_or_else(|| format!("This link's fork \"{fork}\" is not STEP:CHOICE; the story opens without it."))
+        })
+        .collect()
+}
+
+/// The deep link of a step (1-based in the URL, as people count), with the
+/// forks that led there.
+pub fn link(story: &StoryDef, step: usize, forks: &[ForkLink]) -> String {
+    merged_link("", story, step, forks)
 }
 
 /// The address after moving to a step: the page's other query parameters
-/// (a preset, `play=0` …) kept in their order, `story` and `step` set.
-pub fn merged_link(current_query: &str, story: &StoryDef, step: usize) -> String {
+/// (a preset, `play=0` …) kept in their order, `story`, `step` and the
+/// forks set.
+pub fn merged_link(current_query: &str, story: &StoryDef, step: usize, forks: &[ForkLink]) -> String {
     let mut pairs: Vec<String> = current_query
         .trim_start_matches('?')
         .split('&')
         .filter(|pair| !pair.is_empty())
         .filter(|pair| {
             let key = pair.split('=').next().unwrap_or_default();
-            key != "story" && key != "step"
+            key != "story" && key != "step" && key != "fork"
         })
         .map(str::to_string)
         .collect();
     pairs.push(format!("story={}", story.id));
     pairs.push(format!("step={}", step + 1));
+    pairs.extend(fork_param(forks));
     format!("?{}#steps", pairs.join("&"))
 }
 
@@ -1246,11 +1289,23 @@ mod tests {
     #[test]
     fn moving_to_a_step_keeps_the_other_query_parameters() {
         let story = story("exercise").expect("a story");
-        assert_eq!(merged_link("", story, 0), "?story=exercise&step=1#steps");
+        assert_eq!(merged_link("", story, 0, &[]), "?story=exercise&step=1#steps");
         assert_eq!(
-            merged_link("?preset=bench&story=happy-path&play=0&step=9", story, 3),
+            merged_link(
+                "?preset=bench&story=happy-path&play=0&step=9&fork=2:kill-1",
+                story,
+                3,
+                &[]
+            ),
             "?preset=bench&play=0&story=exercise&step=4#steps"
         );
+        let forks = vec![(11, "kill-1".to_string()), (29, "acks-1".to_string())];
+        let linked = link(story, 40, &forks);
+        assert_eq!(linked, "?story=exercise&step=41&fork=12:kill-1,30:acks-1#steps");
+        assert_eq!(parse_forks(linked.trim_end_matches("#steps")), Ok(forks));
+        assert_eq!(parse_forks("?story=x"), Ok(Vec::new()));
+        assert!(parse_forks("?fork=0:kill-1").is_err());
+        assert!(parse_forks("?fork=3:<script>").is_err());
     }
 
     #[test]
@@ -1518,6 +1573,6 @@ mod tests {
         assert!(roles.values().any(|role| role == "active"), "{roles:?}");
         let (none, no_step) = parse_link("?story=nope&step=x");
         assert!(none.is_none() && no_step.is_none());
-        assert_eq!(link(story.expect("story"), 6), "?story=two-groups&step=7#steps");
+        assert_eq!(link(story.expect("story"), 6, &[]), "?story=two-groups&step=7#steps");
     }
 }
