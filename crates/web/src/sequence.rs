@@ -19,7 +19,7 @@ use crate::map::ClusterMap;
 use crate::map_model::{layout, requester_first};
 use crate::sequence_model::{
     lifelines, link, link_problem, merged_link, mermaid, nearest_shown, parse_forks, parse_link, story, Filter,
-    ForkLink, Step, StepKind, StoryRun, NAVIGATE_EVENT, STORIES,
+    ForkLink, Step, StepKind, StoryDef, StoryRun, NAVIGATE_EVENT, STORIES,
 };
 
 fn page_query() -> String {
@@ -31,6 +31,33 @@ fn page_query() -> String {
 fn set_url(query: &str) {
     if let Some(history) = web_sys::window().and_then(|window| window.history().ok()) {
         let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(query));
+    }
+}
+
+/// What opening a story changes (from the picker, a Learn link or the back
+/// button): the run (started afresh unless it is that story already, and
+/// then without forks), the step, the filter, play stopped.
+#[derive(Clone)]
+struct StoryOpener {
+    run: Rc<RefCell<Option<StoryRun>>>,
+    forks: Rc<RefCell<Vec<ForkLink>>>,
+    current: UseStateHandle<usize>,
+    filter: UseStateHandle<Filter>,
+    playing: UseStateHandle<bool>,
+    redraw: UseForceUpdateHandle,
+}
+
+impl StoryOpener {
+    fn open(&self, chosen: &'static StoryDef, step: usize, filter: Filter) {
+        let same = self.run.borrow().as_ref().is_some_and(|run| run.story.id == chosen.id);
+        if !same {
+            *self.run.borrow_mut() = StoryRun::start(chosen).ok();
+            self.forks.borrow_mut().clear();
+        }
+        self.playing.set(false);
+        self.filter.set(filter);
+        self.current.set(step);
+        self.redraw.force_update();
     }
 }
 
@@ -315,29 +342,24 @@ pub fn sequence_steps() -> Html {
     // A Learn link changes the address without loading the page again and
     // says so with NAVIGATE_EVENT; the back button too (`popstate`). Either
     // way the story and step the address names open here.
+    let opener = StoryOpener {
+        run: run.clone(),
+        forks: forks.clone(),
+        current: current.clone(),
+        filter: filter.clone(),
+        playing: playing.clone(),
+        redraw: redraw.clone(),
+    };
     {
-        let run = run.clone();
-        let current = current.clone();
-        let filter = filter.clone();
-        let redraw = redraw.clone();
-        let playing = playing.clone();
+        let opener = opener.clone();
         let problem = problem.clone();
-        let forks = forks.clone();
         use_effect_with((), move |_| {
             let follow = wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || {
-                let query = page_query();
                 problem.set(None);
-                let (linked, step) = parse_link(&query);
+                let (linked, step) = parse_link(&page_query());
                 let Some(chosen) = linked else { return };
-                let same = run.borrow().as_ref().is_some_and(|run| run.story.id == chosen.id);
-                if !same {
-                    *run.borrow_mut() = StoryRun::start(chosen).ok();
-                    forks.borrow_mut().clear();
-                }
-                playing.set(false);
-                filter.set(Filter::default());
-                current.set(step.map_or(0, |step| step.saturating_sub(1)));
-                redraw.force_update();
+                // A link to a step opens unfiltered, so the step is in view.
+                opener.open(chosen, step.map_or(0, |step| step.saturating_sub(1)), Filter::default());
             });
             let window = web_sys::window();
             if let Some(window) = &window {
@@ -445,28 +467,16 @@ pub fn sequence_steps() -> Html {
         let playing = playing.clone();
         Callback::from(move |_: MouseEvent| playing.set(!*playing))
     };
-    let on_story = {
-        let run = run.clone();
-        let forks = forks.clone();
-        let current = current.clone();
-        let filter = filter.clone();
-        let redraw = redraw.clone();
-        let playing = playing.clone();
-        Callback::from(move |event: Event| {
-            let id = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
-            if let Some(chosen) = story(&id) {
-                *run.borrow_mut() = StoryRun::start(chosen).ok();
-                forks.borrow_mut().clear();
-                playing.set(false);
-                filter.set(Filter {
-                    partition: chosen.focus.map(str::to_string),
-                    ..Filter::default()
-                });
-                current.set(0);
-                redraw.force_update();
-            }
-        })
-    };
+    let on_story = Callback::from(move |event: Event| {
+        let id = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
+        if let Some(chosen) = story(&id) {
+            let focus = Filter {
+                partition: chosen.focus.map(str::to_string),
+                ..Filter::default()
+            };
+            opener.open(chosen, 0, focus);
+        }
+    });
     // A filter that hides the current step moves to the nearest shown one.
     let filter_field = |field: &'static str| {
         let filter = filter.clone();
