@@ -39,3 +39,27 @@ for (const [width, height] of [[1280, 900], [390, 844]]) {
     await page.close();
   });
 }
+
+test('the first Tab stops are links to every section, each moving focus there; on the map, boxes come before edges', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const sections = await page.locator('main > section[id]').evaluateAll((all) => all.map((section) => section.id));
+  const links = [];
+  for (let index = 0; index < sections.length; index++) {
+    await page.keyboard.press('Tab');
+    links.push(await page.evaluate(() => document.activeElement.getAttribute('href')));
+  }
+  assert.deepEqual([...links].sort(), sections.map((id) => `#${id}`).sort(), 'a link to each section, first in tab order');
+  for (const id of sections) {
+    await page.locator(`.app-nav a[href="#${id}"]`).focus();
+    await page.keyboard.press('Enter');
+    await page.waitForFunction((wanted) => document.activeElement?.closest('section')?.id === wanted, id);
+  }
+  // Tab order inside the map: every box (and the rows in it) before any edge.
+  const order = await page.getByTestId('cluster').getByTestId('map').evaluate((map) => [...map.querySelectorAll('[tabindex="0"]')]
+    .map((element) => (element.closest('.edge-buttons') ? 'edge' : 'box')));
+  const firstEdge = order.indexOf('edge');
+  assert.ok(firstEdge > 0, 'edges are focusable');
+  assert.ok(order.slice(firstEdge).every((kind) => kind === 'edge'), `boxes after an edge: ${order.join(' ')}`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});

@@ -5,6 +5,8 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
 const { launch, openApp, screenshotPath } = require('./browser.cjs');
 
 let browser;
@@ -28,16 +30,44 @@ const scrub = async (page, position) => {
 };
 const filterName = async (page, name) => within(page, 'filter-name').selectOption(name);
 
-const STORIES = {
-  'happy-path': { chapter: /must first learn who leads orders-0/, last: /./ },
-  'acks1-loss': { chapter: /cut off from the leader/, outcome: 'loss' },
-  'acks-all-refuses': { chapter: /min.insync.replicas=2, an acks=all write must be refused/, outcome: 'error' },
-  'unclean-election': { chapter: /unclean.leader.election.enable lets the controller choose it/, outcome: 'loss' },
-  'controller-failover': { chapter: /The active controller dies/, event: 'controller-elected' },
-  'idle-consumer': { chapter: /the rebalance can give it nothing/, event: 'rebalance', text: /gets nothing and idles/ },
+// The stories are the scenario files with a `story` block, in their order:
+// a new story is one scenario file, and it is tested here with no change.
+const SCENARIOS = path.join(__dirname, '..', '..', 'scenarios');
+const scenarios = fs.readdirSync(SCENARIOS)
+  .filter((file) => file.endsWith('.json'))
+  .map((file) => JSON.parse(fs.readFileSync(path.join(SCENARIOS, file), 'utf8')))
+  .filter((scenario) => scenario.story)
+  .sort((a, b) => a.story.order - b.story.order);
+// What a story must show beyond its chapters and the outcome its
+// expectations imply.
+const EXTRA = {
+  'controller-failover': { event: 'controller-elected' },
+  'idle-consumer': { event: 'rebalance', text: /gets nothing and idles/ },
   'two-groups': { event: 'rebalance', text: /consumer-\d gets orders-0, orders-1, orders-2/ },
-  exercise: { chapter: /Expect: error \(NOT_ENOUGH_REPLICAS\)/, outcome: 'loss' },
+  'follower-leaves-isr': { event: 'isr-changed', text: /\[3, 2\] → \[3, 2, 1\]/ },
 };
+const STORIES = Object.fromEntries(scenarios.map((scenario) => {
+  const expects = scenario.expect.map((expectation) => expectation.type);
+  const outcome = expects.includes('recordsLost') || expects.includes('someRecordsLost') ? 'loss'
+    : expects.includes('producerError') ? 'error' : undefined;
+  return [scenario.story.id, {
+    chapters: (scenario.story.chapters || []).map((chapter) => chapter.text),
+    inputs: scenario.inputs.length,
+    outcome,
+    ...EXTRA[scenario.story.id],
+  }];
+}));
+
+test('the stories are the scenario files with a story block, listed in their order on Learn and in the picker', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const picker = await within(page, 'story-select').locator('option').evaluateAll((options) => options.map((option) => option.value));
+  assert.deepEqual(picker, Object.keys(STORIES));
+  const learn = await page.getByTestId('learn').locator('a[data-testid^="learn-"]').evaluateAll((links) => links.map((link) => link.dataset.testid.slice('learn-'.length)));
+  assert.deepEqual(learn, Object.keys(STORIES));
+  assert.ok(Object.keys(STORIES).includes('follower-leaves-isr'), 'the story added as one scenario file is listed');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
 
 test('every story plays in the browser with its captions, chapters and outcomes', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
@@ -49,16 +79,18 @@ test('every story plays in the browser with its captions, chapters and outcomes'
     await within(page, 'step-play').click();
     await page.waitForFunction((from) => Number(document.querySelector('[data-testid="steps"]').dataset.step) > from, start, { timeout: 5000 });
     await within(page, 'step-play').click();
-    if (expected.chapter) {
+    if (expected.chapters.length) {
       await filterName(page, 'input');
       await within(page, 'step-first').click();
       const chapters = [];
-      for (let index = 0; index < 12; index++) {
+      for (let index = 0; index < expected.inputs; index++) {
         const chapter = within(page, 'step-chapter');
         if (await chapter.count()) chapters.push(await chapter.innerText());
         await within(page, 'step-next').click();
       }
-      assert.ok(chapters.some((text) => expected.chapter.test(text)), `${id}: chapters ${JSON.stringify(chapters)}`);
+      for (const text of expected.chapters) {
+        assert.ok(chapters.some((shown) => shown.includes(text)), `${id}: ${JSON.stringify(text)} not among ${JSON.stringify(chapters)}`);
+      }
     }
     if (expected.outcome) {
       await filterName(page, expected.outcome === 'loss' ? 'records-lost' : 'produce-failed');

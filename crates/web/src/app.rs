@@ -61,7 +61,7 @@ pub fn key_partitioner() -> Html {
     let result = key_placement(&key, &partition_count_text);
 
     html! {
-        <section id="partitioner" class="card" aria-labelledby="partitioner-title">
+        <section id="partitioner" class="card" aria-labelledby="partitioner-title" tabindex="-1">
             <h2 id="partitioner-title">{ "Which partition does a key go to?" }</h2>
             <div class="form-row">
                 <label for="key-input">{ "Key" }</label>
@@ -113,20 +113,11 @@ fn placement_view(placement: &KeyPlacement) -> Html {
     }
 }
 
-/// Learn: a path through the page, story by story. (The lesson material
-/// itself is still to come.)
+/// Learn: a path through the page, story by story, in the stories' order
+/// (each scenario file's `story` block gives its place and its sentence).
+/// (The lesson material itself is still to come.)
 #[function_component(Learn)]
 pub fn learn() -> Html {
-    let paths: [(&str, &str); 8] = [
-        ("happy-path", "Follow ten records from the producer to the leader, to the followers, past the high watermark, to a consumer and its commit."),
-        ("acks1-loss", "See why acks=1 can lose acknowledged records when the leader dies alone."),
-        ("acks-all-refuses", "See acks=all with min.insync.replicas=2 refuse writes instead of losing them."),
-        ("unclean-election", "See an unclean election trade data for availability."),
-        ("controller-failover", "Watch the KRaft quorum elect a new active controller."),
-        ("idle-consumer", "See why a group never has more busy members than partitions."),
-        ("two-groups", "See two groups read the same partitions, each with its own offsets."),
-        ("exercise", "Put it together: continue, error and loss, one after the other."),
-    ];
     // A Learn link opens its story in Sequence steps without loading the
     // page again (which would throw away the learner's map): the address
     // changes, the steps section follows it, and the page scrolls there.
@@ -156,13 +147,16 @@ pub fn learn() -> Html {
         })
     };
     html! {
-        <section id="learn" class="card learn" aria-labelledby="learn-title" data-testid="learn">
+        <section id="learn" class="card learn" aria-labelledby="learn-title" data-testid="learn" tabindex="-1">
             <h2 id="learn-title">{ "Learn" }</h2>
             <p class="hint">{ "A path through the stories; each opens in Sequence steps at its first step. Then try the same on the live map: kill a leader, turn acks down, add a consumer." }</p>
             <ol>
-                { for paths.iter().map(|(id, what)| html! {
-                    <li><a href={format!("?story={id}&step=1#steps")} data-testid={format!("learn-{id}")}
-                        onclick={open_story(id)}>{ *id }</a>{ format!(" — {what}") }</li>
+                { for crate::sequence_model::stories().iter().map(|story| {
+                    let id = story.id.as_str();
+                    html! {
+                        <li><a href={format!("?story={id}&step=1#steps")} data-testid={format!("learn-{id}")}
+                            onclick={open_story(id)}>{ id }</a>{ format!(" — {}", story.story().learn) }</li>
+                    }
                 }) }
             </ol>
         </section>

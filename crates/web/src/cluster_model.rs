@@ -6,7 +6,7 @@
 use kafkascope_engine::sim::config::{ClusterConfig, ConsumerConfig, OffsetReset, ProducerConfig, TopicConfig};
 use kafkascope_engine::sim::trace::TraceKind;
 use kafkascope_engine::sim::types::NodeId;
-use kafkascope_engine::sim::view::ClusterView;
+use kafkascope_engine::sim::view::{ClusterView, Role};
 
 /// The seed a fresh page starts with.
 pub const DEFAULT_SEED: u64 = 1;
@@ -255,11 +255,11 @@ pub struct TopicRow {
 pub fn describe_topics(view: &ClusterView) -> Vec<TopicRow> {
     view.partitions
         .iter()
-        .filter(|partition| !partition.topic.starts_with("__"))
+        .filter(|partition| !partition.internal)
         .map(|partition| TopicRow {
             topic: partition.topic.clone(),
             name: partition.partition.clone(),
-            partition: partition_number(&partition.partition),
+            partition: partition.index,
             leader: partition.leader.map_or("none".to_string(), |leader| leader.to_string()),
             replicas: join(&partition.replicas),
             isr: join(&partition.isr),
@@ -298,7 +298,7 @@ pub fn describe_groups(view: &ClusterView) -> Vec<GroupRow> {
         .iter()
         .flat_map(|consumer| {
             consumer.partitions.iter().map(move |owned| {
-                let (topic, partition) = split_partition(&owned.partition);
+                let (topic, partition) = (owned.topic.clone(), owned.index);
                 GroupRow {
                     group: consumer.group.clone(),
                     topic,
@@ -347,15 +347,33 @@ pub struct QuorumReplicaRow {
     pub lag: usize,
     pub last_fetch_ms: String,
     pub last_caught_up_ms: String,
-    /// `Leader`, `Follower` or `Observer`.
-    pub status: &'static str,
+    pub status: QuorumMember,
+}
+
+/// What a controller or broker is to the metadata quorum, as
+/// `kafka-metadata-quorum describe --replication` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuorumMember {
+    Leader,
+    Follower,
+    Observer,
+}
+
+impl std::fmt::Display for QuorumMember {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            QuorumMember::Leader => "Leader",
+            QuorumMember::Follower => "Follower",
+            QuorumMember::Observer => "Observer",
+        })
+    }
 }
 
 pub fn describe_quorum(view: &ClusterView) -> QuorumStatus {
     let leader = view
         .controllers
         .iter()
-        .filter(|controller| controller.alive && controller.role == "leader")
+        .filter(|controller| controller.alive && controller.role == Role::Leader)
         .max_by_key(|controller| controller.epoch);
     let voters: Vec<u32> = view.controllers.iter().map(|controller| controller.id).collect();
     let down: Vec<u32> = view
@@ -373,14 +391,14 @@ pub fn describe_quorum(view: &ClusterView) -> QuorumStatus {
             lag: 0,
             last_fetch_ms: view.time_ms.to_string(),
             last_caught_up_ms: view.time_ms.to_string(),
-            status: "Leader",
+            status: QuorumMember::Leader,
         });
         for fetcher in &leader.fetchers {
             let (node_id, status) = match fetcher.node {
-                NodeId::Controller(id) => (id, "Follower"),
+                NodeId::Controller(id) => (id, QuorumMember::Follower),
                 NodeId::Broker(id) => {
                     observers.push(id);
-                    (id, "Observer")
+                    (id, QuorumMember::Observer)
                 }
                 _ => continue,
             };
@@ -396,7 +414,7 @@ pub fn describe_quorum(view: &ClusterView) -> QuorumStatus {
     }
     let max_follower_lag = replication
         .iter()
-        .filter(|row| row.status == "Follower")
+        .filter(|row| row.status == QuorumMember::Follower)
         .map(|row| row.lag)
         .max()
         .unwrap_or(0);
@@ -419,17 +437,6 @@ pub fn describe_quorum(view: &ClusterView) -> QuorumStatus {
 
 fn join(ids: &[u32]) -> String {
     ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
-}
-
-fn split_partition(name: &str) -> (String, u32) {
-    match name.rsplit_once('-') {
-        Some((topic, number)) => (topic.to_string(), number.parse().unwrap_or(0)),
-        None => (name.to_string(), 0),
-    }
-}
-
-fn partition_number(name: &str) -> u32 {
-    split_partition(name).1
 }
 
 /// Whether a trace event belongs in "What just happened": state changes
@@ -604,11 +611,11 @@ mod tests {
             input: Input::KillBroker { broker: coordinator },
         });
         simulation.run_until(now + 9_000);
-        let dead = format!("broker-{coordinator}");
+        let dead = NodeId::Broker(coordinator);
         let lost = simulation
             .take_trace()
             .iter()
-            .filter(|event| matches!(&event.kind, TraceKind::Dropped { to, .. } if to.to_string() == dead))
+            .filter(|event| matches!(&event.kind, TraceKind::Dropped { to, .. } if *to == dead))
             .count();
         // Three clients, two requests a lookup, one lookup per 100 ms at
         // most: under 600 in 9 s (at network speed it was thousands).

@@ -13,6 +13,7 @@ use kafkascope_engine::replication::high_watermark::Acks;
 use kafkascope_engine::sim::config::{ClusterConfig, ConfigChange, ConsumerConfig, Input, ScheduledInput};
 use kafkascope_engine::sim::trace::TraceEvent;
 use kafkascope_engine::sim::types::NodeId;
+use kafkascope_engine::sim::view::{ConsumerPhase, ProcessStatus};
 use kafkascope_engine::sim::Simulation;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
@@ -25,6 +26,7 @@ use crate::export::MermaidExport;
 use crate::knob::KnobInput;
 use crate::map::ClusterMap;
 use crate::map_model::{inspect, layout_at, mermaid};
+use crate::selection::Selection;
 
 fn page_query() -> String {
     web_sys::window()
@@ -309,7 +311,7 @@ pub fn cluster_panel() -> Html {
     let playing = use_state(|| !page_query().contains("play=0") && !prefers_reduced_motion());
     let speed = use_state(|| SPEEDS[2].0);
     let rate = use_state(|| if page_query().contains("preset=bench") { 5 } else { 1 });
-    let selected = use_state(|| None::<String>);
+    let selected = use_state(|| None::<Selection>);
     let setup = use_state(Setup::default);
     let knob_error = use_state(|| None::<String>);
     let reduced_motion = use_state(prefers_reduced_motion);
@@ -532,9 +534,9 @@ pub fn cluster_panel() -> Html {
     };
     // Stable while the selection stays, so unchanged map nodes skip
     // re-rendering.
-    let on_select = use_callback(selected.clone(), |name: String, selected| {
-        let again = selected.as_deref() == Some(name.as_str());
-        selected.set(if again { None } else { Some(name) });
+    let on_select = use_callback(selected.clone(), |selection: Selection, selected| {
+        let again = selected.as_ref() == Some(&selection);
+        selected.set(if again { None } else { Some(selection) });
     });
 
     let simulation_ref = simulation.borrow();
@@ -546,7 +548,9 @@ pub fn cluster_panel() -> Html {
     let topics = describe_topics(&view);
     let groups = describe_groups(&view);
     let quorum = describe_quorum(&view);
-    let inspection = selected.as_deref().and_then(|name| inspect(&view, &model, name));
+    let inspection = selected
+        .as_ref()
+        .and_then(|selection| inspect(&view, &model, selection));
     let costs = &clock.borrow().costs;
     let tick_ms = if costs.is_empty() {
         0.0
@@ -588,73 +592,74 @@ pub fn cluster_panel() -> Html {
     let min_insync = config.topics.first().map_or(1, |topic| topic.min_insync_replicas);
 
     // The inspector's actions for the selection.
-    let actions = selected.as_deref().map(|name| {
-        let node = name.split('/').next().unwrap_or(name);
-        let number = |prefix: &str| node.strip_prefix(prefix).and_then(|id| id.parse::<u32>().ok());
+    let actions = selected.as_ref().map(|selection| {
         let button = |label: &'static str, test: String, action: Action| {
             html! {
                 <button type="button" data-testid={test} onclick={act(action)}>{ label }</button>
             }
         };
-        if let Some(id) = number("broker-") {
-            let dead = view
-                .brokers
-                .iter()
-                .any(|broker| broker.id == id && broker.status == "dead");
-            html! { <>
-                { if dead { button("Restart", format!("inspector-restart-{node}"), Action::Restart(id)) }
-                  else { html! { <>
-                      { button("Kill", format!("inspector-kill-{node}"), Action::Kill(id)) }
-                      { button("Stop gracefully (controlled shutdown)", format!("inspector-stop-{node}"), Action::Stop(id)) }
-                  </> } } }
-                { button("Pause 5 s (GC)", format!("inspector-pause-{node}"), Action::Pause(id)) }
-                { button("Slow down +200 ms", format!("inspector-slow-{node}"), Action::Slow(id, 200)) }
-                { button("Normal speed", format!("inspector-unslow-{node}"), Action::Slow(id, 0)) }
-            </> }
-        } else if let Some(id) = number("controller-") {
-            let alive = view
-                .controllers
-                .iter()
-                .any(|controller| controller.id == id && controller.alive);
-            if alive {
-                button("Kill", format!("inspector-kill-{node}"), Action::KillController(id))
-            } else {
-                button(
-                    "Restart",
-                    format!("inspector-restart-{node}"),
-                    Action::RestartController(id),
-                )
-            }
-        } else if let Some(id) = number("consumer-") {
-            let stopped = view
-                .consumers
-                .iter()
-                .any(|consumer| consumer.id == id && consumer.phase == "stopped");
-            if stopped {
-                button(
-                    "Start (join the group)",
-                    format!("inspector-start-{node}"),
-                    Action::StartConsumer(id),
-                )
-            } else {
+        // A replica's actions are its broker's.
+        let node = selection.node().map(|node| node.to_string()).unwrap_or_else(|| selection.key());
+        match (selection.node(), selection) {
+            (Some(NodeId::Broker(id)), _) => {
+                let dead = view
+                    .brokers
+                    .iter()
+                    .any(|broker| broker.id == id && broker.status == ProcessStatus::Dead);
                 html! { <>
-                    { button("Remove (leave the group)", format!("inspector-remove-{node}"), Action::StopConsumer(id)) }
-                    { button("Crash (no goodbye)", format!("inspector-crash-{node}"), Action::CrashConsumer(id)) }
+                    { if dead { button("Restart", format!("inspector-restart-{node}"), Action::Restart(id)) }
+                      else { html! { <>
+                          { button("Kill", format!("inspector-kill-{node}"), Action::Kill(id)) }
+                          { button("Stop gracefully (controlled shutdown)", format!("inspector-stop-{node}"), Action::Stop(id)) }
+                      </> } } }
+                    { button("Pause 5 s (GC)", format!("inspector-pause-{node}"), Action::Pause(id)) }
+                    { button("Slow down +200 ms", format!("inspector-slow-{node}"), Action::Slow(id, 200)) }
+                    { button("Normal speed", format!("inspector-unslow-{node}"), Action::Slow(id, 0)) }
                 </> }
             }
-        } else if let Some(group) = node.strip_prefix("group-") {
-            button(
+            (Some(NodeId::Controller(id)), _) => {
+                let alive = view
+                    .controllers
+                    .iter()
+                    .any(|controller| controller.id == id && controller.alive);
+                if alive {
+                    button("Kill", format!("inspector-kill-{node}"), Action::KillController(id))
+                } else {
+                    button(
+                        "Restart",
+                        format!("inspector-restart-{node}"),
+                        Action::RestartController(id),
+                    )
+                }
+            }
+            (Some(NodeId::Consumer(id)), _) => {
+                let stopped = view
+                    .consumers
+                    .iter()
+                    .any(|consumer| consumer.id == id && consumer.phase == ConsumerPhase::Stopped);
+                if stopped {
+                    button(
+                        "Start (join the group)",
+                        format!("inspector-start-{node}"),
+                        Action::StartConsumer(id),
+                    )
+                } else {
+                    html! { <>
+                        { button("Remove (leave the group)", format!("inspector-remove-{node}"), Action::StopConsumer(id)) }
+                        { button("Crash (no goodbye)", format!("inspector-crash-{node}"), Action::CrashConsumer(id)) }
+                    </> }
+                }
+            }
+            (_, Selection::Group(group)) => button(
                 "Add a consumer",
                 format!("inspector-add-{node}"),
-                Action::AddConsumer(group.to_string()),
-            )
-        } else if node.starts_with("producer-") {
-            html! { <>
+                Action::AddConsumer(group.clone()),
+            ),
+            (Some(NodeId::Producer(_)), _) => html! { <>
                 { button("Produce 10 (no key)", "inspector-produce".into(), Action::Produce) }
                 { button("Produce 10 with key \"user-42\"", "inspector-produce-keyed".into(), Action::ProduceKeyed) }
-            </> }
-        } else {
-            html! {}
+            </> },
+            _ => html! {},
         }
     });
     let mermaid_source = {
@@ -869,7 +874,7 @@ fn tool_panels(props: &ToolProps) -> Html {
                             { for quorum.replication.iter().map(|row| html! {
                                 <tr>
                                     <td>{ row.node_id }</td><td>{ row.log_end_offset }</td><td>{ row.lag }</td>
-                                    <td>{ &row.last_fetch_ms }</td><td>{ &row.last_caught_up_ms }</td><td>{ row.status }</td>
+                                    <td>{ &row.last_fetch_ms }</td><td>{ &row.last_caught_up_ms }</td><td>{ row.status.to_string() }</td>
                                 </tr>
                             }) }
                         </tbody>

@@ -14,6 +14,7 @@ pub mod map;
 pub mod map_model;
 pub mod sandbox;
 pub mod sandbox_model;
+pub mod selection;
 pub mod sequence;
 pub mod sequence_model;
 pub mod view_model;

@@ -8,6 +8,9 @@ use yew::prelude::*;
 
 use crate::cluster_model::count_of;
 use crate::map_model::{EdgeKind, MapEdge, MapModel, MapNode, NodeBody, ReplicaRow, WIDTH};
+use crate::selection::Selection;
+use kafkascope_engine::sim::types::NodeId;
+use kafkascope_engine::sim::view::ConsumerPhase;
 
 /// The map's own style, inside the SVG so a downloaded copy looks the same.
 /// Every state also shows in text (badges, upper-case states), never in
@@ -55,7 +58,9 @@ svg.map .edge .hit { stroke: transparent; stroke-width: 12; fill: none; }
 svg.map .edge .line { stroke: var(--m-line); stroke-width: 1.2; fill: none; opacity: 0.75; }
 svg.map .edge.replication .line { stroke-dasharray: 4 2; }
 svg.map .edge.heartbeat .line, svg.map .edge.quorum .line { stroke-dasharray: 1 3; }
-svg.map .edge:hover .line, svg.map .edge:focus-visible .line, svg.map .edge.selected .line { stroke: var(--m-focus); stroke-width: 3; opacity: 1; }
+svg.map .edge.selected .line { stroke: var(--m-focus); stroke-width: 3; opacity: 1; }
+svg.map .edge .focus-line { stroke: transparent; stroke-width: 3; fill: none; }
+svg.map .edge:hover .focus-line, svg.map .edge:focus-visible .focus-line { stroke: var(--m-focus); }
 svg.map .arrowhead { fill: var(--m-line); }
 svg.map .election-note { font-size: 9.5px; fill: var(--m-muted); font-style: italic; }
 svg.map .count { font-size: 10px; font-weight: 700; text-anchor: middle; }
@@ -66,15 +71,15 @@ svg.map .message.response { fill: var(--m-box); stroke: var(--m-accent); stroke-
 #[derive(Properties, PartialEq)]
 pub struct MapProps {
     pub model: Rc<MapModel>,
-    pub selected: Option<String>,
-    pub on_select: Callback<String>,
+    pub selected: Option<Selection>,
+    pub on_select: Callback<Selection>,
     /// `prefers-reduced-motion`: no moving messages, counts on edges instead.
     pub reduced_motion: bool,
 }
 
 /// Click and Enter/Space select; the key never reaches the section's
 /// play/pause shortcut.
-fn selectable(name: String, on_select: &Callback<String>) -> (Callback<MouseEvent>, Callback<KeyboardEvent>) {
+fn selectable(name: Selection, on_select: &Callback<Selection>) -> (Callback<MouseEvent>, Callback<KeyboardEvent>) {
     let click = {
         let on_select = on_select.clone();
         let name = name.clone();
@@ -106,8 +111,24 @@ fn kind_class(kind: EdgeKind) -> &'static str {
     }
 }
 
-fn edge_view(edge: &MapEdge, selected: bool, reduced_motion: bool, on_select: &Callback<String>) -> Html {
-    let (click, key) = selectable(edge.key.clone(), on_select);
+/// An edge's drawn line, under the boxes (the button is drawn apart, after
+/// the boxes, so that the boxes come first in tab order).
+fn edge_line(edge: &MapEdge, selected: bool) -> Html {
+    html! {
+        <g class={classes!("edge", kind_class(edge.kind), selected.then_some("selected"))} aria-hidden="true">
+            <path class="line" d={edge.path()} marker-end="url(#arrow)" />
+        </g>
+    }
+}
+
+fn edge_view(edge: &MapEdge, selected: bool, reduced_motion: bool, on_select: &Callback<Selection>) -> Html {
+    let (click, key) = selectable(
+        Selection::Edge {
+            from: edge.from,
+            to: edge.to,
+        },
+        on_select,
+    );
     let middle = edge.at(0.5);
     html! {
         <g class={classes!("edge", kind_class(edge.kind), selected.then_some("selected"))}
@@ -115,7 +136,7 @@ fn edge_view(edge: &MapEdge, selected: bool, reduced_motion: bool, on_select: &C
             data-testid={format!("edge-{}", edge.key.replace("->", "-to-"))} onclick={click} onkeydown={key}>
             <title>{ &edge.label }</title>
             <path class="hit" d={edge.path()} />
-            <path class="line" d={edge.path()} marker-end="url(#arrow)" />
+            <path class="focus-line" d={edge.path()} />
             { if reduced_motion && edge.messages > 0 {
                 html! { <text class="count" x={format!("{:.1}", middle.x)} y={format!("{:.1}", middle.y - 3.0)}>{ format!("{}✉", edge.messages) }</text> }
             } else { html! {} } }
@@ -133,17 +154,12 @@ fn text(x: f64, y: f64, class: &'static str, content: impl Into<String>) -> Html
     html! { <text x={format!("{x:.1}")} y={format!("{y:.1}")} class={class} aria-hidden="true">{ content.into() }</text> }
 }
 
-fn short_partition(name: &str) -> String {
-    name.strip_prefix("__consumer_offsets-")
-        .map_or_else(|| name.to_string(), |number| format!("offsets-{number}"))
-}
-
 #[derive(Properties, PartialEq)]
 struct ReplicaProps {
     broker: u32,
     row: ReplicaRow,
     selected: bool,
-    on_select: Callback<String>,
+    on_select: Callback<Selection>,
 }
 
 /// A replica row: a component, so rows whose numbers did not change are
@@ -153,9 +169,12 @@ fn replica_component(props: &ReplicaProps) -> Html {
     replica_view(props.broker, &props.row, props.selected, &props.on_select)
 }
 
-fn replica_view(broker: u32, row: &ReplicaRow, is_selected: bool, on_select: &Callback<String>) -> Html {
-    let name = format!("broker-{broker}/{}", row.partition);
-    let (click, key) = selectable(name, on_select);
+fn replica_view(broker: u32, row: &ReplicaRow, is_selected: bool, on_select: &Callback<Selection>) -> Html {
+    let selection = Selection::Replica {
+        broker,
+        partition: row.partition.clone(),
+    };
+    let (click, key) = selectable(selection, on_select);
     let rect = row.rect;
     let bar_x = rect.x + 96.0;
     let bar_w = (rect.w - 96.0 - 34.0).max(10.0);
@@ -163,12 +182,12 @@ fn replica_view(broker: u32, row: &ReplicaRow, is_selected: bool, on_select: &Ca
     let leo_w = bar_w * fraction(row.log_end_offset);
     let hw_x = bar_x + bar_w * fraction(row.high_watermark);
     html! {
-        <g class={classes!("replica", row.role.clone(), (!row.in_sync).then_some("out-of-sync"), is_selected.then_some("selected"))}
+        <g class={classes!("replica", row.role.to_string(), (!row.in_sync).then_some("out-of-sync"), is_selected.then_some("selected"))}
             role="button" tabindex="0"
             data-testid={format!("replica-{broker}-{}", row.partition)} onclick={click} onkeydown={key}>
             <title>{ row.label(broker) }</title>
             <rect class="row" x={format!("{:.1}", rect.x)} y={format!("{:.1}", rect.y)} width={format!("{:.1}", rect.w)} height={format!("{:.1}", rect.h)} />
-            { text(rect.x + 2.0, rect.y + 10.5, "partition", short_partition(&row.partition)) }
+            { text(rect.x + 2.0, rect.y + 10.5, "partition", row.short.clone()) }
             { text(rect.x + 58.0, rect.y + 10.5, "badge-text", row.badge()) }
             <rect class="bar-bg" x={format!("{bar_x:.1}")} y={format!("{:.1}", rect.y + 3.0)} width={format!("{bar_w:.1}")} height="8" />
             <rect class="bar" x={format!("{bar_x:.1}")} y={format!("{:.1}", rect.y + 3.0)} width={format!("{leo_w:.1}")} height="8" />
@@ -178,10 +197,10 @@ fn replica_view(broker: u32, row: &ReplicaRow, is_selected: bool, on_select: &Ca
     }
 }
 
-fn node_view(node: &MapNode, selected: &Option<String>, on_select: &Callback<String>) -> Html {
+fn node_view(node: &MapNode, selected: &Option<Selection>, on_select: &Callback<Selection>) -> Html {
     let rect = node.rect;
-    let is_selected = selected.as_deref() == Some(node.name.as_str());
-    let (click, key) = selectable(node.name.clone(), on_select);
+    let is_selected = selected.as_ref() == Some(&node.id);
+    let (click, key) = selectable(node.id.clone(), on_select);
     let frame = |class: &'static str| {
         html! {
             <rect class={classes!("frame", class)} x={format!("{:.1}", rect.x)} y={format!("{:.1}", rect.y)}
@@ -215,9 +234,10 @@ fn node_view(node: &MapNode, selected: &Option<String>, on_select: &Callback<Str
                 { text(rect.x + rect.w - 8.0, y + 15.0, "state end", state.to_uppercase()) }
                 { text(x, y + 28.0, "detail", format!("leads {leads} · follows {follows} · bar: log, | HW")) }
                 { for replicas.iter().map(|row| {
-                    let row_selected = selected.as_deref().is_some_and(|name| {
-                        name.strip_prefix(&format!("broker-{id}/")) == Some(row.partition.as_str())
-                    });
+                    let row_selected = matches!(
+                        selected,
+                        Some(Selection::Replica { broker, partition }) if broker == id && *partition == row.partition
+                    );
                     html! { <ReplicaView key={row.partition.clone()} broker={*id} row={row.clone()} selected={row_selected} on_select={on_select.clone()} /> }
                 }) }
             </> },
@@ -284,8 +304,9 @@ fn node_view(node: &MapNode, selected: &Option<String>, on_select: &Callback<Str
                 { text(x, y + 15.0, "title", format!("group {name}")) }
                 { text(x, y + 29.0, "state", if *rebalancing { format!("REBALANCING (reads paused) · gen {generation}") } else { format!("STABLE · gen {generation}") }) }
                 { for members.iter().map(|member| {
-                    let member_selected = selected.as_deref() == Some(member.name.as_str());
-                    let (click, key) = selectable(member.name.clone(), on_select);
+                    let member_node = Selection::Node(NodeId::Consumer(member.id));
+                    let member_selected = selected.as_ref() == Some(&member_node);
+                    let (click, key) = selectable(member_node, on_select);
                     let r = member.rect;
                     let label = format!(
                         "{} in group {name}, {}, owns {}, total lag {}",
@@ -295,14 +316,14 @@ fn node_view(node: &MapNode, selected: &Option<String>, on_select: &Callback<Str
                         member.total_lag
                     );
                     html! {
-                        <g class={classes!("member", member.phase.clone(), member_selected.then_some("selected"))}
+                        <g class={classes!("member", member.phase.to_string(), member_selected.then_some("selected"))}
                             role="button" tabindex="0" data-testid={format!("member-{}", member.name)}
                             onclick={click} onkeydown={key}>
                             <title>{ label }</title>
                             <rect class="row" x={format!("{:.1}", r.x)} y={format!("{:.1}", r.y)} width={format!("{:.1}", r.w)} height={format!("{:.1}", r.h)} rx="4" />
                             { text(r.x + 4.0, r.y + 13.0, "title small", format!("{} · {}", member.name, member.phase)) }
                             { if member.partitions.is_empty() {
-                                text(r.x + 4.0, r.y + 27.0, "detail", if member.phase == "consuming" { "idle: no partition" } else { "" })
+                                text(r.x + 4.0, r.y + 27.0, "detail", if member.phase == ConsumerPhase::Consuming { "idle: no partition" } else { "" })
                             } else { html! { <>
                                 { for member.partitions.iter().take(2).enumerate().map(|(index, line)| text(r.x + 4.0, r.y + 27.0 + index as f64 * 12.0, "detail mono", line.clone())) }
                                 { if member.partitions.len() > 2 { text(r.x + r.w - 30.0, r.y + 13.0, "detail", format!("+{}", member.partitions.len() - 2)) } else { html! {} } }
@@ -344,8 +365,8 @@ fn node_view(node: &MapNode, selected: &Option<String>, on_select: &Callback<Str
 struct NodeProps {
     node: MapNode,
     /// The selection, if it is this node or inside it.
-    selected: Option<String>,
-    on_select: Callback<String>,
+    selected: Option<Selection>,
+    on_select: Callback<Selection>,
 }
 
 /// A node box: a component, so unchanged boxes are not re-rendered.
@@ -359,7 +380,7 @@ struct EdgeProps {
     edge: MapEdge,
     selected: bool,
     reduced_motion: bool,
-    on_select: Callback<String>,
+    on_select: Callback<Selection>,
 }
 
 #[function_component(EdgeView)]
@@ -369,12 +390,20 @@ fn edge_component(props: &EdgeProps) -> Html {
 
 /// Whether a selection falls on this node (the node, a replica row in
 /// it, or a member row in it).
-fn selection_within(node: &MapNode, selected: &Option<String>) -> Option<String> {
-    let name = selected.as_deref()?;
-    let inside = name == node.name
-        || name.split_once('/').is_some_and(|(owner, _)| owner == node.name)
-        || matches!(&node.body, NodeBody::Group { members, .. } if members.iter().any(|member| member.name == name));
-    inside.then(|| name.to_string())
+fn selection_within(node: &MapNode, selected: &Option<Selection>) -> Option<Selection> {
+    let selection = selected.as_ref()?;
+    let inside = *selection == node.id
+        || matches!(selection, Selection::Replica { broker, .. } if node.id == Selection::Node(NodeId::Broker(*broker)))
+        || matches!(
+            (&node.body, selection),
+            (NodeBody::Group { members, .. }, Selection::Node(NodeId::Consumer(consumer)))
+                if members.iter().any(|member| member.id == *consumer)
+        );
+    inside.then(|| selection.clone())
+}
+
+fn is_edge(selected: &Option<Selection>, edge: &MapEdge) -> bool {
+    matches!(selected, Some(Selection::Edge { from, to }) if *from == edge.from && *to == edge.to)
 }
 
 /// The map.
@@ -396,15 +425,18 @@ pub fn cluster_map(props: &MapProps) -> Html {
                 },
                 None => html! {},
             } }
-            <g class="edges">
-                { for model.edges.iter().map(|edge| html! {
-                    <EdgeView key={edge.key.clone()} edge={edge.clone()} selected={props.selected.as_deref() == Some(edge.key.as_str())}
-                        reduced_motion={props.reduced_motion} on_select={props.on_select.clone()} />
-                }) }
+            <g class="edges" aria-hidden="true">
+                { for model.edges.iter().map(|edge| edge_line(edge, is_edge(&props.selected, edge))) }
             </g>
             <g class="nodes">
                 { for model.nodes.iter().map(|node| html! {
                     <NodeView key={node.name.clone()} node={node.clone()} selected={selection_within(node, &props.selected)} on_select={props.on_select.clone()} />
+                }) }
+            </g>
+            <g class="edge-buttons">
+                { for model.edges.iter().map(|edge| html! {
+                    <EdgeView key={edge.key.clone()} edge={edge.clone()} selected={is_edge(&props.selected, edge)}
+                        reduced_motion={props.reduced_motion} on_select={props.on_select.clone()} />
                 }) }
             </g>
             { if props.reduced_motion { html! {} } else { html! {
@@ -412,7 +444,7 @@ pub fn cluster_map(props: &MapProps) -> Html {
                     { for model.messages.iter().map(|message| html! {
                         <circle class={classes!("message", message.response.then_some("response"))}
                             cx={format!("{:.1}", message.at.x)} cy={format!("{:.1}", message.at.y)} r="4">
-                            <title>{ &message.name }</title>
+                            <title>{ message.name.as_str() }</title>
                         </circle>
                     }) }
                 </g>

@@ -7,7 +7,11 @@
 use std::collections::BTreeMap;
 
 use crate::cluster_model::count_of;
-use kafkascope_engine::sim::view::{ClusterView, ConsumerView, MessageView, ProducerView};
+use crate::selection::{as_broker, as_controller, as_producer, Selection};
+use kafkascope_engine::sim::types::NodeId;
+use kafkascope_engine::sim::view::{
+    ClusterView, ConsumerPhase, ConsumerView, MessageView, ProcessStatus, ProducerView, ReplicaRole, Role,
+};
 
 /// The map's width in SVG units (it scales to its container).
 pub const WIDTH: f64 = 1000.0;
@@ -77,16 +81,17 @@ impl Rect {
     }
 }
 
-/// What a node is, as the engine names it (`broker-1`, `producer-0`, ...).
-pub type NodeName = String;
-
 /// One replica row inside a broker box.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplicaRow {
     /// `orders-0`.
     pub partition: String,
-    /// "leader", "follower" or "offline".
-    pub role: String,
+    /// What the row shows of the name: `offsets-17` for a partition of
+    /// `__consumer_offsets`.
+    pub short: String,
+    /// Of a topic Kafka keeps for itself (listed last).
+    pub internal: bool,
+    pub role: ReplicaRole,
     /// In the committed ISR.
     pub in_sync: bool,
     pub log_end_offset: u64,
@@ -101,10 +106,10 @@ pub struct ReplicaRow {
 impl ReplicaRow {
     /// The badge text: `L`/`F` plus `ISR` or `OSR` (never colour alone).
     pub fn badge(&self) -> String {
-        let role = match self.role.as_str() {
-            "leader" => "L",
-            "follower" => "F",
-            _ => "-",
+        let role = match self.role {
+            ReplicaRole::Leader => "L",
+            ReplicaRole::Follower => "F",
+            ReplicaRole::Offline => "-",
         };
         format!("{role} {}", if self.in_sync { "ISR" } else { "OSR" })
     }
@@ -112,12 +117,13 @@ impl ReplicaRow {
     /// The accessible name of the row.
     pub fn label(&self, broker: u32) -> String {
         format!(
-            "replica of {} on broker-{broker}: {}, {}, log end offset {}, high watermark {}",
+            "replica of {} on {broker_broker}: {}, {}, log end offset {}, high watermark {}",
             self.partition,
             self.role,
             if self.in_sync { "in sync" } else { "out of sync" },
             self.log_end_offset,
-            self.high_watermark
+            self.high_watermark,
+            broker_broker = as_broker(broker)
         )
     }
 }
@@ -126,10 +132,10 @@ impl ReplicaRow {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemberRow {
     /// `consumer-0`.
-    pub name: NodeName,
+    pub name: String,
     pub id: u32,
     pub member_id: Option<String>,
-    pub phase: String,
+    pub phase: ConsumerPhase,
     /// Owned partitions: `orders-0 @12 lag 3`.
     pub partitions: Vec<String>,
     pub total_lag: u64,
@@ -169,8 +175,10 @@ pub enum NodeBody {
 /// A box on the map.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MapNode {
-    /// `broker-1`, `producer-0`, `controller-2`, `group-billing`.
-    pub name: NodeName,
+    /// A node or a group.
+    pub id: Selection,
+    /// Its key: `broker-1`, `producer-0`, `controller-2`, `group-billing`.
+    pub name: String,
     pub rect: Rect,
     /// Spoken and shown on hover.
     pub label: String,
@@ -197,8 +205,8 @@ pub enum EdgeKind {
 pub struct MapEdge {
     /// `broker-2->broker-1`: the direction its requests go.
     pub key: String,
-    pub from: NodeName,
-    pub to: NodeName,
+    pub from: NodeId,
+    pub to: NodeId,
     pub kind: EdgeKind,
     pub start: Point,
     pub control: Point,
@@ -232,7 +240,7 @@ impl MapEdge {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MapMessage {
     pub at: Point,
-    pub name: String,
+    pub name: kafkascope_engine::sim::types::MessageName,
     /// A response travels back along the edge.
     pub response: bool,
 }
@@ -249,43 +257,40 @@ pub struct MapModel {
 }
 
 impl MapModel {
-    /// The node with this name.
-    pub fn node(&self, name: &str) -> Option<&MapNode> {
-        self.nodes.iter().find(|node| node.name == name)
+    /// The box of a node or a group.
+    pub fn node(&self, id: &Selection) -> Option<&MapNode> {
+        self.nodes.iter().find(|node| node.id == *id)
     }
 
-    /// The edge with this key.
-    pub fn edge(&self, key: &str) -> Option<&MapEdge> {
-        self.edges.iter().find(|edge| edge.key == key)
+    /// The edge from `from` to `to`.
+    pub fn edge(&self, from: NodeId, to: NodeId) -> Option<&MapEdge> {
+        self.edges.iter().find(|edge| edge.from == from && edge.to == to)
     }
 }
 
-fn node_kind(name: &str) -> &str {
-    name.split('-').next().unwrap_or("")
-}
-
-fn edge_kind(from: &str, to: &str) -> EdgeKind {
-    match (node_kind(from), node_kind(to)) {
-        ("producer", _) | (_, "producer") => EdgeKind::Produce,
-        ("consumer", _) | (_, "consumer") => EdgeKind::Consumer,
-        ("controller", "controller") => EdgeKind::Quorum,
-        ("controller", _) | (_, "controller") => EdgeKind::BrokerToController,
-        _ => EdgeKind::Replication,
+fn edge_kind(from: NodeId, to: NodeId) -> EdgeKind {
+    use NodeId::{Broker, Consumer, Controller, Producer};
+    match (from, to) {
+        (Producer(_), _) | (_, Producer(_)) => EdgeKind::Produce,
+        (Consumer(_), _) | (_, Consumer(_)) => EdgeKind::Consumer,
+        (Controller(_), Controller(_)) => EdgeKind::Quorum,
+        (Controller(_), _) | (_, Controller(_)) => EdgeKind::BrokerToController,
+        (Broker(_), Broker(_)) => EdgeKind::Replication,
     }
 }
 
 /// Which end sends the requests on an edge between `a` and `b` (the
 /// client, the follower, the broker towards the controller).
-pub fn requester_first(a: &str, b: &str) -> (String, String) {
-    let rank = |name: &str| match node_kind(name) {
-        "producer" | "consumer" => 0,
-        "broker" => 1,
-        _ => 2,
+pub fn requester_first(a: NodeId, b: NodeId) -> (NodeId, NodeId) {
+    let rank = |node: NodeId| match node {
+        NodeId::Producer(_) | NodeId::Consumer(_) => 0,
+        NodeId::Broker(_) => 1,
+        NodeId::Controller(_) => 2,
     };
     if rank(a) <= rank(b) {
-        (a.to_string(), b.to_string())
+        (a, b)
     } else {
-        (b.to_string(), a.to_string())
+        (b, a)
     }
 }
 
@@ -313,15 +318,17 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
         };
         let state = if !controller.alive {
             "down".to_string()
-        } else if controller.role == "leader" {
+        } else if controller.role == Role::Leader {
             "active".to_string()
         } else {
-            controller.role.clone()
+            controller.role.to_string()
         };
+        let id = Selection::Node(NodeId::Controller(controller.id));
         nodes.push(MapNode {
-            name: format!("controller-{}", controller.id),
+            name: id.key(),
+            id,
             rect,
-            label: format!("controller-{}, {state}, epoch {}", controller.id, controller.epoch),
+            label: format!("{}, {state}, epoch {}", as_controller(controller.id), controller.epoch),
             body: NodeBody::Controller {
                 id: controller.id,
                 alive: controller.alive,
@@ -354,19 +361,26 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
                 w: broker_w,
                 h: row_h,
             };
-            let state = if broker.status == "running" && broker.shutting_down {
+            let running = broker.status == ProcessStatus::Running;
+            let state = if running && broker.shutting_down {
                 "stopping".to_string()
-            } else if broker.status == "running" && broker.fenced {
+            } else if running && broker.fenced {
                 "fenced".to_string()
             } else {
-                broker.status.clone()
+                broker.status.to_string()
             };
             let mut replicas: Vec<ReplicaRow> = broker
                 .replicas
                 .iter()
                 .map(|replica| ReplicaRow {
                     partition: replica.partition.clone(),
-                    role: replica.role.clone(),
+                    short: if replica.internal {
+                        format!("offsets-{}", replica.index)
+                    } else {
+                        replica.partition.clone()
+                    },
+                    internal: replica.internal,
+                    role: replica.role,
                     in_sync: replica.in_isr,
                     log_end_offset: replica.log_end_offset,
                     high_watermark: replica.high_watermark,
@@ -381,7 +395,7 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
                 })
                 .collect();
             // User topics first, then __consumer_offsets.
-            replicas.sort_by_key(|replica| replica.partition.starts_with("__"));
+            replicas.sort_by_key(|replica| replica.internal);
             for (row_index, replica) in replicas.iter_mut().enumerate() {
                 replica.rect = Rect {
                     x: rect.x + 4.0,
@@ -390,14 +404,22 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
                     h: ROW_H,
                 };
             }
-            let leads = replicas.iter().filter(|replica| replica.role == "leader").count();
-            let follows = replicas.iter().filter(|replica| replica.role == "follower").count();
+            let leads = replicas
+                .iter()
+                .filter(|replica| replica.role == ReplicaRole::Leader)
+                .count();
+            let follows = replicas
+                .iter()
+                .filter(|replica| replica.role == ReplicaRole::Follower)
+                .count();
+            let id = Selection::Node(NodeId::Broker(broker.id));
             nodes.push(MapNode {
-                name: format!("broker-{}", broker.id),
+                name: id.key(),
+                id,
                 rect,
                 label: format!(
-                    "broker-{}, {state}, leads {leads} and follows {follows} partitions",
-                    broker.id
+                    "{}, {state}, leads {leads} and follows {follows} partitions",
+                    as_broker(broker.id)
                 ),
                 body: NodeBody::Broker {
                     id: broker.id,
@@ -419,12 +441,14 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
             w: PRODUCER_W,
             h: PRODUCER_H,
         };
+        let id = Selection::Node(NodeId::Producer(producer.id));
         nodes.push(MapNode {
-            name: format!("producer-{}", producer.id),
+            name: id.key(),
+            id,
             rect,
             label: format!(
-                "producer-{} writing {}, acks={}, {} buffered, {} in flight",
-                producer.id,
+                "{} writing {}, acks={}, {} buffered, {} in flight",
+                as_producer(producer.id),
                 producer.topic,
                 producer.acks,
                 count_of(producer.buffered_records as u64, "record", "records"),
@@ -450,10 +474,10 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
             .iter()
             .enumerate()
             .map(|(index, consumer)| MemberRow {
-                name: format!("consumer-{}", consumer.id),
+                name: NodeId::Consumer(consumer.id).to_string(),
                 id: consumer.id,
                 member_id: consumer.member_id.clone(),
-                phase: consumer.phase.clone(),
+                phase: consumer.phase,
                 partitions: consumer
                     .partitions
                     .iter()
@@ -475,10 +499,16 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
                 },
             })
             .collect();
-        let active: Vec<&&ConsumerView> = members.iter().filter(|member| member.phase != "stopped").collect();
-        let rebalancing = active
+        let active: Vec<&&ConsumerView> = members
             .iter()
-            .any(|member| matches!(member.phase.as_str(), "joining" | "syncing" | "finding-coordinator"));
+            .filter(|member| member.phase != ConsumerPhase::Stopped)
+            .collect();
+        let rebalancing = active.iter().any(|member| {
+            matches!(
+                member.phase,
+                ConsumerPhase::Joining | ConsumerPhase::Syncing | ConsumerPhase::FindingCoordinator
+            )
+        });
         let mut offsets: Vec<(String, Option<u64>, u64)> = members
             .iter()
             .flat_map(|member| member.partitions.iter())
@@ -486,8 +516,10 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
             .collect();
         offsets.sort();
         group_y += rect.h + GAP;
+        let id = Selection::Group(group.to_string());
         nodes.push(MapNode {
-            name: format!("group-{group}"),
+            name: id.key(),
+            id,
             rect,
             label: format!(
                 "consumer group {group}, {}{}",
@@ -511,7 +543,7 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
         .brokers
         .iter()
         .filter(|broker| broker.fenced)
-        .map(|broker| format!("broker-{}", broker.id))
+        .map(|broker| NodeId::Broker(broker.id).to_string())
         .collect();
     let fenced = if fenced.is_empty() {
         String::new()
@@ -529,7 +561,7 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
                 election.partition,
                 election
                     .leader
-                    .map_or("no leader".to_string(), |leader| format!("broker-{leader}")),
+                    .map_or("no leader".to_string(), |leader| as_broker(leader).to_string()),
                 election.leader_epoch,
                 if election.unclean { ", UNCLEAN" } else { "" },
                 election.time_ms,
@@ -553,7 +585,7 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
         edge.messages = view
             .in_flight
             .iter()
-            .filter(|message| requester_first(&message.from, &message.to) == (edge.from.clone(), edge.to.clone()))
+            .filter(|message| requester_first(message.from, message.to) == (edge.from, edge.to))
             .count();
         edge.label = edge_label(edge);
     }
@@ -561,15 +593,15 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
 }
 
 /// Where a node (or a member row inside a group) is.
-fn rect_of(model: &MapModel, name: &str) -> Option<Rect> {
+fn rect_of(model: &MapModel, node_id: NodeId) -> Option<Rect> {
     model.nodes.iter().find_map(|node| {
-        if node.name == name {
+        if node.id == Selection::Node(node_id) {
             return Some(node.rect);
         }
-        match &node.body {
-            NodeBody::Group { members, .. } => members
+        match (&node.body, node_id) {
+            (NodeBody::Group { members, .. }, NodeId::Consumer(consumer)) => members
                 .iter()
-                .find(|member| member.name == name)
+                .find(|member| member.id == consumer)
                 .map(|member| member.rect),
             _ => None,
         }
@@ -577,7 +609,7 @@ fn rect_of(model: &MapModel, name: &str) -> Option<Rect> {
 }
 
 fn edges(view: &ClusterView, model: &MapModel) -> Vec<MapEdge> {
-    let mut pairs: BTreeMap<(String, String), ()> = BTreeMap::new();
+    let mut pairs: BTreeMap<(NodeId, NodeId), ()> = BTreeMap::new();
     let leaders: BTreeMap<&str, u32> = view
         .partitions
         .iter()
@@ -590,15 +622,23 @@ fn edges(view: &ClusterView, model: &MapModel) -> Vec<MapEdge> {
             .filter(|partition| partition.topic == producer.topic)
         {
             if let Some(leader) = partition.leader {
-                pairs.insert((format!("producer-{}", producer.id), format!("broker-{leader}")), ());
+                pairs.insert((NodeId::Producer(producer.id), NodeId::Broker(leader)), ());
             }
         }
     }
-    for broker in view.brokers.iter().filter(|broker| broker.status != "dead") {
-        for replica in broker.replicas.iter().filter(|replica| replica.role == "follower") {
+    for broker in view
+        .brokers
+        .iter()
+        .filter(|broker| broker.status != ProcessStatus::Dead)
+    {
+        for replica in broker
+            .replicas
+            .iter()
+            .filter(|replica| replica.role == ReplicaRole::Follower)
+        {
             if let Some(&leader) = leaders.get(replica.partition.as_str()) {
                 if leader != broker.id {
-                    pairs.insert((format!("broker-{}", broker.id), format!("broker-{leader}")), ());
+                    pairs.insert((NodeId::Broker(broker.id), NodeId::Broker(leader)), ());
                 }
             }
         }
@@ -606,42 +646,47 @@ fn edges(view: &ClusterView, model: &MapModel) -> Vec<MapEdge> {
     let active = view
         .controllers
         .iter()
-        .filter(|controller| controller.alive && controller.role == "leader")
+        .filter(|controller| controller.alive && controller.role == Role::Leader)
         .max_by_key(|controller| controller.epoch);
     if let Some(active) = active {
-        for broker in view.brokers.iter().filter(|broker| broker.status != "dead") {
-            pairs.insert(
-                (format!("broker-{}", broker.id), format!("controller-{}", active.id)),
-                (),
-            );
+        let active = NodeId::Controller(active.id);
+        for broker in view
+            .brokers
+            .iter()
+            .filter(|broker| broker.status != ProcessStatus::Dead)
+        {
+            pairs.insert((NodeId::Broker(broker.id), active), ());
         }
-        for other in view.controllers.iter().filter(|other| other.id != active.id) {
-            pairs.insert(
-                (format!("controller-{}", other.id), format!("controller-{}", active.id)),
-                (),
-            );
+        for other in view.controllers.iter().map(|other| NodeId::Controller(other.id)) {
+            if other != active {
+                pairs.insert((other, active), ());
+            }
         }
     }
-    for consumer in view.consumers.iter().filter(|consumer| consumer.phase != "stopped") {
-        let name = format!("consumer-{}", consumer.id);
+    for consumer in view
+        .consumers
+        .iter()
+        .filter(|consumer| consumer.phase != ConsumerPhase::Stopped)
+    {
+        let node = NodeId::Consumer(consumer.id);
         if let Some(coordinator) = consumer.coordinator {
-            pairs.insert((name.clone(), format!("broker-{coordinator}")), ());
+            pairs.insert((node, NodeId::Broker(coordinator)), ());
         }
         for owned in &consumer.partitions {
             if let Some(&leader) = leaders.get(owned.partition.as_str()) {
-                pairs.insert((name.clone(), format!("broker-{leader}")), ());
+                pairs.insert((node, NodeId::Broker(leader)), ());
             }
         }
     }
     for message in &view.in_flight {
-        pairs.insert(requester_first(&message.from, &message.to), ());
+        pairs.insert(requester_first(message.from, message.to), ());
     }
     pairs
         .into_keys()
         .filter_map(|(from, to)| {
-            let from_rect = rect_of(model, &from)?;
-            let to_rect = rect_of(model, &to)?;
-            let kind = edge_kind(&from, &to);
+            let from_rect = rect_of(model, from)?;
+            let to_rect = rect_of(model, to)?;
+            let kind = edge_kind(from, to);
             let (a, b) = (from_rect.center(), to_rect.center());
             // Edges between boxes of one row bow upwards so they stay
             // visible; others are straight (the control point midway).
@@ -678,7 +723,7 @@ fn edges(view: &ClusterView, model: &MapModel) -> Vec<MapEdge> {
                 (from_rect.border_toward(b), mid, to_rect.border_toward(a))
             };
             Some(MapEdge {
-                key: format!("{from}->{to}"),
+                key: Selection::Edge { from, to }.key(),
                 from,
                 to,
                 kind,
@@ -693,22 +738,19 @@ fn edges(view: &ClusterView, model: &MapModel) -> Vec<MapEdge> {
 }
 
 fn messages(view: &ClusterView, model: &MapModel, time_ms: f64) -> Vec<MapMessage> {
-    let edges: BTreeMap<(&str, &str), &MapEdge> = model
-        .edges
-        .iter()
-        .map(|edge| ((edge.from.as_str(), edge.to.as_str()), edge))
-        .collect();
+    let edges: BTreeMap<(NodeId, NodeId), &MapEdge> =
+        model.edges.iter().map(|edge| ((edge.from, edge.to), edge)).collect();
     view.in_flight
         .iter()
         .filter_map(|message| {
-            let (from, to) = requester_first(&message.from, &message.to);
-            let edge = edges.get(&(from.as_str(), to.as_str()))?;
+            let (from, to) = requester_first(message.from, message.to);
+            let edge = edges.get(&(from, to))?;
             let span = message.arrives_ms.saturating_sub(message.sent_ms).max(1) as f64;
             let progress = ((time_ms - message.sent_ms as f64) / span).clamp(0.0, 1.0);
             let response = message.from != from;
             Some(MapMessage {
                 at: edge.at(if response { 1.0 - progress } else { progress }),
-                name: message.name.clone(),
+                name: message.name,
                 response,
             })
         })
@@ -777,7 +819,7 @@ fn edge_label(edge: &MapEdge) -> String {
 pub fn messages_on(view: &ClusterView, edge: &MapEdge) -> Vec<String> {
     view.in_flight
         .iter()
-        .filter(|message| requester_first(&message.from, &message.to) == (edge.from.clone(), edge.to.clone()))
+        .filter(|message| requester_first(message.from, message.to) == (edge.from, edge.to))
         .map(|message: &MessageView| {
             format!(
                 "{} → {}: {} (arrives at {} ms)",
@@ -803,10 +845,19 @@ fn ms(value: Option<u64>) -> String {
     value.map_or("never".to_string(), |ms| format!("{ms} ms"))
 }
 
-/// What the inspector shows for a node (`broker-1`, `broker-1/orders-0`
-/// for a replica, `consumer-0`, `group-billing`, ...) or an edge key.
-pub fn inspect(view: &ClusterView, model: &MapModel, selected: &str) -> Option<Inspection> {
-    if let Some(edge) = model.edge(selected) {
+/// What the inspector shows for a node, a replica, a member, a group or
+/// an edge.
+pub fn inspect(view: &ClusterView, model: &MapModel, selected: &Selection) -> Option<Inspection> {
+    match selected {
+        Selection::Edge { from, to } => inspect_edge(view, model.edge(*from, *to)?),
+        Selection::Replica { broker, partition } => inspect_replica(view, model, *broker, partition),
+        Selection::Node(NodeId::Consumer(consumer)) => inspect_member(view, *consumer),
+        Selection::Node(_) | Selection::Group(_) => inspect_node(view, model.node(selected)?),
+    }
+}
+
+fn inspect_edge(view: &ClusterView, edge: &MapEdge) -> Option<Inspection> {
+    {
         let (effect, consequence) = edge_effect(edge.kind);
         return Some(Inspection {
             title: format!("{} → {}", edge.from, edge.to),
@@ -823,8 +874,11 @@ pub fn inspect(view: &ClusterView, model: &MapModel, selected: &str) -> Option<I
             messages: messages_on(view, edge),
         });
     }
-    if let Some((broker, partition)) = selected.split_once('/') {
-        let node = model.node(broker)?;
+}
+
+fn inspect_replica(view: &ClusterView, model: &MapModel, broker: u32, partition: &str) -> Option<Inspection> {
+    {
+        let node = model.node(&Selection::Node(NodeId::Broker(broker)))?;
         let NodeBody::Broker { id, replicas, .. } = &node.body else {
             return None;
         };
@@ -842,26 +896,28 @@ pub fn inspect(view: &ClusterView, model: &MapModel, selected: &str) -> Option<I
             .and_then(|candidate| candidate.replicas.iter().find(|replica| replica.partition == partition));
         let ids = |list: &[u32]| list.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
         return Some(Inspection {
-            title: format!("{partition} on broker-{id}"),
+            title: format!("{partition} on {broker_id}", broker_id = as_broker(id)),
             why: "A replica is one broker's copy of a partition's log. The leader takes writes; followers fetch from it. A replica in the ISR is caught up, so the high watermark (what consumers may read and acks=all waits for) counts it.".into(),
             facts: vec![
-                ("Role".into(), replica.role.clone()),
+                ("Role".into(), replica.role.to_string()),
                 ("In sync".into(), if replica.in_sync { "yes (in the ISR)".into() } else { "no (out of sync)".into() }),
                 ("Log end offset".into(), replica.log_end_offset.to_string()),
                 ("High watermark".into(), replica.high_watermark.to_string()),
                 ("Leader epoch".into(), replica.leader_epoch.map_or("-".into(), |epoch| epoch.to_string())),
-                ("Leader".into(), registration.leader.map_or("none".into(), |leader| format!("broker-{leader}"))),
+                ("Leader".into(), registration.leader.map_or("none".into(), |leader| format!("{broker_leader}", broker_leader = as_broker(leader)))),
                 ("ISR".into(), ids(&registration.isr)),
                 ("ELR".into(), if registration.elr.is_empty() { "none".into() } else { format!("{} (left the ISR below min.insync.replicas; still eligible to lead)", ids(&registration.elr)) }),
                 ("Leader recovery".into(), if registration.recovering { "RECOVERING: elected uncleanly; its leader has not reported recovery yet (KIP-704)".into() } else { "RECOVERED".into() }),
-                ("Last fetch".into(), if replica.role == "leader" { "(leader)".into() } else { ms(tracked.and_then(|replica| replica.last_fetch_ms)) }),
-                ("Last caught up".into(), if replica.role == "leader" { "(leader)".into() } else { ms(tracked.and_then(|replica| replica.last_caught_up_ms)) }),
+                ("Last fetch".into(), if replica.role == ReplicaRole::Leader { "(leader)".into() } else { ms(tracked.and_then(|replica| replica.last_fetch_ms)) }),
+                ("Last caught up".into(), if replica.role == ReplicaRole::Leader { "(leader)".into() } else { ms(tracked.and_then(|replica| replica.last_caught_up_ms)) }),
             ],
             messages: Vec::new(),
         });
     }
-    let node = model.nodes.iter().find(|node| node.name == selected);
-    if let Some(node) = node {
+}
+
+fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
+    {
         return Some(match &node.body {
             NodeBody::Producer(producer) => Inspection {
                 title: node.name.clone(),
@@ -892,22 +948,21 @@ pub fn inspect(view: &ClusterView, model: &MapModel, selected: &str) -> Option<I
                     ("Committed metadata records".into(), committed.to_string()),
                     ("Fetching from it".into(), fetchers_fact(view, *id)),
                     ("Fenced brokers".into(), {
-                        let fenced: Vec<String> = view.brokers.iter().filter(|broker| broker.fenced).map(|broker| format!("broker-{}", broker.id)).collect();
+                        let fenced: Vec<String> = view.brokers.iter().filter(|broker| broker.fenced).map(|broker| as_broker(broker.id).to_string()).collect();
                         if fenced.is_empty() { "none".into() } else { fenced.join(", ") }
                     }),
                     ("Last leader election".into(), view.highlights.last_leader_election.as_ref().map_or("none yet".into(), |election| format!(
                         "{} → {} (epoch {}) at {} ms{}: {}",
                         election.partition,
-                        election.leader.map_or("none".into(), |leader| format!("broker-{leader}")),
+                        election.leader.map_or("none".into(), |leader| as_broker(leader).to_string()),
                         election.leader_epoch,
                         election.time_ms,
                         if election.unclean { ", unclean" } else { "" },
                         election.reason
                     ))),
                     ("Last controller election".into(), view.highlights.last_controller_election.map_or("none".into(), |(time, controller, epoch)| format!(
-                        "controller-{controller} won epoch {epoch} at {time} ms{}",
-                        view.highlights.last_candidacy_reason.as_ref().map_or(String::new(), |reason| format!(" ({reason})"))
-                    ))),
+                        "{controller_controller} won epoch {epoch} at {time} ms{}",
+                        view.highlights.last_candidacy_reason.as_ref().map_or(String::new(), |reason| format!(" ({reason})")), controller_controller = as_controller(controller)))),
                 ],
                 messages: Vec::new(),
             },
@@ -921,8 +976,8 @@ pub fn inspect(view: &ClusterView, model: &MapModel, selected: &str) -> Option<I
                     ("Metadata log".into(), view.brokers.iter().find(|broker| broker.id == *id).map_or("-".into(), |broker| {
                         let metadata = &broker.metadata;
                         format!(
-                            "an observer fetching __cluster_metadata from controller-{}: {} entries, {} committed; applied offset {}",
-                            metadata.controller,
+                            "an observer fetching __cluster_metadata from {}: {} entries, {} committed; applied offset {}",
+                            as_controller(metadata.controller),
                             metadata.log_end_offset,
                             metadata.high_watermark,
                             metadata.applied_offset.map_or("none yet (not caught up with its registration)".into(), |offset| offset.to_string())
@@ -945,8 +1000,8 @@ pub fn inspect(view: &ClusterView, model: &MapModel, selected: &str) -> Option<I
                 facts: vec![
                     ("Generation".into(), generation.to_string()),
                     ("State".into(), if *rebalancing { "rebalancing (members paused)".into() } else { "stable".into() }),
-                    ("Coordinator".into(), coordinator.map_or("unknown".into(), |broker| format!("broker-{broker}"))),
-                    ("Members".into(), members.iter().filter(|member| member.phase != "stopped").count().to_string()),
+                    ("Coordinator".into(), coordinator.map_or("unknown".into(), |broker| format!("{broker_broker}", broker_broker = as_broker(broker)))),
+                    ("Members".into(), members.iter().filter(|member| member.phase != ConsumerPhase::Stopped).count().to_string()),
                     ("Committed offsets".into(), offsets.iter().map(|(partition, committed, lag)| format!("{partition} @{} lag {lag}", committed.map_or("-".into(), |offset| offset.to_string()))).collect::<Vec<_>>().join("; ")),
                     ("Last rebalance".into(), view.highlights.rebalances.get(name).map_or("none yet".into(), |(time, generation, reason)| format!("generation {generation} at {time} ms: {reason}"))),
                 ],
@@ -954,17 +1009,16 @@ pub fn inspect(view: &ClusterView, model: &MapModel, selected: &str) -> Option<I
             },
         });
     }
-    // A member row.
-    let consumer = view
-        .consumers
-        .iter()
-        .find(|consumer| format!("consumer-{}", consumer.id) == selected)?;
+}
+
+fn inspect_member(view: &ClusterView, id: u32) -> Option<Inspection> {
+    let consumer = view.consumers.iter().find(|consumer| consumer.id == id)?;
     Some(Inspection {
-        title: selected.to_string(),
+        title: NodeId::Consumer(id).to_string(),
         why: "A consumer is one member of its group. It reads only the partitions the group assigned it in this generation, from each partition's leader and never past the high watermark, and commits how far it got.".into(),
         facts: vec![
             ("Group".into(), consumer.group.clone()),
-            ("Phase".into(), consumer.phase.clone()),
+            ("Phase".into(), consumer.phase.to_string()),
             ("Member id".into(), consumer.member_id.clone().unwrap_or_else(|| "-".into())),
             ("Generation".into(), consumer.generation.to_string()),
             ("Partitions".into(), if consumer.partitions.is_empty() { "none (idle)".into() } else {
@@ -985,7 +1039,10 @@ fn fetchers_fact(view: &ClusterView, id: u32) -> String {
     if controller.fetchers.is_empty() {
         return match controller.leader {
             Some(leader) if leader != id && controller.alive => {
-                format!("nobody: it follows controller-{leader}, fetching from it")
+                format!(
+                    "nobody: it follows {controller_leader}, fetching from it",
+                    controller_leader = as_controller(leader)
+                )
             }
             _ => "nobody (it is not the active controller)".into(),
         };
@@ -1011,7 +1068,7 @@ fn fetchers_fact(view: &ClusterView, id: u32) -> String {
 
 /// The topology as a Mermaid flowchart.
 pub fn mermaid(model: &MapModel) -> String {
-    let id = |name: &str| name.replace(['-', '/', '.'], "_");
+    let id = |name: &dyn std::fmt::Display| name.to_string().replace(['-', '/', '.'], "_");
     let mut out = String::from("flowchart LR\n");
     let mut quorum = String::new();
     let mut brokers = String::new();
@@ -1070,6 +1127,10 @@ mod tests {
     use kafkascope_engine::sim::Simulation;
 
     use super::*;
+
+    fn sel(key: &str) -> Selection {
+        Selection::parse(key).unwrap_or_else(|| panic!("{key} is a selection"))
+    }
     use crate::cluster_model::{bench_config, default_config, DEFAULT_SEED};
 
     fn settled() -> Simulation {
@@ -1102,7 +1163,7 @@ mod tests {
             "group-billing",
             "group-search",
         ] {
-            let node = model.node(name).unwrap_or_else(|| panic!("{name} missing"));
+            let node = model.node(&sel(name)).unwrap_or_else(|| panic!("{name} missing"));
             assert!(
                 node.rect.x >= 0.0 && node.rect.x + node.rect.w <= WIDTH,
                 "{name} {:?}",
@@ -1126,7 +1187,7 @@ mod tests {
     fn replica_rows_show_leader_and_isr_badges_and_the_hw_within_the_log() {
         let view = settled().view();
         let model = layout(&view);
-        let NodeBody::Broker { replicas, .. } = &model.node("broker-1").expect("broker-1").body else {
+        let NodeBody::Broker { replicas, .. } = &model.node(&sel("broker-1")).expect("broker-1").body else {
             panic!("not a broker")
         };
         assert!(replicas.iter().any(|replica| replica.badge() == "L ISR"));
@@ -1150,7 +1211,7 @@ mod tests {
         assert_eq!(kinds.len(), 5, "{kinds:?}");
         for edge in &model.edges {
             assert!(
-                model.node(&edge.from).is_some() || edge.from.starts_with("consumer-"),
+                model.node(&Selection::Node(edge.from)).is_some() || matches!(edge.from, NodeId::Consumer(_)),
                 "{}",
                 edge.key
             );
@@ -1161,7 +1222,7 @@ mod tests {
             .iter()
             .find(|edge| edge.kind == EdgeKind::Replication)
             .expect("a fetch edge");
-        let inspection = inspect(&view, &model, &replication.key).expect("an inspection");
+        let inspection = inspect(&view, &model, &sel(&replication.key)).expect("an inspection");
         assert!(inspection
             .facts
             .iter()
@@ -1207,10 +1268,10 @@ mod tests {
             "consumer-0",
             "controller-1",
         ] {
-            let inspection = inspect(&view, &model, selected).unwrap_or_else(|| panic!("{selected}"));
+            let inspection = inspect(&view, &model, &sel(selected)).unwrap_or_else(|| panic!("{selected}"));
             assert!(!inspection.why.is_empty() && !inspection.facts.is_empty(), "{selected}");
         }
-        let replica = inspect(&view, &model, "broker-2/orders-0").expect("replica");
+        let replica = inspect(&view, &model, &sel("broker-2/orders-0")).expect("replica");
         for field in [
             "Log end offset",
             "High watermark",
@@ -1221,7 +1282,7 @@ mod tests {
         ] {
             assert!(replica.facts.iter().any(|(name, _)| name == field), "{field}");
         }
-        assert!(inspect(&view, &model, "broker-99").is_none());
+        assert!(inspect(&view, &model, &sel("broker-99")).is_none());
     }
 
     #[test]
@@ -1234,7 +1295,7 @@ mod tests {
         simulation.run_until(simulation.now() + 15_000);
         let view = simulation.view();
         let model = layout(&view);
-        let NodeBody::Broker { state, .. } = &model.node("broker-1").expect("broker-1").body else {
+        let NodeBody::Broker { state, .. } = &model.node(&sel("broker-1")).expect("broker-1").body else {
             panic!()
         };
         assert_eq!(state, "dead");
@@ -1256,7 +1317,7 @@ mod tests {
             note.contains("last election") && note.contains("broker-1 was fenced"),
             "{note}"
         );
-        let inspection = inspect(&view, &model, &controller.name).expect("inspection");
+        let inspection = inspect(&view, &model, &controller.id).expect("inspection");
         let fenced = inspection
             .facts
             .iter()
@@ -1281,8 +1342,8 @@ mod tests {
         let mut simulation = Simulation::new(bench_config(), DEFAULT_SEED).expect("valid");
         simulation.run_until(5_000);
         let model = layout(&simulation.view());
-        let first = model.node("broker-1").expect("b1").rect;
-        let fourth = model.node("broker-4").expect("b4").rect;
+        let first = model.node(&sel("broker-1")).expect("b1").rect;
+        let fourth = model.node(&sel("broker-4")).expect("b4").rect;
         assert!(fourth.y > first.y + first.h);
     }
 }

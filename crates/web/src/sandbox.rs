@@ -150,7 +150,7 @@ pub fn sandbox() -> Html {
 
     html! {
         // `data-finished-runs` counts finished runs, so tests can wait for the next one.
-        <section id="sandbox" class="card sandbox" aria-labelledby="sandbox-title" data-testid="sandbox"
+        <section id="sandbox" class="card sandbox" aria-labelledby="sandbox-title" data-testid="sandbox" tabindex="-1"
             data-finished-runs={finished_runs.borrow().to_string()}>
             <h2 id="sandbox-title">{ "Run this" }</h2>
             <p class="hint">

@@ -17,9 +17,10 @@ use yew::prelude::*;
 use crate::export::MermaidExport;
 use crate::map::ClusterMap;
 use crate::map_model::{layout, requester_first};
+use crate::selection::{as_broker, parse_node, Selection};
 use crate::sequence_model::{
-    lifelines, link, link_problem, merged_link, mermaid, nearest_shown, parse_forks, parse_link, story, Filter,
-    ForkLink, Step, StepKind, StoryDef, StoryRun, NAVIGATE_EVENT, STORIES,
+    first_story, lifelines, link, link_problem, merged_link, mermaid, nearest_shown, parse_forks, parse_link, stories,
+    story, Filter, ForkLink, Step, StepKind, StoryDef, StoryRun, NAVIGATE_EVENT,
 };
 
 fn page_query() -> String {
@@ -91,15 +92,18 @@ fn short(text: &str, limit: usize) -> String {
 
 /// The map selection a step highlights: the edge a message travels on,
 /// or the replica or node a state change happened on.
-fn highlight(step: &Step) -> Option<String> {
+fn highlight(step: &Step) -> Option<Selection> {
     match &step.kind {
         StepKind::Arrow { from, to, .. } => {
-            let (from, to) = requester_first(from, to);
-            Some(format!("{from}->{to}"))
+            let (from, to) = requester_first(*from, *to);
+            Some(Selection::Edge { from, to })
         }
-        StepKind::Note { over, .. } => Some(match step.partitions.first() {
-            Some(partition) if over.starts_with("broker-") => format!("{over}/{partition}"),
-            _ => over.clone(),
+        StepKind::Note { over, .. } => Some(match (over, step.partitions.first()) {
+            (NodeId::Broker(broker), Some(partition)) => Selection::Replica {
+                broker: *broker,
+                partition: partition.clone(),
+            },
+            _ => Selection::Node(*over),
         }),
         StepKind::Input { .. } => None,
     }
@@ -110,7 +114,7 @@ struct DiagramProps {
     /// (index into all steps, the step) for the visible window.
     rows: Vec<(usize, Step)>,
     /// What each lifeline is now.
-    roles: std::collections::BTreeMap<String, String>,
+    roles: std::collections::BTreeMap<NodeId, String>,
     current: usize,
     on_pick: Callback<usize>,
 }
@@ -127,10 +131,10 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
     let gutter = 54.0;
     let width = (gutter + 20.0 + column * lines.len() as f64).max(600.0);
     let height = TOP + props.rows.len() as f64 * ROW_H + 16.0;
-    let x_of = |name: &str| {
+    let x_of = |node: &NodeId| {
         lines
             .iter()
-            .position(|line| line == name)
+            .position(|line| line == node)
             .map_or(gutter, |index| gutter + column * (index as f64 + 0.5))
     };
     html! {
@@ -145,7 +149,7 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
                 let x = x_of(line);
                 html! { <g class="lifeline">
                     <rect x={format!("{:.1}", x - column / 2.0 + 4.0)} y="4" width={format!("{:.1}", column - 8.0)} height="34" rx="4" />
-                    <text x={format!("{x:.1}")} y="18" class="lifeline-name">{ line.clone() }</text>
+                    <text x={format!("{x:.1}")} y="18" class="lifeline-name">{ line.to_string() }</text>
                     <text x={format!("{x:.1}")} y="31" class="lifeline-role">{ short(props.roles.get(line).map_or("", String::as_str), (column / 5.0) as usize) }</text>
                     <line x1={format!("{x:.1}")} x2={format!("{x:.1}")} y1="38" y2={format!("{:.1}", height - 4.0)} />
                 </g> }
@@ -214,8 +218,14 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
 fn fork_choices(brokers: u32) -> Vec<(String, String)> {
     let mut choices: Vec<(String, String)> = Vec::new();
     for broker in 1..=brokers {
-        choices.push((format!("kill-{broker}"), format!("kill broker-{broker}")));
-        choices.push((format!("restart-{broker}"), format!("restart broker-{broker}")));
+        choices.push((
+            format!("kill-{broker}"),
+            format!("kill {broker_broker}", broker_broker = as_broker(broker)),
+        ));
+        choices.push((
+            format!("restart-{broker}"),
+            format!("restart {broker_broker}", broker_broker = as_broker(broker)),
+        ));
     }
     choices.push(("acks-1".into(), "set acks=1".into()));
     choices.push(("acks-all".into(), "set acks=all".into()));
@@ -271,7 +281,7 @@ pub fn sequence_steps() -> Html {
         let forks = forks.clone();
         let query = query.clone();
         use_mut_ref(move || {
-            let mut run = StoryRun::start(linked_story.unwrap_or(&STORIES[0])).ok()?;
+            let mut run = StoryRun::start(linked_story.unwrap_or(first_story())).ok()?;
             let linked_forks = parse_forks(&query).unwrap_or_else(|problem| {
                 *fork_problem.borrow_mut() = Some(problem);
                 Vec::new()
@@ -304,7 +314,7 @@ pub fn sequence_steps() -> Html {
     let filter = use_state(|| Filter {
         partition: linked_step
             .is_none()
-            .then(|| linked_story.unwrap_or(&STORIES[0]).focus.map(str::to_string))
+            .then(|| linked_story.unwrap_or(first_story()).focus().map(str::to_string))
             .flatten(),
         ..Filter::default()
     });
@@ -323,7 +333,7 @@ pub fn sequence_steps() -> Html {
         use_state(move || link_problem(&query, steps).or(fork_problem))
     };
     let loaded = run.borrow().as_ref().map(|run| (run.story, run.steps.len()));
-    let (story_def, total) = loaded.unwrap_or((&STORIES[0], 0));
+    let (story_def, total) = loaded.unwrap_or((first_story(), 0));
     let index = (*current).min(total.saturating_sub(1));
     let deep_link = link(story_def, index, &forks.borrow());
     // The address bar follows the step once the learner moves, so it can be
@@ -471,7 +481,7 @@ pub fn sequence_steps() -> Html {
         let id = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
         if let Some(chosen) = story(&id) {
             let focus = Filter {
-                partition: chosen.focus.map(str::to_string),
+                partition: chosen.focus().map(str::to_string),
                 ..Filter::default()
             };
             opener.open(chosen, 0, focus);
@@ -488,7 +498,7 @@ pub fn sequence_steps() -> Html {
             let mut next = (*filter).clone();
             match field {
                 "partition" => next.partition = value,
-                "node" => next.node = value,
+                "node" => next.node = value.as_deref().and_then(parse_node),
                 _ => next.name = value,
             }
             let shown = shown_steps(run.borrow().as_ref(), &next);
@@ -580,7 +590,11 @@ pub fn sequence_steps() -> Html {
         .collect();
     let nodes = lifelines(story_run.steps.iter());
     let names: std::collections::BTreeSet<String> = story_run.steps.iter().map(|step| step.name.clone()).collect();
-    let roles = crate::sequence_model::roles(&view, &story_run.steps, filter.partition.as_deref().or(story_def.focus));
+    let roles = crate::sequence_model::roles(
+        &view,
+        &story_run.steps,
+        filter.partition.as_deref().or(story_def.focus()),
+    );
     let forks = story_run.forks.clone();
     let brokers = story_run.scenario.config.brokers;
     let description = story_run.scenario.description.clone();
@@ -595,22 +609,19 @@ pub fn sequence_steps() -> Html {
         let why_open = why_open.clone();
         Callback::from(move |_: MouseEvent| why_open.set(!*why_open))
     };
-    let on_map_select = Callback::from(|_: String| {});
+    let on_map_select = Callback::from(|_: Selection| {});
 
     html! {
         <section id="steps" class="card steps wide" aria-labelledby="steps-title" tabindex="0" onkeydown={on_keydown}
-            data-testid="steps" data-story={story_def.id} data-step={(index + 1).to_string()} data-steps={total.to_string()}
+            data-testid="steps" data-story={story_def.id.clone()} data-step={(index + 1).to_string()} data-steps={total.to_string()}
             data-trace-hash={format!("{trace_hash:016x}")} data-time={view.time_ms.to_string()}>
             <h2 id="steps-title">{ "Sequence steps: the run, message by message" }</h2>
             { if let Some(problem) = &*problem { html! { <p class="error" role="alert" data-testid="link-problem">{ problem }</p> } } else { html! {} } }
             <div class="story-bar">
                 <label>{ "Story " }
                     <select data-testid="story-select" onchange={on_story}>
-                        { for STORIES.iter().map(|candidate| {
-                            let name = serde_json::from_str::<serde_json::Value>(candidate.scenario).ok()
-                                .and_then(|value| value["name"].as_str().map(str::to_string))
-                                .unwrap_or_else(|| candidate.id.to_string());
-                            html! { <option value={candidate.id} selected={candidate.id == story_def.id}>{ name }</option> }
+                        { for stories().iter().map(|candidate| html! {
+                            <option value={candidate.id.clone()} selected={candidate.id == story_def.id}>{ candidate.title() }</option>
                         }) }
                     </select>
                 </label>
@@ -643,7 +654,7 @@ pub fn sequence_steps() -> Html {
                 </select></label>
                 <label>{ "Client or node " }<select data-testid="filter-node" onchange={filter_field("node")}>
                     <option value="" selected={filter.node.is_none()}>{ "all" }</option>
-                    { for nodes.iter().map(|node| html! { <option value={node.clone()} selected={filter.node.as_ref() == Some(node)}>{ node }</option> }) }
+                    { for nodes.iter().map(|node| html! { <option value={node.to_string()} selected={filter.node.as_ref() == Some(node)}>{ node.to_string() }</option> }) }
                 </select></label>
                 <label>{ "Message or event " }<select data-testid="filter-name" onchange={filter_field("name")}>
                     <option value="" selected={filter.name.is_none()}>{ "all" }</option>

@@ -6,109 +6,91 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kafkascope_engine::replication::high_watermark::Acks;
 use kafkascope_engine::sim::config::{Input, ScheduledInput};
 use kafkascope_engine::sim::recording::Recording;
-use kafkascope_engine::sim::scenario::Scenario;
+use kafkascope_engine::sim::scenario::{Scenario, Story};
 use kafkascope_engine::sim::trace::{hash, ranges, TraceEvent, TraceKind};
-use kafkascope_engine::sim::view::error_name;
+use kafkascope_engine::sim::types::{ErrorCode, MessageFacts, MessageName, NodeId};
+use kafkascope_engine::sim::view::Role;
 use kafkascope_engine::sim::Simulation;
 
-/// A guided story: a scenario file and the captions of its chapters.
+use crate::selection::{as_broker, as_consumer, as_controller, as_producer};
+
+mod files {
+    include!(concat!(env!("OUT_DIR"), "/scenario_files.rs"));
+}
+
+/// A guided story: a scenario file with a `story` block.
 #[derive(Debug)]
 pub struct StoryDef {
     /// Its id in URLs (`?story=happy-path&step=12`).
-    pub id: &'static str,
-    /// The scenario (JSON, as `kafkascope run` reads it).
-    pub scenario: &'static str,
-    /// The partition the story is about (the filter it opens with).
-    pub focus: Option<&'static str>,
-    /// Chapter captions: shown on the input step whose description
-    /// starts with the first text.
-    pub chapters: &'static [(&'static str, &'static str)],
+    pub id: String,
+    /// The file it comes from (`happy-path.json`).
+    pub file: &'static str,
+    /// The scenario, story block included.
+    pub scenario: Scenario,
 }
 
-/// The stories, in the order a course would take them.
-pub const STORIES: &[StoryDef] = &[
-    StoryDef {
-        id: "happy-path",
-        scenario: include_str!("../../../scenarios/happy-path.json"),
-        focus: None,
-        chapters: &[(
-            "producer-0 sends",
-            "The producer has ten records with the key \"order-42\". It must first learn who leads orders-0, then send them there.",
-        )],
-    },
-    StoryDef {
-        id: "acks1-loss",
-        scenario: include_str!("../../../scenarios/acks1-leader-crash-loses-records.json"),
-        focus: Some("orders-0"),
-        chapters: &[
-            ("cut the link", "The followers are cut off from the leader: they can no longer fetch."),
-            ("kill broker", "The leader dies holding records only it had, which acks=1 already acknowledged."),
-        ],
-    },
-    StoryDef {
-        id: "acks-all-refuses",
-        scenario: include_str!("../../../scenarios/acks-all-min-isr-refuses-writes.json"),
-        focus: Some("orders-0"),
-        chapters: &[
-            ("kill broker", "A follower dies. Once its session expires the ISR shrinks."),
-            ("producer-0 sends", "With one replica in sync and min.insync.replicas=2, an acks=all write must be refused."),
-        ],
-    },
-    StoryDef {
-        id: "unclean-election",
-        scenario: include_str!("../../../scenarios/unclean-election-truncates.json"),
-        focus: Some("orders-0"),
-        chapters: &[(
-            "restart broker",
-            "A stale replica comes back while the only in-sync one is dead; unclean.leader.election.enable lets the controller choose it.",
-        )],
-    },
-    StoryDef {
-        id: "controller-failover",
-        scenario: include_str!("../../../scenarios/controller-failover.json"),
-        focus: Some("orders-0"),
-        chapters: &[
-            ("kill controller", "The active controller dies. The others stop hearing from it, and one stands for election in a new epoch."),
-            ("kill broker", "A broker dies; the new active controller fences it and elects leaders for its partitions."),
-        ],
-    },
-    StoryDef {
-        id: "idle-consumer",
-        scenario: include_str!("../../../scenarios/third-consumer-idles.json"),
-        focus: None,
-        chapters: &[(
-            "start consumer",
-            "A third member joins a group reading two partitions: the rebalance can give it nothing.",
-        )],
-    },
-    StoryDef {
-        id: "two-groups",
-        scenario: include_str!("../../../scenarios/two-groups-read-independently.json"),
-        focus: None,
-        chapters: &[],
-    },
-    StoryDef {
-        id: "exercise",
-        scenario: include_str!("../../../scenarios/seeds-exercise.json"),
-        focus: Some("orders-1"),
-        chapters: &[
-            ("start consumer-3", "A third billing member joins. With three partitions each of the three members gets one; nobody idles yet."),
-            ("start consumer-4", "A fourth billing member joins: three partitions, four members, so one of them idles."),
-            ("kill broker-1", "broker-1, the leader of orders-1, dies under acks=all and min.insync.replicas=2. Expect: continue (a new leader from the ISR)."),
-            ("kill broker-2", "The new leader dies too. One replica is left in sync, fewer than min.insync.replicas=2. Expect: error (NOT_ENOUGH_REPLICAS)."),
-            ("set acks=1", "The producer switches to acks=1: the leader alone is enough."),
-            ("set unclean", "unclean.leader.election.enable is turned on: an out-of-sync replica may become leader."),
-            ("kill broker-3", "The last in-sync replica dies; orders-1 has no leader."),
-            ("restart broker-1", "broker-1 returns with a log that stops where it died. Expect: loss (an unclean election)."),
-        ],
-    },
-];
+impl StoryDef {
+    /// Its story block.
+    pub fn story(&self) -> &Story {
+        self.scenario
+            .story
+            .as_ref()
+            .expect("only scenarios with a story block are stories")
+    }
+
+    /// The partition the story is about (the filter it opens with).
+    pub fn focus(&self) -> Option<&str> {
+        self.story().focus.as_deref()
+    }
+
+    /// Its title: the scenario's name.
+    pub fn title(&self) -> &str {
+        &self.scenario.name
+    }
+
+    /// The chapter that opens on the trace's input event at `time`, if any:
+    /// one whose input is this input at this time.
+    fn chapter_at(&self, time: u64, input: &Input) -> Option<&str> {
+        self.story().chapters.iter().find_map(|chapter| {
+            let scheduled = self.scenario.inputs.get(chapter.input)?;
+            (scheduled.at_ms == time && scheduled.input == *input).then_some(chapter.text.as_str())
+        })
+    }
+}
+
+/// The stories: every scenario file of `scenarios/` with a `story` block,
+/// in their stated order. A file that does not parse is left out here and
+/// fails `every_scenario_file_is_a_valid_scenario`.
+pub fn stories() -> &'static [StoryDef] {
+    static STORIES: std::sync::OnceLock<Vec<StoryDef>> = std::sync::OnceLock::new();
+    STORIES.get_or_init(|| {
+        let mut stories: Vec<StoryDef> = files::SCENARIO_FILES
+            .iter()
+            .filter_map(|(file, text)| {
+                let scenario = Scenario::from_json(text).ok()?;
+                Some(StoryDef {
+                    id: scenario.story.as_ref()?.id.clone(),
+                    file,
+                    scenario,
+                })
+            })
+            .collect();
+        stories.sort_by(|a, b| (a.story().order, &a.id).cmp(&(b.story().order, &b.id)));
+        stories
+    })
+}
 
 /// The story with this id.
 pub fn story(id: &str) -> Option<&'static StoryDef> {
-    STORIES.iter().find(|story| story.id == id)
+    stories().iter().find(|story| story.id == id)
+}
+
+/// The first story (where the steps open without a link).
+pub fn first_story() -> &'static StoryDef {
+    stories().first().expect("scenarios/ holds at least one story")
 }
 
 /// What a step draws.
@@ -116,14 +98,14 @@ pub fn story(id: &str) -> Option<&'static StoryDef> {
 pub enum StepKind {
     /// A message from one lifeline to another (lost if `dropped`).
     Arrow {
-        from: String,
-        to: String,
-        name: String,
+        from: NodeId,
+        to: NodeId,
+        name: MessageName,
         label: String,
         dropped: bool,
     },
     /// A state change on one lifeline.
-    Note { over: String, text: String },
+    Note { over: NodeId, text: String },
     /// A user action or fault, across every lifeline.
     Input { text: String },
 }
@@ -154,10 +136,10 @@ pub struct Step {
 
 impl Step {
     /// The lifelines it touches.
-    pub fn nodes(&self) -> Vec<&str> {
+    pub fn nodes(&self) -> Vec<NodeId> {
         match &self.kind {
-            StepKind::Arrow { from, to, .. } => vec![from.as_str(), to.as_str()],
-            StepKind::Note { over, .. } => vec![over.as_str()],
+            StepKind::Arrow { from, to, .. } => vec![*from, *to],
+            StepKind::Note { over, .. } => vec![*over],
             StepKind::Input { .. } => Vec::new(),
         }
     }
@@ -167,7 +149,7 @@ impl Step {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
     pub partition: Option<String>,
-    pub node: Option<String>,
+    pub node: Option<NodeId>,
     pub name: Option<String>,
 }
 
@@ -181,7 +163,7 @@ impl Filter {
             && self
                 .node
                 .as_ref()
-                .is_none_or(|node| matches!(step.kind, StepKind::Input { .. }) || step.nodes().contains(&node.as_str()))
+                .is_none_or(|node| matches!(step.kind, StepKind::Input { .. }) || step.nodes().contains(node))
             && self.name.as_ref().is_none_or(|name| step.name == *name)
     }
 }
@@ -209,8 +191,7 @@ const SNAPSHOT_INTERVAL: u64 = 256;
 impl StoryRun {
     /// Plays a story to its end.
     pub fn start(story: &'static StoryDef) -> Result<StoryRun, String> {
-        let scenario: Scenario =
-            serde_json::from_str(story.scenario).map_err(|error| format!("story {}: {error}", story.id))?;
+        let scenario = story.scenario.clone();
         let mut simulation = Simulation::new(scenario.config.clone(), scenario.seed)?;
         for input in &scenario.inputs {
             simulation.schedule(input.clone());
@@ -357,58 +338,13 @@ pub fn steps_of(trace: &[TraceEvent], positions: &[u64], story: &StoryDef) -> Ve
     steps
 }
 
-/// A node name from a member id (`consumer-0-3` is consumer-0's).
-fn member_node(member: &str) -> String {
-    member
-        .rsplit_once('-')
-        .map_or(member.to_string(), |(node, _)| node.to_string())
-}
-
 /// One line for any trace event (the "why" chain).
 fn describe(event: &TraceEvent) -> String {
     match &event.kind {
         TraceKind::Sent { from, to, summary, .. } => format!("{from} → {to}: {summary}"),
         // The trace's own line, without its time and id columns.
-        _ => {
-            let line = event.line();
-            line.split_once(" ms  #")
-                .and_then(|(_, rest)| rest.split_once(' '))
-                .map_or(line.clone(), |(_, body)| body.trim_start().to_string())
-        }
+        _ => event.text(),
     }
-}
-
-/// The partitions a message summary names (`Fetch orders-0 offset=3`).
-fn partitions_in(text: &str) -> Vec<String> {
-    text.split([' ', ',', '[', ']', '(', ')', '='])
-        .filter(|word| {
-            word.rsplit_once('-').is_some_and(|(topic, number)| {
-                !topic.is_empty()
-                    && !number.is_empty()
-                    && number.bytes().all(|byte| byte.is_ascii_digit())
-                    && !topic.starts_with("broker")
-                    && !topic.starts_with("consumer")
-                    && !topic.starts_with("producer")
-                    && !topic.starts_with("controller")
-            })
-        })
-        .map(str::to_string)
-        .collect()
-}
-
-/// Whether a summary names this error (`error=NOT_ENOUGH_REPLICAS`, not
-/// a longer name that starts with it).
-fn names_error(summary: &str, error: &str) -> bool {
-    let key = format!("error={error}");
-    summary
-        .match_indices(&key)
-        .any(|(start, _)| !summary[start + key.len()..].starts_with('_'))
-}
-
-fn number_after(text: &str, key: &str) -> Option<u64> {
-    let start = text.find(key)? + key.len();
-    let digits: String = text[start..].chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
 }
 
 /// Follows the run's state while scanning its trace, to caption steps with
@@ -420,7 +356,7 @@ struct Captioner {
     active_controller: Option<u32>,
     /// Each group's coordinator as the last FindCoordinator answer named it
     /// (the broker leading the group's `__consumer_offsets` partition).
-    coordinators: BTreeMap<String, String>,
+    coordinators: BTreeMap<String, NodeId>,
 }
 
 impl Captioner {
@@ -440,39 +376,27 @@ impl Captioner {
                 }
             },
             TraceKind::ControllerElected { controller, .. } => self.active_controller = Some(*controller),
-            TraceKind::Sent {
-                from, name, summary, ..
-            } => {
+            TraceKind::Sent { from, name, facts, .. } => {
                 // Before any election is traced, the active controller is
                 // the one answering metadata fetches as leader.
-                if *name == "FetchResponse" && self.active_controller.is_none() {
-                    let from = from.to_string();
-                    if let Some(id) = from.strip_prefix("controller-") {
-                        if summary.contains(&format!("leader={from}")) && !summary.contains("error=") {
-                            self.active_controller = id.parse().ok();
-                        }
+                if let (MessageName::FetchResponse, NodeId::Controller(id), None) = (name, from, self.active_controller)
+                {
+                    if facts.leader == Some(*id) && facts.errors.is_empty() {
+                        self.active_controller = Some(*id);
                     }
                 }
-                if *name == "FindCoordinatorResponse" {
-                    let field = |key: &str| {
-                        summary
-                            .split(' ')
-                            .find_map(|word| word.strip_prefix(key))
-                            .map(str::to_string)
-                    };
-                    if let (Some(group), Some(coordinator)) = (field("group="), field("coordinator=")) {
-                        if coordinator.starts_with("broker-") {
-                            self.coordinators.insert(group, coordinator);
-                        }
-                    }
+                if let (MessageName::FindCoordinatorResponse, Some(group), Some(coordinator)) =
+                    (name, &facts.group, facts.coordinator)
+                {
+                    self.coordinators.insert(group.clone(), NodeId::Broker(coordinator));
                 }
             }
             _ => {}
         }
     }
 
-    fn controller(&self) -> String {
-        format!("controller-{}", self.active_controller.unwrap_or(1))
+    fn controller(&self) -> NodeId {
+        NodeId::Controller(self.active_controller.unwrap_or(1))
     }
 
     fn step(&self, event: &TraceEvent, cause: Option<&TraceEvent>, position: u64, story: &StoryDef) -> Option<Step> {
@@ -480,12 +404,8 @@ impl Captioner {
         let mut explainable = false;
         let mut chapter = None;
         let (kind, caption, partitions, name) = match &event.kind {
-            TraceKind::Input { description } => {
-                chapter = story
-                    .chapters
-                    .iter()
-                    .find(|(prefix, _)| description.starts_with(prefix))
-                    .map(|(_, text)| text.to_string());
+            TraceKind::Input { description, input } => {
+                chapter = story.chapter_at(event.time, input).map(str::to_string);
                 (
                     StepKind::Input { text: description.clone() },
                     format!("At {} ms: {description}.", event.time),
@@ -493,15 +413,20 @@ impl Captioner {
                     "input".to_string(),
                 )
             }
-            TraceKind::Sent { from, to, name, summary } => {
-                let (from, to) = (from.to_string(), to.to_string());
-                let caption = self.message_caption(&from, &to, name, summary);
-                let partitions = partitions_in(summary);
+            TraceKind::Sent {
+                from,
+                to,
+                name,
+                summary,
+                facts,
+            } => {
+                let caption = self.message_caption(*from, *to, *name, facts, summary);
+                let partitions = facts.partitions.iter().map(ToString::to_string).collect();
                 (
                     StepKind::Arrow {
-                        from,
-                        to,
-                        name: name.to_string(),
+                        from: *from,
+                        to: *to,
+                        name: *name,
                         label: summary.clone(),
                         dropped: false,
                     },
@@ -512,13 +437,13 @@ impl Captioner {
             }
             TraceKind::Dropped { from, to, name, reason } => (
                 StepKind::Arrow {
-                    from: from.to_string(),
-                    to: to.to_string(),
-                    name: name.to_string(),
-                    label: format!("{name} lost ({reason:?})"),
+                    from: *from,
+                    to: *to,
+                    name: *name,
+                    label: format!("{name} lost ({reason})"),
                     dropped: true,
                 },
-                format!("The {name} from {from} never reaches {to}: {reason:?}."),
+                format!("The {name} from {from} never reaches {to}: {reason}."),
                 Vec::new(),
                 name.to_string(),
             ),
@@ -539,14 +464,13 @@ impl Captioner {
                 // it fetched.
                 let from_client = matches!(
                     cause.map(|cause| &cause.kind),
-                    Some(TraceKind::Delivered { from, .. }) if !from.to_string().starts_with("broker-")
+                    Some(TraceKind::Delivered { from, .. }) if !matches!(from, NodeId::Broker(_))
                 );
                 let leads = from_client || self.leaders.get(&partition.to_string()) == Some(broker);
                 let mut caption = format!(
-                    "broker-{broker} appends offset{} {first_offset}{} of {partition} (leader epoch {leader_epoch}); its log end is now {end}.",
+                    "{broker_broker} appends offset{} {first_offset}{} of {partition} (leader epoch {leader_epoch}); its log end is now {end}.",
                     if *count == 1 { "" } else { "s" },
-                    if *count == 1 { String::new() } else { format!("–{}", end - 1) }
-                );
+                    if *count == 1 { String::new() } else { format!("–{}", end - 1) }, broker_broker = as_broker(broker));
                 if leads && hw < end {
                     caption.push_str(&format!(
                         " The high watermark stays at {hw} until every in-sync follower has fetched from {end}."
@@ -554,7 +478,7 @@ impl Captioner {
                 }
                 (
                     StepKind::Note {
-                        over: format!("broker-{broker}"),
+                        over: NodeId::Broker(*broker),
                         text: format!("append {first_offset}..{end} → LEO {end}"),
                     },
                     caption,
@@ -572,13 +496,12 @@ impl Captioner {
                 let leads = self.leaders.get(&partition.to_string()) == Some(broker);
                 (
                     StepKind::Note {
-                        over: format!("broker-{broker}"),
+                        over: NodeId::Broker(*broker),
                         text: format!("HW {from} → {to}"),
                     },
                     format!(
-                        "broker-{broker}'s high watermark of {partition} moves from {from} to {to}: {reason}.{}",
-                        if leads { format!(" Consumers may now read offsets below {to}.") } else { String::new() }
-                    ),
+                        "{broker_broker}'s high watermark of {partition} moves from {from} to {to}: {reason}.{}",
+                        if leads { format!(" Consumers may now read offsets below {to}.") } else { String::new() }, broker_broker = as_broker(broker)),
                     vec![partition.to_string()],
                     "high-watermark".to_string(),
                 )
@@ -591,10 +514,10 @@ impl Captioner {
                 reason,
             } => (
                 StepKind::Note {
-                    over: format!("broker-{broker}"),
+                    over: NodeId::Broker(*broker),
                     text: format!("truncate to {to_offset} (−{removed})"),
                 },
-                format!("broker-{broker} cuts its log of {partition} back to offset {to_offset}, removing {removed} record(s): {reason}."),
+                format!("{broker_broker} cuts its log of {partition} back to offset {to_offset}, removing {removed} record(s): {reason}.", broker_broker = as_broker(broker)),
                 vec![partition.to_string()],
                 "truncate".to_string(),
             ),
@@ -607,14 +530,13 @@ impl Captioner {
                 outcome = Some("continue");
                 (
                     StepKind::Note {
-                        over: format!("producer-{producer}"),
+                        over: NodeId::Producer(*producer),
                         text: format!("acked {} record(s)", records.len()),
                     },
                     format!(
-                        "producer-{producer} learns that {} record(s) of {partition} are written{}.",
+                        "{producer_producer} learns that {} record(s) of {partition} are written{}.",
                         records.len(),
-                        base_offset.map_or(" (acks=0: no offset comes back)".to_string(), |offset| format!(", starting at offset {offset}"))
-                    ),
+                        base_offset.map_or(" (acks=0: no offset comes back)".to_string(), |offset| format!(", starting at offset {offset}")), producer_producer = as_producer(producer)),
                     vec![partition.to_string()],
                     "acknowledged".to_string(),
                 )
@@ -628,25 +550,23 @@ impl Captioner {
             } => {
                 outcome = Some("error");
                 explainable = true;
-                let error = error_name(*error);
-                let why = match error.as_str() {
-                    "NOT_ENOUGH_REPLICAS" => " The ISR is smaller than min.insync.replicas, so the leader refused to append the batch.",
-                    "NOT_ENOUGH_REPLICAS_AFTER_APPEND" => " The leader appended the batch, but the ISR shrank below min.insync.replicas before it was committed.",
-                    "NOT_LEADER_OR_FOLLOWER" => " The broker it asked no longer leads the partition; the producer refreshes its metadata.",
-                    "NETWORK_EXCEPTION" => " The connection to the leader broke: its process is gone.",
-                    "REQUEST_TIMED_OUT" => " No answer came within request.timeout.ms.",
+                let why = match error {
+                    ErrorCode::NotEnoughReplicas => " The ISR is smaller than min.insync.replicas, so the leader refused to append the batch.",
+                    ErrorCode::NotEnoughReplicasAfterAppend => " The leader appended the batch, but the ISR shrank below min.insync.replicas before it was committed.",
+                    ErrorCode::NotLeaderOrFollower => " The broker it asked no longer leads the partition; the producer refreshes its metadata.",
+                    ErrorCode::NetworkException => " The connection to the leader broke: its process is gone.",
+                    ErrorCode::RequestTimedOut => " No answer came within request.timeout.ms.",
                     _ => "",
                 };
                 (
                     StepKind::Note {
-                        over: format!("producer-{producer}"),
+                        over: NodeId::Producer(*producer),
                         text: format!("✗ {error}"),
                     },
                     format!(
-                        "producer-{producer}'s {} record(s) for {partition} fail with {error}{}.{why}",
+                        "{producer_producer}'s {} record(s) for {partition} fail with {error}{}.{why}",
                         records.len(),
-                        if *will_retry { "; it will retry" } else { " for good" }
-                    ),
+                        if *will_retry { "; it will retry" } else { " for good" }, producer_producer = as_producer(producer)),
                     vec![partition.to_string()],
                     "produce-failed".to_string(),
                 )
@@ -660,7 +580,7 @@ impl Captioner {
                 explainable = true;
                 (
                     StepKind::Note {
-                        over: self.leaders.get(&partition.to_string()).map_or(self.controller(), |leader| format!("broker-{leader}")),
+                        over: self.leaders.get(&partition.to_string()).map_or(self.controller(), |leader| NodeId::Broker(*leader)),
                         text: format!("LOST {}", ranges(records)),
                     },
                     format!("Acknowledged records {} of {partition} are gone: {reason}.", ranges(records)),
@@ -677,7 +597,7 @@ impl Captioner {
                 reason,
             } => {
                 explainable = true;
-                let leader = leader.map_or("no leader".to_string(), |leader| format!("broker-{leader}"));
+                let leader = leader.map_or("no leader".to_string(), |leader| format!("{broker_leader}", broker_leader = as_broker(leader)));
                 (
                     StepKind::Note {
                         over: self.controller(),
@@ -728,14 +648,14 @@ impl Captioner {
                 explainable = true;
                 let owners: Vec<String> = assignment
                     .iter()
-                    .map(|(member, partitions)| {
-                        let node = member_node(member);
-                        if partitions.is_empty() {
+                    .map(|member| {
+                        let node = member.consumer;
+                        if member.partitions.is_empty() {
                             format!("{node} gets nothing and idles")
                         } else {
                             format!(
                                 "{node} gets {}",
-                                partitions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                                member.partitions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
                             )
                         }
                     })
@@ -745,8 +665,8 @@ impl Captioner {
                         over: self
                             .coordinators
                             .get(group)
-                            .cloned()
-                            .unwrap_or_else(|| assignment.first().map_or(self.controller(), |(member, _)| member_node(member))),
+                            .copied()
+                            .unwrap_or_else(|| assignment.first().map_or(self.controller(), |member| member.consumer)),
                         text: format!("{group} generation {generation}"),
                     },
                     format!("Group {group} moves to generation {generation} ({reason}): {}.", owners.join("; ")),
@@ -762,19 +682,18 @@ impl Captioner {
                 high_watermark,
             } => (
                 StepKind::Note {
-                    over: format!("consumer-{consumer}"),
+                    over: NodeId::Consumer(*consumer),
                     text: format!("read {from}..{to}"),
                 },
                 format!(
-                    "consumer-{consumer} reads offsets {from}–{} of {partition}; the high watermark is {high_watermark}, so nothing above it is visible.",
-                    to.saturating_sub(1)
-                ),
+                    "{consumer_consumer} reads offsets {from}–{} of {partition}; the high watermark is {high_watermark}, so nothing above it is visible.",
+                    to.saturating_sub(1), consumer_consumer = as_consumer(consumer)),
                 vec![partition.to_string()],
                 "consumed".to_string(),
             ),
             TraceKind::OffsetsCommitted { group, offsets } => (
                 StepKind::Note {
-                    over: self.coordinators.get(group).cloned().unwrap_or_else(|| self.controller()),
+                    over: self.coordinators.get(group).copied().unwrap_or_else(|| self.controller()),
                     text: format!("{group} committed"),
                 },
                 format!(
@@ -789,46 +708,46 @@ impl Captioner {
                 (
                     StepKind::Note {
                         over: self.controller(),
-                        text: format!("{} broker-{broker}", if *fenced { "fence" } else { "unfence" }),
+                        text: format!("{} {broker_broker}", if *fenced { "fence" } else { "unfence" }, broker_broker = as_broker(broker)),
                     },
-                    format!("The controller {} broker-{broker}: {reason}.", if *fenced { "fences" } else { "unfences" }),
+                    format!("The controller {} {broker_broker}: {reason}.", if *fenced { "fences" } else { "unfences" }, broker_broker = as_broker(broker)),
                     Vec::new(),
                     "fencing".to_string(),
                 )
             }
             TraceKind::BrokerStatus { broker, status } => (
                 StepKind::Note {
-                    over: format!("broker-{broker}"),
+                    over: NodeId::Broker(*broker),
                     text: status.clone(),
                 },
-                format!("broker-{broker} {status}."),
+                format!("{broker_broker} {status}.", broker_broker = as_broker(broker)),
                 Vec::new(),
                 "broker-status".to_string(),
             ),
             TraceKind::ConsumerStatus { consumer, status } => (
                 StepKind::Note {
-                    over: format!("consumer-{consumer}"),
+                    over: NodeId::Consumer(*consumer),
                     text: status.clone(),
                 },
-                format!("consumer-{consumer} {status}."),
+                format!("{consumer_consumer} {status}.", consumer_consumer = as_consumer(consumer)),
                 Vec::new(),
                 "consumer-status".to_string(),
             ),
             TraceKind::ControllerStatus { controller, status } => (
                 StepKind::Note {
-                    over: format!("controller-{controller}"),
+                    over: NodeId::Controller(*controller),
                     text: status.clone(),
                 },
-                format!("controller-{controller} {status}."),
+                format!("{controller_controller} {status}.", controller_controller = as_controller(controller)),
                 Vec::new(),
                 "controller-status".to_string(),
             ),
             TraceKind::ControllerElection { controller, epoch, reason } => (
                 StepKind::Note {
-                    over: format!("controller-{controller}"),
+                    over: NodeId::Controller(*controller),
                     text: format!("candidate, epoch {epoch}"),
                 },
-                format!("controller-{controller} stands for election in epoch {epoch}: {reason}."),
+                format!("{controller_controller} stands for election in epoch {epoch}: {reason}.", controller_controller = as_controller(controller)),
                 Vec::new(),
                 "controller-election".to_string(),
             ),
@@ -836,10 +755,10 @@ impl Captioner {
                 explainable = true;
                 (
                     StepKind::Note {
-                        over: format!("controller-{controller}"),
+                        over: NodeId::Controller(*controller),
                         text: format!("active, epoch {epoch}"),
                     },
-                    format!("controller-{controller} wins epoch {epoch} with votes from {votes:?} and becomes the active controller."),
+                    format!("{controller_controller} wins epoch {epoch} with votes from {votes:?} and becomes the active controller.", controller_controller = as_controller(controller)),
                     Vec::new(),
                     "controller-elected".to_string(),
                 )
@@ -895,35 +814,40 @@ impl Captioner {
         })
     }
 
-    fn message_caption(&self, from: &str, to: &str, name: &str, summary: &str) -> String {
-        let client = from.starts_with("consumer-");
-        let metadata_log = to.starts_with("controller-") || from.starts_with("controller-");
+    fn message_caption(
+        &self,
+        from: NodeId,
+        to: NodeId,
+        name: MessageName,
+        facts: &MessageFacts,
+        summary: &str,
+    ) -> String {
+        use MessageName as M;
+        let client = matches!(from, NodeId::Consumer(_));
+        let metadata_log = matches!(to, NodeId::Controller(_)) || matches!(from, NodeId::Controller(_));
+        let offset = facts.fetch_offset.unwrap_or(0);
         match name {
-            "Fetch" if metadata_log => format!(
-                "{from} fetches the metadata log (__cluster_metadata) from {to} from offset {}: {}",
-                number_after(summary, "offset=").unwrap_or(0),
-                if from.starts_with("broker-") {
+            M::Fetch if metadata_log => format!(
+                "{from} fetches the metadata log (__cluster_metadata) from {to} from offset {offset}: {}",
+                if matches!(from, NodeId::Broker(_)) {
                     "a broker is an observer of the controller quorum; it learns leaders, ISRs and fencing by fetching, and applies only what is committed."
                 } else {
                     "a voter follows the active controller by fetching; the leader counts an entry committed once a majority of voters fetched past it."
                 }
             ),
-            "FetchResponse" if metadata_log => format!("{from} answers {to}'s metadata fetch: {summary}."),
-            "BeginQuorumEpoch" => format!("{from}, the new active controller, tells {to} it leads: {summary}; {to} now fetches from it."),
-            "Metadata" => format!("{from} asks {to} for metadata: which broker leads each partition, at which leader epoch."),
-            "MetadataResponse" => format!("{from} answers {to} with the leaders it knows ({summary})."),
-            "Produce" => {
-                let partitions = summary.matches(" records=").count();
-                let acks = if summary.contains("acks=all") {
-                    if partitions > 1 {
+            M::FetchResponse if metadata_log => format!("{from} answers {to}'s metadata fetch: {summary}."),
+            M::BeginQuorumEpoch => format!("{from}, the new active controller, tells {to} it leads: {summary}; {to} now fetches from it."),
+            M::Metadata => format!("{from} asks {to} for metadata: which broker leads each partition, at which leader epoch."),
+            M::MetadataResponse => format!("{from} answers {to} with the leaders it knows ({summary})."),
+            M::Produce => {
+                let partitions = facts.partitions.len();
+                let acks = match facts.acks {
+                    Some(Acks::All) if partitions > 1 => {
                         " With acks=all the leader answers once the high watermark passes every batch (or a partition fails or times out): one answer for them all."
-                    } else {
-                        " With acks=all the leader answers only once the high watermark passes the batch."
                     }
-                } else if summary.contains("acks=1") {
-                    " With acks=1 the leader answers as soon as it has appended the batches."
-                } else {
-                    " With acks=0 no answer will come."
+                    Some(Acks::All) => " With acks=all the leader answers only once the high watermark passes the batch.",
+                    Some(Acks::Leader) => " With acks=1 the leader answers as soon as it has appended the batches.",
+                    Some(Acks::None) | None => " With acks=0 no answer will come.",
                 };
                 let what = if partitions > 1 {
                     format!("one request with a batch for each of {partitions} partitions it leads")
@@ -932,84 +856,79 @@ impl Captioner {
                 };
                 format!("{from} sends {what} to {to}, the leader: {summary}.{acks}")
             }
-            "ProduceResponse" => {
+            M::ProduceResponse => {
                 let mut why = String::new();
-                if summary.contains("NOT_ENOUGH_REPLICAS_AFTER_APPEND") {
-                    why.push_str(" The batch was appended, but the ISR fell below min.insync.replicas before it was committed.");
-                }
-                if names_error(summary, "NOT_ENOUGH_REPLICAS") {
-                    why.push_str(" The ISR is smaller than min.insync.replicas, so the leader appended nothing.");
-                }
-                if summary.contains("NOT_LEADER_OR_FOLLOWER") {
-                    why.push_str(" That broker does not lead the partition (any more).");
-                }
-                if summary.contains("OUT_OF_ORDER_SEQUENCE_NUMBER") {
-                    why.push_str(" The batch's sequence does not follow the last one the leader has from this producer: it retries in order.");
-                }
-                if summary.contains("REQUEST_TIMED_OUT") {
-                    why.push_str(" The high watermark did not pass the batch within the request's timeout.");
+                for (error, sentence) in [
+                    (ErrorCode::NotEnoughReplicasAfterAppend, " The batch was appended, but the ISR fell below min.insync.replicas before it was committed."),
+                    (ErrorCode::NotEnoughReplicas, " The ISR is smaller than min.insync.replicas, so the leader appended nothing."),
+                    (ErrorCode::NotLeaderOrFollower, " That broker does not lead the partition (any more)."),
+                    (ErrorCode::OutOfOrderSequenceNumber, " The batch's sequence does not follow the last one the leader has from this producer: it retries in order."),
+                    (ErrorCode::RequestTimedOut, " The high watermark did not pass the batch within the request's timeout."),
+                ] {
+                    if facts.errors.contains(&error) {
+                        why.push_str(sentence);
+                    }
                 }
                 format!("{from} answers {to}: {summary}.{why}")
             }
-            "InitProducerId" => format!(
+            M::InitProducerId => format!(
                 "{from}, an idempotent producer, asks {to} (the least loaded broker) for a producer id and epoch; it sends no record before it has them."
             ),
-            "InitProducerIdResponse" => format!(
+            M::InitProducerIdResponse => format!(
                 "{from} gives {to} its producer id ({summary}): every batch now carries the id, the epoch and a sequence per partition, so leaders drop duplicates and keep each partition in order."
             ),
-            "Fetch" if client => format!(
-                "{from} fetches from {to}, the leader, starting at offset {}; it only gets records below the high watermark.",
-                number_after(summary, "offset=").unwrap_or(0)
+            M::Fetch if client => format!(
+                "{from} fetches from {to}, the leader, starting at offset {offset}; it only gets records below the high watermark."
             ),
-            "Fetch" => {
-                let offset = number_after(summary, "offset=").unwrap_or(0);
-                format!(
-                    "{from}, a follower, fetches from {to}, the leader, starting at offset {offset}: the leader learns that {from} holds everything below {offset}."
-                )
-            }
-            "FetchResponse" => format!(
+            M::Fetch => format!(
+                "{from}, a follower, fetches from {to}, the leader, starting at offset {offset}: the leader learns that {from} holds everything below {offset}."
+            ),
+            M::FetchResponse => format!(
                 "{from} sends {to} {} record(s) and its high watermark {} ({summary}).",
-                number_after(summary, "records=").unwrap_or(0),
-                number_after(summary, "hw=").unwrap_or(0)
+                facts.records.unwrap_or(0),
+                facts.high_watermark.unwrap_or(0)
             ),
-            "AlterPartition" => format!("{from}, the leader, asks the controller to change the ISR: {summary}."),
-            "AlterPartitionResponse" => format!("The controller answers {to}: {summary}."),
-            "FindCoordinator" => format!("{from} asks {to} which broker coordinates its group."),
-            "FindCoordinatorResponse" => format!("{from} tells {to} its group's coordinator ({summary})."),
-            "JoinGroup" => format!("{from} joins its group at the coordinator {to}, listing its topics and assignor."),
-            "JoinGroupResponse" => format!("The coordinator {from} answers {to}: {summary}."),
-            "SyncGroup" => format!("{from} asks the coordinator {to} for its partitions ({summary})."),
-            "SyncGroupResponse" => format!("The coordinator {from} gives {to} its assignment ({summary})."),
-            "OffsetCommit" => format!("{from} commits its positions to the coordinator {to}, which writes them to __consumer_offsets ({summary})."),
-            "OffsetCommitResponse" => format!("The commit is durable: {summary}."),
-            "OffsetFetch" => format!("{from} asks the coordinator {to} where its group stopped reading."),
-            "OffsetFetchResponse" => format!("The coordinator {from} answers {to}: {summary}."),
-            "ListOffsets" => format!("{from} asks {to} where the log ends ({summary})."),
-            "Vote" => format!("{from} asks {to} for its vote: {summary}."),
-            "VoteResponse" => format!("{from} answers {to}: {summary}."),
-            "BrokerHeartbeat" => format!("{from} heartbeats to the controller ({summary})."),
-            "LeaveGroup" => format!("{from} leaves its group at the coordinator {to}."),
-            _ => format!("{from} → {to}: {summary}."),
+            M::AlterPartition => format!("{from}, the leader, asks the controller to change the ISR: {summary}."),
+            M::AlterPartitionResponse => format!("The controller answers {to}: {summary}."),
+            M::FindCoordinator => format!("{from} asks {to} which broker coordinates its group."),
+            M::FindCoordinatorResponse => format!("{from} tells {to} its group's coordinator ({summary})."),
+            M::JoinGroup => format!("{from} joins its group at the coordinator {to}, listing its topics and assignor."),
+            M::JoinGroupResponse => format!("The coordinator {from} answers {to}: {summary}."),
+            M::SyncGroup => format!("{from} asks the coordinator {to} for its partitions ({summary})."),
+            M::SyncGroupResponse => format!("The coordinator {from} gives {to} its assignment ({summary})."),
+            M::OffsetCommit => format!("{from} commits its positions to the coordinator {to}, which writes them to __consumer_offsets ({summary})."),
+            M::OffsetCommitResponse => format!("The commit is durable: {summary}."),
+            M::OffsetFetch => format!("{from} asks the coordinator {to} where its group stopped reading."),
+            M::OffsetFetchResponse => format!("The coordinator {from} answers {to}: {summary}."),
+            M::ListOffsets => format!("{from} asks {to} where the log ends ({summary})."),
+            M::Vote => format!("{from} asks {to} for its vote: {summary}."),
+            M::VoteResponse => format!("{from} answers {to}: {summary}."),
+            M::BrokerHeartbeat => format!("{from} heartbeats to the controller ({summary})."),
+            M::LeaveGroup => format!("{from} leaves its group at the coordinator {to}."),
+            M::BrokerRegistration
+            | M::BrokerRegistrationResponse
+            | M::BrokerHeartbeatResponse
+            | M::NotController
+            | M::Heartbeat
+            | M::HeartbeatResponse
+            | M::ListOffsetsResponse
+            | M::ConnectionClosed => format!("{from} → {to}: {summary}."),
         }
     }
 }
 
 /// Lifelines in a fixed order: producers, brokers, controllers, consumers.
-pub fn lifelines<'a>(steps: impl IntoIterator<Item = &'a Step>) -> Vec<String> {
-    let mut names: BTreeSet<(u8, u32, String)> = BTreeSet::new();
-    for step in steps {
-        for node in step.nodes() {
-            let (kind, number) = node.rsplit_once('-').unwrap_or((node, "0"));
-            let rank = match kind {
-                "producer" => 0,
-                "broker" => 1,
-                "controller" => 2,
-                _ => 3,
-            };
-            names.insert((rank, number.parse().unwrap_or(0), node.to_string()));
-        }
-    }
-    names.into_iter().map(|(_, _, name)| name).collect()
+pub fn lifelines<'a>(steps: impl IntoIterator<Item = &'a Step>) -> Vec<NodeId> {
+    let rank = |node: &NodeId| match node {
+        NodeId::Producer(id) => (0, *id),
+        NodeId::Broker(id) => (1, *id),
+        NodeId::Controller(id) => (2, *id),
+        NodeId::Consumer(id) => (3, *id),
+    };
+    let nodes: BTreeSet<NodeId> = steps.into_iter().flat_map(Step::nodes).collect();
+    let mut nodes: Vec<NodeId> = nodes.into_iter().collect();
+    nodes.sort_by_key(rank);
+    nodes
 }
 
 /// What each lifeline is at this point of the run: the producer's acks,
@@ -1020,18 +939,21 @@ pub fn roles(
     view: &kafkascope_engine::sim::view::ClusterView,
     steps: &[Step],
     focus: Option<&str>,
-) -> BTreeMap<String, String> {
-    let mut roles: BTreeMap<String, Vec<String>> = BTreeMap::new();
+) -> BTreeMap<NodeId, String> {
+    let mut roles: BTreeMap<NodeId, Vec<String>> = BTreeMap::new();
     for producer in &view.producers {
         roles
-            .entry(format!("producer-{}", producer.id))
+            .entry(NodeId::Producer(producer.id))
             .or_default()
             .push(format!("acks={}", producer.acks));
     }
     if let Some(bootstrap) = steps.iter().find_map(|step| match &step.kind {
-        StepKind::Arrow { from, to, name, .. } if name == "Metadata" && from.starts_with("producer-") => {
-            Some(to.clone())
-        }
+        StepKind::Arrow {
+            from: NodeId::Producer(_),
+            to,
+            name: MessageName::Metadata,
+            ..
+        } => Some(*to),
         _ => None,
     }) {
         roles.entry(bootstrap).or_default().push("bootstrap".into());
@@ -1039,7 +961,7 @@ pub fn roles(
     let focus = focus.map(str::to_string).or_else(|| {
         view.partitions
             .iter()
-            .find(|partition| !partition.topic.starts_with("__"))
+            .find(|partition| !partition.internal)
             .map(|partition| partition.partition.clone())
     });
     if let Some(partition) = view
@@ -1055,28 +977,33 @@ pub fn roles(
             } else {
                 "out of sync".to_string()
             };
-            roles.entry(format!("broker-{replica}")).or_default().push(role);
+            roles.entry(NodeId::Broker(*replica)).or_default().push(role);
         }
     }
     for consumer in &view.consumers {
         roles
-            .entry(format!("consumer-{}", consumer.id))
+            .entry(NodeId::Consumer(consumer.id))
             .or_default()
             .push(consumer.group.clone());
-        if let Some(coordinator) = consumer.coordinator {
-            let entry = roles.entry(format!("broker-{coordinator}")).or_default();
-            if !entry.iter().any(|role| role == "coordinator") {
-                entry.push("coordinator".into());
-            }
-        }
+    }
+    let coordinators: BTreeSet<u32> = view
+        .consumers
+        .iter()
+        .filter_map(|consumer| consumer.coordinator)
+        .collect();
+    for coordinator in coordinators {
+        roles
+            .entry(NodeId::Broker(coordinator))
+            .or_default()
+            .push("coordinator".into());
     }
     for controller in view
         .controllers
         .iter()
-        .filter(|controller| controller.alive && controller.role == "leader")
+        .filter(|controller| controller.alive && controller.role == Role::Leader)
     {
         roles
-            .entry(format!("controller-{}", controller.id))
+            .entry(NodeId::Controller(controller.id))
             .or_default()
             .push("active".into());
     }
@@ -1086,8 +1013,8 @@ pub fn roles(
         .collect()
 }
 
-fn mermaid_id(name: &str) -> String {
-    name.replace('-', "_")
+fn mermaid_id(name: &impl std::fmt::Display) -> String {
+    name.to_string().replace('-', "_")
 }
 
 fn mermaid_text(text: &str) -> String {
@@ -1096,7 +1023,10 @@ fn mermaid_text(text: &str) -> String {
 
 /// Steps as a Mermaid `sequenceDiagram`.
 pub fn mermaid(steps: &[&Step]) -> String {
-    let mut lines = lifelines(steps.iter().copied());
+    let mut lines: Vec<String> = lifelines(steps.iter().copied())
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     if lines.is_empty() && !steps.is_empty() {
         // Only inputs: they still need a line to stand over.
         lines.push("cluster".to_string());
@@ -1242,7 +1172,7 @@ pub fn link_problem(query: &str, steps: usize) -> Option<String> {
             Some(("story", value)) if story(value).is_none() => {
                 return Some(format!(
                     "This link names a story \"{value}\" that does not exist (the stories are {}); here is the first one.",
-                    STORIES.iter().map(|story| story.id).collect::<Vec<_>>().join(", ")
+                    stories().iter().map(|story| story.id.as_str()).collect::<Vec<_>>().join(", ")
                 ));
             }
             Some(("step", value)) => match value.parse::<usize>() {
@@ -1323,7 +1253,14 @@ mod tests {
         };
         let captioner = Captioner::default();
         let caption = |message: &Message, from: &str, to: &str| {
-            captioner.message_caption(from, to, message.name(), &message.summary())
+            let node = |text: &str| crate::selection::parse_node(text).expect("a node");
+            captioner.message_caption(
+                node(from),
+                node(to),
+                message.name(),
+                &message.facts(),
+                &message.summary(),
+            )
         };
         let produce = Message::Produce {
             request: 1,
@@ -1337,7 +1274,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("every batch"), "{text}");
-        assert_eq!(partitions_in(&produce.summary()), ["orders-0", "orders-2"]);
+        assert_eq!(produce.facts().partitions, [partition(0), partition(2)]);
         let answer = Message::ProduceResponse {
             request: 1,
             responses: vec![(partition(0), Ok(7)), (partition(2), Err(ErrorCode::NotEnoughReplicas))],
@@ -1362,22 +1299,45 @@ mod tests {
         assert!(text.contains("producerId=2000 producerEpoch=0"), "{text}");
     }
 
+    #[test]
+    fn every_scenario_file_with_a_story_block_is_a_story_in_its_order() {
+        for (file, text) in files::SCENARIO_FILES {
+            Scenario::from_json(text).unwrap_or_else(|error| panic!("{file}: {error}"));
+        }
+        let with_block = files::SCENARIO_FILES
+            .iter()
+            .filter(|(_, text)| {
+                serde_json::from_str::<serde_json::Value>(text).is_ok_and(|value| value.get("story").is_some())
+            })
+            .count();
+        assert_eq!(stories().len(), with_block);
+        let ids: BTreeSet<&str> = stories().iter().map(|story| story.id.as_str()).collect();
+        assert_eq!(ids.len(), stories().len(), "story ids are unique");
+        assert!(stories()
+            .windows(2)
+            .all(|pair| pair[0].story().order <= pair[1].story().order));
+        assert_eq!(first_story().id, "happy-path");
+    }
+
     fn names(run: &StoryRun) -> Vec<&str> {
         run.steps.iter().map(|step| step.name.as_str()).collect()
     }
 
     #[test]
     fn every_story_plays_and_has_captioned_steps() {
-        for story in STORIES {
+        for story in stories() {
             let run = StoryRun::start(story).unwrap_or_else(|error| panic!("{}: {error}", story.id));
             assert!(run.steps.len() > 5, "{}: {} steps", story.id, run.steps.len());
             assert!(run.steps.iter().all(|step| !step.caption.is_empty()), "{}", story.id);
-            for (prefix, _) in story.chapters {
+            for chapter in &story.story().chapters {
                 assert!(
-                    run.steps.iter().any(|step| step.chapter.is_some()
-                        && matches!(&step.kind, StepKind::Input { text } if text.starts_with(prefix))),
-                    "{}: no input starts with {prefix:?}",
-                    story.id
+                    run.steps
+                        .iter()
+                        .any(|step| step.chapter.as_deref() == Some(chapter.text.as_str())
+                            && matches!(&step.kind, StepKind::Input { .. })),
+                    "{}: no input step shows {:?}",
+                    story.id,
+                    chapter.text
                 );
             }
             // Steps are in trace order, and positions never go back.
@@ -1423,7 +1383,13 @@ mod tests {
             .find(|step| step.name == "offsets-committed")
             .expect("a commit");
         assert!(
-            matches!(&commit.kind, StepKind::Note { over, .. } if over.starts_with("broker-")),
+            matches!(
+                &commit.kind,
+                StepKind::Note {
+                    over: NodeId::Broker(_),
+                    ..
+                }
+            ),
             "{commit:?}"
         );
         let append = run
@@ -1562,11 +1528,11 @@ mod tests {
             mermaid(&inputs)
         );
         let (story, step) = parse_link("?story=two-groups&step=7");
-        assert_eq!(story.map(|story| story.id), Some("two-groups"));
+        assert_eq!(story.map(|story| story.id.as_str()), Some("two-groups"));
         assert_eq!(step, Some(7));
         let view = run.recording.simulation().view();
         let roles = roles(&view, &run.steps, Some("orders-0"));
-        assert_eq!(roles.get("producer-0").map(String::as_str), Some("acks=all"));
+        assert_eq!(roles.get(&NodeId::Producer(0)).map(String::as_str), Some("acks=all"));
         assert!(roles.values().any(|role| role.contains("leader orders-0")), "{roles:?}");
         assert!(roles.values().any(|role| role.contains("bootstrap")), "{roles:?}");
         assert!(roles.values().any(|role| role.contains("coordinator")), "{roles:?}");

@@ -19,6 +19,7 @@ use super::{Simulation, Timer};
 
 /// Where a consumer is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ConsumerPhase {
     /// Not running.
     Stopped,
@@ -30,6 +31,18 @@ pub enum ConsumerPhase {
     Syncing,
     /// Has its partitions; reading.
     Consuming,
+}
+
+impl std::fmt::Display for ConsumerPhase {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            ConsumerPhase::Stopped => "stopped",
+            ConsumerPhase::FindingCoordinator => "finding-coordinator",
+            ConsumerPhase::Joining => "joining",
+            ConsumerPhase::Syncing => "syncing",
+            ConsumerPhase::Consuming => "consuming",
+        })
+    }
 }
 
 /// A consumer's state.

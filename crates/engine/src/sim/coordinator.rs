@@ -20,7 +20,7 @@ use crate::groups::coordinator_partition;
 use crate::replication::{BrokerId, Offset};
 
 use super::broker::ParkedReply;
-use super::trace::TraceKind;
+use super::trace::{MemberAssignment, TraceKind};
 use super::types::{ErrorCode, JoinResult, Message, NodeId, Record};
 use super::{Simulation, Timer};
 
@@ -720,14 +720,13 @@ impl Simulation {
             return;
         }
         state.phase = GroupPhase::Stable;
-        let summary: Vec<(String, Vec<TopicPartition>)> = state
+        let summary: Vec<MemberAssignment> = state
             .members
             .iter()
-            .map(|member| {
-                (
-                    member.member_id.clone(),
-                    state.assignment.get(&member.member_id).cloned().unwrap_or_default(),
-                )
+            .map(|member| MemberAssignment {
+                member_id: member.member_id.clone(),
+                consumer: member.client,
+                partitions: state.assignment.get(&member.member_id).cloned().unwrap_or_default(),
             })
             .collect();
         let reason = state.rebalance_reason.clone();

@@ -373,6 +373,7 @@ impl FuzzCase {
             inputs: self.inputs.clone(),
             run_until_ms: self.check_at_ms,
             expect,
+            story: None,
         }
     }
 }

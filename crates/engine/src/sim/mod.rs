@@ -647,6 +647,7 @@ impl Simulation {
                 to,
                 name: message.name(),
                 summary: message.summary(),
+                facts: Box::new(message.facts()),
             }))
         } else {
             None
@@ -900,7 +901,10 @@ impl Simulation {
 
     fn apply_input(&mut self, input: Input) {
         let description = describe_input(&input);
-        self.current_cause = Some(self.record(TraceKind::Input { description }));
+        self.current_cause = Some(self.record(TraceKind::Input {
+            description,
+            input: Box::new(input.clone()),
+        }));
         match input {
             Input::Produce {
                 producer,

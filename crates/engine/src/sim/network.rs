@@ -31,6 +31,17 @@ pub enum DropReason {
     ConnectionReset,
 }
 
+impl std::fmt::Display for DropReason {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            DropReason::LinkCut => "the link is cut",
+            DropReason::NetworkPartition => "the two are on different sides of a network partition",
+            DropReason::Lost => "lost on the way",
+            DropReason::ConnectionReset => "its connection broke before it arrived",
+        })
+    }
+}
+
 /// The network's state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Network {

@@ -62,6 +62,7 @@ const TICK_MS: u64 = 500;
 
 /// A controller's role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Follows the leader it knows (or waits to learn one).
     Follower,
@@ -72,6 +73,17 @@ pub enum Role {
     Candidate,
     /// The active controller.
     Leader,
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            Role::Follower => "follower",
+            Role::Prospective => "prospective",
+            Role::Candidate => "candidate",
+            Role::Leader => "leader",
+        })
+    }
 }
 
 /// One metadata log entry.

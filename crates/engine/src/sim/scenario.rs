@@ -31,6 +31,41 @@ pub struct Scenario {
     /// What must happen.
     #[serde(default)]
     pub expect: Vec<Expectation>,
+    /// With this block the scenario is a guided story on the page (its
+    /// steps, its place on Learn); without it, a scenario to run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub story: Option<Story>,
+}
+
+/// What makes a scenario a guided story: a new story is one scenario file
+/// with this block, plus its golden trace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Story {
+    /// Its id in links (`?story=acks1-loss`): lower-case letters, digits
+    /// and dashes.
+    pub id: String,
+    /// Its place among the stories and on Learn (lowest first).
+    pub order: u32,
+    /// One sentence for Learn: what the learner will see.
+    pub learn: String,
+    /// The partition the story is about (`orders-0`): its steps open
+    /// filtered to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus: Option<String>,
+    /// Captions that open chapters, each on the step of one input.
+    #[serde(default)]
+    pub chapters: Vec<Chapter>,
+}
+
+/// A chapter caption, shown on the step where an input happens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Chapter {
+    /// Which input opens it: its index in `inputs`, from 0.
+    pub input: usize,
+    /// What happens now and why it matters, in a sentence or two.
+    pub text: String,
 }
 
 /// An outcome the author expects.
@@ -138,7 +173,49 @@ impl Scenario {
         scenario
             .check_limits()
             .map_err(|error| format!("bad scenario: {error}"))?;
+        scenario
+            .check_story()
+            .map_err(|error| format!("bad scenario: {error}"))?;
         Ok(scenario)
+    }
+
+    /// Whether the story block names things the scenario has: an id fit for
+    /// a link, chapters on inputs that exist, a focus partition of a topic.
+    pub fn check_story(&self) -> Result<(), String> {
+        let Some(story) = &self.story else { return Ok(()) };
+        let plain = |text: &str| {
+            !text.is_empty()
+                && text
+                    .bytes()
+                    .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+        };
+        if !plain(&story.id) {
+            return Err(format!(
+                "story.id \"{}\" must be lower-case letters, digits and dashes",
+                story.id
+            ));
+        }
+        for (index, chapter) in story.chapters.iter().enumerate() {
+            if chapter.input >= self.inputs.len() {
+                return Err(format!(
+                    "story.chapters[{index}].input is {}, but the scenario has {} inputs (numbered from 0)",
+                    chapter.input,
+                    self.inputs.len()
+                ));
+            }
+        }
+        if let Some(focus) = &story.focus {
+            let known =
+                self.config.topics.iter().any(|topic| {
+                    (0..topic.partitions).any(|partition| format!("{}-{partition}", topic.name) == *focus)
+                });
+            if !known {
+                return Err(format!(
+                    "story.focus \"{focus}\" is no partition of the scenario's topics"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// What a scenario may ask for ([`crate::limits`]): its inputs, its

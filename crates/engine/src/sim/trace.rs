@@ -8,8 +8,9 @@ use crate::groups::assignors::TopicPartition;
 use crate::replication::{BrokerId, Offset};
 
 use super::config::ElectionType;
+use super::config::Input;
 use super::network::DropReason;
-use super::types::{ErrorCode, NodeId, RecordId, Time};
+use super::types::{ErrorCode, MessageFacts, MessageName, NodeId, RecordId, Time};
 
 /// Identifies a trace event; causes point at earlier ids.
 pub type TraceId = u64;
@@ -48,31 +49,49 @@ pub enum Invariant {
     OneActiveControllerPerEpoch,
 }
 
+/// A member's partitions in a new generation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberAssignment {
+    /// The member id the coordinator gave it.
+    pub member_id: String,
+    /// The consumer it is.
+    pub consumer: NodeId,
+    /// Its partitions.
+    pub partitions: Vec<TopicPartition>,
+}
+
 /// The kinds of trace events. (Fields are named for what they hold.)
 #[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum TraceKind {
     /// A scheduled input was applied.
-    Input { description: String },
+    Input {
+        description: String,
+        /// The input itself.
+        input: Box<Input>,
+    },
     /// A message left a node.
     Sent {
         from: NodeId,
         to: NodeId,
-        name: &'static str,
+        name: MessageName,
         summary: String,
+        /// What the summary says, as typed facts.
+        facts: Box<MessageFacts>,
     },
     /// A message arrived.
     Delivered {
         from: NodeId,
         to: NodeId,
-        name: &'static str,
+        name: MessageName,
     },
     /// A message was lost.
     Dropped {
         from: NodeId,
         to: NodeId,
-        name: &'static str,
+        name: MessageName,
         reason: DropReason,
     },
     /// A broker process started or stopped.
@@ -153,7 +172,7 @@ pub enum TraceKind {
     GroupRebalanced {
         group: String,
         generation: u32,
-        assignment: Vec<(String, Vec<TopicPartition>)>,
+        assignment: Vec<MemberAssignment>,
         reason: String,
     },
     /// A consumer read records.
@@ -200,8 +219,13 @@ pub enum TraceKind {
 impl TraceEvent {
     /// One line for `kafkascope run`.
     pub fn line(&self) -> String {
-        let body = match &self.kind {
-            TraceKind::Input { description } => format!("input: {description}"),
+        format!("{:>8} ms  #{:<6} {}", self.time, self.id, self.text())
+    }
+
+    /// What happened, in one line without the time and id columns.
+    pub fn text(&self) -> String {
+        match &self.kind {
+            TraceKind::Input { description, .. } => format!("input: {description}"),
             TraceKind::Sent { from, to, summary, .. } => format!("{from} -> {to}: {summary}"),
             TraceKind::Delivered { from, to, name } => format!("{to} <- {from}: {name} delivered"),
             TraceKind::Dropped { from, to, name, reason } => format!("{from} -x {to}: {name} dropped ({reason:?})"),
@@ -307,9 +331,11 @@ impl TraceEvent {
                 "group {group} generation {generation}: {} ({reason})",
                 assignment
                     .iter()
-                    .map(|(member, partitions)| format!(
-                        "{member} <- [{}]",
-                        partitions
+                    .map(|member| format!(
+                        "{} <- [{}]",
+                        member.member_id,
+                        member
+                            .partitions
                             .iter()
                             .map(ToString::to_string)
                             .collect::<Vec<_>>()
@@ -368,8 +394,7 @@ impl TraceEvent {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-        };
-        format!("{:>8} ms  #{:<6} {body}", self.time, self.id)
+        }
     }
 }
 

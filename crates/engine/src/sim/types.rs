@@ -293,6 +293,168 @@ pub struct MetadataImage {
     pub registered: BTreeSet<BrokerId>,
 }
 
+/// Kafka's name for a message on the wire (`Fetch`, `ProduceResponse`):
+/// the requests a client or broker sends and their answers. Several
+/// [`Message`]s share a name (a follower's, a consumer's and a metadata
+/// fetch are all `Fetch`). JSON spells it as Kafka does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum MessageName {
+    #[allow(missing_docs)]
+    BrokerRegistration,
+    #[allow(missing_docs)]
+    BrokerRegistrationResponse,
+    #[allow(missing_docs)]
+    BrokerHeartbeat,
+    #[allow(missing_docs)]
+    BrokerHeartbeatResponse,
+    #[allow(missing_docs)]
+    Fetch,
+    #[allow(missing_docs)]
+    FetchResponse,
+    #[allow(missing_docs)]
+    BeginQuorumEpoch,
+    #[allow(missing_docs)]
+    AlterPartition,
+    #[allow(missing_docs)]
+    AlterPartitionResponse,
+    #[allow(missing_docs)]
+    Metadata,
+    #[allow(missing_docs)]
+    MetadataResponse,
+    #[allow(missing_docs)]
+    Produce,
+    #[allow(missing_docs)]
+    ProduceResponse,
+    #[allow(missing_docs)]
+    InitProducerId,
+    #[allow(missing_docs)]
+    InitProducerIdResponse,
+    #[allow(missing_docs)]
+    Vote,
+    #[allow(missing_docs)]
+    VoteResponse,
+    #[allow(missing_docs)]
+    NotController,
+    #[allow(missing_docs)]
+    FindCoordinator,
+    #[allow(missing_docs)]
+    FindCoordinatorResponse,
+    #[allow(missing_docs)]
+    JoinGroup,
+    #[allow(missing_docs)]
+    JoinGroupResponse,
+    #[allow(missing_docs)]
+    SyncGroup,
+    #[allow(missing_docs)]
+    SyncGroupResponse,
+    #[allow(missing_docs)]
+    Heartbeat,
+    #[allow(missing_docs)]
+    HeartbeatResponse,
+    #[allow(missing_docs)]
+    LeaveGroup,
+    #[allow(missing_docs)]
+    OffsetCommit,
+    #[allow(missing_docs)]
+    OffsetCommitResponse,
+    #[allow(missing_docs)]
+    OffsetFetch,
+    #[allow(missing_docs)]
+    OffsetFetchResponse,
+    #[allow(missing_docs)]
+    ListOffsets,
+    #[allow(missing_docs)]
+    ListOffsetsResponse,
+    #[allow(missing_docs)]
+    ConnectionClosed,
+}
+
+impl MessageName {
+    /// Kafka's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageName::BrokerRegistration => "BrokerRegistration",
+            MessageName::BrokerRegistrationResponse => "BrokerRegistrationResponse",
+            MessageName::BrokerHeartbeat => "BrokerHeartbeat",
+            MessageName::BrokerHeartbeatResponse => "BrokerHeartbeatResponse",
+            MessageName::Fetch => "Fetch",
+            MessageName::FetchResponse => "FetchResponse",
+            MessageName::BeginQuorumEpoch => "BeginQuorumEpoch",
+            MessageName::AlterPartition => "AlterPartition",
+            MessageName::AlterPartitionResponse => "AlterPartitionResponse",
+            MessageName::Metadata => "Metadata",
+            MessageName::MetadataResponse => "MetadataResponse",
+            MessageName::Produce => "Produce",
+            MessageName::ProduceResponse => "ProduceResponse",
+            MessageName::InitProducerId => "InitProducerId",
+            MessageName::InitProducerIdResponse => "InitProducerIdResponse",
+            MessageName::Vote => "Vote",
+            MessageName::VoteResponse => "VoteResponse",
+            MessageName::NotController => "NotController",
+            MessageName::FindCoordinator => "FindCoordinator",
+            MessageName::FindCoordinatorResponse => "FindCoordinatorResponse",
+            MessageName::JoinGroup => "JoinGroup",
+            MessageName::JoinGroupResponse => "JoinGroupResponse",
+            MessageName::SyncGroup => "SyncGroup",
+            MessageName::SyncGroupResponse => "SyncGroupResponse",
+            MessageName::Heartbeat => "Heartbeat",
+            MessageName::HeartbeatResponse => "HeartbeatResponse",
+            MessageName::LeaveGroup => "LeaveGroup",
+            MessageName::OffsetCommit => "OffsetCommit",
+            MessageName::OffsetCommitResponse => "OffsetCommitResponse",
+            MessageName::OffsetFetch => "OffsetFetch",
+            MessageName::OffsetFetchResponse => "OffsetFetchResponse",
+            MessageName::ListOffsets => "ListOffsets",
+            MessageName::ListOffsetsResponse => "ListOffsetsResponse",
+            MessageName::ConnectionClosed => "ConnectionClosed",
+        }
+    }
+}
+
+impl std::fmt::Display for MessageName {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+/// What a message is about, as typed facts: the views caption, filter and
+/// place steps from these, never from [`Message::summary`], which says the
+/// same in words for people.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageFacts {
+    /// The partitions it concerns, in order: a produce request's batches, a
+    /// response's partitions, a fetched partition (the metadata log's
+    /// `__cluster_metadata-0` for a quorum fetch, with the partitions its
+    /// records change), a group's committed or assigned partitions.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<TopicPartition>,
+    /// The errors it answers with (one per failed partition).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<ErrorCode>,
+    /// A produce request's `acks`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acks: Option<crate::replication::high_watermark::Acks>,
+    /// A fetch's starting offset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetch_offset: Option<u64>,
+    /// Records a fetch response carries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub records: Option<u64>,
+    /// The high watermark a fetch response reports.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub high_watermark: Option<u64>,
+    /// The consumer group it concerns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// A `FindCoordinator` answer's coordinator.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coordinator: Option<BrokerId>,
+    /// The active controller a quorum message names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leader: Option<u32>,
+}
+
 /// Every message on the simulated network. (Fields mirror the Kafka
 /// request's fields of the same name.)
 #[allow(missing_docs)]
@@ -531,47 +693,187 @@ pub struct JoinResult {
 
 impl Message {
     /// The Kafka API name, for traces and diagrams.
-    pub fn name(&self) -> &'static str {
+    pub fn name(&self) -> MessageName {
         match self {
-            Message::BrokerRegistration { .. } => "BrokerRegistration",
-            Message::BrokerRegistrationResponse { .. } => "BrokerRegistrationResponse",
-            Message::BrokerHeartbeat { .. } => "BrokerHeartbeat",
-            Message::BrokerHeartbeatResponse { .. } => "BrokerHeartbeatResponse",
-            Message::MetadataFetch { .. } => "Fetch",
-            Message::MetadataFetchResponse(_) => "FetchResponse",
-            Message::BeginQuorumEpoch { .. } => "BeginQuorumEpoch",
-            Message::AlterPartition { .. } => "AlterPartition",
-            Message::AlterPartitionResponse { .. } => "AlterPartitionResponse",
-            Message::Fetch { .. } => "Fetch",
-            Message::FetchResponse { .. } => "FetchResponse",
-            Message::MetadataRequest => "Metadata",
-            Message::MetadataResponse { .. } => "MetadataResponse",
-            Message::Produce { .. } => "Produce",
-            Message::ProduceResponse { .. } => "ProduceResponse",
-            Message::InitProducerId { .. } => "InitProducerId",
-            Message::InitProducerIdResponse { .. } => "InitProducerIdResponse",
-            Message::Vote { .. } => "Vote",
-            Message::VoteResponse { .. } => "VoteResponse",
-            Message::NotController { .. } => "NotController",
-            Message::FindCoordinator { .. } => "FindCoordinator",
-            Message::FindCoordinatorResponse { .. } => "FindCoordinatorResponse",
-            Message::JoinGroup { .. } => "JoinGroup",
-            Message::JoinGroupResponse { .. } => "JoinGroupResponse",
-            Message::SyncGroup { .. } => "SyncGroup",
-            Message::SyncGroupResponse { .. } => "SyncGroupResponse",
-            Message::Heartbeat { .. } => "Heartbeat",
-            Message::HeartbeatResponse { .. } => "HeartbeatResponse",
-            Message::LeaveGroup { .. } => "LeaveGroup",
-            Message::OffsetCommit { .. } => "OffsetCommit",
-            Message::OffsetCommitResponse { .. } => "OffsetCommitResponse",
-            Message::OffsetFetch { .. } => "OffsetFetch",
-            Message::OffsetFetchResponse { .. } => "OffsetFetchResponse",
-            Message::ConsumerFetch { .. } => "Fetch",
-            Message::ListOffsets { .. } => "ListOffsets",
-            Message::ListOffsetsResponse { .. } => "ListOffsetsResponse",
-            Message::ConsumerFetchResponse { .. } => "FetchResponse",
-            Message::ConnectionClosed => "ConnectionClosed",
+            Message::BrokerRegistration { .. } => MessageName::BrokerRegistration,
+            Message::BrokerRegistrationResponse { .. } => MessageName::BrokerRegistrationResponse,
+            Message::BrokerHeartbeat { .. } => MessageName::BrokerHeartbeat,
+            Message::BrokerHeartbeatResponse { .. } => MessageName::BrokerHeartbeatResponse,
+            Message::MetadataFetch { .. } => MessageName::Fetch,
+            Message::MetadataFetchResponse(_) => MessageName::FetchResponse,
+            Message::BeginQuorumEpoch { .. } => MessageName::BeginQuorumEpoch,
+            Message::AlterPartition { .. } => MessageName::AlterPartition,
+            Message::AlterPartitionResponse { .. } => MessageName::AlterPartitionResponse,
+            Message::Fetch { .. } => MessageName::Fetch,
+            Message::FetchResponse { .. } => MessageName::FetchResponse,
+            Message::MetadataRequest => MessageName::Metadata,
+            Message::MetadataResponse { .. } => MessageName::MetadataResponse,
+            Message::Produce { .. } => MessageName::Produce,
+            Message::ProduceResponse { .. } => MessageName::ProduceResponse,
+            Message::InitProducerId { .. } => MessageName::InitProducerId,
+            Message::InitProducerIdResponse { .. } => MessageName::InitProducerIdResponse,
+            Message::Vote { .. } => MessageName::Vote,
+            Message::VoteResponse { .. } => MessageName::VoteResponse,
+            Message::NotController { .. } => MessageName::NotController,
+            Message::FindCoordinator { .. } => MessageName::FindCoordinator,
+            Message::FindCoordinatorResponse { .. } => MessageName::FindCoordinatorResponse,
+            Message::JoinGroup { .. } => MessageName::JoinGroup,
+            Message::JoinGroupResponse { .. } => MessageName::JoinGroupResponse,
+            Message::SyncGroup { .. } => MessageName::SyncGroup,
+            Message::SyncGroupResponse { .. } => MessageName::SyncGroupResponse,
+            Message::Heartbeat { .. } => MessageName::Heartbeat,
+            Message::HeartbeatResponse { .. } => MessageName::HeartbeatResponse,
+            Message::LeaveGroup { .. } => MessageName::LeaveGroup,
+            Message::OffsetCommit { .. } => MessageName::OffsetCommit,
+            Message::OffsetCommitResponse { .. } => MessageName::OffsetCommitResponse,
+            Message::OffsetFetch { .. } => MessageName::OffsetFetch,
+            Message::OffsetFetchResponse { .. } => MessageName::OffsetFetchResponse,
+            Message::ConsumerFetch { .. } => MessageName::Fetch,
+            Message::ListOffsets { .. } => MessageName::ListOffsets,
+            Message::ListOffsetsResponse { .. } => MessageName::ListOffsetsResponse,
+            Message::ConsumerFetchResponse { .. } => MessageName::FetchResponse,
+            Message::ConnectionClosed => MessageName::ConnectionClosed,
         }
+    }
+
+    /// The typed facts of [`Message::summary`].
+    pub fn facts(&self) -> MessageFacts {
+        let metadata = || TopicPartition {
+            topic: std::sync::Arc::from("__cluster_metadata"),
+            partition: 0,
+        };
+        let mut facts = MessageFacts::default();
+        match self {
+            Message::BrokerRegistration { .. }
+            | Message::BrokerHeartbeat { .. }
+            | Message::BrokerHeartbeatResponse { .. }
+            | Message::MetadataRequest
+            | Message::MetadataResponse { .. }
+            | Message::InitProducerId { .. }
+            | Message::Vote { .. }
+            | Message::ConnectionClosed => {}
+            Message::BrokerRegistrationResponse { result } => facts.errors.extend(result.as_ref().err()),
+            Message::InitProducerIdResponse { result, .. } => facts.errors.extend(result.as_ref().err()),
+            Message::MetadataFetch { fetch_offset, .. } => {
+                facts.partitions.push(metadata());
+                facts.fetch_offset = Some(*fetch_offset as u64);
+            }
+            Message::MetadataFetchResponse(answer) => {
+                facts.partitions.push(metadata());
+                facts.leader = answer.leader;
+                facts.errors.extend(answer.error);
+                if answer.error.is_none() && answer.diverging.is_none() {
+                    facts.high_watermark = Some(answer.high_watermark as u64);
+                    for record in answer.entries.iter().flat_map(|entry| entry.records.iter()) {
+                        if let MetadataRecord::Partition { partition, .. }
+                        | MetadataRecord::PartitionChange { partition, .. } = record
+                        {
+                            facts.partitions.push(partition.clone());
+                        }
+                    }
+                }
+            }
+            Message::BeginQuorumEpoch { leader, .. } => facts.leader = Some(*leader),
+            Message::VoteResponse { leader, .. } | Message::NotController { leader } => facts.leader = *leader,
+            Message::AlterPartition { partition, .. } | Message::ListOffsets { partition } => {
+                facts.partitions.push(partition.clone())
+            }
+            Message::AlterPartitionResponse { partition, result } => {
+                facts.partitions.push(partition.clone());
+                facts.errors.extend(result.as_ref().err());
+            }
+            Message::ListOffsetsResponse { partition, result } => {
+                facts.partitions.push(partition.clone());
+                facts.errors.extend(result.as_ref().err());
+            }
+            Message::Fetch {
+                partition,
+                fetch_offset,
+                ..
+            }
+            | Message::ConsumerFetch {
+                partition,
+                offset: fetch_offset,
+            } => {
+                facts.partitions.push(partition.clone());
+                facts.fetch_offset = Some(*fetch_offset);
+            }
+            Message::FetchResponse {
+                partition,
+                records,
+                high_watermark,
+                error,
+                ..
+            }
+            | Message::ConsumerFetchResponse {
+                partition,
+                records,
+                high_watermark,
+                error,
+            } => {
+                facts.partitions.push(partition.clone());
+                facts.errors.extend(*error);
+                facts.records = Some(records.len() as u64);
+                facts.high_watermark = Some(*high_watermark);
+            }
+            Message::Produce { acks, batches, .. } => {
+                facts.acks = Some(*acks);
+                facts
+                    .partitions
+                    .extend(batches.iter().map(|(partition, _)| partition.clone()));
+            }
+            Message::ProduceResponse { responses, .. } => {
+                for (partition, result) in responses {
+                    facts.partitions.push(partition.clone());
+                    facts.errors.extend(result.as_ref().err());
+                }
+            }
+            Message::FindCoordinator { group }
+            | Message::JoinGroup { group, .. }
+            | Message::SyncGroup { group, .. }
+            | Message::Heartbeat { group, .. }
+            | Message::LeaveGroup { group, .. } => facts.group = Some(group.clone()),
+            Message::FindCoordinatorResponse { group, coordinator } => {
+                facts.group = Some(group.clone());
+                facts.coordinator = *coordinator;
+            }
+            Message::JoinGroupResponse { group, result } => {
+                facts.group = Some(group.clone());
+                facts.errors.extend(result.as_ref().err());
+            }
+            Message::SyncGroupResponse { group, result } => {
+                facts.group = Some(group.clone());
+                match result {
+                    Ok(partitions) => facts.partitions.extend(partitions.iter().cloned()),
+                    Err(error) => facts.errors.push(*error),
+                }
+            }
+            Message::HeartbeatResponse { group, error } => {
+                facts.group = Some(group.clone());
+                facts.errors.extend(*error);
+            }
+            Message::OffsetCommit { group, offsets, .. } => {
+                facts.group = Some(group.clone());
+                facts
+                    .partitions
+                    .extend(offsets.iter().map(|(partition, _)| partition.clone()));
+            }
+            Message::OffsetCommitResponse { group, result } => {
+                facts.group = Some(group.clone());
+                facts.errors.extend(result.as_ref().err());
+            }
+            Message::OffsetFetch { group, .. } => facts.group = Some(group.clone()),
+            Message::OffsetFetchResponse { group, result } => {
+                facts.group = Some(group.clone());
+                match result {
+                    Ok(offsets) => facts
+                        .partitions
+                        .extend(offsets.iter().map(|(partition, _)| partition.clone())),
+                    Err(error) => facts.errors.push(*error),
+                }
+            }
+        }
+        facts
     }
 
     /// A one-line summary with this run's numbers.

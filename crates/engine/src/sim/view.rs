@@ -14,10 +14,10 @@ use crate::replication::{BrokerId, Offset};
 const RECENT_RECORDS: usize = 8;
 
 use super::broker::BrokerStatus;
-use super::consumer::ConsumerPhase;
-use super::quorum::Role;
+pub use super::consumer::ConsumerPhase;
+pub use super::quorum::Role;
 use super::trace::TraceKind;
-use super::types::{ErrorCode, NodeId};
+use super::types::{ErrorCode, MessageName, NodeId};
 use super::Event;
 use super::Simulation;
 
@@ -49,12 +49,14 @@ pub struct ClusterView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageView {
-    /// Sender (`broker-1`, `producer-0`, ...).
-    pub from: String,
+    /// Sender (JSON: `broker-1`, `producer-0`, ...).
+    #[serde(serialize_with = "as_text")]
+    pub from: NodeId,
     /// Receiver.
-    pub to: String,
+    #[serde(serialize_with = "as_text")]
+    pub to: NodeId,
     /// The request or response name (`Produce`, `FetchResponse`, ...).
-    pub name: String,
+    pub name: MessageName,
     /// What it carries, in a few words.
     pub summary: String,
     /// When it left.
@@ -229,9 +231,65 @@ impl Highlights {
     }
 }
 
+/// Whether Kafka keeps the topic for itself (`Topic#isInternal`: the
+/// group coordinator's `__consumer_offsets`, the transaction
+/// coordinator's `__transaction_state`).
+pub fn is_internal(topic: &str) -> bool {
+    topic == "__consumer_offsets" || topic == "__transaction_state"
+}
+
 /// Kafka's name for an error code (`NOT_ENOUGH_REPLICAS`).
 pub fn error_name(error: ErrorCode) -> String {
     error.to_string()
+}
+
+/// Whether a process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProcessStatus {
+    /// It runs.
+    Running,
+    /// It crashed (its disk survives).
+    Dead,
+    /// It is stopped in a long pause (a GC pause).
+    Paused,
+}
+
+impl std::fmt::Display for ProcessStatus {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            ProcessStatus::Running => "running",
+            ProcessStatus::Dead => "dead",
+            ProcessStatus::Paused => "paused",
+        })
+    }
+}
+
+/// What a broker believes it is for one of its partitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplicaRole {
+    /// It leads the partition.
+    Leader,
+    /// It follows the leader, fetching.
+    Follower,
+    /// Neither: it has not learned a role, or the partition has no leader.
+    Offline,
+}
+
+impl std::fmt::Display for ReplicaRole {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            ReplicaRole::Leader => "leader",
+            ReplicaRole::Follower => "follower",
+            ReplicaRole::Offline => "offline",
+        })
+    }
+}
+
+/// Writes a value as its `Display` text (node ids as `broker-1`).
+fn as_text<T: std::fmt::Display, S: serde::Serializer>(value: &T, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(value)
 }
 
 /// One broker.
@@ -240,8 +298,8 @@ pub fn error_name(error: ErrorCode) -> String {
 pub struct BrokerView {
     /// Its id.
     pub id: BrokerId,
-    /// "running", "dead" or "paused".
-    pub status: String,
+    /// Whether its process runs.
+    pub status: ProcessStatus,
     /// Whether the controller has fenced it.
     pub fenced: bool,
     /// A controlled shutdown is under way: it asked to stop, and its
@@ -290,8 +348,14 @@ pub struct FetcherView {
 pub struct ReplicaView {
     /// `topic-partition`.
     pub partition: String,
-    /// "leader", "follower" or "offline" (this broker's belief).
-    pub role: String,
+    /// Its topic.
+    pub topic: String,
+    /// Its partition number within the topic.
+    pub index: u32,
+    /// A topic Kafka keeps for itself (`__consumer_offsets`).
+    pub internal: bool,
+    /// Leader, follower or offline (this broker's belief).
+    pub role: ReplicaRole,
     /// Log end offset.
     pub log_end_offset: Offset,
     /// High watermark.
@@ -314,6 +378,10 @@ pub struct PartitionView {
     pub partition: String,
     /// The topic.
     pub topic: String,
+    /// Its partition number within the topic.
+    pub index: u32,
+    /// A topic Kafka keeps for itself (`__consumer_offsets`).
+    pub internal: bool,
     /// The leader, if any.
     pub leader: Option<BrokerId>,
     /// Assigned replicas.
@@ -341,8 +409,8 @@ pub struct ControllerView {
     pub id: u32,
     /// Whether it runs.
     pub alive: bool,
-    /// "leader", "follower" or "candidate".
-    pub role: String,
+    /// Leader (the active controller), follower, prospective or candidate.
+    pub role: Role,
     /// Its quorum epoch.
     pub epoch: u32,
     /// Metadata log entries it holds, and how many are committed.
@@ -365,8 +433,8 @@ pub struct ConsumerView {
     pub group: String,
     /// Its member id, once joined.
     pub member_id: Option<String>,
-    /// "stopped", "finding-coordinator", "joining", "syncing", "consuming".
-    pub phase: String,
+    /// Where it is in its life.
+    pub phase: ConsumerPhase,
     /// Its generation.
     pub generation: u32,
     /// Its partitions with position, high watermark and lag.
@@ -384,6 +452,10 @@ pub struct ConsumerView {
 pub struct ConsumerPartitionView {
     /// `topic-partition`.
     pub partition: String,
+    /// Its topic.
+    pub topic: String,
+    /// Its partition number within the topic.
+    pub index: u32,
     /// Next offset to read.
     pub position: Option<Offset>,
     /// The last offset this member committed for it, if any.
@@ -403,11 +475,10 @@ impl Simulation {
             .map(|broker| BrokerView {
                 id: broker.id,
                 status: match broker.status {
-                    BrokerStatus::Running => "running",
-                    BrokerStatus::Dead => "dead",
-                    BrokerStatus::Paused { .. } => "paused",
-                }
-                .to_string(),
+                    BrokerStatus::Running => ProcessStatus::Running,
+                    BrokerStatus::Dead => ProcessStatus::Dead,
+                    BrokerStatus::Paused { .. } => ProcessStatus::Paused,
+                },
                 fenced: self.controller.brokers.get(&broker.id).is_none_or(|state| state.fenced),
                 shutting_down: broker.shutting_down.is_some(),
                 metadata: MetadataLogView {
@@ -421,11 +492,11 @@ impl Simulation {
                     .iter()
                     .map(|(partition, log)| {
                         let (role, leader_epoch) = if let Some(leader) = broker.leading.get(partition) {
-                            ("leader", Some(leader.leader_epoch))
+                            (ReplicaRole::Leader, Some(leader.leader_epoch))
                         } else if let Some(follower) = broker.following.get(partition) {
-                            ("follower", Some(follower.leader_epoch))
+                            (ReplicaRole::Follower, Some(follower.leader_epoch))
                         } else {
-                            ("offline", None)
+                            (ReplicaRole::Offline, None)
                         };
                         let registration = self.controller.partitions.get(partition);
                         let tracked = registration
@@ -435,7 +506,10 @@ impl Simulation {
                             .and_then(|state| state.followers.get(&broker.id));
                         ReplicaView {
                             partition: partition.to_string(),
-                            role: role.to_string(),
+                            topic: partition.topic.to_string(),
+                            index: partition.partition,
+                            internal: is_internal(&partition.topic),
+                            role,
                             log_end_offset: log.log_end_offset(),
                             high_watermark: log.high_watermark,
                             leader_epoch,
@@ -454,6 +528,8 @@ impl Simulation {
             .map(|(partition, registration)| PartitionView {
                 partition: partition.to_string(),
                 topic: partition.topic.to_string(),
+                index: partition.partition,
+                internal: is_internal(&partition.topic),
                 leader: registration.leader,
                 replicas: registration.replicas.clone(),
                 isr: registration.isr.clone(),
@@ -471,13 +547,7 @@ impl Simulation {
             .map(|node| ControllerView {
                 id: node.id,
                 alive: node.alive,
-                role: match node.role {
-                    Role::Leader => "leader",
-                    Role::Follower => "follower",
-                    Role::Candidate => "candidate",
-                    Role::Prospective => "prospective",
-                }
-                .to_string(),
+                role: node.role,
                 epoch: node.epoch,
                 log_length: node.log.len(),
                 committed: node.committed,
@@ -514,14 +584,7 @@ impl Simulation {
                 id: consumer.id,
                 group: consumer.config.group.clone(),
                 member_id: consumer.member_id.clone(),
-                phase: match consumer.phase {
-                    ConsumerPhase::Stopped => "stopped",
-                    ConsumerPhase::FindingCoordinator => "finding-coordinator",
-                    ConsumerPhase::Joining => "joining",
-                    ConsumerPhase::Syncing => "syncing",
-                    ConsumerPhase::Consuming => "consuming",
-                }
-                .to_string(),
+                phase: consumer.phase,
                 generation: consumer.generation,
                 partitions: consumer
                     .assignment
@@ -531,6 +594,8 @@ impl Simulation {
                         let high_watermark = consumer.high_watermarks.get(partition).copied().unwrap_or(0);
                         ConsumerPartitionView {
                             partition: partition.to_string(),
+                            topic: partition.topic.to_string(),
+                            index: partition.partition,
                             position,
                             committed: consumer.committed.get(partition).copied(),
                             high_watermark,
@@ -607,9 +672,9 @@ impl Simulation {
                     sent_at,
                     ..
                 } => Some(MessageView {
-                    from: from.to_string(),
-                    to: to.to_string(),
-                    name: message.name().to_string(),
+                    from: *from,
+                    to: *to,
+                    name: message.name(),
                     summary: message.summary(),
                     sent_ms: *sent_at,
                     arrives_ms,

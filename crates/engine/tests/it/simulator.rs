@@ -10,7 +10,8 @@ use kafkascope_engine::sim::config::{
 };
 use kafkascope_engine::sim::scenario::Scenario;
 use kafkascope_engine::sim::trace::TraceKind;
-use kafkascope_engine::sim::types::{ErrorCode, NodeId};
+use kafkascope_engine::sim::types::{ErrorCode, MessageName, NodeId};
+use kafkascope_engine::sim::view::{ConsumerPhase, ProcessStatus, ReplicaRole, Role};
 use kafkascope_engine::sim::Simulation;
 
 fn scenarios_dir() -> PathBuf {
@@ -98,6 +99,40 @@ fn every_shipped_scenario_gives_its_stated_outcome_and_golden_trace() {
             &format!("{:016x}\n", outcome.simulation.trace_hash()),
         );
     }
+}
+
+#[test]
+fn a_story_block_names_only_what_its_scenario_has() {
+    let text = std::fs::read_to_string(scenarios_dir().join("acks1-leader-crash-loses-records.json")).expect("read");
+    let good = Scenario::from_json(&text).expect("valid");
+    let story = good.story.clone().expect("a story");
+    assert_eq!(story.id, "acks1-loss");
+    let with = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut value: serde_json::Value = serde_json::from_str(&text).expect("json");
+        edit(&mut value);
+        Scenario::from_json(&value.to_string())
+    };
+    let error = with(&|value| value["story"]["chapters"][0]["input"] = 7.into()).expect_err("no input 7");
+    assert!(
+        error.contains("story.chapters[0].input is 7, but the scenario has 7 inputs"),
+        "{error}"
+    );
+    let error = with(&|value| value["story"]["id"] = "Acks 1!".into()).expect_err("not a link id");
+    assert!(error.contains("story.id \"Acks 1!\" must be lower-case"), "{error}");
+    let error = with(&|value| value["story"]["focus"] = "orders-9".into()).expect_err("no such partition");
+    assert!(error.contains("story.focus \"orders-9\" is no partition"), "{error}");
+    let error = with(&|value| value["story"]["chapter"] = 1.into()).expect_err("unknown field");
+    assert!(error.contains("unknown field `chapter`"), "{error}");
+    // A scenario without the block is no story, and runs the same.
+    let plain = with(&|value| {
+        value.as_object_mut().expect("object").remove("story");
+    })
+    .expect("valid");
+    assert_eq!(plain.story, None);
+    assert_eq!(
+        plain.run().expect("runs").simulation.trace_hash(),
+        good.run().expect("runs").simulation.trace_hash()
+    );
 }
 
 #[test]
@@ -418,7 +453,7 @@ fn the_cluster_view_reports_what_the_happy_path_ends_with() {
     assert!(view
         .brokers
         .iter()
-        .all(|broker| broker.status == "running" && !broker.fenced));
+        .all(|broker| broker.status == ProcessStatus::Running && !broker.fenced));
     assert!(!view.partitions.is_empty());
     for partition in &view.partitions {
         let leader = partition.leader.expect("every partition has a leader");
@@ -435,13 +470,13 @@ fn the_cluster_view_reports_what_the_happy_path_ends_with() {
                     .find(|replica| replica.partition == partition.partition)
             })
             .expect("the leader hosts the partition");
-        assert_eq!(replica.role, "leader");
+        assert_eq!(replica.role, ReplicaRole::Leader);
         assert!(replica.high_watermark <= replica.log_end_offset);
     }
     assert_eq!(
         view.controllers
             .iter()
-            .filter(|controller| controller.role == "leader")
+            .filter(|controller| controller.role == Role::Leader)
             .count(),
         1
     );
@@ -492,7 +527,11 @@ fn a_consumer_whose_coordinator_dies_finds_the_new_one_and_reads_on() {
         simulation.run_until(kill_at + 40_000);
         let view = simulation.view();
         let member = &view.consumers[0];
-        assert_eq!(member.phase, "consuming", "killed at {kill_at}: {member:?}");
+        assert_eq!(
+            member.phase,
+            ConsumerPhase::Consuming,
+            "killed at {kill_at}: {member:?}"
+        );
         assert_eq!(member.partitions.len(), 3, "killed at {kill_at}: {member:?}");
         assert!(member.records_read >= 30, "killed at {kill_at}: {member:?}");
         assert_ne!(coordinator_of(&simulation, "billing", 3), coordinator);
@@ -522,7 +561,7 @@ fn a_consumer_added_mid_run_joins_and_the_group_splits_the_partitions() {
     let view = simulation.view();
     assert_eq!(view.consumers.len(), 2);
     for consumer in &view.consumers {
-        assert_eq!(consumer.phase, "consuming", "{consumer:?}");
+        assert_eq!(consumer.phase, ConsumerPhase::Consuming, "{consumer:?}");
         assert_eq!(consumer.partitions.len(), 1, "{consumer:?}");
     }
     assert_eq!(simulation.summary().invariant_violations, 0);
@@ -896,7 +935,7 @@ fn a_cut_off_active_controller_truncates_its_uncommitted_metadata_when_it_rejoin
     let active = view
         .controllers
         .iter()
-        .find(|controller| controller.role == "leader")
+        .find(|controller| controller.role == Role::Leader)
         .expect("an active controller");
     assert_ne!(active.id, 1, "a new leader was elected while controller-1 was cut off");
     let old = view
@@ -916,7 +955,11 @@ fn a_cut_off_active_controller_truncates_its_uncommitted_metadata_when_it_rejoin
         observers.len() >= 2,
         "the running brokers fetch from the new leader as observers: {observers:?}"
     );
-    for broker in view.brokers.iter().filter(|broker| broker.status == "running") {
+    for broker in view
+        .brokers
+        .iter()
+        .filter(|broker| broker.status == ProcessStatus::Running)
+    {
         assert_eq!(broker.metadata.controller, active.id);
         assert_eq!(
             broker.metadata.high_watermark, active.committed,
@@ -930,7 +973,11 @@ fn a_cut_off_active_controller_truncates_its_uncommitted_metadata_when_it_rejoin
         .iter()
         .find(|broker| broker.id == leader_of_something)
         .expect("the broker");
-    assert_eq!(stopped.status, "dead", "the broker finished its controlled shutdown");
+    assert_eq!(
+        stopped.status,
+        ProcessStatus::Dead,
+        "the broker finished its controlled shutdown"
+    );
     assert_eq!(simulation.summary().lost, 0);
 }
 
@@ -1220,12 +1267,12 @@ fn a_cut_off_controller_asks_for_pre_votes_and_keeps_its_epoch() {
             .controllers
             .iter()
             .find(|controller| controller.id == id)
-            .map(|controller| (controller.epoch, controller.role.clone()))
+            .map(|controller| (controller.epoch, controller.role))
             .expect("a controller")
     };
     let (epoch, role) = epoch_of(&simulation, 1);
     assert_eq!(epoch, 1, "controller-1 kept its epoch while cut off");
-    assert_eq!(role, "prospective");
+    assert_eq!(role, Role::Prospective);
     let asked = simulation.trace().iter().any(|event| {
         matches!(&event.kind, TraceKind::Sent { from: NodeId::Controller(1), summary, .. } if summary.contains("preVote=true"))
     });
@@ -1235,12 +1282,12 @@ fn a_cut_off_controller_asks_for_pre_votes_and_keeps_its_epoch() {
     let active = view
         .controllers
         .iter()
-        .find(|controller| controller.role == "leader")
+        .find(|controller| controller.role == Role::Leader)
         .expect("a leader");
     let (epoch, role) = epoch_of(&simulation, 1);
     assert_eq!(
-        (epoch, role.as_str()),
-        (active.epoch, "follower"),
+        (epoch, role),
+        (active.epoch, Role::Follower),
         "back, it follows the leader's epoch"
     );
 }
@@ -1257,12 +1304,13 @@ fn producer_traffic(simulation: &Simulation) -> Vec<(u64, &'static str, NodeId, 
                 to,
                 name,
                 summary,
-            } => Some((event.time, *name, *to, summary.clone())),
+                ..
+            } => Some((event.time, name.as_str(), *to, summary.clone())),
             TraceKind::Delivered {
                 from,
                 to: NodeId::Producer(0),
                 name,
-            } => Some((event.time, *name, *from, String::new())),
+            } => Some((event.time, name.as_str(), *from, String::new())),
             _ => None,
         })
         .collect()
@@ -1309,7 +1357,7 @@ fn one_produce_request_carries_a_batch_per_partition_to_their_leader_and_one_res
         .filter_map(|event| match &event.kind {
             TraceKind::Sent {
                 to: NodeId::Producer(0),
-                name: "ProduceResponse",
+                name: MessageName::ProduceResponse,
                 summary,
                 ..
             } => Some(summary),
@@ -1401,7 +1449,7 @@ fn an_idempotent_producer_sends_nothing_before_init_producer_id_is_answered_and_
                 TraceKind::Sent {
                     from: NodeId::Producer(0),
                     to: NodeId::Broker(broker),
-                    name: "InitProducerId",
+                    name: MessageName::InitProducerId,
                     ..
                 } => Some(*broker),
                 _ => None,
