@@ -4,34 +4,92 @@
 //! the answer. Anything it computes, the web app and the JavaScript API
 //! compute the same way, because all three call the same engine functions.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use std::io::Read;
 
+use clap::{Parser, Subcommand};
 use kafkascope_engine::groups::assignors::{assign, assign_explained, GroupInput, Strategy};
 use kafkascope_engine::partitioning::{murmur2, partition_for_key};
+use kafkascope_engine::sim::fuzz::Mix;
 
-const USAGE: &str = "\
-usage: kafkascope <command> [options]
+/// Apache Kafka's internals from a terminal: the same engine as the
+/// kafkascope page, following Kafka 4.1's rules.
+#[derive(Debug, Parser)]
+#[command(name = "kafkascope", version, arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-commands:
-  partition --partitions N KEY...   print, for each key: key, murmur2, partition
-  assign --strategy S [--explain]   read a group as JSON on stdin, print its assignment as JSON
-                                    (S: range, roundrobin, sticky, cooperative-sticky, uniform, server-range); --explain adds the
-                                    moves, revocations, per-member counts and a reason per partition
-  run FILE [--json]                 play a scenario: print its trace as it happens and a summary; exit
-                                    non-zero if an expected outcome did not happen; --json prints one
-                                    JSON object per line (type event for each trace event, then type summary)
-  fuzz [--seeds N] [--from S] [--mix M] [--out DIR]
-                                    run N random fault schedules (default 1000, from seed S, default 0;
-                                    M: all, brokers, controllers, network, clients) and check safety and
-                                    recovery; each failure prints its seed and writes a minimised scenario
-                                    to DIR (default target/fuzz-failures); exit 1 if any failed
-  help                              print this text";
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print, for each key: the key, its murmur2 hash and its partition, as
+    /// Kafka's producer picks it for a keyed record (the key's UTF-8 bytes,
+    /// as StringSerializer writes them).
+    Partition {
+        /// How many partitions the topic has.
+        #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        partitions: u32,
+        /// The keys (after `--` if one starts with a dash).
+        #[arg(required = true, value_name = "KEY")]
+        keys: Vec<String>,
+    },
+    /// Read a group as JSON on stdin and print its assignment as JSON
+    /// (`{"memberId": ["topic-partition", ...]}`).
+    Assign {
+        /// The assignor: range, roundrobin, sticky, cooperative-sticky,
+        /// uniform or server-range.
+        #[arg(short, long, value_name = "S", value_parser = parse_strategy)]
+        strategy: Strategy,
+        /// Add the moves, revocations, per-member counts and a reason per
+        /// partition.
+        #[arg(long)]
+        explain: bool,
+    },
+    /// Play a scenario file: print its trace as it happens, then a summary;
+    /// exit non-zero if an expected outcome did not happen.
+    Run {
+        /// The scenario (JSON; see `scenarios/`).
+        file: PathBuf,
+        /// Print one JSON object per line: `{"type":"event"}` for each trace
+        /// event (typed fields), then `{"type":"summary"}` with the
+        /// expectations' failures.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run random fault schedules and check safety and recovery; each
+    /// failure prints its seed and writes a minimised scenario file.
+    Fuzz {
+        /// How many schedules.
+        #[arg(long, value_name = "N", default_value_t = 1_000)]
+        seeds: u64,
+        /// The first seed.
+        #[arg(long, value_name = "S", default_value_t = 0)]
+        from: u64,
+        /// Which faults: all, brokers, controllers, network or clients.
+        #[arg(long, value_name = "M", default_value = "all", value_parser = Mix::parse)]
+        mix: Mix,
+        /// Where minimised failures go.
+        #[arg(long, value_name = "DIR", default_value = "target/fuzz-failures")]
+        out: PathBuf,
+    },
+}
+
+fn parse_strategy(name: &str) -> Result<Strategy, String> {
+    Strategy::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Strategy::ALL.iter().map(|strategy| strategy.name()).collect();
+        format!("unknown strategy {name:?}; choose one of {}", names.join(", "))
+    })
+}
 
 fn main() -> ExitCode {
-    let arguments: Vec<String> = std::env::args().skip(1).collect();
-    match run(&arguments) {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(&error),
+    };
+    match run(cli.command) {
         Ok(output) => {
             print!("{output}");
             ExitCode::SUCCESS
@@ -43,18 +101,35 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs one command line and returns what to print, or a one-line error.
-fn run(arguments: &[String]) -> Result<String, String> {
-    match arguments.first().map(String::as_str) {
-        Some("partition") => partition(&arguments[1..]),
-        Some("assign") => {
-            let input = read_bounded(std::io::stdin(), "stdin")?;
-            assign_command(&arguments[1..], &input)
+/// Help and the version go to stdout; a usage error is one line on stderr
+/// (scripts read it), with where to look next.
+fn usage_error(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match error.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            print!("{error}");
+            ExitCode::SUCCESS
         }
-        Some("run") => run_scenario(&arguments[1..]),
-        Some("fuzz") => fuzz(&arguments[1..]),
-        Some("help" | "--help" | "-h") | None => Ok(format!("{USAGE}\n")),
-        Some(other) => Err(format!("unknown command {other:?}; try `kafkascope help`")),
+        _ => {
+            let text = error.to_string();
+            let first = text.lines().next().unwrap_or_default();
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("kafkascope: {first}; try `kafkascope help`");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs one command and returns what to print, or a one-line error.
+fn run(command: Command) -> Result<String, String> {
+    match command {
+        Command::Partition { partitions, keys } => Ok(partition(partitions, &keys)),
+        Command::Assign { strategy, explain } => {
+            let input = read_bounded(std::io::stdin(), "stdin")?;
+            assign_command(strategy, explain, &input)
+        }
+        Command::Run { file, json } => run_scenario(&file, json),
+        Command::Fuzz { seeds, from, mix, out } => fuzz(seeds, from, mix, out),
     }
 }
 
@@ -75,71 +150,20 @@ fn read_bounded(reader: impl Read, name: &str) -> Result<String, String> {
 /// `kafkascope partition --partitions N KEY...`: keys are strings, hashed as
 /// their UTF-8 bytes (Kafka's StringSerializer). One tab-separated line per
 /// key: the key, its murmur2, its partition.
-fn partition(arguments: &[String]) -> Result<String, String> {
-    let mut partition_count: Option<u32> = None;
-    let mut keys = Vec::new();
-    let mut rest = arguments.iter();
-    while let Some(argument) = rest.next() {
-        if argument == "--partitions" || argument == "-p" {
-            let value = rest.next().ok_or("--partitions needs a number")?;
-            partition_count = Some(parse_partition_count(value)?);
-        } else if let Some(value) = argument.strip_prefix("--partitions=") {
-            partition_count = Some(parse_partition_count(value)?);
-        } else if argument == "--" {
-            keys.extend(rest.by_ref().cloned());
-        } else if argument.starts_with("--") {
-            return Err(format!("unknown option {argument:?} for partition"));
-        } else {
-            keys.push(argument.clone());
-        }
-    }
-    let partition_count = partition_count.ok_or("partition needs --partitions N")?;
-    if keys.is_empty() {
-        return Err("partition needs at least one KEY".into());
-    }
+fn partition(partition_count: u32, keys: &[String]) -> String {
     let mut output = String::new();
     for key in keys {
         let bytes = key.as_bytes();
-        let partition = partition_for_key(bytes, partition_count).expect("count checked to be at least 1");
+        let partition = partition_for_key(bytes, partition_count).expect("clap checked the count is at least 1");
         output.push_str(&format!("{key}\t{}\t{partition}\n", murmur2(bytes)));
     }
-    Ok(output)
-}
-
-fn parse_partition_count(value: &str) -> Result<u32, String> {
-    match value.parse::<u32>() {
-        Ok(count) if count >= 1 => Ok(count),
-        _ => Err(format!(
-            "--partitions must be a whole number of at least 1, got {value:?}"
-        )),
-    }
+    output
 }
 
 /// `kafkascope assign --strategy S`: `input` is the group as JSON
 /// (`{"topics": {...}, "members": [...]}`); the answer is
 /// `{"memberId": ["topic-partition", ...]}`.
-fn assign_command(arguments: &[String], input: &str) -> Result<String, String> {
-    let mut strategy = None;
-    let mut explain = false;
-    let mut rest = arguments.iter();
-    while let Some(argument) = rest.next() {
-        if argument == "--explain" {
-            explain = true;
-            continue;
-        }
-        let value = if argument == "--strategy" || argument == "-s" {
-            rest.next().ok_or("--strategy needs a name")?.as_str()
-        } else if let Some(value) = argument.strip_prefix("--strategy=") {
-            value
-        } else {
-            return Err(format!("unknown option {argument:?} for assign"));
-        };
-        strategy = Some(Strategy::from_name(value).ok_or_else(|| {
-            let names: Vec<&str> = Strategy::ALL.iter().map(|strategy| strategy.name()).collect();
-            format!("unknown strategy {value:?}; choose one of {}", names.join(", "))
-        })?);
-    }
-    let strategy = strategy.ok_or("assign needs --strategy S")?;
+fn assign_command(strategy: Strategy, explain: bool, input: &str) -> Result<String, String> {
     let group: GroupInput = serde_json::from_str(input).map_err(|error| format!("bad group JSON on stdin: {error}"))?;
     let json = if explain {
         serde_json::to_string_pretty(&assign_explained(strategy, &group).map_err(|error| error.to_string())?)
@@ -154,16 +178,11 @@ fn assign_command(arguments: &[String], input: &str) -> Result<String, String> {
 /// the expectations. A failed expectation is an error (exit code 1 via
 /// `main`'s error path would print only one line, so the full report is
 /// printed and the failure reported after it).
-fn run_scenario(arguments: &[String]) -> Result<String, String> {
+fn run_scenario(path: &std::path::Path, json: bool) -> Result<String, String> {
     use std::io::Write;
-    let (json, path) = match arguments {
-        [flag, path] if flag == "--json" => (true, path),
-        [path, flag] if flag == "--json" => (true, path),
-        [path] if !path.starts_with("--") => (false, path),
-        _ => return Err("run needs exactly one scenario FILE (and optionally --json)".into()),
-    };
-    let file = std::fs::File::open(path).map_err(|error| format!("cannot read {path}: {error}"))?;
-    let text = read_bounded(file, path)?;
+    let path = path.display().to_string();
+    let file = std::fs::File::open(&path).map_err(|error| format!("cannot read {path}: {error}"))?;
+    let text = read_bounded(file, &path)?;
     let scenario = kafkascope_engine::sim::scenario::Scenario::from_json(&text)?;
     // The trace is streamed, never held: a long run prints as it goes in
     // bounded memory.
@@ -241,32 +260,9 @@ fn run_scenario(arguments: &[String]) -> Result<String, String> {
 /// `kafkascope fuzz`: random fault schedules checked for safety and
 /// liveness, with a progress line; failures are minimised and written as
 /// scenario files. The wall-clock figures are the driver's, not the engine's.
-fn fuzz(arguments: &[String]) -> Result<String, String> {
-    use kafkascope_engine::sim::fuzz::{minimise, FuzzCase, Mix};
+fn fuzz(seeds: u64, from: u64, mix: Mix, out: PathBuf) -> Result<String, String> {
+    use kafkascope_engine::sim::fuzz::{minimise, FuzzCase};
     use std::io::Write;
-    let mut seeds: u64 = 1_000;
-    let mut from: u64 = 0;
-    let mut mix = Mix::All;
-    let mut out = std::path::PathBuf::from("target/fuzz-failures");
-    let mut rest = arguments.iter();
-    while let Some(argument) = rest.next() {
-        let mut value = |name: &str| rest.next().cloned().ok_or_else(|| format!("{name} needs a value"));
-        match argument.as_str() {
-            "--seeds" => {
-                seeds = value("--seeds")?
-                    .parse()
-                    .map_err(|_| "--seeds needs a number".to_string())?
-            }
-            "--from" => {
-                from = value("--from")?
-                    .parse()
-                    .map_err(|_| "--from needs a number".to_string())?
-            }
-            "--mix" => mix = Mix::parse(&value("--mix")?)?,
-            "--out" => out = value("--out")?.into(),
-            other => return Err(format!("unknown fuzz option {other:?}; try `kafkascope help`")),
-        }
-    }
     let started = std::time::Instant::now();
     let mut failed: Vec<(u64, &'static str, String)> = Vec::new();
     let mut slowest = (0u64, std::time::Duration::ZERO, 0u64);

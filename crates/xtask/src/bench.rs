@@ -106,7 +106,8 @@ pub fn bench_command() -> Outcome {
         .command("cargo")
         .args([
             "test",
-            "--release",
+            "--profile",
+            "web",
             "--target",
             "wasm32-unknown-unknown",
             "--package",

@@ -25,7 +25,8 @@ const WASM_OPT_FEATURES: [&str; 7] = [
     "--enable-multivalue",
 ];
 
-/// Builds `kafkascope-js` for wasm32 in release and runs wasm-bindgen twice.
+/// Builds `kafkascope-js` for wasm32 with the `web` profile (release, optimised
+/// for size) and runs wasm-bindgen twice.
 /// Returns the package folder.
 pub fn build_package(toolchain: &WebToolchain) -> Outcome<PathBuf> {
     let root = repo_root();
@@ -33,7 +34,8 @@ pub fn build_package(toolchain: &WebToolchain) -> Outcome<PathBuf> {
         .command("cargo")
         .args([
             "build",
-            "--release",
+            "--profile",
+            "web",
             "--lib",
             "--target",
             "wasm32-unknown-unknown",
@@ -41,7 +43,7 @@ pub fn build_package(toolchain: &WebToolchain) -> Outcome<PathBuf> {
             "kafkascope-js",
         ])
         .current_dir(&root))?;
-    let wasm = target_dir().join("wasm32-unknown-unknown/release/kafkascope_js.wasm");
+    let wasm = target_dir().join("wasm32-unknown-unknown/web/kafkascope_js.wasm");
     let package = target_dir().join("pkg");
     for (target, folder) in [("web", "web"), ("nodejs", "node")] {
         if is_newer(&package.join(folder).join("kafkascope_js_bg.wasm"), &wasm) {

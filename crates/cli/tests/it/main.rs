@@ -33,10 +33,45 @@ fn partition_rejects_a_zero_count_in_one_line() {
 }
 
 #[test]
+fn every_subcommand_has_its_own_help() {
+    for command in ["partition", "assign", "run", "fuzz"] {
+        for arguments in [vec!["help", command], vec![command, "--help"]] {
+            let (ok, stdout, stderr) = kafkascope(&arguments);
+            assert!(ok, "{arguments:?}: {stderr}");
+            assert!(
+                stdout.contains(&format!("Usage: kafkascope {command}")),
+                "{arguments:?}: {stdout}"
+            );
+        }
+    }
+    let (ok, stdout, _) = kafkascope(&["help", "fuzz"]);
+    assert!(
+        ok && stdout.contains("--mix <M>") && stdout.contains("[default: 1000]"),
+        "{stdout}"
+    );
+    // No command: the overview, on stdout.
+    let (ok, stdout, _) = kafkascope(&[]);
+    assert!(
+        ok && ["partition", "assign", "run", "fuzz"]
+            .iter()
+            .all(|command| stdout.contains(command)),
+        "{stdout}"
+    );
+    // A bad value is one line naming the option and what it takes.
+    let (ok, _, stderr) = kafkascope(&["fuzz", "--mix", "nope"]);
+    assert!(!ok);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--mix") && stderr.contains("use all, brokers"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn unknown_command_is_an_error() {
     let (ok, _, stderr) = kafkascope(&["frobnicate"]);
     assert!(!ok);
-    assert!(stderr.contains("unknown command"));
+    assert!(stderr.contains("unrecognized subcommand"), "{stderr}");
 }
 
 fn kafkascope_with_stdin(arguments: &[&str], stdin: &str) -> (bool, String, String) {
