@@ -265,3 +265,46 @@ test('messages move along the edges while playing slowly, and not with reduced m
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('min.insync.replicas above the replication factor is explained as Kafka counts it: acks=all then needs every replica', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const knob = live(page).getByTestId('knob-min-insync');
+  await knob.fill('4');
+  await knob.press('Enter');
+  const warning = live(page).getByTestId('knob-min-insync-warning');
+  await warning.waitFor();
+  assert.match(await warning.innerText(), /min.insync.replicas=4 is above the replication factor \(3\)\. Kafka accepts it and counts 3 instead/);
+  // As the warning says: with all three replicas in sync, acks=all writes go through.
+  await live(page).getByTestId('node-producer-0').click();
+  await live(page).getByTestId('inspector-produce').click();
+  await live(page).getByTestId('cluster-run-1s').click();
+  assert.match(await live(page).getByTestId('node-producer-0').textContent(), /no errors/);
+  await knob.fill('2');
+  await knob.press('Enter');
+  await page.waitForFunction(() => !document.querySelector('[data-testid="knob-min-insync-warning"]'));
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('every replica row\'s HW/LEO text fits inside its row on the nine-broker cluster', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await live(page).getByTestId('knob-brokers').fill('9');
+  await live(page).getByTestId('knob-brokers').dispatchEvent('change');
+  await live(page).getByTestId('knob-apply').click();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="cluster"] [data-testid^="node-broker-"]').length === 9);
+  await live(page).getByTestId('node-producer-0').click();
+  await live(page).getByTestId('inspector-produce').click();
+  for (let index = 0; index < 3; index++) await live(page).getByTestId('cluster-run-10s').click();
+  const overflows = await live(page).getByTestId('map').evaluate((map) => [...map.querySelectorAll('.replica')].flatMap((replica) => {
+    const row = replica.querySelector('.row').getBBox();
+    const text = replica.querySelector('.offsets').getBBox();
+    const bar = replica.querySelector('.bar-bg').getBBox();
+    const inside = text.x >= bar.x + bar.width && text.x + text.width <= row.x + row.width + 0.5;
+    return inside ? [] : [`${replica.dataset.testid}: ${replica.querySelector('.offsets').textContent}`];
+  }));
+  assert.equal(await live(page).getByTestId('map').locator('.replica').count() >= 9, true);
+  assert.deepEqual(overflows, []);
+  await page.screenshot({ path: screenshotPath('map-bench-offsets'), fullPage: false });
+  assert.deepEqual(problems, []);
+  await page.close();
+});

@@ -278,3 +278,17 @@ test('why shows the chain of causes; a fork discards the future; the steps expor
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('why on a loss names the acknowledgement and the followers that never had the records', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0&story=acks1-loss' });
+  await filterName(page, 'records-lost');
+  await within(page, 'step-first').click();
+  assert.equal(await within(page, 'step-outcome').textContent(), 'loss');
+  await within(page, 'step-why').click();
+  const chain = await within(page, 'why-chain').locator('li').allInnerTexts();
+  assert.ok(chain.some((line) => /records acknowledged.*told these records were written/.test(line)), JSON.stringify(chain));
+  assert.ok(chain.some((line) => /were only on broker-3; broker-1 and broker-2 never fetched them/.test(line)), JSON.stringify(chain));
+  assert.ok(chain.some((line) => /cut off from the leader/.test(line)), JSON.stringify(chain));
+  assert.deepEqual(problems, []);
+  await page.close();
+});

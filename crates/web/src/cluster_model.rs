@@ -439,6 +439,18 @@ fn join(ids: &[u32]) -> String {
     ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
 }
 
+/// What a `min.insync.replicas` above the replication factor means. Kafka
+/// accepts the setting, then counts `min(min.insync.replicas, replicas)`
+/// (`Partition#effectiveMinIsr`: "there is no restriction on it … the
+/// effective min ISR of min(replication factor, min ISR) is returned").
+pub fn min_insync_warning(min_insync: u32, replication_factor: u32) -> Option<String> {
+    (min_insync > replication_factor).then(|| {
+        format!(
+            "min.insync.replicas={min_insync} is above the replication factor ({replication_factor}). Kafka accepts it and counts {replication_factor} instead (the effective min ISR): acks=all writes need every replica in sync, and as soon as one leaves the ISR they fail with NOT_ENOUGH_REPLICAS."
+        )
+    })
+}
+
 /// Whether a trace event belongs in "What just happened": state changes
 /// and decisions (inputs, fencing, elections, ISR changes, rebalances,
 /// errors, losses, truncations, process status), never routine traffic
@@ -620,6 +632,16 @@ mod tests {
         // Three clients, two requests a lookup, one lookup per 100 ms at
         // most: under 600 in 9 s (at network speed it was thousands).
         assert!(lost < 600, "{lost} requests lost to the dead coordinator");
+    }
+
+    #[test]
+    fn a_min_insync_above_the_replication_factor_is_warned_about() {
+        assert_eq!(min_insync_warning(2, 3), None);
+        assert_eq!(min_insync_warning(3, 3), None);
+        let warning = min_insync_warning(4, 3).expect("a warning");
+        assert!(warning.contains("above the replication factor (3)"), "{warning}");
+        assert!(warning.contains("counts 3 instead"), "{warning}");
+        assert!(warning.contains("NOT_ENOUGH_REPLICAS"), "{warning}");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use yew::prelude::*;
 
 use crate::cluster_model::{
     config_for_query, default_config, describe_config, describe_groups, describe_quorum, describe_topics, is_notable,
-    parse_knob, reached_speed, setup_config, speed_label, Setup, ASSIGNORS, DEFAULT_SEED,
+    min_insync_warning, parse_knob, reached_speed, setup_config, speed_label, Setup, ASSIGNORS, DEFAULT_SEED,
 };
 use crate::export::MermaidExport;
 use crate::knob::KnobInput;
@@ -590,6 +590,7 @@ pub fn cluster_panel() -> Html {
         .map_or("all".to_string(), |producer| producer.acks.to_string());
     let linger = view.producers.first().map_or(0, |producer| producer.linger_ms);
     let min_insync = config.topics.first().map_or(1, |topic| topic.min_insync_replicas);
+    let replication_factor = config.topics.first().map_or(1, |topic| topic.replication_factor);
 
     // The inspector's actions for the selection.
     let actions = selected.as_ref().map(|selection| {
@@ -769,6 +770,10 @@ pub fn cluster_panel() -> Html {
                             <label>{ "min.insync.replicas " }
                                 <KnobInput live=true testid="knob-min-insync" value={min_insync.to_string()} onchange={live("min.insync.replicas")} />
                             </label>
+                            { match min_insync_warning(min_insync, replication_factor) {
+                                Some(warning) => html! { <p class="warning" role="status" data-testid="knob-min-insync-warning">{ warning }</p> },
+                                None => html! {},
+                            } }
                             <label>
                                 <input type="checkbox" data-testid="knob-unclean" checked={config.unclean_leader_election_enable} onchange={live("unclean.leader.election.enable")} />
                                 { " unclean.leader.election.enable" }

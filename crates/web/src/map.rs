@@ -176,8 +176,7 @@ fn replica_view(broker: u32, row: &ReplicaRow, is_selected: bool, on_select: &Ca
     };
     let (click, key) = selectable(selection, on_select);
     let rect = row.rect;
-    let bar_x = rect.x + 96.0;
-    let bar_w = (rect.w - 96.0 - 34.0).max(10.0);
+    let (bar_x, bar_w, text_x) = row.bar_and_text();
     let fraction = |offset: u64| offset as f64 / row.scale.max(1) as f64;
     let leo_w = bar_w * fraction(row.log_end_offset);
     let hw_x = bar_x + bar_w * fraction(row.high_watermark);
@@ -192,7 +191,7 @@ fn replica_view(broker: u32, row: &ReplicaRow, is_selected: bool, on_select: &Ca
             <rect class="bar-bg" x={format!("{bar_x:.1}")} y={format!("{:.1}", rect.y + 3.0)} width={format!("{bar_w:.1}")} height="8" />
             <rect class="bar" x={format!("{bar_x:.1}")} y={format!("{:.1}", rect.y + 3.0)} width={format!("{leo_w:.1}")} height="8" />
             <line class="hw" x1={format!("{hw_x:.1}")} x2={format!("{hw_x:.1}")} y1={format!("{:.1}", rect.y + 1.0)} y2={format!("{:.1}", rect.y + 13.0)} />
-            { text(rect.x + rect.w - 32.0, rect.y + 10.5, "offsets", format!("{}/{}", row.high_watermark, row.log_end_offset)) }
+            { text(text_x, rect.y + 10.5, "offsets", row.offsets_text()) }
         </g>
     }
 }

@@ -114,6 +114,23 @@ impl ReplicaRow {
         format!("{role} {}", if self.in_sync { "ISR" } else { "OSR" })
     }
 
+    /// The drawn `HW/LEO` text: whole numbers up to 9,999, then `12.3k` and
+    /// `4.6M`, so it fits its box at any offset (the accessible name and
+    /// the inspector have the exact numbers).
+    pub fn offsets_text(&self) -> String {
+        format!("{}/{}", compact(self.high_watermark), compact(self.log_end_offset))
+    }
+
+    /// Where the log bar goes and where the offsets text starts: the text
+    /// gets the width it needs at the row's monospace size, the bar the rest.
+    pub fn bar_and_text(&self) -> (f64, f64, f64) {
+        let text_w = self.offsets_text().chars().count() as f64 * MONO_CHAR_W + 4.0;
+        let bar_x = self.rect.x + 90.0;
+        let text_x = self.rect.x + self.rect.w - text_w;
+        let bar_w = (text_x - 4.0 - bar_x).max(10.0);
+        (bar_x, bar_w, text_x)
+    }
+
     /// The accessible name of the row.
     pub fn label(&self, broker: u32) -> String {
         format!(
@@ -126,6 +143,29 @@ impl ReplicaRow {
             broker_broker = as_broker(broker)
         )
     }
+}
+
+/// The width of one character of the map's 9 px monospace text (a
+/// monospace digit is at most 0.6 em wide).
+pub const MONO_CHAR_W: f64 = 5.4;
+
+/// An offset in at most four characters: whole up to 9999, then `12k`,
+/// `4.6M`, `460M` (rounded down, so a number never shows as more than it is).
+fn compact(offset: u64) -> String {
+    if offset <= 9_999 {
+        return offset.to_string();
+    }
+    let mut scaled = offset as f64;
+    for unit in ["k", "M", "G", "T", "P", "E"] {
+        scaled /= 1_000.0;
+        if scaled < 10.0 {
+            return format!("{:.1}{unit}", (scaled * 10.0).floor() / 10.0);
+        }
+        if scaled < 1_000.0 {
+            return format!("{}{unit}", scaled.floor());
+        }
+    }
+    format!("{}E", scaled.floor())
 }
 
 /// One member row inside a group box.
@@ -1335,6 +1375,73 @@ mod tests {
             assert!(text.contains(&node.name.replace('-', "_")), "{}", node.name);
         }
         assert_eq!(text.matches("-->|").count(), model.edges.len());
+    }
+
+    #[test]
+    fn offsets_fit_their_replica_row_at_nine_brokers_and_any_size() {
+        let mut config = bench_config();
+        config.brokers = 9;
+        let mut simulation = Simulation::new(config, DEFAULT_SEED).expect("valid");
+        simulation.run_until(2_000);
+        let model = layout(&simulation.view());
+        assert_eq!(
+            model
+                .nodes
+                .iter()
+                .filter(|node| matches!(node.body, NodeBody::Broker { .. }))
+                .count(),
+            9
+        );
+        let rows: Vec<&ReplicaRow> = model
+            .nodes
+            .iter()
+            .filter_map(|node| match &node.body {
+                NodeBody::Broker { replicas, .. } => Some(replicas),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        assert!(rows.len() >= 9);
+        for row in rows {
+            for (hw, leo) in [
+                (0, 0),
+                (9_999, 9_999),
+                (123_456, 123_999),
+                (4_500_000, 4_600_000),
+                (u64::MAX / 2, u64::MAX / 2),
+            ] {
+                let row = ReplicaRow {
+                    high_watermark: hw,
+                    log_end_offset: leo,
+                    ..row.clone()
+                };
+                let (bar_x, bar_w, text_x) = row.bar_and_text();
+                let text_w = row.offsets_text().chars().count() as f64 * MONO_CHAR_W;
+                assert!(
+                    text_x + text_w <= row.rect.x + row.rect.w,
+                    "{} overflows {:?}",
+                    row.offsets_text(),
+                    row.rect
+                );
+                assert!(bar_x + bar_w < text_x, "the bar runs into {}", row.offsets_text());
+                assert!(bar_w >= 24.0, "the bar is too short for {}", row.offsets_text());
+            }
+        }
+        let row = |hw, leo| ReplicaRow {
+            high_watermark: hw,
+            log_end_offset: leo,
+            ..model
+                .nodes
+                .iter()
+                .find_map(|node| match &node.body {
+                    NodeBody::Broker { replicas, .. } => replicas.first().cloned(),
+                    _ => None,
+                })
+                .expect("a row")
+        };
+        assert_eq!(row(1_234, 9_999).offsets_text(), "1234/9999");
+        assert_eq!(row(12_345, 4_690_000).offsets_text(), "12k/4.6M");
+        assert_eq!(row(999_999, 460_000_000).offsets_text(), "999k/460M");
     }
 
     #[test]

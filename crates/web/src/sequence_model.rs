@@ -262,7 +262,9 @@ impl StoryRun {
             return Vec::new();
         };
         let by_id: BTreeMap<u64, &TraceEvent> = self.trace.iter().map(|event| (event.id, event)).collect();
-        let mut chain = Vec::new();
+        let mut chain = by_id
+            .get(&step.trace_id)
+            .map_or_else(Vec::new, |event| self.loss_story(event));
         let mut next = Some(step.trace_id);
         while let Some(id) = next {
             let Some(event) = by_id.get(&id) else { break };
@@ -275,6 +277,115 @@ impl StoryRun {
             }
         }
         chain
+    }
+
+    /// For a loss: when the lost records were acknowledged, which replicas
+    /// held them then and which never fetched them (and why, where the
+    /// trace shows their fetches being lost). Empty for any other event.
+    fn loss_story(&self, loss: &TraceEvent) -> Vec<String> {
+        let TraceKind::RecordsLost { partition, records, .. } = &loss.kind else {
+            return Vec::new();
+        };
+        let lost: BTreeSet<u64> = records.iter().copied().collect();
+        let before = || self.trace.iter().take_while(|event| event.id < loss.id);
+        let mut lines = Vec::new();
+        let mut offsets: BTreeSet<u64> = BTreeSet::new();
+        for event in before() {
+            if let TraceKind::Acknowledged {
+                partition: acked,
+                base_offset,
+                records,
+                ..
+            } = &event.kind
+            {
+                if acked == partition && records.iter().any(|record| lost.contains(record)) {
+                    lines.push(format!(
+                        "{} ms: {}: the producer was told these records were written.",
+                        event.time,
+                        event.text()
+                    ));
+                    if let Some(base) = base_offset {
+                        offsets.extend(
+                            records
+                                .iter()
+                                .enumerate()
+                                .filter(|(_, record)| lost.contains(record))
+                                .map(|(index, _)| base + index as u64),
+                        );
+                    }
+                }
+            }
+        }
+        let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
+            return lines;
+        };
+        let mut replicas: BTreeSet<u32> = BTreeSet::new();
+        let mut holders: BTreeSet<u32> = BTreeSet::new();
+        for event in before() {
+            match &event.kind {
+                TraceKind::Appended {
+                    broker,
+                    partition: appended,
+                    first_offset,
+                    count,
+                    ..
+                } if appended == partition => {
+                    replicas.insert(*broker);
+                    if *first_offset <= last && first_offset + count > first {
+                        holders.insert(*broker);
+                    }
+                }
+                TraceKind::LeaderElected {
+                    partition: elected,
+                    isr,
+                    ..
+                } if elected == partition => replicas.extend(isr),
+                TraceKind::IsrChanged {
+                    partition: changed,
+                    from,
+                    to,
+                    ..
+                } if changed == partition => replicas.extend(from.iter().chain(to)),
+                _ => {}
+            }
+        }
+        let names = |brokers: &BTreeSet<u32>| {
+            brokers
+                .iter()
+                .map(|broker| as_broker(broker).to_string())
+                .collect::<Vec<_>>()
+                .join(" and ")
+        };
+        let missing: BTreeSet<u32> = replicas.difference(&holders).copied().collect();
+        if !missing.is_empty() && !holders.is_empty() {
+            lines.push(format!(
+                "{} ms: offsets {first}–{last} of {partition} were only on {}; {} never fetched them.",
+                loss.time,
+                names(&holders),
+                names(&missing)
+            ));
+        }
+        // Why they never fetched them, where the trace says.
+        let mut cut: BTreeSet<(u32, u32)> = BTreeSet::new();
+        for event in before() {
+            if let TraceKind::Dropped {
+                from: NodeId::Broker(follower),
+                to: NodeId::Broker(leader),
+                name: MessageName::Fetch,
+                reason,
+            } = &event.kind
+            {
+                if missing.contains(follower) && holders.contains(leader) && cut.insert((*follower, *leader)) {
+                    lines.push(format!(
+                        "{} ms: {}'s fetch from {} is lost ({reason}): it is cut off from the leader.",
+                        event.time,
+                        as_broker(follower),
+                        as_broker(leader)
+                    ));
+                }
+            }
+        }
+        lines
     }
 
     /// The index of the first step at or after trace position `position`.
@@ -1437,6 +1548,31 @@ mod tests {
         assert!(chain.len() >= 2, "{chain:?}");
         assert!(chain.iter().any(|line| line.contains("Produce")), "{chain:?}");
         assert!(chain.iter().all(|line| line.matches(" ms").count() == 1), "{chain:?}");
+    }
+
+    #[test]
+    fn why_on_a_loss_names_the_acknowledgement_and_the_cut_off_followers() {
+        let run = StoryRun::start(story("acks1-loss").expect("story")).expect("runs");
+        let loss = run
+            .steps
+            .iter()
+            .position(|step| step.outcome == Some("loss"))
+            .expect("a loss");
+        let why = run.why(loss);
+        assert!(
+            why.iter().any(|line| line.contains("5 records acknowledged") && line.contains("told these records were written")),
+            "{why:?}"
+        );
+        assert!(
+            why.iter().any(|line| line
+                .contains("offsets 5–9 of orders-0 were only on broker-3; broker-1 and broker-2 never fetched them")),
+            "{why:?}"
+        );
+        assert!(
+            why.iter().any(|line| line.contains("is cut off from the leader")),
+            "{why:?}"
+        );
+        assert!(why.iter().all(|line| line.matches(" ms").count() == 1), "{why:?}");
     }
 
     #[test]

@@ -1708,10 +1708,13 @@ impl Simulation {
                 .get_mut(partition)
                 .expect("leader log")
                 .high_watermark = to;
-            let reason = format!(
-                "{trigger}; the slowest counted replica is {}",
-                brokers_text(held_back_by)
-            );
+            let reason = match held_back_by.as_slice() {
+                [one] => format!("{trigger}; the slowest counted replica is broker-{one}"),
+                several => format!(
+                    "{trigger}; the slowest counted replicas, {}, are all at offset {to}",
+                    brokers_text(several)
+                ),
+            };
             self.record(TraceKind::HighWatermark {
                 broker: id,
                 partition: partition.clone(),
