@@ -10,6 +10,7 @@ const { launch, openApp, screenshotPath } = require('./browser.cjs');
 
 // The live cluster section (the sequence steps section draws a map too).
 const live = (page) => page.getByTestId('cluster');
+const steps = (page) => page.getByTestId('steps');
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -305,6 +306,43 @@ test('every replica row\'s HW/LEO text fits inside its row on the nine-broker cl
   assert.equal(await live(page).getByTestId('map').locator('.replica').count() >= 9, true);
   assert.deepEqual(overflows, []);
   await page.screenshot({ path: screenshotPath('map-bench-offsets'), fullPage: false });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('on a phone the map is one column whose smallest text is at least 11 px, with no sideways scrolling, and the steps read as a list', async () => {
+  const { page, problems } = await openApp(browser, { width: 390, height: 844, query: '?play=0&story=happy-path&step=12' });
+  await live(page).getByTestId('cluster-run-1s').click();
+  const measure = (svg) => {
+    const box = svg.viewBox.baseVal;
+    const scale = svg.getBoundingClientRect().width / box.width;
+    const sizes = [...svg.querySelectorAll('text')]
+      .filter((text) => text.textContent.trim() && text.getBoundingClientRect().width > 0)
+      .map((text) => parseFloat(getComputedStyle(text).fontSize) * scale);
+    return { smallest: Math.min(...sizes), width: svg.getBoundingClientRect().width, frame: svg.parentElement.clientWidth, viewBox: box.width };
+  };
+  const map = await live(page).getByTestId('map').evaluate(measure);
+  assert.ok(map.viewBox < 400, `the phone map is one column (${map.viewBox} units wide)`);
+  assert.ok(map.smallest >= 11, `map text down to ${map.smallest.toFixed(1)} px`);
+  assert.ok(map.width <= map.frame + 1, `the map needs panning (${map.width} px in ${map.frame} px)`);
+  // The steps read as a vertical list on a phone.
+  const list = await steps(page).getByTestId('sequence-diagram').evaluate((list) => ({
+    tag: list.tagName,
+    smallest: Math.min(...[...list.querySelectorAll('li *')].map((element) => parseFloat(getComputedStyle(element).fontSize))),
+    overflows: list.scrollWidth > list.clientWidth + 1,
+    rows: list.querySelectorAll('li').length,
+  }));
+  assert.equal(list.tag, 'OL');
+  assert.ok(list.rows > 5 && !list.overflows, JSON.stringify(list));
+  assert.ok(list.smallest >= 11, `step text down to ${list.smallest} px`);
+  await steps(page).getByTestId('seq-step-13').click();
+  assert.equal(await steps(page).getAttribute('data-step'), '13');
+  const stepsMap = await steps(page).getByTestId('map').evaluate(measure);
+  assert.ok(stepsMap.smallest >= 11, `the steps' map text down to ${stepsMap.smallest.toFixed(1)} px`);
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 390, `the page scrolls sideways (${width}px)`);
+  await live(page).getByTestId('map').screenshot({ path: screenshotPath('map-phone-column') });
+  await steps(page).getByTestId('sequence-diagram').screenshot({ path: screenshotPath('steps-phone-diagram') });
   assert.deepEqual(problems, []);
   await page.close();
 });

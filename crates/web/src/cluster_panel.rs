@@ -25,7 +25,7 @@ use crate::cluster_model::{
 use crate::export::MermaidExport;
 use crate::knob::KnobInput;
 use crate::map::ClusterMap;
-use crate::map_model::{inspect, layout_at, mermaid};
+use crate::map_model::{inspect, layout_fit, mermaid, Fit};
 use crate::selection::Selection;
 
 fn page_query() -> String {
@@ -185,6 +185,19 @@ fn now_ms() -> f64 {
     web_sys::window()
         .and_then(|window| window.performance())
         .map_or(0.0, |performance| performance.now())
+}
+
+/// Whether the page is as narrow as a phone: the map lays itself out in
+/// one column ([`Fit::Narrow`]).
+pub fn map_fit() -> Fit {
+    let narrow = web_sys::window()
+        .and_then(|window| window.match_media("(max-width: 700px)").ok().flatten())
+        .is_some_and(|query| query.matches());
+    if narrow {
+        Fit::Narrow
+    } else {
+        Fit::Wide
+    }
 }
 
 fn prefers_reduced_motion() -> bool {
@@ -544,7 +557,7 @@ pub fn cluster_panel() -> Html {
     let summary = simulation_ref.summary();
     let config = simulation_ref.config().clone();
     drop(simulation_ref);
-    let model = Rc::new(layout_at(&view, view.time_ms as f64 + clock.borrow().carry));
+    let model = Rc::new(layout_fit(&view, view.time_ms as f64 + clock.borrow().carry, map_fit()));
     let topics = describe_topics(&view);
     let groups = describe_groups(&view);
     let quorum = describe_quorum(&view);

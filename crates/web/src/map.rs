@@ -7,7 +7,7 @@ use std::rc::Rc;
 use yew::prelude::*;
 
 use crate::cluster_model::count_of;
-use crate::map_model::{EdgeKind, MapEdge, MapModel, MapNode, NodeBody, ReplicaRow, WIDTH};
+use crate::map_model::{EdgeKind, MapEdge, MapModel, MapNode, NodeBody, ReplicaRow, NARROW_SCALE, WIDTH};
 use crate::selection::Selection;
 use kafkascope_engine::sim::types::NodeId;
 use kafkascope_engine::sim::view::ConsumerPhase;
@@ -301,7 +301,7 @@ fn node_view(node: &MapNode, selected: &Option<Selection>, on_select: &Callback<
             html! { <>
                 { frame("box") }
                 { text(x, y + 15.0, "title", format!("group {name}")) }
-                { text(x, y + 29.0, "state", if *rebalancing { format!("REBALANCING (reads paused) · gen {generation}") } else { format!("STABLE · gen {generation}") }) }
+                { text(x, y + 29.0, "state", if *rebalancing { format!("REBALANCING (paused) · gen {generation}") } else { format!("STABLE · gen {generation}") }) }
                 { for members.iter().map(|member| {
                     let member_node = Selection::Node(NodeId::Consumer(member.id));
                     let member_selected = selected.as_ref() == Some(&member_node);
@@ -410,7 +410,10 @@ fn is_edge(selected: &Option<Selection>, edge: &MapEdge) -> bool {
 pub fn cluster_map(props: &MapProps) -> Html {
     let model = &props.model;
     html! {
-        <svg class="map" data-testid="map" viewBox={format!("0 0 {WIDTH} {:.0}", model.height)}
+        <svg class="map" data-testid="map" viewBox={format!("0 0 {:.0} {:.0}", model.width, model.height)}
+            // A phone's one-column map is drawn at a fixed scale, so its
+            // smallest text is over 11 px on screen.
+            style={(model.width < WIDTH).then(|| format!("width: {:.0}px; min-width: 0", model.width * NARROW_SCALE))}
             xmlns="http://www.w3.org/2000/svg" role="group" aria-label="architecture map of the running cluster">
             <style>{ MAP_STYLE }</style>
             <defs>

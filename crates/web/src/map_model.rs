@@ -288,6 +288,8 @@ pub struct MapMessage {
 /// Everything the map draws.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MapModel {
+    /// The width in SVG units (the viewBox).
+    pub width: f64,
     pub height: f64,
     /// Under the quorum: the last leader election and why.
     pub election_note: Option<(Point, String)>,
@@ -334,6 +336,78 @@ pub fn requester_first(a: NodeId, b: NodeId) -> (NodeId, NodeId) {
     }
 }
 
+/// How the map is laid out: side by side for a wide screen, or in one
+/// column for a phone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    /// Producers left, brokers in rows of three, groups right; 1000 units wide.
+    Wide,
+    /// Everything in one column, 240 units wide: the controllers, then
+    /// producers, brokers one per row, groups. Drawn at 1.25 px per unit
+    /// (300 px, a 390 px phone's card), the smallest text is over 11 px.
+    Narrow,
+}
+
+/// The narrow layout's width in SVG units.
+pub const NARROW_WIDTH: f64 = 240.0;
+
+/// Pixels per SVG unit of the narrow layout on screen.
+pub const NARROW_SCALE: f64 = 1.25;
+
+/// Where each part of the map goes.
+struct Frame {
+    width: f64,
+    /// The column of the quorum and the brokers.
+    brokers_x: f64,
+    brokers_w: f64,
+    brokers_per_row: usize,
+    controllers_per_row: usize,
+    producer_x: f64,
+    producer_w: f64,
+    group_x: f64,
+    group_w: f64,
+    /// Producers, brokers and groups one below the other.
+    stacked: bool,
+    /// How many characters of the election note fit.
+    note_chars: usize,
+}
+
+impl Frame {
+    fn of(fit: Fit) -> Frame {
+        match fit {
+            Fit::Wide => Frame {
+                width: WIDTH,
+                brokers_x: BROKERS_X,
+                brokers_w: BROKERS_W,
+                brokers_per_row: BROKERS_PER_ROW,
+                controllers_per_row: usize::MAX,
+                producer_x: PRODUCER_X,
+                producer_w: PRODUCER_W,
+                group_x: GROUP_X,
+                group_w: GROUP_W,
+                stacked: false,
+                note_chars: 150,
+            },
+            Fit::Narrow => {
+                let inner = NARROW_WIDTH - 2.0 * MARGIN;
+                Frame {
+                    width: NARROW_WIDTH,
+                    brokers_x: MARGIN,
+                    brokers_w: inner,
+                    brokers_per_row: 1,
+                    controllers_per_row: 1,
+                    producer_x: MARGIN,
+                    producer_w: inner,
+                    group_x: MARGIN,
+                    group_w: inner,
+                    stacked: true,
+                    note_chars: 42,
+                }
+            }
+        }
+    }
+}
+
 /// Lays the view out.
 pub fn layout(view: &ClusterView) -> MapModel {
     layout_at(view, view.time_ms as f64)
@@ -343,16 +417,26 @@ pub fn layout(view: &ClusterView) -> MapModel {
 /// between the whole milliseconds the simulation has reached (smooth
 /// motion at slow speeds).
 pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
+    layout_fit(view, time_ms, Fit::Wide)
+}
+
+/// [`layout_at`] for a wide screen or a phone.
+pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
+    let frame = Frame::of(fit);
     let mut nodes = Vec::new();
     // The KRaft quorum across the top of the broker column.
     let controllers = view.controllers.len().max(1);
-    let controller_w = ((BROKERS_W - GAP * (controllers as f64 - 1.0)) / controllers as f64).min(170.0);
-    let quorum_w = controller_w * controllers as f64 + GAP * (controllers as f64 - 1.0);
-    let quorum_x = BROKERS_X + (BROKERS_W - quorum_w) / 2.0;
+    let abreast = controllers.min(frame.controllers_per_row);
+    let controller_w = ((frame.brokers_w - GAP * (abreast as f64 - 1.0)) / abreast as f64).min(170.0);
+    let quorum_w = controller_w * abreast as f64 + GAP * (abreast as f64 - 1.0);
+    let quorum_x = frame.brokers_x + (frame.brokers_w - quorum_w) / 2.0;
+    let quorum_rows = controllers.div_ceil(abreast);
+    let quorum_bottom = MARGIN + quorum_rows as f64 * (CONTROLLER_H + GAP) - GAP;
+    let top = quorum_bottom + 46.0;
     for (index, controller) in view.controllers.iter().enumerate() {
         let rect = Rect {
-            x: quorum_x + index as f64 * (controller_w + GAP),
-            y: MARGIN,
+            x: quorum_x + (index % abreast) as f64 * (controller_w + GAP),
+            y: MARGIN + (index / abreast) as f64 * (CONTROLLER_H + GAP),
             w: controller_w,
             h: CONTROLLER_H,
         };
@@ -386,9 +470,11 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
             *entry = (*entry).max(replica.log_end_offset);
         }
     }
-    let per_row = BROKERS_PER_ROW.min(view.brokers.len().max(1));
-    let broker_w = (BROKERS_W - GAP * (per_row as f64 - 1.0)) / per_row as f64;
-    let mut y = MARGIN + CONTROLLER_H + 46.0;
+    let per_row = frame.brokers_per_row.min(view.brokers.len().max(1));
+    let broker_w = (frame.brokers_w - GAP * (per_row as f64 - 1.0)) / per_row as f64;
+    // Stacked, the producers come first (they write to the brokers).
+    let producers_h = view.producers.len() as f64 * (PRODUCER_H + GAP);
+    let mut y = if frame.stacked { top + producers_h + 30.0 } else { top };
     for row in view.brokers.chunks(per_row) {
         let row_h = row
             .iter()
@@ -396,7 +482,7 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
             .fold(0.0, f64::max);
         for (index, broker) in row.iter().enumerate() {
             let rect = Rect {
-                x: BROKERS_X + index as f64 * (broker_w + GAP),
+                x: frame.brokers_x + index as f64 * (broker_w + GAP),
                 y,
                 w: broker_w,
                 h: row_h,
@@ -476,9 +562,9 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
     // Producers down the left.
     for (index, producer) in view.producers.iter().enumerate() {
         let rect = Rect {
-            x: PRODUCER_X,
-            y: MARGIN + CONTROLLER_H + 46.0 + index as f64 * (PRODUCER_H + GAP),
-            w: PRODUCER_W,
+            x: frame.producer_x,
+            y: top + index as f64 * (PRODUCER_H + GAP),
+            w: frame.producer_w,
             h: PRODUCER_H,
         };
         let id = Selection::Node(NodeId::Producer(producer.id));
@@ -502,12 +588,12 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
     for consumer in &view.consumers {
         groups.entry(consumer.group.as_str()).or_default().push(consumer);
     }
-    let mut group_y = MARGIN + CONTROLLER_H + 46.0;
+    let mut group_y = if frame.stacked { bottom } else { top };
     for (group, members) in groups {
         let rect = Rect {
-            x: GROUP_X,
+            x: frame.group_x,
             y: group_y,
-            w: GROUP_W,
+            w: frame.group_w,
             h: GROUP_HEADER + members.len() as f64 * (MEMBER_H + 4.0) + 4.0,
         };
         let member_rows: Vec<MemberRow> = members
@@ -576,9 +662,7 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
             },
         });
     }
-    let height = bottom
-        .max(group_y + MARGIN)
-        .max(MARGIN + CONTROLLER_H + 46.0 + view.producers.len() as f64 * (PRODUCER_H + GAP));
+    let height = bottom.max(group_y + MARGIN).max(top + producers_h);
     let fenced: Vec<String> = view
         .brokers
         .iter()
@@ -593,8 +677,8 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
     let election_note = view.highlights.last_leader_election.as_ref().map(|election| {
         (
             Point {
-                x: quorum_x,
-                y: MARGIN + CONTROLLER_H + 13.0,
+                x: if frame.stacked { MARGIN } else { quorum_x },
+                y: quorum_bottom + 13.0,
             },
             format!(
                 "{fenced}last election: {} → {} (epoch {}{}) at {} ms: {}",
@@ -608,11 +692,12 @@ pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
                 election.reason
             )
             .chars()
-            .take(150)
+            .take(frame.note_chars)
             .collect(),
         )
     });
     let mut model = MapModel {
+        width: frame.width,
         height,
         election_note,
         nodes,
@@ -1220,6 +1305,65 @@ mod tests {
                     || b.rect.y + b.rect.h <= a.rect.y;
                 assert!(apart, "{} overlaps {}", a.name, b.name);
             }
+        }
+    }
+
+    #[test]
+    fn a_phone_gets_one_column_with_every_box_inside_and_none_overlapping() {
+        for config in [default_config(), bench_config()] {
+            let mut simulation = Simulation::new(config, DEFAULT_SEED).expect("valid");
+            simulation.run_until(3_000);
+            let model = layout_fit(&simulation.view(), 3_000.0, Fit::Narrow);
+            assert_eq!(model.width, NARROW_WIDTH);
+            for node in &model.nodes {
+                assert!(
+                    node.rect.x >= 0.0
+                        && node.rect.x + node.rect.w <= NARROW_WIDTH
+                        && node.rect.y + node.rect.h <= model.height,
+                    "{} {:?}",
+                    node.name,
+                    node.rect
+                );
+            }
+            for (index, a) in model.nodes.iter().enumerate() {
+                for b in &model.nodes[index + 1..] {
+                    let apart = a.rect.x + a.rect.w <= b.rect.x
+                        || b.rect.x + b.rect.w <= a.rect.x
+                        || a.rect.y + a.rect.h <= b.rect.y
+                        || b.rect.y + b.rect.h <= a.rect.y;
+                    assert!(apart, "{} overlaps {}", a.name, b.name);
+                }
+            }
+            // Top to bottom: the quorum, producers, brokers, groups.
+            let top_of = |kind: fn(&NodeBody) -> bool| {
+                model
+                    .nodes
+                    .iter()
+                    .filter(|node| kind(&node.body))
+                    .map(|node| node.rect.y)
+                    .fold(f64::INFINITY, f64::min)
+            };
+            let bottom_of = |kind: fn(&NodeBody) -> bool| {
+                model
+                    .nodes
+                    .iter()
+                    .filter(|node| kind(&node.body))
+                    .map(|node| node.rect.y + node.rect.h)
+                    .fold(0.0, f64::max)
+            };
+            let controller = |body: &NodeBody| matches!(body, NodeBody::Controller { .. });
+            let producer = |body: &NodeBody| matches!(body, NodeBody::Producer(_));
+            let broker = |body: &NodeBody| matches!(body, NodeBody::Broker { .. });
+            let group = |body: &NodeBody| matches!(body, NodeBody::Group { .. });
+            assert!(bottom_of(controller) < top_of(producer));
+            assert!(bottom_of(producer) < top_of(broker));
+            assert!(bottom_of(broker) < top_of(group));
+            // The map's smallest text (9 units) is drawn over 11 px.
+            assert!(9.0 * NARROW_SCALE >= 11.0);
+            assert!(model
+                .election_note
+                .as_ref()
+                .is_none_or(|(_, note)| note.chars().count() as f64 * 9.5 * 0.55 <= NARROW_WIDTH));
         }
     }
 

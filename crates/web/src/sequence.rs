@@ -16,7 +16,7 @@ use yew::prelude::*;
 
 use crate::export::MermaidExport;
 use crate::map::ClusterMap;
-use crate::map_model::{layout, requester_first};
+use crate::map_model::{layout_fit, requester_first};
 use crate::selection::{as_broker, parse_node, Selection};
 use crate::sequence_model::{
     first_story, lifelines, link, link_problem, merged_link, mermaid, nearest_shown, parse_forks, parse_link, stories,
@@ -117,10 +117,65 @@ struct DiagramProps {
     roles: std::collections::BTreeMap<NodeId, String>,
     current: usize,
     on_pick: Callback<usize>,
+    /// A phone: the steps as a vertical list instead of lifelines side by
+    /// side (readable with no sideways scrolling).
+    narrow: bool,
+}
+
+/// One row's click and Enter/Space: pick that step.
+fn pick_handlers(on_pick: &Callback<usize>, index: usize) -> (Callback<MouseEvent>, Callback<KeyboardEvent>) {
+    let pick = {
+        let on_pick = on_pick.clone();
+        Callback::from(move |_: MouseEvent| on_pick.emit(index))
+    };
+    let key = {
+        let on_pick = on_pick.clone();
+        Callback::from(move |event: KeyboardEvent| {
+            if matches!(event.key().as_str(), "Enter" | " ") {
+                event.prevent_default();
+                event.stop_propagation();
+                on_pick.emit(index);
+            }
+        })
+    };
+    (pick, key)
+}
+
+/// The steps around the current one as a list, for a phone: time, then
+/// who sends what to whom, or what changed where.
+fn sequence_list(props: &DiagramProps) -> Html {
+    html! {
+        <ol class="sequence-list" data-testid="sequence-diagram" aria-label="the steps around the current one">
+            { for props.rows.iter().map(|(index, step)| {
+                let current = *index == props.current;
+                let (pick, key) = pick_handlers(&props.on_pick, *index);
+                let what = match &step.kind {
+                    StepKind::Arrow { from, to, label, dropped, .. } => {
+                        format!("{from} {} {to}: {label}", if *dropped { "✗→" } else { "→" })
+                    }
+                    StepKind::Note { over, text } => format!("{over}: {text}"),
+                    StepKind::Input { text } => format!("▶ {text}"),
+                };
+                html! {
+                    <li>
+                        <div class={classes!("row", step.outcome, current.then_some("current"))} role="button" tabindex="0"
+                            aria-current={current.then_some("step")} title={step.caption.clone()}
+                            data-testid={format!("seq-step-{}", index + 1)} onclick={pick} onkeydown={key}>
+                            <span class="time">{ format!("{} ms", step.time) }</span>
+                            <span class="what">{ what }</span>
+                        </div>
+                    </li>
+                }
+            }) }
+        </ol>
+    }
 }
 
 #[function_component(SequenceDiagram)]
 fn sequence_diagram(props: &DiagramProps) -> Html {
+    if props.narrow {
+        return sequence_list(props);
+    }
     let lines = lifelines(props.rows.iter().map(|(_, step)| step));
     let column = if lines.is_empty() {
         140.0
@@ -157,22 +212,7 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
             { for props.rows.iter().enumerate().map(|(row, (index, step))| {
                 let y = TOP + row as f64 * ROW_H;
                 let current = *index == props.current;
-                let pick = {
-                    let on_pick = props.on_pick.clone();
-                    let index = *index;
-                    Callback::from(move |_: MouseEvent| on_pick.emit(index))
-                };
-                let key = {
-                    let on_pick = props.on_pick.clone();
-                    let index = *index;
-                    Callback::from(move |event: KeyboardEvent| {
-                        if matches!(event.key().as_str(), "Enter" | " ") {
-                            event.prevent_default();
-                            event.stop_propagation();
-                            on_pick.emit(index);
-                        }
-                    })
-                };
+                let (pick, key) = pick_handlers(&props.on_pick, *index);
                 let body = match &step.kind {
                     StepKind::Arrow { from, to, label, dropped, .. } => {
                         let (x1, x2) = (x_of(from), x_of(to));
@@ -604,7 +644,7 @@ pub fn sequence_steps() -> Html {
         Callback::from(move |_: ()| mermaid(&shown.iter().collect::<Vec<_>>()))
     };
     drop(borrowed);
-    let model = Rc::new(layout(&view));
+    let model = Rc::new(layout_fit(&view, view.time_ms as f64, crate::cluster_panel::map_fit()));
     let toggle_why = {
         let why_open = why_open.clone();
         Callback::from(move |_: MouseEvent| why_open.set(!*why_open))
@@ -684,7 +724,7 @@ pub fn sequence_steps() -> Html {
             </div>
             <div class="steps-layout">
                 <div class="diagram-frame">
-                    <SequenceDiagram rows={rows} roles={roles} current={index} on_pick={go.clone()} />
+                    <SequenceDiagram rows={rows} roles={roles} current={index} on_pick={go.clone()} narrow={crate::cluster_panel::map_fit() == crate::map_model::Fit::Narrow} />
                 </div>
                 <div class="steps-map">
                     <ClusterMap model={model} selected={step.as_ref().and_then(highlight)} on_select={on_map_select} reduced_motion={true} />
