@@ -9,156 +9,27 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use kafkascope_engine::replication::high_watermark::Acks;
-use kafkascope_engine::sim::config::{ClusterConfig, ConfigChange, ConsumerConfig, Input, ScheduledInput};
 use kafkascope_engine::sim::trace::TraceEvent;
 use kafkascope_engine::sim::types::NodeId;
 use kafkascope_engine::sim::view::{ConsumerPhase, ProcessStatus};
-use kafkascope_engine::sim::Simulation;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
 use crate::cluster_model::{
-    config_for_query, default_config, describe_config, describe_groups, describe_quorum, describe_topics, is_notable,
-    min_insync_warning, parse_knob, reached_speed, setup_config, speed_label, Setup, ASSIGNORS, DEFAULT_SEED,
+    config_for_query, describe_config, describe_groups, describe_quorum, describe_topics, is_notable,
+    min_insync_warning, reached_speed, speed_label, ASSIGNORS, DEFAULT_SEED,
 };
 use crate::export::MermaidExport;
 use crate::knob::KnobInput;
 use crate::map::ClusterMap;
 use crate::map_model::{inspect, layout_fit, mermaid, Fit};
 use crate::selection::Selection;
+use crate::session::{Action, Knob, Session, SetupField};
 
 fn page_query() -> String {
     web_sys::window()
         .and_then(|window| window.location().search().ok())
         .unwrap_or_default()
-}
-
-/// A run: the configuration and seed it started from.
-#[derive(Debug, Clone)]
-struct Run {
-    config: ClusterConfig,
-    seed: u64,
-}
-
-fn start(run: &Run) -> Simulation {
-    // Every config reaching here was validated; fall back to the default
-    // rather than panic if that ever changed.
-    Simulation::new(run.config.clone(), run.seed)
-        .or_else(|_| Simulation::new(default_config(), DEFAULT_SEED))
-        .unwrap_or_else(|_| unreachable!("the default cluster is valid"))
-}
-
-/// A user action on the running cluster.
-#[derive(Debug, Clone, PartialEq)]
-enum Action {
-    Run(u64),
-    Step,
-    Produce,
-    ProduceKeyed,
-    Kill(u32),
-    Stop(u32),
-    Restart(u32),
-    Pause(u32),
-    Slow(u32, u64),
-    KillController(u32),
-    RestartController(u32),
-    StopConsumer(u32),
-    StartConsumer(u32),
-    CrashConsumer(u32),
-    AddConsumer(String),
-    Set(ConfigChange),
-}
-
-fn apply(simulation: &mut Simulation, action: Action) {
-    let now = simulation.now();
-    let input = |simulation: &mut Simulation, input| {
-        simulation.schedule(ScheduledInput { at_ms: now, input });
-        simulation.run_until(now);
-    };
-    let producers = simulation.config().producers.len() as u32;
-    match action {
-        Action::Run(ms) => simulation.run_until(now + ms),
-        Action::Step => {
-            simulation.step();
-        }
-        Action::Produce | Action::ProduceKeyed => {
-            for producer in 0..producers {
-                input(
-                    simulation,
-                    Input::Produce {
-                        producer,
-                        key: (action == Action::ProduceKeyed).then(|| "user-42".to_string()),
-                        count: 10,
-                        bytes: 100,
-                    },
-                );
-            }
-        }
-        Action::Kill(broker) => input(simulation, Input::KillBroker { broker }),
-        Action::Stop(broker) => input(simulation, Input::StopBroker { broker }),
-        Action::Restart(broker) => input(simulation, Input::RestartBroker { broker }),
-        Action::Pause(broker) => input(
-            simulation,
-            Input::PauseBroker {
-                broker,
-                duration_ms: 5_000,
-            },
-        ),
-        Action::Slow(broker, extra_latency_ms) => input(
-            simulation,
-            Input::SlowNode {
-                node: NodeId::Broker(broker),
-                extra_latency_ms,
-            },
-        ),
-        Action::KillController(controller) => input(simulation, Input::KillController { controller }),
-        Action::RestartController(controller) => input(simulation, Input::RestartController { controller }),
-        Action::StopConsumer(consumer) => input(simulation, Input::StopConsumer { consumer }),
-        Action::StartConsumer(consumer) => input(simulation, Input::StartConsumer { consumer }),
-        Action::CrashConsumer(consumer) => input(simulation, Input::CrashConsumer { consumer }),
-        Action::AddConsumer(group) => {
-            let view = simulation.view();
-            let like = view
-                .consumers
-                .iter()
-                .find(|consumer| consumer.group == group)
-                .and_then(|consumer| simulation.config().consumers.get(consumer.id as usize).cloned());
-            let consumer = like.unwrap_or_else(|| {
-                let topic = simulation
-                    .config()
-                    .topics
-                    .first()
-                    .map_or("orders".to_string(), |topic| topic.name.clone());
-                ConsumerConfig::new(group.as_str(), vec![topic])
-            });
-            input(simulation, Input::AddConsumer { consumer });
-        }
-        Action::Set(change) => {
-            // A producer-level knob applies to every producer.
-            let changes = match change {
-                ConfigChange::Acks { acks, .. } => (0..producers)
-                    .map(|producer| ConfigChange::Acks { producer, acks })
-                    .collect(),
-                ConfigChange::LingerMs { value, .. } => (0..producers)
-                    .map(|producer| ConfigChange::LingerMs { producer, value })
-                    .collect(),
-                ConfigChange::MinInsyncReplicas { value, .. } => simulation
-                    .config()
-                    .topics
-                    .iter()
-                    .map(|topic| ConfigChange::MinInsyncReplicas {
-                        topic: topic.name.clone(),
-                        value,
-                    })
-                    .collect(),
-                other => vec![other],
-            };
-            for change in changes {
-                input(simulation, Input::SetConfig(change));
-            }
-        }
-    }
 }
 
 /// Real milliseconds between two play ticks: one tick per frame at 60
@@ -206,75 +77,37 @@ fn prefers_reduced_motion() -> bool {
         .is_some_and(|query| query.matches())
 }
 
-/// Play state kept between ticks.
+/// Real-time measures of play, kept between ticks (the state of the map
+/// itself is the [`Session`]'s).
 #[derive(Default)]
 struct Clock {
-    /// Virtual milliseconds owed to the next tick (below one).
-    carry: f64,
-    /// When the next steady-stream record is due.
-    next_record_at: u64,
-    /// Records sent by the steady stream (for their keys).
-    streamed: u64,
     /// When the current tick started (real ms), until its render lands.
     tick_started: Option<f64>,
     /// Recent tick costs (tick plus render), real ms.
     costs: std::collections::VecDeque<f64>,
     /// The simulation's share of them.
     simulation_costs: std::collections::VecDeque<f64>,
-    /// The latest trace events, moved out of the simulation after every
-    /// action so a long run at full speed keeps bounded memory.
-    trace: std::collections::VecDeque<kafkascope_engine::sim::trace::TraceEvent>,
     /// (real ms, simulated ms) after each tick over the last two seconds:
     /// the speed actually reached.
     progress: std::collections::VecDeque<(f64, u64)>,
 }
 
-/// How many trace events the page keeps.
-const TRACE_KEPT: usize = 20_000;
-
-impl Clock {
-    fn collect_trace(&mut self, simulation: &mut Simulation) {
-        self.trace.extend(simulation.take_trace());
-        let excess = self.trace.len().saturating_sub(TRACE_KEPT);
-        self.trace.drain(..excess);
-    }
-}
-
-fn tick(simulation: &mut Simulation, clock: &mut Clock, speed: u64, rate: u32) {
+/// One play tick: the session advances by the speed's share of a tick,
+/// and the clock measures what that cost and the speed reached.
+fn tick(session: &mut Session, clock: &mut Clock, speed: u64, rate: u32) {
     clock.tick_started = Some(now_ms());
-    clock.carry += speed as f64 * f64::from(TICK_MS) / 1_000.0;
-    let whole = clock.carry.floor();
-    clock.carry -= whole;
-    let target = simulation.now() + whole as u64;
-    if rate > 0 {
-        let every = (1_000 / u64::from(rate)).max(1);
-        clock.next_record_at = clock.next_record_at.max(simulation.now());
-        while clock.next_record_at <= target {
-            for producer in 0..simulation.config().producers.len() as u32 {
-                simulation.schedule(ScheduledInput {
-                    at_ms: clock.next_record_at,
-                    input: Input::Produce {
-                        producer,
-                        key: Some(format!("user-{}", clock.streamed % 7)),
-                        count: 1,
-                        bytes: 100,
-                    },
-                });
-            }
-            clock.streamed += 1;
-            clock.next_record_at += every;
-        }
-    }
     let started = now_ms();
-    simulation.run_until(target);
-    clock.collect_trace(simulation);
+    session.apply(Action::Tick {
+        virtual_ms: speed as f64 * f64::from(TICK_MS) / 1_000.0,
+        rate,
+    });
     // Play, pause, a new speed and actions start the measure over.
     let finished = now_ms();
-    clock.progress.push_back((finished, simulation.now()));
+    clock.progress.push_back((finished, session.simulation().now()));
     while clock.progress.front().is_some_and(|&(at, _)| finished - at > 2_000.0) {
         clock.progress.pop_front();
     }
-    clock.simulation_costs.push_back(now_ms() - started);
+    clock.simulation_costs.push_back(finished - started);
     if clock.simulation_costs.len() > TICK_WINDOW {
         clock.simulation_costs.pop_front();
     }
@@ -309,14 +142,7 @@ fn download_svg() {
 /// The live cluster section.
 #[function_component(ClusterPanel)]
 pub fn cluster_panel() -> Html {
-    let run = use_mut_ref(|| Run {
-        config: config_for_query(&page_query()),
-        seed: DEFAULT_SEED,
-    });
-    let simulation: Rc<RefCell<Simulation>> = {
-        let run = run.clone();
-        use_mut_ref(move || start(&run.borrow()))
-    };
+    let session: Rc<RefCell<Session>> = use_mut_ref(|| Session::new(config_for_query(&page_query()), DEFAULT_SEED));
     let clock: Rc<RefCell<Clock>> = use_mut_ref(Clock::default);
     let redraw = use_force_update();
     // The page opens with the cluster running (RaftScope does the same),
@@ -324,9 +150,6 @@ pub fn cluster_panel() -> Html {
     let playing = use_state(|| !page_query().contains("play=0") && !prefers_reduced_motion());
     let speed = use_state(|| SPEEDS[2].0);
     let rate = use_state(|| if page_query().contains("preset=bench") { 5 } else { 1 });
-    let selected = use_state(|| None::<Selection>);
-    let setup = use_state(Setup::default);
-    let knob_error = use_state(|| None::<String>);
     let reduced_motion = use_state(prefers_reduced_motion);
 
     // A render after a play tick closes that tick's cost sample.
@@ -344,25 +167,31 @@ pub fn cluster_panel() -> Html {
         });
     }
 
-    let act = {
-        let simulation = simulation.clone();
-        let redraw = redraw.clone();
+    // Every change goes through the session: one place that moves the
+    // simulation and collects its trace.
+    let dispatch: Rc<dyn Fn(Action)> = {
+        let session = session.clone();
         let clock = clock.clone();
-        move |action: Action| {
-            let simulation = simulation.clone();
-            let redraw = redraw.clone();
-            let clock = clock.clone();
-            Callback::from(move |_: MouseEvent| {
-                apply(&mut simulation.borrow_mut(), action.clone());
-                clock.borrow_mut().collect_trace(&mut simulation.borrow_mut());
+        let redraw = redraw.clone();
+        Rc::new(move |action: Action| {
+            let moves = !matches!(action, Action::Select(_));
+            session.borrow_mut().apply(action);
+            if moves {
                 clock.borrow_mut().progress.clear();
-                redraw.force_update();
-            })
+            }
+            redraw.force_update();
+        })
+    };
+    let act = {
+        let dispatch = dispatch.clone();
+        move |action: Action| {
+            let dispatch = dispatch.clone();
+            Callback::from(move |_: MouseEvent| dispatch(action.clone()))
         }
     };
     // While playing, advance virtual time every tick and redraw.
     {
-        let simulation = simulation.clone();
+        let session = session.clone();
         let redraw = redraw.clone();
         let clock = clock.clone();
         use_effect_with((*playing, *speed, *rate), move |&(playing, speed, rate)| {
@@ -370,7 +199,7 @@ pub fn cluster_panel() -> Html {
             clock.borrow_mut().progress.clear();
             let interval = playing.then(|| {
                 gloo_timers::callback::Interval::new(TICK_MS, move || {
-                    tick(&mut simulation.borrow_mut(), &mut clock.borrow_mut(), speed, rate);
+                    tick(&mut session.borrow_mut(), &mut clock.borrow_mut(), speed, rate);
                     redraw.force_update();
                 })
             });
@@ -399,130 +228,47 @@ pub fn cluster_panel() -> Html {
             }
         })
     };
-    let reset = {
-        let simulation = simulation.clone();
-        let run = run.clone();
-        let clock = clock.clone();
-        let redraw = redraw.clone();
-        let selected = selected.clone();
-        move |replace: Option<Run>| {
-            if let Some(replace) = replace {
-                *run.borrow_mut() = replace;
-            }
-            *simulation.borrow_mut() = start(&run.borrow());
-            *clock.borrow_mut() = Clock::default();
-            selected.set(None);
-            redraw.force_update();
-        }
-    };
-    let on_reset = {
-        let reset = reset.clone();
-        let setup = setup.clone();
-        let run = run.clone();
-        Callback::from(move |_: MouseEvent| {
-            let config = run.borrow().config.clone();
-            reset(Some(Run {
-                config,
-                seed: setup.seed,
-            }));
-        })
-    };
+    let on_reset = act(Action::Reset);
     let on_apply_setup = {
-        let reset = reset.clone();
-        let setup = setup.clone();
-        let knob_error = knob_error.clone();
+        let dispatch = dispatch.clone();
         Callback::from(move |event: SubmitEvent| {
             event.prevent_default();
-            match setup_config(&setup) {
-                Ok(config) => {
-                    knob_error.set(None);
-                    reset(Some(Run {
-                        config,
-                        seed: setup.seed,
-                    }));
-                }
-                Err(message) => knob_error.set(Some(message)),
-            }
+            dispatch(Action::ApplySetup);
         })
     };
-    // A structural knob edits the pending setup (applied on submit).
-    let setup_field = |field: &'static str| {
-        let setup = setup.clone();
-        let knob_error = knob_error.clone();
+    // A shape knob edits the pending setup (applied on submit).
+    let setup_field = |field: SetupField| {
+        let dispatch = dispatch.clone();
         Callback::from(move |event: Event| {
-            let target = event.target_unchecked_into::<web_sys::HtmlInputElement>();
-            let text = target.value();
-            let mut next = (*setup).clone();
-            let parsed = |range| parse_knob(field, &text, range);
-            let result = match field {
-                "brokers" => parsed(1..=9).map(|value| next.brokers = value as u32),
-                "partitions" => parsed(1..=24).map(|value| next.partitions = value as u32),
-                "replication factor" => parsed(1..=9).map(|value| next.replication_factor = value as u32),
-                "billing consumers" => parsed(0..=8).map(|value| next.billing = value as u32),
-                "search consumers" => parsed(0..=8).map(|value| next.search = value as u32),
-                "seed" => parsed(0..=u64::from(u32::MAX)).map(|value| next.seed = value),
-                _ => Ok(()),
-            };
-            match result {
-                Ok(()) => {
-                    knob_error.set(None);
-                    setup.set(next);
-                }
-                Err(message) => knob_error.set(Some(message)),
-            }
+            let text = event.target_unchecked_into::<web_sys::HtmlInputElement>().value();
+            dispatch(Action::Setup(field, text));
         })
     };
     let on_assignor = {
-        let setup = setup.clone();
+        let dispatch = dispatch.clone();
         Callback::from(move |event: Event| {
             let value = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
-            setup.set(Setup {
-                assignor: value,
-                ..(*setup).clone()
-            });
+            dispatch(Action::Assignor(value));
         })
     };
     // A live knob becomes an input at this moment of the run.
-    let live = |knob: &'static str| {
-        let simulation = simulation.clone();
-        let redraw = redraw.clone();
-        let knob_error = knob_error.clone();
+    let live = |knob: Knob| {
+        let dispatch = dispatch.clone();
         Callback::from(move |event: Event| {
             let target = event.target_unchecked_into::<web_sys::HtmlInputElement>();
-            let text = target.value();
-            let change = match knob {
-                "acks" => Ok(ConfigChange::Acks {
-                    producer: 0,
-                    acks: Acks::parse(&text).unwrap_or(Acks::All),
-                }),
-                "min.insync.replicas" => parse_knob(knob, &text, 1..=9).map(|value| ConfigChange::MinInsyncReplicas {
-                    topic: String::new(),
-                    value: value as u32,
-                }),
-                "unclean.leader.election.enable" => Ok(ConfigChange::UncleanLeaderElection {
-                    enable: target.checked(),
-                }),
-                "replica.lag.time.max.ms" => {
-                    parse_knob(knob, &text, 100..=600_000).map(|value| ConfigChange::ReplicaLagTimeMaxMs { value })
-                }
-                _ => parse_knob(knob, &text, 0..=60_000).map(|value| ConfigChange::LingerMs { producer: 0, value }),
+            let text = if knob == Knob::UncleanLeaderElection {
+                target.checked().to_string()
+            } else {
+                target.value()
             };
-            match change {
-                Ok(change) => {
-                    knob_error.set(None);
-                    apply(&mut simulation.borrow_mut(), Action::Set(change));
-                    redraw.force_update();
-                }
-                Err(message) => knob_error.set(Some(message)),
-            }
+            dispatch(Action::Knob(knob, text));
         })
     };
     // Space plays or pauses and the right arrow steps, while the section
     // has focus (so typing elsewhere on the page is never taken).
     let on_keydown = {
         let playing = playing.clone();
-        let simulation = simulation.clone();
-        let redraw = redraw.clone();
+        let dispatch = dispatch.clone();
         Callback::from(move |event: KeyboardEvent| {
             let in_control = event
                 .target()
@@ -538,8 +284,7 @@ pub fn cluster_panel() -> Html {
                 }
                 "ArrowRight" if !in_control => {
                     event.prevent_default();
-                    apply(&mut simulation.borrow_mut(), Action::Step);
-                    redraw.force_update();
+                    dispatch(Action::Step);
                 }
                 _ => {}
             }
@@ -547,17 +292,31 @@ pub fn cluster_panel() -> Html {
     };
     // Stable while the selection stays, so unchanged map nodes skip
     // re-rendering.
-    let on_select = use_callback(selected.clone(), |selection: Selection, selected| {
-        let again = selected.as_ref() == Some(&selection);
-        selected.set(if again { None } else { Some(selection) });
-    });
+    let on_select = {
+        let dispatch = dispatch.clone();
+        use_callback((), move |selection: Selection, _| dispatch(Action::Select(selection)))
+    };
 
-    let simulation_ref = simulation.borrow();
+    let current = session.borrow();
+    let simulation_ref = current.simulation();
     let view = simulation_ref.view();
     let summary = simulation_ref.summary();
     let config = simulation_ref.config().clone();
-    drop(simulation_ref);
-    let model = Rc::new(layout_fit(&view, view.time_ms as f64 + clock.borrow().carry, map_fit()));
+    let selected = current.selected().cloned();
+    let setup = current.setup().clone();
+    let knob_error = current.knob_error().map(str::to_string);
+    // What just happened: the latest state changes (no message traffic).
+    let recent: Vec<String> = current
+        .trace()
+        .iter()
+        .rev()
+        .take(5_000)
+        .filter(|event| is_notable(&event.kind))
+        .take(12)
+        .map(TraceEvent::line)
+        .collect();
+    let model = Rc::new(layout_fit(&view, view.time_ms as f64 + current.carry(), map_fit()));
+    drop(current);
     let topics = describe_topics(&view);
     let groups = describe_groups(&view);
     let quorum = describe_quorum(&view);
@@ -571,17 +330,6 @@ pub fn cluster_panel() -> Html {
         costs.iter().sum::<f64>() / costs.len() as f64
     };
     let tick_samples = costs.len();
-    // What just happened: the latest state changes (no message traffic).
-    let recent: Vec<String> = clock
-        .borrow()
-        .trace
-        .iter()
-        .rev()
-        .take(5_000)
-        .filter(|event| is_notable(&event.kind))
-        .take(12)
-        .map(TraceEvent::line)
-        .collect();
     let reached = if *playing {
         let progress = &clock.borrow().progress;
         progress
@@ -738,7 +486,7 @@ pub fn cluster_panel() -> Html {
             </p>
             <div class="map-layout">
                 <div class="map-frame">
-                    <div class="map-scroll"><ClusterMap model={model.clone()} selected={(*selected).clone()} on_select={on_select} reduced_motion={*reduced_motion} /></div>
+                    <div class="map-scroll"><ClusterMap model={model.clone()} selected={selected.clone()} on_select={on_select} reduced_motion={*reduced_motion} /></div>
                     <p class="legend muted">
                         { "L leader · F follower · ISR in sync · OSR out of sync · bar = log end offset, | = high watermark (numbers: HW/LEO) · dots = messages in flight (hollow: responses)" }
                     </p>
@@ -776,19 +524,19 @@ pub fn cluster_panel() -> Html {
                         <fieldset>
                             <legend>{ "Live: each change is an input at this moment of the run" }</legend>
                             <label>{ "acks " }
-                                <select data-testid="knob-acks" onchange={live("acks")}>
+                                <select data-testid="knob-acks" onchange={live(Knob::Acks)}>
                                     { for ["0", "1", "all"].iter().map(|value| html! { <option value={*value} selected={acks == *value}>{ *value }</option> }) }
                                 </select>
                             </label>
                             <label>{ "min.insync.replicas " }
-                                <KnobInput live=true testid="knob-min-insync" value={min_insync.to_string()} onchange={live("min.insync.replicas")} />
+                                <KnobInput live=true testid="knob-min-insync" value={min_insync.to_string()} onchange={live(Knob::MinInsyncReplicas)} />
                             </label>
                             { match min_insync_warning(min_insync, replication_factor) {
                                 Some(warning) => html! { <p class="warning" role="status" data-testid="knob-min-insync-warning">{ warning }</p> },
                                 None => html! {},
                             } }
                             <label>
-                                <input type="checkbox" data-testid="knob-unclean" checked={config.unclean_leader_election_enable} onchange={live("unclean.leader.election.enable")} />
+                                <input type="checkbox" data-testid="knob-unclean" checked={config.unclean_leader_election_enable} onchange={live(Knob::UncleanLeaderElection)} />
                                 { " unclean.leader.election.enable" }
                             </label>
                             <p class="muted hint">{ format!(
@@ -796,28 +544,28 @@ pub fn cluster_panel() -> Html {
                                 config.unclean_leader_election_interval_ms / 1_000
                             ) }</p>
                             <label>{ "replica.lag.time.max.ms " }
-                                <KnobInput live=true testid="knob-lag" value={config.replica_lag_time_max_ms.to_string()} onchange={live("replica.lag.time.max.ms")} />
+                                <KnobInput live=true testid="knob-lag" value={config.replica_lag_time_max_ms.to_string()} onchange={live(Knob::ReplicaLagTimeMaxMs)} />
                             </label>
                             <label>{ "linger.ms " }
-                                <KnobInput live=true testid="knob-linger" value={linger.to_string()} onchange={live("linger.ms")} />
+                                <KnobInput live=true testid="knob-linger" value={linger.to_string()} onchange={live(Knob::LingerMs)} />
                             </label>
                         </fieldset>
                         <fieldset>
                             <legend>{ "Shape: these start a new run" }</legend>
-                            <label>{ "brokers " }<KnobInput testid="knob-brokers" value={setup.brokers.to_string()} onchange={setup_field("brokers")} /></label>
-                            <label>{ "partitions " }<KnobInput testid="knob-partitions" value={setup.partitions.to_string()} onchange={setup_field("partitions")} /></label>
-                            <label>{ "replication factor " }<KnobInput testid="knob-rf" value={setup.replication_factor.to_string()} onchange={setup_field("replication factor")} /></label>
+                            <label>{ "brokers " }<KnobInput testid="knob-brokers" value={setup.brokers.to_string()} onchange={setup_field(SetupField::Brokers)} /></label>
+                            <label>{ "partitions " }<KnobInput testid="knob-partitions" value={setup.partitions.to_string()} onchange={setup_field(SetupField::Partitions)} /></label>
+                            <label>{ "replication factor " }<KnobInput testid="knob-rf" value={setup.replication_factor.to_string()} onchange={setup_field(SetupField::ReplicationFactor)} /></label>
                             <label>{ "assignor " }
                                 <select data-testid="knob-assignor" onchange={on_assignor}>
                                     { for ASSIGNORS.iter().map(|name| html! { <option value={*name} selected={setup.assignor == *name}>{ *name }</option> }) }
                                 </select>
                             </label>
-                            <label>{ "billing consumers " }<KnobInput testid="knob-billing" value={setup.billing.to_string()} onchange={setup_field("billing consumers")} /></label>
-                            <label>{ "search consumers " }<KnobInput testid="knob-search" value={setup.search.to_string()} onchange={setup_field("search consumers")} /></label>
-                            <label>{ "seed " }<KnobInput testid="knob-seed" value={setup.seed.to_string()} onchange={setup_field("seed")} /></label>
+                            <label>{ "billing consumers " }<KnobInput testid="knob-billing" value={setup.billing.to_string()} onchange={setup_field(SetupField::BillingConsumers)} /></label>
+                            <label>{ "search consumers " }<KnobInput testid="knob-search" value={setup.search.to_string()} onchange={setup_field(SetupField::SearchConsumers)} /></label>
+                            <label>{ "seed " }<KnobInput testid="knob-seed" value={setup.seed.to_string()} onchange={setup_field(SetupField::Seed)} /></label>
                             <button type="submit" data-testid="knob-apply">{ "Start a new run with these" }</button>
                         </fieldset>
-                        { if let Some(message) = &*knob_error { html! { <p class="error" role="alert" data-testid="knob-error">{ message }</p> } } else { html! {} } }
+                        { if let Some(message) = &knob_error { html! { <p class="error" role="alert" data-testid="knob-error">{ message }</p> } } else { html! {} } }
                     </form>
                 </aside>
                 <div class="recent">

@@ -17,4 +17,5 @@ pub mod sandbox_model;
 pub mod selection;
 pub mod sequence;
 pub mod sequence_model;
+pub mod session;
 pub mod view_model;

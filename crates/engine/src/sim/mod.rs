@@ -1008,8 +1008,14 @@ fn describe_input(input: &Input) -> String {
         Input::Produce {
             producer, key, count, ..
         } => match key {
-            Some(key) => format!("producer-{producer} sends {count} records with key {key:?}"),
-            None => format!("producer-{producer} sends {count} records without a key"),
+            Some(key) => format!(
+                "producer-{producer} sends {count} record{} with key {key:?}",
+                if *count == 1 { "" } else { "s" }
+            ),
+            None => format!(
+                "producer-{producer} sends {count} record{} without a key",
+                if *count == 1 { "" } else { "s" }
+            ),
         },
         Input::KillBroker { broker } => format!("kill broker-{broker}"),
         Input::RestartBroker { broker } => format!("restart broker-{broker}"),

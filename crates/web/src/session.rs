@@ -1,0 +1,514 @@
+//! The live map's state and its one mutator: a [`Session`] owns the
+//! simulation, the bounded trace the page shows, the steady record stream
+//! of play, the selection, the shape knobs being edited and their error,
+//! and changes only through [`Session::apply`]. Every action that moves
+//! the simulation collects its trace in the same place, so no path can
+//! forget to. Plain Rust, tested natively; the component in
+//! [`crate::cluster_panel`] holds one and dispatches to it.
+
+use std::collections::VecDeque;
+
+use kafkascope_engine::replication::high_watermark::Acks;
+use kafkascope_engine::sim::config::{ClusterConfig, ConfigChange, ConsumerConfig, Input, ScheduledInput};
+use kafkascope_engine::sim::trace::TraceEvent;
+use kafkascope_engine::sim::types::NodeId;
+use kafkascope_engine::sim::Simulation;
+
+use crate::cluster_model::{default_config, parse_knob, setup_config, Setup, DEFAULT_SEED};
+use crate::selection::Selection;
+
+/// How many trace events the page keeps.
+pub const TRACE_KEPT: usize = 20_000;
+
+/// A live knob: each change is an input at this moment of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Knob {
+    Acks,
+    MinInsyncReplicas,
+    UncleanLeaderElection,
+    ReplicaLagTimeMaxMs,
+    LingerMs,
+}
+
+impl Knob {
+    /// Kafka's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Knob::Acks => "acks",
+            Knob::MinInsyncReplicas => "min.insync.replicas",
+            Knob::UncleanLeaderElection => "unclean.leader.election.enable",
+            Knob::ReplicaLagTimeMaxMs => "replica.lag.time.max.ms",
+            Knob::LingerMs => "linger.ms",
+        }
+    }
+
+    /// The change `text` asks for (a checkbox's text is `true`/`false`),
+    /// or a message that quotes it.
+    pub fn change(self, text: &str) -> Result<ConfigChange, String> {
+        let name = self.name();
+        match self {
+            Knob::Acks => Acks::parse(text)
+                .map(|acks| ConfigChange::Acks { producer: 0, acks })
+                .ok_or_else(|| format!("acks must be all, 1 or 0 (got {:?})", text.trim())),
+            Knob::MinInsyncReplicas => parse_knob(name, text, 1..=9).map(|value| ConfigChange::MinInsyncReplicas {
+                topic: String::new(),
+                value: value as u32,
+            }),
+            Knob::UncleanLeaderElection => Ok(ConfigChange::UncleanLeaderElection {
+                enable: text.trim() == "true",
+            }),
+            Knob::ReplicaLagTimeMaxMs => {
+                parse_knob(name, text, 100..=600_000).map(|value| ConfigChange::ReplicaLagTimeMaxMs { value })
+            }
+            Knob::LingerMs => {
+                parse_knob(name, text, 0..=60_000).map(|value| ConfigChange::LingerMs { producer: 0, value })
+            }
+        }
+    }
+}
+
+/// A shape knob: edited, then applied as a new run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetupField {
+    Brokers,
+    Partitions,
+    ReplicationFactor,
+    BillingConsumers,
+    SearchConsumers,
+    Seed,
+}
+
+impl SetupField {
+    /// How the page names it in a message.
+    pub fn name(self) -> &'static str {
+        match self {
+            SetupField::Brokers => "brokers",
+            SetupField::Partitions => "partitions",
+            SetupField::ReplicationFactor => "replication factor",
+            SetupField::BillingConsumers => "billing consumers",
+            SetupField::SearchConsumers => "search consumers",
+            SetupField::Seed => "seed",
+        }
+    }
+}
+
+/// Everything that changes the live map.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Advance virtual time by this much (a play tick), first scheduling
+    /// the steady stream of `rate` keyed records per second per producer.
+    Tick {
+        virtual_ms: f64,
+        rate: u32,
+    },
+    /// Run this many virtual milliseconds.
+    Run(u64),
+    /// Handle one event.
+    Step,
+    Produce,
+    ProduceKeyed,
+    Kill(u32),
+    Stop(u32),
+    Restart(u32),
+    Pause(u32),
+    Slow(u32, u64),
+    KillController(u32),
+    RestartController(u32),
+    StopConsumer(u32),
+    StartConsumer(u32),
+    CrashConsumer(u32),
+    AddConsumer(String),
+    /// A live knob's new text.
+    Knob(Knob, String),
+    /// A shape knob's new text (kept until applied).
+    Setup(SetupField, String),
+    /// The assignor of the next run.
+    Assignor(String),
+    /// Start a new run with the shape knobs.
+    ApplySetup,
+    /// Start the same cluster again with the seed knob's seed.
+    Reset,
+    /// Select something on the map, or unselect it if it is selected.
+    Select(Selection),
+}
+
+/// The live map's state.
+pub struct Session {
+    config: ClusterConfig,
+    simulation: Simulation,
+    trace: VecDeque<TraceEvent>,
+    /// Virtual milliseconds owed to the next tick (below one).
+    carry: f64,
+    /// When the next steady-stream record is due, and how many were sent.
+    next_record_at: u64,
+    streamed: u64,
+    selected: Option<Selection>,
+    setup: Setup,
+    knob_error: Option<String>,
+}
+
+impl Session {
+    /// A session on `config` (falls back to the default cluster if the
+    /// config cannot start).
+    pub fn new(config: ClusterConfig, seed: u64) -> Session {
+        let (config, simulation) = match Simulation::new(config.clone(), seed) {
+            Ok(simulation) => (config, simulation),
+            Err(_) => {
+                let simulation = Simulation::new(default_config(), DEFAULT_SEED)
+                    .unwrap_or_else(|_| unreachable!("the default cluster is valid"));
+                (default_config(), simulation)
+            }
+        };
+        Session {
+            config,
+            simulation,
+            trace: VecDeque::new(),
+            carry: 0.0,
+            next_record_at: 0,
+            streamed: 0,
+            selected: None,
+            setup: Setup::default(),
+            knob_error: None,
+        }
+    }
+
+    /// The simulation (read only: it changes through [`Session::apply`]).
+    pub fn simulation(&self) -> &Simulation {
+        &self.simulation
+    }
+
+    /// The latest trace events, oldest first (at most [`TRACE_KEPT`]).
+    pub fn trace(&self) -> &VecDeque<TraceEvent> {
+        &self.trace
+    }
+
+    /// Virtual time owed to the next tick, for drawing messages between
+    /// whole milliseconds.
+    pub fn carry(&self) -> f64 {
+        self.carry
+    }
+
+    pub fn selected(&self) -> Option<&Selection> {
+        self.selected.as_ref()
+    }
+
+    pub fn setup(&self) -> &Setup {
+        &self.setup
+    }
+
+    /// What was wrong with the last knob value typed, quoting it.
+    pub fn knob_error(&self) -> Option<&str> {
+        self.knob_error.as_deref()
+    }
+
+    /// The one way the live map changes.
+    pub fn apply(&mut self, action: Action) {
+        match action {
+            Action::Tick { virtual_ms, rate } => self.tick(virtual_ms, rate),
+            Action::Knob(knob, text) => match knob.change(&text) {
+                Ok(change) => {
+                    self.knob_error = None;
+                    self.set(change);
+                }
+                Err(message) => self.knob_error = Some(message),
+            },
+            Action::Setup(field, text) => self.edit_setup(field, &text),
+            Action::Assignor(assignor) => self.setup.assignor = assignor,
+            Action::ApplySetup => match setup_config(&self.setup) {
+                Ok(config) => {
+                    self.knob_error = None;
+                    self.restart(config, self.setup.seed);
+                }
+                Err(message) => self.knob_error = Some(message),
+            },
+            Action::Reset => self.restart(self.config.clone(), self.setup.seed),
+            Action::Select(selection) => {
+                let again = self.selected.as_ref() == Some(&selection);
+                self.selected = if again { None } else { Some(selection) };
+            }
+            other => self.act(other),
+        }
+        self.collect_trace();
+    }
+
+    fn collect_trace(&mut self) {
+        self.trace.extend(self.simulation.take_trace());
+        let excess = self.trace.len().saturating_sub(TRACE_KEPT);
+        self.trace.drain(..excess);
+    }
+
+    fn restart(&mut self, config: ClusterConfig, seed: u64) {
+        let setup = std::mem::take(&mut self.setup);
+        *self = Session::new(config, seed);
+        self.setup = setup;
+    }
+
+    fn edit_setup(&mut self, field: SetupField, text: &str) {
+        let parsed = |range| parse_knob(field.name(), text, range);
+        let mut next = self.setup.clone();
+        let result = match field {
+            SetupField::Brokers => parsed(1..=9).map(|value| next.brokers = value as u32),
+            SetupField::Partitions => parsed(1..=24).map(|value| next.partitions = value as u32),
+            SetupField::ReplicationFactor => parsed(1..=9).map(|value| next.replication_factor = value as u32),
+            SetupField::BillingConsumers => parsed(0..=8).map(|value| next.billing = value as u32),
+            SetupField::SearchConsumers => parsed(0..=8).map(|value| next.search = value as u32),
+            SetupField::Seed => parsed(0..=u64::from(u32::MAX)).map(|value| next.seed = value),
+        };
+        match result {
+            Ok(()) => {
+                self.knob_error = None;
+                self.setup = next;
+            }
+            Err(message) => self.knob_error = Some(message),
+        }
+    }
+
+    fn tick(&mut self, virtual_ms: f64, rate: u32) {
+        self.carry += virtual_ms.max(0.0);
+        let whole = self.carry.floor();
+        self.carry -= whole;
+        let target = self.simulation.now() + whole as u64;
+        if rate > 0 {
+            let every = (1_000 / u64::from(rate)).max(1);
+            self.next_record_at = self.next_record_at.max(self.simulation.now());
+            while self.next_record_at <= target {
+                for producer in 0..self.simulation.config().producers.len() as u32 {
+                    self.simulation.schedule(ScheduledInput {
+                        at_ms: self.next_record_at,
+                        input: Input::Produce {
+                            producer,
+                            key: Some(format!("user-{}", self.streamed % 7)),
+                            count: 1,
+                            bytes: 100,
+                        },
+                    });
+                }
+                self.streamed += 1;
+                self.next_record_at += every;
+            }
+        }
+        self.simulation.run_until(target);
+    }
+
+    fn input(&mut self, input: Input) {
+        let now = self.simulation.now();
+        self.simulation.schedule(ScheduledInput { at_ms: now, input });
+        self.simulation.run_until(now);
+    }
+
+    /// A knob's change; one for a producer or a topic applies to all of them.
+    fn set(&mut self, change: ConfigChange) {
+        let producers = self.simulation.config().producers.len() as u32;
+        let changes = match change {
+            ConfigChange::Acks { acks, .. } => (0..producers)
+                .map(|producer| ConfigChange::Acks { producer, acks })
+                .collect(),
+            ConfigChange::LingerMs { value, .. } => (0..producers)
+                .map(|producer| ConfigChange::LingerMs { producer, value })
+                .collect(),
+            ConfigChange::MinInsyncReplicas { value, .. } => self
+                .simulation
+                .config()
+                .topics
+                .iter()
+                .map(|topic| ConfigChange::MinInsyncReplicas {
+                    topic: topic.name.clone(),
+                    value,
+                })
+                .collect(),
+            other => vec![other],
+        };
+        for change in changes {
+            self.input(Input::SetConfig(change));
+        }
+    }
+
+    fn act(&mut self, action: Action) {
+        let now = self.simulation.now();
+        let producers = self.simulation.config().producers.len() as u32;
+        match action {
+            Action::Run(ms) => self.simulation.run_until(now + ms),
+            Action::Step => {
+                self.simulation.step();
+            }
+            Action::Produce | Action::ProduceKeyed => {
+                for producer in 0..producers {
+                    self.input(Input::Produce {
+                        producer,
+                        key: (action == Action::ProduceKeyed).then(|| "user-42".to_string()),
+                        count: 10,
+                        bytes: 100,
+                    });
+                }
+            }
+            Action::Kill(broker) => self.input(Input::KillBroker { broker }),
+            Action::Stop(broker) => self.input(Input::StopBroker { broker }),
+            Action::Restart(broker) => self.input(Input::RestartBroker { broker }),
+            Action::Pause(broker) => self.input(Input::PauseBroker {
+                broker,
+                duration_ms: 5_000,
+            }),
+            Action::Slow(broker, extra_latency_ms) => self.input(Input::SlowNode {
+                node: NodeId::Broker(broker),
+                extra_latency_ms,
+            }),
+            Action::KillController(controller) => self.input(Input::KillController { controller }),
+            Action::RestartController(controller) => self.input(Input::RestartController { controller }),
+            Action::StopConsumer(consumer) => self.input(Input::StopConsumer { consumer }),
+            Action::StartConsumer(consumer) => self.input(Input::StartConsumer { consumer }),
+            Action::CrashConsumer(consumer) => self.input(Input::CrashConsumer { consumer }),
+            Action::AddConsumer(group) => {
+                let view = self.simulation.view();
+                let like = view
+                    .consumers
+                    .iter()
+                    .find(|consumer| consumer.group == group)
+                    .and_then(|consumer| self.simulation.config().consumers.get(consumer.id as usize).cloned());
+                let consumer = like.unwrap_or_else(|| {
+                    let topic = self
+                        .simulation
+                        .config()
+                        .topics
+                        .first()
+                        .map_or("orders".to_string(), |topic| topic.name.clone());
+                    ConsumerConfig::new(group.as_str(), vec![topic])
+                });
+                self.input(Input::AddConsumer { consumer });
+            }
+            Action::Tick { .. }
+            | Action::Knob(..)
+            | Action::Setup(..)
+            | Action::Assignor(_)
+            | Action::ApplySetup
+            | Action::Reset
+            | Action::Select(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kafkascope_engine::sim::trace::TraceKind;
+
+    use super::*;
+
+    fn session() -> Session {
+        Session::new(default_config(), DEFAULT_SEED)
+    }
+
+    fn inputs(session: &Session) -> Vec<String> {
+        session
+            .trace()
+            .iter()
+            .filter_map(|event| match &event.kind {
+                TraceKind::Input { description, .. } => Some(description.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_path_that_moves_the_simulation_collects_its_trace() {
+        let mut session = session();
+        session.apply(Action::Run(1_000));
+        let after_run = session.trace().len();
+        assert!(after_run > 0);
+        // A live knob (one of the paths that once kept its trace in the
+        // simulation) and one step.
+        session.apply(Action::Knob(Knob::MinInsyncReplicas, "1".into()));
+        assert!(
+            inputs(&session)
+                .iter()
+                .any(|input| input.contains("min.insync.replicas=1")),
+            "{:?}",
+            inputs(&session)
+        );
+        assert!(session.simulation().trace().is_empty());
+        let before_step = session.trace().len();
+        session.apply(Action::Step);
+        assert!(session.trace().len() > before_step);
+        assert!(session.simulation().trace().is_empty());
+        session.apply(Action::Tick {
+            virtual_ms: 500.0,
+            rate: 5,
+        });
+        assert!(session.simulation().trace().is_empty());
+        assert!(
+            inputs(&session)
+                .iter()
+                .any(|input| input.contains("sends 1 record with key")),
+            "{:?}",
+            inputs(&session)
+        );
+    }
+
+    #[test]
+    fn the_trace_kept_is_bounded() {
+        let mut session = session();
+        for _ in 0..40 {
+            session.apply(Action::Tick {
+                virtual_ms: 5_000.0,
+                rate: 20,
+            });
+        }
+        assert!(session.trace().len() <= TRACE_KEPT);
+        assert!(session.simulation().now() >= 200_000);
+    }
+
+    #[test]
+    fn ticks_carry_fractions_of_a_millisecond() {
+        let mut session = session();
+        for _ in 0..4 {
+            session.apply(Action::Tick {
+                virtual_ms: 0.25,
+                rate: 0,
+            });
+        }
+        assert_eq!(session.simulation().now(), 1);
+        assert_eq!(session.carry(), 0.0);
+    }
+
+    #[test]
+    fn knobs_take_only_what_they_can_and_quote_the_rest() {
+        let mut session = session();
+        session.apply(Action::Knob(Knob::LingerMs, "4a".into()));
+        assert_eq!(
+            session.knob_error(),
+            Some("linger.ms must be a whole number from 0 to 60000 (got \"4a\")")
+        );
+        session.apply(Action::Knob(Knob::Acks, "1".into()));
+        assert_eq!(session.knob_error(), None);
+        assert_eq!(session.simulation().view().producers[0].acks, Acks::Leader);
+        session.apply(Action::Knob(Knob::UncleanLeaderElection, "true".into()));
+        assert!(session.simulation().config().unclean_leader_election_enable);
+        session.apply(Action::Setup(SetupField::Brokers, "12".into()));
+        assert!(session
+            .knob_error()
+            .is_some_and(|error| error.contains("brokers") && error.contains("\"12\"")));
+        session.apply(Action::Setup(SetupField::Brokers, "5".into()));
+        session.apply(Action::Setup(SetupField::Partitions, "6".into()));
+        session.apply(Action::ApplySetup);
+        assert_eq!(session.knob_error(), None);
+        assert_eq!(session.simulation().view().brokers.len(), 5);
+        assert_eq!(session.setup().partitions, 6, "the shape knobs stay as typed");
+    }
+
+    #[test]
+    fn selecting_twice_unselects_and_a_new_run_clears_the_selection() {
+        let mut session = session();
+        let broker = Selection::Node(NodeId::Broker(1));
+        session.apply(Action::Select(broker.clone()));
+        assert_eq!(session.selected(), Some(&broker));
+        session.apply(Action::Select(broker.clone()));
+        assert_eq!(session.selected(), None);
+        session.apply(Action::Select(broker));
+        session.apply(Action::Run(2_000));
+        session.apply(Action::Reset);
+        assert_eq!(session.selected(), None);
+        assert_eq!(session.simulation().now(), 0);
+        assert!(
+            session.trace().iter().all(|event| event.time == 0),
+            "only the new run's start is traced"
+        );
+    }
+}
