@@ -18,4 +18,5 @@ pub mod selection;
 pub mod sequence;
 pub mod sequence_model;
 pub mod session;
+pub mod story_cursor;
 pub mod view_model;

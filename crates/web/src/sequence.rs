@@ -8,8 +8,6 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use kafkascope_engine::replication::high_watermark::Acks;
-use kafkascope_engine::sim::config::{ConfigChange, Input};
 use kafkascope_engine::sim::types::NodeId;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
@@ -17,11 +15,11 @@ use yew::prelude::*;
 use crate::export::MermaidExport;
 use crate::map::ClusterMap;
 use crate::map_model::{layout_fit, requester_first};
-use crate::selection::{as_broker, parse_node, Selection};
+use crate::selection::Selection;
 use crate::sequence_model::{
-    first_story, lifelines, link, link_problem, merged_link, mermaid, nearest_shown, parse_forks, parse_link, stories,
-    story, Filter, ForkLink, Step, StepKind, StoryDef, StoryRun, NAVIGATE_EVENT,
+    lifelines, link, merged_link, mermaid, parse_link, stories, story, Filter, Step, StepKind, NAVIGATE_EVENT,
 };
+use crate::story_cursor::{fork_choices, CursorAction, FilterField, StoryCursor};
 
 fn page_query() -> String {
     web_sys::window()
@@ -33,46 +31,6 @@ fn set_url(query: &str) {
     if let Some(history) = web_sys::window().and_then(|window| window.history().ok()) {
         let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(query));
     }
-}
-
-/// What opening a story changes (from the picker, a Learn link or the back
-/// button): the run (started afresh unless it is that story already, and
-/// then without forks), the step, the filter, play stopped.
-#[derive(Clone)]
-struct StoryOpener {
-    run: Rc<RefCell<Option<StoryRun>>>,
-    forks: Rc<RefCell<Vec<ForkLink>>>,
-    current: UseStateHandle<usize>,
-    filter: UseStateHandle<Filter>,
-    playing: UseStateHandle<bool>,
-    redraw: UseForceUpdateHandle,
-}
-
-impl StoryOpener {
-    fn open(&self, chosen: &'static StoryDef, step: usize, filter: Filter) {
-        let same = self.run.borrow().as_ref().is_some_and(|run| run.story.id == chosen.id);
-        if !same {
-            *self.run.borrow_mut() = StoryRun::start(chosen).ok();
-            self.forks.borrow_mut().clear();
-        }
-        self.playing.set(false);
-        self.filter.set(filter);
-        self.current.set(step);
-        self.redraw.force_update();
-    }
-}
-
-/// The steps `filter` keeps, as indices into all of the run's steps.
-fn shown_steps(run: Option<&StoryRun>, filter: &Filter) -> Vec<usize> {
-    run.map(|run| {
-        run.steps
-            .iter()
-            .enumerate()
-            .filter(|(_, step)| filter.keeps(step))
-            .map(|(index, _)| index)
-            .collect()
-    })
-    .unwrap_or_default()
 }
 
 /// Steps shown before and after the current one in the diagram.
@@ -254,162 +212,78 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
     }
 }
 
-/// The faults and knob changes a fork can start with.
-fn fork_choices(brokers: u32) -> Vec<(String, String)> {
-    let mut choices: Vec<(String, String)> = Vec::new();
-    for broker in 1..=brokers {
-        choices.push((
-            format!("kill-{broker}"),
-            format!("kill {broker_broker}", broker_broker = as_broker(broker)),
-        ));
-        choices.push((
-            format!("restart-{broker}"),
-            format!("restart {broker_broker}", broker_broker = as_broker(broker)),
-        ));
-    }
-    choices.push(("acks-1".into(), "set acks=1".into()));
-    choices.push(("acks-all".into(), "set acks=all".into()));
-    choices.push(("unclean".into(), "enable unclean.leader.election".into()));
-    choices.push(("produce".into(), "produce 10 records".into()));
-    choices.push(("slow-1".into(), "slow broker-1 by 300 ms".into()));
-    choices
-}
-
-fn fork_inputs(choice: &str) -> Vec<Input> {
-    let number = |prefix: &str| choice.strip_prefix(prefix).and_then(|id| id.parse::<u32>().ok());
-    if let Some(broker) = number("kill-") {
-        vec![Input::KillBroker { broker }]
-    } else if let Some(broker) = number("restart-") {
-        vec![Input::RestartBroker { broker }]
-    } else {
-        match choice {
-            "acks-1" => vec![Input::SetConfig(ConfigChange::Acks {
-                producer: 0,
-                acks: Acks::Leader,
-            })],
-            "acks-all" => vec![Input::SetConfig(ConfigChange::Acks {
-                producer: 0,
-                acks: Acks::All,
-            })],
-            "unclean" => vec![Input::SetConfig(ConfigChange::UncleanLeaderElection { enable: true })],
-            "produce" => vec![Input::Produce {
-                producer: 0,
-                key: None,
-                count: 10,
-                bytes: 100,
-            }],
-            "slow-1" => vec![Input::SlowNode {
-                node: NodeId::Broker(1),
-                extra_latency_ms: 300,
-            }],
-            _ => Vec::new(),
-        }
-    }
-}
-
 /// The section.
 #[function_component(SequenceSteps)]
 pub fn sequence_steps() -> Html {
-    let query = use_memo((), |_| page_query());
-    let (linked_story, linked_step) = parse_link(&query);
-    // A link's forks are replayed as they were made; one that names no
-    // such step or choice stops the replay there and says so.
-    let fork_problem = use_mut_ref(|| None::<String>);
-    let forks: Rc<RefCell<Vec<ForkLink>>> = use_mut_ref(Vec::new);
-    let run = {
-        let fork_problem = fork_problem.clone();
-        let forks = forks.clone();
-        let query = query.clone();
-        use_mut_ref(move || {
-            let mut run = StoryRun::start(linked_story.unwrap_or(first_story())).ok()?;
-            let linked_forks = parse_forks(&query).unwrap_or_else(|problem| {
-                *fork_problem.borrow_mut() = Some(problem);
-                Vec::new()
-            });
-            for (step, choice) in linked_forks {
-                let label = fork_choices(run.scenario.config.brokers)
-                    .into_iter()
-                    .find(|(value, _)| *value == choice)
-                    .map(|(_, label)| label);
-                match label {
-                    Some(label) if step < run.steps.len() => {
-                        run.fork(step, fork_inputs(&choice), label);
-                        forks.borrow_mut().push((step, choice));
-                    }
-                    _ => {
-                        *fork_problem.borrow_mut() = Some(format!(
-                            "This link's fork \"{}:{choice}\" names no such step or choice; the story opens without it.",
-                            step + 1
-                        ));
-                        break;
-                    }
-                }
-            }
-            Some(run)
-        })
-    };
+    let cursor: Rc<RefCell<Option<StoryCursor>>> = use_mut_ref(|| StoryCursor::from_link(&page_query()).ok());
     let redraw = use_force_update();
-    let current = use_state(|| linked_step.map_or(0, |step| step.saturating_sub(1)));
-    // A link to a step opens unfiltered, so the step is in view.
-    let filter = use_state(|| Filter {
-        partition: linked_step
-            .is_none()
-            .then(|| linked_story.unwrap_or(first_story()).focus().map(str::to_string))
-            .flatten(),
-        ..Filter::default()
-    });
-    let why_open = use_state(|| false);
     let playing = use_state(|| false);
     // Real milliseconds per step while the story plays.
     let pace = use_state(|| 900u32);
     let fork_choice = use_state(|| "kill-1".to_string());
-
-    // A link that names no story or no such step says so, until the
-    // learner moves.
-    let problem = {
-        let steps = run.borrow().as_ref().map_or(0, |run| run.steps.len());
-        let query = query.clone();
-        let fork_problem = fork_problem.borrow().clone();
-        use_state(move || link_problem(&query, steps).or(fork_problem))
+    // Every move goes through the cursor, which keeps the recording at
+    // the step shown.
+    let dispatch: Rc<dyn Fn(CursorAction)> = {
+        let cursor = cursor.clone();
+        let redraw = redraw.clone();
+        Rc::new(move |action: CursorAction| {
+            if let Some(cursor) = cursor.borrow_mut().as_mut() {
+                cursor.apply(action);
+            }
+            redraw.force_update();
+        })
     };
-    let loaded = run.borrow().as_ref().map(|run| (run.story, run.steps.len()));
-    let (story_def, total) = loaded.unwrap_or((first_story(), 0));
-    let index = (*current).min(total.saturating_sub(1));
-    let deep_link = link(story_def, index, &forks.borrow());
+
+    let borrowed = cursor.borrow();
+    let Some(current) = borrowed.as_ref() else {
+        return html! {
+            <section id="steps" class="card wide" data-testid="steps">
+                <h2>{ "Sequence steps" }</h2>
+                <p class="error" role="alert">{ "This story could not be loaded." }</p>
+            </section>
+        };
+    };
+    let story_def = current.story();
+    let story_run = current.run();
+    let total = story_run.steps.len();
+    let index = current.index();
+    let filter = current.filter().clone();
+    let forks_made = current.forks().to_vec();
+    let problem = current.problem().map(str::to_string);
+    let why_open = current.why_open();
+    let visible = current.visible();
+    let place = visible.partition_point(|&shown| shown < index);
+    let next_shown = current.next_shown();
+    let deep_link = link(story_def, index, &forks_made);
     // The address bar follows the step once the learner moves, so it can be
     // shared; loading the page never rewrites it (a preset, `play=0` or a
     // section's #anchor stay as they were).
     let loaded_once = use_mut_ref(|| false);
     {
-        let query_story = story_def;
-        let forks = forks.clone();
+        let forks_made = forks_made.clone();
         use_effect_with(deep_link.clone(), move |_| {
             if std::mem::replace(&mut *loaded_once.borrow_mut(), true) {
-                set_url(&merged_link(&page_query(), query_story, index, &forks.borrow()));
+                set_url(&merged_link(&page_query(), story_def, index, &forks_made));
             }
         });
     }
     // A Learn link changes the address without loading the page again and
     // says so with NAVIGATE_EVENT; the back button too (`popstate`). Either
-    // way the story and step the address names open here.
-    let opener = StoryOpener {
-        run: run.clone(),
-        forks: forks.clone(),
-        current: current.clone(),
-        filter: filter.clone(),
-        playing: playing.clone(),
-        redraw: redraw.clone(),
-    };
+    // way the story and step the address names open here, unfiltered so the
+    // step is in view.
     {
-        let opener = opener.clone();
-        let problem = problem.clone();
+        let dispatch = dispatch.clone();
+        let playing = playing.clone();
         use_effect_with((), move |_| {
             let follow = wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || {
-                problem.set(None);
                 let (linked, step) = parse_link(&page_query());
                 let Some(chosen) = linked else { return };
-                // A link to a step opens unfiltered, so the step is in view.
-                opener.open(chosen, step.map_or(0, |step| step.saturating_sub(1)), Filter::default());
+                playing.set(false);
+                dispatch(CursorAction::Open {
+                    story: chosen,
+                    step: step.map_or(0, |step| step.saturating_sub(1)),
+                    filter: Filter::default(),
+                });
             });
             let window = web_sys::window();
             if let Some(window) = &window {
@@ -427,56 +301,24 @@ pub fn sequence_steps() -> Html {
             }
         });
     }
-
-    // The steps the filter keeps, as indices into all steps.
-    let visible = shown_steps(run.borrow().as_ref(), &filter);
-    let place = visible.partition_point(|&shown| shown < index);
-
+    let on = |action: CursorAction| {
+        let dispatch = dispatch.clone();
+        Callback::from(move |_: MouseEvent| dispatch(action.clone()))
+    };
     let go = {
-        let current = current.clone();
-        let why_open = why_open.clone();
-        let problem = problem.clone();
-        Callback::from(move |target: usize| {
-            problem.set(None);
-            why_open.set(false);
-            current.set(target);
-        })
+        let dispatch = dispatch.clone();
+        Callback::from(move |target: usize| dispatch(CursorAction::Go(target)))
     };
-    // Previous and next move within the filtered steps.
-    let step_by = |delta: isize| {
-        let go = go.clone();
-        let visible = visible.clone();
-        Callback::from(move |_: MouseEvent| {
-            if visible.is_empty() {
-                return;
-            }
-            let at = visible.partition_point(|&shown| shown < index);
-            let at = if visible.get(at) == Some(&index) {
-                at as isize
-            } else {
-                at as isize - i32::from(delta > 0) as isize
-            };
-            let next = (at + delta).clamp(0, visible.len() as isize - 1) as usize;
-            go.emit(visible[next]);
-        })
-    };
-    let first = {
-        let go = go.clone();
-        let target = visible.first().copied().unwrap_or(0);
-        Callback::from(move |_: MouseEvent| go.emit(target))
-    };
-    let last = {
-        let go = go.clone();
-        let target = visible.last().copied().unwrap_or(0);
-        Callback::from(move |_: MouseEvent| go.emit(target))
-    };
+    let step_by = |delta: isize| on(CursorAction::By(delta));
+    let first = on(CursorAction::First);
+    let last = on(CursorAction::Last);
+    let toggle_why = on(CursorAction::ToggleWhy);
     let on_scrub = {
-        let go = go.clone();
-        let visible = visible.clone();
+        let dispatch = dispatch.clone();
         Callback::from(move |event: InputEvent| {
             let value = event.target_unchecked_into::<web_sys::HtmlInputElement>().value();
-            if let Some(&target) = value.parse::<usize>().ok().and_then(|at| visible.get(at)) {
-                go.emit(target);
+            if let Ok(place) = value.parse::<usize>() {
+                dispatch(CursorAction::Scrub(place));
             }
         })
     };
@@ -484,17 +326,13 @@ pub fn sequence_steps() -> Html {
     {
         let go = go.clone();
         let playing_handle = playing.clone();
-        let visible = visible.clone();
         use_effect_with(
             (*playing, index, filter.clone(), *pace),
-            move |&(playing, index, _, pace)| {
+            move |&(playing, _, _, pace)| {
                 let timer = playing.then(|| {
-                    gloo_timers::callback::Timeout::new(pace, move || {
-                        let at = visible.partition_point(|&shown| shown <= index);
-                        match visible.get(at) {
-                            Some(&next) => go.emit(next),
-                            None => playing_handle.set(false),
-                        }
+                    gloo_timers::callback::Timeout::new(pace, move || match next_shown {
+                        Some(next) => go.emit(next),
+                        None => playing_handle.set(false),
                     })
                 });
                 move || drop(timer)
@@ -517,35 +355,30 @@ pub fn sequence_steps() -> Html {
         let playing = playing.clone();
         Callback::from(move |_: MouseEvent| playing.set(!*playing))
     };
-    let on_story = Callback::from(move |event: Event| {
-        let id = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
-        if let Some(chosen) = story(&id) {
-            let focus = Filter {
-                partition: chosen.focus().map(str::to_string),
-                ..Filter::default()
-            };
-            opener.open(chosen, 0, focus);
-        }
-    });
+    let on_story = {
+        let dispatch = dispatch.clone();
+        let playing = playing.clone();
+        Callback::from(move |event: Event| {
+            let id = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
+            if let Some(chosen) = story(&id) {
+                playing.set(false);
+                dispatch(CursorAction::Open {
+                    story: chosen,
+                    step: 0,
+                    filter: Filter {
+                        partition: chosen.focus().map(str::to_string),
+                        ..Filter::default()
+                    },
+                });
+            }
+        })
+    };
     // A filter that hides the current step moves to the nearest shown one.
-    let filter_field = |field: &'static str| {
-        let filter = filter.clone();
-        let run = run.clone();
-        let current = current.clone();
+    let filter_field = |field: FilterField| {
+        let dispatch = dispatch.clone();
         Callback::from(move |event: Event| {
             let value = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
-            let value = (!value.is_empty()).then_some(value);
-            let mut next = (*filter).clone();
-            match field {
-                "partition" => next.partition = value,
-                "node" => next.node = value.as_deref().and_then(parse_node),
-                _ => next.name = value,
-            }
-            let shown = shown_steps(run.borrow().as_ref(), &next);
-            if let Some(nearest) = nearest_shown(&shown, index) {
-                current.set(nearest);
-            }
-            filter.set(next);
+            dispatch(CursorAction::Filter(field, (!value.is_empty()).then_some(value)));
         })
     };
     let on_fork_choice = {
@@ -555,67 +388,36 @@ pub fn sequence_steps() -> Html {
         })
     };
     let on_fork = {
-        let run = run.clone();
-        let forks = forks.clone();
+        let dispatch = dispatch.clone();
         let fork_choice = fork_choice.clone();
-        let current = current.clone();
-        let redraw = redraw.clone();
-        Callback::from(move |_: MouseEvent| {
-            let mut borrowed = run.borrow_mut();
-            let Some(run) = borrowed.as_mut() else { return };
-            let Some(at) = run.steps.get(index).map(|step| step.trace_id) else {
-                return;
-            };
-            let label = fork_choices(run.scenario.config.brokers)
-                .into_iter()
-                .find(|(value, _)| *value == *fork_choice)
-                .map_or_else(|| fork_choice.to_string(), |(_, label)| label);
-            run.fork(index, fork_inputs(&fork_choice), label);
-            forks.borrow_mut().push((index, fork_choice.to_string()));
-            current.set(run.step_at_or_after(at));
-            drop(borrowed);
-            redraw.force_update();
-        })
+        Callback::from(move |_: MouseEvent| dispatch(CursorAction::Fork(fork_choice.to_string())))
     };
     let on_keydown = {
-        let go = go.clone();
-        let visible = visible.clone();
+        let dispatch = dispatch.clone();
+        let any = !visible.is_empty();
         Callback::from(move |event: KeyboardEvent| {
             let in_control = event
                 .target()
                 .and_then(|target| target.dyn_into::<web_sys::Element>().ok())
                 .is_some_and(|element| matches!(element.tag_name().as_str(), "SELECT" | "INPUT" | "TEXTAREA"));
-            if in_control || visible.is_empty() {
+            if in_control || !any {
                 return;
             }
-            let at = visible.partition_point(|&shown| shown < index);
-            let target = match event.key().as_str() {
-                "ArrowRight" => visible.get(at + usize::from(visible.get(at) == Some(&index))).copied(),
-                "ArrowLeft" => at.checked_sub(1).and_then(|at| visible.get(at)).copied(),
-                _ => None,
+            let delta = match event.key().as_str() {
+                "ArrowRight" => 1,
+                "ArrowLeft" => -1,
+                _ => return,
             };
-            if let Some(target) = target {
-                event.prevent_default();
-                go.emit(target);
-            }
+            event.prevent_default();
+            dispatch(CursorAction::By(delta));
         })
     };
 
-    // The run at the current step.
-    let mut borrowed = run.borrow_mut();
-    let Some(story_run) = borrowed.as_mut() else {
-        return html! {
-            <section id="steps" class="card wide" data-testid="steps">
-                <h2>{ "Sequence steps" }</h2>
-                <p class="error" role="alert">{ "This story could not be loaded." }</p>
-            </section>
-        };
-    };
-    story_run.seek(index);
+    // The run at the current step (the cursor keeps its recording there).
     let step = story_run.steps.get(index).cloned();
     let view = story_run.recording.simulation().view();
     let trace_hash = story_run.trace_hash();
-    let why = if *why_open { story_run.why(index) } else { Vec::new() };
+    let why = if why_open { story_run.why(index) } else { Vec::new() };
     let window_start = place.saturating_sub(BEFORE);
     let rows: Vec<(usize, Step)> = visible
         .iter()
@@ -645,10 +447,6 @@ pub fn sequence_steps() -> Html {
     };
     drop(borrowed);
     let model = Rc::new(layout_fit(&view, view.time_ms as f64, crate::cluster_panel::map_fit()));
-    let toggle_why = {
-        let why_open = why_open.clone();
-        Callback::from(move |_: MouseEvent| why_open.set(!*why_open))
-    };
     let on_map_select = Callback::from(|_: Selection| {});
 
     html! {
@@ -656,7 +454,7 @@ pub fn sequence_steps() -> Html {
             data-testid="steps" data-story={story_def.id.clone()} data-step={(index + 1).to_string()} data-steps={total.to_string()}
             data-trace-hash={format!("{trace_hash:016x}")} data-time={view.time_ms.to_string()}>
             <h2 id="steps-title">{ "Sequence steps: the run, message by message" }</h2>
-            { if let Some(problem) = &*problem { html! { <p class="error" role="alert" data-testid="link-problem">{ problem }</p> } } else { html! {} } }
+            { if let Some(problem) = &problem { html! { <p class="error" role="alert" data-testid="link-problem">{ problem }</p> } } else { html! {} } }
             <div class="story-bar">
                 <label>{ "Story " }
                     <select data-testid="story-select" onchange={on_story}>
@@ -688,15 +486,15 @@ pub fn sequence_steps() -> Html {
                 <a href={deep_link.clone()} data-testid="step-link">{ "Link to this step" }</a>
             </div>
             <div class="controls filters" role="group" aria-label="filters">
-                <label>{ "Partition " }<select data-testid="filter-partition" onchange={filter_field("partition")}>
+                <label>{ "Partition " }<select data-testid="filter-partition" onchange={filter_field(FilterField::Partition)}>
                     <option value="" selected={filter.partition.is_none()}>{ "all" }</option>
                     { for partitions.iter().map(|partition| html! { <option value={partition.clone()} selected={filter.partition.as_ref() == Some(partition)}>{ partition }</option> }) }
                 </select></label>
-                <label>{ "Client or node " }<select data-testid="filter-node" onchange={filter_field("node")}>
+                <label>{ "Client or node " }<select data-testid="filter-node" onchange={filter_field(FilterField::Node)}>
                     <option value="" selected={filter.node.is_none()}>{ "all" }</option>
                     { for nodes.iter().map(|node| html! { <option value={node.to_string()} selected={filter.node.as_ref() == Some(node)}>{ node.to_string() }</option> }) }
                 </select></label>
-                <label>{ "Message or event " }<select data-testid="filter-name" onchange={filter_field("name")}>
+                <label>{ "Message or event " }<select data-testid="filter-name" onchange={filter_field(FilterField::Name)}>
                     <option value="" selected={filter.name.is_none()}>{ "all" }</option>
                     { for names.iter().map(|name| html! { <option value={name.clone()} selected={filter.name.as_ref() == Some(name)}>{ name }</option> }) }
                 </select></label>

@@ -1,0 +1,393 @@
+//! Where a learner is in a story, and the one mutator of it: a
+//! [`StoryCursor`] owns the played story ([`StoryRun`]), its forks, the
+//! current step, the filter, whether "Why?" is open and the message about a
+//! bad link, and changes only through [`StoryCursor::apply`]. The
+//! recording is moved to the current step there, so the step shown and the
+//! state drawn beside it are one truth. Plain Rust, tested natively; the
+//! component in [`crate::sequence`] holds one and dispatches to it.
+
+use kafkascope_engine::sim::config::{ConfigChange, Input};
+use kafkascope_engine::sim::types::NodeId;
+
+use crate::selection::{as_broker, parse_node};
+use crate::sequence_model::{
+    first_story, link_problem, nearest_shown, parse_forks, parse_link, Filter, ForkLink, StoryDef, StoryRun,
+};
+
+/// Which filter a choice sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterField {
+    Partition,
+    Node,
+    Name,
+}
+
+/// Everything that moves the cursor.
+#[derive(Debug, Clone)]
+pub enum CursorAction {
+    /// Open a story at a step with a filter; the same story keeps its run
+    /// and forks, another starts afresh.
+    Open {
+        story: &'static StoryDef,
+        step: usize,
+        filter: Filter,
+    },
+    /// Go to a step (an index into all steps).
+    Go(usize),
+    /// Move by this many shown steps (previous, next).
+    By(isize),
+    /// The first or last shown step.
+    First,
+    Last,
+    /// The shown step at this place on the timeline.
+    Scrub(usize),
+    /// Set one filter (`None`: any); a filter that hides the current step
+    /// moves to the nearest shown one.
+    Filter(FilterField, Option<String>),
+    /// Fork at the current step with a choice of [`fork_choices`].
+    Fork(String),
+    /// Open or close "Why?".
+    ToggleWhy,
+}
+
+/// A story being read.
+pub struct StoryCursor {
+    run: StoryRun,
+    forks: Vec<ForkLink>,
+    current: usize,
+    filter: Filter,
+    why_open: bool,
+    problem: Option<String>,
+}
+
+impl StoryCursor {
+    /// The story a page address names (or the first), at its step, with its
+    /// forks replayed; a bad story, step or fork is said in [`Self::problem`].
+    pub fn from_link(query: &str) -> Result<StoryCursor, String> {
+        let (linked_story, linked_step) = parse_link(query);
+        let story = linked_story.unwrap_or(first_story());
+        let mut run = StoryRun::start(story)?;
+        let mut forks = Vec::new();
+        let mut fork_problem = None;
+        match parse_forks(query) {
+            Err(problem) => fork_problem = Some(problem),
+            Ok(linked) => {
+                for (step, choice) in linked {
+                    let label = fork_label(run.scenario.config.brokers, &choice);
+                    match label {
+                        Some(label) if step < run.steps.len() => {
+                            run.fork(step, fork_inputs(&choice), label);
+                            forks.push((step, choice));
+                        }
+                        _ => {
+                            fork_problem = Some(format!(
+                                "This link's fork \"{}:{choice}\" names no such step or choice; the story opens without it.",
+                                step + 1
+                            ));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let problem = link_problem(query, run.steps.len()).or(fork_problem);
+        // A link to a step opens unfiltered, so the step is in view.
+        let filter = Filter {
+            partition: linked_step
+                .is_none()
+                .then(|| story.focus().map(str::to_string))
+                .flatten(),
+            ..Filter::default()
+        };
+        let mut cursor = StoryCursor {
+            run,
+            forks,
+            current: linked_step.map_or(0, |step| step.saturating_sub(1)),
+            filter,
+            why_open: false,
+            problem,
+        };
+        cursor.settle();
+        Ok(cursor)
+    }
+
+    /// The story.
+    pub fn story(&self) -> &'static StoryDef {
+        self.run.story
+    }
+
+    /// The played story at the current step (its recording is there).
+    pub fn run(&self) -> &StoryRun {
+        &self.run
+    }
+
+    /// The current step (an index into all steps).
+    pub fn index(&self) -> usize {
+        self.current
+    }
+
+    pub fn filter(&self) -> &Filter {
+        &self.filter
+    }
+
+    pub fn forks(&self) -> &[ForkLink] {
+        &self.forks
+    }
+
+    pub fn why_open(&self) -> bool {
+        self.why_open
+    }
+
+    /// What is wrong with the link that opened it, until the learner moves.
+    pub fn problem(&self) -> Option<&str> {
+        self.problem.as_deref()
+    }
+
+    /// The steps the filter keeps, as indices into all steps.
+    pub fn visible(&self) -> Vec<usize> {
+        self.run
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(_, step)| self.filter.keeps(step))
+            .map(|(index, _)| index)
+            .collect()
+    }
+
+    /// The next shown step after the current one, for auto-play (`None`
+    /// at the end).
+    pub fn next_shown(&self) -> Option<usize> {
+        let visible = self.visible();
+        let at = visible.partition_point(|&shown| shown <= self.current);
+        visible.get(at).copied()
+    }
+
+    /// The one way the cursor changes.
+    pub fn apply(&mut self, action: CursorAction) {
+        match action {
+            CursorAction::Open { story, step, filter } => {
+                if self.run.story.id != story.id {
+                    match StoryRun::start(story) {
+                        Ok(run) => {
+                            self.run = run;
+                            self.forks.clear();
+                        }
+                        Err(problem) => {
+                            self.problem = Some(problem);
+                            return;
+                        }
+                    }
+                }
+                self.filter = filter;
+                self.move_to(step);
+            }
+            CursorAction::Go(target) => self.move_to(target),
+            CursorAction::By(delta) => {
+                let visible = self.visible();
+                if visible.is_empty() {
+                    return;
+                }
+                let at = visible.partition_point(|&shown| shown < self.current);
+                let at = if visible.get(at) == Some(&self.current) {
+                    at as isize
+                } else {
+                    at as isize - isize::from(delta > 0)
+                };
+                let next = (at + delta).clamp(0, visible.len() as isize - 1) as usize;
+                self.move_to(visible[next]);
+            }
+            CursorAction::First => {
+                if let Some(&first) = self.visible().first() {
+                    self.move_to(first);
+                }
+            }
+            CursorAction::Last => {
+                if let Some(&last) = self.visible().last() {
+                    self.move_to(last);
+                }
+            }
+            CursorAction::Scrub(place) => {
+                if let Some(&target) = self.visible().get(place) {
+                    self.move_to(target);
+                }
+            }
+            CursorAction::Filter(field, value) => {
+                match field {
+                    FilterField::Partition => self.filter.partition = value,
+                    FilterField::Node => self.filter.node = value.as_deref().and_then(parse_node),
+                    FilterField::Name => self.filter.name = value,
+                }
+                if let Some(nearest) = nearest_shown(&self.visible(), self.current) {
+                    self.move_to(nearest);
+                }
+            }
+            CursorAction::Fork(choice) => {
+                let Some(at) = self.run.steps.get(self.current).map(|step| step.trace_id) else {
+                    return;
+                };
+                let label = fork_label(self.run.scenario.config.brokers, &choice).unwrap_or_else(|| choice.clone());
+                self.run.fork(self.current, fork_inputs(&choice), label);
+                self.forks.push((self.current, choice));
+                let next = self.run.step_at_or_after(at);
+                self.move_to(next);
+            }
+            CursorAction::ToggleWhy => self.why_open = !self.why_open,
+        }
+    }
+
+    fn move_to(&mut self, target: usize) {
+        self.problem = None;
+        self.why_open = false;
+        self.current = target;
+        self.settle();
+    }
+
+    /// Keeps the current step within the story and the recording at it.
+    fn settle(&mut self) {
+        self.current = self.current.min(self.run.steps.len().saturating_sub(1));
+        self.run.seek(self.current);
+    }
+}
+
+/// The faults and knob changes a fork can start with: (choice, label).
+pub fn fork_choices(brokers: u32) -> Vec<(String, String)> {
+    let mut choices: Vec<(String, String)> = Vec::new();
+    for broker in 1..=brokers {
+        choices.push((format!("kill-{broker}"), format!("kill {}", as_broker(broker))));
+        choices.push((format!("restart-{broker}"), format!("restart {}", as_broker(broker))));
+    }
+    choices.push(("acks-1".into(), "set acks=1".into()));
+    choices.push(("acks-all".into(), "set acks=all".into()));
+    choices.push(("unclean".into(), "enable unclean.leader.election".into()));
+    choices.push(("produce".into(), "produce 10 records".into()));
+    choices.push(("slow-1".into(), "slow broker-1 by 300 ms".into()));
+    choices
+}
+
+fn fork_label(brokers: u32, choice: &str) -> Option<String> {
+    fork_choices(brokers)
+        .into_iter()
+        .find(|(value, _)| value == choice)
+        .map(|(_, label)| label)
+}
+
+/// The inputs a fork choice stands for.
+pub fn fork_inputs(choice: &str) -> Vec<Input> {
+    use kafkascope_engine::replication::high_watermark::Acks;
+    let number = |prefix: &str| choice.strip_prefix(prefix).and_then(|id| id.parse::<u32>().ok());
+    if let Some(broker) = number("kill-") {
+        vec![Input::KillBroker { broker }]
+    } else if let Some(broker) = number("restart-") {
+        vec![Input::RestartBroker { broker }]
+    } else {
+        match choice {
+            "acks-1" => vec![Input::SetConfig(ConfigChange::Acks {
+                producer: 0,
+                acks: Acks::Leader,
+            })],
+            "acks-all" => vec![Input::SetConfig(ConfigChange::Acks {
+                producer: 0,
+                acks: Acks::All,
+            })],
+            "unclean" => vec![Input::SetConfig(ConfigChange::UncleanLeaderElection { enable: true })],
+            "produce" => vec![Input::Produce {
+                producer: 0,
+                key: None,
+                count: 10,
+                bytes: 100,
+            }],
+            "slow-1" => vec![Input::SlowNode {
+                node: NodeId::Broker(1),
+                extra_latency_ms: 300,
+            }],
+            _ => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sequence_model::story;
+
+    #[test]
+    fn the_recording_is_always_at_the_current_step() {
+        let mut cursor = StoryCursor::from_link("?story=acks1-loss&step=10").expect("opens");
+        assert_eq!(cursor.index(), 9);
+        let at = |cursor: &StoryCursor| cursor.run().recording.simulation().events_processed();
+        assert_eq!(at(&cursor), cursor.run().steps[9].position);
+        for action in [
+            CursorAction::By(1),
+            CursorAction::Last,
+            CursorAction::First,
+            CursorAction::Go(20),
+            CursorAction::Scrub(3),
+        ] {
+            cursor.apply(action.clone());
+            assert_eq!(at(&cursor), cursor.run().steps[cursor.index()].position, "{action:?}");
+        }
+    }
+
+    #[test]
+    fn a_link_opens_its_story_step_and_forks_and_names_what_is_wrong() {
+        let cursor = StoryCursor::from_link("?story=exercise&step=5&fork=3:kill-1").expect("opens");
+        assert_eq!(cursor.story().id, "exercise");
+        assert_eq!(cursor.forks(), [(2, "kill-1".to_string())]);
+        assert_eq!(cursor.filter(), &Filter::default(), "a link to a step opens unfiltered");
+        let cursor = StoryCursor::from_link("?story=exercise").expect("opens");
+        assert_eq!(
+            cursor.filter().partition.as_deref(),
+            Some("orders-1"),
+            "a story opens on its focus"
+        );
+        let mut cursor = StoryCursor::from_link("?story=nope&step=2").expect("opens the first story");
+        assert!(cursor.problem().is_some_and(|problem| problem.contains("\"nope\"")));
+        cursor.apply(CursorAction::By(1));
+        assert_eq!(cursor.problem(), None, "moving clears it");
+        let cursor = StoryCursor::from_link("?story=happy-path&fork=999:kill-1").expect("opens");
+        assert!(cursor.problem().is_some_and(|problem| problem.contains("999:kill-1")));
+        assert!(cursor.forks().is_empty());
+    }
+
+    #[test]
+    fn a_filter_that_hides_the_step_moves_to_the_nearest_and_next_stays_within_it() {
+        let mut cursor = StoryCursor::from_link("?story=acks1-loss&step=1").expect("opens");
+        cursor.apply(CursorAction::Filter(FilterField::Name, Some("records-lost".into())));
+        let visible = cursor.visible();
+        assert!(visible.contains(&cursor.index()));
+        cursor.apply(CursorAction::By(1));
+        assert!(visible.contains(&cursor.index()));
+        cursor.apply(CursorAction::Filter(FilterField::Name, None));
+        cursor.apply(CursorAction::Filter(FilterField::Node, Some("broker-3".into())));
+        assert_eq!(cursor.filter().node, Some(NodeId::Broker(3)));
+        assert!(
+            cursor.run().steps[cursor.index()].nodes().contains(&NodeId::Broker(3))
+                || cursor.visible().contains(&cursor.index())
+        );
+    }
+
+    #[test]
+    fn a_fork_replays_from_the_current_step_and_opening_another_story_drops_forks() {
+        let mut cursor = StoryCursor::from_link("?story=acks1-loss&step=8").expect("opens");
+        cursor.apply(CursorAction::Fork("produce".into()));
+        assert_eq!(cursor.forks(), [(7, "produce".to_string())]);
+        cursor.apply(CursorAction::ToggleWhy);
+        assert!(cursor.why_open());
+        let same = story("acks1-loss").expect("story");
+        cursor.apply(CursorAction::Open {
+            story: same,
+            step: 0,
+            filter: Filter::default(),
+        });
+        assert_eq!(cursor.forks().len(), 1, "the same story keeps its forks");
+        assert!(!cursor.why_open());
+        cursor.apply(CursorAction::Open {
+            story: story("happy-path").expect("story"),
+            step: 3,
+            filter: Filter::default(),
+        });
+        assert!(cursor.forks().is_empty());
+        assert_eq!((cursor.story().id.as_str(), cursor.index()), ("happy-path", 3));
+        assert_eq!(cursor.next_shown(), Some(4));
+    }
+}
