@@ -211,11 +211,18 @@ fn run_scenario(path: &std::path::Path, json: bool) -> Result<String, String> {
     let lost = outcome.simulation.lost_records();
     let mut report = String::new();
     if json {
+        let expectations: Vec<serde_json::Value> = outcome
+            .checked
+            .iter()
+            .map(|(expectation, failure)| {
+                serde_json::json!({ "expectation": expectation, "met": failure.is_none(), "failure": failure })
+            })
+            .collect();
         let line = serde_json::json!({
             "type": "summary",
             "summary": summary,
             "lostRecords": lost,
-            "expectations": scenario.expect.len(),
+            "expectations": expectations,
             "failures": outcome.failures,
         });
         report.push_str(&format!("{line}\n"));

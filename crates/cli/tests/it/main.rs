@@ -82,12 +82,11 @@ fn kafkascope_with_stdin(arguments: &[&str], stdin: &str) -> (bool, String, Stri
         .stderr(Stdio::piped())
         .spawn()
         .expect("run kafkascope");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write stdin");
+    // A command that fails on its arguments exits before reading stdin:
+    // the pipe may be closed by then.
+    if let Err(error) = child.stdin.take().expect("stdin").write_all(stdin.as_bytes()) {
+        assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe, "write stdin: {error}");
+    }
     let output = child.wait_with_output().expect("wait");
     (
         output.status.success(),
@@ -304,4 +303,25 @@ fn run_json_prints_typed_events_then_the_summary() {
     assert_eq!(last["summary"]["lost"], 5);
     assert_eq!(last["lostRecords"], serde_json::json!([5, 6, 7, 8, 9]));
     assert_eq!(last["failures"], serde_json::json!([]));
+    // Each expectation with whether it held.
+    let expectations = last["expectations"].as_array().expect("a list");
+    assert_eq!(expectations.len(), 4);
+    assert_eq!(
+        expectations[1]["expectation"],
+        serde_json::json!({"type": "recordsLost", "records": [5, 6, 7, 8, 9]})
+    );
+    assert!(expectations.iter().all(|expectation| expectation["met"] == true));
+    // Typed facts, not only text: a produce request's partitions and acks,
+    // the input that was applied.
+    let produce = events
+        .iter()
+        .find(|line| line["event"]["kind"]["name"] == "Produce")
+        .expect("a produce request");
+    assert_eq!(produce["event"]["kind"]["facts"]["acks"], "1");
+    assert_eq!(produce["event"]["kind"]["facts"]["partitions"][0], "orders-0");
+    let input = events
+        .iter()
+        .find(|line| line["event"]["kind"]["kind"] == "input")
+        .expect("an input");
+    assert_eq!(input["event"]["kind"]["input"]["type"], "produce");
 }

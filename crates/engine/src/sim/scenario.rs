@@ -162,8 +162,11 @@ pub struct Outcome {
     pub simulation: Simulation,
     /// End-of-run counts.
     pub summary: Summary,
-    /// Expectations that did not hold, one sentence each.
+    /// Expectations that did not hold, one sentence each (and the
+    /// recovery check's, for a scenario that expects recovery).
     pub failures: Vec<String>,
+    /// Each stated expectation with why it did not hold (`None`: it held).
+    pub checked: Vec<(Expectation, Option<String>)>,
 }
 
 impl Scenario {
@@ -276,11 +279,12 @@ impl Scenario {
             simulation.trace().iter().for_each(|event| facts.see(event));
         }
         let summary = simulation.summary();
-        let mut failures: Vec<String> = self
+        let checked: Vec<(Expectation, Option<String>)> = self
             .expect
             .iter()
-            .filter_map(|expectation| check(expectation, &simulation, &summary, &facts))
+            .map(|expectation| (expectation.clone(), check(expectation, &simulation, &summary, &facts)))
             .collect();
+        let mut failures: Vec<String> = checked.iter().filter_map(|(_, failure)| failure.clone()).collect();
         if let Some(first) = first_burst_record {
             let safe = self.expect.contains(&Expectation::NoRecordsLost);
             failures.extend(super::fuzz::liveness_failures(&simulation, first, safe));
@@ -289,6 +293,7 @@ impl Scenario {
             simulation,
             summary,
             failures,
+            checked,
         })
     }
 }

@@ -4,7 +4,8 @@
 //! Failing: the engine depends on nothing web, reads no clock, starts no
 //! thread, asks the OS for nothing (files, environment, network,
 //! randomness), and uses hash collections only where a file below says why
-//! their order cannot leak.
+//! their order cannot leak; no engine or driver code calls `unwrap` outside
+//! its tests.
 //!
 //! Reported, not failing (a list to shrink): files over 800 lines and
 //! functions over 100 lines.
@@ -212,6 +213,24 @@ fn engine_text_reading(name: &str, text: &str) -> Vec<(usize, String)> {
         .filter(|(_, line)| ENGINE_TEXT_READING.iter().any(|pattern| line.contains(pattern)))
         .map(|(number, line)| (number, line.trim().to_string()))
         .collect()
+}
+
+#[test]
+fn no_driver_or_engine_code_unwraps() {
+    // User input reaches the engine through every driver; a failure is an
+    // error that says what is wrong, and an `expect` names the invariant
+    // that makes it impossible. Tests may unwrap.
+    let mut found = Vec::new();
+    for crate_dir in ["engine", "js", "cli", "web"] {
+        for file in rust_files(&repo().join("crates").join(crate_dir).join("src")) {
+            let text = std::fs::read_to_string(&file).expect("source");
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            for (line, content) in code_lines(code).filter(|(_, line)| line.contains(".unwrap()")) {
+                found.push(format!("{}:{line}: {}", relative(&file), content.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "unwrap outside tests:\n{}", found.join("\n"));
 }
 
 #[test]
