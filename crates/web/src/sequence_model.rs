@@ -829,7 +829,7 @@ impl Captioner {
             TraceKind::BrokerStatus { broker, status } => (
                 StepKind::Note {
                     over: NodeId::Broker(*broker),
-                    text: status.clone(),
+                    text: status.to_string(),
                 },
                 format!("{broker_broker} {status}.", broker_broker = as_broker(broker)),
                 Vec::new(),
@@ -838,7 +838,7 @@ impl Captioner {
             TraceKind::ConsumerStatus { consumer, status } => (
                 StepKind::Note {
                     over: NodeId::Consumer(*consumer),
-                    text: status.clone(),
+                    text: status.to_string(),
                 },
                 format!("{consumer_consumer} {status}.", consumer_consumer = as_consumer(consumer)),
                 Vec::new(),
@@ -847,7 +847,7 @@ impl Captioner {
             TraceKind::ControllerStatus { controller, status } => (
                 StepKind::Note {
                     over: NodeId::Controller(*controller),
-                    text: status.clone(),
+                    text: status.to_string(),
                 },
                 format!("{controller_controller} {status}.", controller_controller = as_controller(controller)),
                 Vec::new(),

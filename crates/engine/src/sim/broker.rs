@@ -18,7 +18,7 @@ use crate::replication::idempotence::{DataBatch, ProducerStateTable, SequenceChe
 use crate::replication::replica::ReplicaState;
 use crate::replication::{BrokerId, Offset};
 
-use super::trace::{TraceId, TraceKind};
+use super::trace::{BrokerChange, TraceId, TraceKind};
 use super::types::{BatchSequence, ErrorCode, Message, MetadataImage, NodeId, ProducerBatch, Record};
 use super::{Simulation, Timer};
 
@@ -406,7 +406,7 @@ impl Simulation {
         let incarnation = broker.incarnation;
         self.record(TraceKind::BrokerStatus {
             broker: id,
-            status: "started".to_string(),
+            status: BrokerChange::Started,
         });
         self.schedule_timer(NodeId::Broker(id), incarnation, 1_000, Timer::CoordinatorSessionCheck);
         self.schedule_timer(
@@ -502,9 +502,12 @@ impl Simulation {
             let length = broker.metadata_log.log.len();
             self.record(TraceKind::BrokerStatus {
                 broker: id,
-                status: format!(
-                    "truncated its metadata log to offset {length}: it diverged from controller-{from}'s, where epoch {epoch} ends at offset {end}"
-                ),
+                status: BrokerChange::TruncatedMetadataLog {
+                    length,
+                    controller: from,
+                    epoch,
+                    end_offset: end,
+                },
             });
         }
         let broker = self.broker(id);
@@ -535,12 +538,12 @@ impl Simulation {
     }
 
     pub(crate) fn broker_kill(&mut self, id: BrokerId) {
-        self.broker_stop(id, "killed (its log stays on disk)");
+        self.broker_stop(id, BrokerChange::Killed);
     }
 
     /// The broker process ends (a crash, or the end of a controlled
     /// shutdown): its in-memory roles go, its logs stay.
-    fn broker_stop(&mut self, id: BrokerId, status: &str) {
+    fn broker_stop(&mut self, id: BrokerId, status: BrokerChange) {
         let Some(broker) = self.brokers.get_mut(&id) else {
             return;
         };
@@ -554,10 +557,7 @@ impl Simulation {
         broker.produce_requests.clear();
         broker.producer_ids = None;
         broker.shutting_down = None;
-        self.record(TraceKind::BrokerStatus {
-            broker: id,
-            status: status.to_string(),
-        });
+        self.record(TraceKind::BrokerStatus { broker: id, status });
         self.close_connections(NodeId::Broker(id));
     }
 
@@ -577,13 +577,13 @@ impl Simulation {
             return;
         }
         if broker.broker_epoch.is_none() {
-            self.broker_stop(id, "stopped (it was not registered)");
+            self.broker_stop(id, BrokerChange::StoppedUnregistered);
             return;
         }
         broker.shutting_down = Some(now);
         self.record(TraceKind::BrokerStatus {
             broker: id,
-            status: "asked for a controlled shutdown".to_string(),
+            status: BrokerChange::AskedForControlledShutdown,
         });
         self.broker_send_heartbeat(id);
     }
@@ -632,7 +632,7 @@ impl Simulation {
         let incarnation = broker.incarnation;
         self.record(TraceKind::BrokerStatus {
             broker: id,
-            status: format!("paused for {duration_ms} ms"),
+            status: BrokerChange::Paused { duration_ms },
         });
         self.schedule_timer(NodeId::Broker(id), incarnation, duration_ms, Timer::PauseEnd);
     }
@@ -681,7 +681,7 @@ impl Simulation {
                 self.broker(id).status = BrokerStatus::Running;
                 self.record(TraceKind::BrokerStatus {
                     broker: id,
-                    status: "resumed".to_string(),
+                    status: BrokerChange::Resumed,
                 });
             }
             Timer::BrokerHeartbeat => {
@@ -689,7 +689,7 @@ impl Simulation {
                     .shutting_down
                     .is_some_and(|asked| self.now >= asked + CONTROLLED_SHUTDOWN_TIMEOUT_MS)
                 {
-                    self.broker_stop(id, "stopped: its controlled shutdown did not finish in time");
+                    self.broker_stop(id, BrokerChange::StoppedShutdownTimedOut);
                     return;
                 }
                 let controllers = self.config.controllers;
@@ -801,7 +801,7 @@ impl Simulation {
                     // `BrokerServer#shutdown` writes the clean-shutdown
                     // file with the broker epoch.
                     broker.clean_shutdown_epoch = Some(broker_epoch);
-                    self.broker_stop(id, "stopped after a controlled shutdown (its log stays on disk)");
+                    self.broker_stop(id, BrokerChange::StoppedAfterControlledShutdown);
                 }
             }
             Message::BrokerRegistrationResponse { result } => {

@@ -13,7 +13,7 @@ use crate::groups::assignors::{assign, GroupInput, Member, Strategy, TopicPartit
 use crate::replication::{BrokerId, Offset};
 
 use super::config::{ConsumerConfig, OffsetReset};
-use super::trace::{Invariant, TraceKind};
+use super::trace::{ConsumerChange, Invariant, TraceKind};
 use super::types::{ErrorCode, JoinResult, Message, NodeId};
 use super::{Simulation, Timer};
 
@@ -203,7 +203,9 @@ impl Simulation {
         let group = consumer.config.group.clone();
         self.record(TraceKind::ConsumerStatus {
             consumer: id,
-            status: format!("started in group {group}"),
+            status: ConsumerChange::Started {
+                group: group.to_string(),
+            },
         });
         self.consumer_bootstrap(id);
         let heartbeat = self.consumers[id as usize].config.heartbeat_interval_ms;
@@ -274,14 +276,11 @@ impl Simulation {
         consumer.incarnation += 1;
         consumer.assignment.clear();
         let status = if clean {
-            "closed (committed and left its group)"
+            ConsumerChange::Closed
         } else {
-            "crashed"
+            ConsumerChange::Crashed
         };
-        self.record(TraceKind::ConsumerStatus {
-            consumer: id,
-            status: status.to_string(),
-        });
+        self.record(TraceKind::ConsumerStatus { consumer: id, status });
     }
 
     fn consumer_join(&mut self, id: u32) {
@@ -385,7 +384,7 @@ impl Simulation {
                     // fails everything in flight on it.
                     self.record(TraceKind::ConsumerStatus {
                         consumer: id,
-                        status: format!("got no answer from broker-{broker} within its request timeout: disconnects"),
+                        status: ConsumerChange::TimedOut { broker },
                     });
                     self.connection_reset(node, NodeId::Broker(broker));
                 }

@@ -16,7 +16,7 @@ use crate::groups::assignors::TopicPartition;
 use crate::replication::BrokerId;
 
 use super::config::{ElectionType, PartitionRef};
-use super::trace::TraceKind;
+use super::trace::{BrokerChange, TraceKind};
 use super::types::{ErrorCode, Message, MetadataImage, MetadataRecord, NodeId};
 use super::Simulation;
 
@@ -402,9 +402,7 @@ impl Simulation {
                         self.controller.offset += 1;
                         self.record(TraceKind::BrokerStatus {
                             broker,
-                            status:
-                                "is in controlled shutdown: the controller moves its leaderships and ISR places first"
-                                    .to_string(),
+                            status: BrokerChange::InControlledShutdown,
                         });
                         self.controller_move_off(broker, &format!("broker-{broker} is shutting down"));
                     }

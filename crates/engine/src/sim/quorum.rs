@@ -36,7 +36,7 @@ use crate::random::Rng;
 use crate::replication::BrokerId;
 
 use super::controller::Controller;
-use super::trace::{Invariant, TraceKind};
+use super::trace::{ControllerChange, Invariant, TraceKind};
 use super::types::{ErrorCode, Message, MetadataFetchAnswer, MetadataRecord, NodeId};
 use super::{Simulation, Timer};
 
@@ -403,7 +403,7 @@ impl Simulation {
         node.clear_leadership();
         self.record(TraceKind::ControllerStatus {
             controller: id,
-            status: "killed (its metadata log stays on disk)".to_string(),
+            status: ControllerChange::Killed,
         });
         self.close_connections(NodeId::Controller(id));
     }
@@ -422,7 +422,7 @@ impl Simulation {
         let incarnation = node.incarnation;
         self.record(TraceKind::ControllerStatus {
             controller: id,
-            status: "started".to_string(),
+            status: ControllerChange::Started,
         });
         self.schedule_timer(NodeId::Controller(id), incarnation, TICK_MS, Timer::QuorumTick);
         self.schedule_timer(NodeId::Controller(id), incarnation, 1_000, Timer::SessionCheck);
@@ -779,9 +779,7 @@ impl Simulation {
                         let epoch = node.epoch;
                         self.record(TraceKind::ControllerStatus {
                             controller: id,
-                            status: format!(
-                                "resigned as active controller in epoch {epoch}: no word from a majority of the quorum within 1.5 × controller.quorum.fetch.timeout.ms"
-                            ),
+                            status: ControllerChange::Resigned { epoch },
                         });
                     }
                     Role::Leader => self.quorum_begin_epoch(id, false),
@@ -890,10 +888,7 @@ impl Simulation {
         let (last_epoch, last_index) = (node.last_epoch(), node.log.len() as u64);
         self.record(TraceKind::ControllerStatus {
             controller: id,
-            status: format!(
-                "is prospective in epoch {epoch}: it asks for pre-votes before standing for epoch {} (no leader heard within controller.quorum.fetch.timeout.ms, or its election timed out)",
-                epoch + 1
-            ),
+            status: ControllerChange::Prospective { epoch },
         });
         // A pre-vote carries the prospective's own epoch, not the next one
         // (`KafkaRaftClient#buildVoteRequest`).
@@ -1200,9 +1195,12 @@ impl Simulation {
                     let length = node.log.len();
                     self.record(TraceKind::ControllerStatus {
                         controller: id,
-                        status: format!(
-                            "truncated its metadata log to offset {length}: it diverged from controller-{peer}'s, where epoch {epoch} ends at offset {end}"
-                        ),
+                        status: ControllerChange::TruncatedMetadataLog {
+                            length,
+                            leader: peer,
+                            epoch: *epoch,
+                            end_offset: *end,
+                        },
                     });
                 }
                 self.quorum_fetch(id);

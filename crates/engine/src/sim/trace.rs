@@ -61,6 +61,158 @@ pub struct MemberAssignment {
     pub partitions: Vec<TopicPartition>,
 }
 
+/// What happened to a broker (`Display` is the trace's text).
+#[allow(missing_docs)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "change", rename_all = "kebab-case")]
+pub enum BrokerChange {
+    Started,
+    /// Crashed; its disk survives.
+    Killed,
+    /// Stopped before it ever registered.
+    StoppedUnregistered,
+    /// A controlled shutdown took longer than Kafka waits for it.
+    StoppedShutdownTimedOut,
+    /// Stopped once its controlled shutdown was done.
+    StoppedAfterControlledShutdown,
+    /// It asked the controller for a controlled shutdown.
+    AskedForControlledShutdown,
+    /// The controller moves its leaderships and ISR places away.
+    InControlledShutdown,
+    #[serde(rename_all = "camelCase")]
+    Paused {
+        duration_ms: u64,
+    },
+    Resumed,
+    /// It cut its copy of the metadata log back to where it matches the
+    /// controller's.
+    #[serde(rename_all = "camelCase")]
+    TruncatedMetadataLog {
+        length: usize,
+        controller: u32,
+        epoch: u32,
+        end_offset: usize,
+    },
+}
+
+impl std::fmt::Display for BrokerChange {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BrokerChange::Started => write!(formatter, "started"),
+            BrokerChange::Killed => write!(formatter, "killed (its log stays on disk)"),
+            BrokerChange::StoppedUnregistered => write!(formatter, "stopped (it was not registered)"),
+            BrokerChange::StoppedShutdownTimedOut => {
+                write!(formatter, "stopped: its controlled shutdown did not finish in time")
+            }
+            BrokerChange::StoppedAfterControlledShutdown => {
+                write!(formatter, "stopped after a controlled shutdown (its log stays on disk)")
+            }
+            BrokerChange::AskedForControlledShutdown => write!(formatter, "asked for a controlled shutdown"),
+            BrokerChange::InControlledShutdown => write!(
+                formatter,
+                "is in controlled shutdown: the controller moves its leaderships and ISR places first"
+            ),
+            BrokerChange::Paused { duration_ms } => write!(formatter, "paused for {duration_ms} ms"),
+            BrokerChange::Resumed => write!(formatter, "resumed"),
+            BrokerChange::TruncatedMetadataLog {
+                length,
+                controller,
+                epoch,
+                end_offset,
+            } => write!(
+                formatter,
+                "truncated its metadata log to offset {length}: it diverged from controller-{controller}'s, where epoch {epoch} ends at offset {end_offset}"
+            ),
+        }
+    }
+}
+
+/// What happened to a consumer (`Display` is the trace's text).
+#[allow(missing_docs)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "change", rename_all = "kebab-case")]
+pub enum ConsumerChange {
+    Started {
+        group: String,
+    },
+    /// A clean stop: it committed and left its group.
+    Closed,
+    Crashed,
+    /// A request to this broker got no answer in `request.timeout.ms`: the
+    /// client disconnects from it (`NetworkClient`).
+    TimedOut {
+        broker: BrokerId,
+    },
+}
+
+impl std::fmt::Display for ConsumerChange {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConsumerChange::Started { group } => write!(formatter, "started in group {group}"),
+            ConsumerChange::Closed => write!(formatter, "closed (committed and left its group)"),
+            ConsumerChange::Crashed => write!(formatter, "crashed"),
+            ConsumerChange::TimedOut { broker } => write!(
+                formatter,
+                "got no answer from broker-{broker} within its request timeout: disconnects"
+            ),
+        }
+    }
+}
+
+/// What happened to a controller (`Display` is the trace's text).
+#[allow(missing_docs)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "change", rename_all = "kebab-case")]
+pub enum ControllerChange {
+    Started,
+    /// Crashed; its metadata log survives.
+    Killed,
+    /// The active controller lost touch with a majority and resigned
+    /// (`LeaderState#timeUntilCheckQuorumExpires`).
+    Resigned {
+        epoch: u32,
+    },
+    /// It lost its leader and asks for pre-votes (KIP-996).
+    Prospective {
+        epoch: u32,
+    },
+    /// It cut its metadata log back to where it matches the leader's.
+    #[serde(rename_all = "camelCase")]
+    TruncatedMetadataLog {
+        length: usize,
+        leader: u32,
+        epoch: u32,
+        end_offset: usize,
+    },
+}
+
+impl std::fmt::Display for ControllerChange {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ControllerChange::Started => write!(formatter, "started"),
+            ControllerChange::Killed => write!(formatter, "killed (its metadata log stays on disk)"),
+            ControllerChange::Resigned { epoch } => write!(
+                formatter,
+                "resigned as active controller in epoch {epoch}: no word from a majority of the quorum within 1.5 × controller.quorum.fetch.timeout.ms"
+            ),
+            ControllerChange::Prospective { epoch } => write!(
+                formatter,
+                "is prospective in epoch {epoch}: it asks for pre-votes before standing for epoch {} (no leader heard within controller.quorum.fetch.timeout.ms, or its election timed out)",
+                epoch + 1
+            ),
+            ControllerChange::TruncatedMetadataLog {
+                length,
+                leader,
+                epoch,
+                end_offset,
+            } => write!(
+                formatter,
+                "truncated its metadata log to offset {length}: it diverged from controller-{leader}'s, where epoch {epoch} ends at offset {end_offset}"
+            ),
+        }
+    }
+}
+
 /// The kinds of trace events. (Fields are named for what they hold.)
 #[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -94,8 +246,8 @@ pub enum TraceKind {
         name: MessageName,
         reason: DropReason,
     },
-    /// A broker process started or stopped.
-    BrokerStatus { broker: BrokerId, status: String },
+    /// A broker process started or stopped, or its state changed.
+    BrokerStatus { broker: BrokerId, status: BrokerChange },
     /// The controller fenced or unfenced a broker.
     BrokerFencing {
         broker: BrokerId,
@@ -189,9 +341,9 @@ pub enum TraceKind {
         offsets: Vec<(TopicPartition, Offset)>,
     },
     /// A consumer process started or stopped.
-    ConsumerStatus { consumer: u32, status: String },
-    /// A controller process started or stopped.
-    ControllerStatus { controller: u32, status: String },
+    ConsumerStatus { consumer: u32, status: ConsumerChange },
+    /// A controller process started or stopped, or its role changed.
+    ControllerStatus { controller: u32, status: ControllerChange },
     /// A controller became a candidate.
     ControllerElection {
         controller: u32,

@@ -9,7 +9,7 @@ use kafkascope_engine::sim::config::{
     ClusterConfig, ConfigChange, ConsumerConfig, Input, OffsetReset, ProducerConfig, ScheduledInput, TopicConfig,
 };
 use kafkascope_engine::sim::scenario::Scenario;
-use kafkascope_engine::sim::trace::TraceKind;
+use kafkascope_engine::sim::trace::{ConsumerChange, ControllerChange, TraceKind};
 use kafkascope_engine::sim::types::{ErrorCode, MessageName, NodeId};
 use kafkascope_engine::sim::view::{ConsumerPhase, ProcessStatus, ReplicaRole, Role};
 use kafkascope_engine::sim::Simulation;
@@ -804,7 +804,10 @@ fn a_consumer_request_with_no_answer_times_out_and_the_consumer_moves_on() {
     );
     assert!(simulation.trace().iter().any(|event| matches!(
         &event.kind,
-        TraceKind::ConsumerStatus { status, .. } if status.contains("within its request timeout")
+        TraceKind::ConsumerStatus {
+            status: ConsumerChange::TimedOut { .. },
+            ..
+        }
     )));
 }
 
@@ -928,7 +931,13 @@ fn a_cut_off_active_controller_truncates_its_uncommitted_metadata_when_it_rejoin
     simulation.run_until(30_000);
     let trace = simulation.trace();
     let truncated = trace.iter().any(|event| {
-        matches!(&event.kind, TraceKind::ControllerStatus { controller: 1, status } if status.starts_with("truncated its metadata log"))
+        matches!(
+            &event.kind,
+            TraceKind::ControllerStatus {
+                controller: 1,
+                status: ControllerChange::TruncatedMetadataLog { .. }
+            }
+        )
     });
     assert!(truncated, "controller-1 should truncate what it wrote alone");
     let view = simulation.view();
