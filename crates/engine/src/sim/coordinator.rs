@@ -20,7 +20,7 @@ use crate::groups::coordinator_partition;
 use crate::replication::{BrokerId, Offset};
 
 use super::broker::ParkedReply;
-use super::trace::{MemberAssignment, TraceKind};
+use super::trace::{MemberAssignment, RebalanceReason, TraceKind};
 use super::types::{ErrorCode, JoinResult, Message, NodeId, Record};
 use super::{Simulation, Timer};
 
@@ -90,7 +90,7 @@ pub struct GroupState {
     /// Members waiting for their SyncGroup answer.
     pub pending_syncs: Vec<(String, NodeId)>,
     /// Why the rebalance under way started.
-    pub rebalance_reason: String,
+    pub rebalance_reason: RebalanceReason,
     next_member: u32,
 }
 
@@ -106,7 +106,7 @@ impl GroupState {
             rebalance_not_before_ms: 0,
             rebalance_deadline_ms: 0,
             pending_syncs: Vec::new(),
-            rebalance_reason: String::new(),
+            rebalance_reason: RebalanceReason::Unstated,
             next_member: 0,
         }
     }
@@ -312,7 +312,13 @@ impl Simulation {
                 if self.is_coordinator(id, group) {
                     let state = self.group_mut(id, group);
                     state.members.retain(|member| &member.member_id != member_id);
-                    self.coordinator_start_rebalance(id, group, &format!("{member_id} left the group"));
+                    self.coordinator_start_rebalance(
+                        id,
+                        group,
+                        RebalanceReason::Left {
+                            member: member_id.clone(),
+                        },
+                    );
                 }
             }
             Message::OffsetCommit {
@@ -391,11 +397,15 @@ impl Simulation {
         let phase = self.group_mut(id, group).phase;
         if phase != GroupPhase::PreparingRebalance {
             let reason = if known.is_some() {
-                format!("{member_id} rejoined")
+                RebalanceReason::Rejoined {
+                    member: member_id.clone(),
+                }
             } else {
-                format!("{member_id} joined")
+                RebalanceReason::Joined {
+                    member: member_id.clone(),
+                }
             };
-            self.coordinator_start_rebalance(id, group, &reason);
+            self.coordinator_start_rebalance(id, group, reason);
             // The member just joined: keep its flag.
             if let Some(member) = self
                 .group_mut(id, group)
@@ -410,7 +420,7 @@ impl Simulation {
     }
 
     /// Moves a group to PreparingRebalance (or Empty when nobody is left).
-    fn coordinator_start_rebalance(&mut self, id: BrokerId, group: &str, reason: &str) {
+    fn coordinator_start_rebalance(&mut self, id: BrokerId, group: &str, reason: RebalanceReason) {
         let now = self.now;
         let incarnation = self.brokers[&id].incarnation;
         let state = self.group_mut(id, group);
@@ -428,7 +438,7 @@ impl Simulation {
         }
         let was_empty = state.phase == GroupPhase::Empty;
         state.phase = GroupPhase::PreparingRebalance;
-        state.rebalance_reason = reason.to_string();
+        state.rebalance_reason = reason;
         let waiting = std::mem::take(&mut state.pending_syncs);
         for member in &mut state.members {
             member.joined = false;
@@ -716,7 +726,7 @@ impl Simulation {
                 };
                 self.send(node, client, message);
             }
-            self.coordinator_start_rebalance(id, group, "the group's generation could not be stored");
+            self.coordinator_start_rebalance(id, group, RebalanceReason::GenerationNotStored);
             return;
         }
         state.phase = GroupPhase::Stable;
@@ -827,20 +837,12 @@ impl Simulation {
                 let state = self.group_mut(id, &group);
                 state.members.retain(|member| synced.contains(&member.member_id));
                 state.phase = GroupPhase::Stable;
-                self.coordinator_start_rebalance(
-                    id,
-                    &group,
-                    "members did not send SyncGroup within the rebalance timeout",
-                );
+                self.coordinator_start_rebalance(id, &group, RebalanceReason::SyncTimeout);
             }
             if !expired.is_empty() {
                 let state = self.group_mut(id, &group);
                 state.members.retain(|member| !expired.contains(&member.member_id));
-                self.coordinator_start_rebalance(
-                    id,
-                    &group,
-                    &format!("{} missed its session timeout", expired.join(", ")),
-                );
+                self.coordinator_start_rebalance(id, &group, RebalanceReason::SessionTimeout { members: expired });
             }
             self.coordinator_maybe_complete_join(id, &group);
         }

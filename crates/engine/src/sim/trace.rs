@@ -213,6 +213,47 @@ impl std::fmt::Display for ControllerChange {
     }
 }
 
+/// Why a group's coordinator started a rebalance (`Display` is the trace's
+/// text; Kafka's `GroupMetadataManager` logs the same reasons).
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+pub enum RebalanceReason {
+    /// None was recorded (a group loaded as it was).
+    #[default]
+    Unstated,
+    /// A new member joined.
+    Joined { member: String },
+    /// A known member joined again.
+    Rejoined { member: String },
+    /// A member left with `LeaveGroup`.
+    Left { member: String },
+    /// Members missed `session.timeout.ms`.
+    SessionTimeout { members: Vec<String> },
+    /// Members did not send `SyncGroup` within the rebalance timeout.
+    SyncTimeout,
+    /// Writing the new generation to `__consumer_offsets` failed.
+    GenerationNotStored,
+}
+
+impl std::fmt::Display for RebalanceReason {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RebalanceReason::Unstated => Ok(()),
+            RebalanceReason::Joined { member } => write!(formatter, "{member} joined"),
+            RebalanceReason::Rejoined { member } => write!(formatter, "{member} rejoined"),
+            RebalanceReason::Left { member } => write!(formatter, "{member} left the group"),
+            RebalanceReason::SessionTimeout { members } => {
+                write!(formatter, "{} missed its session timeout", members.join(", "))
+            }
+            RebalanceReason::SyncTimeout => {
+                write!(formatter, "members did not send SyncGroup within the rebalance timeout")
+            }
+            RebalanceReason::GenerationNotStored => write!(formatter, "the group's generation could not be stored"),
+        }
+    }
+}
+
 /// The kinds of trace events. (Fields are named for what they hold.)
 #[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -325,7 +366,7 @@ pub enum TraceKind {
         group: String,
         generation: u32,
         assignment: Vec<MemberAssignment>,
-        reason: String,
+        reason: RebalanceReason,
     },
     /// A consumer read records.
     Consumed {

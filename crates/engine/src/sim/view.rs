@@ -16,7 +16,7 @@ const RECENT_RECORDS: usize = 8;
 use super::broker::BrokerStatus;
 pub use super::consumer::ConsumerPhase;
 pub use super::quorum::Role;
-use super::trace::TraceKind;
+use super::trace::{RebalanceReason, TraceKind};
 use super::types::{ErrorCode, MessageName, NodeId};
 use super::Event;
 use super::Simulation;
@@ -168,7 +168,7 @@ pub struct Highlights {
     #[serde(skip)]
     pub producer_errors: std::collections::BTreeMap<u32, ProduceErrorNote>,
     /// Each group's last rebalance: when, generation, why.
-    pub rebalances: std::collections::BTreeMap<String, (u64, u32, String)>,
+    pub rebalances: std::collections::BTreeMap<String, (u64, u32, RebalanceReason)>,
     /// Per producer: records sent, acknowledged, failed for good (shown
     /// in [`ProducerView`]).
     #[serde(skip)]
