@@ -16,7 +16,7 @@ use crate::groups::assignors::TopicPartition;
 use crate::replication::BrokerId;
 
 use super::config::{ElectionType, PartitionRef};
-use super::trace::{BrokerChange, TraceKind};
+use super::trace::{BrokerChange, ChangeReason, FencingReason, TraceKind};
 use super::types::{ErrorCode, Message, MetadataImage, MetadataRecord, NodeId};
 use super::Simulation;
 
@@ -391,7 +391,7 @@ impl Simulation {
                     if state.fenced || !leads(self) {
                         should_shut_down = true;
                         if !state.fenced {
-                            self.controller_fence(broker, "it finished a controlled shutdown");
+                            self.controller_fence(broker, FencingReason::ControlledShutdownDone);
                         }
                     } else if !state.in_controlled_shutdown {
                         self.controller
@@ -404,7 +404,7 @@ impl Simulation {
                             broker,
                             status: BrokerChange::InControlledShutdown,
                         });
-                        self.controller_move_off(broker, &format!("broker-{broker} is shutting down"));
+                        self.controller_move_off(broker, ChangeReason::BrokerShuttingDown { broker });
                     }
                 } else if state.fenced && metadata_offset >= state.epoch {
                     // Unfence once the broker has caught up with its own registration.
@@ -413,11 +413,12 @@ impl Simulation {
                     self.record(TraceKind::BrokerFencing {
                         broker,
                         fenced: false,
-                        reason: format!(
-                            "heartbeat shows metadata offset {metadata_offset} >= registration offset {broker_epoch}"
-                        ),
+                        reason: FencingReason::CaughtUp {
+                            metadata_offset,
+                            broker_epoch,
+                        },
                     });
-                    self.controller_elect_leaderless(&format!("broker-{broker} was unfenced"));
+                    self.controller_elect_leaderless(ChangeReason::BrokerUnfenced { broker });
                 }
                 let state = &self.controller.brokers[&broker];
                 let (fenced, in_controlled_shutdown) = (state.fenced, state.in_controlled_shutdown);
@@ -485,12 +486,12 @@ impl Simulation {
         // leaves RECOVERING with this change.
         change.target_leader_recovery = leader_recovery;
         let reason = if change.target_isr.len() < current.isr.len() {
-            "the leader reported followers that stopped catching up".to_string()
+            ChangeReason::FollowersFellBehind
         } else {
-            "the leader reported a follower caught up".to_string()
+            ChangeReason::FollowerCaughtUp
         };
         if let Some(record) = change.build() {
-            self.controller_commit(partition, record, &reason);
+            self.controller_commit(partition, record, reason);
         }
         Ok(self.controller.partitions[partition].clone())
     }
@@ -518,16 +519,13 @@ impl Simulation {
             .filter(|&(heard, _)| now.saturating_sub(heard) > timeout)
             .map(|(_, broker)| broker);
         if let Some(broker) = stale {
-            self.controller_fence(
-                broker,
-                &format!("no heartbeat for more than broker.session.timeout.ms ({timeout} ms)"),
-            );
+            self.controller_fence(broker, FencingReason::SessionExpired { timeout_ms: timeout });
         }
     }
 
     /// `handleBrokerFenced`: out of every ISR (never emptying one), and new
     /// leaders for the partitions it led.
-    fn controller_fence(&mut self, broker: BrokerId, reason: &str) {
+    fn controller_fence(&mut self, broker: BrokerId, reason: FencingReason) {
         if let Some(state) = self.controller.brokers.get_mut(&broker) {
             state.fenced = true;
         }
@@ -535,14 +533,14 @@ impl Simulation {
         self.record(TraceKind::BrokerFencing {
             broker,
             fenced: true,
-            reason: reason.to_string(),
+            reason,
         });
-        self.controller_move_off(broker, &format!("broker-{broker} was fenced"));
+        self.controller_move_off(broker, ChangeReason::BrokerFenced { broker });
     }
 
     /// `generateLeaderAndIsrUpdates`: takes a broker out of every ISR (never
     /// emptying one) and elects new leaders for the partitions it led.
-    fn controller_move_off(&mut self, broker: BrokerId, reason: &str) {
+    fn controller_move_off(&mut self, broker: BrokerId, reason: ChangeReason) {
         let acceptable = self.controller.acceptable();
         let election = self.controller_election();
         let affected: Vec<TopicPartition> = self
@@ -579,14 +577,14 @@ impl Simulation {
             .filter(|(_, registration)| registration.isr.contains(&broker) || registration.elr.contains(&broker))
             .map(|(partition, _)| partition.clone())
             .collect();
-        let reason = format!("broker-{broker} restarted after an unclean shutdown");
+        let reason = ChangeReason::UncleanRestart { broker };
         for partition in affected {
             let current = self.controller.partitions[&partition].clone();
             let mut change = self.controller_change(&partition, &current, election, &acceptable);
             change.unclean_shutdown_replicas = vec![broker];
             change.target_isr = current.isr.iter().copied().filter(|&member| member != broker).collect();
             if let Some(record) = change.build() {
-                self.controller_commit(&partition, record, &reason);
+                self.controller_commit(&partition, record, reason.clone());
             }
         }
     }
@@ -638,11 +636,7 @@ impl Simulation {
             let change = self.controller_change(&partition, &current, Election::Preferred, &acceptable);
             if let Some(record) = change.build() {
                 let preferred = current.replicas.first().copied().unwrap_or(0);
-                self.controller_commit(
-                    &partition,
-                    record,
-                    &format!("preferred leader election: broker-{preferred} is the first replica (auto.leader.rebalance.enable)"),
-                );
+                self.controller_commit(&partition, record, ChangeReason::PreferredLeader { broker: preferred });
             }
         }
     }
@@ -665,11 +659,7 @@ impl Simulation {
             let change = self.controller_change(&partition, &current, Election::Unclean, &acceptable);
             if let Some(record) = change.build() {
                 elections += 1;
-                self.controller_commit(
-                    &partition,
-                    record,
-                    "the controller's periodic unclean leader election pass (unclean.leader.election.enable)",
-                );
+                self.controller_commit(&partition, record, ChangeReason::UncleanPass);
             }
         }
         false
@@ -727,12 +717,12 @@ impl Simulation {
                 ElectionType::Preferred => (
                     Election::Preferred,
                     ErrorCode::PreferredLeaderNotAvailable,
-                    "an operator's preferred leader election (kafka-leader-election --election-type preferred)",
+                    ChangeReason::OperatorPreferred,
                 ),
                 ElectionType::Unclean => (
                     Election::Unclean,
                     ErrorCode::EligibleLeadersNotAvailable,
-                    "an operator's unclean leader election (kafka-leader-election --election-type unclean)",
+                    ChangeReason::OperatorUnclean,
                 ),
             };
             let error = if not_needed {
@@ -758,7 +748,7 @@ impl Simulation {
     }
 
     /// Elects leaders for partitions that have none (after an unfence).
-    pub(crate) fn controller_elect_leaderless(&mut self, reason: &str) {
+    pub(crate) fn controller_elect_leaderless(&mut self, reason: ChangeReason) {
         let acceptable = self.controller.acceptable();
         let election = self.controller_election();
         for partition in self.controller_leaderless() {
@@ -781,7 +771,7 @@ impl Simulation {
     }
 
     /// Applies a record to the registration and traces what changed.
-    fn controller_commit(&mut self, partition: &TopicPartition, record: PartitionChangeRecord, reason: &str) {
+    fn controller_commit(&mut self, partition: &TopicPartition, record: PartitionChangeRecord, reason: ChangeReason) {
         let before = self.controller.partitions[partition].clone();
         let registration = self.controller.partitions.get_mut(partition).expect("known partition");
         registration.apply(&record);
@@ -794,7 +784,7 @@ impl Simulation {
                 to: after.isr.clone(),
                 elr: after.elr.clone(),
                 partition_epoch: after.partition_epoch,
-                reason: reason.to_string(),
+                reason: reason.clone(),
             });
         }
         if record.leader.is_some() {
@@ -806,7 +796,7 @@ impl Simulation {
                 leader_epoch: after.leader_epoch,
                 isr: after.isr.clone(),
                 unclean,
-                reason: reason.to_string(),
+                reason,
             });
         }
     }

@@ -36,7 +36,7 @@ use crate::random::Rng;
 use crate::replication::BrokerId;
 
 use super::controller::Controller;
-use super::trace::{ControllerChange, Invariant, TraceKind};
+use super::trace::{CandidacyReason, ControllerChange, Invariant, TraceKind};
 use super::types::{ErrorCode, Message, MetadataFetchAnswer, MetadataRecord, NodeId};
 use super::{Simulation, Timer};
 
@@ -923,11 +923,11 @@ impl Simulation {
         let majority = self.quorum.majority();
         let node = &self.quorum.nodes[&id];
         if node.role == Role::Prospective && node.votes.len() >= majority {
-            self.quorum_start_election(id, "a majority granted its pre-vote");
+            self.quorum_start_election(id, CandidacyReason::PreVoteGranted);
         }
     }
 
-    fn quorum_start_election(&mut self, id: u32, reason: &str) {
+    fn quorum_start_election(&mut self, id: u32, reason: CandidacyReason) {
         let incarnation = self.quorum.nodes[&id].incarnation;
         let jitter = u64::from(self.quorum.rng.next_u32()) % ELECTION_TIMEOUT_MS;
         let node = self.quorum.nodes.get_mut(&id).expect("known");
@@ -943,7 +943,7 @@ impl Simulation {
         self.record(TraceKind::ControllerElection {
             controller: id,
             epoch,
-            reason: reason.to_string(),
+            reason,
         });
         let ask = Message::Vote {
             epoch,

@@ -254,6 +254,125 @@ impl std::fmt::Display for RebalanceReason {
     }
 }
 
+/// Why the controller changed a partition's leader or ISR (`Display` is
+/// the trace's text).
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+pub enum ChangeReason {
+    /// `AlterPartition` from the leader, shrinking the ISR.
+    FollowersFellBehind,
+    /// `AlterPartition` from the leader, expanding the ISR.
+    FollowerCaughtUp,
+    /// The broker asked for a controlled shutdown.
+    BrokerShuttingDown {
+        broker: BrokerId,
+    },
+    BrokerFenced {
+        broker: BrokerId,
+    },
+    BrokerUnfenced {
+        broker: BrokerId,
+    },
+    /// It registered again after a crash (`handleBrokerUncleanShutdown`).
+    UncleanRestart {
+        broker: BrokerId,
+    },
+    /// `auto.leader.rebalance.enable`: back to the first replica.
+    PreferredLeader {
+        broker: BrokerId,
+    },
+    /// The controller's periodic unclean election pass.
+    UncleanPass,
+    /// `kafka-leader-election --election-type preferred`.
+    OperatorPreferred,
+    /// `kafka-leader-election --election-type unclean`.
+    OperatorUnclean,
+}
+
+impl std::fmt::Display for ChangeReason {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChangeReason::FollowersFellBehind => {
+                write!(formatter, "the leader reported followers that stopped catching up")
+            }
+            ChangeReason::FollowerCaughtUp => write!(formatter, "the leader reported a follower caught up"),
+            ChangeReason::BrokerShuttingDown { broker } => write!(formatter, "broker-{broker} is shutting down"),
+            ChangeReason::BrokerFenced { broker } => write!(formatter, "broker-{broker} was fenced"),
+            ChangeReason::BrokerUnfenced { broker } => write!(formatter, "broker-{broker} was unfenced"),
+            ChangeReason::UncleanRestart { broker } => {
+                write!(formatter, "broker-{broker} restarted after an unclean shutdown")
+            }
+            ChangeReason::PreferredLeader { broker } => write!(
+                formatter,
+                "preferred leader election: broker-{broker} is the first replica (auto.leader.rebalance.enable)"
+            ),
+            ChangeReason::UncleanPass => write!(
+                formatter,
+                "the controller's periodic unclean leader election pass (unclean.leader.election.enable)"
+            ),
+            ChangeReason::OperatorPreferred => write!(
+                formatter,
+                "an operator's preferred leader election (kafka-leader-election --election-type preferred)"
+            ),
+            ChangeReason::OperatorUnclean => write!(
+                formatter,
+                "an operator's unclean leader election (kafka-leader-election --election-type unclean)"
+            ),
+        }
+    }
+}
+
+/// Why the controller fenced or unfenced a broker.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+pub enum FencingReason {
+    /// No heartbeat within `broker.session.timeout.ms`.
+    #[serde(rename_all = "camelCase")]
+    SessionExpired { timeout_ms: u64 },
+    /// Its controlled shutdown is done.
+    ControlledShutdownDone,
+    /// Its heartbeat shows it caught up with its own registration.
+    #[serde(rename_all = "camelCase")]
+    CaughtUp { metadata_offset: u64, broker_epoch: u64 },
+}
+
+impl std::fmt::Display for FencingReason {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FencingReason::SessionExpired { timeout_ms } => write!(
+                formatter,
+                "no heartbeat for more than broker.session.timeout.ms ({timeout_ms} ms)"
+            ),
+            FencingReason::ControlledShutdownDone => write!(formatter, "it finished a controlled shutdown"),
+            FencingReason::CaughtUp {
+                metadata_offset,
+                broker_epoch,
+            } => write!(
+                formatter,
+                "heartbeat shows metadata offset {metadata_offset} >= registration offset {broker_epoch}"
+            ),
+        }
+    }
+}
+
+/// Why a controller stood for election.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CandidacyReason {
+    /// A majority granted its pre-vote (KIP-996).
+    PreVoteGranted,
+}
+
+impl std::fmt::Display for CandidacyReason {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CandidacyReason::PreVoteGranted => write!(formatter, "a majority granted its pre-vote"),
+        }
+    }
+}
+
 /// The kinds of trace events. (Fields are named for what they hold.)
 #[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -293,7 +412,7 @@ pub enum TraceKind {
     BrokerFencing {
         broker: BrokerId,
         fenced: bool,
-        reason: String,
+        reason: FencingReason,
     },
     /// The controller chose a leader (or none).
     LeaderElected {
@@ -302,7 +421,7 @@ pub enum TraceKind {
         leader_epoch: u32,
         isr: Vec<BrokerId>,
         unclean: bool,
-        reason: String,
+        reason: ChangeReason,
     },
     /// The controller committed an ISR change.
     IsrChanged {
@@ -312,7 +431,7 @@ pub enum TraceKind {
         /// The eligible leader replicas after the change (KIP-966).
         elr: Vec<BrokerId>,
         partition_epoch: u32,
-        reason: String,
+        reason: ChangeReason,
     },
     /// Records were appended to a replica's log.
     Appended {
@@ -389,7 +508,7 @@ pub enum TraceKind {
     ControllerElection {
         controller: u32,
         epoch: u32,
-        reason: String,
+        reason: CandidacyReason,
     },
     /// A controller won the vote and is active.
     ControllerElected {

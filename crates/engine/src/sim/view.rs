@@ -16,7 +16,7 @@ const RECENT_RECORDS: usize = 8;
 use super::broker::BrokerStatus;
 pub use super::consumer::ConsumerPhase;
 pub use super::quorum::Role;
-use super::trace::{RebalanceReason, TraceKind};
+use super::trace::{CandidacyReason, ChangeReason, RebalanceReason, TraceKind};
 use super::types::{ErrorCode, MessageName, NodeId};
 use super::Event;
 use super::Simulation;
@@ -150,7 +150,7 @@ pub struct ElectionNote {
     /// From outside the ISR.
     pub unclean: bool,
     /// Why the controller elected.
-    pub reason: String,
+    pub reason: ChangeReason,
 }
 
 /// The latest notable events, updated as they are traced (so the view
@@ -163,7 +163,7 @@ pub struct Highlights {
     /// The last controller election: when, the winner, its epoch.
     pub last_controller_election: Option<(u64, u32, u32)>,
     /// Why the last controller candidacy started.
-    pub last_candidacy_reason: Option<String>,
+    pub last_candidacy_reason: Option<CandidacyReason>,
     /// Each producer's last error (shown in [`ProducerView::last_error`]).
     #[serde(skip)]
     pub producer_errors: std::collections::BTreeMap<u32, ProduceErrorNote>,
@@ -199,7 +199,7 @@ impl Highlights {
             TraceKind::ControllerElected { controller, epoch, .. } => {
                 self.last_controller_election = Some((time, *controller, *epoch))
             }
-            TraceKind::ControllerElection { reason, .. } => self.last_candidacy_reason = Some(reason.clone()),
+            TraceKind::ControllerElection { reason, .. } => self.last_candidacy_reason = Some(*reason),
             TraceKind::ProduceFailed {
                 producer,
                 partition,

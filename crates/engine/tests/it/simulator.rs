@@ -9,7 +9,7 @@ use kafkascope_engine::sim::config::{
     ClusterConfig, ConfigChange, ConsumerConfig, Input, OffsetReset, ProducerConfig, ScheduledInput, TopicConfig,
 };
 use kafkascope_engine::sim::scenario::Scenario;
-use kafkascope_engine::sim::trace::{ConsumerChange, ControllerChange, TraceKind};
+use kafkascope_engine::sim::trace::{ChangeReason, ConsumerChange, ControllerChange, FencingReason, TraceKind};
 use kafkascope_engine::sim::types::{ErrorCode, MessageName, NodeId};
 use kafkascope_engine::sim::view::{ConsumerPhase, ProcessStatus, ReplicaRole, Role};
 use kafkascope_engine::sim::Simulation;
@@ -841,7 +841,14 @@ fn a_broker_restarted_inside_its_session_waits_for_it_to_expire_and_gets_a_new_e
         "the restarted broker was not refused while its old session was valid"
     );
     let fenced_for_session = simulation.trace().iter().any(|event| {
-        matches!(&event.kind, TraceKind::BrokerFencing { broker: 1, fenced: true, reason } if reason.contains("no heartbeat"))
+        matches!(
+            &event.kind,
+            TraceKind::BrokerFencing {
+                broker: 1,
+                fenced: true,
+                reason: FencingReason::SessionExpired { .. }
+            }
+        )
     });
     assert!(fenced_for_session, "the old session should expire and be fenced");
     for partition in &led_before {
@@ -1023,9 +1030,15 @@ fn a_broker_back_from_a_crash_leaves_every_isr_but_not_after_a_controlled_shutdo
         matches!(&event.kind, TraceKind::Sent { summary, .. } if summary.contains(&format!("previousBrokerEpoch={epoch}")))
     });
     assert!(reported, "the cleanly stopped broker reports its last epoch");
-    let removed_at_registration = clean.trace().iter().any(
-        |event| matches!(&event.kind, TraceKind::IsrChanged { reason, .. } if reason.contains("unclean shutdown")),
-    );
+    let removed_at_registration = clean.trace().iter().any(|event| {
+        matches!(
+            &event.kind,
+            TraceKind::IsrChanged {
+                reason: ChangeReason::UncleanRestart { .. },
+                ..
+            }
+        )
+    });
     assert!(!removed_at_registration);
     assert_eq!(clean.summary().lost, 0);
 }
@@ -1101,7 +1114,14 @@ fn unclean_election_waits_for_the_controllers_periodic_pass() {
         "the periodic pass elects a follower uncleanly: {after:?}"
     );
     let by_the_pass = simulation.trace().iter().any(|event| {
-        matches!(&event.kind, TraceKind::LeaderElected { unclean: true, reason, .. } if reason.contains("periodic unclean leader election pass"))
+        matches!(
+            &event.kind,
+            TraceKind::LeaderElected {
+                unclean: true,
+                reason: ChangeReason::UncleanPass,
+                ..
+            }
+        )
     });
     assert!(by_the_pass);
 }
@@ -1150,7 +1170,11 @@ fn an_operators_unclean_election_brings_back_a_partition_whose_isr_is_dead() {
     );
     assert!(simulation.trace().iter().any(|event| matches!(
         &event.kind,
-        TraceKind::LeaderElected { unclean: true, reason, .. } if reason.contains("operator's unclean leader election")
+        TraceKind::LeaderElected {
+            unclean: true,
+            reason: ChangeReason::OperatorUnclean,
+            ..
+        }
     )));
     let refusals = |simulation: &Simulation| -> Vec<ErrorCode> {
         simulation
