@@ -611,7 +611,8 @@ impl Captioner {
                         text: format!("HW {from} → {to}"),
                     },
                     format!(
-                        "{broker_broker}'s high watermark of {partition} moves from {from} to {to}: {reason}.{}",
+                        "{broker_broker}'s high watermark of {partition} moves from {from} to {to}: {}.{}",
+                        reason.text(*to),
                         if leads { format!(" Consumers may now read offsets below {to}.") } else { String::new() }, broker_broker = as_broker(broker)),
                     vec![partition.to_string()],
                     "high-watermark".to_string(),

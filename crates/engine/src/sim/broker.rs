@@ -18,7 +18,7 @@ use crate::replication::idempotence::{DataBatch, ProducerStateTable, SequenceChe
 use crate::replication::replica::ReplicaState;
 use crate::replication::{BrokerId, Offset};
 
-use super::trace::{BrokerChange, TraceId, TraceKind};
+use super::trace::{BrokerChange, HighWatermarkReason, HighWatermarkTrigger, TraceId, TraceKind, TruncationReason};
 use super::types::{BatchSequence, ErrorCode, Message, MetadataImage, NodeId, ProducerBatch, Record};
 use super::{Simulation, Timer};
 
@@ -899,7 +899,7 @@ impl Simulation {
                         leader.partition_epoch = registration.partition_epoch;
                     }
                 }
-                self.leader_maybe_advance_hw(id, &partition, "the ISR changed");
+                self.leader_maybe_advance_hw(id, &partition, HighWatermarkTrigger::IsrChanged);
             }
             _ => {}
         }
@@ -989,7 +989,7 @@ impl Simulation {
                 );
                 self.fail_parked(id, &partition, parked_before, ErrorCode::NotLeaderOrFollower);
                 self.fail_held(id, &partition, held_before.0, held_before.1);
-                self.leader_maybe_advance_hw(id, &partition, "became leader");
+                self.leader_maybe_advance_hw(id, &partition, HighWatermarkTrigger::BecameLeader);
                 if *partition.topic == *super::coordinator::OFFSETS_TOPIC {
                     self.coordinator_partition_changed(id, &partition, true);
                 }
@@ -1305,7 +1305,7 @@ impl Simulation {
                             count,
                             ParkedReply::Produce { request, timeout_ms },
                         );
-                        self.leader_maybe_advance_hw(id, &partition, "a duplicate batch arrived");
+                        self.leader_maybe_advance_hw(id, &partition, HighWatermarkTrigger::DuplicateBatch);
                     } else {
                         respond(self, Ok(base_offset));
                     }
@@ -1365,7 +1365,7 @@ impl Simulation {
             respond(self, Ok(base_offset));
         }
         self.leader_release_held_fetches(id, &partition);
-        self.leader_maybe_advance_hw(id, &partition, "the leader appended");
+        self.leader_maybe_advance_hw(id, &partition, HighWatermarkTrigger::LeaderAppended);
     }
 
     /// Parks an acks=all request until the high watermark passes its records
@@ -1504,11 +1504,7 @@ impl Simulation {
             };
             self.send(node, self.controller_of(id), message);
         }
-        self.leader_maybe_advance_hw(
-            id,
-            partition,
-            &format!("broker-{replica} fetched from offset {fetch_offset}"),
-        );
+        self.leader_maybe_advance_hw(id, partition, HighWatermarkTrigger::Fetched { replica, fetch_offset });
         if fetch_offset < log_end {
             self.leader_answer_fetch(id, partition, replica, fetch_offset);
         } else {
@@ -1652,12 +1648,17 @@ impl Simulation {
     }
 
     /// [`Self::leader_maybe_advance_hw`] for the coordinator.
-    pub(crate) fn leader_maybe_advance_hw_pub(&mut self, id: BrokerId, partition: &TopicPartition, trigger: &str) {
+    pub(crate) fn leader_maybe_advance_hw_pub(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        trigger: HighWatermarkTrigger,
+    ) {
         self.leader_maybe_advance_hw(id, partition, trigger);
     }
 
     /// `maybeIncrementLeaderHW`, then answering acks=all requests it commits.
-    fn leader_maybe_advance_hw(&mut self, id: BrokerId, partition: &TopicPartition, trigger: &str) {
+    fn leader_maybe_advance_hw(&mut self, id: BrokerId, partition: &TopicPartition, trigger: HighWatermarkTrigger) {
         let now = self.now;
         let lag = self.config.replica_lag_time_max_ms;
         let (min_isr, replication_factor) = self
@@ -1708,12 +1709,9 @@ impl Simulation {
                 .get_mut(partition)
                 .expect("leader log")
                 .high_watermark = to;
-            let reason = match held_back_by.as_slice() {
-                [one] => format!("{trigger}; the slowest counted replica is broker-{one}"),
-                several => format!(
-                    "{trigger}; the slowest counted replicas, {}, are all at offset {to}",
-                    brokers_text(several)
-                ),
+            let reason = HighWatermarkReason::Advanced {
+                trigger,
+                slowest: held_back_by.clone(),
             };
             self.record(TraceKind::HighWatermark {
                 broker: id,
@@ -1889,7 +1887,7 @@ impl Simulation {
                     partition: partition.clone(),
                     to_offset: truncate_to,
                     removed,
-                    reason: format!("the leader's epoch {epoch} ends at offset {end_offset}"),
+                    reason: TruncationReason::DivergingEpoch { epoch, end_offset },
                 });
                 self.monitor.mark_dirty(partition);
             }
@@ -1929,18 +1927,10 @@ impl Simulation {
                 partition: partition.clone(),
                 from,
                 to: new_hw,
-                reason: "learned from the leader's fetch response".to_string(),
+                reason: HighWatermarkReason::FromLeader,
             });
         }
         // The leader holds empty fetches, so the next one can go at once.
         self.schedule_timer(node, incarnation, 0, Timer::FollowerFetch(partition.clone()));
     }
-}
-
-fn brokers_text(brokers: &[BrokerId]) -> String {
-    brokers
-        .iter()
-        .map(|broker| format!("broker-{broker}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }

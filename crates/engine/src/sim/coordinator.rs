@@ -20,7 +20,7 @@ use crate::groups::coordinator_partition;
 use crate::replication::{BrokerId, Offset};
 
 use super::broker::ParkedReply;
-use super::trace::{MemberAssignment, RebalanceReason, TraceKind};
+use super::trace::{HighWatermarkTrigger, MemberAssignment, RebalanceReason, TraceKind};
 use super::types::{ErrorCode, JoinResult, Message, NodeId, Record};
 use super::{Simulation, Timer};
 
@@ -652,7 +652,7 @@ impl Simulation {
             },
         );
         self.leader_release_held_fetches_pub(id, &partition);
-        self.leader_maybe_advance_hw_pub(id, &partition, "the coordinator appended an offset commit");
+        self.leader_maybe_advance_hw_pub(id, &partition, HighWatermarkTrigger::OffsetCommitAppended);
     }
 
     /// Appends one coordinator record (an offset commit or a group's
@@ -699,7 +699,7 @@ impl Simulation {
         };
         self.leader_park_reply(id, &partition, NodeId::Broker(id), offset, 1, reply);
         self.leader_release_held_fetches_pub(id, &partition);
-        self.leader_maybe_advance_hw_pub(id, &partition, "the coordinator stored the group's generation");
+        self.leader_maybe_advance_hw_pub(id, &partition, HighWatermarkTrigger::GenerationStored);
     }
 
     /// The group's new generation is durable (or could not be stored):

@@ -373,6 +373,99 @@ impl std::fmt::Display for CandidacyReason {
     }
 }
 
+/// What made a leader look at its high watermark again.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "trigger", rename_all = "kebab-case")]
+pub enum HighWatermarkTrigger {
+    IsrChanged,
+    BecameLeader,
+    DuplicateBatch,
+    LeaderAppended,
+    /// A follower fetched from this offset (so it holds everything below).
+    #[serde(rename_all = "camelCase")]
+    Fetched {
+        replica: BrokerId,
+        fetch_offset: Offset,
+    },
+    OffsetCommitAppended,
+    GenerationStored,
+}
+
+impl std::fmt::Display for HighWatermarkTrigger {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HighWatermarkTrigger::IsrChanged => write!(formatter, "the ISR changed"),
+            HighWatermarkTrigger::BecameLeader => write!(formatter, "became leader"),
+            HighWatermarkTrigger::DuplicateBatch => write!(formatter, "a duplicate batch arrived"),
+            HighWatermarkTrigger::LeaderAppended => write!(formatter, "the leader appended"),
+            HighWatermarkTrigger::Fetched { replica, fetch_offset } => {
+                write!(formatter, "broker-{replica} fetched from offset {fetch_offset}")
+            }
+            HighWatermarkTrigger::OffsetCommitAppended => {
+                write!(formatter, "the coordinator appended an offset commit")
+            }
+            HighWatermarkTrigger::GenerationStored => {
+                write!(formatter, "the coordinator stored the group's generation")
+            }
+        }
+    }
+}
+
+/// Why a replica's high watermark moved.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+pub enum HighWatermarkReason {
+    /// The leader advanced it to the slowest counted replicas' log end.
+    Advanced {
+        trigger: HighWatermarkTrigger,
+        slowest: Vec<BrokerId>,
+    },
+    /// A follower took the leader's from a fetch response.
+    FromLeader,
+}
+
+impl HighWatermarkReason {
+    /// In words, for a high watermark that moved to `to`.
+    pub fn text(&self, to: Offset) -> String {
+        match self {
+            HighWatermarkReason::Advanced { trigger, slowest } => match slowest.as_slice() {
+                [one] => format!("{trigger}; the slowest counted replica is broker-{one}"),
+                several => format!(
+                    "{trigger}; the slowest counted replicas, {}, are all at offset {to}",
+                    several
+                        .iter()
+                        .map(|broker| format!("broker-{broker}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            },
+            HighWatermarkReason::FromLeader => "learned from the leader's fetch response".to_string(),
+        }
+    }
+}
+
+/// Why a follower cut its log back.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+pub enum TruncationReason {
+    /// The leader's answer says where its epoch ends (KIP-101, KIP-279).
+    #[serde(rename_all = "camelCase")]
+    DivergingEpoch { epoch: u32, end_offset: Offset },
+}
+
+impl std::fmt::Display for TruncationReason {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TruncationReason::DivergingEpoch { epoch, end_offset } => {
+                write!(formatter, "the leader's epoch {epoch} ends at offset {end_offset}")
+            }
+        }
+    }
+}
+
 /// The kinds of trace events. (Fields are named for what they hold.)
 #[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -447,7 +540,7 @@ pub enum TraceKind {
         partition: TopicPartition,
         from: Offset,
         to: Offset,
-        reason: String,
+        reason: HighWatermarkReason,
     },
     /// A follower cut its log back to match the leader's.
     Truncated {
@@ -455,7 +548,7 @@ pub enum TraceKind {
         partition: TopicPartition,
         to_offset: Offset,
         removed: u64,
-        reason: String,
+        reason: TruncationReason,
     },
     /// A producer's records were acknowledged.
     Acknowledged {
@@ -592,7 +685,10 @@ impl TraceEvent {
                 to,
                 reason,
             } => {
-                format!("broker-{broker} {partition}: high watermark {from} -> {to} ({reason})")
+                format!(
+                    "broker-{broker} {partition}: high watermark {from} -> {to} ({})",
+                    reason.text(*to)
+                )
             }
             TraceKind::Truncated {
                 broker,
