@@ -11,7 +11,7 @@ use crate::replication::high_watermark::Acks;
 use crate::replication::BrokerId;
 
 use super::broker::BrokerStatus;
-use super::trace::{ranges, Invariant, TraceKind};
+use super::trace::{ranges, Invariant, LossCause, LossReason, TraceKind};
 use super::types::RecordId;
 use super::Simulation;
 
@@ -240,19 +240,17 @@ impl Simulation {
                 safe.push(record);
             }
             reasons.insert(match acks {
-                Some(Acks::Leader) => "acknowledged with acks=1 by a leader that had not replicated them".to_string(),
-                Some(Acks::All) if unclean => {
-                    "an unclean election made a replica outside the ISR the leader".to_string()
-                }
-                Some(Acks::All) => "acknowledged with acks=all, yet missing from the new leader".to_string(),
-                _ => "acknowledged without a guarantee".to_string(),
+                Some(Acks::Leader) => LossCause::AcksOneUnreplicated,
+                Some(Acks::All) if unclean => LossCause::UncleanElection,
+                Some(Acks::All) => LossCause::AcksAllMissing,
+                _ => LossCause::NoGuarantee,
             });
         }
-        let reason = format!(
-            "{}; broker-{leader} now leads at epoch {} without them",
-            reasons.into_iter().collect::<Vec<_>>().join("; "),
-            registration.leader_epoch
-        );
+        let reason = LossReason {
+            causes: reasons.into_iter().collect(),
+            leader,
+            leader_epoch: registration.leader_epoch,
+        };
         self.record(TraceKind::RecordsLost {
             partition: partition.clone(),
             records: lost,

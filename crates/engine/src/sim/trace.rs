@@ -466,6 +466,59 @@ impl std::fmt::Display for TruncationReason {
     }
 }
 
+/// Why acknowledged records are gone, for one kind of record among them.
+/// (Ordered as their texts sort, which is the order the trace lists them.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LossCause {
+    /// `acks=1`: the leader answered before any follower had them.
+    AcksOneUnreplicated,
+    /// `acks=all`, and still not on the new leader (a configuration that
+    /// is not safe, such as `min.insync.replicas=1`).
+    AcksAllMissing,
+    /// `acks=0`: nothing was promised.
+    NoGuarantee,
+    /// An unclean election chose a replica that did not have them.
+    UncleanElection,
+}
+
+impl std::fmt::Display for LossCause {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            LossCause::AcksOneUnreplicated => "acknowledged with acks=1 by a leader that had not replicated them",
+            LossCause::AcksAllMissing => "acknowledged with acks=all, yet missing from the new leader",
+            LossCause::NoGuarantee => "acknowledged without a guarantee",
+            LossCause::UncleanElection => "an unclean election made a replica outside the ISR the leader",
+        })
+    }
+}
+
+/// Why acknowledged records are gone: the kinds of guarantee they had, and
+/// the leader that now leads without them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LossReason {
+    /// Each kind among the lost records, in order.
+    pub causes: Vec<LossCause>,
+    /// The new leader.
+    pub leader: BrokerId,
+    /// Its leader epoch.
+    pub leader_epoch: u32,
+}
+
+impl std::fmt::Display for LossReason {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let causes: Vec<String> = self.causes.iter().map(ToString::to_string).collect();
+        write!(
+            formatter,
+            "{}; broker-{} now leads at epoch {} without them",
+            causes.join("; "),
+            self.leader,
+            self.leader_epoch
+        )
+    }
+}
+
 /// The kinds of trace events. (Fields are named for what they hold.)
 #[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -569,7 +622,7 @@ pub enum TraceKind {
     RecordsLost {
         partition: TopicPartition,
         records: Vec<RecordId>,
-        reason: String,
+        reason: LossReason,
     },
     /// A safety property broke.
     InvariantViolated { invariant: Invariant, detail: String },

@@ -129,8 +129,8 @@ pub struct ProduceErrorNote {
     pub time_ms: u64,
     /// `topic-partition`.
     pub partition: String,
-    /// Kafka's error name (`NOT_ENOUGH_REPLICAS`).
-    pub error: String,
+    /// Kafka's error (JSON: its name, `NOT_ENOUGH_REPLICAS`).
+    pub error: ErrorCode,
     /// Whether the producer retries.
     pub will_retry: bool,
 }
@@ -212,7 +212,7 @@ impl Highlights {
                     ProduceErrorNote {
                         time_ms: time,
                         partition: partition.to_string(),
-                        error: error_name(*error),
+                        error: *error,
                         will_retry: *will_retry,
                     },
                 );
