@@ -143,7 +143,21 @@ impl Universe {
     fn to_assignment(&self, input: &GroupInput, lists: &[Vec<u32>]) -> Assignment {
         let mut assignment = Assignment::new();
         for (member, list) in input.members.iter().zip(lists) {
-            let partitions = list.iter().map(|&number| self.topic_partition(number)).collect();
+            // A member's partitions mostly come in runs of one topic: look
+            // the topic up again only when a number leaves the last one's range.
+            let mut topic = usize::MAX;
+            let (mut start, mut end) = (0, 0);
+            let partitions = list
+                .iter()
+                .map(|&number| {
+                    if !(start..end).contains(&number) {
+                        topic = self.topic_of(number);
+                        start = self.offsets[topic];
+                        end = start + self.counts[topic];
+                    }
+                    TopicPartition::new(self.topics[topic].clone(), number - start)
+                })
+                .collect();
             assignment.insert(member.member_id.clone(), partitions);
         }
         assignment
