@@ -77,9 +77,13 @@ pub struct MapProps {
     pub reduced_motion: bool,
 }
 
-/// Click and Enter/Space select; the key never reaches the section's
-/// play/pause shortcut.
-fn selectable(name: Selection, on_select: &Callback<Selection>) -> (Callback<MouseEvent>, Callback<KeyboardEvent>) {
+/// Click and Enter/Space emit `name`; neither reaches the section's own
+/// shortcuts (play/pause, stepping). The map's selections and the
+/// sequence rows both use it.
+pub fn activate<T: Clone + 'static>(
+    name: T,
+    on_select: &Callback<T>,
+) -> (Callback<MouseEvent>, Callback<KeyboardEvent>) {
     let click = {
         let on_select = on_select.clone();
         let name = name.clone();
@@ -122,7 +126,7 @@ fn edge_line(edge: &MapEdge, selected: bool) -> Html {
 }
 
 fn edge_view(edge: &MapEdge, selected: bool, reduced_motion: bool, on_select: &Callback<Selection>) -> Html {
-    let (click, key) = selectable(
+    let (click, key) = activate(
         Selection::Edge {
             from: edge.from,
             to: edge.to,
@@ -174,7 +178,7 @@ fn replica_view(broker: u32, row: &ReplicaRow, is_selected: bool, on_select: &Ca
         broker,
         partition: row.partition.clone(),
     };
-    let (click, key) = selectable(selection, on_select);
+    let (click, key) = activate(selection, on_select);
     let rect = row.rect;
     let (bar_x, bar_w, text_x) = row.bar_and_text();
     let fraction = |offset: u64| offset as f64 / row.scale.max(1) as f64;
@@ -199,7 +203,7 @@ fn replica_view(broker: u32, row: &ReplicaRow, is_selected: bool, on_select: &Ca
 fn node_view(node: &MapNode, selected: &Option<Selection>, on_select: &Callback<Selection>) -> Html {
     let rect = node.rect;
     let is_selected = selected.as_ref() == Some(&node.id);
-    let (click, key) = selectable(node.id.clone(), on_select);
+    let (click, key) = activate(node.id.clone(), on_select);
     let frame = |class: &'static str| {
         html! {
             <rect class={classes!("frame", class)} x={format!("{:.1}", rect.x)} y={format!("{:.1}", rect.y)}
@@ -305,7 +309,7 @@ fn node_view(node: &MapNode, selected: &Option<Selection>, on_select: &Callback<
                 { for members.iter().map(|member| {
                     let member_node = Selection::Node(NodeId::Consumer(member.id));
                     let member_selected = selected.as_ref() == Some(&member_node);
-                    let (click, key) = selectable(member_node, on_select);
+                    let (click, key) = activate(member_node, on_select);
                     let r = member.rect;
                     let label = format!(
                         "{} in group {name}, {}, owns {}, total lag {}",

@@ -1253,6 +1253,18 @@ mod tests {
 
     use super::*;
 
+    fn assert_no_two_boxes_overlap(model: &MapModel) {
+        for (index, a) in model.nodes.iter().enumerate() {
+            for b in &model.nodes[index + 1..] {
+                let apart = a.rect.x + a.rect.w <= b.rect.x
+                    || b.rect.x + b.rect.w <= a.rect.x
+                    || a.rect.y + a.rect.h <= b.rect.y
+                    || b.rect.y + b.rect.h <= a.rect.y;
+                assert!(apart, "{} overlaps {}", a.name, b.name);
+            }
+        }
+    }
+
     fn sel(key: &str) -> Selection {
         Selection::parse(key).unwrap_or_else(|| panic!("{key} is a selection"))
     }
@@ -1297,15 +1309,7 @@ mod tests {
             assert!(node.rect.y + node.rect.h <= model.height, "{name}");
         }
         // No two top-level boxes overlap.
-        for (index, a) in model.nodes.iter().enumerate() {
-            for b in &model.nodes[index + 1..] {
-                let apart = a.rect.x + a.rect.w <= b.rect.x
-                    || b.rect.x + b.rect.w <= a.rect.x
-                    || a.rect.y + a.rect.h <= b.rect.y
-                    || b.rect.y + b.rect.h <= a.rect.y;
-                assert!(apart, "{} overlaps {}", a.name, b.name);
-            }
-        }
+        assert_no_two_boxes_overlap(&model);
     }
 
     #[test]
@@ -1325,15 +1329,7 @@ mod tests {
                     node.rect
                 );
             }
-            for (index, a) in model.nodes.iter().enumerate() {
-                for b in &model.nodes[index + 1..] {
-                    let apart = a.rect.x + a.rect.w <= b.rect.x
-                        || b.rect.x + b.rect.w <= a.rect.x
-                        || a.rect.y + a.rect.h <= b.rect.y
-                        || b.rect.y + b.rect.h <= a.rect.y;
-                    assert!(apart, "{} overlaps {}", a.name, b.name);
-                }
-            }
+            assert_no_two_boxes_overlap(&model);
             // Top to bottom: the quorum, producers, brokers, groups.
             let top_of = |kind: fn(&NodeBody) -> bool| {
                 model

@@ -13,7 +13,7 @@ use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
 use crate::export::MermaidExport;
-use crate::map::ClusterMap;
+use crate::map::{activate, ClusterMap};
 use crate::map_model::{layout_fit, requester_first};
 use crate::selection::Selection;
 use crate::sequence_model::{
@@ -80,25 +80,6 @@ struct DiagramProps {
     narrow: bool,
 }
 
-/// One row's click and Enter/Space: pick that step.
-fn pick_handlers(on_pick: &Callback<usize>, index: usize) -> (Callback<MouseEvent>, Callback<KeyboardEvent>) {
-    let pick = {
-        let on_pick = on_pick.clone();
-        Callback::from(move |_: MouseEvent| on_pick.emit(index))
-    };
-    let key = {
-        let on_pick = on_pick.clone();
-        Callback::from(move |event: KeyboardEvent| {
-            if matches!(event.key().as_str(), "Enter" | " ") {
-                event.prevent_default();
-                event.stop_propagation();
-                on_pick.emit(index);
-            }
-        })
-    };
-    (pick, key)
-}
-
 /// The steps around the current one as a list, for a phone: time, then
 /// who sends what to whom, or what changed where.
 fn sequence_list(props: &DiagramProps) -> Html {
@@ -106,7 +87,7 @@ fn sequence_list(props: &DiagramProps) -> Html {
         <ol class="sequence-list" data-testid="sequence-diagram" aria-label="the steps around the current one">
             { for props.rows.iter().map(|(index, step)| {
                 let current = *index == props.current;
-                let (pick, key) = pick_handlers(&props.on_pick, *index);
+                let (pick, key) = activate(*index, &props.on_pick);
                 let what = match &step.kind {
                     StepKind::Arrow { from, to, label, dropped, .. } => {
                         format!("{from} {} {to}: {label}", if *dropped { "✗→" } else { "→" })
@@ -170,7 +151,7 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
             { for props.rows.iter().enumerate().map(|(row, (index, step))| {
                 let y = TOP + row as f64 * ROW_H;
                 let current = *index == props.current;
-                let (pick, key) = pick_handlers(&props.on_pick, *index);
+                let (pick, key) = activate(*index, &props.on_pick);
                 let body = match &step.kind {
                     StepKind::Arrow { from, to, label, dropped, .. } => {
                         let (x1, x2) = (x_of(from), x_of(to));
