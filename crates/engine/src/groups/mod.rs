@@ -2,6 +2,8 @@
 //! how its members share partitions.
 
 pub mod assignors;
+pub mod classic;
+pub mod timer;
 
 use crate::java::{kafka_abs, string_hash_code};
 

@@ -584,7 +584,7 @@ impl Simulation {
             change.unclean_shutdown_replicas = vec![broker];
             change.target_isr = current.isr.iter().copied().filter(|&member| member != broker).collect();
             if let Some(record) = change.build() {
-                self.controller_commit(&partition, record, reason.clone());
+                self.controller_commit(&partition, record, reason);
             }
         }
     }
@@ -784,7 +784,7 @@ impl Simulation {
                 to: after.isr.clone(),
                 elr: after.elr.clone(),
                 partition_epoch: after.partition_epoch,
-                reason: reason.clone(),
+                reason,
             });
         }
         if record.leader.is_some() {

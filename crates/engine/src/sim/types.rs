@@ -117,6 +117,20 @@ pub enum ErrorCode {
     EligibleLeadersNotAvailable,
     /// The topic or partition does not exist.
     UnknownTopicOrPartition,
+    /// A JoinGroup without a member id: the coordinator hands one out and
+    /// asks the member to join again with it (KIP-394).
+    MemberIdRequired,
+    /// Another member now holds this `group.instance.id` (KIP-345).
+    FencedInstanceId,
+    /// The group coordinator is loading or unloading the group.
+    CoordinatorNotAvailable,
+    /// The member's protocol type or protocols do not match the group's.
+    InconsistentGroupProtocol,
+    /// `session.timeout.ms` outside the broker's
+    /// `group.min.session.timeout.ms`..`group.max.session.timeout.ms`.
+    InvalidSessionTimeout,
+    /// The group does not exist (OffsetCommit v9+ with a generation).
+    GroupIdNotFound,
 }
 
 impl std::fmt::Display for ErrorCode {
@@ -144,6 +158,12 @@ impl std::fmt::Display for ErrorCode {
             ErrorCode::PreferredLeaderNotAvailable => "PREFERRED_LEADER_NOT_AVAILABLE",
             ErrorCode::EligibleLeadersNotAvailable => "ELIGIBLE_LEADERS_NOT_AVAILABLE",
             ErrorCode::UnknownTopicOrPartition => "UNKNOWN_TOPIC_OR_PARTITION",
+            ErrorCode::MemberIdRequired => "MEMBER_ID_REQUIRED",
+            ErrorCode::FencedInstanceId => "FENCED_INSTANCE_ID",
+            ErrorCode::CoordinatorNotAvailable => "COORDINATOR_NOT_AVAILABLE",
+            ErrorCode::InconsistentGroupProtocol => "INCONSISTENT_GROUP_PROTOCOL",
+            ErrorCode::InvalidSessionTimeout => "INVALID_SESSION_TIMEOUT",
+            ErrorCode::GroupIdNotFound => "GROUP_ID_NOT_FOUND",
         })
     }
 }

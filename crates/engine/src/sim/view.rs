@@ -193,7 +193,7 @@ impl Highlights {
                     leader: *leader,
                     leader_epoch: *leader_epoch,
                     unclean: *unclean,
-                    reason: reason.clone(),
+                    reason: *reason,
                 })
             }
             TraceKind::ControllerElected { controller, epoch, .. } => {

@@ -4,6 +4,7 @@
 mod assignor_properties;
 mod assignors;
 mod controller_vectors;
+mod group_coordinator_vectors;
 mod java_ordering;
 mod partitioning;
 mod producer_state_vectors;
