@@ -1507,7 +1507,9 @@ mod tests {
         let append = run
             .steps
             .iter()
-            .find(|step| step.name == "append" && step.caption.contains("stays at"))
+            .find(|step| {
+                step.name == "append" && step.caption.contains("stays at") && step.caption.contains("of orders-")
+            })
             .expect("a leader append");
         assert!(
             append

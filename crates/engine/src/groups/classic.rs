@@ -29,6 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::timer::CoordinatorTimer;
+use crate::sim::trace::RebalanceReason;
 use crate::sim::types::ErrorCode;
 
 /// Who sent a request and is waiting for its answer: the caller's handle.
@@ -107,7 +108,7 @@ pub struct Protocol {
 }
 
 /// A JoinGroup request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct JoinRequest {
     /// The group.
     pub group_id: String,
@@ -332,7 +333,7 @@ pub enum CoordinatorRecord {
 
 /// What to do once a write is committed (or failed): the `appendFuture`
 /// callbacks of Kafka's shard.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum AppendCallback {
     /// A new group's empty metadata: on failure, the JoinGroup fails.
     NewGroup {
@@ -364,7 +365,7 @@ pub enum AppendCallback {
 }
 
 /// Records to append, and what follows once they are committed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Write {
     /// The records, in order.
     pub records: Vec<CoordinatorRecord>,
@@ -379,7 +380,7 @@ pub struct Write {
 }
 
 /// What one call did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Output {
     /// Answers sent now, in order (including parked requests answered).
     pub responses: Vec<(RequestId, Response)>,
@@ -456,6 +457,8 @@ pub struct ClassicGroup {
     pub pending_join: BTreeSet<String>,
     /// Members of this generation that have not sent SyncGroup yet.
     pub pending_sync: BTreeSet<String>,
+    /// Why the latest rebalance started (Kafka logs it as text).
+    pub rebalance_reason: RebalanceReason,
     new_member_added: bool,
 }
 
@@ -473,6 +476,7 @@ impl ClassicGroup {
             members: Vec::new(),
             pending_join: BTreeSet::new(),
             pending_sync: BTreeSet::new(),
+            rebalance_reason: RebalanceReason::Unstated,
             new_member_added: false,
         }
     }
@@ -750,7 +754,7 @@ impl ClassicGroup {
 }
 
 /// What a timer does when it fires.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 enum TimerOp {
     /// `expireClassicGroupMemberHeartbeat`.
     Heartbeat { group: String, member: String },
@@ -793,7 +797,7 @@ fn sync_key(group: &str) -> String {
 type Written = Option<Write>;
 
 /// One `__consumer_offsets` partition's classic group coordinator.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ClassicShard {
     config: ClassicConfig,
     now_ms: u64,
@@ -826,6 +830,12 @@ impl ClassicShard {
     /// The shard's clock.
     pub fn now_ms(&self) -> u64 {
         self.now_ms
+    }
+
+    /// Moves the clock forward without running timers: the time of the
+    /// request about to be handled. Timers due by then run at [`poll`](Self::poll).
+    pub fn set_time(&mut self, now_ms: u64) {
+        self.now_ms = self.now_ms.max(now_ms);
     }
 
     /// The member-id counter (pass it to the next shard of this partition).
@@ -919,6 +929,7 @@ impl ClassicShard {
                     members: Vec::new(),
                     pending_join: BTreeSet::new(),
                     pending_sync: BTreeSet::new(),
+                    rebalance_reason: RebalanceReason::Unstated,
                     new_member_added: false,
                 };
                 for member in &value.members {
@@ -1379,7 +1390,12 @@ impl ClassicShard {
         member.rebalance_timeout_ms = request.rebalance_timeout_ms;
         member.session_timeout_ms = request.session_timeout_ms;
         member.awaiting_join = Some(request_id);
-        self.maybe_prepare_rebalance_or_complete_join(&request.group_id)
+        self.maybe_prepare_rebalance_or_complete_join(
+            &request.group_id,
+            RebalanceReason::Rejoined {
+                member: request.member_id.clone(),
+            },
+        )
     }
 
     /// `addMemberThenRebalanceOrCompleteJoin`.
@@ -1415,6 +1431,7 @@ impl ClassicShard {
             is_new: true,
         });
         group.pending_join.remove(&member_id);
+        let joined = member_id.clone();
         // A new member cannot heartbeat while its JoinGroup is parked; it
         // gets the new-member join timeout instead of its session timeout.
         self.schedule(
@@ -1425,7 +1442,7 @@ impl ClassicShard {
                 member: member_id,
             },
         );
-        self.maybe_prepare_rebalance_or_complete_join(&group_id)
+        self.maybe_prepare_rebalance_or_complete_join(&group_id, RebalanceReason::Joined { member: joined })
     }
 
     /// `updateStaticMemberThenRebalanceOrCompleteJoin`.
@@ -1476,10 +1493,20 @@ impl ClassicShard {
                         response: None,
                     })
                 } else {
-                    self.maybe_prepare_rebalance_or_complete_join(&group_id)
+                    self.maybe_prepare_rebalance_or_complete_join(
+                        &group_id,
+                        RebalanceReason::Rejoined {
+                            member: new_member_id.to_string(),
+                        },
+                    )
                 }
             }
-            ClassicState::CompletingRebalance => self.prepare_rebalance(&group_id),
+            ClassicState::CompletingRebalance => self.prepare_rebalance(
+                &group_id,
+                RebalanceReason::Rejoined {
+                    member: new_member_id.to_string(),
+                },
+            ),
             _ => self.maybe_complete_join_phase(&group_id),
         }
     }
@@ -1522,9 +1549,9 @@ impl ClassicShard {
     }
 
     /// `maybePrepareRebalanceOrCompleteJoin`.
-    fn maybe_prepare_rebalance_or_complete_join(&mut self, group_id: &str) -> Written {
+    fn maybe_prepare_rebalance_or_complete_join(&mut self, group_id: &str, reason: RebalanceReason) -> Written {
         if self.groups.get(group_id)?.can_rebalance() {
-            self.prepare_rebalance(group_id)
+            self.prepare_rebalance(group_id, reason)
         } else {
             self.maybe_complete_join_phase(group_id)
         }
@@ -1544,13 +1571,14 @@ impl ClassicShard {
     }
 
     /// `prepareRebalance`.
-    fn prepare_rebalance(&mut self, group_id: &str) -> Written {
+    fn prepare_rebalance(&mut self, group_id: &str, reason: RebalanceReason) -> Written {
         let now = self.now_ms;
         if self.groups.get(group_id)?.state == ClassicState::CompletingRebalance {
             self.reset_and_propagate_assignment(group_id, ErrorCode::RebalanceInProgress);
         }
         self.remove_sync_expiration(group_id);
         let group = self.groups.get_mut(group_id)?;
+        group.rebalance_reason = reason;
         let initial = group.state == ClassicState::Empty;
         if initial {
             let delay = self.config.initial_rebalance_delay_ms;
@@ -1751,9 +1779,12 @@ impl ClassicShard {
         }
         group.remove(member_id, &hint);
         match group.state {
-            ClassicState::Stable | ClassicState::CompletingRebalance => {
-                self.maybe_prepare_rebalance_or_complete_join(group_id)
-            }
+            ClassicState::Stable | ClassicState::CompletingRebalance => self.maybe_prepare_rebalance_or_complete_join(
+                group_id,
+                RebalanceReason::SessionTimeout {
+                    members: vec![member_id.to_string()],
+                },
+            ),
             ClassicState::PreparingRebalance if group.has_all_members_joined() => self.complete_join(group_id),
             _ => None,
         }
@@ -1932,7 +1963,7 @@ impl ClassicShard {
         for member_id in &missing {
             self.timer.cancel(&heartbeat_key(group_id, member_id));
         }
-        self.prepare_rebalance(group_id)
+        self.prepare_rebalance(group_id, RebalanceReason::SyncTimeout)
     }
 
     // ----- Heartbeat, LeaveGroup, OffsetCommit -----------------------------
@@ -2043,10 +2074,14 @@ impl ClassicShard {
             });
         }
         let mut written = None;
-        if answers.iter().any(|answer| answer.error.is_none()) {
+        if let Some(answer) = answers.iter().find(|answer| answer.error.is_none()) {
+            let left = match answer.member_id.as_str() {
+                UNKNOWN_MEMBER_ID => answer.group_instance_id.clone().unwrap_or_default(),
+                member => member.to_string(),
+            };
             written = match self.groups.get(group_id).map(|group| group.state) {
                 Some(ClassicState::Stable | ClassicState::CompletingRebalance) => {
-                    self.maybe_prepare_rebalance_or_complete_join(group_id)
+                    self.maybe_prepare_rebalance_or_complete_join(group_id, RebalanceReason::Left { member: left })
                 }
                 Some(ClassicState::PreparingRebalance) => self.maybe_complete_join_phase(group_id),
                 _ => None,
@@ -2223,7 +2258,8 @@ impl ClassicShard {
                 });
                 if current {
                     self.reset_and_propagate_assignment(group, error);
-                    let written = self.maybe_prepare_rebalance_or_complete_join(group);
+                    let written =
+                        self.maybe_prepare_rebalance_or_complete_join(group, RebalanceReason::GenerationNotStored);
                     self.push(written);
                 }
             }

@@ -10,7 +10,9 @@
 
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 struct Scheduled<Op> {
     id: u64,
     key: String,
@@ -19,7 +21,7 @@ struct Scheduled<Op> {
 }
 
 /// Timeouts by key, each with an operation to run when it expires.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CoordinatorTimer<Op> {
     heap: Vec<Scheduled<Op>>,
     by_key: BTreeMap<String, u64>,

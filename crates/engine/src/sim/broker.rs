@@ -138,19 +138,10 @@ pub enum ParkedReply {
         /// The request's `timeoutMs` (the producer's `request.timeout.ms`).
         timeout_ms: u64,
     },
-    /// A group's new generation (Kafka's GroupMetadata record).
-    GroupMetadata {
-        /// The group.
-        group: String,
-        /// The generation stored.
-        generation: u32,
-    },
-    /// A group's offset commit.
-    OffsetCommit {
-        /// The group.
-        group: String,
-        /// The offsets it commits.
-        offsets: Vec<(TopicPartition, Offset)>,
+    /// A group coordinator's write (offset commits, group metadata).
+    CoordinatorWrite {
+        /// The write's id on its coordinator.
+        write: u64,
     },
 }
 
@@ -304,7 +295,7 @@ pub struct Broker {
     pub following: BTreeMap<TopicPartition, FollowerState>,
     /// Groups it coordinates (in memory; committed offsets are reloaded
     /// from `__consumer_offsets` when it becomes coordinator).
-    pub groups: BTreeMap<String, super::coordinator::GroupState>,
+    pub coordinators: BTreeMap<TopicPartition, super::coordinator::Coordinator>,
     /// Produce requests (acks 1 or all) not yet answered, by client and
     /// request id: each partition's result once that partition is done
     /// (Kafka's `DelayedProduce` answers when every partition is).
@@ -336,7 +327,7 @@ impl Broker {
             logs: BTreeMap::new(),
             leading: BTreeMap::new(),
             following: BTreeMap::new(),
-            groups: BTreeMap::new(),
+            coordinators: BTreeMap::new(),
             produce_requests: BTreeMap::new(),
             producer_ids: None,
             producer_id_blocks: 0,
@@ -356,7 +347,7 @@ impl Simulation {
         NodeId::Controller(self.brokers[&id].controller)
     }
 
-    fn broker(&mut self, id: BrokerId) -> &mut Broker {
+    pub(crate) fn broker(&mut self, id: BrokerId) -> &mut Broker {
         self.brokers.get_mut(&id).expect("known broker")
     }
 
@@ -400,7 +391,7 @@ impl Simulation {
         broker.metadata_log.in_flight = None;
         broker.leading.clear();
         broker.following.clear();
-        broker.groups.clear();
+        broker.coordinators.clear();
         broker.produce_requests.clear();
         broker.producer_ids = None;
         let incarnation = broker.incarnation;
@@ -408,7 +399,6 @@ impl Simulation {
             broker: id,
             status: BrokerChange::Started,
         });
-        self.schedule_timer(NodeId::Broker(id), incarnation, 1_000, Timer::CoordinatorSessionCheck);
         self.schedule_timer(
             NodeId::Broker(id),
             incarnation,
@@ -553,7 +543,7 @@ impl Simulation {
         broker.status = BrokerStatus::Dead;
         broker.leading.clear();
         broker.following.clear();
-        broker.groups.clear();
+        broker.coordinators.clear();
         broker.produce_requests.clear();
         broker.producer_ids = None;
         broker.shutting_down = None;
@@ -728,11 +718,7 @@ impl Simulation {
                     self.broker_fetch_metadata(id);
                 }
             }
-            Timer::CoordinatorSessionCheck => {
-                self.schedule_timer(node, incarnation, 1_000, Timer::CoordinatorSessionCheck);
-                self.coordinator_check_sessions(id);
-            }
-            Timer::GroupRebalanceCheck(group) => self.coordinator_maybe_complete_join(id, &group),
+            Timer::CoordinatorPoll(partition) => self.coordinator_poll(id, &partition),
             Timer::FollowerFetchTimeout(partition, fetch) => {
                 let broker = self.broker(id);
                 if let Some(state) = broker.following.get_mut(&partition) {
@@ -1154,15 +1140,8 @@ impl Simulation {
             ParkedReply::Produce { request, .. } => {
                 self.produce_partition_done(id, parked.client, request, partition, result)
             }
-            ParkedReply::OffsetCommit { group, offsets } => {
-                let result = result.map(|_| ()).map_err(|error| match error {
-                    ErrorCode::NotLeaderOrFollower => ErrorCode::NotCoordinator,
-                    other => other,
-                });
-                self.coordinator_commit_done(id, parked.client, &group, offsets, result);
-            }
-            ParkedReply::GroupMetadata { group, generation } => {
-                self.coordinator_generation_stored(id, &group, generation, result.is_ok());
+            ParkedReply::CoordinatorWrite { write } => {
+                self.coordinator_parked_done(id, partition, write, result.map(|_| ()));
             }
         }
     }

@@ -224,6 +224,9 @@ pub struct ConsumerConfig {
     /// Whether it starts with the run (otherwise a `startConsumer` input).
     #[serde(default = "default_true")]
     pub start: bool,
+    /// `group.instance.id`: set, the consumer is a static member (KIP-345).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_instance_id: Option<String>,
 }
 
 fn default_assignor() -> String {
@@ -254,6 +257,7 @@ impl ConsumerConfig {
             session_timeout_ms: default_consumer_session(),
             heartbeat_interval_ms: default_consumer_heartbeat(),
             start: true,
+            group_instance_id: None,
         }
     }
 }
@@ -418,6 +422,31 @@ impl ClusterConfig {
         ] {
             if value == 0 {
                 return Err(format!("{name} must be at least 1"));
+            }
+        }
+        // The broker refuses a JoinGroup whose session timeout is outside
+        // group.min.session.timeout.ms (6000) .. group.max.session.timeout.ms
+        // (1800000) with INVALID_SESSION_TIMEOUT.
+        let session = consumer.session_timeout_ms;
+        if !(6_000..=1_800_000).contains(&session) {
+            return Err(format!(
+                "sessionTimeoutMs must be between 6000 and 1800000 (the broker's group.min.session.timeout.ms and group.max.session.timeout.ms), got {session}"
+            ));
+        }
+        // KafkaConsumer: "heartbeat.interval.ms must be lower than session.timeout.ms".
+        if consumer.heartbeat_interval_ms >= session {
+            return Err(format!(
+                "heartbeatIntervalMs ({}) must be lower than sessionTimeoutMs ({session})",
+                consumer.heartbeat_interval_ms
+            ));
+        }
+        if let Some(instance) = &consumer.group_instance_id {
+            // `JoinGroupRequest.validateGroupInstanceId`.
+            let legal = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+            if instance.is_empty() || instance.len() > 249 || !instance.chars().all(legal) {
+                return Err(format!(
+                    "groupInstanceId {instance:?} must be 1 to 249 characters of a-z, A-Z, 0-9, '.', '_' or '-'"
+                ));
             }
         }
         Ok(())

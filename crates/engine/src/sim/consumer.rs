@@ -4,6 +4,8 @@
 //! offsets, reads from partition leaders up to the high watermark, and
 //! commits its positions every `auto.commit.interval.ms`. Eager protocol:
 //! on a rebalance it commits and gives up all partitions before rejoining.
+//! If its coordinator is lost it keeps reading its partitions while it
+//! looks for the new one, then heartbeats on in the same generation.
 
 use std::collections::BTreeMap;
 
@@ -100,6 +102,8 @@ pub struct Consumer {
     next_request: u64,
     /// Connections with a request-timeout check scheduled (one at a time).
     timeout_armed: std::collections::BTreeSet<BrokerId>,
+    /// An OffsetFetch for partitions without a position is out.
+    offset_fetch_in_flight: bool,
 }
 
 /// `retry.backoff.ms` (100): the least time between a failed fetch and the
@@ -139,7 +143,15 @@ impl Consumer {
             outstanding: BTreeMap::new(),
             next_request: 0,
             timeout_armed: std::collections::BTreeSet::new(),
+            offset_fetch_in_flight: false,
         }
+    }
+
+    /// Whether it rebalances cooperatively (KIP-429): its assignor supports
+    /// only the `COOPERATIVE` protocol among the ones the engine runs
+    /// (`ConsumerPartitionAssignor#supportedProtocols`).
+    pub fn cooperative(&self) -> bool {
+        Strategy::from_name(&self.config.assignor) == Some(Strategy::CooperativeSticky)
     }
 
     /// Lag per assigned partition: high watermark minus position.
@@ -262,12 +274,23 @@ impl Simulation {
         if clean {
             self.consumer_commit(id);
             let consumer = &self.consumers[id as usize];
-            if let (Some(coordinator), Some(member_id)) = (consumer.coordinator, consumer.member_id.clone()) {
+            // Only dynamic members leave: a static member (group.instance.id)
+            // stays in the group until its session times out, so a quick
+            // restart gets its partitions back with no rebalance (KIP-345,
+            // `AbstractCoordinator#maybeLeaveGroup`).
+            let dynamic = consumer.config.group_instance_id.is_none();
+            if let (true, Some(coordinator), Some(member_id)) =
+                (dynamic, consumer.coordinator, consumer.member_id.clone())
+            {
                 let group = consumer.config.group.clone();
                 self.send(
                     Self::consumer_node(id),
                     NodeId::Broker(coordinator),
-                    Message::LeaveGroup { group, member_id },
+                    Message::LeaveGroup {
+                        group,
+                        member_id,
+                        instance: None,
+                    },
                 );
             }
         }
@@ -289,12 +312,21 @@ impl Simulation {
             return;
         };
         consumer.phase = ConsumerPhase::Joining;
-        // Eager protocol: give up everything before joining.
-        let owned = std::mem::take(&mut consumer.assignment);
-        consumer.fetching.clear();
+        let owned = if consumer.cooperative() {
+            // Cooperative protocol (KIP-429): keep reading what it owns
+            // through the rebalance, and tell the leader what that is.
+            consumer.assignment.clone()
+        } else {
+            // Eager protocol: give up everything before joining.
+            consumer.fetching.clear();
+            std::mem::take(&mut consumer.assignment)
+        };
         let message = Message::JoinGroup {
             group: consumer.config.group.clone(),
             member_id: consumer.member_id.clone(),
+            instance: consumer.config.group_instance_id.clone(),
+            session_timeout_ms: consumer.config.session_timeout_ms,
+            rebalance_timeout_ms: CONSUMER_REBALANCE_TIMEOUT_MS,
             topics: consumer.config.topics.clone(),
             owned,
             assignor: consumer.config.assignor.clone(),
@@ -323,6 +355,7 @@ impl Simulation {
             group: consumer.config.group.clone(),
             generation: consumer.generation,
             member_id,
+            instance: consumer.config.group_instance_id.clone(),
             offsets: offsets.clone(),
         };
         self.consumers[id as usize].pending_commits.push_back(offsets);
@@ -350,9 +383,14 @@ impl Simulation {
                         group: consumer.config.group.clone(),
                         generation: consumer.generation,
                         member_id,
+                        instance: consumer.config.group_instance_id.clone(),
                     };
                     self.send(node, NodeId::Broker(coordinator), message);
                 }
+                // `updateFetchPositions` runs at every poll: partitions still
+                // without a position (their OffsetFetch or ListOffsets was
+                // lost) are asked for again.
+                self.consumer_fetch_positions(id);
                 self.schedule_timer(node, incarnation, heartbeat, Timer::ConsumerHeartbeat);
             }
             Timer::ConsumerCommit => {
@@ -363,7 +401,7 @@ impl Simulation {
             // Only the one pending retry counts (later ones replace none).
             Timer::ConsumerRetry if consumer.retry_at == Some(self.now) => {
                 self.consumers[id as usize].retry_at = None;
-                if self.consumers[id as usize].phase == ConsumerPhase::FindingCoordinator {
+                if self.consumers[id as usize].coordinator.is_none() {
                     self.consumer_bootstrap(id);
                 }
             }
@@ -483,16 +521,41 @@ impl Simulation {
             }
             Message::FindCoordinatorResponse { coordinator, .. } => {
                 let consumer = &mut self.consumers[id as usize];
-                if consumer.phase != ConsumerPhase::FindingCoordinator {
+                if consumer.coordinator.is_some() {
                     return;
                 }
                 if let Some(coordinator) = coordinator {
                     consumer.coordinator = Some(coordinator);
-                    self.consumer_join(id);
+                    // A member that kept consuming while its coordinator was
+                    // unknown just heartbeats to the new one, which loaded
+                    // the group from __consumer_offsets: no rejoin.
+                    if consumer.phase == ConsumerPhase::FindingCoordinator {
+                        self.consumer_join(id);
+                    } else {
+                        self.consumer_fetch_positions(id);
+                    }
                 }
             }
-            Message::JoinGroupResponse { result, .. } => match result {
+            Message::JoinGroupResponse { result, member_id, .. } => match result {
                 Ok(join) => self.consumer_joined(id, join),
+                Err(ErrorCode::MemberIdRequired) => {
+                    // KIP-394: join again, with the id the coordinator gave.
+                    let consumer = &mut self.consumers[id as usize];
+                    if consumer.phase == ConsumerPhase::Joining {
+                        consumer.member_id = Some(member_id);
+                        self.consumer_join(id);
+                    }
+                }
+                Err(ErrorCode::UnknownMemberId) => {
+                    // The coordinator does not know this member (a new
+                    // coordinator without its group, or it expired): join
+                    // again as a new member (`resetStateAndGeneration`).
+                    let consumer = &mut self.consumers[id as usize];
+                    if consumer.phase == ConsumerPhase::Joining {
+                        consumer.member_id = None;
+                        self.consumer_join(id);
+                    }
+                }
                 Err(error) => self.consumer_group_error(id, error),
             },
             Message::SyncGroupResponse { result, .. } => match result {
@@ -502,15 +565,37 @@ impl Simulation {
                         return;
                     }
                     consumer.phase = ConsumerPhase::Consuming;
-                    consumer.assignment = partitions.clone();
-                    consumer.positions.retain(|partition, _| partitions.contains(partition));
-                    let group = consumer.config.group.clone();
-                    if let Some(coordinator) = consumer.coordinator {
-                        self.send(
-                            Self::consumer_node(id),
-                            NodeId::Broker(coordinator),
-                            Message::OffsetFetch { group, partitions },
-                        );
+                    consumer.offset_fetch_in_flight = false;
+                    if consumer.cooperative() {
+                        // KIP-429 (`ConsumerCoordinator#onJoinComplete`): keep
+                        // what stays, start on what was added, and give up
+                        // what moves; if anything was given up, join again
+                        // so the next round hands it to its new owner.
+                        let revoked: Vec<TopicPartition> = consumer
+                            .assignment
+                            .iter()
+                            .filter(|partition| !partitions.contains(partition))
+                            .cloned()
+                            .collect();
+                        if !revoked.is_empty() {
+                            self.consumer_commit(id);
+                        }
+                        let consumer = &mut self.consumers[id as usize];
+                        consumer.positions.retain(|partition, _| partitions.contains(partition));
+                        consumer.fetching.retain(|partition, _| partitions.contains(partition));
+                        consumer.assignment = partitions;
+                        self.consumer_fetch_positions(id);
+                        self.consumer_fetch_all(id);
+                        if !revoked.is_empty() {
+                            self.consumer_join(id);
+                        }
+                    } else {
+                        consumer.assignment = partitions;
+                        // Eager protocol: every partition was revoked before
+                        // the join, so each one assigned starts from its
+                        // committed offset (`SubscriptionState#assignFromSubscribed`).
+                        consumer.positions.clear();
+                        self.consumer_fetch_positions(id);
                     }
                 }
                 Err(error) => self.consumer_group_error(id, error),
@@ -520,6 +605,7 @@ impl Simulation {
                 result: Ok(offsets), ..
             } => {
                 let reset = consumer.config.auto_offset_reset;
+                self.consumers[id as usize].offset_fetch_in_flight = false;
                 for (partition, committed) in offsets {
                     match committed {
                         Some(offset) => {
@@ -616,8 +702,10 @@ impl Simulation {
         let Some(coordinator) = consumer.coordinator else {
             return;
         };
-        // The leader computes everyone's assignment with the group's assignor.
-        let leader = join.member_id == join.leader;
+        // The leader computes everyone's assignment with the group's
+        // assignor, unless the coordinator kept the current one (a static
+        // leader that rejoined, KIP-814).
+        let leader = join.member_id == join.leader && !join.skip_assignment;
         consumer.assignment_snapshot = leader.then(|| consumer.partition_counts.clone());
         let assignment = leader.then(|| {
             let partition_counts = consumer.partition_counts.clone();
@@ -643,6 +731,7 @@ impl Simulation {
             group,
             generation: join.generation,
             member_id: join.member_id,
+            instance: consumer.config.group_instance_id.clone(),
             assignment,
         };
         self.send(Self::consumer_node(id), NodeId::Broker(coordinator), message);
@@ -654,25 +743,53 @@ impl Simulation {
             ErrorCode::RebalanceInProgress | ErrorCode::IllegalGeneration => {
                 if consumer.phase == ConsumerPhase::Consuming || consumer.phase == ConsumerPhase::Syncing {
                     self.consumer_commit(id);
+                    if error == ErrorCode::IllegalGeneration {
+                        // Its generation is gone: what it owned is lost
+                        // (`onPartitionsLost`), cooperative or not.
+                        let consumer = &mut self.consumers[id as usize];
+                        consumer.assignment.clear();
+                        consumer.fetching.clear();
+                    }
                     self.consumer_join(id);
                 }
             }
             ErrorCode::UnknownMemberId => {
                 consumer.member_id = None;
+                consumer.assignment.clear();
+                consumer.fetching.clear();
                 // A JoinGroup already in flight will get the new id; a
                 // second one would make this client two members.
                 if consumer.phase != ConsumerPhase::Joining {
                     self.consumer_join(id);
                 }
             }
+            ErrorCode::FencedInstanceId => {
+                // Another process took this group.instance.id: Kafka's
+                // client treats it as fatal and the consumer stops.
+                consumer.phase = ConsumerPhase::Stopped;
+                consumer.incarnation += 1;
+                consumer.assignment.clear();
+                consumer.fetching.clear();
+                self.record(TraceKind::ConsumerStatus {
+                    consumer: id,
+                    status: ConsumerChange::Fenced,
+                });
+            }
             _ => {
-                // NOT_COORDINATOR and the like: find the coordinator again.
-                consumer.phase = ConsumerPhase::FindingCoordinator;
+                // NOT_COORDINATOR and the like: the coordinator is unknown
+                // (`markCoordinatorUnknown`). A member that has its
+                // partitions keeps reading them while it looks for the
+                // coordinator again; one that was joining joins again once
+                // it is found.
                 consumer.coordinator = None;
                 // Requests on the old coordinator connection get no answer.
                 consumer.pending_commits.clear();
-                consumer.assignment.clear();
-                consumer.fetching.clear();
+                consumer.offset_fetch_in_flight = false;
+                if consumer.phase != ConsumerPhase::Consuming {
+                    consumer.phase = ConsumerPhase::FindingCoordinator;
+                    consumer.assignment.clear();
+                    consumer.fetching.clear();
+                }
                 // Not at once: the lookup waits retry.backoff.ms, as
                 // `AbstractCoordinator.ensureCoordinatorReady` does, or a
                 // coordinator that is gone but still in the metadata would
@@ -682,11 +799,44 @@ impl Simulation {
         }
     }
 
+    /// Asks the coordinator for the committed offsets of owned partitions
+    /// that have no position yet (one OffsetFetch at a time).
+    fn consumer_fetch_positions(&mut self, id: u32) {
+        let consumer = &self.consumers[id as usize];
+        let Some(coordinator) = consumer.coordinator else {
+            return;
+        };
+        if consumer.phase != ConsumerPhase::Consuming || consumer.offset_fetch_in_flight {
+            return;
+        }
+        let partitions: Vec<TopicPartition> = consumer
+            .assignment
+            .iter()
+            .filter(|partition| !consumer.positions.contains_key(*partition))
+            .cloned()
+            .collect();
+        if partitions.is_empty() {
+            return;
+        }
+        let group = consumer.config.group.clone();
+        self.consumers[id as usize].offset_fetch_in_flight = true;
+        self.send(
+            Self::consumer_node(id),
+            NodeId::Broker(coordinator),
+            Message::OffsetFetch { group, partitions },
+        );
+    }
+
     /// Sends a fetch for every owned partition with a position and a known
     /// leader, one at a time per partition.
     fn consumer_fetch_all(&mut self, id: u32) {
         let consumer = &self.consumers[id as usize];
-        if consumer.phase != ConsumerPhase::Consuming {
+        // During a cooperative rebalance a member still reads what it owns.
+        let reading = matches!(
+            consumer.phase,
+            ConsumerPhase::Consuming | ConsumerPhase::Joining | ConsumerPhase::Syncing
+        );
+        if !reading {
             return;
         }
         let mut requests = Vec::new();

@@ -1,128 +1,139 @@
-//! The group coordinator on the brokers (classic protocol:
-//! `GroupMetadataManager`, `ClassicGroupState`): a group lives on the
-//! broker that leads its `__consumer_offsets` partition
-//! (`abs(groupId.hashCode()) % offsets.topic.num.partitions`). It runs the
-//! JoinGroup / SyncGroup rounds, watches heartbeats, and stores committed
-//! offsets as records of that partition, answering a commit once the
-//! record is committed (the high watermark passed it).
+//! The group coordinator on the brokers: a group lives on the broker that
+//! leads its `__consumer_offsets` partition
+//! (`abs(groupId.hashCode()) % offsets.topic.num.partitions`). That
+//! broker runs the partition's [`ClassicShard`] (Kafka's
+//! `GroupCoordinatorShard` with the classic protocol of
+//! `GroupMetadataManager`), as Kafka's `CoordinatorRuntime` does:
 //!
-//! Simplifications, each a later step: no MEMBER_ID_REQUIRED round trip
-//! (KIP-394), no static membership, no KIP-848 protocol; the initial
-//! rebalance delay is `group.initial.rebalance.delay.ms` (3000) from the
-//! first join.
+//! - requests go to the shard, and its answers go back to the clients;
+//! - the records it writes (offset commits, group metadata) are appended
+//!   to the partition and replicated like any other, and what waits on
+//!   them (an OffsetCommit's answer, the SyncGroup answers of a new
+//!   generation) goes out once the high watermark passes them, or fails
+//!   after `offsets.commit.timeout.ms`;
+//! - when another broker becomes the partition's leader, the old shard is
+//!   unloaded (parked JoinGroup / SyncGroup requests get
+//!   `NOT_COORDINATOR`) and the new leader loads the groups from the
+//!   partition's records: members, generation, assignment and offsets
+//!   come back as they were, so members heartbeat on with no rebalance.
+//!
+//! Simplification: the shard applies offset commits to its state when
+//! they are appended, as Kafka's timeline state does, but never rolls
+//! them back if the append later fails (Kafka reverts to the last
+//! committed snapshot).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::groups::assignors::TopicPartition;
+use crate::groups::classic::{
+    AppendCallback, ClassicConfig, ClassicShard, CoordinatorRecord, JoinRequest, MemberIdentity, Output, Protocol,
+    RequestId, Response, SyncRequest, Write,
+};
 use crate::groups::coordinator_partition;
 use crate::replication::{BrokerId, Offset};
 
 use super::broker::ParkedReply;
-use super::trace::{HighWatermarkTrigger, MemberAssignment, RebalanceReason, TraceKind};
+use super::trace::{HighWatermarkTrigger, MemberAssignment, TraceKind};
 use super::types::{ErrorCode, JoinResult, Message, NodeId, Record};
 use super::{Simulation, Timer};
 
 /// The internal topic holding committed offsets.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
-/// `group.initial.rebalance.delay.ms`.
-const INITIAL_REBALANCE_DELAY_MS: u64 = 3_000;
-/// The rebalance timeout (`max.poll.interval.ms`, 300000).
-const REBALANCE_TIMEOUT_MS: u64 = 300_000;
-/// `offsets.commit.timeout.ms` (5000): how long an offset commit (or a new
-/// generation) waits for its record to be replicated before it fails.
+/// `offsets.commit.timeout.ms` (5000): how long a coordinator write waits
+/// for its records to be replicated before it fails.
 pub const OFFSETS_COMMIT_TIMEOUT_MS: u64 = 5_000;
-/// Record ids of offset commits start here, apart from produced records.
+/// Record ids of coordinator records start here, apart from produced
+/// records.
 pub const COMMIT_RECORD_BASE: u64 = 1 << 62;
 
-/// A group's phase (`ClassicGroupState`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum GroupPhase {
-    /// No members.
-    Empty,
-    /// Waiting for members to (re)join.
-    PreparingRebalance,
-    /// Waiting for the leader's assignment.
-    CompletingRebalance,
-    /// Everyone has an assignment.
-    Stable,
-}
+/// A record of `__consumer_offsets`.
+pub type CommitRecord = CoordinatorRecord;
 
-/// A member as the coordinator knows it.
+/// A write waiting for the high watermark.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct GroupMember {
-    /// Its id.
-    pub member_id: String,
-    /// The client process.
-    pub client: NodeId,
-    /// Its subscription.
-    pub topics: Vec<String>,
-    /// What it owned (sticky assignors use it).
-    pub owned: Vec<TopicPartition>,
-    /// Its assignor.
-    pub assignor: String,
-    /// When it last showed life.
-    pub last_heartbeat_ms: u64,
-    /// Whether it joined in the rebalance under way.
-    pub joined: bool,
+pub struct PendingWrite {
+    /// What the shard does once it is committed.
+    pub callback: Option<AppendCallback>,
+    /// The answer to send then.
+    pub response: Option<(RequestId, Response)>,
+    /// The group and the offsets it commits, for the trace.
+    pub offsets: Option<(String, Vec<(TopicPartition, Offset)>)>,
 }
 
-/// A group on its coordinator.
+/// One `__consumer_offsets` partition's coordinator on its leader.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct GroupState {
-    /// The phase.
-    pub phase: GroupPhase,
-    /// The generation (bumped by every completed join round).
-    pub generation: u32,
-    /// Members, in join order.
-    pub members: Vec<GroupMember>,
-    /// The leader's member id.
-    pub leader: Option<String>,
-    /// The current generation's assignment.
-    pub assignment: BTreeMap<String, Vec<TopicPartition>>,
-    /// Committed offsets.
-    pub committed: BTreeMap<TopicPartition, Offset>,
-    /// When the rebalance under way may complete at the earliest.
-    pub rebalance_not_before_ms: u64,
-    /// When it must complete at the latest.
-    pub rebalance_deadline_ms: u64,
-    /// Members waiting for their SyncGroup answer.
-    pub pending_syncs: Vec<(String, NodeId)>,
-    /// Why the rebalance under way started.
-    pub rebalance_reason: RebalanceReason,
-    next_member: u32,
+pub struct Coordinator {
+    /// The groups and offsets.
+    pub shard: ClassicShard,
+    /// Requests the shard holds or will answer: the client and group.
+    requests: BTreeMap<RequestId, (NodeId, String)>,
+    /// Writes waiting for the high watermark, by id.
+    writes: BTreeMap<u64, PendingWrite>,
+    next_request: RequestId,
+    next_write: u64,
+    /// The deadline a poll timer is scheduled for.
+    armed_at: Option<u64>,
 }
 
-impl GroupState {
-    fn new() -> GroupState {
-        GroupState {
-            phase: GroupPhase::Empty,
-            generation: 0,
-            members: Vec::new(),
-            leader: None,
-            assignment: BTreeMap::new(),
-            committed: BTreeMap::new(),
-            rebalance_not_before_ms: 0,
-            rebalance_deadline_ms: 0,
-            pending_syncs: Vec::new(),
-            rebalance_reason: RebalanceReason::Unstated,
-            next_member: 0,
+/// A consumer's subscription as its JoinGroup metadata carries it
+/// (`ConsumerProtocolSubscription`: topics and owned partitions).
+pub fn encode_subscription(topics: &[String], owned: &[TopicPartition]) -> Vec<u8> {
+    let owned: Vec<String> = owned
+        .iter()
+        .map(|partition| format!("{}#{}", partition.topic, partition.partition))
+        .collect();
+    format!("{}\n{}", topics.join(","), owned.join(",")).into_bytes()
+}
+
+/// Reads [`encode_subscription`]'s bytes back.
+pub fn decode_subscription(bytes: &[u8]) -> (Vec<String>, Vec<TopicPartition>) {
+    let text = String::from_utf8_lossy(bytes);
+    let (topics, owned) = text.split_once('\n').unwrap_or((&text, ""));
+    let topics = topics
+        .split(',')
+        .filter(|topic| !topic.is_empty())
+        .map(str::to_string)
+        .collect();
+    (topics, decode_partitions(owned))
+}
+
+/// A member's assignment as SyncGroup carries it
+/// (`ConsumerProtocolAssignment`).
+pub fn encode_assignment(partitions: &[TopicPartition]) -> Vec<u8> {
+    partitions
+        .iter()
+        .map(|partition| format!("{}#{}", partition.topic, partition.partition))
+        .collect::<Vec<_>>()
+        .join(",")
+        .into_bytes()
+}
+
+/// Reads [`encode_assignment`]'s bytes back.
+pub fn decode_assignment(bytes: &[u8]) -> Vec<TopicPartition> {
+    decode_partitions(&String::from_utf8_lossy(bytes))
+}
+
+fn decode_partitions(text: &str) -> Vec<TopicPartition> {
+    text.split(',')
+        .filter_map(|item| {
+            let (topic, partition) = item.rsplit_once('#')?;
+            Some(TopicPartition::new(topic, partition.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Kafka's `appendGroupMetadataErrorToResponseError`: how a failed write
+/// reaches the client.
+fn append_error(error: ErrorCode) -> ErrorCode {
+    match error {
+        ErrorCode::NotLeaderOrFollower => ErrorCode::NotCoordinator,
+        ErrorCode::UnknownTopicOrPartition | ErrorCode::NotEnoughReplicas | ErrorCode::RequestTimedOut => {
+            ErrorCode::CoordinatorNotAvailable
         }
+        other => other,
     }
-}
-
-/// A record of `__consumer_offsets`: an offset commit, or the group's
-/// metadata after a rebalance (its generation), so that a new coordinator
-/// continues the generation numbering.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CommitRecord {
-    /// The group.
-    pub group: String,
-    /// What it commits (empty for a group-metadata record).
-    pub offsets: Vec<(TopicPartition, Offset)>,
-    /// The generation, for a group-metadata record.
-    pub generation: Option<u32>,
 }
 
 impl Simulation {
@@ -132,64 +143,17 @@ impl Simulation {
         TopicPartition::new(self.offsets_topic.clone(), partition)
     }
 
-    fn is_coordinator(&self, id: BrokerId, group: &str) -> bool {
-        let partition = self.offsets_partition(group);
-        self.brokers[&id].leading.contains_key(&partition)
-    }
-
-    fn group_mut(&mut self, id: BrokerId, group: &str) -> &mut GroupState {
-        self.brokers
-            .get_mut(&id)
-            .expect("broker")
-            .groups
-            .entry(group.to_string())
-            .or_insert_with(GroupState::new)
-    }
-
-    /// The broker took or lost leadership of an offsets partition: load the
-    /// committed offsets of its groups from the log, or drop them.
+    /// The broker took or lost leadership of an offsets partition: the old
+    /// shard unloads; a new leader loads the partition's groups from its
+    /// records (`CoordinatorRuntime#scheduleLoadOperation`).
     pub(crate) fn coordinator_partition_changed(&mut self, id: BrokerId, partition: &TopicPartition, leading: bool) {
-        let groups: Vec<String> = self.brokers[&id]
-            .groups
-            .keys()
-            .filter(|group| self.offsets_partition(group) == *partition)
-            .cloned()
-            .collect();
-        let broker = self.brokers.get_mut(&id).expect("broker");
-        let mut unloaded = Vec::new();
-        for group in groups {
-            if let Some(state) = broker.groups.remove(&group) {
-                unloaded.push((group, state));
-            }
-        }
-        // Requests the group was holding (JoinGroups waiting for the round
-        // to complete, SyncGroups waiting for the leader's assignment) are
-        // answered NOT_COORDINATOR as the group unloads, so their members
-        // look for the new coordinator (`GroupMetadataManager#onUnloaded`).
-        for (group, state) in unloaded {
-            let node = NodeId::Broker(id);
-            if state.phase == GroupPhase::PreparingRebalance {
-                for member in state.members.iter().filter(|member| member.joined) {
-                    self.send(
-                        node,
-                        member.client,
-                        Message::JoinGroupResponse {
-                            group: group.clone(),
-                            result: Err(ErrorCode::NotCoordinator),
-                        },
-                    );
-                }
-            }
-            for (_, client) in &state.pending_syncs {
-                self.send(
-                    node,
-                    *client,
-                    Message::SyncGroupResponse {
-                        group: group.clone(),
-                        result: Err(ErrorCode::NotCoordinator),
-                    },
-                );
-            }
+        let now = self.now;
+        if let Some(mut coordinator) = self.broker(id).coordinators.remove(partition) {
+            coordinator.shard.set_time(now);
+            let output = coordinator.shard.unload();
+            self.broker(id).coordinators.insert(partition.clone(), coordinator);
+            self.coordinator_route(id, partition, output);
+            self.broker(id).coordinators.remove(partition);
         }
         if !leading {
             return;
@@ -197,30 +161,35 @@ impl Simulation {
         let Some(log) = self.brokers[&id].logs.get(partition) else {
             return;
         };
-        let mut loaded: BTreeMap<String, (BTreeMap<TopicPartition, Offset>, u32)> = BTreeMap::new();
+        let mut shard = ClassicShard::new(ClassicConfig::default(), self.now, self.member_counter);
         for record in log.records.iter() {
             if record.id < COMMIT_RECORD_BASE {
                 continue;
             }
             if let Some(commit) = self.commits.get((record.id - COMMIT_RECORD_BASE) as usize) {
-                let (offsets, generation) = loaded.entry(commit.group.clone()).or_default();
-                for (topic_partition, offset) in &commit.offsets {
-                    offsets.insert(topic_partition.clone(), *offset);
-                }
-                *generation = (*generation).max(commit.generation.unwrap_or(0));
+                shard.replay(commit);
             }
         }
-        for (group, (committed, generation)) in loaded {
-            let state = self.group_mut(id, &group);
-            state.committed = committed;
-            state.generation = generation;
-        }
+        shard.on_loaded();
+        self.broker(id).coordinators.insert(
+            partition.clone(),
+            Coordinator {
+                shard,
+                requests: BTreeMap::new(),
+                writes: BTreeMap::new(),
+                next_request: 0,
+                next_write: 0,
+                armed_at: None,
+            },
+        );
+        self.coordinator_arm(id, partition);
     }
 
     /// Handles group requests; returns `false` for other messages.
     pub(crate) fn coordinator_receive(&mut self, id: BrokerId, from: NodeId, message: &Message) -> bool {
         let node = NodeId::Broker(id);
-        match message {
+        let now = self.now;
+        let group = match message {
             Message::FindCoordinator { group } => {
                 let partition = self.offsets_partition(group);
                 let known = self.brokers[&id]
@@ -241,423 +210,328 @@ impl Simulation {
                         coordinator,
                     },
                 );
+                return true;
             }
-            Message::JoinGroup {
-                group,
-                member_id,
-                topics,
-                owned,
-                assignor,
-            } => {
-                if !self.is_coordinator(id, group) {
-                    let message = Message::JoinGroupResponse {
-                        group: group.clone(),
-                        result: Err(ErrorCode::NotCoordinator),
-                    };
-                    self.send(node, from, message);
-                    return true;
-                }
-                self.coordinator_join(
-                    id,
-                    from,
-                    group,
-                    member_id.clone(),
-                    topics.clone(),
-                    owned.clone(),
-                    assignor.clone(),
-                );
-            }
-            Message::SyncGroup {
-                group,
-                generation,
-                member_id,
-                assignment,
-            } => {
-                self.coordinator_sync(id, from, group, *generation, member_id, assignment.clone());
-            }
-            Message::Heartbeat {
-                group,
-                generation,
-                member_id,
-            } => {
-                let now = self.now;
-                let error = if !self.is_coordinator(id, group) {
-                    Some(ErrorCode::NotCoordinator)
-                } else {
-                    let state = self.group_mut(id, group);
-                    match state.members.iter_mut().find(|member| &member.member_id == member_id) {
-                        None => Some(ErrorCode::UnknownMemberId),
-                        Some(member) => {
-                            member.last_heartbeat_ms = now;
-                            if state.phase == GroupPhase::PreparingRebalance {
-                                Some(ErrorCode::RebalanceInProgress)
-                            } else if *generation != state.generation {
-                                Some(ErrorCode::IllegalGeneration)
-                            } else {
-                                None
-                            }
-                        }
-                    }
-                };
-                self.send(
-                    node,
-                    from,
-                    Message::HeartbeatResponse {
-                        group: group.clone(),
-                        error,
-                    },
-                );
-            }
-            Message::LeaveGroup { group, member_id } => {
-                if self.is_coordinator(id, group) {
-                    let state = self.group_mut(id, group);
-                    state.members.retain(|member| &member.member_id != member_id);
-                    self.coordinator_start_rebalance(
-                        id,
-                        group,
-                        RebalanceReason::Left {
-                            member: member_id.clone(),
-                        },
-                    );
-                }
-            }
-            Message::OffsetCommit {
-                group,
-                generation,
-                member_id,
-                offsets,
-            } => {
-                self.coordinator_commit(id, from, group, *generation, member_id, offsets.clone());
-            }
-            Message::OffsetFetch { group, partitions } => {
-                let result = if self.is_coordinator(id, group) {
-                    let state = self.group_mut(id, group);
-                    Ok(partitions
-                        .iter()
-                        .map(|partition| (partition.clone(), state.committed.get(partition).copied()))
-                        .collect())
-                } else {
-                    Err(ErrorCode::NotCoordinator)
-                };
-                self.send(
-                    node,
-                    from,
-                    Message::OffsetFetchResponse {
-                        group: group.clone(),
-                        result,
-                    },
-                );
-            }
+            Message::JoinGroup { group, .. }
+            | Message::SyncGroup { group, .. }
+            | Message::Heartbeat { group, .. }
+            | Message::LeaveGroup { group, .. }
+            | Message::OffsetCommit { group, .. }
+            | Message::OffsetFetch { group, .. } => group.clone(),
             _ => return false,
-        }
-        true
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn coordinator_join(
-        &mut self,
-        id: BrokerId,
-        client: NodeId,
-        group: &str,
-        member_id: Option<String>,
-        topics: Vec<String>,
-        owned: Vec<TopicPartition>,
-        assignor: String,
-    ) {
-        let now = self.now;
-        let state = self.group_mut(id, group);
-        let known = member_id
-            .as_ref()
-            .and_then(|member_id| state.members.iter().position(|member| &member.member_id == member_id));
-        let member_id = match known {
-            Some(index) => {
-                let member = &mut state.members[index];
-                member.joined = true;
-                member.client = client;
-                member.topics = topics;
-                member.owned = owned;
-                member.last_heartbeat_ms = now;
-                member.member_id.clone()
-            }
-            None => {
-                state.next_member += 1;
-                let member_id = format!("{client}-{}", state.next_member);
-                state.members.push(GroupMember {
-                    member_id: member_id.clone(),
-                    client,
-                    topics,
-                    owned,
-                    assignor,
-                    last_heartbeat_ms: now,
-                    joined: true,
-                });
-                member_id
-            }
         };
-        let phase = self.group_mut(id, group).phase;
-        if phase != GroupPhase::PreparingRebalance {
-            let reason = if known.is_some() {
-                RebalanceReason::Rejoined {
-                    member: member_id.clone(),
-                }
-            } else {
-                RebalanceReason::Joined {
-                    member: member_id.clone(),
-                }
-            };
-            self.coordinator_start_rebalance(id, group, reason);
-            // The member just joined: keep its flag.
-            if let Some(member) = self
-                .group_mut(id, group)
-                .members
-                .iter_mut()
-                .find(|member| member.member_id == member_id)
-            {
-                member.joined = true;
-            }
+        let partition = self.offsets_partition(&group);
+        if !self.brokers[&id].coordinators.contains_key(&partition) {
+            self.coordinator_refuse(id, from, message, ErrorCode::NotCoordinator);
+            return true;
         }
-        self.coordinator_maybe_complete_join(id, group);
-    }
-
-    /// Moves a group to PreparingRebalance (or Empty when nobody is left).
-    fn coordinator_start_rebalance(&mut self, id: BrokerId, group: &str, reason: RebalanceReason) {
-        let now = self.now;
-        let incarnation = self.brokers[&id].incarnation;
-        let state = self.group_mut(id, group);
-        if state.members.is_empty() {
-            state.phase = GroupPhase::Empty;
-            state.assignment.clear();
-            return;
-        }
-        // Already preparing: the round goes on; members that already sent
-        // their JoinGroup stay joined (Kafka's `maybePrepareRebalance`
-        // only acts on a group that can rebalance; a member removed
-        // meanwhile just lets the join round complete sooner).
-        if state.phase == GroupPhase::PreparingRebalance {
-            return;
-        }
-        let was_empty = state.phase == GroupPhase::Empty;
-        state.phase = GroupPhase::PreparingRebalance;
-        state.rebalance_reason = reason;
-        let waiting = std::mem::take(&mut state.pending_syncs);
-        for member in &mut state.members {
-            member.joined = false;
-        }
-        // SyncGroups held for the round that is abandoned are answered
-        // REBALANCE_IN_PROGRESS: their members join again.
-        for (_, client) in waiting {
-            self.send(
-                NodeId::Broker(id),
-                client,
-                Message::SyncGroupResponse {
-                    group: group.to_string(),
-                    result: Err(ErrorCode::RebalanceInProgress),
-                },
-            );
-        }
-        let state = self.group_mut(id, group);
-        state.rebalance_not_before_ms = if was_empty {
-            now + INITIAL_REBALANCE_DELAY_MS
-        } else {
-            now
-        };
-        state.rebalance_deadline_ms = now + REBALANCE_TIMEOUT_MS;
-        let delay = if was_empty { INITIAL_REBALANCE_DELAY_MS } else { 0 };
-        self.schedule_timer(
-            NodeId::Broker(id),
-            incarnation,
-            delay,
-            Timer::GroupRebalanceCheck(group.to_string()),
-        );
-    }
-
-    /// Completes the join round when every member rejoined (and the initial
-    /// delay passed), or when the rebalance timeout ends.
-    pub(crate) fn coordinator_maybe_complete_join(&mut self, id: BrokerId, group: &str) {
-        let now = self.now;
-        let node = NodeId::Broker(id);
-        let state = self.group_mut(id, group);
-        if state.phase != GroupPhase::PreparingRebalance || now < state.rebalance_not_before_ms {
-            return;
-        }
-        let all_joined = state.members.iter().all(|member| member.joined);
-        if !all_joined && now < state.rebalance_deadline_ms {
-            return;
-        }
-        // Members that did not rejoin in time are removed.
-        state.members.retain(|member| member.joined);
-        if state.members.is_empty() {
-            state.phase = GroupPhase::Empty;
-            return;
-        }
-        state.generation += 1;
-        state.phase = GroupPhase::CompletingRebalance;
-        // Members have the rebalance timeout to send their SyncGroup (the
-        // coordinator's pending-sync timeout).
-        state.rebalance_deadline_ms = now + REBALANCE_TIMEOUT_MS;
-        let leader = match &state.leader {
-            Some(leader) if state.members.iter().any(|member| &member.member_id == leader) => leader.clone(),
-            _ => state.members[0].member_id.clone(),
-        };
-        state.leader = Some(leader.clone());
-        state.assignment.clear();
-        let generation = state.generation;
-        let assignor = state.members[0].assignor.clone();
-        let members: Vec<(String, Vec<String>, Vec<TopicPartition>)> = state
-            .members
-            .iter()
-            .map(|member| (member.member_id.clone(), member.topics.clone(), member.owned.clone()))
-            .collect();
-        let clients: Vec<(String, NodeId)> = state
-            .members
-            .iter()
-            .map(|member| (member.member_id.clone(), member.client))
-            .collect();
-        for (member_id, client) in clients {
-            let result = JoinResult {
-                generation,
-                member_id: member_id.clone(),
-                leader: leader.clone(),
-                assignor: assignor.clone(),
-                members: if member_id == leader {
-                    members.clone()
-                } else {
-                    Vec::new()
-                },
-            };
+        if let Message::OffsetFetch { partitions, .. } = message {
+            let committed = self.brokers[&id].coordinators[&partition]
+                .shard
+                .committed_offsets(&group);
+            let result = partitions
+                .iter()
+                .map(|tp| {
+                    let offset = committed
+                        .get(&(tp.topic.to_string(), tp.partition))
+                        .and_then(|offset| u64::try_from(*offset).ok());
+                    (tp.clone(), offset)
+                })
+                .collect();
             self.send(
                 node,
-                client,
-                Message::JoinGroupResponse {
-                    group: group.to_string(),
+                from,
+                Message::OffsetFetchResponse {
+                    group,
                     result: Ok(result),
                 },
             );
+            return true;
         }
+        if let Message::JoinGroup {
+            member_id: Some(member),
+            ..
+        } = message
+        {
+            self.member_clients.insert(member.clone(), from);
+        }
+        let Some(coordinator) = self.broker(id).coordinators.get_mut(&partition) else {
+            return true;
+        };
+        coordinator.shard.set_time(now);
+        coordinator.next_request += 1;
+        let request = coordinator.next_request;
+        coordinator.requests.insert(request, (from, group.clone()));
+        let shard = &mut coordinator.shard;
+        let output = match message {
+            Message::JoinGroup {
+                member_id,
+                instance,
+                session_timeout_ms,
+                rebalance_timeout_ms,
+                topics,
+                owned,
+                assignor,
+                ..
+            } => {
+                let join = JoinRequest {
+                    group_id: group,
+                    member_id: member_id.clone().unwrap_or_default(),
+                    group_instance_id: instance.clone(),
+                    session_timeout_ms: *session_timeout_ms,
+                    rebalance_timeout_ms: *rebalance_timeout_ms,
+                    protocol_type: "consumer".to_string(),
+                    protocols: vec![Protocol {
+                        name: assignor.clone(),
+                        metadata: encode_subscription(topics, owned),
+                    }],
+                    client_id: from.to_string(),
+                };
+                shard.join(request, &join)
+            }
+            Message::SyncGroup {
+                generation,
+                member_id,
+                instance,
+                assignment,
+                ..
+            } => {
+                let sync = SyncRequest {
+                    group_id: group,
+                    member_id: member_id.clone(),
+                    group_instance_id: instance.clone(),
+                    generation: *generation as i32,
+                    assignments: assignment
+                        .iter()
+                        .flatten()
+                        .map(|(member, partitions)| (member.clone(), encode_assignment(partitions)))
+                        .collect(),
+                };
+                shard.sync(request, &sync)
+            }
+            Message::Heartbeat {
+                generation,
+                member_id,
+                instance,
+                ..
+            } => {
+                let identity = MemberIdentity {
+                    member_id: member_id.clone(),
+                    group_instance_id: instance.clone(),
+                };
+                shard.heartbeat(request, &group, &identity, *generation as i32)
+            }
+            Message::LeaveGroup {
+                member_id, instance, ..
+            } => {
+                let identity = MemberIdentity {
+                    member_id: member_id.clone(),
+                    group_instance_id: instance.clone(),
+                };
+                shard.leave(request, &group, &[identity])
+            }
+            Message::OffsetCommit {
+                generation,
+                member_id,
+                instance,
+                offsets,
+                ..
+            } => {
+                let identity = MemberIdentity {
+                    member_id: member_id.clone(),
+                    group_instance_id: instance.clone(),
+                };
+                let offsets: Vec<(String, u32, i64)> = offsets
+                    .iter()
+                    .map(|(tp, offset)| (tp.topic.to_string(), tp.partition, *offset as i64))
+                    .collect();
+                shard.commit(request, &group, &identity, *generation as i32, &offsets)
+            }
+            _ => Output::default(),
+        };
+        self.coordinator_route(id, &partition, output);
+        true
     }
 
-    fn coordinator_sync(
-        &mut self,
-        id: BrokerId,
-        client: NodeId,
-        group: &str,
-        generation: u32,
-        member_id: &str,
-        assignment: Option<BTreeMap<String, Vec<TopicPartition>>>,
-    ) {
-        let node = NodeId::Broker(id);
-        if !self.is_coordinator(id, group) {
-            self.send(
-                node,
-                client,
-                Message::SyncGroupResponse {
-                    group: group.to_string(),
-                    result: Err(ErrorCode::NotCoordinator),
-                },
-            );
-            return;
-        }
-        let state = self.group_mut(id, group);
-        let error = if !state.members.iter().any(|member| member.member_id == member_id) {
-            Some(ErrorCode::UnknownMemberId)
-        } else if generation != state.generation {
-            Some(ErrorCode::IllegalGeneration)
-        } else if state.phase == GroupPhase::PreparingRebalance {
-            Some(ErrorCode::RebalanceInProgress)
-        } else {
-            None
+    /// Answers a group request this broker cannot take.
+    fn coordinator_refuse(&mut self, id: BrokerId, to: NodeId, message: &Message, error: ErrorCode) {
+        let reply = match message {
+            Message::JoinGroup { group, member_id, .. } => Message::JoinGroupResponse {
+                group: group.clone(),
+                member_id: member_id.clone().unwrap_or_default(),
+                result: Err(error),
+            },
+            Message::SyncGroup { group, .. } => Message::SyncGroupResponse {
+                group: group.clone(),
+                result: Err(error),
+            },
+            Message::Heartbeat { group, .. } => Message::HeartbeatResponse {
+                group: group.clone(),
+                error: Some(error),
+            },
+            Message::OffsetCommit { group, .. } => Message::OffsetCommitResponse {
+                group: group.clone(),
+                result: Err(error),
+            },
+            Message::OffsetFetch { group, .. } => Message::OffsetFetchResponse {
+                group: group.clone(),
+                result: Err(error),
+            },
+            _ => return,
         };
-        if let Some(error) = error {
-            self.send(
-                node,
-                client,
-                Message::SyncGroupResponse {
-                    group: group.to_string(),
-                    result: Err(error),
-                },
-            );
-            return;
+        self.send(NodeId::Broker(id), to, reply);
+    }
+
+    /// Sends the shard's answers, appends its writes, and keeps its timer
+    /// armed.
+    fn coordinator_route(&mut self, id: BrokerId, partition: &TopicPartition, output: Output) {
+        if let Some(coordinator) = self.brokers[&id].coordinators.get(partition) {
+            self.member_counter = self.member_counter.max(coordinator.shard.member_counter());
         }
-        state.pending_syncs.push((member_id.to_string(), client));
-        if let (Some(assignment), Some(leader)) = (assignment, state.leader.clone()) {
-            if leader == member_id && state.phase == GroupPhase::CompletingRebalance && state.assignment.is_empty() {
-                // The assignment becomes the group's once it is durable in
-                // __consumer_offsets (`GroupMetadataManager#storeGroup`).
-                state.assignment = assignment;
-                let generation = state.generation;
-                self.coordinator_store_generation(id, group, generation);
+        for (request, response) in output.responses {
+            self.coordinator_answer(id, partition, request, response);
+        }
+        for write in output.writes {
+            self.coordinator_write(id, partition, write);
+        }
+        self.coordinator_arm(id, partition);
+    }
+
+    fn coordinator_answer(&mut self, id: BrokerId, partition: &TopicPartition, request: RequestId, response: Response) {
+        let Some((client, group)) = self
+            .broker(id)
+            .coordinators
+            .get_mut(partition)
+            .and_then(|coordinator| coordinator.requests.remove(&request))
+        else {
+            return;
+        };
+        let message = match response {
+            Response::Join(join) => {
+                if !join.member_id.is_empty() {
+                    self.member_clients.insert(join.member_id.clone(), client);
+                }
+                let result = match join.error {
+                    Some(error) => Err(error),
+                    None => {
+                        let assignor = join.protocol_name.clone().unwrap_or_default();
+                        Ok(JoinResult {
+                            generation: join.generation.max(0) as u32,
+                            member_id: join.member_id.clone(),
+                            leader: join.leader.clone(),
+                            assignor,
+                            members: join
+                                .members
+                                .iter()
+                                .map(|member| {
+                                    let (topics, owned) = decode_subscription(&member.metadata);
+                                    (member.member_id.clone(), topics, owned)
+                                })
+                                .collect(),
+                            skip_assignment: join.skip_assignment,
+                        })
+                    }
+                };
+                Message::JoinGroupResponse {
+                    group,
+                    member_id: join.member_id,
+                    result,
+                }
+            }
+            Response::Sync(sync) => Message::SyncGroupResponse {
+                group,
+                result: match sync.error {
+                    Some(error) => Err(error),
+                    None => Ok(decode_assignment(&sync.assignment)),
+                },
+            },
+            Response::Heartbeat(error) => Message::HeartbeatResponse { group, error },
+            Response::OffsetCommit(error) => Message::OffsetCommitResponse {
+                group,
+                result: error.map_or(Ok(()), Err),
+            },
+            // LeaveGroup's answer is not waited for by the simulated client.
+            Response::Leave(_) => return,
+        };
+        self.send(NodeId::Broker(id), client, message);
+    }
+
+    /// Appends a write's records and parks what waits for them.
+    fn coordinator_write(&mut self, id: BrokerId, partition: &TopicPartition, write: Write) {
+        let mut offsets: Option<(String, Vec<(TopicPartition, Offset)>)> = None;
+        for record in &write.records {
+            if let CoordinatorRecord::OffsetCommit {
+                group,
+                topic,
+                partition,
+                value: Some(value),
+            } = record
+            {
+                offsets
+                    .get_or_insert_with(|| (group.clone(), Vec::new()))
+                    .1
+                    .push((TopicPartition::new(topic.as_str(), *partition), value.offset as Offset));
             }
         }
-        self.coordinator_answer_syncs(id, group);
-    }
-
-    fn coordinator_commit(
-        &mut self,
-        id: BrokerId,
-        client: NodeId,
-        group: &str,
-        generation: u32,
-        member_id: &str,
-        offsets: Vec<(TopicPartition, Offset)>,
-    ) {
-        let node = NodeId::Broker(id);
-        let respond = |simulation: &mut Simulation, result| {
-            simulation.send(
-                node,
-                client,
-                Message::OffsetCommitResponse {
-                    group: group.to_string(),
-                    result,
-                },
-            );
-        };
-        if !self.is_coordinator(id, group) {
-            respond(self, Err(ErrorCode::NotCoordinator));
-            return;
+        let metadata = write
+            .records
+            .iter()
+            .any(|record| matches!(record, CoordinatorRecord::GroupMetadata { .. }));
+        let mut last = None;
+        for record in &write.records {
+            match self.coordinator_append(id, partition, record.clone()) {
+                Some(offset) => last = Some(offset),
+                None => {
+                    last = None;
+                    break;
+                }
+            }
+            if write.replay {
+                if let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) {
+                    coordinator.shard.replay(record);
+                }
+            }
         }
-        let state = self.group_mut(id, group);
-        let error = if !state.members.iter().any(|member| member.member_id == member_id) {
-            Some(ErrorCode::UnknownMemberId)
-        } else if generation != state.generation {
-            Some(ErrorCode::IllegalGeneration)
-        } else if state.phase == GroupPhase::CompletingRebalance {
-            Some(ErrorCode::RebalanceInProgress)
-        } else {
-            None
+        let pending = PendingWrite {
+            callback: write.callback,
+            response: write.response,
+            offsets,
         };
-        if let Some(error) = error {
-            respond(self, Err(error));
-            return;
-        }
-        // The commit is a record of the group's offsets partition.
-        let partition = self.offsets_partition(group);
-        let commit = CommitRecord {
-            group: group.to_string(),
-            offsets: offsets.clone(),
-            generation: None,
-        };
-        let Some(offset) = self.coordinator_append(id, &partition, commit) else {
-            respond(self, Err(ErrorCode::NotCoordinator));
+        let Some(last) = last else {
+            // Nothing appended (no records, or this broker no longer leads).
+            let result = if write.records.is_empty() {
+                Ok(())
+            } else {
+                Err(ErrorCode::NotLeaderOrFollower)
+            };
+            self.coordinator_write_done(id, partition, pending, result);
             return;
         };
+        let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) else {
+            return;
+        };
+        coordinator.next_write += 1;
+        let write_id = coordinator.next_write;
+        coordinator.writes.insert(write_id, pending);
         self.leader_park_reply(
             id,
-            &partition,
-            client,
-            offset,
+            partition,
+            NodeId::Broker(id),
+            last,
             1,
-            ParkedReply::OffsetCommit {
-                group: group.to_string(),
-                offsets,
-            },
+            ParkedReply::CoordinatorWrite { write: write_id },
         );
-        self.leader_release_held_fetches_pub(id, &partition);
-        self.leader_maybe_advance_hw_pub(id, &partition, HighWatermarkTrigger::OffsetCommitAppended);
+        let trigger = if metadata {
+            HighWatermarkTrigger::GenerationStored
+        } else {
+            HighWatermarkTrigger::OffsetCommitAppended
+        };
+        self.leader_release_held_fetches_pub(id, partition);
+        self.leader_maybe_advance_hw_pub(id, partition, trigger);
     }
 
-    /// Appends one coordinator record (an offset commit or a group's
-    /// generation) to the group's offsets partition, which broker `id`
-    /// must lead; returns its offset.
+    /// Appends one coordinator record to the offsets partition, which
+    /// broker `id` must lead; returns its offset.
     fn coordinator_append(&mut self, id: BrokerId, partition: &TopicPartition, commit: CommitRecord) -> Option<Offset> {
         let leader_epoch = self.brokers[&id].leading.get(partition)?.leader_epoch;
         self.commits.push(commit);
@@ -681,170 +555,127 @@ impl Simulation {
         Some(offset)
     }
 
-    /// Writes the group's new generation to its offsets partition (Kafka's
-    /// GroupMetadata record), so a later coordinator continues from it.
-    fn coordinator_store_generation(&mut self, id: BrokerId, group: &str, generation: u32) {
-        let partition = self.offsets_partition(group);
-        let commit = CommitRecord {
-            group: group.to_string(),
-            offsets: Vec::new(),
-            generation: Some(generation),
-        };
-        let Some(offset) = self.coordinator_append(id, &partition, commit) else {
-            return;
-        };
-        let reply = ParkedReply::GroupMetadata {
-            group: group.to_string(),
-            generation,
-        };
-        self.leader_park_reply(id, &partition, NodeId::Broker(id), offset, 1, reply);
-        self.leader_release_held_fetches_pub(id, &partition);
-        self.leader_maybe_advance_hw_pub(id, &partition, HighWatermarkTrigger::GenerationStored);
-    }
-
-    /// The group's new generation is durable (or could not be stored):
-    /// answer the members' SyncGroup requests.
-    pub(crate) fn coordinator_generation_stored(&mut self, id: BrokerId, group: &str, generation: u32, stored: bool) {
-        let node = NodeId::Broker(id);
-        let Some(state) = self
-            .brokers
-            .get_mut(&id)
-            .and_then(|broker| broker.groups.get_mut(group))
+    /// A parked coordinator write is committed (or failed).
+    pub(crate) fn coordinator_parked_done(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        write: u64,
+        result: Result<(), ErrorCode>,
+    ) {
+        let Some(pending) = self
+            .broker(id)
+            .coordinators
+            .get_mut(partition)
+            .and_then(|coordinator| coordinator.writes.remove(&write))
         else {
             return;
         };
-        if state.generation != generation || state.phase != GroupPhase::CompletingRebalance {
+        self.coordinator_write_done(id, partition, pending, result);
+    }
+
+    fn coordinator_write_done(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        pending: PendingWrite,
+        result: Result<(), ErrorCode>,
+    ) {
+        let now = self.now;
+        let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) else {
             return;
-        }
-        if !stored {
-            state.assignment.clear();
-            let pending = std::mem::take(&mut state.pending_syncs);
-            for (_, client) in pending {
-                let message = Message::SyncGroupResponse {
-                    group: group.to_string(),
-                    result: Err(ErrorCode::NotCoordinator),
-                };
-                self.send(node, client, message);
+        };
+        coordinator.shard.set_time(now);
+        let mut output = Output::default();
+        if let Some(callback) = &pending.callback {
+            output = match result {
+                Ok(()) => coordinator.shard.committed(callback),
+                Err(error) => coordinator.shard.append_failed(callback, append_error(error)),
+            };
+            if let (Ok(()), AppendCallback::Assignment { group, generation, .. }) = (result, callback) {
+                self.coordinator_trace_rebalance(id, partition, group, *generation);
             }
-            self.coordinator_start_rebalance(id, group, RebalanceReason::GenerationNotStored);
+        }
+        if let (Ok(()), Some((group, offsets))) = (result, pending.offsets) {
+            self.record(TraceKind::OffsetsCommitted { group, offsets });
+        }
+        if let Some((request, response)) = pending.response {
+            let response = match (result, response) {
+                (Err(error), Response::OffsetCommit(_)) => Response::OffsetCommit(Some(append_error(error))),
+                (_, response) => response,
+            };
+            output.responses.push((request, response));
+        }
+        self.coordinator_route(id, partition, output);
+    }
+
+    /// A new generation is durable: the trace records who got what.
+    fn coordinator_trace_rebalance(&mut self, id: BrokerId, partition: &TopicPartition, group: &str, generation: i32) {
+        let Some(state) = self.brokers[&id].coordinators[partition].shard.group(group) else {
+            return;
+        };
+        if state.generation != generation {
             return;
         }
-        state.phase = GroupPhase::Stable;
-        let summary: Vec<MemberAssignment> = state
+        let assignment: Vec<MemberAssignment> = state
             .members
             .iter()
             .map(|member| MemberAssignment {
                 member_id: member.member_id.clone(),
-                consumer: member.client,
-                partitions: state.assignment.get(&member.member_id).cloned().unwrap_or_default(),
+                consumer: self
+                    .member_clients
+                    .get(&member.member_id)
+                    .copied()
+                    .unwrap_or(NodeId::Consumer(0)),
+                partitions: decode_assignment(&member.assignment),
             })
             .collect();
         let reason = state.rebalance_reason.clone();
         self.record(TraceKind::GroupRebalanced {
             group: group.to_string(),
-            generation,
-            assignment: summary,
+            generation: generation.max(0) as u32,
+            assignment,
             reason,
         });
-        self.coordinator_answer_syncs(id, group);
     }
 
-    fn coordinator_answer_syncs(&mut self, id: BrokerId, group: &str) {
-        let node = NodeId::Broker(id);
-        let state = self.group_mut(id, group);
-        if state.phase != GroupPhase::Stable {
+    /// Schedules a poll for the shard's earliest timer, unless one is due
+    /// as soon.
+    fn coordinator_arm(&mut self, id: BrokerId, partition: &TopicPartition) {
+        let now = self.now;
+        let incarnation = self.brokers[&id].incarnation;
+        let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) else {
+            return;
+        };
+        let Some(deadline) = coordinator.shard.next_deadline() else {
+            return;
+        };
+        if coordinator
+            .armed_at
+            .is_some_and(|armed| armed <= deadline && armed >= now)
+        {
             return;
         }
-        let pending = std::mem::take(&mut state.pending_syncs);
-        let answers: Vec<(NodeId, Vec<TopicPartition>)> = pending
-            .into_iter()
-            .map(|(member_id, client)| (client, state.assignment.get(&member_id).cloned().unwrap_or_default()))
-            .collect();
-        for (client, partitions) in answers {
-            self.send(
-                node,
-                client,
-                Message::SyncGroupResponse {
-                    group: group.to_string(),
-                    result: Ok(partitions),
-                },
-            );
-        }
-    }
-
-    /// A commit reached the high watermark: it is durable.
-    pub(crate) fn coordinator_commit_done(
-        &mut self,
-        id: BrokerId,
-        client: NodeId,
-        group: &str,
-        offsets: Vec<(TopicPartition, Offset)>,
-        result: Result<(), ErrorCode>,
-    ) {
-        if result.is_ok() {
-            let state = self.group_mut(id, group);
-            for (partition, offset) in &offsets {
-                state.committed.insert(partition.clone(), *offset);
-            }
-            self.record(TraceKind::OffsetsCommitted {
-                group: group.to_string(),
-                offsets,
-            });
-        }
-        self.send(
+        coordinator.armed_at = Some(deadline);
+        self.schedule_timer(
             NodeId::Broker(id),
-            client,
-            Message::OffsetCommitResponse {
-                group: group.to_string(),
-                result,
-            },
+            incarnation,
+            deadline.saturating_sub(now),
+            Timer::CoordinatorPoll(partition.clone()),
         );
     }
 
-    /// Periodic: expire members without heartbeats, finish due rebalances.
-    pub(crate) fn coordinator_check_sessions(&mut self, id: BrokerId) {
+    /// The shard's timers that are due run (session, join and sync
+    /// timeouts, the offsets-expiry job).
+    pub(crate) fn coordinator_poll(&mut self, id: BrokerId, partition: &TopicPartition) {
         let now = self.now;
-        let session_timeout = |simulation: &Simulation, client: NodeId| match client {
-            NodeId::Consumer(consumer) => simulation
-                .config
-                .consumers
-                .get(consumer as usize)
-                .map_or(45_000, |config| config.session_timeout_ms),
-            _ => 45_000,
+        let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) else {
+            return;
         };
-        let groups: Vec<String> = self.brokers[&id].groups.keys().cloned().collect();
-        for group in groups {
-            // Members waiting in a JoinGroup or a SyncGroup satisfy their
-            // heartbeats (`ClassicGroupMember#hasSatisfiedHeartbeat`): only
-            // the others expire.
-            let state = &self.brokers[&id].groups[&group];
-            let waiting = |member: &GroupMember| {
-                (state.phase == GroupPhase::PreparingRebalance && member.joined)
-                    || state.phase == GroupPhase::CompletingRebalance
-            };
-            let expired: Vec<String> = state
-                .members
-                .iter()
-                .filter(|member| !waiting(member))
-                .filter(|member| now.saturating_sub(member.last_heartbeat_ms) > session_timeout(self, member.client))
-                .map(|member| member.member_id.clone())
-                .collect();
-            let state = &self.brokers[&id].groups[&group];
-            if state.phase == GroupPhase::CompletingRebalance && now >= state.rebalance_deadline_ms {
-                // Members that never sent their SyncGroup are removed and the
-                // group rebalances without them.
-                let synced: Vec<String> = state.pending_syncs.iter().map(|(member, _)| member.clone()).collect();
-                let state = self.group_mut(id, &group);
-                state.members.retain(|member| synced.contains(&member.member_id));
-                state.phase = GroupPhase::Stable;
-                self.coordinator_start_rebalance(id, &group, RebalanceReason::SyncTimeout);
-            }
-            if !expired.is_empty() {
-                let state = self.group_mut(id, &group);
-                state.members.retain(|member| !expired.contains(&member.member_id));
-                self.coordinator_start_rebalance(id, &group, RebalanceReason::SessionTimeout { members: expired });
-            }
-            self.coordinator_maybe_complete_join(id, &group);
+        if coordinator.armed_at.is_some_and(|armed| armed <= now) {
+            coordinator.armed_at = None;
         }
+        let output = coordinator.shard.poll(now);
+        self.coordinator_route(id, partition, output);
     }
 }

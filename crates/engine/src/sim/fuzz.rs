@@ -194,7 +194,8 @@ impl FuzzCase {
         for producer in &mut producers {
             producer.max_in_flight_requests_per_connection = 1 + in_flight.next_u32() % 5;
         }
-        let assignors = ["range", "roundrobin", "sticky"];
+        // Eager assignors and the cooperative one (KIP-429).
+        let assignors = ["range", "roundrobin", "sticky", "cooperative-sticky"];
         let mut consumers = Vec::new();
         for group in 0..1 + pick(2) {
             let subscribed: Vec<String> = topics
@@ -208,10 +209,15 @@ impl FuzzCase {
                 subscribed
             };
             let assignor = assignors[pick(assignors.len() as u32) as usize];
-            for _ in 0..1 + pick(3) {
+            // Some groups have static members (KIP-345).
+            let static_members = pick(3) == 0;
+            for member in 0..1 + pick(3) {
                 let mut consumer = ConsumerConfig::new(format!("g{group}"), subscribed.clone());
                 consumer.assignor = assignor.to_string();
                 consumer.auto_offset_reset = OffsetReset::Earliest;
+                if static_members {
+                    consumer.group_instance_id = Some(format!("g{group}-member-{member}"));
+                }
                 consumers.push(consumer);
             }
         }

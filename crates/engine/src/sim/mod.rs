@@ -86,10 +86,9 @@ pub enum Timer {
     ProducerMetadataTimeout(u64),
     /// A producer refreshes its metadata (a partition had no leader).
     ProducerMetadataRefresh,
-    /// A coordinator looks for members whose session expired.
-    CoordinatorSessionCheck,
-    /// A group's join round may be complete.
-    GroupRebalanceCheck(String),
+    /// A group coordinator's timers may be due (sessions, join and sync
+    /// rounds, offsets expiry).
+    CoordinatorPoll(TopicPartition),
     /// A consumer's next heartbeat.
     ConsumerHeartbeat,
     /// A consumer's next auto-commit.
@@ -210,6 +209,11 @@ pub struct Simulation {
     pub(crate) producers: Vec<Producer>,
     pub(crate) consumers: Vec<consumer::Consumer>,
     pub(crate) commits: chunked::ChunkedVec<coordinator::CommitRecord>,
+    /// Group member ids handed out so far (they stay unique across
+    /// coordinators).
+    pub(crate) member_counter: u64,
+    /// Which client each group member id belongs to.
+    pub(crate) member_clients: BTreeMap<String, NodeId>,
     pub(crate) records: chunked::ChunkedVec<ProducedRecord>,
     pub(crate) monitor: Monitor,
     trace: Vec<TraceEvent>,
@@ -250,6 +254,8 @@ impl Simulation {
             producers: Vec::new(),
             consumers: Vec::new(),
             commits: chunked::ChunkedVec::new(),
+            member_counter: 0,
+            member_clients: BTreeMap::new(),
             records: chunked::ChunkedVec::new(),
             monitor: Monitor::default(),
             trace: Vec::new(),

@@ -143,6 +143,8 @@ pub enum ConsumerChange {
     TimedOut {
         broker: BrokerId,
     },
+    /// Another member took its `group.instance.id` (`FENCED_INSTANCE_ID`).
+    Fenced,
 }
 
 impl std::fmt::Display for ConsumerChange {
@@ -151,6 +153,10 @@ impl std::fmt::Display for ConsumerChange {
             ConsumerChange::Started { group } => write!(formatter, "started in group {group}"),
             ConsumerChange::Closed => write!(formatter, "closed (committed and left its group)"),
             ConsumerChange::Crashed => write!(formatter, "crashed"),
+            ConsumerChange::Fenced => write!(
+                formatter,
+                "was fenced: another member joined with its group.instance.id (FENCED_INSTANCE_ID); it stops"
+            ),
             ConsumerChange::TimedOut { broker } => write!(
                 formatter,
                 "got no answer from broker-{broker} within its request timeout: disconnects"

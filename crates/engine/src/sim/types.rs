@@ -616,14 +616,22 @@ pub enum Message {
     /// A member (re)joins its group (`JoinGroup`).
     JoinGroup {
         group: String,
+        /// `None` for a member without an id yet.
         member_id: Option<String>,
+        /// `group.instance.id` of a static member.
+        instance: Option<String>,
+        session_timeout_ms: u64,
+        /// The consumer's `max.poll.interval.ms`.
+        rebalance_timeout_ms: u64,
         topics: Vec<String>,
         owned: Vec<TopicPartition>,
         assignor: String,
     },
     /// The new generation; the leader also gets every member's subscription.
+    /// With `MEMBER_ID_REQUIRED`, `member_id` is the id to join with.
     JoinGroupResponse {
         group: String,
+        member_id: String,
         result: Result<JoinResult, ErrorCode>,
     },
     /// Members fetch their assignment; the leader brings it (`SyncGroup`).
@@ -631,6 +639,7 @@ pub enum Message {
         group: String,
         generation: u32,
         member_id: String,
+        instance: Option<String>,
         assignment: Option<BTreeMap<String, Vec<TopicPartition>>>,
     },
     /// A member's partitions for this generation.
@@ -643,16 +652,22 @@ pub enum Message {
         group: String,
         generation: u32,
         member_id: String,
+        instance: Option<String>,
     },
     /// `REBALANCE_IN_PROGRESS` tells the member to rejoin.
     HeartbeatResponse { group: String, error: Option<ErrorCode> },
     /// A member leaves on purpose (`LeaveGroup`).
-    LeaveGroup { group: String, member_id: String },
+    LeaveGroup {
+        group: String,
+        member_id: String,
+        instance: Option<String>,
+    },
     /// A member commits its positions (`OffsetCommit`).
     OffsetCommit {
         group: String,
         generation: u32,
         member_id: String,
+        instance: Option<String>,
         offsets: Vec<(TopicPartition, Offset)>,
     },
     /// The commit is durable (or why not).
@@ -709,6 +724,9 @@ pub struct JoinResult {
     /// For the leader: every member's id, subscription and owned
     /// partitions, in join order.
     pub members: Vec<(String, Vec<String>, Vec<TopicPartition>)>,
+    /// KIP-814: a static leader that rejoined a stable group keeps the
+    /// current assignment and need not compute one.
+    pub skip_assignment: bool,
 }
 
 impl Message {
@@ -857,7 +875,7 @@ impl Message {
                 facts.group = Some(group.clone());
                 facts.coordinator = *coordinator;
             }
-            Message::JoinGroupResponse { group, result } => {
+            Message::JoinGroupResponse { group, result, .. } => {
                 facts.group = Some(group.clone());
                 facts.errors.extend(result.as_ref().err());
             }
@@ -1100,11 +1118,18 @@ impl Message {
                 "JoinGroup group={group} member={} topics={topics:?} assignor={assignor}",
                 member_id.as_deref().unwrap_or("(new)")
             ),
-            Message::JoinGroupResponse { group, result } => match result {
+            Message::JoinGroupResponse {
+                group,
+                member_id,
+                result,
+            } => match result {
                 Ok(join) => format!(
                     "JoinGroupResponse group={group} generation={} member={} leader={}",
                     join.generation, join.member_id, join.leader
                 ),
+                Err(ErrorCode::MemberIdRequired) => {
+                    format!("JoinGroupResponse group={group} error=MEMBER_ID_REQUIRED member={member_id}")
+                }
                 Err(error) => format!("JoinGroupResponse group={group} error={error}"),
             },
             Message::SyncGroup {
@@ -1112,6 +1137,7 @@ impl Message {
                 generation,
                 member_id,
                 assignment,
+                ..
             } => format!(
                 "SyncGroup group={group} generation={generation} member={member_id}{}",
                 if assignment.is_some() {
@@ -1135,6 +1161,7 @@ impl Message {
                 group,
                 generation,
                 member_id,
+                ..
             } => {
                 format!("Heartbeat group={group} generation={generation} member={member_id}")
             }
@@ -1142,7 +1169,7 @@ impl Message {
                 Some(error) => format!("HeartbeatResponse group={group} error={error}"),
                 None => format!("HeartbeatResponse group={group}"),
             },
-            Message::LeaveGroup { group, member_id } => format!("LeaveGroup group={group} member={member_id}"),
+            Message::LeaveGroup { group, member_id, .. } => format!("LeaveGroup group={group} member={member_id}"),
             Message::OffsetCommit {
                 group,
                 generation,

@@ -5,6 +5,7 @@ mod assignor_properties;
 mod assignors;
 mod controller_vectors;
 mod group_coordinator_vectors;
+mod groups;
 mod java_ordering;
 mod partitioning;
 mod producer_state_vectors;

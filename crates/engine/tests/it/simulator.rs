@@ -380,7 +380,7 @@ mod recording {
 
 /// Three brokers, one `orders` topic with `partitions` partitions, one
 /// producer and one consumer in group `billing` reading from the earliest.
-fn billing_config(partitions: u32) -> ClusterConfig {
+pub(crate) fn billing_config(partitions: u32) -> ClusterConfig {
     let mut consumer = ConsumerConfig::new("billing", vec!["orders".into()]);
     consumer.auto_offset_reset = OffsetReset::Earliest;
     ClusterConfig {
@@ -488,7 +488,7 @@ fn the_cluster_view_reports_what_the_happy_path_ends_with() {
 
 /// The broker leading the group's `__consumer_offsets` partition: its
 /// coordinator.
-fn coordinator_of(simulation: &Simulation, group: &str, offsets_partitions: u32) -> u32 {
+pub(crate) fn coordinator_of(simulation: &Simulation, group: &str, offsets_partitions: u32) -> u32 {
     let partition =
         kafkascope_engine::groups::coordinator_partition(group, offsets_partitions).expect("partitions > 0");
     let name = format!("__consumer_offsets-{partition}");

@@ -1,0 +1,265 @@
+//! Consumer groups in the simulation as Kafka runs them: the coordinator
+//! moving without a rebalance, static membership (KIP-345), fencing.
+//!
+//! Drawn from Kafka's own tests: `GroupMetadataManagerTest`
+//! (`testStaticMemberRejoinWithKnownMemberId`,
+//! `testReplaceStaticMemberInStableStateNoError`, the `onLoaded` tests that
+//! reschedule member sessions) and `ConsumerCoordinatorTest`
+//! (`testCoordinatorDisconnect...`: a lost coordinator is looked up again
+//! without giving up the assignment).
+
+use kafkascope_engine::sim::config::{ClusterConfig, ConsumerConfig, Input, OffsetReset, ScheduledInput};
+use kafkascope_engine::sim::trace::{ConsumerChange, TraceKind};
+use kafkascope_engine::sim::view::ConsumerPhase;
+use kafkascope_engine::sim::Simulation;
+
+/// The `billing` cluster of the simulator tests with these members.
+fn config(partitions: u32, consumers: Vec<ConsumerConfig>) -> ClusterConfig {
+    ClusterConfig {
+        consumers,
+        ..crate::simulator::billing_config(partitions)
+    }
+}
+
+fn consumer(instance: Option<&str>) -> ConsumerConfig {
+    let mut consumer = ConsumerConfig::new("billing", vec!["orders".into()]);
+    consumer.auto_offset_reset = OffsetReset::Earliest;
+    consumer.group_instance_id = instance.map(str::to_string);
+    consumer
+}
+
+fn produce(simulation: &mut Simulation, at_ms: u64, count: u32) {
+    simulation.schedule(ScheduledInput {
+        at_ms,
+        input: Input::Produce {
+            producer: 0,
+            key: None,
+            count,
+            bytes: 100,
+        },
+    });
+}
+
+fn at(simulation: &mut Simulation, at_ms: u64, input: Input) {
+    simulation.schedule(ScheduledInput { at_ms, input });
+}
+
+/// Generations the group started after `from_ms`.
+fn rebalances_after(simulation: &Simulation, from_ms: u64) -> Vec<u32> {
+    simulation
+        .trace()
+        .iter()
+        .filter(|event| event.time > from_ms)
+        .filter_map(|event| match &event.kind {
+            TraceKind::GroupRebalanced { generation, .. } => Some(*generation),
+            _ => None,
+        })
+        .collect()
+}
+
+fn coordinator(simulation: &Simulation) -> u32 {
+    crate::simulator::coordinator_of(simulation, "billing", 3)
+}
+
+/// Each member's generation and partitions.
+fn memberships(simulation: &Simulation) -> Vec<(u32, Vec<String>)> {
+    simulation
+        .view()
+        .consumers
+        .iter()
+        .map(|member| {
+            let partitions = member.partitions.iter().map(|view| view.partition.clone()).collect();
+            (member.generation, partitions)
+        })
+        .collect()
+}
+
+#[test]
+fn killing_the_coordinator_keeps_the_generation_and_nobody_reads_twice() {
+    let mut simulation = Simulation::new(config(4, vec![consumer(None), consumer(None)]), 5).expect("valid");
+    produce(&mut simulation, 100, 40);
+    simulation.run_until(20_000);
+    let before = memberships(&simulation);
+    assert!(before.iter().all(|(generation, _)| *generation >= 1), "{before:?}");
+    let dead = coordinator(&simulation);
+    at(&mut simulation, 20_000, Input::KillBroker { broker: dead });
+    produce(&mut simulation, 45_000, 40);
+    simulation.run_until(80_000);
+
+    assert_ne!(coordinator(&simulation), dead, "a new broker coordinates the group");
+    // The new coordinator loaded the group from __consumer_offsets: the
+    // members heartbeat on in the same generation, with the same partitions.
+    assert_eq!(rebalances_after(&simulation, 20_000), Vec::<u32>::new());
+    let after = memberships(&simulation);
+    assert_eq!(after, before);
+    for member in &simulation.view().consumers {
+        assert_eq!(member.phase, ConsumerPhase::Consuming, "{member:?}");
+    }
+    // Nothing was read twice: the members kept their positions.
+    let read: u64 = simulation
+        .view()
+        .consumers
+        .iter()
+        .map(|member| member.records_read)
+        .sum();
+    assert_eq!(read, 80);
+    assert_eq!(simulation.summary().invariant_violations, 0);
+}
+
+#[test]
+fn a_static_member_restarted_within_its_session_gets_its_partitions_back_without_a_rebalance() {
+    let members = vec![consumer(Some("billing-a")), consumer(Some("billing-b"))];
+    let mut simulation = Simulation::new(config(4, members), 9).expect("valid");
+    produce(&mut simulation, 100, 20);
+    simulation.run_until(20_000);
+    let owned = |simulation: &Simulation| -> Vec<String> {
+        simulation.view().consumers[0]
+            .partitions
+            .iter()
+            .map(|view| view.partition.clone())
+            .collect()
+    };
+    let partitions = owned(&simulation);
+    assert_eq!(partitions.len(), 2, "{:?}", simulation.view().consumers);
+    at(&mut simulation, 20_000, Input::CrashConsumer { consumer: 0 });
+    at(&mut simulation, 30_000, Input::StartConsumer { consumer: 0 });
+    simulation.run_until(50_000);
+
+    assert_eq!(rebalances_after(&simulation, 20_000), Vec::<u32>::new());
+    let member = &simulation.view().consumers[0];
+    assert_eq!(member.phase, ConsumerPhase::Consuming, "{member:?}");
+    assert_eq!(owned(&simulation), partitions);
+}
+
+#[test]
+fn a_dynamic_member_restarted_is_a_new_member_and_the_group_rebalances() {
+    let mut simulation = Simulation::new(config(4, vec![consumer(None), consumer(None)]), 9).expect("valid");
+    simulation.run_until(20_000);
+    at(&mut simulation, 20_000, Input::CrashConsumer { consumer: 0 });
+    at(&mut simulation, 30_000, Input::StartConsumer { consumer: 0 });
+    // The restarted process joins as a new member; the join round waits for
+    // the old one until its session.timeout.ms (45 s) ends.
+    simulation.run_until(60_000);
+    assert!(rebalances_after(&simulation, 20_000).is_empty());
+    simulation.run_until(80_000);
+    assert_eq!(rebalances_after(&simulation, 20_000).len(), 1);
+    assert!(simulation
+        .view()
+        .consumers
+        .iter()
+        .all(|member| member.phase == ConsumerPhase::Consuming && member.partitions.len() == 2));
+}
+
+#[test]
+fn a_second_process_with_the_same_group_instance_id_fences_the_first() {
+    let members = vec![consumer(Some("billing-a")), consumer(Some("billing-a"))];
+    let mut simulation = Simulation::new(config(2, members), 4).expect("valid");
+    simulation.run_until(30_000);
+    let fenced: Vec<u32> = simulation
+        .trace()
+        .iter()
+        .filter_map(|event| match &event.kind {
+            TraceKind::ConsumerStatus {
+                consumer,
+                status: ConsumerChange::Fenced,
+            } => Some(*consumer),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(fenced.len(), 1, "{fenced:?}");
+    let view = simulation.view();
+    let (loser, winner) = (fenced[0] as usize, 1 - fenced[0] as usize);
+    assert_eq!(view.consumers[loser].phase, ConsumerPhase::Stopped);
+    assert_eq!(view.consumers[winner].phase, ConsumerPhase::Consuming);
+}
+
+#[test]
+fn session_timeouts_outside_the_brokers_bounds_are_refused_with_kafkas_names() {
+    let mut short = consumer(None);
+    short.session_timeout_ms = 5_000;
+    let error = ClusterConfig::validate_consumer(&config(1, Vec::new()), &short).expect_err("refused");
+    assert!(error.contains("group.min.session.timeout.ms"), "{error}");
+    let mut slow = consumer(None);
+    slow.heartbeat_interval_ms = 45_000;
+    let error = ClusterConfig::validate_consumer(&config(1, Vec::new()), &slow).expect_err("refused");
+    assert!(error.contains("heartbeatIntervalMs"), "{error}");
+    let mut odd = consumer(Some("no spaces"));
+    odd.group_instance_id = Some("no spaces".into());
+    assert!(ClusterConfig::validate_consumer(&config(1, Vec::new()), &odd).is_err());
+}
+
+/// Runs a group of `assignor` members on 4 partitions, adds a third member
+/// at 20 s, and samples every millisecond of the next 10 s (then every
+/// 100 ms) how many partitions a member is reading (owns while consuming
+/// or, cooperatively, while rebalancing).
+fn add_a_member(assignor: &str) -> (Simulation, Vec<usize>) {
+    let member = || {
+        let mut member = consumer(None);
+        member.assignor = assignor.to_string();
+        member
+    };
+    // The second member starts 1.5 s after the first, so their heartbeats
+    // (which bring the news of a rebalance) do not arrive in lockstep.
+    let mut late = member();
+    late.start = false;
+    let mut simulation = Simulation::new(config(4, vec![member(), late]), 21).expect("valid");
+    at(&mut simulation, 1_500, Input::StartConsumer { consumer: 1 });
+    produce(&mut simulation, 100, 40);
+    at(&mut simulation, 20_000, Input::AddConsumer { consumer: member() });
+    produce(&mut simulation, 40_000, 40);
+    let mut reading = Vec::new();
+    let mut now = 0;
+    while now < 90_000 {
+        now += if (20_000..30_000).contains(&now) { 1 } else { 100 };
+        simulation.run_until(now);
+        if (20_000..30_000).contains(&now) {
+            let count = simulation
+                .consumers()
+                .iter()
+                .filter(|member| member.phase != ConsumerPhase::Stopped)
+                .map(|member| member.assignment.len())
+                .sum();
+            reading.push(count);
+        }
+    }
+    (simulation, reading)
+}
+
+#[test]
+fn cooperative_sticky_moves_one_partition_in_two_rounds_while_the_others_keep_reading() {
+    let (simulation, reading) = add_a_member("cooperative-sticky");
+    // Never a partition left unread, nothing read twice.
+    let failures = kafkascope_engine::sim::fuzz::liveness_failures(&simulation, 0, true);
+    assert!(failures.is_empty(), "{failures:?}");
+    let read: u64 = simulation.consumers().iter().map(|member| member.records_read).sum();
+    assert_eq!(read, 80);
+    // Round one revokes the partition that moves; round two assigns it.
+    assert_eq!(rebalances_after(&simulation, 20_000).len(), 2);
+    let owned: Vec<usize> = simulation
+        .consumers()
+        .iter()
+        .map(|member| member.assignment.len())
+        .collect();
+    assert_eq!(owned.iter().sum::<usize>(), 4, "{owned:?}");
+    assert!(owned.iter().all(|count| *count >= 1), "{owned:?}");
+    // The two first members kept reading the partitions they kept: at
+    // least three partitions were read at every moment of the rebalance.
+    assert!(reading.iter().all(|count| *count >= 3), "{reading:?}");
+
+    // Eager on the same change: everyone stops while the group rebalances.
+    let (eager, eager_reading) = add_a_member("range");
+    assert!(kafkascope_engine::sim::fuzz::liveness_failures(&eager, 0, true).is_empty());
+    // Partition-milliseconds not read while the group rebalanced.
+    let paused = |samples: &[usize]| samples.iter().map(|count| 4usize.saturating_sub(*count)).sum::<usize>();
+    let least = |samples: &[usize]| samples.iter().copied().min().unwrap_or(0);
+    assert!(
+        least(&eager_reading) < least(&reading),
+        "eager gives up partitions that do not move"
+    );
+    assert!(
+        paused(&reading) < paused(&eager_reading),
+        "cooperative {} vs eager {}",
+        paused(&reading),
+        paused(&eager_reading)
+    );
+}
