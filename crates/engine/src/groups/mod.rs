@@ -3,6 +3,7 @@
 
 pub mod assignors;
 pub mod classic;
+pub mod consumer;
 pub mod timer;
 
 use crate::java::{kafka_abs, string_hash_code};

@@ -131,6 +131,11 @@ pub enum ErrorCode {
     InvalidSessionTimeout,
     /// The group does not exist (OffsetCommit v9+ with a generation).
     GroupIdNotFound,
+    /// KIP-848: the member's epoch is not one the coordinator accepts; it
+    /// gives up its partitions and joins again.
+    FencedMemberEpoch,
+    /// A malformed request.
+    InvalidRequest,
 }
 
 impl std::fmt::Display for ErrorCode {
@@ -164,6 +169,8 @@ impl std::fmt::Display for ErrorCode {
             ErrorCode::InconsistentGroupProtocol => "INCONSISTENT_GROUP_PROTOCOL",
             ErrorCode::InvalidSessionTimeout => "INVALID_SESSION_TIMEOUT",
             ErrorCode::GroupIdNotFound => "GROUP_ID_NOT_FOUND",
+            ErrorCode::FencedMemberEpoch => "FENCED_MEMBER_EPOCH",
+            ErrorCode::InvalidRequest => "INVALID_REQUEST",
         })
     }
 }

@@ -564,6 +564,18 @@ fn check_sequence(sequence: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// Checks every sequence and reports the failures together.
+fn check_all(sequences: &[Value], kind: &str, check: fn(&Value) -> Result<(), String>) {
+    let failures: Vec<String> = sequences.iter().filter_map(|sequence| check(sequence).err()).collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} {kind} sequences differ from Kafka's group coordinator:\n{}",
+        failures.len(),
+        sequences.len(),
+        failures.iter().take(5).cloned().collect::<Vec<_>>().join("\n")
+    );
+}
+
 #[test]
 fn classic_groups_match_kafkas_group_coordinator() {
     let vectors = load("vectors-group-coordinator.json");
@@ -573,17 +585,7 @@ fn classic_groups_match_kafkas_group_coordinator() {
         "expected the classic sequences, found {}",
         sequences.len()
     );
-    let failures: Vec<String> = sequences
-        .iter()
-        .filter_map(|sequence| check_sequence(sequence).err())
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "{} of {} classic sequences differ from Kafka's group coordinator:\n{}",
-        failures.len(),
-        sequences.len(),
-        failures.iter().take(5).cloned().collect::<Vec<_>>().join("\n")
-    );
+    check_all(sequences, "classic", check_sequence);
 }
 
 /// The writes' callbacks are plain data, so a runtime can hold them until
@@ -624,4 +626,409 @@ fn append_callbacks_can_wait_for_the_log() {
         &output.responses[0].1,
         Response::Join(response) if response.error == Some(ErrorCode::InvalidSessionTimeout)
     ));
+}
+
+// ----- KIP-848: the consumer protocol (SEMANTICS.md §12.1) ----------------
+
+mod consumer_protocol {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use kafkascope_engine::groups::consumer::{
+        ConsumerConfig, ConsumerOutput, ConsumerRecord, ConsumerShard, HeartbeatRequest, HeartbeatResponse, Partition,
+    };
+    use serde_json::{json, Value};
+
+    use super::error_name;
+    use crate::vectors::load;
+
+    const GROUP: &str = "g";
+
+    /// Raw member ids chosen so that they sort as Kafka's did
+    /// (`memberIdSortOrder`), which the range assignor's order depends on.
+    struct Names {
+        to_vector: BTreeMap<String, String>,
+        to_engine: BTreeMap<String, String>,
+    }
+
+    impl Names {
+        fn new(sort_order: &[Value]) -> Names {
+            let mut names = Names {
+                to_vector: BTreeMap::new(),
+                to_engine: BTreeMap::new(),
+            };
+            for (rank, name) in sort_order.iter().enumerate() {
+                let name = name.as_str().expect("member name").to_string();
+                let raw = format!("member-{rank:03}");
+                names.to_vector.insert(raw.clone(), name.clone());
+                names.to_engine.insert(name, raw);
+            }
+            names
+        }
+
+        fn vector(&self, raw: &str) -> String {
+            self.to_vector.get(raw).cloned().unwrap_or_else(|| raw.to_string())
+        }
+
+        fn engine(&self, name: &str) -> String {
+            self.to_engine.get(name).cloned().unwrap_or_else(|| name.to_string())
+        }
+
+        /// Raw ids in the order Kafka handed them out (m1, m2, ...).
+        fn in_order(&self) -> Vec<String> {
+            (1..=self.to_engine.len())
+                .filter_map(|index| self.to_engine.get(&format!("m{index}")).cloned())
+                .collect()
+        }
+
+        fn key(&self, key: &str) -> String {
+            for prefix in ["session-timeout-g-", "rebalance-timeout-g-"] {
+                if let Some(member) = key.strip_prefix(prefix) {
+                    return format!("{prefix}{}", self.vector(member));
+                }
+            }
+            key.to_string()
+        }
+    }
+
+    fn partition(text: &str) -> Partition {
+        let (topic, index) = text.rsplit_once('-').expect("topic-partition");
+        (topic.to_string(), index.parse().expect("partition index"))
+    }
+
+    fn partitions(value: &Value) -> Option<Vec<Partition>> {
+        value.as_array().map(|list| {
+            list.iter()
+                .map(|item| partition(item.as_str().expect("text")))
+                .collect()
+        })
+    }
+
+    fn names_of(partitions: &BTreeSet<Partition>) -> Vec<String> {
+        let mut names: Vec<String> = partitions
+            .iter()
+            .map(|(topic, index)| format!("{topic}-{index}"))
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn response_json(response: &HeartbeatResponse, names: &Names) -> Value {
+        if response.error.is_some() {
+            return json!({ "error": error_name(response.error) });
+        }
+        json!({
+            "error": "NONE",
+            "memberId": names.vector(&response.member_id),
+            "memberEpoch": response.member_epoch,
+            "heartbeatIntervalMs": response.heartbeat_interval_ms,
+            "assignment": response.assignment.as_ref().map(names_of),
+        })
+    }
+
+    fn record_json(record: &ConsumerRecord, names: &Names) -> Value {
+        match record {
+            ConsumerRecord::MemberMetadata { group, member, value } => json!({
+                "type": "ConsumerGroupMemberMetadata",
+                "key": { "group": group, "memberId": names.vector(member) },
+                "value": value.as_ref().map(|value| {
+                    let mut topics = value.subscribed_topic_names.clone();
+                    topics.sort();
+                    json!({
+                        "instanceId": value.instance_id,
+                        "rebalanceTimeoutMs": value.rebalance_timeout_ms,
+                        "serverAssignor": value.server_assignor,
+                        "subscribedTopicNames": topics,
+                    })
+                }),
+            }),
+            ConsumerRecord::PartitionMetadata { group, value } => json!({
+                "type": "ConsumerGroupPartitionMetadata",
+                "key": { "group": group },
+                "value": value.as_ref().map(|topics| json!({ "topics": topics })),
+            }),
+            ConsumerRecord::GroupMetadata { group, value } => json!({
+                "type": "ConsumerGroupMetadata",
+                "key": { "group": group },
+                "value": value.map(|epoch| json!({ "epoch": epoch })),
+            }),
+            ConsumerRecord::TargetAssignmentMember { group, member, value } => json!({
+                "type": "ConsumerGroupTargetAssignmentMember",
+                "key": { "group": group, "memberId": names.vector(member) },
+                "value": value.as_ref().map(|partitions| json!({ "assignment": names_of(partitions) })),
+            }),
+            ConsumerRecord::TargetAssignmentMetadata { group, value } => json!({
+                "type": "ConsumerGroupTargetAssignmentMetadata",
+                "key": { "group": group },
+                "value": value.map(|epoch| json!({ "assignmentEpoch": epoch })),
+            }),
+            ConsumerRecord::CurrentMemberAssignment { group, member, value } => json!({
+                "type": "ConsumerGroupCurrentMemberAssignment",
+                "key": { "group": group, "memberId": names.vector(member) },
+                "value": value.as_ref().map(|value| json!({
+                    "memberEpoch": value.member_epoch,
+                    "previousMemberEpoch": value.previous_member_epoch,
+                    "state": value.state,
+                    "assigned": names_of(&value.assigned),
+                    "pendingRevocation": names_of(&value.pending_revocation),
+                })),
+            }),
+        }
+    }
+
+    /// Records in order, except that a run of target-assignment records is
+    /// compared as a set (Kafka writes them in `HashMap` order of member ids).
+    fn canonical(records: Vec<Value>) -> Vec<Value> {
+        let mut out: Vec<Value> = Vec::new();
+        let mut run: Vec<Value> = Vec::new();
+        for mut record in records {
+            if let Some(topics) = record
+                .get_mut("value")
+                .and_then(|value| value.get_mut("subscribedTopicNames"))
+                .and_then(Value::as_array_mut)
+            {
+                topics.sort_by_key(|topic| topic.to_string());
+            }
+            if record["type"] == "ConsumerGroupTargetAssignmentMember" {
+                run.push(record);
+                continue;
+            }
+            run.sort_by_key(|record| record.to_string());
+            out.append(&mut run);
+            out.push(record);
+        }
+        run.sort_by_key(|record| record.to_string());
+        out.append(&mut run);
+        out
+    }
+
+    fn snapshot_json(shard: &ConsumerShard, names: &Names) -> Value {
+        let group = shard.group(GROUP).map(|group| {
+            let mut members: Vec<Value> = group
+                .members
+                .values()
+                .map(|member| {
+                    json!({
+                        "memberId": names.vector(&member.member_id),
+                        "memberEpoch": member.member_epoch,
+                        "previousMemberEpoch": member.previous_member_epoch,
+                        "state": member.state,
+                        "assigned": names_of(&member.assigned),
+                        "pendingRevocation": names_of(&member.pending_revocation),
+                        "subscribedTopicNames": member.subscribed_topic_names,
+                        "serverAssignor": member.server_assignor,
+                    })
+                })
+                .collect();
+            members.sort_by_key(|member| member["memberId"].to_string());
+            let target: serde_json::Map<String, Value> = group
+                .target
+                .iter()
+                .map(|(member, partitions)| (names.vector(member), json!(names_of(partitions))))
+                .collect();
+            json!({
+                "groupEpoch": group.group_epoch,
+                "assignmentEpoch": group.assignment_epoch,
+                "state": group.state,
+                "subscriptionMetadata": group.subscription_metadata,
+                "members": members,
+                "targetAssignment": target,
+            })
+        });
+        let timers: serde_json::Map<String, Value> = shard
+            .timers()
+            .into_iter()
+            .map(|(key, deadline)| (names.key(&key), json!(deadline)))
+            .collect();
+        json!({ "timeMs": shard.now_ms(), "group": group, "timers": timers })
+    }
+
+    fn expected_snapshot(after: &Value) -> Value {
+        let mut after = after.clone();
+        if let Some(members) = after
+            .get_mut("group")
+            .and_then(|group| group.get_mut("members"))
+            .and_then(Value::as_array_mut)
+        {
+            for member in members.iter_mut() {
+                if let Some(topics) = member.get_mut("subscribedTopicNames").and_then(Value::as_array_mut) {
+                    topics.sort_by_key(|topic| topic.to_string());
+                }
+            }
+            members.sort_by_key(|member| member["memberId"].to_string());
+        }
+        after
+    }
+
+    /// The engine's own uniform assignment must be as balanced as Kafka's:
+    /// the same partitions, and among members with the same subscription
+    /// sizes that differ by at most one.
+    fn check_balance(
+        mine: &BTreeMap<String, BTreeSet<Partition>>,
+        kafka: &BTreeMap<String, BTreeSet<Partition>>,
+        shard: &ConsumerShard,
+    ) -> Result<(), String> {
+        let all = |assignment: &BTreeMap<String, BTreeSet<Partition>>| -> BTreeSet<Partition> {
+            assignment.values().flatten().cloned().collect()
+        };
+        if all(mine) != all(kafka) {
+            return Err(format!("uniform covers other partitions: {mine:?} vs {kafka:?}"));
+        }
+        let Some(group) = shard.group(GROUP) else {
+            return Ok(());
+        };
+        let mut by_subscription: BTreeMap<Vec<String>, Vec<usize>> = BTreeMap::new();
+        for (member, partitions) in mine {
+            if let Some(state) = group.members.get(member) {
+                let key: Vec<String> = state.subscribed_topic_names.iter().cloned().collect();
+                by_subscription.entry(key).or_default().push(partitions.len());
+            }
+        }
+        for sizes in by_subscription.values() {
+            let (least, most) = (sizes.iter().min(), sizes.iter().max());
+            if let (Some(least), Some(most)) = (least, most) {
+                if most - least > 1 {
+                    return Err(format!("uniform is unbalanced: {mine:?}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_sequence(sequence: &Value) -> Result<(), String> {
+        let topics: BTreeMap<String, u32> = sequence["topics"]
+            .as_array()
+            .expect("topics")
+            .iter()
+            .map(|topic| {
+                (
+                    topic["name"].as_str().expect("name").to_string(),
+                    topic["numPartitions"].as_u64().expect("count") as u32,
+                )
+            })
+            .collect();
+        let names = Names::new(sequence["memberIdSortOrder"].as_array().expect("sort order"));
+        let mut shard = ConsumerShard::new(ConsumerConfig::default(), 0, topics);
+        shard.on_loaded();
+        shard.next_member_ids = names.in_order().into();
+        for (index, expected) in sequence["steps"].as_array().expect("steps").iter().enumerate() {
+            let op = &expected["op"];
+            let fail = |what: &str, got: &Value, want: &Value| {
+                Err(format!(
+                    "seq {} step {index} ({op}): {what}\n   got  {got}\n   want {want}",
+                    sequence["seq"]
+                ))
+            };
+            let kafka_target: Option<BTreeMap<String, BTreeSet<Partition>>> = expected["after"]["group"]
+                ["targetAssignment"]
+                .as_object()
+                .map(|target| {
+                    target
+                        .iter()
+                        .map(|(member, list)| {
+                            (
+                                names.engine(member),
+                                partitions(list).unwrap_or_default().into_iter().collect(),
+                            )
+                        })
+                        .collect()
+                });
+            shard.uniform_override = kafka_target.clone();
+            shard.last_uniform = None;
+            let mut outputs: Vec<ConsumerOutput> = Vec::new();
+            match op["op"].as_str().expect("op") {
+                "join" | "heartbeat" | "leave" => {
+                    let request = HeartbeatRequest {
+                        group_id: GROUP.to_string(),
+                        member_id: names.engine(op["memberId"].as_str().unwrap_or("")),
+                        member_epoch: op["memberEpoch"].as_i64().expect("epoch") as i32,
+                        instance_id: None,
+                        rebalance_timeout_ms: op["rebalanceTimeoutMs"].as_i64().unwrap_or(-1) as i32,
+                        subscribed_topic_names: op["subscribedTopicNames"].as_array().map(|list| {
+                            list.iter()
+                                .map(|topic| topic.as_str().expect("topic").to_string())
+                                .collect()
+                        }),
+                        server_assignor: op["serverAssignor"].as_str().map(str::to_string),
+                        owned: partitions(&op["ownedTopicPartitions"]),
+                        client_id: "client".to_string(),
+                    };
+                    let output = shard.heartbeat(&request);
+                    for record in &output.records {
+                        shard.replay(record);
+                    }
+                    outputs.push(output);
+                }
+                "crash" => {}
+                "addPartitions" => shard.set_topic(
+                    op["topic"].as_str().expect("topic"),
+                    op["numPartitions"].as_u64().expect("count") as u32,
+                ),
+                "advance" => {
+                    let mut remaining = op["ms"].as_u64().expect("ms");
+                    while remaining > 0 {
+                        let tick = remaining.min(100);
+                        remaining -= tick;
+                        let output = shard.poll(shard.now_ms() + tick);
+                        for record in &output.records {
+                            shard.replay(record);
+                        }
+                        outputs.push(output);
+                    }
+                }
+                other => panic!("unknown op {other}"),
+            }
+            if let (Some(mine), Some(kafka)) = (&shard.last_uniform, &kafka_target) {
+                check_balance(mine, kafka, &shard).or_else(|error| fail(&error, &json!(null), &json!(null)))?;
+            }
+            if let Some(want) = expected.get("response").filter(|response| !response.is_null()) {
+                let got = outputs
+                    .iter()
+                    .find_map(|output| output.response.as_ref())
+                    .map_or(Value::Null, |response| response_json(response, &names));
+                if &got != want {
+                    return fail("response", &got, want);
+                }
+            }
+            let fired: Vec<Value> = outputs
+                .iter()
+                .flat_map(|output| &output.timers_fired)
+                .map(|(key, at)| json!({ "key": names.key(key), "atMs": at }))
+                .collect();
+            let want_fired = expected["timersFired"].as_array().cloned().unwrap_or_default();
+            let sorted = |mut list: Vec<Value>| {
+                list.sort_by_key(|value| value.to_string());
+                list
+            };
+            if sorted(fired.clone()) != sorted(want_fired.clone()) {
+                return fail("timersFired", &json!(fired), &json!(want_fired));
+            }
+            let records = canonical(
+                outputs
+                    .iter()
+                    .flat_map(|output| &output.records)
+                    .map(|record| record_json(record, &names))
+                    .collect(),
+            );
+            let want_records = canonical(expected["records"].as_array().cloned().unwrap_or_default());
+            if records != want_records {
+                return fail("records", &json!(records), &json!(want_records));
+            }
+            let after = snapshot_json(&shard, &names);
+            let want_after = expected_snapshot(&expected["after"]);
+            if after != want_after {
+                return fail("after", &after, &want_after);
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn consumer_groups_match_kafkas_kip_848_coordinator() {
+        let vectors = load("vectors-group-coordinator.json");
+        let sequences = vectors["consumer_protocol"]
+            .as_array()
+            .expect("consumer_protocol sequences");
+        assert!(sequences.len() >= 60, "found {}", sequences.len());
+        super::check_all(sequences, "consumer-protocol", check_sequence);
+    }
 }
