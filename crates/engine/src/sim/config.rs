@@ -227,6 +227,27 @@ pub struct ConsumerConfig {
     /// `group.instance.id`: set, the consumer is a static member (KIP-345).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_instance_id: Option<String>,
+    /// How long the application's record handler takes per record (not a
+    /// Kafka setting: the work done between two `poll()` calls).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub processing_ms_per_record: u64,
+    /// `max.poll.records` (500): at most this many records per `poll()`.
+    #[serde(default = "default_max_poll_records")]
+    pub max_poll_records: u32,
+    /// `max.poll.interval.ms` (300000): a member that does not call
+    /// `poll()` within this leaves its group; also its rebalance timeout.
+    #[serde(default = "default_max_poll_interval")]
+    pub max_poll_interval_ms: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+fn default_max_poll_records() -> u32 {
+    500
+}
+fn default_max_poll_interval() -> u64 {
+    300_000
 }
 
 fn default_assignor() -> String {
@@ -258,6 +279,9 @@ impl ConsumerConfig {
             heartbeat_interval_ms: default_consumer_heartbeat(),
             start: true,
             group_instance_id: None,
+            processing_ms_per_record: 0,
+            max_poll_records: default_max_poll_records(),
+            max_poll_interval_ms: default_max_poll_interval(),
         }
     }
 }
@@ -419,6 +443,8 @@ impl ClusterConfig {
             ("autoCommitIntervalMs", consumer.auto_commit_interval_ms),
             ("sessionTimeoutMs", consumer.session_timeout_ms),
             ("heartbeatIntervalMs", consumer.heartbeat_interval_ms),
+            ("maxPollRecords", u64::from(consumer.max_poll_records)),
+            ("maxPollIntervalMs", consumer.max_poll_interval_ms),
         ] {
             if value == 0 {
                 return Err(format!("{name} must be at least 1"));
@@ -629,6 +655,15 @@ pub enum Input {
         /// Which consumer.
         consumer: u32,
     },
+    /// A consumer's process stops for a while (a long garbage-collection
+    /// pause): no polls, no heartbeats, nothing read from its sockets.
+    #[serde(rename_all = "camelCase")]
+    PauseConsumer {
+        /// Which consumer.
+        consumer: u32,
+        /// For how long.
+        duration_ms: u64,
+    },
     /// A new consumer process starts (its id is the next free index); it
     /// joins its group. Ignored when its assignor or a topic is unknown.
     AddConsumer {
@@ -702,6 +737,13 @@ pub enum ConfigChange {
     LingerMs {
         /// Which producer.
         producer: u32,
+        /// The new value.
+        value: u64,
+    },
+    /// How long a consumer's handler takes per record (from its next poll).
+    ProcessingMsPerRecord {
+        /// Which consumer.
+        consumer: u32,
         /// The new value.
         value: u64,
     },

@@ -104,6 +104,21 @@ pub struct Consumer {
     timeout_armed: std::collections::BTreeSet<BrokerId>,
     /// An OffsetFetch for partitions without a position is out.
     offset_fetch_in_flight: bool,
+    /// Records fetched and not yet returned by `poll()`, per partition
+    /// (Kafka's fetch buffer; a partition with buffered records is not
+    /// fetched again until they are returned).
+    pub buffer: BTreeMap<TopicPartition, Vec<super::types::Record>>,
+    /// The handler works on the last poll's records until then.
+    pub processing_until: Option<u64>,
+    /// When the application last called `poll()`.
+    pub last_poll_ms: u64,
+    /// Its process is paused (a GC pause) until then.
+    pub paused_until: Option<u64>,
+    /// An auto-commit came due while the handler worked: it goes out at
+    /// the next poll, as Kafka's does.
+    commit_due: bool,
+    /// It left the group on a poll timeout: it joins again at its next poll.
+    rejoin_on_poll: bool,
 }
 
 /// `retry.backoff.ms` (100): the least time between a failed fetch and the
@@ -111,8 +126,6 @@ pub struct Consumer {
 const RETRY_BACKOFF_MS: u64 = 100;
 /// `request.timeout.ms` (30000).
 const CONSUMER_REQUEST_TIMEOUT_MS: u64 = 30_000;
-/// The rebalance timeout: `max.poll.interval.ms` (300000).
-const CONSUMER_REBALANCE_TIMEOUT_MS: u64 = 300_000;
 
 impl Consumer {
     /// A consumer that has not started.
@@ -144,6 +157,12 @@ impl Consumer {
             next_request: 0,
             timeout_armed: std::collections::BTreeSet::new(),
             offset_fetch_in_flight: false,
+            buffer: BTreeMap::new(),
+            processing_until: None,
+            last_poll_ms: 0,
+            paused_until: None,
+            commit_due: false,
+            rejoin_on_poll: false,
         }
     }
 
@@ -211,6 +230,12 @@ impl Simulation {
         consumer.fetching.clear();
         consumer.coordinator = None;
         consumer.pending_commits.clear();
+        consumer.buffer.clear();
+        consumer.processing_until = None;
+        consumer.paused_until = None;
+        consumer.last_poll_ms = self.now;
+        consumer.commit_due = false;
+        consumer.rejoin_on_poll = false;
         let incarnation = consumer.incarnation;
         let group = consumer.config.group.clone();
         self.record(TraceKind::ConsumerStatus {
@@ -274,25 +299,8 @@ impl Simulation {
         if clean {
             self.consumer_commit(id);
             let consumer = &self.consumers[id as usize];
-            // Only dynamic members leave: a static member (group.instance.id)
-            // stays in the group until its session times out, so a quick
-            // restart gets its partitions back with no rebalance (KIP-345,
-            // `AbstractCoordinator#maybeLeaveGroup`).
-            let dynamic = consumer.config.group_instance_id.is_none();
-            if let (true, Some(coordinator), Some(member_id)) =
-                (dynamic, consumer.coordinator, consumer.member_id.clone())
-            {
-                let group = consumer.config.group.clone();
-                self.send(
-                    Self::consumer_node(id),
-                    NodeId::Broker(coordinator),
-                    Message::LeaveGroup {
-                        group,
-                        member_id,
-                        instance: None,
-                    },
-                );
-            }
+            let member_id = consumer.member_id.clone();
+            self.consumer_leave_group(id, member_id);
         }
         let consumer = &mut self.consumers[id as usize];
         consumer.phase = ConsumerPhase::Stopped;
@@ -304,6 +312,11 @@ impl Simulation {
             ConsumerChange::Crashed
         };
         self.record(TraceKind::ConsumerStatus { consumer: id, status });
+        if !clean {
+            // The process died with its sockets: nothing still in flight on
+            // them reaches a process started later.
+            self.consumer_drop_connections(id);
+        }
     }
 
     fn consumer_join(&mut self, id: u32) {
@@ -319,6 +332,7 @@ impl Simulation {
         } else {
             // Eager protocol: give up everything before joining.
             consumer.fetching.clear();
+            consumer.buffer.clear();
             std::mem::take(&mut consumer.assignment)
         };
         let message = Message::JoinGroup {
@@ -326,7 +340,7 @@ impl Simulation {
             member_id: consumer.member_id.clone(),
             instance: consumer.config.group_instance_id.clone(),
             session_timeout_ms: consumer.config.session_timeout_ms,
-            rebalance_timeout_ms: CONSUMER_REBALANCE_TIMEOUT_MS,
+            rebalance_timeout_ms: consumer.config.max_poll_interval_ms,
             topics: consumer.config.topics.clone(),
             owned,
             assignor: consumer.config.assignor.clone(),
@@ -373,6 +387,18 @@ impl Simulation {
         match timer {
             Timer::ConsumerHeartbeat => {
                 let heartbeat = consumer.config.heartbeat_interval_ms;
+                // The heartbeat thread notices a handler that has not
+                // polled within max.poll.interval.ms: the member leaves
+                // (`AbstractCoordinator.HeartbeatThread`, "consumer poll
+                // timeout has expired").
+                let interval = consumer.config.max_poll_interval_ms;
+                if consumer.processing_until.is_some()
+                    && consumer.member_id.is_some()
+                    && self.now.saturating_sub(consumer.last_poll_ms) > interval
+                {
+                    self.consumer_poll_timeout(id);
+                }
+                let consumer = &self.consumers[id as usize];
                 // Heartbeats belong to a joined member: none while it looks for
                 // the coordinator or waits for its JoinGroup answer.
                 let joined = matches!(consumer.phase, ConsumerPhase::Syncing | ConsumerPhase::Consuming);
@@ -395,11 +421,35 @@ impl Simulation {
             }
             Timer::ConsumerCommit => {
                 let interval = consumer.config.auto_commit_interval_ms;
-                self.consumer_commit(id);
+                // Auto-commit runs inside poll(): while the handler works it
+                // waits for the next poll.
+                if consumer.processing_until.is_some() {
+                    self.consumers[id as usize].commit_due = true;
+                } else {
+                    self.consumer_commit(id);
+                }
                 self.schedule_timer(node, incarnation, interval, Timer::ConsumerCommit);
             }
-            // Only the one pending retry counts (later ones replace none).
-            Timer::ConsumerRetry if consumer.retry_at == Some(self.now) => {
+            Timer::ConsumerProcessed => {
+                self.consumers[id as usize].processing_until = None;
+                self.consumer_poll(id);
+                self.consumer_fetch_all(id);
+            }
+            Timer::ConsumerPauseEnd => {
+                let consumer = &mut self.consumers[id as usize];
+                if consumer.paused_until.is_some_and(|until| until <= self.now) {
+                    consumer.paused_until = None;
+                    self.record(TraceKind::ConsumerStatus {
+                        consumer: id,
+                        status: ConsumerChange::Resumed,
+                    });
+                    self.consumer_poll(id);
+                    self.consumer_fetch_all(id);
+                }
+            }
+            // Only the one pending retry counts (later ones replace none);
+            // a pause may have held it past its time.
+            Timer::ConsumerRetry if consumer.retry_at.is_some_and(|at| at <= self.now) => {
                 self.consumers[id as usize].retry_at = None;
                 if self.consumers[id as usize].coordinator.is_none() {
                     self.consumer_bootstrap(id);
@@ -442,7 +492,9 @@ impl Simulation {
     /// timeout plus five seconds, as `ConsumerCoordinator` sets it.
     pub(crate) fn consumer_note_request(&mut self, id: u32, broker: BrokerId, message: &Message) {
         let timeout = match message {
-            Message::JoinGroup { .. } => CONSUMER_REBALANCE_TIMEOUT_MS + 5_000,
+            Message::JoinGroup {
+                rebalance_timeout_ms, ..
+            } => rebalance_timeout_ms + 5_000,
             Message::LeaveGroup { .. } => return,
             _ => CONSUMER_REQUEST_TIMEOUT_MS,
         };
@@ -583,6 +635,7 @@ impl Simulation {
                         let consumer = &mut self.consumers[id as usize];
                         consumer.positions.retain(|partition, _| partitions.contains(partition));
                         consumer.fetching.retain(|partition, _| partitions.contains(partition));
+                        consumer.buffer.retain(|partition, _| partitions.contains(partition));
                         consumer.assignment = partitions;
                         self.consumer_fetch_positions(id);
                         self.consumer_fetch_all(id);
@@ -595,6 +648,7 @@ impl Simulation {
                         // the join, so each one assigned starts from its
                         // committed offset (`SubscriptionState#assignFromSubscribed`).
                         consumer.positions.clear();
+                        consumer.buffer.clear();
                         self.consumer_fetch_positions(id);
                     }
                 }
@@ -774,14 +828,20 @@ impl Simulation {
                     consumer: id,
                     status: ConsumerChange::Fenced,
                 });
+                self.consumer_drop_connections(id);
             }
             _ => {
                 // NOT_COORDINATOR and the like: the coordinator is unknown
-                // (`markCoordinatorUnknown`). A member that has its
-                // partitions keeps reading them while it looks for the
-                // coordinator again; one that was joining joins again once
-                // it is found.
-                consumer.coordinator = None;
+                // (`markCoordinatorUnknown`), and the client disconnects from
+                // it, so nothing it still holds (a parked JoinGroup) answers
+                // later. A member that has its partitions keeps reading them
+                // while it looks for the coordinator again; one that was
+                // joining joins again once it is found.
+                let old = consumer.coordinator.take();
+                if let (Some(broker), false) = (old, error == ErrorCode::NetworkException) {
+                    self.connection_reset(Self::consumer_node(id), NodeId::Broker(broker));
+                }
+                let consumer = &mut self.consumers[id as usize];
                 // Requests on the old coordinator connection get no answer.
                 consumer.pending_commits.clear();
                 consumer.offset_fetch_in_flight = false;
@@ -797,6 +857,26 @@ impl Simulation {
                 self.consumer_schedule_retry(id, RETRY_BACKOFF_MS);
             }
         }
+    }
+
+    /// The member did not poll in time: a dynamic member sends LeaveGroup
+    /// (a static one stays until its session ends); either forgets its
+    /// member id and generation and joins again at its next poll
+    /// (`maybeLeaveGroup`, `resetStateAndGeneration`).
+    fn consumer_poll_timeout(&mut self, id: u32) {
+        let consumer = &mut self.consumers[id as usize];
+        let interval = consumer.config.max_poll_interval_ms;
+        let member_id = consumer.member_id.take();
+        consumer.generation = 0;
+        consumer.rejoin_on_poll = true;
+        consumer.pending_commits.clear();
+        self.consumer_leave_group(id, member_id);
+        self.record(TraceKind::ConsumerStatus {
+            consumer: id,
+            status: ConsumerChange::PollTimeout {
+                max_poll_interval_ms: interval,
+            },
+        });
     }
 
     /// Asks the coordinator for the committed offsets of owned partitions
@@ -841,7 +921,7 @@ impl Simulation {
         }
         let mut requests = Vec::new();
         for partition in &consumer.assignment {
-            if consumer.fetching.get(partition) == Some(&true) {
+            if consumer.fetching.get(partition) == Some(&true) || consumer.buffer.contains_key(partition) {
                 continue;
             }
             let (Some(&position), Some(Some(leader))) =
@@ -931,30 +1011,166 @@ impl Simulation {
             return;
         };
         let fresh: Vec<_> = records.into_iter().filter(|record| record.offset >= position).collect();
-        if let (Some(first), Some(last)) = (fresh.first(), fresh.last()) {
-            let (from_offset, to_offset) = (first.offset, last.offset + 1);
-            consumer.positions.insert(partition.clone(), to_offset);
-            consumer.records_read += fresh.len() as u64;
-            let above: Vec<Offset> = fresh
-                .iter()
-                .map(|record| record.offset)
-                .filter(|&offset| offset >= high_watermark)
-                .collect();
-            self.record(TraceKind::Consumed {
-                consumer: id,
-                partition: partition.clone(),
-                from: from_offset,
-                to: to_offset,
-                high_watermark,
+        let above: Vec<Offset> = fresh
+            .iter()
+            .map(|record| record.offset)
+            .filter(|&offset| offset >= high_watermark)
+            .collect();
+        if !fresh.is_empty() {
+            // The fetch buffer holds them until the application polls.
+            consumer.buffer.insert(partition.clone(), fresh);
+        }
+        if !above.is_empty() {
+            self.monitor.violations += 1;
+            self.record(TraceKind::InvariantViolated {
+                invariant: Invariant::ConsumerReadsBelowHighWatermark,
+                detail: format!("consumer-{id} read offsets {above:?} of {partition} at or above the high watermark {high_watermark}"),
             });
-            if !above.is_empty() {
-                self.monitor.violations += 1;
-                self.record(TraceKind::InvariantViolated {
-                    invariant: Invariant::ConsumerReadsBelowHighWatermark,
-                    detail: format!("consumer-{id} read offsets {above:?} of {partition} at or above the high watermark {high_watermark}"),
-                });
+        }
+        self.consumer_poll(id);
+        self.consumer_fetch_all(id);
+    }
+
+    /// The application calls `poll()`: an auto-commit that came due goes
+    /// out, a member that left on a poll timeout joins again, and up to
+    /// `max.poll.records` buffered records are handed to the handler, which
+    /// takes `processing_ms_per_record` each before the next poll. With
+    /// nothing buffered the application waits in `poll()` for the next
+    /// fetch to return records.
+    fn consumer_poll(&mut self, id: u32) {
+        let now = self.now;
+        let consumer = &mut self.consumers[id as usize];
+        if consumer.phase == ConsumerPhase::Stopped || consumer.processing_until.is_some() {
+            return;
+        }
+        if consumer.paused_until.is_some_and(|until| until > now) {
+            return;
+        }
+        consumer.last_poll_ms = now;
+        if std::mem::take(&mut consumer.rejoin_on_poll) {
+            if consumer.coordinator.is_some() {
+                self.consumer_join(id);
+            } else {
+                consumer.phase = ConsumerPhase::FindingCoordinator;
+                consumer.assignment.clear();
+                consumer.fetching.clear();
+                consumer.buffer.clear();
+                self.consumer_schedule_retry(id, RETRY_BACKOFF_MS);
             }
         }
-        self.consumer_fetch_all(id);
+        let consumer = &mut self.consumers[id as usize];
+        if std::mem::take(&mut consumer.commit_due) {
+            self.consumer_commit(id);
+        }
+        let consumer = &mut self.consumers[id as usize];
+        let mut budget = consumer.config.max_poll_records.max(1) as usize;
+        let mut taken = Vec::new();
+        let partitions: Vec<TopicPartition> = consumer.buffer.keys().cloned().collect();
+        for partition in partitions {
+            if budget == 0 {
+                break;
+            }
+            if !consumer.assignment.contains(&partition) {
+                consumer.buffer.remove(&partition);
+                continue;
+            }
+            let Some(records) = consumer.buffer.get_mut(&partition) else {
+                continue;
+            };
+            let count = budget.min(records.len());
+            let batch: Vec<super::types::Record> = records.drain(..count).collect();
+            if records.is_empty() {
+                consumer.buffer.remove(&partition);
+            }
+            budget -= count;
+            if let (Some(first), Some(last)) = (batch.first(), batch.last()) {
+                let (from, to) = (first.offset, last.offset + 1);
+                consumer.positions.insert(partition.clone(), to);
+                consumer.records_read += batch.len() as u64;
+                let high_watermark = consumer.high_watermarks.get(&partition).copied().unwrap_or(to);
+                taken.push((partition, from, to, high_watermark, batch.len() as u64));
+            }
+        }
+        let per_record = consumer.config.processing_ms_per_record;
+        let count: u64 = taken.iter().map(|(.., count)| *count).sum();
+        let incarnation = consumer.incarnation;
+        if count > 0 && per_record > 0 {
+            let busy = count.saturating_mul(per_record);
+            consumer.processing_until = Some(now + busy);
+            self.schedule_timer(Self::consumer_node(id), incarnation, busy, Timer::ConsumerProcessed);
+        }
+        for (partition, from, to, high_watermark, _) in taken {
+            self.record(TraceKind::Consumed {
+                consumer: id,
+                partition,
+                from,
+                to,
+                high_watermark,
+            });
+        }
+        // Handled at once: the application polls again straight away.
+        if count > 0 && per_record == 0 && !self.consumers[id as usize].buffer.is_empty() {
+            self.consumer_poll(id);
+        }
+    }
+
+    /// Sends LeaveGroup for a dynamic member. Only dynamic members leave:
+    /// a static member (`group.instance.id`) stays in the group until its
+    /// session times out, so a quick restart gets its partitions back with
+    /// no rebalance (KIP-345, `AbstractCoordinator#maybeLeaveGroup`).
+    fn consumer_leave_group(&mut self, id: u32, member_id: Option<String>) {
+        let consumer = &self.consumers[id as usize];
+        let dynamic = consumer.config.group_instance_id.is_none();
+        if let (true, Some(coordinator), Some(member_id)) = (dynamic, consumer.coordinator, member_id) {
+            let group = consumer.config.group.clone();
+            self.send(
+                Self::consumer_node(id),
+                NodeId::Broker(coordinator),
+                Message::LeaveGroup {
+                    group,
+                    member_id,
+                    instance: None,
+                },
+            );
+        }
+    }
+
+    /// Breaks the consumer's connections to every broker.
+    fn consumer_drop_connections(&mut self, id: u32) {
+        for broker in 1..=self.config.brokers {
+            self.connection_reset(Self::consumer_node(id), NodeId::Broker(broker));
+        }
+    }
+
+    /// The consumer's process stops for `duration_ms` (a GC pause).
+    pub(crate) fn consumer_pause(&mut self, id: u32, duration_ms: u64) {
+        let now = self.now;
+        let Some(consumer) = self.consumers.get_mut(id as usize) else {
+            return;
+        };
+        if consumer.phase == ConsumerPhase::Stopped || duration_ms == 0 {
+            return;
+        }
+        let until = now + duration_ms;
+        consumer.paused_until = Some(consumer.paused_until.map_or(until, |current| current.max(until)));
+        let incarnation = consumer.incarnation;
+        self.record(TraceKind::ConsumerStatus {
+            consumer: id,
+            status: ConsumerChange::Paused { duration_ms },
+        });
+        self.schedule_timer(
+            Self::consumer_node(id),
+            incarnation,
+            duration_ms,
+            Timer::ConsumerPauseEnd,
+        );
+    }
+
+    /// Until when a consumer's process is paused, if it is now.
+    pub(crate) fn consumer_paused_until(&self, id: u32) -> Option<u64> {
+        self.consumers
+            .get(id as usize)
+            .and_then(|consumer| consumer.paused_until)
+            .filter(|until| *until > self.now)
     }
 }

@@ -67,8 +67,10 @@ pub struct PendingWrite {
 pub struct Coordinator {
     /// The groups and offsets.
     pub shard: ClassicShard,
-    /// Requests the shard holds or will answer: the client and group.
-    requests: BTreeMap<RequestId, (NodeId, String)>,
+    /// Requests the shard holds or will answer: the client, the group, and
+    /// the connection the request came on (an answer goes back on it, or
+    /// nowhere if it broke meanwhile).
+    requests: BTreeMap<RequestId, (NodeId, String, u32)>,
     /// Writes waiting for the high watermark, by id.
     writes: BTreeMap<u64, PendingWrite>,
     next_request: RequestId,
@@ -255,13 +257,14 @@ impl Simulation {
         {
             self.member_clients.insert(member.clone(), from);
         }
+        let connection = self.network.connection(node, from);
         let Some(coordinator) = self.broker(id).coordinators.get_mut(&partition) else {
             return true;
         };
         coordinator.shard.set_time(now);
         coordinator.next_request += 1;
         let request = coordinator.next_request;
-        coordinator.requests.insert(request, (from, group.clone()));
+        coordinator.requests.insert(request, (from, group.clone(), connection));
         let shard = &mut coordinator.shard;
         let output = match message {
             Message::JoinGroup {
@@ -398,7 +401,7 @@ impl Simulation {
     }
 
     fn coordinator_answer(&mut self, id: BrokerId, partition: &TopicPartition, request: RequestId, response: Response) {
-        let Some((client, group)) = self
+        let Some((client, group, connection)) = self
             .broker(id)
             .coordinators
             .get_mut(partition)
@@ -406,6 +409,10 @@ impl Simulation {
         else {
             return;
         };
+        if connection != self.network.connection(NodeId::Broker(id), client) {
+            // The client's connection closed while the request waited.
+            return;
+        }
         let message = match response {
             Response::Join(join) => {
                 if !join.member_id.is_empty() {

@@ -35,8 +35,8 @@ use crate::random::Rng;
 use crate::replication::high_watermark::Acks;
 
 use super::config::{
-    ClusterConfig, ConsumerConfig, ElectionType, Input, NetworkConfig, OffsetReset, PartitionRef, ProducerConfig,
-    ScheduledInput, TopicConfig,
+    ClusterConfig, ConfigChange, ConsumerConfig, ElectionType, Input, NetworkConfig, OffsetReset, PartitionRef,
+    ProducerConfig, ScheduledInput, TopicConfig,
 };
 use super::consumer::ConsumerPhase;
 use super::scenario::{Expectation, Scenario};
@@ -209,8 +209,10 @@ impl FuzzCase {
                 subscribed
             };
             let assignor = assignors[pick(assignors.len() as u32) as usize];
-            // Some groups have static members (KIP-345).
+            // Some groups have static members (KIP-345), some a short
+            // max.poll.interval.ms that a slow handler overruns.
             let static_members = pick(3) == 0;
+            let max_poll_interval_ms = if pick(3) == 0 { 5_000 } else { 300_000 };
             for member in 0..1 + pick(3) {
                 let mut consumer = ConsumerConfig::new(format!("g{group}"), subscribed.clone());
                 consumer.assignor = assignor.to_string();
@@ -218,6 +220,7 @@ impl FuzzCase {
                 if static_members {
                     consumer.group_instance_id = Some(format!("g{group}-member-{member}"));
                 }
+                consumer.max_poll_interval_ms = max_poll_interval_ms;
                 consumers.push(consumer);
             }
         }
@@ -270,6 +273,13 @@ impl FuzzCase {
         }
         inputs.extend((1..=self.config.controllers).map(|controller| at(Input::RestartController { controller })));
         inputs.extend((0..self.config.consumers.len() as u32).map(|consumer| at(Input::StartConsumer { consumer })));
+        // Handlers are fast again.
+        inputs.extend((0..self.config.consumers.len() as u32).map(|consumer| {
+            at(Input::SetConfig(ConfigChange::ProcessingMsPerRecord {
+                consumer,
+                value: 0,
+            }))
+        }));
         inputs
     }
 
@@ -409,7 +419,7 @@ fn schedule(config: &ClusterConfig, rng: &mut Rng, mix: Mix) -> Vec<ScheduledInp
         if time >= FAULTS_END_MS {
             break;
         }
-        let kind = rng.next_u32() % 18;
+        let kind = rng.next_u32() % 20;
         let fault = match (mix, kind) {
             (_, 0..=3) => Some(Input::Produce {
                 producer: rng.next_u32() % producers,
@@ -470,6 +480,18 @@ fn schedule(config: &ClusterConfig, rng: &mut Rng, mix: Mix) -> Vec<ScheduledInp
                     });
                 }
                 Some(Input::KillBroker { broker })
+            }
+            // A garbage-collection pause, sometimes past the session timeout.
+            (Mix::All | Mix::Clients, 18) if consumers > 0 => Some(Input::PauseConsumer {
+                consumer: rng.next_u32() % consumers,
+                duration_ms: u64::from(rng.next_u32() % 30_000),
+            }),
+            // A handler slows down (sometimes past max.poll.interval.ms).
+            (Mix::All | Mix::Clients, 19) if consumers > 0 => {
+                Some(Input::SetConfig(ConfigChange::ProcessingMsPerRecord {
+                    consumer: rng.next_u32() % consumers,
+                    value: [0, 20, 200, 1_000][rng.next_u32() as usize % 4],
+                }))
             }
             _ => None,
         };

@@ -100,6 +100,10 @@ pub enum Timer {
     /// A consumer's metadata refresh after a failed fetch, once its
     /// backoff has passed.
     ConsumerMetadataRefresh,
+    /// A consumer's handler finished the records of its last poll.
+    ConsumerProcessed,
+    /// A consumer's pause (a GC pause) ends.
+    ConsumerPauseEnd,
 }
 
 /// What the event queue holds.
@@ -837,23 +841,31 @@ impl Simulation {
                     }
                     return;
                 }
-                Some(broker::BrokerStatus::Paused { until }) => {
-                    // A paused process reads its socket when it resumes.
-                    self.push(
-                        until,
-                        Event::Deliver {
-                            from,
-                            to,
-                            message,
-                            sent,
-                            sent_at,
-                            connection,
-                        },
-                    );
-                    return;
-                }
-                Some(broker::BrokerStatus::Running) => {}
+                Some(broker::BrokerStatus::Paused { .. } | broker::BrokerStatus::Running) => {}
             }
+        }
+        let paused_until = match to {
+            NodeId::Broker(id) => match self.brokers.get(&id).map(|broker| broker.status) {
+                Some(broker::BrokerStatus::Paused { until }) => Some(until),
+                _ => None,
+            },
+            NodeId::Consumer(id) => self.consumer_paused_until(id),
+            _ => None,
+        };
+        if let Some(until) = paused_until {
+            // A paused process reads its socket when it resumes.
+            self.push(
+                until,
+                Event::Deliver {
+                    from,
+                    to,
+                    message,
+                    sent,
+                    sent_at,
+                    connection,
+                },
+            );
+            return;
         }
         self.current_cause = if self.trace_options.messages {
             Some(self.record_caused(
@@ -876,28 +888,37 @@ impl Simulation {
     }
 
     fn fire_timer(&mut self, node: NodeId, incarnation: u32, timer: Timer) {
+        // A paused process runs its timers when it resumes.
+        let paused_until = match node {
+            NodeId::Broker(id) if timer != Timer::PauseEnd => match self.brokers.get(&id) {
+                Some(broker) if broker.incarnation == incarnation => match broker.status {
+                    broker::BrokerStatus::Paused { until } => Some(until),
+                    _ => None,
+                },
+                _ => None,
+            },
+            NodeId::Consumer(id) if timer != Timer::ConsumerPauseEnd => self.consumer_paused_until(id),
+            _ => None,
+        };
+        if let Some(until) = paused_until {
+            let cause = self.current_cause;
+            self.push(
+                until,
+                Event::Timer {
+                    node,
+                    incarnation,
+                    timer,
+                    cause,
+                },
+            );
+            return;
+        }
         match node {
             NodeId::Controller(id) => self.quorum_timer(id, incarnation, timer),
             NodeId::Broker(id) => {
                 let Some(broker) = self.brokers.get(&id) else { return };
-                if broker.incarnation != incarnation {
-                    return;
-                }
-                match broker.status {
-                    broker::BrokerStatus::Dead => {}
-                    broker::BrokerStatus::Paused { until } if timer != Timer::PauseEnd => {
-                        let cause = self.current_cause;
-                        self.push(
-                            until,
-                            Event::Timer {
-                                node,
-                                incarnation,
-                                timer,
-                                cause,
-                            },
-                        );
-                    }
-                    _ => self.broker_timer(id, timer),
+                if broker.incarnation == incarnation && broker.status != broker::BrokerStatus::Dead {
+                    self.broker_timer(id, timer);
                 }
             }
             NodeId::Producer(id) => self.producer_timer(id, timer),
@@ -933,6 +954,7 @@ impl Simulation {
             Input::StartConsumer { consumer } => self.consumer_start(consumer),
             Input::StopConsumer { consumer } => self.consumer_stop(consumer, true),
             Input::CrashConsumer { consumer } => self.consumer_stop(consumer, false),
+            Input::PauseConsumer { consumer, duration_ms } => self.consumer_pause(consumer, duration_ms),
             Input::AddConsumer { consumer } => self.consumer_add(consumer),
             Input::ElectLeaders {
                 election_type,
@@ -982,6 +1004,14 @@ impl Simulation {
             ConfigChange::LingerMs { producer, value } => {
                 if let Some(producer) = self.producers.get_mut(producer as usize) {
                     producer.config.linger_ms = value;
+                }
+            }
+            ConfigChange::ProcessingMsPerRecord { consumer, value } => {
+                if let Some(consumer) = self.consumers.get_mut(consumer as usize) {
+                    consumer.config.processing_ms_per_record = value;
+                }
+                if let Some(config) = self.config.consumers.get_mut(consumer as usize) {
+                    config.processing_ms_per_record = value;
                 }
             }
         }
@@ -1038,6 +1068,9 @@ fn describe_input(input: &Input) -> String {
         Input::StartConsumer { consumer } => format!("start consumer-{consumer}"),
         Input::StopConsumer { consumer } => format!("stop consumer-{consumer} (it leaves its group)"),
         Input::CrashConsumer { consumer } => format!("crash consumer-{consumer} (no goodbye)"),
+        Input::PauseConsumer { consumer, duration_ms } => {
+            format!("pause consumer-{consumer} for {duration_ms} ms (a garbage-collection pause)")
+        }
         Input::AddConsumer { consumer } => format!(
             "add a consumer in group {} reading {}",
             consumer.group,
@@ -1076,6 +1109,9 @@ fn describe_change(change: &ConfigChange) -> String {
         ConfigChange::UncleanLeaderElection { enable } => format!("set unclean.leader.election.enable={enable}"),
         ConfigChange::ReplicaLagTimeMaxMs { value } => format!("set replica.lag.time.max.ms={value}"),
         ConfigChange::LingerMs { producer, value } => format!("set linger.ms={value} on producer-{producer}"),
+        ConfigChange::ProcessingMsPerRecord { consumer, value } => {
+            format!("set consumer-{consumer}'s handler to {value} ms per record")
+        }
     }
 }
 

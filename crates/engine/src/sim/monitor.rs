@@ -147,7 +147,26 @@ impl Simulation {
                 }
             }
         }
-        // Within one group generation no partition has two owners.
+        // Within one group generation no partition has two owners. Only
+        // members the group's coordinator counts in that generation are
+        // compared: a member cut off from its coordinator keeps reading
+        // (as Kafka's client does) until it learns it was dropped, and if
+        // an unclean election lost the group's records, the generation
+        // numbers of the group's new life can repeat its old ones.
+        let mut current: std::collections::BTreeSet<(&str, &str, u32)> = std::collections::BTreeSet::new();
+        for broker in self.brokers.values() {
+            for coordinator in broker.coordinators.values() {
+                for group in coordinator.shard.groups() {
+                    for member in &group.members {
+                        current.insert((
+                            group.group_id.as_str(),
+                            member.member_id.as_str(),
+                            u32::try_from(group.generation).unwrap_or(0),
+                        ));
+                    }
+                }
+            }
+        }
         let signature: Vec<(u8, u32, usize)> = self
             .consumers
             .iter()
@@ -160,6 +179,13 @@ impl Simulation {
         let mut owners: BTreeMap<(&str, u32, &TopicPartition), u32> = BTreeMap::new();
         for consumer in self.consumers.iter().filter(|_| groups_changed) {
             if consumer.phase != super::consumer::ConsumerPhase::Consuming {
+                continue;
+            }
+            let counted = consumer
+                .member_id
+                .as_deref()
+                .is_some_and(|member| current.contains(&(consumer.config.group.as_str(), member, consumer.generation)));
+            if !counted {
                 continue;
             }
             for partition in &consumer.assignment {

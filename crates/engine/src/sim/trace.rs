@@ -145,6 +145,17 @@ pub enum ConsumerChange {
     },
     /// Another member took its `group.instance.id` (`FENCED_INSTANCE_ID`).
     Fenced,
+    /// Its process stopped (a garbage-collection pause).
+    Paused {
+        duration_ms: u64,
+    },
+    /// Its process runs again.
+    Resumed,
+    /// It did not call `poll()` within `max.poll.interval.ms`: it leaves
+    /// its group and joins again at its next poll.
+    PollTimeout {
+        max_poll_interval_ms: u64,
+    },
 }
 
 impl std::fmt::Display for ConsumerChange {
@@ -153,6 +164,14 @@ impl std::fmt::Display for ConsumerChange {
             ConsumerChange::Started { group } => write!(formatter, "started in group {group}"),
             ConsumerChange::Closed => write!(formatter, "closed (committed and left its group)"),
             ConsumerChange::Crashed => write!(formatter, "crashed"),
+            ConsumerChange::Paused { duration_ms } => {
+                write!(formatter, "pauses for {duration_ms} ms: no polls, no heartbeats")
+            }
+            ConsumerChange::Resumed => write!(formatter, "resumes"),
+            ConsumerChange::PollTimeout { max_poll_interval_ms } => write!(
+                formatter,
+                "has not polled within max.poll.interval.ms ({max_poll_interval_ms} ms): it leaves the group and joins again at its next poll"
+            ),
             ConsumerChange::Fenced => write!(
                 formatter,
                 "was fenced: another member joined with its group.instance.id (FENCED_INSTANCE_ID); it stops"

@@ -263,3 +263,131 @@ fn cooperative_sticky_moves_one_partition_in_two_rounds_while_the_others_keep_re
         paused(&eager_reading)
     );
 }
+
+/// Total lag of a group's running members.
+fn group_lag(simulation: &Simulation) -> u64 {
+    simulation
+        .consumers()
+        .iter()
+        .filter(|member| member.phase != ConsumerPhase::Stopped)
+        .flat_map(|member| member.lag().into_values())
+        .sum()
+}
+
+fn statuses(simulation: &Simulation, wanted: fn(&ConsumerChange) -> bool) -> Vec<u32> {
+    simulation
+        .trace()
+        .iter()
+        .filter_map(|event| match &event.kind {
+            TraceKind::ConsumerStatus { consumer, status } if wanted(status) => Some(*consumer),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_slow_handler_falls_behind_and_more_members_catch_up() {
+    // One member whose handler takes 50 ms a record reads 4 partitions;
+    // 400 records arrive at once. It needs 20 s; lag builds, then more
+    // members (up to the partition count) share the work.
+    let mut slow = consumer(None);
+    slow.processing_ms_per_record = 50;
+    let mut simulation = Simulation::new(config(4, vec![slow.clone()]), 3).expect("valid");
+    produce(&mut simulation, 10_000, 400);
+    simulation.run_until(12_000);
+    let behind = group_lag(&simulation);
+    assert!(behind > 200, "lag {behind}");
+    // Records come one poll (max.poll.records) at a time.
+    assert!(simulation.consumers()[0].processing_until.is_some());
+    at(&mut simulation, 12_000, Input::AddConsumer { consumer: slow.clone() });
+    at(&mut simulation, 12_000, Input::AddConsumer { consumer: slow });
+    simulation.run_until(20_000);
+    assert!(group_lag(&simulation) < behind, "more members drain the lag");
+    simulation.run_until(60_000);
+    assert_eq!(group_lag(&simulation), 0);
+    assert!(kafkascope_engine::sim::fuzz::liveness_failures(&simulation, 0, true).is_empty());
+}
+
+#[test]
+fn a_gc_pause_longer_than_the_session_timeout_makes_the_group_rebalance() {
+    let mut simulation = Simulation::new(config(4, vec![consumer(None), consumer(None)]), 5).expect("valid");
+    simulation.run_until(20_000);
+    // 30 s is inside the 45 s session: nothing happens.
+    at(
+        &mut simulation,
+        20_000,
+        Input::PauseConsumer {
+            consumer: 0,
+            duration_ms: 30_000,
+        },
+    );
+    simulation.run_until(60_000);
+    assert_eq!(rebalances_after(&simulation, 20_000), Vec::<u32>::new());
+    assert_eq!(
+        statuses(&simulation, |status| matches!(status, ConsumerChange::Paused { .. })),
+        vec![0]
+    );
+    // 60 s is past it: the coordinator drops the member, the other one
+    // takes every partition; when the paused one wakes up it learns it
+    // was dropped and joins again.
+    at(
+        &mut simulation,
+        60_000,
+        Input::PauseConsumer {
+            consumer: 0,
+            duration_ms: 60_000,
+        },
+    );
+    simulation.run_until(116_000);
+    let reasons: Vec<String> = simulation
+        .trace()
+        .iter()
+        .filter(|event| event.time > 60_000)
+        .filter_map(|event| match &event.kind {
+            TraceKind::GroupRebalanced { reason, .. } => Some(reason.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        reasons.first().is_some_and(|reason| reason.contains("session timeout")),
+        "{reasons:?}"
+    );
+    assert_eq!(simulation.consumers()[1].assignment.len(), 4);
+    simulation.run_until(160_000);
+    assert!(
+        rebalances_after(&simulation, 120_000).len() >= 1,
+        "the paused member rejoins"
+    );
+    assert_eq!(simulation.consumers()[0].assignment.len(), 2);
+}
+
+#[test]
+fn a_handler_slower_than_max_poll_interval_leaves_the_group_and_joins_again() {
+    let mut slow = consumer(None);
+    slow.max_poll_interval_ms = 10_000;
+    let mut simulation = Simulation::new(config(2, vec![slow.clone(), slow]), 8).expect("valid");
+    simulation.run_until(15_000);
+    at(
+        &mut simulation,
+        15_000,
+        Input::SetConfig(kafkascope_engine::sim::config::ConfigChange::ProcessingMsPerRecord {
+            consumer: 0,
+            value: 1_000,
+        }),
+    );
+    produce(&mut simulation, 15_000, 40);
+    simulation.run_until(60_000);
+    let timeouts = statuses(&simulation, |status| {
+        matches!(status, ConsumerChange::PollTimeout { .. })
+    });
+    assert!(timeouts.contains(&0), "{timeouts:?}");
+    assert!(!rebalances_after(&simulation, 15_000).is_empty());
+    // Fast again, it catches up and the group settles.
+    at(
+        &mut simulation,
+        60_000,
+        Input::SetConfig(kafkascope_engine::sim::config::ConfigChange::ProcessingMsPerRecord { consumer: 0, value: 0 }),
+    );
+    simulation.run_until(120_000);
+    assert!(kafkascope_engine::sim::fuzz::liveness_failures(&simulation, 0, true).is_empty());
+}
