@@ -153,6 +153,28 @@ pub enum Expectation {
         /// The minimum generation.
         at_least: u32,
     },
+    /// A group completed between `atLeast` and `atMost` rebalances (new
+    /// generations) after `afterMs`.
+    #[serde(rename_all = "camelCase")]
+    Rebalances {
+        /// The group.
+        group: String,
+        /// Counted from this time on (0: from the start).
+        #[serde(default)]
+        after_ms: Time,
+        /// The minimum.
+        #[serde(default)]
+        at_least: u32,
+        /// The maximum, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_most: Option<u32>,
+    },
+    /// A consumer left its group because it did not poll within
+    /// `max.poll.interval.ms`, at least once.
+    PollTimeout {
+        /// Which consumer.
+        consumer: u32,
+    },
 }
 
 /// The result of playing a scenario.
@@ -330,6 +352,10 @@ fn advance(
 struct TraceFacts {
     produce_errors: Vec<ErrorCode>,
     unclean_election: bool,
+    /// When each group completed a rebalance.
+    rebalances: Vec<(Time, String)>,
+    /// Consumers that hit max.poll.interval.ms.
+    poll_timeouts: Vec<u32>,
 }
 
 impl TraceFacts {
@@ -339,6 +365,11 @@ impl TraceFacts {
                 self.produce_errors.push(*error);
             }
             TraceKind::LeaderElected { unclean: true, .. } => self.unclean_election = true,
+            TraceKind::GroupRebalanced { group, .. } => self.rebalances.push((event.time, group.clone())),
+            TraceKind::ConsumerStatus {
+                consumer,
+                status: super::trace::ConsumerChange::PollTimeout { .. },
+            } => self.poll_timeouts.push(*consumer),
             _ => {}
         }
     }
@@ -432,6 +463,31 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
                 )
             })
         }
+        Expectation::Rebalances {
+            group,
+            after_ms,
+            at_least,
+            at_most,
+        } => {
+            let count = facts
+                .rebalances
+                .iter()
+                .filter(|(time, name)| time > after_ms && name == group)
+                .count() as u32;
+            let too_few = count < *at_least;
+            let too_many = at_most.is_some_and(|most| count > most);
+            (too_few || too_many).then(|| {
+                let wanted = match at_most {
+                    Some(most) if most == at_least => format!("{most}"),
+                    Some(most) => format!("{at_least} to {most}"),
+                    None => format!("at least {at_least}"),
+                };
+                format!("expected {wanted} rebalances of group {group} after {after_ms} ms, but there were {count}")
+            })
+        }
+        Expectation::PollTimeout { consumer } => (!facts.poll_timeouts.contains(consumer)).then(|| {
+            format!("expected consumer-{consumer} to leave its group on a max.poll.interval.ms timeout")
+        }),
         Expectation::GroupGeneration { consumer, at_least } => {
             let generation = simulation
                 .consumers()
