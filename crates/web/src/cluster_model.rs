@@ -486,6 +486,162 @@ pub fn is_notable(kind: &TraceKind) -> bool {
     }
 }
 
+/// How often the live map samples each group's lag (virtual time).
+pub const LAG_SAMPLE_MS: u64 = 250;
+/// How many samples a group's lag chart keeps (a minute).
+pub const LAG_SAMPLES_KEPT: usize = 240;
+
+/// One sample of a group's lag: the sum over its members' partitions of
+/// high watermark minus position, and whether the group was rebalancing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LagSample {
+    pub at_ms: u64,
+    pub lag: u64,
+    pub rebalancing: bool,
+}
+
+/// Each group's lag over the last minute, as the live map sampled it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LagHistory {
+    groups: std::collections::BTreeMap<String, std::collections::VecDeque<LagSample>>,
+    next_at_ms: u64,
+    /// Groups that completed a rebalance since the last sample.
+    rebalanced: std::collections::BTreeSet<String>,
+}
+
+impl LagHistory {
+    /// Notes a trace event: a completed rebalance shades the next sample
+    /// even if no member was caught rejoining at a sampling instant.
+    pub fn note(&mut self, event: &kafkascope_engine::sim::trace::TraceEvent) {
+        if let TraceKind::GroupRebalanced { group, .. } = &event.kind {
+            self.rebalanced.insert(group.clone());
+        }
+    }
+
+    /// Samples every group once `LAG_SAMPLE_MS` has passed since the last
+    /// sample (members that are stopped do not count).
+    pub fn sample(&mut self, simulation: &kafkascope_engine::sim::Simulation) {
+        use kafkascope_engine::sim::view::ConsumerPhase;
+        let now = simulation.now();
+        if now < self.next_at_ms {
+            return;
+        }
+        self.next_at_ms = now + LAG_SAMPLE_MS;
+        let mut totals: std::collections::BTreeMap<String, (u64, bool)> = std::collections::BTreeMap::new();
+        for consumer in simulation.consumers() {
+            let entry = totals.entry(consumer.config.group.clone()).or_default();
+            if consumer.phase == ConsumerPhase::Stopped {
+                continue;
+            }
+            entry.0 += consumer.lag().values().sum::<u64>();
+            entry.1 |= matches!(consumer.phase, ConsumerPhase::Joining | ConsumerPhase::Syncing);
+        }
+        for (group, (lag, rebalancing)) in totals {
+            let rebalancing = rebalancing | self.rebalanced.remove(&group);
+            let samples = self.groups.entry(group).or_default();
+            samples.push_back(LagSample {
+                at_ms: now,
+                lag,
+                rebalancing,
+            });
+            while samples.len() > LAG_SAMPLES_KEPT {
+                samples.pop_front();
+            }
+        }
+    }
+
+    /// The samples of a group, oldest first.
+    pub fn samples(&self, group: &str) -> Vec<LagSample> {
+        self.groups
+            .get(group)
+            .map(|samples| samples.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// The groups sampled.
+    pub fn groups(&self) -> impl Iterator<Item = &String> {
+        self.groups.keys()
+    }
+}
+
+/// A group's lag chart, ready to draw in a `width` × `height` box.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LagChart {
+    pub group: String,
+    /// The line's points (`x,y x,y …`).
+    pub points: String,
+    /// Stretches where the group was rebalancing: x and width.
+    pub rebalances: Vec<(f64, f64)>,
+    /// The highest lag shown (the top of the scale).
+    pub max: u64,
+    /// The lag now.
+    pub last: u64,
+    /// One sentence for screen readers and the caption.
+    pub summary: String,
+}
+
+/// Draws a group's samples: time left to right over the window kept,
+/// lag bottom to top from 0 to the highest value.
+pub fn lag_chart(group: &str, samples: &[LagSample], width: f64, height: f64) -> LagChart {
+    let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
+        return LagChart {
+            group: group.to_string(),
+            points: String::new(),
+            rebalances: Vec::new(),
+            max: 0,
+            last: 0,
+            summary: format!("Group {group}: no lag sampled yet."),
+        };
+    };
+    let span = (last.at_ms - first.at_ms).max(1) as f64;
+    let max = samples.iter().map(|sample| sample.lag).max().unwrap_or(0).max(1);
+    let x = |at: u64| (at - first.at_ms) as f64 / span * width;
+    let y = |lag: u64| height - lag as f64 / max as f64 * height;
+    let points = samples
+        .iter()
+        .map(|sample| format!("{:.1},{:.1}", x(sample.at_ms), y(sample.lag)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut rebalances: Vec<(f64, f64)> = Vec::new();
+    let mut start: Option<u64> = None;
+    for (index, sample) in samples.iter().enumerate() {
+        let next = samples.get(index + 1).map_or(sample.at_ms, |next| next.at_ms);
+        match (sample.rebalancing, start) {
+            (true, None) => start = Some(sample.at_ms),
+            (false, Some(begin)) => {
+                rebalances.push((x(begin), (x(sample.at_ms) - x(begin)).max(1.0)));
+                start = None;
+            }
+            _ => {}
+        }
+        if index + 1 == samples.len() {
+            if let Some(begin) = start {
+                rebalances.push((x(begin), (x(next) - x(begin)).max(1.0)));
+            }
+        }
+    }
+    let paused = rebalances.len();
+    let summary = format!(
+        "Group {group}: lag {} now, at most {} over the last {} s{}.",
+        last.lag,
+        samples.iter().map(|sample| sample.lag).max().unwrap_or(0),
+        ((last.at_ms - first.at_ms) as f64 / 1_000.0).round(),
+        match paused {
+            0 => String::new(),
+            1 => ", one rebalance shaded".to_string(),
+            count => format!(", {count} rebalances shaded"),
+        }
+    );
+    LagChart {
+        group: group.to_string(),
+        points,
+        rebalances,
+        max,
+        last: last.lag,
+        summary,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use kafkascope_engine::sim::Simulation;
@@ -744,5 +900,64 @@ mod tests {
         );
         let members: std::collections::BTreeSet<&str> = rows.iter().map(|row| row.consumer_id.as_str()).collect();
         assert_eq!(members.len(), 2, "{rows:?}");
+    }
+
+    #[test]
+    fn a_lag_chart_scales_to_its_box_and_shades_rebalances() {
+        let sample = |at_ms, lag, rebalancing| LagSample {
+            at_ms,
+            lag,
+            rebalancing,
+        };
+        let samples = [
+            sample(0, 0, false),
+            sample(1_000, 10, true),
+            sample(2_000, 20, true),
+            sample(3_000, 5, false),
+            sample(4_000, 0, false),
+        ];
+        let chart = lag_chart("billing", &samples, 200.0, 50.0);
+        assert_eq!(chart.max, 20);
+        assert_eq!(chart.last, 0);
+        assert!(
+            chart.points.starts_with("0.0,50.0 50.0,25.0 100.0,0.0"),
+            "{}",
+            chart.points
+        );
+        assert_eq!(chart.rebalances, vec![(50.0, 100.0)]);
+        assert!(chart.summary.contains("at most 20"), "{}", chart.summary);
+        assert!(chart.summary.contains("one rebalance"), "{}", chart.summary);
+        let empty = lag_chart("search", &[], 200.0, 50.0);
+        assert!(empty.points.is_empty());
+    }
+
+    #[test]
+    fn the_lag_history_sees_a_paused_member_make_its_group_rebalance() {
+        use kafkascope_engine::sim::config::{Input, ScheduledInput};
+        let mut simulation = kafkascope_engine::sim::Simulation::new(default_config(), 1).expect("valid");
+        let mut history = LagHistory::default();
+        let step = |simulation: &mut kafkascope_engine::sim::Simulation, until: u64, history: &mut LagHistory| {
+            while simulation.now() < until {
+                let next = simulation.now() + LAG_SAMPLE_MS;
+                simulation.run_until(next);
+                for event in simulation.take_trace() {
+                    history.note(&event);
+                }
+                history.sample(simulation);
+            }
+        };
+        step(&mut simulation, 20_000, &mut history);
+        simulation.schedule(ScheduledInput {
+            at_ms: 20_000,
+            input: Input::PauseConsumer {
+                consumer: 0,
+                duration_ms: 60_000,
+            },
+        });
+        step(&mut simulation, 80_000, &mut history);
+        let samples = history.samples("billing");
+        assert_eq!(samples.len(), LAG_SAMPLES_KEPT);
+        assert!(samples.iter().any(|sample| sample.rebalancing), "the group rebalanced");
+        assert!(history.groups().any(|group| group == "search"));
     }
 }

@@ -305,6 +305,18 @@ pub fn cluster_panel() -> Html {
     let selected = current.selected().cloned();
     let setup = current.setup().clone();
     let knob_error = current.knob_error().map(str::to_string);
+    // Which consumers have a slow handler (the inspector offers to undo it).
+    let slow_handlers: Vec<u32> = simulation_ref
+        .consumers()
+        .iter()
+        .filter(|consumer| consumer.config.processing_ms_per_record > 0)
+        .map(|consumer| consumer.id)
+        .collect();
+    let lag_charts: Vec<crate::cluster_model::LagChart> = current
+        .lag()
+        .groups()
+        .map(|group| crate::cluster_model::lag_chart(group, &current.lag().samples(group), LAG_CHART_W, LAG_CHART_H))
+        .collect();
     // What just happened: the latest state changes (no message traffic).
     let recent: Vec<String> = current
         .trace()
@@ -406,9 +418,20 @@ pub fn cluster_panel() -> Html {
                         Action::StartConsumer(id),
                     )
                 } else {
+                    let handler = if slow_handlers.contains(&id) {
+                        button("Fast handler again", format!("inspector-fast-{node}"), Action::HandlerMs(id, 0))
+                    } else {
+                        button(
+                            "Slow handler (100 ms a record)",
+                            format!("inspector-slow-{node}"),
+                            Action::HandlerMs(id, 100),
+                        )
+                    };
                     html! { <>
                         { button("Remove (leave the group)", format!("inspector-remove-{node}"), Action::StopConsumer(id)) }
                         { button("Crash (no goodbye)", format!("inspector-crash-{node}"), Action::CrashConsumer(id)) }
+                        { button("GC pause 60 s (no polls, no heartbeats)", format!("inspector-pause-{node}"), Action::PauseConsumer(id, 60_000)) }
+                        { handler }
                     </> }
                 }
             }
@@ -576,9 +599,44 @@ pub fn cluster_panel() -> Html {
                         </ol>
                     } } }
                 </div>
+                <LagCharts charts={lag_charts} />
                 <ToolPanels topics={topics} groups={groups} quorum={quorum} />
             </div>
         </section>
+    }
+}
+
+/// The size of a group's lag chart.
+const LAG_CHART_W: f64 = 240.0;
+const LAG_CHART_H: f64 = 48.0;
+
+#[derive(Properties, PartialEq)]
+struct LagProps {
+    charts: Vec<crate::cluster_model::LagChart>,
+}
+
+/// Each group's lag over the last minute, rebalances shaded.
+#[function_component(LagCharts)]
+fn lag_charts(props: &LagProps) -> Html {
+    if props.charts.is_empty() {
+        return html! {};
+    }
+    html! {
+        <div class="lag-charts">
+            <h3>{ "Consumer lag, last minute" }</h3>
+            { for props.charts.iter().map(|chart| html! {
+                <figure class="lag-chart" data-testid={format!("lag-chart-{}", chart.group)}>
+                    <svg viewBox={format!("0 0 {LAG_CHART_W} {LAG_CHART_H}")} width={LAG_CHART_W.to_string()} height={LAG_CHART_H.to_string()} role="img" aria-label={chart.summary.clone()}>
+                        { for chart.rebalances.iter().map(|(x, width)| html! {
+                            <rect class="lag-rebalance" data-testid="lag-rebalance" x={format!("{x:.1}")} y="0" width={format!("{width:.1}")} height={LAG_CHART_H.to_string()} />
+                        }) }
+                        <polyline class="lag-line" points={chart.points.clone()} />
+                    </svg>
+                    <figcaption>{ format!("{}: lag {} (top of scale {})", chart.group, chart.last, chart.max) }</figcaption>
+                </figure>
+            }) }
+            <p class="muted">{ "Lag is each partition's high watermark minus the member's position, summed over the group. Shaded: members were rejoining (a rebalance)." }</p>
+        </div>
     }
 }
 

@@ -117,6 +117,10 @@ pub enum Action {
     StopConsumer(u32),
     StartConsumer(u32),
     CrashConsumer(u32),
+    /// A consumer's process stops for this many ms (a GC pause).
+    PauseConsumer(u32, u64),
+    /// A consumer's handler takes this many ms per record from now on.
+    HandlerMs(u32, u64),
     AddConsumer(String),
     /// A live knob's new text.
     Knob(Knob, String),
@@ -145,6 +149,7 @@ pub struct Session {
     selected: Option<Selection>,
     setup: Setup,
     knob_error: Option<String>,
+    lag: crate::cluster_model::LagHistory,
 }
 
 impl Session {
@@ -169,7 +174,13 @@ impl Session {
             selected: None,
             setup: Setup::default(),
             knob_error: None,
+            lag: crate::cluster_model::LagHistory::default(),
         }
+    }
+
+    /// Each group's lag over the last minute.
+    pub fn lag(&self) -> &crate::cluster_model::LagHistory {
+        &self.lag
     }
 
     /// The simulation (read only: it changes through [`Session::apply`]).
@@ -229,10 +240,15 @@ impl Session {
             other => self.act(other),
         }
         self.collect_trace();
+        self.lag.sample(&self.simulation);
     }
 
     fn collect_trace(&mut self) {
-        self.trace.extend(self.simulation.take_trace());
+        let events = self.simulation.take_trace();
+        for event in &events {
+            self.lag.note(event);
+        }
+        self.trace.extend(events);
         let excess = self.trace.len().saturating_sub(TRACE_KEPT);
         self.trace.drain(..excess);
     }
@@ -357,6 +373,11 @@ impl Session {
             Action::StopConsumer(consumer) => self.input(Input::StopConsumer { consumer }),
             Action::StartConsumer(consumer) => self.input(Input::StartConsumer { consumer }),
             Action::CrashConsumer(consumer) => self.input(Input::CrashConsumer { consumer }),
+            Action::PauseConsumer(consumer, duration_ms) => self.input(Input::PauseConsumer { consumer, duration_ms }),
+            Action::HandlerMs(consumer, value) => self.input(Input::SetConfig(ConfigChange::ProcessingMsPerRecord {
+                consumer,
+                value,
+            })),
             Action::AddConsumer(group) => {
                 let view = self.simulation.view();
                 let like = view

@@ -485,9 +485,8 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
                 format!("expected {wanted} rebalances of group {group} after {after_ms} ms, but there were {count}")
             })
         }
-        Expectation::PollTimeout { consumer } => (!facts.poll_timeouts.contains(consumer)).then(|| {
-            format!("expected consumer-{consumer} to leave its group on a max.poll.interval.ms timeout")
-        }),
+        Expectation::PollTimeout { consumer } => (!facts.poll_timeouts.contains(consumer))
+            .then(|| format!("expected consumer-{consumer} to leave its group on a max.poll.interval.ms timeout")),
         Expectation::GroupGeneration { consumer, at_least } => {
             let generation = simulation
                 .consumers()

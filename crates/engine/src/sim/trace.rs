@@ -43,7 +43,10 @@ pub enum Invariant {
     NoAcknowledgedRecordLost,
     /// Consumers never read at or above the high watermark.
     ConsumerReadsBelowHighWatermark,
-    /// Within one group generation, no partition has two owners.
+    /// Within one group generation, no partition has two owners among the
+    /// members the group's coordinator counts in that generation (a member
+    /// cut off from its coordinator keeps reading until it learns it was
+    /// dropped, as Kafka's does).
     OneOwnerPerGeneration,
     /// At most one active controller per quorum epoch.
     OneActiveControllerPerEpoch,

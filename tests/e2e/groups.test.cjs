@@ -1,0 +1,76 @@
+// Consumer groups on the live map as a learner tries them: a GC pause
+// longer than the session timeout makes the group rebalance, and the lag
+// chart shows lag building and the rebalance shaded; a slow handler builds
+// lag; the new stories are on Learn.
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { launch, openApp, screenshotPath } = require('./browser.cjs');
+
+const live = (page) => page.getByTestId('cluster');
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+const run10 = (page) => live(page).getByTestId('cluster-run-10s').click();
+
+test('a GC pause past the session timeout: the group rebalances and the lag chart shades it', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await run10(page);
+  await run10(page);
+  const chart = live(page).getByTestId('lag-chart-billing');
+  assert.ok(await chart.isVisible(), 'the billing lag chart is drawn');
+  assert.match(await chart.locator('svg').getAttribute('aria-label'), /Group billing: lag \d+ now/);
+  // Pause consumer-0 from the inspector: 60 s, past its 45 s session.
+  await live(page).getByTestId('member-consumer-0').click();
+  await live(page).getByTestId('inspector-pause-consumer-0').click();
+  for (let round = 0; round < 6; round++) await run10(page);
+  assert.ok(await chart.getByTestId('lag-rebalance').count() >= 1, 'a rebalance is shaded on the chart');
+  assert.match(await chart.locator('svg').getAttribute('aria-label'), /rebalance/);
+  await page.screenshot({ path: screenshotPath('groups-gc-pause-lag-chart'), fullPage: false });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('a slow handler builds lag that the chart and kafka-consumer-groups show; a fast one drains it', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await run10(page);
+  await run10(page);
+  for (const member of ['consumer-0', 'consumer-1']) {
+    await live(page).getByTestId(`member-${member}`).click();
+    await live(page).getByTestId(`inspector-slow-${member}`).click();
+  }
+  // The first burst is handed to the handler in one poll (lag counts
+  // records not yet returned by poll, as Kafka's records-lag does); the
+  // second waits behind it.
+  await live(page).getByTestId('node-producer-0').click({ position: { x: 30, y: 10 } });
+  for (let burst = 0; burst < 2; burst++) {
+    for (let round = 0; round < 10; round++) await live(page).getByTestId('inspector-produce-keyed').click();
+    await live(page).getByTestId('cluster-run-1s').click();
+  }
+  const lagOf = async () => {
+    const label = await live(page).getByTestId('lag-chart-billing').locator('svg').getAttribute('aria-label');
+    return Number(label.match(/lag (\d+) now/)[1]);
+  };
+  const behind = await lagOf();
+  assert.ok(behind > 0, `lag builds behind a slow handler (${behind})`);
+  for (const member of ['consumer-0', 'consumer-1']) {
+    await live(page).getByTestId(`member-${member}`).click();
+    await live(page).getByTestId(`inspector-fast-${member}`).click();
+  }
+  await run10(page);
+  assert.equal(await lagOf(), 0, 'a fast handler catches up');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the new group stories are on Learn and open on their steps', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0#learn' });
+  for (const id of ['coordinator-failover', 'rebalance-storm', 'rebalance-storm-cooperative', 'static-members-restart', 'slow-consumer']) {
+    assert.ok(await page.locator(`a[href*="story=${id}"]`).count() >= 1, `${id} is linked from Learn`);
+  }
+  assert.deepEqual(problems, []);
+  await page.close();
+});
