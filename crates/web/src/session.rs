@@ -394,6 +394,12 @@ impl Session {
                         .map_or("orders".to_string(), |topic| topic.name.clone());
                     ConsumerConfig::new(group.as_str(), vec![topic])
                 });
+                // A new process: its own identity, not a copy of a static
+                // member's group.instance.id (that would fence the other).
+                let consumer = ConsumerConfig {
+                    group_instance_id: None,
+                    ..consumer
+                };
                 self.input(Input::AddConsumer { consumer });
             }
             Action::Tick { .. }

@@ -817,17 +817,21 @@ impl Simulation {
                     self.consumer_join(id);
                 }
             }
-            ErrorCode::FencedInstanceId => {
-                // Another process took this group.instance.id: Kafka's
-                // client treats it as fatal and the consumer stops.
+            ErrorCode::FencedInstanceId | ErrorCode::InconsistentGroupProtocol => {
+                // Fatal for Kafka's client: another process took this
+                // group.instance.id, or the group's members share no
+                // assignor (`InconsistentGroupProtocolException`). The
+                // consumer stops.
                 consumer.phase = ConsumerPhase::Stopped;
                 consumer.incarnation += 1;
                 consumer.assignment.clear();
                 consumer.fetching.clear();
-                self.record(TraceKind::ConsumerStatus {
-                    consumer: id,
-                    status: ConsumerChange::Fenced,
-                });
+                let status = if error == ErrorCode::FencedInstanceId {
+                    ConsumerChange::Fenced
+                } else {
+                    ConsumerChange::Refused { error }
+                };
+                self.record(TraceKind::ConsumerStatus { consumer: id, status });
                 self.consumer_drop_connections(id);
             }
             _ => {

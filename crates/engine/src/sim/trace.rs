@@ -148,6 +148,11 @@ pub enum ConsumerChange {
     },
     /// Another member took its `group.instance.id` (`FENCED_INSTANCE_ID`).
     Fenced,
+    /// The coordinator refused it for good (`INCONSISTENT_GROUP_PROTOCOL`:
+    /// its assignor is not one every member supports).
+    Refused {
+        error: crate::sim::types::ErrorCode,
+    },
     /// Its process stopped (a garbage-collection pause).
     Paused {
         duration_ms: u64,
@@ -171,6 +176,10 @@ impl std::fmt::Display for ConsumerChange {
                 write!(formatter, "pauses for {duration_ms} ms: no polls, no heartbeats")
             }
             ConsumerChange::Resumed => write!(formatter, "resumes"),
+            ConsumerChange::Refused { error } => write!(
+                formatter,
+                "was refused by its group's coordinator with {error} (its assignor is not one every member supports); it stops"
+            ),
             ConsumerChange::PollTimeout { max_poll_interval_ms } => write!(
                 formatter,
                 "has not polled within max.poll.interval.ms ({max_poll_interval_ms} ms): it leaves the group and joins again at its next poll"

@@ -391,3 +391,18 @@ fn a_handler_slower_than_max_poll_interval_leaves_the_group_and_joins_again() {
     simulation.run_until(120_000);
     assert!(kafkascope_engine::sim::fuzz::liveness_failures(&simulation, 0, true).is_empty());
 }
+
+#[test]
+fn a_member_whose_assignor_the_group_does_not_share_is_refused_and_stops() {
+    let mut odd = consumer(None);
+    odd.assignor = "cooperative-sticky".into();
+    let mut simulation = Simulation::new(config(2, vec![consumer(None), odd]), 2).expect("valid");
+    simulation.run_until(30_000);
+    let refused = statuses(&simulation, |status| matches!(status, ConsumerChange::Refused { .. }));
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let view = simulation.view();
+    assert_eq!(view.consumers[refused[0] as usize].phase, ConsumerPhase::Stopped);
+    let other = 1 - refused[0] as usize;
+    assert_eq!(view.consumers[other].phase, ConsumerPhase::Consuming);
+    assert_eq!(view.consumers[other].partitions.len(), 2);
+}
