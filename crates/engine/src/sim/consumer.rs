@@ -796,15 +796,26 @@ impl Simulation {
         match error {
             ErrorCode::RebalanceInProgress | ErrorCode::IllegalGeneration => {
                 if consumer.phase == ConsumerPhase::Consuming || consumer.phase == ConsumerPhase::Syncing {
-                    self.consumer_commit(id);
                     if error == ErrorCode::IllegalGeneration {
                         // Its generation is gone: what it owned is lost
                         // (`onPartitionsLost`), cooperative or not.
+                        self.consumer_commit(id);
                         let consumer = &mut self.consumers[id as usize];
                         consumer.assignment.clear();
                         consumer.fetching.clear();
+                        consumer.buffer.clear();
                     }
-                    self.consumer_join(id);
+                    let consumer = &mut self.consumers[id as usize];
+                    if consumer.processing_until.is_some() {
+                        // The heartbeat thread only asks for a rejoin; the
+                        // application joins in its next poll()
+                        // (`AbstractCoordinator#requestRejoin`), so a busy
+                        // handler holds up the whole group's join round.
+                        consumer.rejoin_on_poll = true;
+                    } else {
+                        self.consumer_commit(id);
+                        self.consumer_join(id);
+                    }
                 }
             }
             ErrorCode::UnknownMemberId => {
@@ -1053,6 +1064,8 @@ impl Simulation {
         consumer.last_poll_ms = now;
         if std::mem::take(&mut consumer.rejoin_on_poll) {
             if consumer.coordinator.is_some() {
+                // `onJoinPrepare`: commit what was consumed, then join.
+                self.consumer_commit(id);
                 self.consumer_join(id);
             } else {
                 consumer.phase = ConsumerPhase::FindingCoordinator;

@@ -406,3 +406,64 @@ fn a_member_whose_assignor_the_group_does_not_share_is_refused_and_stops() {
     assert_eq!(view.consumers[other].phase, ConsumerPhase::Consuming);
     assert_eq!(view.consumers[other].partitions.len(), 2);
 }
+
+/// Member 0's handler is busy for about 20 s when a third member joins:
+/// the join round waits for member 0's next poll. Returns, for each
+/// 100 ms of the next 25 s, how many partitions member 1 was reading.
+fn busy_member_holds_the_round(assignor: &str) -> Vec<usize> {
+    let member = |processing| {
+        let mut member = consumer(None);
+        member.assignor = assignor.to_string();
+        member.processing_ms_per_record = processing;
+        member
+    };
+    let mut simulation = Simulation::new(config(4, vec![member(0), member(0)]), 12).expect("valid");
+    simulation.run_until(15_000);
+    at(
+        &mut simulation,
+        15_000,
+        Input::SetConfig(kafkascope_engine::sim::config::ConfigChange::ProcessingMsPerRecord {
+            consumer: 0,
+            value: 200,
+        }),
+    );
+    // Keyed records land on one partition each; enough for every
+    // partition so member 0 has a long batch.
+    for key in 0..8 {
+        simulation.schedule(ScheduledInput {
+            at_ms: 15_000,
+            input: Input::Produce {
+                producer: 0,
+                key: Some(format!("k{key}")),
+                count: 25,
+                bytes: 100,
+            },
+        });
+    }
+    at(&mut simulation, 17_000, Input::AddConsumer { consumer: member(0) });
+    let mut reading = Vec::new();
+    for step in 1..=250 {
+        simulation.run_until(17_000 + step * 100);
+        reading.push(simulation.consumers()[1].assignment.len());
+    }
+    reading
+}
+
+#[test]
+fn a_busy_handler_holds_up_the_join_round_and_only_eager_members_stop_meanwhile() {
+    // Kafka's heartbeat thread only asks for a rejoin; the join happens in
+    // the application's next poll(), so a member stuck in its handler keeps
+    // the whole round waiting (up to the rebalance timeout).
+    let eager = busy_member_holds_the_round("range");
+    let stopped = eager.iter().filter(|count| **count == 0).count();
+    assert!(
+        stopped >= 20,
+        "eager: member 1 waits without partitions for {stopped} samples"
+    );
+    let cooperative = busy_member_holds_the_round("cooperative-sticky");
+    let stopped_cooperative = cooperative.iter().filter(|count| **count == 0).count();
+    assert!(
+        stopped_cooperative < stopped,
+        "cooperative: member 1 keeps reading ({stopped_cooperative} vs {stopped} samples without partitions)"
+    );
+}
