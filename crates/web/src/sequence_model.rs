@@ -1005,9 +1005,15 @@ impl Captioner {
             M::FindCoordinator => format!("{from} asks {to} which broker coordinates its group."),
             M::FindCoordinatorResponse => format!("{from} tells {to} its group's coordinator ({summary})."),
             M::JoinGroup => format!("{from} joins its group at the coordinator {to}, listing its topics and assignor."),
-            M::JoinGroupResponse => format!("The coordinator {from} answers {to}: {summary}."),
+            M::JoinGroupResponse => format!("The coordinator {from} answers {to}: {summary}.{}", group_error_why(&facts.errors)),
             M::SyncGroup => format!("{from} asks the coordinator {to} for its partitions ({summary})."),
+            M::SyncGroupResponse if !facts.errors.is_empty() => {
+                format!("The coordinator {from} answers {to}: {summary}.{}", group_error_why(&facts.errors))
+            }
             M::SyncGroupResponse => format!("The coordinator {from} gives {to} its assignment ({summary})."),
+            M::HeartbeatResponse if !facts.errors.is_empty() => {
+                format!("The coordinator {from} answers {to}'s heartbeat: {summary}.{}", group_error_why(&facts.errors))
+            }
             M::OffsetCommit => format!("{from} commits its positions to the coordinator {to}, which writes them to __consumer_offsets ({summary})."),
             M::OffsetCommitResponse => format!("The commit is durable: {summary}."),
             M::OffsetFetch => format!("{from} asks the coordinator {to} where its group stopped reading."),
@@ -1309,6 +1315,27 @@ pub fn link_problem(query: &str, steps: usize) -> Option<String> {
 /// The event the page sends itself when it changes the address without
 /// loading again (a Learn link): the steps section reads the address.
 pub const NAVIGATE_EVENT: &str = "kafkascope-navigate";
+
+/// Why a group coordinator answered with these errors (Kafka 4.1's
+/// `GroupMetadataManager` and `ConsumerCoordinator`), as a caption's tail.
+fn group_error_why(errors: &[ErrorCode]) -> String {
+    let mut why = String::new();
+    for (error, sentence) in [
+        (ErrorCode::MemberIdRequired, " A new member gets its member id first and joins again with it (KIP-394), so a member that never comes back is not waited for."),
+        (ErrorCode::RebalanceInProgress, " The group is rebalancing: the member joins again (at its next poll)."),
+        (ErrorCode::IllegalGeneration, " The member's generation is over: what it owned is lost and it joins again."),
+        (ErrorCode::UnknownMemberId, " The coordinator does not know this member (its session expired, or a new coordinator never had it): it joins again as a new member."),
+        (ErrorCode::FencedInstanceId, " Another process now holds this group.instance.id: for Kafka's client that is fatal, and this one stops."),
+        (ErrorCode::InconsistentGroupProtocol, " Its assignor is not one every member of the group supports: for Kafka's client that is fatal."),
+        (ErrorCode::NotCoordinator, " This broker no longer coordinates the group: the member looks for the new coordinator and, if it has partitions, keeps reading them meanwhile."),
+        (ErrorCode::CoordinatorNotAvailable, " The coordinator cannot answer now (its group is loading or could not be written): the member looks for it again."),
+    ] {
+        if errors.contains(&error) {
+            why.push_str(sentence);
+        }
+    }
+    why
+}
 
 #[cfg(test)]
 mod tests {
@@ -1679,5 +1706,14 @@ mod tests {
         let (none, no_step) = parse_link("?story=nope&step=x");
         assert!(none.is_none() && no_step.is_none());
         assert_eq!(link(story.expect("story"), 6, &[]), "?story=two-groups&step=7#steps");
+    }
+
+    #[test]
+    fn group_errors_say_what_the_member_does_next() {
+        assert!(group_error_why(&[ErrorCode::MemberIdRequired]).contains("KIP-394"));
+        assert!(group_error_why(&[ErrorCode::RebalanceInProgress]).contains("joins again (at its next poll)"));
+        assert!(group_error_why(&[ErrorCode::FencedInstanceId]).contains("fatal"));
+        assert!(group_error_why(&[ErrorCode::NotCoordinator]).contains("keeps reading"));
+        assert_eq!(group_error_why(&[]), "");
     }
 }

@@ -44,6 +44,12 @@ fn at(simulation: &mut Simulation, at_ms: u64, input: Input) {
     simulation.schedule(ScheduledInput { at_ms, input });
 }
 
+/// A consumer's handler takes `value` ms per record from `at_ms` on.
+fn set_handler(simulation: &mut Simulation, at_ms: u64, consumer: u32, value: u64) {
+    let change = kafkascope_engine::sim::config::ConfigChange::ProcessingMsPerRecord { consumer, value };
+    at(simulation, at_ms, Input::SetConfig(change));
+}
+
 /// Generations the group started after `from_ms`.
 fn rebalances_after(simulation: &Simulation, from_ms: u64) -> Vec<u32> {
     simulation
@@ -367,14 +373,7 @@ fn a_handler_slower_than_max_poll_interval_leaves_the_group_and_joins_again() {
     slow.max_poll_interval_ms = 10_000;
     let mut simulation = Simulation::new(config(2, vec![slow.clone(), slow]), 8).expect("valid");
     simulation.run_until(15_000);
-    at(
-        &mut simulation,
-        15_000,
-        Input::SetConfig(kafkascope_engine::sim::config::ConfigChange::ProcessingMsPerRecord {
-            consumer: 0,
-            value: 1_000,
-        }),
-    );
+    set_handler(&mut simulation, 15_000, 0, 1_000);
     produce(&mut simulation, 15_000, 40);
     simulation.run_until(60_000);
     let timeouts = statuses(&simulation, |status| {
@@ -419,14 +418,7 @@ fn busy_member_holds_the_round(assignor: &str) -> Vec<usize> {
     };
     let mut simulation = Simulation::new(config(4, vec![member(0), member(0)]), 12).expect("valid");
     simulation.run_until(15_000);
-    at(
-        &mut simulation,
-        15_000,
-        Input::SetConfig(kafkascope_engine::sim::config::ConfigChange::ProcessingMsPerRecord {
-            consumer: 0,
-            value: 200,
-        }),
-    );
+    set_handler(&mut simulation, 15_000, 0, 200);
     // Keyed records land on one partition each; enough for every
     // partition so member 0 has a long batch.
     for key in 0..8 {
