@@ -621,6 +621,21 @@ impl ClassicGroup {
             .collect()
     }
 
+    /// A JoinGroup answer for `member_id` in the current generation; the
+    /// member list goes with it when `with_members` (the leader's answer).
+    fn join_response(&self, member_id: &str, with_members: bool, skip_assignment: bool) -> JoinResponse {
+        JoinResponse {
+            error: None,
+            generation: self.generation,
+            protocol_type: self.protocol_type.clone(),
+            protocol_name: self.protocol_name.clone(),
+            member_id: member_id.to_string(),
+            leader: self.leader.clone().unwrap_or_default(),
+            skip_assignment,
+            members: if with_members { self.join_members() } else { Vec::new() },
+        }
+    }
+
     /// The members as the leader's JoinGroup response lists them.
     fn join_members(&self) -> Vec<JoinMember> {
         let protocol = self.protocol_name.clone().unwrap_or_default();
@@ -891,6 +906,24 @@ impl ClassicShard {
         self.timer.schedule(key, self.now_ms, delay_ms, op);
     }
 
+    /// Answers a JoinGroup with an error.
+    fn join_error(&mut self, request: RequestId, member_id: &str, error: ErrorCode) {
+        self.respond(request, Response::Join(JoinResponse::error(member_id, error)));
+    }
+
+    /// `rescheduleClassicGroupMemberHeartbeat`: the member's session (or
+    /// join) timer starts again with `timeout_ms`.
+    fn reschedule_heartbeat(&mut self, group_id: &str, member_id: &str, timeout_ms: u64) {
+        self.schedule(
+            heartbeat_key(group_id, member_id),
+            timeout_ms,
+            TimerOp::Heartbeat {
+                group: group_id.to_string(),
+                member: member_id.to_string(),
+            },
+        );
+    }
+
     fn generate_member_id(&mut self, client_id: &str, instance: Option<&str>) -> String {
         self.member_counter += 1;
         format!("{}-{}", instance.unwrap_or(client_id), self.member_counter)
@@ -1003,11 +1036,7 @@ impl ClassicShard {
             })
             .collect();
         for (group, member, session) in members {
-            self.schedule(
-                heartbeat_key(&group, &member),
-                session,
-                TimerOp::Heartbeat { group, member },
-            );
+            self.reschedule_heartbeat(&group, &member, session);
         }
         self.schedule(
             GROUP_EXPIRATION_KEY.to_string(),
@@ -1172,25 +1201,13 @@ impl ClassicShard {
         if request.group_id.is_empty() {
             // INVALID_GROUP_ID is not among the errors the engine names;
             // an empty group id cannot be configured in the simulator.
-            self.respond(
-                request_id,
-                Response::Join(JoinResponse::error(
-                    &request.member_id,
-                    ErrorCode::InconsistentGroupProtocol,
-                )),
-            );
+            self.join_error(request_id, &request.member_id, ErrorCode::InconsistentGroupProtocol);
             return self.take();
         }
         if request.session_timeout_ms < self.config.min_session_timeout_ms
             || request.session_timeout_ms > self.config.max_session_timeout_ms
         {
-            self.respond(
-                request_id,
-                Response::Join(JoinResponse::error(
-                    &request.member_id,
-                    ErrorCode::InvalidSessionTimeout,
-                )),
-            );
+            self.join_error(request_id, &request.member_id, ErrorCode::InvalidSessionTimeout);
             return self.take();
         }
         self.shard_join(request_id, request)
@@ -1204,10 +1221,7 @@ impl ClassicShard {
         let is_new_group = !self.groups.contains_key(&group_id);
         if is_new_group {
             if !unknown {
-                self.respond(
-                    request_id,
-                    Response::Join(JoinResponse::error(&request.member_id, ErrorCode::UnknownMemberId)),
-                );
+                self.join_error(request_id, &request.member_id, ErrorCode::UnknownMemberId);
                 return self.take();
             }
             self.groups
@@ -1251,23 +1265,11 @@ impl ClassicShard {
     fn join_new_member(&mut self, request_id: RequestId, request: &JoinRequest) -> Written {
         let group = &self.groups[&request.group_id];
         if group.state == ClassicState::Dead {
-            self.respond(
-                request_id,
-                Response::Join(JoinResponse::error(
-                    UNKNOWN_MEMBER_ID,
-                    ErrorCode::CoordinatorNotAvailable,
-                )),
-            );
+            self.join_error(request_id, UNKNOWN_MEMBER_ID, ErrorCode::CoordinatorNotAvailable);
             return None;
         }
         if !group.supports_protocols(&request.protocol_type, &request.protocols) {
-            self.respond(
-                request_id,
-                Response::Join(JoinResponse::error(
-                    UNKNOWN_MEMBER_ID,
-                    ErrorCode::InconsistentGroupProtocol,
-                )),
-            );
+            self.join_error(request_id, UNKNOWN_MEMBER_ID, ErrorCode::InconsistentGroupProtocol);
             return None;
         }
         let new_member_id = self.generate_member_id(&request.client_id, request.group_instance_id.as_deref());
@@ -1285,18 +1287,8 @@ impl ClassicShard {
                 if let Some(group) = self.groups.get_mut(&group_id) {
                     group.pending_join.insert(new_member_id.clone());
                 }
-                self.schedule(
-                    heartbeat_key(&group_id, &new_member_id),
-                    request.session_timeout_ms,
-                    TimerOp::Heartbeat {
-                        group: group_id,
-                        member: new_member_id.clone(),
-                    },
-                );
-                self.respond(
-                    request_id,
-                    Response::Join(JoinResponse::error(&new_member_id, ErrorCode::MemberIdRequired)),
-                );
+                self.reschedule_heartbeat(&group_id, &new_member_id, request.session_timeout_ms);
+                self.join_error(request_id, &new_member_id, ErrorCode::MemberIdRequired);
                 None
             }
         }
@@ -1306,17 +1298,11 @@ impl ClassicShard {
         let member_id = request.member_id.clone();
         let group = &self.groups[&request.group_id];
         if group.state == ClassicState::Dead {
-            self.respond(
-                request_id,
-                Response::Join(JoinResponse::error(&member_id, ErrorCode::CoordinatorNotAvailable)),
-            );
+            self.join_error(request_id, &member_id, ErrorCode::CoordinatorNotAvailable);
             return None;
         }
         if !group.supports_protocols(&request.protocol_type, &request.protocols) {
-            self.respond(
-                request_id,
-                Response::Join(JoinResponse::error(&member_id, ErrorCode::InconsistentGroupProtocol)),
-            );
+            self.join_error(request_id, &member_id, ErrorCode::InconsistentGroupProtocol);
             return None;
         }
         if group.pending_join.contains(&member_id) {
@@ -1334,20 +1320,7 @@ impl ClassicShard {
             ClassicState::PreparingRebalance => self.update_member_then_rebalance(request_id, request),
             ClassicState::CompletingRebalance if same_metadata => {
                 // It missed its JoinGroup answer: send the current one.
-                let response = JoinResponse {
-                    error: None,
-                    generation: group.generation,
-                    protocol_type: group.protocol_type.clone(),
-                    protocol_name: group.protocol_name.clone(),
-                    member_id: member_id.clone(),
-                    leader: group.leader.clone().unwrap_or_default(),
-                    skip_assignment: false,
-                    members: if group.is_leader(&member_id) {
-                        group.join_members()
-                    } else {
-                        Vec::new()
-                    },
-                };
+                let response = group.join_response(&member_id, group.is_leader(&member_id), false);
                 self.respond(request_id, Response::Join(response));
                 None
             }
@@ -1357,24 +1330,12 @@ impl ClassicShard {
                 self.update_member_then_rebalance(request_id, request)
             }
             ClassicState::Stable => {
-                let response = JoinResponse {
-                    error: None,
-                    generation: group.generation,
-                    protocol_type: group.protocol_type.clone(),
-                    protocol_name: group.protocol_name.clone(),
-                    member_id: member_id.clone(),
-                    leader: group.leader.clone().unwrap_or_default(),
-                    skip_assignment: false,
-                    members: Vec::new(),
-                };
+                let response = group.join_response(&member_id, false, false);
                 self.respond(request_id, Response::Join(response));
                 None
             }
             ClassicState::Empty | ClassicState::Dead => {
-                self.respond(
-                    request_id,
-                    Response::Join(JoinResponse::error(&member_id, ErrorCode::UnknownMemberId)),
-                );
+                self.join_error(request_id, &member_id, ErrorCode::UnknownMemberId);
                 None
             }
         }
@@ -1434,14 +1395,7 @@ impl ClassicShard {
         let joined = member_id.clone();
         // A new member cannot heartbeat while its JoinGroup is parked; it
         // gets the new-member join timeout instead of its session timeout.
-        self.schedule(
-            heartbeat_key(&group_id, &member_id),
-            self.config.new_member_join_timeout_ms,
-            TimerOp::Heartbeat {
-                group: group_id.clone(),
-                member: member_id,
-            },
-        );
+        self.reschedule_heartbeat(&group_id, &member_id, self.config.new_member_join_timeout_ms);
         self.maybe_prepare_rebalance_or_complete_join(&group_id, RebalanceReason::Joined { member: joined })
     }
 
@@ -1460,14 +1414,7 @@ impl ClassicShard {
             let member = group.member_mut(new_member_id)?;
             member.session_timeout_ms
         };
-        self.schedule(
-            heartbeat_key(&group_id, new_member_id),
-            session,
-            TimerOp::Heartbeat {
-                group: group_id.clone(),
-                member: new_member_id.to_string(),
-            },
-        );
+        self.reschedule_heartbeat(&group_id, new_member_id, session);
         let group = self.groups.get_mut(&group_id)?;
         let member = group.member_mut(new_member_id)?;
         member.protocols = request.protocols.clone();
@@ -1687,35 +1634,21 @@ impl ClassicShard {
                 response: None,
             });
         }
-        let members = group.join_members();
-        let leader = group.leader.clone().unwrap_or_default();
-        let mut answers = Vec::new();
-        let mut sessions = Vec::new();
-        let (generation, protocol_type, protocol_name) = (
-            group.generation,
-            group.protocol_type.clone(),
-            group.protocol_name.clone(),
-        );
-        for member in &mut group.members {
-            if let Some(request) = member.awaiting_join.take() {
-                answers.push((
+        let answers: Vec<(RequestId, Response)> = group
+            .members
+            .iter()
+            .filter_map(|member| {
+                let request = member.awaiting_join?;
+                let leader = group.is_leader(&member.member_id);
+                Some((
                     request,
-                    Response::Join(JoinResponse {
-                        error: None,
-                        generation,
-                        protocol_type: protocol_type.clone(),
-                        protocol_name: protocol_name.clone(),
-                        member_id: member.member_id.clone(),
-                        leader: leader.clone(),
-                        skip_assignment: false,
-                        members: if member.member_id == leader {
-                            members.clone()
-                        } else {
-                            Vec::new()
-                        },
-                    }),
-                ));
-            }
+                    Response::Join(group.join_response(&member.member_id, leader, false)),
+                ))
+            })
+            .collect();
+        let mut sessions = Vec::new();
+        for member in &mut group.members {
+            member.awaiting_join = None;
             sessions.push((member.member_id.clone(), member.session_timeout_ms));
             member.is_new = false;
         }
@@ -1723,14 +1656,7 @@ impl ClassicShard {
         let sync_timeout = group.rebalance_timeout_ms();
         self.out.responses.extend(answers);
         for (member, session) in sessions {
-            self.schedule(
-                heartbeat_key(group_id, &member),
-                session,
-                TimerOp::Heartbeat {
-                    group: group_id.to_string(),
-                    member,
-                },
-            );
+            self.reschedule_heartbeat(group_id, &member, session);
         }
         self.schedule(
             sync_key(group_id),
@@ -1935,14 +1861,7 @@ impl ClassicShard {
         }
         self.out.responses.extend(answers);
         for (member, session) in sessions {
-            self.schedule(
-                heartbeat_key(group_id, &member),
-                session,
-                TimerOp::Heartbeat {
-                    group: group_id.to_string(),
-                    member,
-                },
-            );
+            self.reschedule_heartbeat(group_id, &member, session);
         }
     }
 
@@ -2004,14 +1923,7 @@ impl ClassicShard {
         let session = group
             .member(&identity.member_id)
             .map_or(0, |member| member.session_timeout_ms);
-        self.schedule(
-            heartbeat_key(group_id, &identity.member_id),
-            session,
-            TimerOp::Heartbeat {
-                group: group_id.to_string(),
-                member: identity.member_id.clone(),
-            },
-        );
+        self.reschedule_heartbeat(group_id, &identity.member_id, session);
         Ok(())
     }
 
@@ -2155,14 +2067,7 @@ impl ClassicShard {
                 .and_then(|group| group.member(&member.member_id))
                 .map(|member| member.session_timeout_ms);
             if let Some(session) = session {
-                self.schedule(
-                    heartbeat_key(group_id, &member.member_id),
-                    session,
-                    TimerOp::Heartbeat {
-                        group: group_id.to_string(),
-                        member: member.member_id.clone(),
-                    },
-                );
+                self.reschedule_heartbeat(group_id, &member.member_id, session);
             }
         }
         let records = offsets
@@ -2219,19 +2124,10 @@ impl ClassicShard {
                 ..
             } => {
                 if let Some(state) = self.groups.get_mut(group) {
+                    // KIP-814: a static leader that rejoins need not assign
+                    // again.
                     let is_leader = state.is_leader(new_member_id);
-                    let response = JoinResponse {
-                        error: None,
-                        generation: state.generation,
-                        protocol_type: state.protocol_type.clone(),
-                        protocol_name: state.protocol_name.clone(),
-                        member_id: new_member_id.clone(),
-                        leader: state.leader.clone().unwrap_or_default(),
-                        // KIP-814: a static leader that rejoins need not
-                        // assign again.
-                        skip_assignment: is_leader,
-                        members: if is_leader { state.join_members() } else { Vec::new() },
-                    };
+                    let response = state.join_response(new_member_id, is_leader, is_leader);
                     let parked = state
                         .member_mut(new_member_id)
                         .and_then(|member| member.awaiting_join.take())
@@ -2250,7 +2146,7 @@ impl ClassicShard {
     pub fn append_failed(&mut self, callback: &AppendCallback, error: ErrorCode) -> Output {
         match callback {
             AppendCallback::NewGroup { request, .. } => {
-                self.respond(*request, Response::Join(JoinResponse::error(UNKNOWN_MEMBER_ID, error)));
+                self.join_error(*request, UNKNOWN_MEMBER_ID, error);
             }
             AppendCallback::Assignment { group, generation, .. } => {
                 let current = self.groups.get(group).is_some_and(|state| {
@@ -2270,15 +2166,15 @@ impl ClassicShard {
                 new_member_id,
             } => {
                 // The new id was not persisted: the old one stands again.
-                let (generation, protocol_type, protocol_name, leader) = match self.groups.get(group) {
-                    Some(state) => (
-                        state.generation,
-                        state.protocol_type.clone(),
-                        state.protocol_name.clone(),
-                        state.leader.clone(),
-                    ),
-                    None => return self.take(),
+                // The answer names the leader as it was before the swap back.
+                let Some(mut response) = self
+                    .groups
+                    .get(group)
+                    .map(|state| state.join_response(UNKNOWN_MEMBER_ID, false, false))
+                else {
+                    return self.take();
                 };
+                response.error = Some(error);
                 if let Some(member) = self
                     .groups
                     .get_mut(group)
@@ -2287,19 +2183,7 @@ impl ClassicShard {
                     member.awaiting_join = None;
                 }
                 self.replace_static_member(group, new_member_id, old_member_id);
-                self.respond(
-                    *request,
-                    Response::Join(JoinResponse {
-                        error: Some(error),
-                        generation,
-                        protocol_type,
-                        protocol_name,
-                        member_id: UNKNOWN_MEMBER_ID.to_string(),
-                        leader: leader.unwrap_or_default(),
-                        skip_assignment: false,
-                        members: Vec::new(),
-                    }),
-                );
+                self.respond(*request, Response::Join(response));
             }
         }
         self.take()
