@@ -28,6 +28,10 @@ for (const [width, height] of [[1280, 900], [390, 844]]) {
     const { page, problems } = await openApp(browser, { width, height, query: '?play=0' });
     const live = page.getByTestId('cluster');
     await live.getByTestId('cluster-run-1s').click();
+    // The side-by-side comparison of rebalance protocols, open with its charts.
+    await live.getByTestId('compare-protocols').locator('summary').click();
+    await live.getByTestId('compare-run').click();
+    await live.getByTestId('compare-2').waitFor();
     // A broker's box is a labelled group; its header button selects it
     // from the keyboard.
     await live.getByTestId('select-broker-1').focus();

@@ -68,9 +68,63 @@ test('a slow handler builds lag that the chart and kafka-consumer-groups show; a
 
 test('the new group stories are on Learn and open on their steps', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0#learn' });
-  for (const id of ['coordinator-failover', 'rebalance-storm', 'rebalance-storm-cooperative', 'static-members-restart', 'slow-consumer']) {
+  for (const id of ['coordinator-failover', 'rebalance-storm', 'rebalance-storm-cooperative', 'rebalance-storm-kip848', 'static-members-restart', 'slow-consumer']) {
     assert.ok(await page.locator(`a[href*="story=${id}"]`).count() >= 1, `${id} is linked from Learn`);
   }
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the consumer protocol (KIP-848) on the live map: a new member gets partitions and every partition keeps an owner', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await live(page).getByTestId('knob-assignor').selectOption('consumer:uniform');
+  await live(page).getByTestId('knob-partitions').fill('4');
+  await live(page).getByTestId('knob-partitions').dispatchEvent('change');
+  await live(page).getByTestId('knob-apply').click();
+  assert.equal(await live(page).getByTestId('knob-error').count(), 0);
+  await run10(page);
+  await run10(page);
+  const group = live(page).getByTestId('node-group-billing');
+  assert.match(await group.textContent(), /KIP-848 · epoch \d+/);
+  await group.click({ position: { x: 30, y: 10 } });
+  await live(page).getByTestId('inspector-add-group-billing').click();
+  // At every step of the way no partition has two owners: a partition
+  // moves only once its old owner has reported it gone.
+  for (let round = 0; round < 6; round++) {
+    await live(page).getByTestId('cluster-run-1s').click();
+    const partitions = await live(page).locator('[data-testid="groups-table"] tbody tr', { hasText: 'billing' })
+      .evaluateAll((rows) => rows.map((row) => row.children[2].textContent.trim()));
+    assert.equal(new Set(partitions).size, partitions.length, `one owner each: ${partitions}`);
+  }
+  await run10(page);
+  const owners = await live(page).locator('[data-testid="groups-table"] tbody tr', { hasText: 'billing' })
+    .evaluateAll((cells) => cells.map((row) => row.lastElementChild.textContent.trim()));
+  assert.ok(owners.every((owner) => owner && owner !== '-'), `every billing partition has an owner: ${owners}`);
+  assert.equal(new Set(owners).size, 3, `the newcomer reads too: ${owners}`);
+  await page.screenshot({ path: screenshotPath('groups-kip848-live'), fullPage: false });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('eager, cooperative and KIP-848 side by side on the same GC pause: cooperative members stop less than eager ones', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const compare = live(page).getByTestId('compare-protocols');
+  await compare.locator('summary').click();
+  await compare.getByTestId('compare-run').click();
+  await compare.getByTestId('compare-2').waitFor();
+  const stopped = [];
+  const peaks = [];
+  for (let index = 0; index < 3; index++) {
+    const figure = compare.getByTestId(`compare-${index}`);
+    stopped.push(Number(await figure.getAttribute('data-stopped-ms')));
+    peaks.push(Number(await figure.getAttribute('data-peak-lag')));
+    assert.match(await figure.locator('svg').getAttribute('aria-label'), /members stopped/);
+  }
+  assert.ok(stopped[0] > stopped[1], `eager members stop longer than cooperative ones: ${stopped}`);
+  assert.ok(stopped[1] >= stopped[2], `KIP-848 members stop least: ${stopped}`);
+  assert.ok(peaks[0] > peaks[1], `eager lag peaks higher: ${peaks}`);
+  await compare.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: screenshotPath('groups-compare-protocols'), fullPage: false });
   assert.deepEqual(problems, []);
   await page.close();
 });

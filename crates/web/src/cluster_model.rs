@@ -3,7 +3,9 @@
 //! --describe`, `kafka-consumer-groups --describe`, `kafka-metadata-quorum
 //! describe --status`), all derived from the engine's [`ClusterView`].
 
-use kafkascope_engine::sim::config::{ClusterConfig, ConsumerConfig, OffsetReset, ProducerConfig, TopicConfig};
+use kafkascope_engine::sim::config::{
+    ClusterConfig, ConsumerConfig, GroupProtocol, OffsetReset, ProducerConfig, TopicConfig,
+};
 use kafkascope_engine::sim::trace::TraceKind;
 use kafkascope_engine::sim::types::NodeId;
 use kafkascope_engine::sim::view::{ClusterView, Role};
@@ -90,7 +92,9 @@ pub struct Setup {
     pub brokers: u32,
     pub partitions: u32,
     pub replication_factor: u32,
-    /// The consumers' `partition.assignment.strategy`.
+    /// The consumers' `partition.assignment.strategy` (classic protocol),
+    /// or `consumer:` and the server-side assignor (`group.protocol=consumer`,
+    /// KIP-848): one of [`ASSIGNORS`]' values.
     pub assignor: String,
     /// Members of `billing` and of `search`.
     pub billing: u32,
@@ -112,8 +116,17 @@ impl Default for Setup {
     }
 }
 
-/// The assignors a group can use (Kafka's names).
-pub const ASSIGNORS: [&str; 4] = ["range", "roundrobin", "sticky", "cooperative-sticky"];
+/// The assignors a group can use (Kafka's names): the classic protocol's
+/// client-side ones, then the consumer protocol's server-side ones; value
+/// and label.
+pub const ASSIGNORS: [(&str, &str); 6] = [
+    ("range", "range"),
+    ("roundrobin", "roundrobin"),
+    ("sticky", "sticky"),
+    ("cooperative-sticky", "cooperative-sticky"),
+    ("consumer:uniform", "uniform (group.protocol=consumer, KIP-848)"),
+    ("consumer:range", "range (group.protocol=consumer, KIP-848)"),
+];
 
 /// The cluster a [`Setup`] describes, or what is wrong with it in words.
 pub fn setup_config(setup: &Setup) -> Result<ClusterConfig, String> {
@@ -132,7 +145,7 @@ pub fn setup_config(setup: &Setup) -> Result<ClusterConfig, String> {
     if setup.billing > 8 || setup.search > 8 {
         return Err("at most 8 consumers per group".into());
     }
-    if !ASSIGNORS.contains(&setup.assignor.as_str()) {
+    if !ASSIGNORS.iter().any(|(value, _)| *value == setup.assignor) {
         return Err(format!("unknown assignor {:?}", setup.assignor));
     }
     let mut config = default_config();
@@ -144,7 +157,13 @@ pub fn setup_config(setup: &Setup) -> Result<ClusterConfig, String> {
     let member = |group: &str| {
         let mut consumer = ConsumerConfig::new(group, vec!["orders".into()]);
         consumer.auto_offset_reset = OffsetReset::Earliest;
-        consumer.assignor = setup.assignor.clone();
+        match setup.assignor.strip_prefix("consumer:") {
+            Some(remote) => {
+                consumer.group_protocol = GroupProtocol::Consumer;
+                consumer.group_remote_assignor = Some(remote.to_string());
+            }
+            None => consumer.assignor = setup.assignor.clone(),
+        }
         consumer
     };
     config.consumers = (0..setup.billing)
@@ -469,6 +488,7 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::RecordsLost { .. }
         | TraceKind::InvariantViolated { .. }
         | TraceKind::GroupRebalanced { .. }
+        | TraceKind::TargetAssignment { .. }
         | TraceKind::ConsumerStatus { .. }
         | TraceKind::ControllerStatus { .. }
         | TraceKind::ControllerElection { .. }
@@ -498,6 +518,14 @@ pub struct LagSample {
     pub at_ms: u64,
     pub lag: u64,
     pub rebalancing: bool,
+    /// Partitions the group subscribes to that no running member reads:
+    /// unowned (an eager rebalance takes them all away), moving, or owned
+    /// by a paused or dead member.
+    pub unread: u32,
+    /// Members stopped by a rebalance: running (not paused), rejoining
+    /// and owning nothing, as every eager member is while its group
+    /// rebalances.
+    pub stopped: u32,
 }
 
 /// Each group's lag over the last minute, as the live map sampled it.
@@ -505,15 +533,25 @@ pub struct LagSample {
 pub struct LagHistory {
     groups: std::collections::BTreeMap<String, std::collections::VecDeque<LagSample>>,
     next_at_ms: u64,
+    /// Samples kept per group; 0 means [`LAG_SAMPLES_KEPT`].
+    capacity: usize,
     /// Groups that completed a rebalance since the last sample.
     rebalanced: std::collections::BTreeSet<String>,
 }
 
 impl LagHistory {
+    /// A history that keeps `capacity` samples per group.
+    pub fn with_capacity(capacity: usize) -> LagHistory {
+        LagHistory {
+            capacity,
+            ..LagHistory::default()
+        }
+    }
+
     /// Notes a trace event: a completed rebalance shades the next sample
     /// even if no member was caught rejoining at a sampling instant.
     pub fn note(&mut self, event: &kafkascope_engine::sim::trace::TraceEvent) {
-        if let TraceKind::GroupRebalanced { group, .. } = &event.kind {
+        if let TraceKind::GroupRebalanced { group, .. } | TraceKind::TargetAssignment { group, .. } = &event.kind {
             self.rebalanced.insert(group.clone());
         }
     }
@@ -527,24 +565,88 @@ impl LagHistory {
             return;
         }
         self.next_at_ms = now + LAG_SAMPLE_MS;
-        let mut totals: std::collections::BTreeMap<String, (u64, bool)> = std::collections::BTreeMap::new();
+        use kafkascope_engine::groups::assignors::TopicPartition;
+        // Per group: whether a member is rejoining, members stopped, the
+        // topics, and per partition the running owner's position.
+        #[derive(Default)]
+        struct Group<'a> {
+            rebalancing: bool,
+            stopped: u32,
+            topics: std::collections::BTreeSet<&'a str>,
+            read: std::collections::BTreeMap<&'a TopicPartition, u64>,
+            owned: std::collections::BTreeMap<&'a TopicPartition, u64>,
+            committed: std::collections::BTreeMap<&'a TopicPartition, u64>,
+        }
+        let mut totals: std::collections::BTreeMap<String, Group> = std::collections::BTreeMap::new();
         for consumer in simulation.consumers() {
             let entry = totals.entry(consumer.config.group.clone()).or_default();
+            entry.topics.extend(consumer.config.topics.iter().map(String::as_str));
+            for (partition, offset) in &consumer.committed {
+                let best = entry.committed.entry(partition).or_default();
+                *best = (*best).max(*offset);
+            }
             if consumer.phase == ConsumerPhase::Stopped {
                 continue;
             }
-            entry.0 += consumer.lag().values().sum::<u64>();
-            entry.1 |= matches!(consumer.phase, ConsumerPhase::Joining | ConsumerPhase::Syncing);
+            let rejoining = matches!(consumer.phase, ConsumerPhase::Joining | ConsumerPhase::Syncing);
+            entry.rebalancing |= rejoining;
+            let paused = consumer.paused_until.is_some_and(|until| until > now);
+            for partition in &consumer.assignment {
+                let position = consumer.positions.get(partition).copied();
+                if let Some(position) = position {
+                    entry.owned.insert(partition, position);
+                }
+                if !paused {
+                    entry.read.insert(partition, position.unwrap_or(0));
+                }
+            }
+            if !paused && rejoining && consumer.assignment.is_empty() {
+                entry.stopped += 1;
+            }
         }
-        for (group, (lag, rebalancing)) in totals {
-            let rebalancing = rebalancing | self.rebalanced.remove(&group);
+        let kept = if self.capacity == 0 {
+            LAG_SAMPLES_KEPT
+        } else {
+            self.capacity
+        };
+        for (group, totals) in totals {
+            // Lag counts every partition the group reads: its high
+            // watermark minus the owner's position, or minus the group's
+            // committed offset where no member holds it (what
+            // kafka-consumer-groups shows as CURRENT-OFFSET).
+            let mut lag = 0;
+            let mut unread = 0;
+            for topic in simulation
+                .config()
+                .topics
+                .iter()
+                .filter(|topic| totals.topics.contains(topic.name.as_str()))
+            {
+                for index in 0..topic.partitions {
+                    let partition = TopicPartition::new(topic.name.as_str(), index);
+                    let hw = simulation.partition_high_watermark(&partition).unwrap_or(0);
+                    let at = totals
+                        .owned
+                        .get(&partition)
+                        .or_else(|| totals.committed.get(&partition))
+                        .copied()
+                        .unwrap_or(hw);
+                    lag += hw.saturating_sub(at);
+                    if !totals.read.contains_key(&partition) {
+                        unread += 1;
+                    }
+                }
+            }
+            let rebalancing = totals.rebalancing | self.rebalanced.remove(&group);
             let samples = self.groups.entry(group).or_default();
             samples.push_back(LagSample {
                 at_ms: now,
                 lag,
                 rebalancing,
+                unread,
+                stopped: totals.stopped,
             });
-            while samples.len() > LAG_SAMPLES_KEPT {
+            while samples.len() > kept {
                 samples.pop_front();
             }
         }
@@ -642,6 +744,156 @@ pub fn lag_chart(group: &str, samples: &[LagSample], width: f64, height: f64) ->
     }
 }
 
+/// The protocols the side-by-side comparison runs: value (as in
+/// [`ASSIGNORS`]) and name.
+pub const COMPARED: [(&str, &str); 3] = [
+    ("range", "eager (range)"),
+    ("cooperative-sticky", "cooperative (cooperative-sticky)"),
+    ("consumer:uniform", "consumer protocol (KIP-848)"),
+];
+/// The comparison's fault: `billing`'s first member pauses at this time
+/// for this long (past its 45 s session), under a steady keyed load.
+pub const COMPARE_PAUSE_AT_MS: u64 = 20_000;
+pub const COMPARE_PAUSE_MS: u64 = 50_000;
+pub const COMPARE_RUN_MS: u64 = 110_000;
+/// Keyed records per second in the comparison.
+pub const COMPARE_RATE: u32 = 30;
+/// The comparison's record handler: ms per record.
+pub const COMPARE_HANDLER_MS: u64 = 20;
+
+/// One protocol's run of the comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProtocolRun {
+    /// The protocol's name.
+    pub label: String,
+    /// `billing`'s lag, with the stretches where partitions went unread
+    /// shaded.
+    pub chart: LagChart,
+    /// Time partitions went unread after the fault, summed over
+    /// partitions (partition-milliseconds).
+    pub unread_ms: u64,
+    /// Time running members spent stopped by rebalances, summed over
+    /// members.
+    pub stopped_ms: u64,
+    /// The highest lag.
+    pub peak_lag: u64,
+    /// Rebalances (generations, or target assignments with KIP-848).
+    pub rebalances: usize,
+    /// Records `billing` read.
+    pub read: u64,
+}
+
+/// Runs the same fault on the same cluster once per protocol of
+/// [`COMPARED`]: a member of `billing` pauses for a minute under steady
+/// load, so its session ends and it comes back. Each run is the engine's,
+/// from `setup` (brokers, partitions, members, seed) with only the
+/// protocol changed.
+pub fn compare_protocols(setup: &Setup, width: f64, height: f64) -> Result<Vec<ProtocolRun>, String> {
+    use kafkascope_engine::sim::config::{Input, ScheduledInput};
+    let mut runs = Vec::new();
+    for (assignor, label) in COMPARED {
+        let shaped = Setup {
+            assignor: assignor.to_string(),
+            billing: setup.billing.max(3),
+            partitions: setup.partitions.max(6),
+            ..setup.clone()
+        };
+        let mut config = setup_config(&shaped)?;
+        // The application spends a little time on each record, so lag
+        // builds while members are stopped.
+        for consumer in &mut config.consumers {
+            consumer.processing_ms_per_record = COMPARE_HANDLER_MS;
+        }
+        let mut simulation =
+            kafkascope_engine::sim::Simulation::new(config, shaped.seed).map_err(|error| error.to_string())?;
+        simulation.set_trace_options(kafkascope_engine::sim::TraceOptions { messages: false });
+        for second in 1..COMPARE_RUN_MS / 1_000 {
+            for key in 0..COMPARE_RATE {
+                simulation.schedule(ScheduledInput {
+                    at_ms: second * 1_000 + u64::from(key) * (1_000 / u64::from(COMPARE_RATE)),
+                    input: Input::Produce {
+                        producer: 0,
+                        key: Some(format!("key-{key}")),
+                        count: 1,
+                        bytes: 100,
+                    },
+                });
+            }
+        }
+        simulation.schedule(ScheduledInput {
+            at_ms: COMPARE_PAUSE_AT_MS,
+            input: Input::PauseConsumer {
+                consumer: 0,
+                duration_ms: COMPARE_PAUSE_MS,
+            },
+        });
+        let mut history = LagHistory::with_capacity((COMPARE_RUN_MS / LAG_SAMPLE_MS) as usize + 1);
+        let mut seen = 0;
+        let mut rebalances = 0;
+        while simulation.now() < COMPARE_RUN_MS {
+            let next = (simulation.now() + LAG_SAMPLE_MS).min(COMPARE_RUN_MS);
+            simulation.run_until(next);
+            for event in &simulation.trace()[seen..] {
+                if let TraceKind::GroupRebalanced { group, .. } | TraceKind::TargetAssignment { group, .. } =
+                    &event.kind
+                {
+                    if group == "billing" && event.time > COMPARE_PAUSE_AT_MS {
+                        rebalances += 1;
+                    }
+                }
+            }
+            seen = simulation.trace().len();
+            history.sample(&simulation);
+        }
+        let samples: Vec<LagSample> = history
+            .samples("billing")
+            .into_iter()
+            .map(|sample| {
+                // Only what follows the fault counts (the first join is the
+                // same for every protocol).
+                let after = sample.at_ms > COMPARE_PAUSE_AT_MS;
+                LagSample {
+                    rebalancing: after && sample.stopped > 0,
+                    unread: if after { sample.unread } else { 0 },
+                    stopped: if after { sample.stopped } else { 0 },
+                    ..sample
+                }
+            })
+            .collect();
+        let unread_ms = samples
+            .iter()
+            .map(|sample| u64::from(sample.unread) * LAG_SAMPLE_MS)
+            .sum();
+        let stopped_ms = samples
+            .iter()
+            .map(|sample| u64::from(sample.stopped) * LAG_SAMPLE_MS)
+            .sum();
+        let peak_lag = samples.iter().map(|sample| sample.lag).max().unwrap_or(0);
+        let read = simulation
+            .consumers()
+            .iter()
+            .filter(|consumer| consumer.config.group == "billing")
+            .map(|consumer| consumer.records_read)
+            .sum();
+        let mut chart = lag_chart("billing", &samples, width, height);
+        chart.summary = format!(
+            "{label}: members stopped {:.2} s in total, partitions unread {:.1} s, lag at most {peak_lag}, {rebalances} rebalance(s) after the pause.",
+            stopped_ms as f64 / 1_000.0,
+            unread_ms as f64 / 1_000.0
+        );
+        runs.push(ProtocolRun {
+            label: label.to_string(),
+            chart,
+            unread_ms,
+            stopped_ms,
+            peak_lag,
+            rebalances,
+            read,
+        });
+    }
+    Ok(runs)
+}
+
 #[cfg(test)]
 mod tests {
     use kafkascope_engine::sim::Simulation;
@@ -696,6 +948,16 @@ mod tests {
         let config = setup_config(&bigger).expect("valid");
         assert_eq!(config.topics[0].min_insync_replicas, 2);
         assert!(Simulation::new(config, 7).is_ok());
+        // The consumer protocol (KIP-848) with a server-side assignor.
+        let modern = setup_config(&Setup {
+            assignor: "consumer:range".into(),
+            ..Setup::default()
+        })
+        .expect("valid");
+        assert!(modern.consumers.iter().all(|consumer| {
+            consumer.group_protocol == GroupProtocol::Consumer
+                && consumer.group_remote_assignor.as_deref() == Some("range")
+        }));
         let too_many = Setup {
             replication_factor: 4,
             ..Setup::default()
@@ -908,6 +1170,8 @@ mod tests {
             at_ms,
             lag,
             rebalancing,
+            unread: 0,
+            stopped: 0,
         };
         let samples = [
             sample(0, 0, false),
@@ -959,5 +1223,60 @@ mod tests {
         assert_eq!(samples.len(), LAG_SAMPLES_KEPT);
         assert!(samples.iter().any(|sample| sample.rebalancing), "the group rebalanced");
         assert!(history.groups().any(|group| group == "search"));
+    }
+}
+
+#[cfg(test)]
+mod comparison_tests {
+    use super::*;
+
+    /// The same GC pause, three protocols: the paused member's partitions
+    /// go unread until its session ends in every one; on top of that an
+    /// eager rebalance takes every partition away, a cooperative one only
+    /// those that move, and KIP-848 moves each partition as soon as its
+    /// old owner lets go.
+    #[test]
+    fn the_same_pause_stops_eager_members_most_and_kip848_members_least() {
+        for seed in [3, 11] {
+            let runs = compare_protocols(
+                &Setup {
+                    seed,
+                    ..Setup::default()
+                },
+                240.0,
+                48.0,
+            )
+            .expect("valid");
+            let text: Vec<String> = runs.iter().map(|run| run.chart.summary.clone()).collect();
+            assert!(runs[0].stopped_ms > runs[1].stopped_ms, "seed {seed}: {text:?}");
+            assert!(runs[1].stopped_ms >= runs[2].stopped_ms, "seed {seed}: {text:?}");
+            assert!(
+                runs[0].peak_lag > runs[1].peak_lag.max(runs[2].peak_lag),
+                "seed {seed}: {text:?}"
+            );
+        }
+        let runs = compare_protocols(&Setup::default(), 240.0, 48.0).expect("valid");
+        assert_eq!(runs.len(), 3);
+        let runs_text: Vec<String> = runs.iter().map(|run| run.chart.summary.clone()).collect();
+        let [eager, cooperative, modern] = [&runs[0], &runs[1], &runs[2]];
+        assert!(
+            eager.rebalances >= 2 && cooperative.rebalances >= 2 && modern.rebalances >= 2,
+            "{runs_text:?}"
+        );
+        assert!(eager.stopped_ms > cooperative.stopped_ms, "{runs_text:?}");
+        assert!(cooperative.stopped_ms >= modern.stopped_ms, "{runs_text:?}");
+        assert!(
+            eager.unread_ms > cooperative.unread_ms.max(modern.unread_ms),
+            "{runs_text:?}"
+        );
+        assert!(
+            eager.peak_lag > cooperative.peak_lag.max(modern.peak_lag),
+            "{runs_text:?}"
+        );
+        assert!(!eager.chart.rebalances.is_empty(), "unread stretches are shaded");
+        for run in &runs {
+            assert!(run.read > 0, "{run:?}");
+            assert!(run.chart.summary.contains("partitions unread"), "{}", run.chart.summary);
+        }
     }
 }

@@ -317,6 +317,11 @@ pub fn cluster_panel() -> Html {
         .groups()
         .map(|group| crate::cluster_model::lag_chart(group, &current.lag().samples(group), LAG_CHART_W, LAG_CHART_H))
         .collect();
+    let comparison = current.comparison().cloned();
+    let on_compare = {
+        let dispatch = dispatch.clone();
+        Callback::from(move |_: MouseEvent| dispatch(Action::Compare))
+    };
     // What just happened: the latest state changes (no message traffic).
     let recent: Vec<String> = current
         .trace()
@@ -580,7 +585,7 @@ pub fn cluster_panel() -> Html {
                             <label>{ "replication factor " }<KnobInput testid="knob-rf" value={setup.replication_factor.to_string()} onchange={setup_field(SetupField::ReplicationFactor)} /></label>
                             <label>{ "assignor " }
                                 <select data-testid="knob-assignor" onchange={on_assignor}>
-                                    { for ASSIGNORS.iter().map(|name| html! { <option value={*name} selected={setup.assignor == *name}>{ *name }</option> }) }
+                                    { for ASSIGNORS.iter().map(|(value, label)| html! { <option value={*value} selected={setup.assignor == *value}>{ *label }</option> }) }
                                 </select>
                             </label>
                             <label>{ "billing consumers " }<KnobInput testid="knob-billing" value={setup.billing.to_string()} onchange={setup_field(SetupField::BillingConsumers)} /></label>
@@ -600,6 +605,7 @@ pub fn cluster_panel() -> Html {
                     } } }
                 </div>
                 <LagCharts charts={lag_charts} />
+                <Comparison runs={comparison} on_run={on_compare} />
                 <ToolPanels topics={topics} groups={groups} quorum={quorum} />
             </div>
         </section>
@@ -635,8 +641,55 @@ fn lag_charts(props: &LagProps) -> Html {
                     <figcaption>{ format!("{}: lag {} (top of scale {})", chart.group, chart.last, chart.max) }</figcaption>
                 </figure>
             }) }
-            <p class="muted">{ "Lag is each partition's high watermark minus the member's position, summed over the group. Shaded: members were rejoining (a rebalance)." }</p>
+            <p class="muted">{ "Lag is, for each partition the group reads, its high watermark minus the owner's position (or minus the committed offset while no member holds it), summed over the group. Shaded: members were rejoining (a rebalance)." }</p>
         </div>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+struct ComparisonProps {
+    runs: Option<Result<Vec<crate::cluster_model::ProtocolRun>, String>>,
+    on_run: Callback<MouseEvent>,
+}
+
+/// Eager, cooperative and KIP-848 side by side on the same fault.
+#[function_component(Comparison)]
+fn comparison(props: &ComparisonProps) -> Html {
+    use crate::cluster_model::{COMPARE_HANDLER_MS, COMPARE_PAUSE_AT_MS, COMPARE_PAUSE_MS, COMPARE_RATE};
+    use crate::session::{COMPARE_CHART_H, COMPARE_CHART_W};
+    html! {
+        <details class="compare" data-testid="compare-protocols">
+            <summary>{ "Eager, cooperative and KIP-848 side by side on the same fault" }</summary>
+            <p>{ format!(
+                "Three runs of this shape (at least 3 members of billing and 6 partitions), differing only in the rebalance protocol: {COMPARE_RATE} keyed records a second, a handler taking {COMPARE_HANDLER_MS} ms per record, and at {} s consumer-0 pauses for {} s, past its 45 s session, so it is dropped and comes back.",
+                COMPARE_PAUSE_AT_MS / 1_000,
+                COMPARE_PAUSE_MS / 1_000
+            ) }</p>
+            <button type="button" data-testid="compare-run" onclick={props.on_run.clone()}>{ "Run the three" }</button>
+            { match &props.runs {
+                None => html! {},
+                Some(Err(message)) => html! { <p class="error" role="alert">{ message }</p> },
+                Some(Ok(runs)) => html! {
+                    <div class="lag-charts">
+                        { for runs.iter().enumerate().map(|(index, run)| html! {
+                            <figure class="lag-chart" data-testid={format!("compare-{index}")} data-stopped-ms={run.stopped_ms.to_string()} data-peak-lag={run.peak_lag.to_string()}>
+                                <svg viewBox={format!("0 0 {COMPARE_CHART_W} {COMPARE_CHART_H}")} width={COMPARE_CHART_W.to_string()} height={COMPARE_CHART_H.to_string()} role="img" aria-label={run.chart.summary.clone()}>
+                                    { for run.chart.rebalances.iter().map(|(x, width)| html! {
+                                        <rect class="lag-rebalance" x={format!("{x:.1}")} y="0" width={format!("{width:.1}")} height={COMPARE_CHART_H.to_string()} />
+                                    }) }
+                                    <polyline class="lag-line" points={run.chart.points.clone()} />
+                                </svg>
+                                <figcaption>
+                                    <strong>{ &run.label }</strong>
+                                    { format!(": members stopped {:.1} s, lag at most {}, {} rebalance(s)", run.stopped_ms as f64 / 1_000.0, run.peak_lag, run.rebalances) }
+                                </figcaption>
+                            </figure>
+                        }) }
+                        <p class="muted">{ "Shaded: running members stood idle, rejoining with no partitions (an eager rebalance takes every partition away). Lag counts every partition: its high watermark minus the owner's position, or minus the committed offset while nobody reads it, so the paused member's partitions count too." }</p>
+                    </div>
+                },
+            } }
+        </details>
     }
 }
 

@@ -297,6 +297,7 @@ fn node_view(node: &MapNode, selected: &Option<Selection>, on_select: &Callback<
         NodeBody::Group {
             name,
             generation,
+            modern,
             rebalancing,
             members,
             ..
@@ -305,7 +306,7 @@ fn node_view(node: &MapNode, selected: &Option<Selection>, on_select: &Callback<
             html! { <>
                 { frame("box") }
                 { text(x, y + 15.0, "title", format!("group {name}")) }
-                { text(x, y + 29.0, "state", if *rebalancing { format!("REBALANCING (paused) · gen {generation}") } else { format!("STABLE · gen {generation}") }) }
+                { text(x, y + 29.0, "state", if *modern { format!("KIP-848 · epoch {generation}") } else if *rebalancing { format!("REBALANCING (paused) · gen {generation}") } else { format!("STABLE · gen {generation}") }) }
                 { for members.iter().map(|member| {
                     let member_node = Selection::Node(NodeId::Consumer(member.id));
                     let member_selected = selected.as_ref() == Some(&member_node);

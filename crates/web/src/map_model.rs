@@ -203,7 +203,12 @@ pub enum NodeBody {
     },
     Group {
         name: String,
+        /// The generation (classic), or the highest member epoch (KIP-848).
         generation: u32,
+        /// Whether it speaks the consumer protocol (KIP-848).
+        modern: bool,
+        /// Members are stopped for a classic rebalance (never with KIP-848,
+        /// where each member moves on its own).
         rebalancing: bool,
         coordinator: Option<u32>,
         members: Vec<MemberRow>,
@@ -629,12 +634,16 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
             .iter()
             .filter(|member| member.phase != ConsumerPhase::Stopped)
             .collect();
-        let rebalancing = active.iter().any(|member| {
-            matches!(
-                member.phase,
-                ConsumerPhase::Joining | ConsumerPhase::Syncing | ConsumerPhase::FindingCoordinator
-            )
-        });
+        let modern = members
+            .iter()
+            .any(|member| member.group_protocol == kafkascope_engine::sim::config::GroupProtocol::Consumer);
+        let rebalancing = !modern
+            && active.iter().any(|member| {
+                matches!(
+                    member.phase,
+                    ConsumerPhase::Joining | ConsumerPhase::Syncing | ConsumerPhase::FindingCoordinator
+                )
+            });
         let mut offsets: Vec<(String, Option<u64>, u64)> = members
             .iter()
             .flat_map(|member| member.partitions.iter())
@@ -655,6 +664,7 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
             body: NodeBody::Group {
                 name: group.to_string(),
                 generation: active.iter().map(|member| member.generation).max().unwrap_or(0),
+                modern,
                 rebalancing,
                 coordinator: active.iter().find_map(|member| member.coordinator),
                 members: member_rows,
@@ -1119,16 +1129,20 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                 ],
                 messages: Vec::new(),
             },
-            NodeBody::Group { name, generation, rebalancing, coordinator, members, offsets } => Inspection {
+            NodeBody::Group { name, generation, modern, rebalancing, coordinator, members, offsets } => Inspection {
                 title: format!("group {name}"),
-                why: "A consumer group shares a topic's partitions among its members: each partition has one owner per generation. The coordinator (the leader of the group's __consumer_offsets partition) runs the rebalance and stores the committed offsets.".into(),
+                why: if *modern {
+                    "A consumer group shares a topic's partitions among its members. This one speaks the consumer protocol (group.protocol=consumer, KIP-848): members only heartbeat; the coordinator (the leader of the group's __consumer_offsets partition) computes the assignment itself and each member moves to it on its own, giving up partitions before others get them, so nobody stops. It also stores the committed offsets.".into()
+                } else {
+                    "A consumer group shares a topic's partitions among its members: each partition has one owner per generation. The coordinator (the leader of the group's __consumer_offsets partition) runs the rebalance and stores the committed offsets.".into()
+                },
                 facts: vec![
-                    ("Generation".into(), generation.to_string()),
-                    ("State".into(), if *rebalancing { "rebalancing (members paused)".into() } else { "stable".into() }),
+                    if *modern { ("Member epoch (highest)".into(), generation.to_string()) } else { ("Generation".into(), generation.to_string()) },
+                    ("State".into(), if *modern { "each member reconciles on its own (no stop)".into() } else if *rebalancing { "rebalancing (members paused)".into() } else { "stable".into() }),
                     ("Coordinator".into(), coordinator.map_or("unknown".into(), |broker| format!("{broker_broker}", broker_broker = as_broker(broker)))),
                     ("Members".into(), members.iter().filter(|member| member.phase != ConsumerPhase::Stopped).count().to_string()),
                     ("Committed offsets".into(), offsets.iter().map(|(partition, committed, lag)| format!("{partition} @{} lag {lag}", committed.map_or("-".into(), |offset| offset.to_string()))).collect::<Vec<_>>().join("; ")),
-                    ("Last rebalance".into(), view.highlights.rebalances.get(name).map_or("none yet".into(), |(time, generation, reason)| format!("generation {generation} at {time} ms: {reason}"))),
+                    ("Last rebalance".into(), view.highlights.rebalances.get(name).map_or("none yet".into(), |(time, generation, reason)| format!("{} {generation} at {time} ms: {reason}", if *modern { "target assignment at epoch" } else { "generation" }))),
                 ],
                 messages: Vec::new(),
             },
@@ -1145,7 +1159,11 @@ fn inspect_member(view: &ClusterView, id: u32) -> Option<Inspection> {
             ("Group".into(), consumer.group.clone()),
             ("Phase".into(), consumer.phase.to_string()),
             ("Member id".into(), consumer.member_id.clone().unwrap_or_else(|| "-".into())),
-            ("Generation".into(), consumer.generation.to_string()),
+            if consumer.group_protocol == kafkascope_engine::sim::config::GroupProtocol::Consumer {
+                ("Member epoch".into(), consumer.generation.to_string())
+            } else {
+                ("Generation".into(), consumer.generation.to_string())
+            },
             ("Partitions".into(), if consumer.partitions.is_empty() { "none (idle)".into() } else {
                 consumer.partitions.iter().map(|owned| format!("{} position {} committed {} lag {}", owned.partition, owned.position.map_or("-".into(), |offset| offset.to_string()), owned.committed.map_or("-".into(), |offset| offset.to_string()), owned.lag)).collect::<Vec<_>>().join("; ")
             }),

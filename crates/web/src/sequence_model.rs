@@ -510,6 +510,23 @@ impl Captioner {
         NodeId::Controller(self.active_controller.unwrap_or(1))
     }
 
+    /// A group's note, over its coordinator (or its first member).
+    fn group_note(
+        &self,
+        group: &str,
+        assignment: &[kafkascope_engine::sim::trace::MemberAssignment],
+        text: String,
+    ) -> StepKind {
+        StepKind::Note {
+            over: self
+                .coordinators
+                .get(group)
+                .copied()
+                .unwrap_or_else(|| assignment.first().map_or(self.controller(), |member| member.consumer)),
+            text,
+        }
+    }
+
     fn step(&self, event: &TraceEvent, cause: Option<&TraceEvent>, position: u64, story: &StoryDef) -> Option<Step> {
         let mut outcome = None;
         let mut explainable = false;
@@ -758,30 +775,28 @@ impl Captioner {
                 reason,
             } => {
                 explainable = true;
-                let owners: Vec<String> = assignment
-                    .iter()
-                    .map(|member| {
-                        let node = member.consumer;
-                        if member.partitions.is_empty() {
-                            format!("{node} gets nothing and idles")
-                        } else {
-                            format!(
-                                "{node} gets {}",
-                                member.partitions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-                            )
-                        }
-                    })
-                    .collect();
+                let owners = owners(assignment, "gets", "gets nothing and idles");
                 (
-                    StepKind::Note {
-                        over: self
-                            .coordinators
-                            .get(group)
-                            .copied()
-                            .unwrap_or_else(|| assignment.first().map_or(self.controller(), |member| member.consumer)),
-                        text: format!("{group} generation {generation}"),
-                    },
+                    self.group_note(group, assignment, format!("{group} generation {generation}")),
                     format!("Group {group} moves to generation {generation} ({reason}): {}.", owners.join("; ")),
+                    Vec::new(),
+                    "rebalance".to_string(),
+                )
+            }
+            TraceKind::TargetAssignment {
+                group,
+                epoch,
+                assignment,
+                reason,
+            } => {
+                explainable = true;
+                let owners = owners(assignment, "gets", "gets nothing");
+                (
+                    self.group_note(group, assignment, format!("{group} epoch {epoch}")),
+                    format!(
+                        "Group {group} moves to epoch {epoch} ({reason}). The coordinator's own assignor sets the target: {}. Nobody stops: each member moves there on its next heartbeat, giving up partitions first; a partition goes to its new owner only once the old one reports it gone (KIP-848).",
+                        owners.join("; ")
+                    ),
                     Vec::new(),
                     "rebalance".to_string(),
                 )
@@ -1023,6 +1038,25 @@ impl Captioner {
             M::VoteResponse => format!("{from} answers {to}: {summary}."),
             M::BrokerHeartbeat => format!("{from} heartbeats to the controller ({summary})."),
             M::LeaveGroup => format!("{from} leaves its group at the coordinator {to}."),
+            M::ConsumerGroupHeartbeat => {
+                let owned = facts.partitions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+                match facts.member_epoch {
+                    Some(0) => format!("{from} joins its group at the coordinator {to} with a ConsumerGroupHeartbeat at member epoch 0 (KIP-848): no JoinGroup, no SyncGroup, no leader member."),
+                    Some(-1) => format!("{from} leaves its group: a ConsumerGroupHeartbeat at member epoch -1."),
+                    Some(epoch) if owned.is_empty() => format!("{from} heartbeats to the coordinator {to} at member epoch {epoch}, owning nothing yet."),
+                    Some(epoch) => format!("{from} heartbeats to the coordinator {to} at member epoch {epoch} and reports what it owns: {owned}."),
+                    None => format!("{from} → {to}: {summary}."),
+                }
+            }
+            M::ConsumerGroupHeartbeatResponse if !facts.errors.is_empty() => {
+                format!("The coordinator {from} answers {to}: {summary}.{}", group_error_why(&facts.errors))
+            }
+            M::ConsumerGroupHeartbeatResponse if facts.partitions.is_empty() => format!(
+                "The coordinator {from} answers {to} ({summary}): nothing to read yet, either because the target gives it nothing or because the partitions it will get are still owned by members giving them up."
+            ),
+            M::ConsumerGroupHeartbeatResponse => format!(
+                "The coordinator {from} answers {to} with its member epoch and the partitions it should own now ({summary}). {to} gives up what is not in the list (committing first), starts on what is new, and says so in a heartbeat at once."
+            ),
             M::BrokerRegistration
             | M::BrokerRegistrationResponse
             | M::BrokerHeartbeatResponse
@@ -1033,6 +1067,29 @@ impl Captioner {
             | M::ConnectionClosed => format!("{from} → {to}: {summary}."),
         }
     }
+}
+
+/// Who gets what in a group's assignment, one phrase per member.
+fn owners(assignment: &[kafkascope_engine::sim::trace::MemberAssignment], gets: &str, nothing: &str) -> Vec<String> {
+    assignment
+        .iter()
+        .map(|member| {
+            let node = member.consumer;
+            if member.partitions.is_empty() {
+                format!("{node} {nothing}")
+            } else {
+                format!(
+                    "{node} {gets} {}",
+                    member
+                        .partitions
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        })
+        .collect()
 }
 
 /// Lifelines in a fixed order: producers, brokers, controllers, consumers.
@@ -1329,6 +1386,10 @@ fn group_error_why(errors: &[ErrorCode]) -> String {
         (ErrorCode::InconsistentGroupProtocol, " Its assignor is not one every member of the group supports: for Kafka's client that is fatal."),
         (ErrorCode::NotCoordinator, " This broker no longer coordinates the group: the member looks for the new coordinator and, if it has partitions, keeps reading them meanwhile."),
         (ErrorCode::CoordinatorNotAvailable, " The coordinator cannot answer now (its group is loading or could not be written): the member looks for it again."),
+        (ErrorCode::FencedMemberEpoch, " The member's epoch is not one the coordinator accepts: it drops its partitions without committing and joins again at epoch 0 (KIP-848)."),
+        (ErrorCode::StaleMemberEpoch, " The commit carried an old member epoch: it is refused, and the member learns its new epoch from its next heartbeat."),
+        (ErrorCode::UnsupportedAssignor, " The broker has no server-side assignor by that name (group.consumer.assignors): for Kafka's client that is fatal."),
+        (ErrorCode::GroupIdNotFound, " The group exists with the other protocol: for Kafka's client that is fatal (Kafka can migrate a group between protocols; the simulator does not)."),
     ] {
         if errors.contains(&error) {
             why.push_str(sentence);

@@ -134,9 +134,16 @@ pub enum Action {
     Reset,
     /// Select something on the map, or unselect it if it is selected.
     Select(Selection),
+    /// Run the side-by-side comparison of rebalance protocols on the
+    /// current shape (eager, cooperative, KIP-848; the same fault).
+    Compare,
 }
 
 /// The live map's state.
+/// The size of a comparison chart.
+pub const COMPARE_CHART_W: f64 = 240.0;
+pub const COMPARE_CHART_H: f64 = 48.0;
+
 pub struct Session {
     config: ClusterConfig,
     simulation: Simulation,
@@ -150,6 +157,8 @@ pub struct Session {
     setup: Setup,
     knob_error: Option<String>,
     lag: crate::cluster_model::LagHistory,
+    /// The last side-by-side comparison, or why it could not run.
+    comparison: Option<Result<Vec<crate::cluster_model::ProtocolRun>, String>>,
 }
 
 impl Session {
@@ -175,7 +184,13 @@ impl Session {
             setup: Setup::default(),
             knob_error: None,
             lag: crate::cluster_model::LagHistory::default(),
+            comparison: None,
         }
+    }
+
+    /// The last side-by-side comparison of rebalance protocols.
+    pub fn comparison(&self) -> Option<&Result<Vec<crate::cluster_model::ProtocolRun>, String>> {
+        self.comparison.as_ref()
     }
 
     /// Each group's lag over the last minute.
@@ -225,6 +240,13 @@ impl Session {
             },
             Action::Setup(field, text) => self.edit_setup(field, &text),
             Action::Assignor(assignor) => self.setup.assignor = assignor,
+            Action::Compare => {
+                self.comparison = Some(crate::cluster_model::compare_protocols(
+                    &self.setup,
+                    COMPARE_CHART_W,
+                    COMPARE_CHART_H,
+                ));
+            }
             Action::ApplySetup => match setup_config(&self.setup) {
                 Ok(config) => {
                     self.knob_error = None;
@@ -255,8 +277,10 @@ impl Session {
 
     fn restart(&mut self, config: ClusterConfig, seed: u64) {
         let setup = std::mem::take(&mut self.setup);
+        let comparison = self.comparison.take();
         *self = Session::new(config, seed);
         self.setup = setup;
+        self.comparison = comparison;
     }
 
     fn edit_setup(&mut self, field: SetupField, text: &str) {
@@ -408,6 +432,7 @@ impl Session {
             | Action::Assignor(_)
             | Action::ApplySetup
             | Action::Reset
+            | Action::Compare
             | Action::Select(_) => {}
         }
     }

@@ -161,7 +161,8 @@ pub struct JoinResponse {
 }
 
 impl JoinResponse {
-    fn error(member_id: &str, error: ErrorCode) -> JoinResponse {
+    /// An answer with only an error.
+    pub fn error(member_id: &str, error: ErrorCode) -> JoinResponse {
         JoinResponse {
             error: Some(error),
             generation: -1,
@@ -204,7 +205,8 @@ pub struct SyncResponse {
 }
 
 impl SyncResponse {
-    fn error(error: ErrorCode) -> SyncResponse {
+    /// An answer with only an error.
+    pub fn error(error: ErrorCode) -> SyncResponse {
         SyncResponse {
             error: Some(error),
             protocol_type: None,
@@ -2070,6 +2072,14 @@ impl ClassicShard {
                 self.reschedule_heartbeat(group_id, &member.member_id, session);
             }
         }
+        self.commit_offsets(request_id, group_id, offsets)
+    }
+
+    /// Writes an OffsetCommit's offsets without checking the member: for a
+    /// group another protocol's shard owns, which checked it
+    /// (`ConsumerGroup#validateOffsetCommit`).
+    pub fn commit_offsets(&mut self, request_id: RequestId, group_id: &str, offsets: &[(String, u32, i64)]) -> Output {
+        let now = self.now_ms;
         let records = offsets
             .iter()
             .map(|(topic, partition, offset)| CoordinatorRecord::OffsetCommit {

@@ -391,7 +391,8 @@ pub struct HeartbeatResponse {
 }
 
 impl HeartbeatResponse {
-    fn error(error: ErrorCode) -> HeartbeatResponse {
+    /// An answer with only an error.
+    pub fn error(error: ErrorCode) -> HeartbeatResponse {
         HeartbeatResponse {
             error: Some(error),
             member_id: String::new(),
@@ -519,9 +520,37 @@ impl ConsumerShard {
         self.groups.get(group_id)
     }
 
-    /// The partition is loaded (`GroupCoordinatorShard#onLoaded`): the
+    /// The partition is loaded (`GroupCoordinatorShard#onLoaded`): every
+    /// member's session timeout starts again, a member still revoking gets
+    /// its rebalance timeout (`GroupMetadataManager#onLoaded`), and the
     /// shard's periodic jobs are scheduled.
     pub fn on_loaded(&mut self) {
+        let members: Vec<(String, ConsumerMember)> = self
+            .groups
+            .iter()
+            .flat_map(|(group, state)| state.members.values().map(|member| (group.clone(), member.clone())))
+            .collect();
+        for (group, member) in members {
+            self.schedule(
+                session_key(&group, &member.member_id),
+                self.config.session_timeout_ms,
+                TimerOp::Session {
+                    group: group.clone(),
+                    member: member.member_id.clone(),
+                },
+            );
+            if member.state == MemberState::UnrevokedPartitions {
+                self.schedule(
+                    rebalance_key(&group, &member.member_id),
+                    u64::try_from(member.rebalance_timeout_ms).unwrap_or(0),
+                    TimerOp::Rebalance {
+                        group,
+                        member: member.member_id.clone(),
+                        epoch: member.member_epoch,
+                    },
+                );
+            }
+        }
         self.schedule(EXPIRE_KEY.to_string(), EXPIRE_INTERVAL_MS, TimerOp::Expire);
         self.schedule(
             SIZE_COUNTER_KEY.to_string(),
@@ -549,6 +578,18 @@ impl ConsumerShard {
 
     fn schedule(&mut self, key: String, delay_ms: u64, op: TimerOp) {
         self.timer.schedule(key, self.now_ms, delay_ms, op);
+    }
+
+    /// Every group's member ids.
+    pub fn member_ids(&self) -> impl Iterator<Item = (&str, impl Iterator<Item = &str>)> {
+        self.groups
+            .iter()
+            .map(|(group, state)| (group.as_str(), state.members.keys().map(String::as_str)))
+    }
+
+    /// A topic's partition count in the shard's metadata image.
+    pub fn topic_partitions(&self, topic: &str) -> Option<u32> {
+        self.topics.get(topic).copied()
     }
 
     /// A topic gained partitions (`onNewMetadataImage`): groups subscribed

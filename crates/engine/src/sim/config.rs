@@ -197,6 +197,37 @@ pub enum OffsetReset {
     Latest,
 }
 
+/// Which rebalance protocol a consumer speaks (`group.protocol`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupProtocol {
+    /// JoinGroup / SyncGroup with a client-side assignor (Kafka 4.1's
+    /// default).
+    #[default]
+    Classic,
+    /// KIP-848: `ConsumerGroupHeartbeat` with a server-side assignor.
+    Consumer,
+}
+
+impl GroupProtocol {
+    fn is_classic(&self) -> bool {
+        *self == GroupProtocol::Classic
+    }
+}
+
+impl std::fmt::Display for GroupProtocol {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            GroupProtocol::Classic => "classic",
+            GroupProtocol::Consumer => "consumer",
+        })
+    }
+}
+
+/// The server-side assignors of the consumer protocol
+/// (`group.consumer.assignors`: `uniform` first, so the default).
+pub const REMOTE_ASSIGNORS: [&str; 2] = ["uniform", "range"];
+
 /// A consumer client, member of a group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -238,6 +269,14 @@ pub struct ConsumerConfig {
     /// `poll()` within this leaves its group; also its rebalance timeout.
     #[serde(default = "default_max_poll_interval")]
     pub max_poll_interval_ms: u64,
+    /// `group.protocol`: `classic` (the default) or `consumer` (KIP-848).
+    #[serde(default, skip_serializing_if = "GroupProtocol::is_classic")]
+    pub group_protocol: GroupProtocol,
+    /// `group.remote.assignor`: with the consumer protocol, the server-side
+    /// assignor to ask for (`uniform` or `range`); `None` leaves the choice
+    /// to the broker (`uniform`). `assignor` is not used then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_remote_assignor: Option<String>,
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -282,7 +321,14 @@ impl ConsumerConfig {
             processing_ms_per_record: 0,
             max_poll_records: default_max_poll_records(),
             max_poll_interval_ms: default_max_poll_interval(),
+            group_protocol: GroupProtocol::Classic,
+            group_remote_assignor: None,
         }
+    }
+
+    /// Whether it speaks the KIP-848 consumer protocol.
+    pub fn consumer_protocol(&self) -> bool {
+        self.group_protocol == GroupProtocol::Consumer
     }
 }
 
@@ -371,9 +417,21 @@ pub struct ClusterConfig {
     /// leaderless partitions uncleanly where the topic allows it.
     #[serde(default = "default_imbalance_interval")]
     pub unclean_leader_election_interval_ms: u64,
+    /// `group.consumer.session.timeout.ms` (45000): a consumer-protocol
+    /// member that sends no heartbeat for this long is fenced.
+    #[serde(default = "default_consumer_session")]
+    pub group_consumer_session_timeout_ms: u64,
+    /// `group.consumer.heartbeat.interval.ms` (5000): how often
+    /// consumer-protocol members heartbeat (the broker tells them).
+    #[serde(default = "default_group_consumer_heartbeat")]
+    pub group_consumer_heartbeat_interval_ms: u64,
     /// The network.
     #[serde(default)]
     pub network: NetworkConfig,
+}
+
+fn default_group_consumer_heartbeat() -> u64 {
+    5_000
 }
 
 fn default_brokers() -> u32 {
@@ -419,6 +477,8 @@ impl Default for ClusterConfig {
             leader_imbalance_check_interval_ms: default_imbalance_interval(),
             unclean_leader_election_interval_ms: default_imbalance_interval(),
             eligible_leader_replicas_enable: true,
+            group_consumer_session_timeout_ms: default_consumer_session(),
+            group_consumer_heartbeat_interval_ms: default_group_consumer_heartbeat(),
             network: NetworkConfig::default(),
         }
     }
@@ -464,6 +524,37 @@ impl ClusterConfig {
             return Err(format!(
                 "heartbeatIntervalMs ({}) must be lower than sessionTimeoutMs ({session})",
                 consumer.heartbeat_interval_ms
+            ));
+        }
+        if consumer.consumer_protocol() {
+            if let Some(assignor) = &consumer.group_remote_assignor {
+                if !REMOTE_ASSIGNORS.contains(&assignor.as_str()) {
+                    // The broker answers UNSUPPORTED_ASSIGNOR.
+                    return Err(format!(
+                        "groupRemoteAssignor {assignor:?} is not one of the broker's group.consumer.assignors (uniform, range)"
+                    ));
+                }
+            }
+            if consumer.group_instance_id.is_some() {
+                return Err(
+                    "groupInstanceId with groupProtocol \"consumer\": static membership is modelled with the classic protocol only"
+                        .to_string(),
+                );
+            }
+        } else if consumer.group_remote_assignor.is_some() {
+            // `ConsumerConfig`: group.remote.assignor belongs to the consumer protocol.
+            return Err("groupRemoteAssignor is only used with groupProtocol \"consumer\"".to_string());
+        }
+        // One group, one protocol (Kafka can migrate a group between the two,
+        // KIP-848's online migration; that is not modelled).
+        if let Some(other) = self
+            .consumers
+            .iter()
+            .find(|other| other.group == consumer.group && other.group_protocol != consumer.group_protocol)
+        {
+            return Err(format!(
+                "group {} already has members with groupProtocol \"{}\"; a group uses one protocol here (Kafka's online migration between the two is not modelled)",
+                consumer.group, other.group_protocol
             ));
         }
         if let Some(instance) = &consumer.group_instance_id {
@@ -529,6 +620,20 @@ impl ClusterConfig {
         }
         if self.unclean_leader_election_interval_ms == 0 {
             return Err("uncleanLeaderElectionIntervalMs must be at least 1".to_string());
+        }
+        // The broker's bounds (group.consumer.min/max.session.timeout.ms and
+        // heartbeat.interval.ms) are widened here so stories can be short.
+        let session = self.group_consumer_session_timeout_ms;
+        if !(6_000..=1_800_000).contains(&session) {
+            return Err(format!(
+                "groupConsumerSessionTimeoutMs must be between 6000 and 1800000, got {session}"
+            ));
+        }
+        let heartbeat = self.group_consumer_heartbeat_interval_ms;
+        if heartbeat == 0 || heartbeat >= session {
+            return Err(format!(
+                "groupConsumerHeartbeatIntervalMs ({heartbeat}) must be at least 1 and lower than groupConsumerSessionTimeoutMs ({session})"
+            ));
         }
         if self.offsets_topic_partitions == 0 || self.offsets_topic_partitions > 1_000 {
             return Err("offsetsTopicPartitions must be between 1 and 1000".to_string());

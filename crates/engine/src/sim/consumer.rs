@@ -118,7 +118,15 @@ pub struct Consumer {
     /// the next poll, as Kafka's does.
     commit_due: bool,
     /// It left the group on a poll timeout: it joins again at its next poll.
-    rejoin_on_poll: bool,
+    pub(crate) rejoin_on_poll: bool,
+    /// KIP-848: a `ConsumerGroupHeartbeat` is in flight.
+    pub(crate) heartbeat_in_flight: bool,
+    /// KIP-848: how often to heartbeat, as the coordinator last said.
+    pub(crate) heartbeat_interval_ms: u64,
+    /// KIP-848: when the one pending heartbeat timer is due.
+    pub(crate) heartbeat_due_at: Option<u64>,
+    /// KIP-848: a revocation waits for its commit before it is reported.
+    pub(crate) ack_after_commit: bool,
 }
 
 /// `retry.backoff.ms` (100): the least time between a failed fetch and the
@@ -163,6 +171,10 @@ impl Consumer {
             paused_until: None,
             commit_due: false,
             rejoin_on_poll: false,
+            heartbeat_in_flight: false,
+            heartbeat_interval_ms: 5_000,
+            heartbeat_due_at: None,
+            ack_after_commit: false,
         }
     }
 
@@ -236,6 +248,10 @@ impl Simulation {
         consumer.last_poll_ms = self.now;
         consumer.commit_due = false;
         consumer.rejoin_on_poll = false;
+        consumer.heartbeat_in_flight = false;
+        consumer.heartbeat_interval_ms = self.config.group_consumer_heartbeat_interval_ms;
+        consumer.heartbeat_due_at = None;
+        consumer.ack_after_commit = false;
         let incarnation = consumer.incarnation;
         let group = consumer.config.group.clone();
         self.record(TraceKind::ConsumerStatus {
@@ -320,6 +336,10 @@ impl Simulation {
     }
 
     fn consumer_join(&mut self, id: u32) {
+        if self.consumers[id as usize].config.consumer_protocol() {
+            self.member_join(id);
+            return;
+        }
         let consumer = &mut self.consumers[id as usize];
         let Some(coordinator) = consumer.coordinator else {
             return;
@@ -348,7 +368,7 @@ impl Simulation {
         self.send(Self::consumer_node(id), NodeId::Broker(coordinator), message);
     }
 
-    fn consumer_commit(&mut self, id: u32) {
+    pub(crate) fn consumer_commit(&mut self, id: u32) {
         let consumer = &self.consumers[id as usize];
         let (Some(coordinator), Some(member_id)) = (consumer.coordinator, consumer.member_id.clone()) else {
             return;
@@ -394,6 +414,7 @@ impl Simulation {
                 let interval = consumer.config.max_poll_interval_ms;
                 if consumer.processing_until.is_some()
                     && consumer.member_id.is_some()
+                    && !consumer.rejoin_on_poll
                     && self.now.saturating_sub(consumer.last_poll_ms) > interval
                 {
                     self.consumer_poll_timeout(id);
@@ -401,7 +422,9 @@ impl Simulation {
                 let consumer = &self.consumers[id as usize];
                 // Heartbeats belong to a joined member: none while it looks for
                 // the coordinator or waits for its JoinGroup answer.
-                let joined = matches!(consumer.phase, ConsumerPhase::Syncing | ConsumerPhase::Consuming);
+                // A consumer-protocol member heartbeats on its own timer.
+                let joined = matches!(consumer.phase, ConsumerPhase::Syncing | ConsumerPhase::Consuming)
+                    && !consumer.config.consumer_protocol();
                 if let (true, Some(coordinator), Some(member_id)) =
                     (joined, consumer.coordinator, consumer.member_id.clone())
                 {
@@ -477,6 +500,7 @@ impl Simulation {
                     self.connection_reset(node, NodeId::Broker(broker));
                 }
             }
+            Timer::ConsumerGroupHeartbeat => self.member_heartbeat_due(id),
             Timer::ConsumerMetadataRefresh => {
                 if let Some(broker) = self.consumers[id as usize].refresh_pending.take() {
                     self.consumers[id as usize].metadata_in_flight = Some(broker);
@@ -496,6 +520,7 @@ impl Simulation {
                 rebalance_timeout_ms, ..
             } => rebalance_timeout_ms + 5_000,
             Message::LeaveGroup { .. } => return,
+            Message::ConsumerGroupHeartbeat { member_epoch: -1, .. } => return,
             _ => CONSUMER_REQUEST_TIMEOUT_MS,
         };
         let now = self.now;
@@ -585,6 +610,9 @@ impl Simulation {
                         self.consumer_join(id);
                     } else {
                         self.consumer_fetch_positions(id);
+                        if self.consumers[id as usize].config.consumer_protocol() {
+                            self.member_heartbeat(id);
+                        }
                     }
                 }
             }
@@ -655,6 +683,7 @@ impl Simulation {
                 Err(error) => self.consumer_group_error(id, error),
             },
             Message::HeartbeatResponse { error: Some(error), .. } => self.consumer_group_error(id, error),
+            Message::ConsumerGroupHeartbeatResponse { result, .. } => self.member_answer(id, result),
             Message::OffsetFetchResponse {
                 result: Ok(offsets), ..
             } => {
@@ -700,10 +729,20 @@ impl Simulation {
                 if let Some(offsets) = consumer.pending_commits.pop_front() {
                     consumer.committed.extend(offsets);
                 }
+                self.member_commit_settled(id);
             }
             Message::OffsetCommitResponse { result: Err(error), .. } => {
-                self.consumers[id as usize].pending_commits.pop_front();
-                self.consumer_group_error(id, error);
+                let consumer = &mut self.consumers[id as usize];
+                consumer.pending_commits.pop_front();
+                let modern = consumer.config.consumer_protocol();
+                self.member_commit_settled(id);
+                // A consumer-protocol member learns about its membership
+                // from its heartbeats: a commit refused with a stale epoch
+                // or an unknown member is only a failed commit.
+                let membership = matches!(error, ErrorCode::StaleMemberEpoch | ErrorCode::UnknownMemberId);
+                if !(modern && membership) {
+                    self.consumer_group_error(id, error);
+                }
             }
             Message::ConsumerFetchResponse {
                 partition,
@@ -791,7 +830,7 @@ impl Simulation {
         self.send(Self::consumer_node(id), NodeId::Broker(coordinator), message);
     }
 
-    fn consumer_group_error(&mut self, id: u32, error: ErrorCode) {
+    pub(crate) fn consumer_group_error(&mut self, id: u32, error: ErrorCode) {
         let consumer = &mut self.consumers[id as usize];
         match error {
             ErrorCode::RebalanceInProgress | ErrorCode::IllegalGeneration => {
@@ -828,7 +867,11 @@ impl Simulation {
                     self.consumer_join(id);
                 }
             }
-            ErrorCode::FencedInstanceId | ErrorCode::InconsistentGroupProtocol => {
+            ErrorCode::FencedInstanceId
+            | ErrorCode::InconsistentGroupProtocol
+            | ErrorCode::UnsupportedAssignor
+            | ErrorCode::GroupIdNotFound
+            | ErrorCode::InvalidRequest => {
                 // Fatal for Kafka's client: another process took this
                 // group.instance.id, or the group's members share no
                 // assignor (`InconsistentGroupProtocolException`). The
@@ -860,6 +903,9 @@ impl Simulation {
                 // Requests on the old coordinator connection get no answer.
                 consumer.pending_commits.clear();
                 consumer.offset_fetch_in_flight = false;
+                consumer.heartbeat_in_flight = false;
+                self.member_commit_settled(id);
+                let consumer = &mut self.consumers[id as usize];
                 if consumer.phase != ConsumerPhase::Consuming {
                     consumer.phase = ConsumerPhase::FindingCoordinator;
                     consumer.assignment.clear();
@@ -881,6 +927,28 @@ impl Simulation {
     fn consumer_poll_timeout(&mut self, id: u32) {
         let consumer = &mut self.consumers[id as usize];
         let interval = consumer.config.max_poll_interval_ms;
+        if consumer.config.consumer_protocol() {
+            // `ConsumerMembershipManager#transitionToStale`: it leaves with
+            // epoch -1, its partitions are lost, and it joins again (same
+            // member id) at its next poll.
+            self.member_leave(id);
+            let consumer = &mut self.consumers[id as usize];
+            consumer.generation = 0;
+            consumer.rejoin_on_poll = true;
+            consumer.pending_commits.clear();
+            consumer.assignment.clear();
+            consumer.positions.clear();
+            consumer.fetching.clear();
+            consumer.buffer.clear();
+            consumer.phase = ConsumerPhase::Joining;
+            self.record(TraceKind::ConsumerStatus {
+                consumer: id,
+                status: ConsumerChange::PollTimeout {
+                    max_poll_interval_ms: interval,
+                },
+            });
+            return;
+        }
         let member_id = consumer.member_id.take();
         consumer.generation = 0;
         consumer.rejoin_on_poll = true;
@@ -896,7 +964,7 @@ impl Simulation {
 
     /// Asks the coordinator for the committed offsets of owned partitions
     /// that have no position yet (one OffsetFetch at a time).
-    fn consumer_fetch_positions(&mut self, id: u32) {
+    pub(crate) fn consumer_fetch_positions(&mut self, id: u32) {
         let consumer = &self.consumers[id as usize];
         let Some(coordinator) = consumer.coordinator else {
             return;
@@ -924,7 +992,7 @@ impl Simulation {
 
     /// Sends a fetch for every owned partition with a position and a known
     /// leader, one at a time per partition.
-    fn consumer_fetch_all(&mut self, id: u32) {
+    pub(crate) fn consumer_fetch_all(&mut self, id: u32) {
         let consumer = &self.consumers[id as usize];
         // During a cooperative rebalance a member still reads what it owns.
         let reading = matches!(
@@ -1136,6 +1204,10 @@ impl Simulation {
     /// session times out, so a quick restart gets its partitions back with
     /// no rebalance (KIP-345, `AbstractCoordinator#maybeLeaveGroup`).
     fn consumer_leave_group(&mut self, id: u32, member_id: Option<String>) {
+        if self.consumers[id as usize].config.consumer_protocol() {
+            self.member_leave(id);
+            return;
+        }
         let consumer = &self.consumers[id as usize];
         let dynamic = consumer.config.group_instance_id.is_none();
         if let (true, Some(coordinator), Some(member_id)) = (dynamic, consumer.coordinator, member_id) {

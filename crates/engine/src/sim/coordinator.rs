@@ -17,10 +17,22 @@
 //!   partition's records: members, generation, assignment and offsets
 //!   come back as they were, so members heartbeat on with no rebalance.
 //!
-//! Simplification: the shard applies offset commits to its state when
-//! they are appended, as Kafka's timeline state does, but never rolls
-//! them back if the append later fails (Kafka reverts to the last
-//! committed snapshot).
+//! Beside it runs the partition's [`ConsumerShard`], the KIP-848 half
+//! (`group.protocol=consumer`): `ConsumerGroupHeartbeat` requests go to
+//! it, its records share the partition's log, its answers wait for them
+//! to be committed, and a new leader loads its groups too. The offsets of
+//! a consumer-protocol group are kept by the classic shard's offset store
+//! after the consumer shard checked the member and its epoch
+//! (`ConsumerGroup#validateOffsetCommit`).
+//!
+//! Simplifications: the shards apply records to their state when they are
+//! appended, as Kafka's timeline state does, but never roll them back if
+//! the append later fails (Kafka reverts to the last committed snapshot);
+//! a group uses one protocol for its life (Kafka's online migration
+//! between the two is not modelled): a JoinGroup for a consumer-protocol
+//! group gets `INCONSISTENT_GROUP_PROTOCOL`, a `ConsumerGroupHeartbeat`
+//! for a classic group with members `GROUP_ID_NOT_FOUND`; offsets of a
+//! consumer-protocol group expire like a simple group's.
 
 use std::collections::BTreeMap;
 
@@ -31,12 +43,15 @@ use crate::groups::classic::{
     AppendCallback, ClassicConfig, ClassicShard, CoordinatorRecord, JoinRequest, MemberIdentity, Output, Protocol,
     RequestId, Response, SyncRequest, Write,
 };
+use crate::groups::consumer::{
+    self as modern, ConsumerOutput, ConsumerRecord, ConsumerShard, HeartbeatRequest, HeartbeatResponse,
+};
 use crate::groups::coordinator_partition;
 use crate::replication::{BrokerId, Offset};
 
 use super::broker::ParkedReply;
-use super::trace::{HighWatermarkTrigger, MemberAssignment, TraceKind};
-use super::types::{ErrorCode, JoinResult, Message, NodeId, Record};
+use super::trace::{HighWatermarkTrigger, MemberAssignment, RebalanceReason, TraceKind};
+use super::types::{ErrorCode, JoinResult, MemberEpochAnswer, Message, NodeId, Record};
 use super::{Simulation, Timer};
 
 /// The internal topic holding committed offsets.
@@ -48,8 +63,15 @@ pub const OFFSETS_COMMIT_TIMEOUT_MS: u64 = 5_000;
 /// records.
 pub const COMMIT_RECORD_BASE: u64 = 1 << 62;
 
-/// A record of `__consumer_offsets`.
-pub type CommitRecord = CoordinatorRecord;
+/// A record of `__consumer_offsets`: the classic shard's (group metadata,
+/// offsets) or the consumer shard's (KIP-848 group state).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum CommitRecord {
+    /// Written by the classic shard.
+    Classic(CoordinatorRecord),
+    /// Written by the consumer shard.
+    Consumer(ConsumerRecord),
+}
 
 /// A write waiting for the high watermark.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -58,6 +80,10 @@ pub struct PendingWrite {
     pub callback: Option<AppendCallback>,
     /// The answer to send then.
     pub response: Option<(RequestId, Response)>,
+    /// A `ConsumerGroupHeartbeat` answer to send then.
+    pub heartbeat: Option<(RequestId, HeartbeatResponse)>,
+    /// The new target assignment it stores, traced once it is committed.
+    pub target: Option<TraceKind>,
     /// The group and the offsets it commits, for the trace.
     pub offsets: Option<(String, Vec<(TopicPartition, Offset)>)>,
 }
@@ -65,8 +91,10 @@ pub struct PendingWrite {
 /// One `__consumer_offsets` partition's coordinator on its leader.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Coordinator {
-    /// The groups and offsets.
+    /// The classic groups and every group's offsets.
     pub shard: ClassicShard,
+    /// The consumer-protocol (KIP-848) groups.
+    pub consumer: ConsumerShard,
     /// Requests the shard holds or will answer: the client, the group, and
     /// the connection the request came on (an answer goes back on it, or
     /// nowhere if it broke meanwhile).
@@ -77,6 +105,10 @@ pub struct Coordinator {
     next_write: u64,
     /// The deadline a poll timer is scheduled for.
     armed_at: Option<u64>,
+    /// Why a consumer-protocol group's epoch last moved, until its next
+    /// target assignment is computed (a fenced or departed member bumps the
+    /// epoch; the next heartbeat computes the target).
+    epoch_reasons: BTreeMap<String, RebalanceReason>,
 }
 
 /// A consumer's subscription as its JoinGroup metadata carries it
@@ -152,9 +184,27 @@ impl Simulation {
         let now = self.now;
         if let Some(mut coordinator) = self.broker(id).coordinators.remove(partition) {
             coordinator.shard.set_time(now);
-            let output = coordinator.shard.unload();
+            let mut output = coordinator.shard.unload();
+            // Writes still waiting for the high watermark fail
+            // (`CoordinatorRuntime` fails its deferred events with
+            // NOT_COORDINATOR when the partition is unloaded).
+            let waiting = std::mem::take(&mut coordinator.writes);
+            let mut heartbeats = Vec::new();
+            for pending in waiting.into_values() {
+                if let Some((request, response)) = pending.response {
+                    output
+                        .responses
+                        .push((request, refused(response, ErrorCode::NotCoordinator)));
+                }
+                if let Some((request, _)) = pending.heartbeat {
+                    heartbeats.push((request, heartbeat_error(ErrorCode::NotCoordinator)));
+                }
+            }
             self.broker(id).coordinators.insert(partition.clone(), coordinator);
             self.coordinator_route(id, partition, output);
+            for (request, response) in heartbeats {
+                self.coordinator_answer_heartbeat(id, partition, request, response);
+            }
             self.broker(id).coordinators.remove(partition);
         }
         if !leading {
@@ -164,24 +214,30 @@ impl Simulation {
             return;
         };
         let mut shard = ClassicShard::new(ClassicConfig::default(), self.now, self.member_counter);
+        let mut consumer = ConsumerShard::new(self.consumer_shard_config(), self.now, self.topic_counts(id));
         for record in log.records.iter() {
             if record.id < COMMIT_RECORD_BASE {
                 continue;
             }
-            if let Some(commit) = self.commits.get((record.id - COMMIT_RECORD_BASE) as usize) {
-                shard.replay(commit);
+            match self.commits.get((record.id - COMMIT_RECORD_BASE) as usize) {
+                Some(CommitRecord::Classic(commit)) => shard.replay(commit),
+                Some(CommitRecord::Consumer(commit)) => consumer.replay(commit),
+                None => {}
             }
         }
         shard.on_loaded();
+        consumer.on_loaded();
         self.broker(id).coordinators.insert(
             partition.clone(),
             Coordinator {
                 shard,
+                consumer,
                 requests: BTreeMap::new(),
                 writes: BTreeMap::new(),
                 next_request: 0,
                 next_write: 0,
                 armed_at: None,
+                epoch_reasons: BTreeMap::new(),
             },
         );
         self.coordinator_arm(id, partition);
@@ -219,7 +275,8 @@ impl Simulation {
             | Message::Heartbeat { group, .. }
             | Message::LeaveGroup { group, .. }
             | Message::OffsetCommit { group, .. }
-            | Message::OffsetFetch { group, .. } => group.clone(),
+            | Message::OffsetFetch { group, .. }
+            | Message::ConsumerGroupHeartbeat { group, .. } => group.clone(),
             _ => return false,
         };
         let partition = self.offsets_partition(&group);
@@ -256,6 +313,33 @@ impl Simulation {
         } = message
         {
             self.member_clients.insert(member.clone(), from);
+        }
+        if let Message::ConsumerGroupHeartbeat { .. } = message {
+            self.coordinator_consumer_heartbeat(id, from, &partition, message);
+            return true;
+        }
+        let modern_group = self.brokers[&id].coordinators[&partition]
+            .consumer
+            .group(&group)
+            .is_some();
+        if modern_group {
+            match message {
+                // One group, one protocol (see the module's notes).
+                Message::JoinGroup { .. } | Message::SyncGroup { .. } | Message::Heartbeat { .. } => {
+                    self.coordinator_refuse(id, from, message, ErrorCode::InconsistentGroupProtocol);
+                    return true;
+                }
+                Message::OffsetCommit {
+                    generation,
+                    member_id,
+                    offsets,
+                    ..
+                } => {
+                    self.coordinator_modern_commit(id, from, &partition, &group, member_id, *generation, offsets);
+                    return true;
+                }
+                _ => {}
+            }
         }
         let connection = self.network.connection(node, from);
         let Some(coordinator) = self.broker(id).coordinators.get_mut(&partition) else {
@@ -356,6 +440,274 @@ impl Simulation {
         true
     }
 
+    /// A `ConsumerGroupHeartbeat` goes to the consumer shard; its records
+    /// are appended and its answer waits for them.
+    fn coordinator_consumer_heartbeat(
+        &mut self,
+        id: BrokerId,
+        from: NodeId,
+        partition: &TopicPartition,
+        message: &Message,
+    ) {
+        let Message::ConsumerGroupHeartbeat {
+            group,
+            member_id,
+            member_epoch,
+            rebalance_timeout_ms,
+            topics,
+            assignor,
+            owned,
+        } = message
+        else {
+            return;
+        };
+        let now = self.now;
+        let counts = self.topic_counts(id);
+        let connection = self.network.connection(NodeId::Broker(id), from);
+        let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) else {
+            return;
+        };
+        coordinator.next_request += 1;
+        let request = coordinator.next_request;
+        coordinator.requests.insert(request, (from, group.clone(), connection));
+        let classic_members = coordinator
+            .shard
+            .group(group)
+            .is_some_and(|classic| !classic.members.is_empty());
+        if classic_members {
+            // `getOrMaybeCreateConsumerGroup`: "Group is not a consumer group."
+            self.coordinator_answer_heartbeat(
+                id,
+                partition,
+                request,
+                HeartbeatResponse::error(ErrorCode::GroupIdNotFound),
+            );
+            return;
+        }
+        if assignor
+            .as_deref()
+            .is_some_and(|name| !super::config::REMOTE_ASSIGNORS.contains(&name))
+        {
+            self.coordinator_answer_heartbeat(
+                id,
+                partition,
+                request,
+                HeartbeatResponse::error(ErrorCode::UnsupportedAssignor),
+            );
+            return;
+        }
+        // The shard's metadata image follows the broker's.
+        for (topic, count) in &counts {
+            if coordinator.consumer.topic_partitions(topic) != Some(*count) {
+                coordinator.consumer.set_topic(topic, *count);
+            }
+        }
+        coordinator.consumer.set_time(now);
+        let joining = *member_epoch == 0;
+        let request_body = HeartbeatRequest {
+            group_id: group.clone(),
+            member_id: member_id.clone(),
+            member_epoch: *member_epoch,
+            instance_id: None,
+            rebalance_timeout_ms: i32::try_from(*rebalance_timeout_ms).unwrap_or(i32::MAX),
+            subscribed_topic_names: Some(topics.clone()),
+            server_assignor: assignor.clone(),
+            owned: Some(
+                owned
+                    .iter()
+                    .map(|partition| (partition.topic.to_string(), partition.partition))
+                    .collect(),
+            ),
+            client_id: from.to_string(),
+        };
+        let output = coordinator.consumer.heartbeat(&request_body);
+        self.member_clients.insert(member_id.clone(), from);
+        let reason = if *member_epoch == modern::LEAVE_GROUP_MEMBER_EPOCH {
+            RebalanceReason::Left {
+                member: member_id.clone(),
+            }
+        } else if joining {
+            RebalanceReason::Joined {
+                member: member_id.clone(),
+            }
+        } else {
+            RebalanceReason::Unstated
+        };
+        self.coordinator_route_consumer(id, partition, group, output, Some(request), reason);
+    }
+
+    /// An OffsetCommit for a consumer-protocol group: the member and its
+    /// epoch are checked (`ConsumerGroup#validateOffsetCommit`), then the
+    /// offsets are written like any group's.
+    #[allow(clippy::too_many_arguments)]
+    fn coordinator_modern_commit(
+        &mut self,
+        id: BrokerId,
+        from: NodeId,
+        partition: &TopicPartition,
+        group: &str,
+        member_id: &str,
+        epoch: u32,
+        offsets: &[(TopicPartition, Offset)],
+    ) {
+        let now = self.now;
+        let connection = self.network.connection(NodeId::Broker(id), from);
+        let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) else {
+            return;
+        };
+        let validated = match coordinator
+            .consumer
+            .group(group)
+            .and_then(|state| state.members.get(member_id))
+        {
+            None => Err(ErrorCode::UnknownMemberId),
+            Some(member) if i64::from(member.member_epoch) != i64::from(epoch) => Err(ErrorCode::StaleMemberEpoch),
+            Some(_) => Ok(()),
+        };
+        coordinator.next_request += 1;
+        let request = coordinator.next_request;
+        coordinator
+            .requests
+            .insert(request, (from, group.to_string(), connection));
+        coordinator.shard.set_time(now);
+        let output = match validated {
+            Err(error) => Output {
+                responses: vec![(request, Response::OffsetCommit(Some(error)))],
+                ..Output::default()
+            },
+            Ok(()) => {
+                let offsets: Vec<(String, u32, i64)> = offsets
+                    .iter()
+                    .map(|(tp, offset)| (tp.topic.to_string(), tp.partition, *offset as i64))
+                    .collect();
+                coordinator.shard.commit_offsets(request, group, &offsets)
+            }
+        };
+        self.coordinator_route(id, partition, output);
+    }
+
+    /// Appends the consumer shard's records (replaying each), and answers
+    /// once they are committed; a new target assignment is traced then.
+    fn coordinator_route_consumer(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        group: &str,
+        output: ConsumerOutput,
+        request: Option<RequestId>,
+        reason: RebalanceReason,
+    ) {
+        let target = output.records.iter().find_map(|record| match record {
+            ConsumerRecord::TargetAssignmentMetadata {
+                group: target_group,
+                value: Some(epoch),
+            } if target_group == group => Some(*epoch),
+            _ => None,
+        });
+        let bumped = output.records.iter().any(|record| {
+            matches!(record, ConsumerRecord::GroupMetadata { group: bumped, value: Some(_) } if bumped == group)
+        });
+        let mut reason = reason;
+        if let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) {
+            if bumped && reason != RebalanceReason::Unstated {
+                coordinator.epoch_reasons.insert(group.to_string(), reason.clone());
+            }
+            if target.is_some() {
+                reason = coordinator.epoch_reasons.remove(group).unwrap_or(reason);
+            }
+        }
+        let mut last = None;
+        let mut failed = false;
+        for record in &output.records {
+            match self.coordinator_append(id, partition, CommitRecord::Consumer(record.clone())) {
+                Some(offset) => last = Some(offset),
+                None => {
+                    failed = true;
+                    break;
+                }
+            }
+            if let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) {
+                coordinator.consumer.replay(record);
+            }
+        }
+        let heartbeat = request.zip(output.response);
+        if failed || last.is_none() {
+            if let Some((request, response)) = heartbeat {
+                let response = if failed {
+                    HeartbeatResponse::error(ErrorCode::NotCoordinator)
+                } else {
+                    response
+                };
+                self.coordinator_answer_heartbeat(id, partition, request, response);
+            }
+            self.coordinator_arm(id, partition);
+            return;
+        }
+        let Some(last) = last else { return };
+        let target = target.and_then(|epoch| self.coordinator_target_trace(id, partition, group, epoch, reason));
+        let pending = PendingWrite {
+            callback: None,
+            response: None,
+            heartbeat,
+            target,
+            offsets: None,
+        };
+        self.coordinator_park_write(id, partition, pending, last, HighWatermarkTrigger::GenerationStored);
+    }
+
+    /// Answers a `ConsumerGroupHeartbeat` on the connection it came on.
+    fn coordinator_answer_heartbeat(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        request: RequestId,
+        response: HeartbeatResponse,
+    ) {
+        let Some((client, group)) = self.coordinator_take_request(id, partition, request) else {
+            return;
+        };
+        let result = match response.error {
+            Some(error) => Err(error),
+            None => Ok(MemberEpochAnswer {
+                member_id: response.member_id,
+                member_epoch: response.member_epoch,
+                heartbeat_interval_ms: response.heartbeat_interval_ms,
+                assignment: response.assignment.map(|partitions| {
+                    partitions
+                        .into_iter()
+                        .map(|(topic, partition)| TopicPartition::new(topic.as_str(), partition))
+                        .collect()
+                }),
+            }),
+        };
+        self.send(
+            NodeId::Broker(id),
+            client,
+            Message::ConsumerGroupHeartbeatResponse { group, result },
+        );
+    }
+
+    /// The consumer shard's settings, from the cluster's.
+    fn consumer_shard_config(&self) -> modern::ConsumerConfig {
+        modern::ConsumerConfig {
+            session_timeout_ms: self.config.group_consumer_session_timeout_ms,
+            heartbeat_interval_ms: self.config.group_consumer_heartbeat_interval_ms,
+        }
+    }
+
+    /// Partition counts of the topics in a broker's metadata image.
+    fn topic_counts(&self, id: BrokerId) -> BTreeMap<String, u32> {
+        let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+        if let Some(image) = self.brokers.get(&id).and_then(|broker| broker.metadata.as_ref()) {
+            for partition in image.partitions.keys() {
+                let count = counts.entry(partition.topic.to_string()).or_insert(0);
+                *count = (*count).max(partition.partition + 1);
+            }
+        }
+        counts.remove(OFFSETS_TOPIC);
+        counts
+    }
+
     /// Answers a group request this broker cannot take.
     fn coordinator_refuse(&mut self, id: BrokerId, to: NodeId, message: &Message, error: ErrorCode) {
         let reply = match message {
@@ -380,6 +732,10 @@ impl Simulation {
                 group: group.clone(),
                 result: Err(error),
             },
+            Message::ConsumerGroupHeartbeat { group, .. } => Message::ConsumerGroupHeartbeatResponse {
+                group: group.clone(),
+                result: Err(error),
+            },
             _ => return,
         };
         self.send(NodeId::Broker(id), to, reply);
@@ -400,19 +756,28 @@ impl Simulation {
         self.coordinator_arm(id, partition);
     }
 
-    fn coordinator_answer(&mut self, id: BrokerId, partition: &TopicPartition, request: RequestId, response: Response) {
-        let Some((client, group, connection)) = self
+    /// The client and group of a request being answered, unless the
+    /// client's connection closed while the request waited (the answer then
+    /// goes nowhere).
+    fn coordinator_take_request(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        request: RequestId,
+    ) -> Option<(NodeId, String)> {
+        let (client, group, connection) = self
             .broker(id)
             .coordinators
-            .get_mut(partition)
-            .and_then(|coordinator| coordinator.requests.remove(&request))
-        else {
+            .get_mut(partition)?
+            .requests
+            .remove(&request)?;
+        (connection == self.network.connection(NodeId::Broker(id), client)).then_some((client, group))
+    }
+
+    fn coordinator_answer(&mut self, id: BrokerId, partition: &TopicPartition, request: RequestId, response: Response) {
+        let Some((client, group)) = self.coordinator_take_request(id, partition, request) else {
             return;
         };
-        if connection != self.network.connection(NodeId::Broker(id), client) {
-            // The client's connection closed while the request waited.
-            return;
-        }
         let message = match response {
             Response::Join(join) => {
                 if !join.member_id.is_empty() {
@@ -486,7 +851,7 @@ impl Simulation {
             .any(|record| matches!(record, CoordinatorRecord::GroupMetadata { .. }));
         let mut last = None;
         for record in &write.records {
-            match self.coordinator_append(id, partition, record.clone()) {
+            match self.coordinator_append(id, partition, CommitRecord::Classic(record.clone())) {
                 Some(offset) => last = Some(offset),
                 None => {
                     last = None;
@@ -502,6 +867,8 @@ impl Simulation {
         let pending = PendingWrite {
             callback: write.callback,
             response: write.response,
+            heartbeat: None,
+            target: None,
             offsets,
         };
         let Some(last) = last else {
@@ -514,6 +881,23 @@ impl Simulation {
             self.coordinator_write_done(id, partition, pending, result);
             return;
         };
+        let trigger = if metadata {
+            HighWatermarkTrigger::GenerationStored
+        } else {
+            HighWatermarkTrigger::OffsetCommitAppended
+        };
+        self.coordinator_park_write(id, partition, pending, last, trigger);
+    }
+
+    /// Parks a write until the high watermark passes `last`.
+    fn coordinator_park_write(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        pending: PendingWrite,
+        last: Offset,
+        trigger: HighWatermarkTrigger,
+    ) {
         let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) else {
             return;
         };
@@ -528,13 +912,9 @@ impl Simulation {
             1,
             ParkedReply::CoordinatorWrite { write: write_id },
         );
-        let trigger = if metadata {
-            HighWatermarkTrigger::GenerationStored
-        } else {
-            HighWatermarkTrigger::OffsetCommitAppended
-        };
         self.leader_release_held_fetches_pub(id, partition);
         self.leader_maybe_advance_hw_pub(id, partition, trigger);
+        self.coordinator_arm(id, partition);
     }
 
     /// Appends one coordinator record to the offsets partition, which
@@ -606,6 +986,16 @@ impl Simulation {
         if let (Ok(()), Some((group, offsets))) = (result, pending.offsets) {
             self.record(TraceKind::OffsetsCommitted { group, offsets });
         }
+        if let (Ok(()), Some(target)) = (result, pending.target) {
+            self.record(target);
+        }
+        if let Some((request, response)) = pending.heartbeat {
+            let response = match result {
+                Ok(()) => response,
+                Err(error) => HeartbeatResponse::error(append_error(error)),
+            };
+            self.coordinator_answer_heartbeat(id, partition, request, response);
+        }
         if let Some((request, response)) = pending.response {
             let response = match (result, response) {
                 (Err(error), Response::OffsetCommit(_)) => Response::OffsetCommit(Some(append_error(error))),
@@ -614,6 +1004,41 @@ impl Simulation {
             output.responses.push((request, response));
         }
         self.coordinator_route(id, partition, output);
+    }
+
+    /// The trace event of a target assignment just written (recorded
+    /// once it is committed).
+    fn coordinator_target_trace(
+        &self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        group: &str,
+        epoch: i32,
+        reason: RebalanceReason,
+    ) -> Option<TraceKind> {
+        let state = self.brokers[&id].coordinators.get(partition)?.consumer.group(group)?;
+        let assignment: Vec<MemberAssignment> = state
+            .target
+            .iter()
+            .map(|(member_id, partitions)| MemberAssignment {
+                member_id: member_id.clone(),
+                consumer: self
+                    .member_clients
+                    .get(member_id)
+                    .copied()
+                    .unwrap_or(NodeId::Consumer(0)),
+                partitions: partitions
+                    .iter()
+                    .map(|(topic, partition)| TopicPartition::new(topic.as_str(), *partition))
+                    .collect(),
+            })
+            .collect();
+        Some(TraceKind::TargetAssignment {
+            group: group.to_string(),
+            epoch: epoch.max(0) as u32,
+            assignment,
+            reason,
+        })
     }
 
     /// A new generation is durable: the trace records who got what.
@@ -654,8 +1079,10 @@ impl Simulation {
         let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) else {
             return;
         };
-        let Some(deadline) = coordinator.shard.next_deadline() else {
-            return;
+        let deadline = match (coordinator.shard.next_deadline(), coordinator.consumer.next_deadline()) {
+            (Some(classic), Some(modern)) => classic.min(modern),
+            (Some(deadline), None) | (None, Some(deadline)) => deadline,
+            (None, None) => return,
         };
         if coordinator
             .armed_at
@@ -683,6 +1110,73 @@ impl Simulation {
             coordinator.armed_at = None;
         }
         let output = coordinator.shard.poll(now);
+        let modern = coordinator.consumer.poll(now);
         self.coordinator_route(id, partition, output);
+        // Fenced members: their records, grouped by group, each traced with
+        // the timer that fenced them.
+        let mut groups: BTreeMap<String, (Vec<ConsumerRecord>, RebalanceReason)> = BTreeMap::new();
+        for record in &modern.records {
+            let group = modern_record_group(record).to_string();
+            groups
+                .entry(group)
+                .or_insert_with(|| (Vec::new(), RebalanceReason::Unstated))
+                .0
+                .push(record.clone());
+        }
+        for (key, _) in &modern.timers_fired {
+            for (group, (_, reason)) in groups.iter_mut() {
+                if let Some(member) = key.strip_prefix(&format!("session-timeout-{group}-")) {
+                    match reason {
+                        RebalanceReason::SessionTimeout { members } => members.push(member.to_string()),
+                        _ => {
+                            *reason = RebalanceReason::SessionTimeout {
+                                members: vec![member.to_string()],
+                            }
+                        }
+                    }
+                } else if let Some(member) = key.strip_prefix(&format!("rebalance-timeout-{group}-")) {
+                    *reason = RebalanceReason::RebalanceTimeout {
+                        member: member.to_string(),
+                    };
+                }
+            }
+        }
+        for (group, (records, reason)) in groups {
+            let output = ConsumerOutput {
+                records,
+                ..ConsumerOutput::default()
+            };
+            self.coordinator_route_consumer(id, partition, &group, output, None, reason);
+        }
+        self.coordinator_arm(id, partition);
     }
+}
+
+/// The group a consumer-shard record belongs to.
+fn modern_record_group(record: &ConsumerRecord) -> &str {
+    match record {
+        ConsumerRecord::MemberMetadata { group, .. }
+        | ConsumerRecord::PartitionMetadata { group, .. }
+        | ConsumerRecord::GroupMetadata { group, .. }
+        | ConsumerRecord::TargetAssignmentMember { group, .. }
+        | ConsumerRecord::TargetAssignmentMetadata { group, .. }
+        | ConsumerRecord::CurrentMemberAssignment { group, .. } => group,
+    }
+}
+
+/// A classic answer turned into the same answer with `error`.
+fn refused(response: Response, error: ErrorCode) -> Response {
+    use crate::groups::classic::{JoinResponse, SyncResponse};
+    match response {
+        Response::Join(join) => Response::Join(JoinResponse::error(&join.member_id, error)),
+        Response::Sync(_) => Response::Sync(SyncResponse::error(error)),
+        Response::Heartbeat(_) => Response::Heartbeat(Some(error)),
+        Response::OffsetCommit(_) => Response::OffsetCommit(Some(error)),
+        Response::Leave(leave) => Response::Leave(leave),
+    }
+}
+
+/// A failed `ConsumerGroupHeartbeat` answer.
+fn heartbeat_error(error: ErrorCode) -> HeartbeatResponse {
+    HeartbeatResponse::error(error)
 }

@@ -224,6 +224,23 @@ impl FuzzCase {
                 consumers.push(consumer);
             }
         }
+        // Some groups speak the consumer protocol (KIP-848), with the
+        // broker's default assignor or one asked for; from a stream of its
+        // own so the rest of the schedule stays as it was.
+        let mut protocols = Rng::new(seed, 13);
+        let groups: std::collections::BTreeSet<String> =
+            consumers.iter().map(|consumer| consumer.group.clone()).collect();
+        for group in groups {
+            if protocols.next_u32() % 3 != 0 {
+                continue;
+            }
+            let remote = [None, Some("uniform"), Some("range")][(protocols.next_u32() % 3) as usize];
+            for consumer in consumers.iter_mut().filter(|consumer| consumer.group == group) {
+                consumer.group_protocol = super::config::GroupProtocol::Consumer;
+                consumer.group_remote_assignor = remote.map(str::to_string);
+                consumer.group_instance_id = None;
+            }
+        }
         let config = ClusterConfig {
             brokers,
             controllers: 3,

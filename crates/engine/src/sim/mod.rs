@@ -16,6 +16,7 @@ pub mod consumer;
 pub mod controller;
 pub mod coordinator;
 pub mod fuzz;
+pub mod member;
 pub mod monitor;
 pub mod network;
 pub mod producer;
@@ -104,6 +105,8 @@ pub enum Timer {
     ConsumerProcessed,
     /// A consumer's pause (a GC pause) ends.
     ConsumerPauseEnd,
+    /// A consumer-protocol member's next `ConsumerGroupHeartbeat` is due.
+    ConsumerGroupHeartbeat,
 }
 
 /// What the event queue holds.
@@ -1018,6 +1021,13 @@ impl Simulation {
     }
 
     /// The topic configuration of a partition.
+    /// A partition's high watermark at its current leader, if it has one
+    /// that is running.
+    pub fn partition_high_watermark(&self, partition: &TopicPartition) -> Option<crate::replication::Offset> {
+        let leader = self.controller.partitions.get(partition)?.leader?;
+        Some(self.brokers.get(&leader)?.logs.get(partition)?.high_watermark)
+    }
+
     pub(crate) fn topic_config(&self, partition: &TopicPartition) -> Option<&config::TopicConfig> {
         self.config.topics.iter().find(|topic| *topic.name == *partition.topic)
     }

@@ -153,9 +153,18 @@ impl Simulation {
         // (as Kafka's client does) until it learns it was dropped, and if
         // an unclean election lost the group's records, the generation
         // numbers of the group's new life can repeat its old ones.
+        // A consumer-protocol group (KIP-848) has no generations: a
+        // partition is never handed to a member before its last owner
+        // reported it gone, so no two of its members own one at once
+        // (counted under generation 0).
         let mut current: std::collections::BTreeSet<(&str, &str, u32)> = std::collections::BTreeSet::new();
         for broker in self.brokers.values() {
             for coordinator in broker.coordinators.values() {
+                for (group, members) in coordinator.consumer.member_ids() {
+                    for member in members {
+                        current.insert((group, member, 0));
+                    }
+                }
                 for group in coordinator.shard.groups() {
                     for member in &group.members {
                         current.insert((
@@ -181,15 +190,20 @@ impl Simulation {
             if consumer.phase != super::consumer::ConsumerPhase::Consuming {
                 continue;
             }
+            let generation = if consumer.config.consumer_protocol() {
+                0
+            } else {
+                consumer.generation
+            };
             let counted = consumer
                 .member_id
                 .as_deref()
-                .is_some_and(|member| current.contains(&(consumer.config.group.as_str(), member, consumer.generation)));
+                .is_some_and(|member| current.contains(&(consumer.config.group.as_str(), member, generation)));
             if !counted {
                 continue;
             }
             for partition in &consumer.assignment {
-                let key = (consumer.config.group.as_str(), consumer.generation, partition);
+                let key = (consumer.config.group.as_str(), generation, partition);
                 if let Some(&other) = owners.get(&key) {
                     violations.push((
                         Invariant::OneOwnerPerGeneration,

@@ -365,7 +365,9 @@ impl TraceFacts {
                 self.produce_errors.push(*error);
             }
             TraceKind::LeaderElected { unclean: true, .. } => self.unclean_election = true,
-            TraceKind::GroupRebalanced { group, .. } => self.rebalances.push((event.time, group.clone())),
+            TraceKind::GroupRebalanced { group, .. } | TraceKind::TargetAssignment { group, .. } => {
+                self.rebalances.push((event.time, group.clone()))
+            }
             TraceKind::ConsumerStatus {
                 consumer,
                 status: super::trace::ConsumerChange::PollTimeout { .. },

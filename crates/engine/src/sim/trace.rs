@@ -164,6 +164,19 @@ pub enum ConsumerChange {
     PollTimeout {
         max_poll_interval_ms: u64,
     },
+    /// KIP-848: it moved to a new member epoch, giving up `revoked` (after
+    /// committing) or taking `added`.
+    Reconciled {
+        epoch: u32,
+        added: Vec<TopicPartition>,
+        revoked: Vec<TopicPartition>,
+    },
+    /// KIP-848: the coordinator no longer knows it at its epoch
+    /// (`FENCED_MEMBER_EPOCH`, `UNKNOWN_MEMBER_ID`): it drops its
+    /// partitions without committing and joins again at epoch 0.
+    EpochFenced {
+        error: crate::sim::types::ErrorCode,
+    },
 }
 
 impl std::fmt::Display for ConsumerChange {
@@ -176,9 +189,34 @@ impl std::fmt::Display for ConsumerChange {
                 write!(formatter, "pauses for {duration_ms} ms: no polls, no heartbeats")
             }
             ConsumerChange::Resumed => write!(formatter, "resumes"),
-            ConsumerChange::Refused { error } => write!(
+            ConsumerChange::Refused { error } => {
+                let why = match error {
+                    crate::sim::types::ErrorCode::InconsistentGroupProtocol => {
+                        " (its assignor is not one every member supports)"
+                    }
+                    crate::sim::types::ErrorCode::UnsupportedAssignor => " (the broker has no such server-side assignor)",
+                    crate::sim::types::ErrorCode::GroupIdNotFound => " (the group exists with the other protocol)",
+                    _ => "",
+                };
+                write!(formatter, "was refused by its group's coordinator with {error}{why}; it stops")
+            }
+            ConsumerChange::Reconciled { epoch, added, revoked } => {
+                let list = |partitions: &[TopicPartition]| {
+                    partitions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                };
+                match (added.is_empty(), revoked.is_empty()) {
+                    (_, false) => write!(
+                        formatter,
+                        "gives up [{}] (committed first) at member epoch {epoch}",
+                        list(revoked)
+                    ),
+                    (false, true) => write!(formatter, "takes [{}] at member epoch {epoch}", list(added)),
+                    (true, true) => write!(formatter, "is at member epoch {epoch} with no change of partitions"),
+                }
+            }
+            ConsumerChange::EpochFenced { error } => write!(
                 formatter,
-                "was refused by its group's coordinator with {error} (its assignor is not one every member supports); it stops"
+                "was fenced ({error}): it drops its partitions without committing and joins again at epoch 0"
             ),
             ConsumerChange::PollTimeout { max_poll_interval_ms } => write!(
                 formatter,
@@ -271,6 +309,9 @@ pub enum RebalanceReason {
     SyncTimeout,
     /// Writing the new generation to `__consumer_offsets` failed.
     GenerationNotStored,
+    /// KIP-848: a member did not give up its revoked partitions within
+    /// its rebalance timeout (`max.poll.interval.ms`).
+    RebalanceTimeout { member: String },
 }
 
 impl std::fmt::Display for RebalanceReason {
@@ -287,6 +328,12 @@ impl std::fmt::Display for RebalanceReason {
                 write!(formatter, "members did not send SyncGroup within the rebalance timeout")
             }
             RebalanceReason::GenerationNotStored => write!(formatter, "the group's generation could not be stored"),
+            RebalanceReason::RebalanceTimeout { member } => {
+                write!(
+                    formatter,
+                    "{member} did not revoke its partitions within its rebalance timeout"
+                )
+            }
         }
     }
 }
@@ -670,6 +717,15 @@ pub enum TraceKind {
         assignment: Vec<MemberAssignment>,
         reason: RebalanceReason,
     },
+    /// KIP-848: a consumer group's coordinator stored a new target
+    /// assignment at a new group epoch; each member moves to it on its own
+    /// (revoking first), with no stop of the whole group.
+    TargetAssignment {
+        group: String,
+        epoch: u32,
+        assignment: Vec<MemberAssignment>,
+        reason: RebalanceReason,
+    },
     /// A consumer read records.
     Consumed {
         consumer: u32,
@@ -827,20 +883,16 @@ impl TraceEvent {
                 reason,
             } => format!(
                 "group {group} generation {generation}: {} ({reason})",
-                assignment
-                    .iter()
-                    .map(|member| format!(
-                        "{} <- [{}]",
-                        member.member_id,
-                        member
-                            .partitions
-                            .iter()
-                            .map(ToString::to_string)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ))
-                    .collect::<Vec<_>>()
-                    .join("; ")
+                member_assignments(assignment)
+            ),
+            TraceKind::TargetAssignment {
+                group,
+                epoch,
+                assignment,
+                reason,
+            } => format!(
+                "group {group} epoch {epoch}: target assignment {} ({reason})",
+                member_assignments(assignment)
             ),
             TraceKind::Consumed {
                 consumer,
@@ -931,4 +983,23 @@ pub fn ranges(ids: &[RecordId]) -> String {
         index += 1;
     }
     parts.join(", ")
+}
+
+fn member_assignments(assignment: &[MemberAssignment]) -> String {
+    assignment
+        .iter()
+        .map(|member| {
+            format!(
+                "{} <- [{}]",
+                member.member_id,
+                member
+                    .partitions
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }

@@ -136,6 +136,12 @@ pub enum ErrorCode {
     FencedMemberEpoch,
     /// A malformed request.
     InvalidRequest,
+    /// KIP-848: an OffsetCommit whose member epoch is not the member's
+    /// current one (`StaleMemberEpochException`).
+    StaleMemberEpoch,
+    /// KIP-848: the server-side assignor asked for is not one the broker
+    /// has (`group.consumer.assignors`).
+    UnsupportedAssignor,
 }
 
 impl std::fmt::Display for ErrorCode {
@@ -171,6 +177,8 @@ impl std::fmt::Display for ErrorCode {
             ErrorCode::GroupIdNotFound => "GROUP_ID_NOT_FOUND",
             ErrorCode::FencedMemberEpoch => "FENCED_MEMBER_EPOCH",
             ErrorCode::InvalidRequest => "INVALID_REQUEST",
+            ErrorCode::StaleMemberEpoch => "STALE_MEMBER_EPOCH",
+            ErrorCode::UnsupportedAssignor => "UNSUPPORTED_ASSIGNOR",
         })
     }
 }
@@ -381,6 +389,10 @@ pub enum MessageName {
     #[allow(missing_docs)]
     LeaveGroup,
     #[allow(missing_docs)]
+    ConsumerGroupHeartbeat,
+    #[allow(missing_docs)]
+    ConsumerGroupHeartbeatResponse,
+    #[allow(missing_docs)]
     OffsetCommit,
     #[allow(missing_docs)]
     OffsetCommitResponse,
@@ -427,6 +439,8 @@ impl MessageName {
             MessageName::Heartbeat => "Heartbeat",
             MessageName::HeartbeatResponse => "HeartbeatResponse",
             MessageName::LeaveGroup => "LeaveGroup",
+            MessageName::ConsumerGroupHeartbeat => "ConsumerGroupHeartbeat",
+            MessageName::ConsumerGroupHeartbeatResponse => "ConsumerGroupHeartbeatResponse",
             MessageName::OffsetCommit => "OffsetCommit",
             MessageName::OffsetCommitResponse => "OffsetCommitResponse",
             MessageName::OffsetFetch => "OffsetFetch",
@@ -480,6 +494,10 @@ pub struct MessageFacts {
     /// The active controller a quorum message names.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub leader: Option<u32>,
+    /// A `ConsumerGroupHeartbeat`'s member epoch (0 to join, -1 to leave),
+    /// or the one its answer gives.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub member_epoch: Option<i32>,
 }
 
 /// Every message on the simulated network. (Fields mirror the Kafka
@@ -669,6 +687,26 @@ pub enum Message {
         member_id: String,
         instance: Option<String>,
     },
+    /// KIP-848: a member joins (epoch 0), heartbeats (its epoch) or leaves
+    /// (epoch -1), and reports what it owns (`ConsumerGroupHeartbeat`).
+    ConsumerGroupHeartbeat {
+        group: String,
+        member_id: String,
+        member_epoch: i32,
+        /// `max.poll.interval.ms`.
+        rebalance_timeout_ms: u64,
+        topics: Vec<String>,
+        /// `group.remote.assignor`, if set.
+        assignor: Option<String>,
+        /// The partitions it owns now.
+        owned: Vec<TopicPartition>,
+    },
+    /// The member's epoch and, when it changed (or on a full request), the
+    /// partitions it should own now.
+    ConsumerGroupHeartbeatResponse {
+        group: String,
+        result: Result<MemberEpochAnswer, ErrorCode>,
+    },
     /// A member commits its positions (`OffsetCommit`).
     OffsetCommit {
         group: String,
@@ -715,6 +753,19 @@ pub enum Message {
     /// coordinator connection drops marks the coordinator unknown
     /// (`AbstractCoordinator.markCoordinatorUnknown`) and looks for it again.
     ConnectionClosed,
+}
+
+/// A successful `ConsumerGroupHeartbeat` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemberEpochAnswer {
+    /// The member's id.
+    pub member_id: String,
+    /// Its epoch now (-1 after leaving).
+    pub member_epoch: i32,
+    /// When to heartbeat next.
+    pub heartbeat_interval_ms: u64,
+    /// The partitions it should own, when sent.
+    pub assignment: Option<Vec<TopicPartition>>,
 }
 
 /// What a member learns when a generation starts.
@@ -769,6 +820,8 @@ impl Message {
             Message::Heartbeat { .. } => MessageName::Heartbeat,
             Message::HeartbeatResponse { .. } => MessageName::HeartbeatResponse,
             Message::LeaveGroup { .. } => MessageName::LeaveGroup,
+            Message::ConsumerGroupHeartbeat { .. } => MessageName::ConsumerGroupHeartbeat,
+            Message::ConsumerGroupHeartbeatResponse { .. } => MessageName::ConsumerGroupHeartbeatResponse,
             Message::OffsetCommit { .. } => MessageName::OffsetCommit,
             Message::OffsetCommitResponse { .. } => MessageName::OffsetCommitResponse,
             Message::OffsetFetch { .. } => MessageName::OffsetFetch,
@@ -908,6 +961,26 @@ impl Message {
                 facts.errors.extend(result.as_ref().err());
             }
             Message::OffsetFetch { group, .. } => facts.group = Some(group.clone()),
+            Message::ConsumerGroupHeartbeat {
+                group,
+                owned,
+                member_epoch,
+                ..
+            } => {
+                facts.group = Some(group.clone());
+                facts.member_epoch = Some(*member_epoch);
+                facts.partitions.extend(owned.iter().cloned());
+            }
+            Message::ConsumerGroupHeartbeatResponse { group, result } => {
+                facts.group = Some(group.clone());
+                match result {
+                    Ok(answer) => {
+                        facts.member_epoch = Some(answer.member_epoch);
+                        facts.partitions.extend(answer.assignment.iter().flatten().cloned());
+                    }
+                    Err(error) => facts.errors.push(*error),
+                }
+            }
             Message::OffsetFetchResponse { group, result } => {
                 facts.group = Some(group.clone());
                 match result {
@@ -1177,6 +1250,33 @@ impl Message {
                 None => format!("HeartbeatResponse group={group}"),
             },
             Message::LeaveGroup { group, member_id, .. } => format!("LeaveGroup group={group} member={member_id}"),
+            Message::ConsumerGroupHeartbeat {
+                group,
+                member_id,
+                member_epoch,
+                owned,
+                ..
+            } => format!(
+                "ConsumerGroupHeartbeat group={group} member={member_id} epoch={member_epoch}{} owned=[{}]",
+                match member_epoch {
+                    0 => " (join)",
+                    -1 => " (leave)",
+                    _ => "",
+                },
+                partition_list(owned)
+            ),
+            Message::ConsumerGroupHeartbeatResponse { group, result } => match result {
+                Ok(answer) => format!(
+                    "ConsumerGroupHeartbeatResponse group={group} member={} epoch={}{}",
+                    answer.member_id,
+                    answer.member_epoch,
+                    answer.assignment.as_ref().map_or(String::new(), |partitions| format!(
+                        " assignment=[{}]",
+                        partition_list(partitions)
+                    ))
+                ),
+                Err(error) => format!("ConsumerGroupHeartbeatResponse group={group} error={error}"),
+            },
             Message::OffsetCommit {
                 group,
                 generation,
@@ -1232,6 +1332,14 @@ impl Message {
             Message::ConnectionClosed => "connection closed (the broker process is gone)".to_string(),
         }
     }
+}
+
+fn partition_list(partitions: &[TopicPartition]) -> String {
+    partitions
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]

@@ -222,6 +222,12 @@ impl Highlights {
                 generation,
                 reason,
                 ..
+            }
+            | TraceKind::TargetAssignment {
+                group,
+                epoch: generation,
+                reason,
+                ..
             } => {
                 self.rebalances
                     .insert(group.clone(), (time, *generation, reason.clone()));
@@ -435,8 +441,11 @@ pub struct ConsumerView {
     pub member_id: Option<String>,
     /// Where it is in its life.
     pub phase: ConsumerPhase,
-    /// Its generation.
+    /// Its generation (classic protocol) or member epoch (consumer
+    /// protocol).
     pub generation: u32,
+    /// `group.protocol`.
+    pub group_protocol: super::config::GroupProtocol,
     /// Its partitions with position, high watermark and lag.
     pub partitions: Vec<ConsumerPartitionView>,
     /// Records read so far.
@@ -586,6 +595,7 @@ impl Simulation {
                 member_id: consumer.member_id.clone(),
                 phase: consumer.phase,
                 generation: consumer.generation,
+                group_protocol: consumer.config.group_protocol,
                 partitions: consumer
                     .assignment
                     .iter()

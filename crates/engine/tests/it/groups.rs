@@ -67,6 +67,16 @@ fn coordinator(simulation: &Simulation) -> u32 {
     crate::simulator::coordinator_of(simulation, "billing", 3)
 }
 
+/// Records every member has read.
+fn total_read(simulation: &Simulation) -> u64 {
+    simulation
+        .view()
+        .consumers
+        .iter()
+        .map(|member| member.records_read)
+        .sum()
+}
+
 /// Each member's generation and partitions.
 fn memberships(simulation: &Simulation) -> Vec<(u32, Vec<String>)> {
     simulation
@@ -102,12 +112,7 @@ fn killing_the_coordinator_keeps_the_generation_and_nobody_reads_twice() {
         assert_eq!(member.phase, ConsumerPhase::Consuming, "{member:?}");
     }
     // Nothing was read twice: the members kept their positions.
-    let read: u64 = simulation
-        .view()
-        .consumers
-        .iter()
-        .map(|member| member.records_read)
-        .sum();
+    let read = total_read(&simulation);
     assert_eq!(read, 80);
     assert_eq!(simulation.summary().invariant_violations, 0);
 }
@@ -458,4 +463,213 @@ fn a_busy_handler_holds_up_the_join_round_and_only_eager_members_stop_meanwhile(
         stopped_cooperative < stopped,
         "cooperative: member 1 keeps reading ({stopped_cooperative} vs {stopped} samples without partitions)"
     );
+}
+
+// ----- the consumer protocol (KIP-848) ---------------------------------
+//
+// Drawn from Kafka's `GroupMetadataManagerTest`
+// (`testMemberJoinsEmptyConsumerGroup`, `testUpdatingSubscriptionTriggersNewTargetAssignment`,
+// `testReconciliationProcess`: revoke first, then assign; `testSessionTimeoutExpiration`;
+// `testOnLoaded` rescheduling sessions) and the client's
+// `ConsumerMembershipManagerTest` (`testFencedWhenInStable...`: partitions
+// lost, rejoin at epoch 0; `testReconciliationCommitsBeforeRevocation`).
+
+fn modern(group: &str) -> ConsumerConfig {
+    let mut consumer = ConsumerConfig::new(group, vec!["orders".into()]);
+    consumer.auto_offset_reset = OffsetReset::Earliest;
+    consumer.group_protocol = kafkascope_engine::sim::config::GroupProtocol::Consumer;
+    consumer
+}
+
+/// Target assignments stored after `from_ms`: epoch and reason.
+fn targets_after(simulation: &Simulation, from_ms: u64) -> Vec<(u32, String)> {
+    simulation
+        .trace()
+        .iter()
+        .filter(|event| event.time > from_ms)
+        .filter_map(|event| match &event.kind {
+            TraceKind::TargetAssignment { epoch, reason, .. } => Some((*epoch, reason.to_string())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Records each consumer returned from `poll()` after `from_ms`.
+fn consumed_after(simulation: &Simulation, from_ms: u64) -> Vec<u64> {
+    let mut counts = vec![0; simulation.view().consumers.len()];
+    for event in simulation.trace().iter().filter(|event| event.time > from_ms) {
+        if let TraceKind::Consumed { consumer, from, to, .. } = &event.kind {
+            counts[*consumer as usize] += to - from;
+        }
+    }
+    counts
+}
+
+#[test]
+fn a_consumer_protocol_group_gives_a_new_member_partitions_while_the_others_keep_reading() {
+    let mut simulation = Simulation::new(config(4, vec![modern("billing"), modern("billing")]), 11).expect("valid");
+    produce(&mut simulation, 100, 40);
+    simulation.run_until(15_000);
+    let before = memberships(&simulation);
+    assert!(before.iter().all(|(_, partitions)| partitions.len() == 2), "{before:?}");
+    // Traffic to every partition all along (keyed: keyless records stick
+    // to one partition per batch): members that keep their partitions keep
+    // reading.
+    for second in 15..40 {
+        for key in 0..8 {
+            at(
+                &mut simulation,
+                second * 1_000,
+                Input::Produce {
+                    producer: 0,
+                    key: Some(format!("key-{key}")),
+                    count: 1,
+                    bytes: 100,
+                },
+            );
+        }
+    }
+    at(
+        &mut simulation,
+        20_000,
+        Input::AddConsumer {
+            consumer: modern("billing"),
+        },
+    );
+    simulation.run_until(60_000);
+
+    let after = memberships(&simulation);
+    assert_eq!(after.len(), 3);
+    let mut owned: Vec<String> = after.iter().flat_map(|(_, partitions)| partitions.clone()).collect();
+    owned.sort();
+    assert_eq!(owned, ["orders-0", "orders-1", "orders-2", "orders-3"], "{after:?}");
+    assert!(
+        after[2].1.len() == 1 || after[2].1.len() == 2,
+        "the newcomer reads: {after:?}"
+    );
+    // One new target assignment, for the join; no member ever had to stop:
+    // each kept reading during the reconciliation.
+    let targets = targets_after(&simulation, 20_000);
+    assert_eq!(targets.len(), 1, "{targets:?}");
+    assert!(targets[0].1.contains("joined"), "{targets:?}");
+    let during = consumed_after(&simulation, 20_000);
+    assert!(during[0] > 0 && during[1] > 0 && during[2] > 0, "{during:?}");
+    // Every record read exactly once: the one who gave a partition up
+    // committed it first.
+    let read = total_read(&simulation);
+    assert_eq!(read, 40 + 25 * 8);
+    assert!(simulation
+        .trace()
+        .iter()
+        .any(|event| matches!(&event.kind, TraceKind::ConsumerStatus { status: ConsumerChange::Reconciled { revoked, .. }, .. } if !revoked.is_empty())));
+    assert_eq!(simulation.summary().invariant_violations, 0);
+}
+
+#[test]
+fn a_consumer_protocol_group_survives_its_coordinator_without_a_new_epoch() {
+    let mut simulation = Simulation::new(config(4, vec![modern("billing"), modern("billing")]), 5).expect("valid");
+    produce(&mut simulation, 100, 40);
+    simulation.run_until(20_000);
+    let before = memberships(&simulation);
+    let dead = coordinator(&simulation);
+    at(&mut simulation, 20_000, Input::KillBroker { broker: dead });
+    produce(&mut simulation, 45_000, 40);
+    simulation.run_until(90_000);
+
+    assert_ne!(coordinator(&simulation), dead);
+    assert_eq!(targets_after(&simulation, 20_000), Vec::<(u32, String)>::new());
+    assert_eq!(memberships(&simulation), before, "same epochs, same partitions");
+    let read = total_read(&simulation);
+    assert_eq!(read, 80);
+    assert_eq!(simulation.summary().invariant_violations, 0);
+}
+
+#[test]
+fn a_paused_consumer_protocol_member_is_fenced_and_joins_again_at_epoch_zero() {
+    let mut cluster = config(4, vec![modern("billing"), modern("billing")]);
+    cluster.group_consumer_session_timeout_ms = 10_000;
+    cluster.group_consumer_heartbeat_interval_ms = 3_000;
+    let mut simulation = Simulation::new(cluster, 3).expect("valid");
+    produce(&mut simulation, 100, 20);
+    simulation.run_until(15_000);
+    at(
+        &mut simulation,
+        15_000,
+        Input::PauseConsumer {
+            consumer: 0,
+            duration_ms: 20_000,
+        },
+    );
+    for second in 16..60 {
+        produce(&mut simulation, second * 1_000, 2);
+    }
+    simulation.run_until(70_000);
+
+    let reasons: Vec<String> = targets_after(&simulation, 15_000)
+        .into_iter()
+        .map(|(_, reason)| reason)
+        .collect();
+    assert!(reasons[0].contains("missed its session timeout"), "{reasons:?}");
+    assert!(reasons.iter().any(|reason| reason.contains("joined")), "{reasons:?}");
+    assert!(simulation.trace().iter().any(|event| matches!(
+        &event.kind,
+        TraceKind::ConsumerStatus {
+            consumer: 0,
+            status: ConsumerChange::EpochFenced { .. }
+        }
+    )));
+    // While member 0 slept, member 1 read everything; afterwards both read.
+    let after = memberships(&simulation);
+    assert!(after.iter().all(|(_, partitions)| partitions.len() == 2), "{after:?}");
+    let read = total_read(&simulation);
+    assert!(read >= 20 + 44 * 2, "nothing left unread: {read}");
+    assert_eq!(simulation.summary().invariant_violations, 0);
+}
+
+#[test]
+fn a_consumer_protocol_member_that_stops_polling_leaves_and_joins_again() {
+    let mut slow = modern("billing");
+    slow.max_poll_interval_ms = 5_000;
+    slow.max_poll_records = 10;
+    let mut simulation = Simulation::new(config(2, vec![slow, modern("billing")]), 4).expect("valid");
+    produce(&mut simulation, 100, 10);
+    simulation.run_until(10_000);
+    set_handler(&mut simulation, 10_000, 0, 1_000);
+    produce(&mut simulation, 11_000, 40);
+    set_handler(&mut simulation, 25_000, 0, 0);
+    simulation.run_until(60_000);
+    assert!(simulation.trace().iter().any(|event| matches!(
+        &event.kind,
+        TraceKind::ConsumerStatus {
+            consumer: 0,
+            status: ConsumerChange::PollTimeout { .. }
+        }
+    )));
+    let left = simulation.trace().iter().any(|event| {
+        matches!(
+            &event.kind,
+            TraceKind::Sent { facts, .. } if facts.member_epoch == Some(-1)
+        )
+    });
+    assert!(left, "it left with epoch -1");
+    let after = memberships(&simulation);
+    assert!(after.iter().all(|(_, partitions)| partitions.len() == 1), "{after:?}");
+    assert_eq!(simulation.summary().invariant_violations, 0);
+}
+
+#[test]
+fn the_consumer_protocol_is_checked_where_the_model_stops() {
+    let mut stat = modern("billing");
+    stat.group_instance_id = Some("a".into());
+    let error = ClusterConfig::validate(&config(2, vec![stat])).expect_err("refused");
+    assert!(error.contains("static membership"), "{error}");
+    let error = ClusterConfig::validate(&config(2, vec![modern("billing"), consumer(None)])).expect_err("refused");
+    assert!(error.contains("one protocol"), "{error}");
+    let mut odd = modern("billing");
+    odd.group_remote_assignor = Some("sticky".into());
+    let error = ClusterConfig::validate(&config(2, vec![odd])).expect_err("refused");
+    assert!(error.contains("group.consumer.assignors"), "{error}");
+    let mut range = modern("billing");
+    range.group_remote_assignor = Some("range".into());
+    ClusterConfig::validate(&config(2, vec![range.clone(), range])).expect("range is a server assignor");
 }

@@ -1,0 +1,251 @@
+//! The consumer client's KIP-848 half (`group.protocol=consumer`): Kafka's
+//! `ConsumerMembershipManager` and `ConsumerHeartbeatRequestManager`.
+//!
+//! The member joins with a `ConsumerGroupHeartbeat` at epoch 0 and then
+//! heartbeats every `group.consumer.heartbeat.interval.ms` (the broker
+//! says how often), one request at a time, reporting the partitions it
+//! owns. When an answer brings a new assignment it reconciles on its own:
+//! partitions it must give up are committed, dropped, and reported gone in
+//! a heartbeat sent at once; partitions it gains are read from their
+//! committed offsets. No other member stops. A member the coordinator no
+//! longer knows at its epoch (`FENCED_MEMBER_EPOCH`, `UNKNOWN_MEMBER_ID`)
+//! drops everything without committing (`onPartitionsLost`) and joins
+//! again at epoch 0 with the same member id (KIP-1082: the client picks
+//! its id and keeps it for its life).
+//!
+//! Simplification: reconciliation runs on the client's background thread
+//! without a rebalance listener, so a busy record handler does not hold it
+//! up (with a listener Kafka runs the callbacks in the application's next
+//! `poll()`).
+
+use crate::groups::assignors::TopicPartition;
+
+use super::consumer::ConsumerPhase;
+use super::trace::{ConsumerChange, TraceKind};
+use super::types::{ErrorCode, MemberEpochAnswer, Message, NodeId};
+use super::{Simulation, Timer};
+
+/// `retry.backoff.ms` (100): the wait before joining again after a fence.
+const REJOIN_BACKOFF_MS: u64 = 100;
+
+impl Simulation {
+    /// Joins (or joins again) with epoch 0.
+    pub(crate) fn member_join(&mut self, id: u32) {
+        let consumer = &mut self.consumers[id as usize];
+        if consumer.coordinator.is_none() {
+            return;
+        }
+        if consumer.member_id.is_none() {
+            self.member_counter += 1;
+            let member_id = format!("{}-{}", NodeId::Consumer(id), self.member_counter);
+            self.consumers[id as usize].member_id = Some(member_id);
+        }
+        let consumer = &mut self.consumers[id as usize];
+        consumer.phase = ConsumerPhase::Joining;
+        consumer.generation = 0;
+        consumer.assignment.clear();
+        consumer.fetching.clear();
+        consumer.buffer.clear();
+        consumer.heartbeat_in_flight = false;
+        self.member_heartbeat(id);
+    }
+
+    /// Sends a `ConsumerGroupHeartbeat` with the member's epoch and what it
+    /// owns, unless one is in flight; the next one is due an interval
+    /// later.
+    pub(crate) fn member_heartbeat(&mut self, id: u32) {
+        let consumer = &self.consumers[id as usize];
+        let (Some(coordinator), Some(member_id)) = (consumer.coordinator, consumer.member_id.clone()) else {
+            return;
+        };
+        let member = matches!(consumer.phase, ConsumerPhase::Joining | ConsumerPhase::Consuming);
+        if !member || consumer.heartbeat_in_flight || consumer.rejoin_on_poll {
+            return;
+        }
+        let message = Message::ConsumerGroupHeartbeat {
+            group: consumer.config.group.clone(),
+            member_id,
+            member_epoch: consumer.generation as i32,
+            rebalance_timeout_ms: consumer.config.max_poll_interval_ms,
+            topics: consumer.config.topics.clone(),
+            assignor: consumer.config.group_remote_assignor.clone(),
+            owned: consumer.assignment.clone(),
+        };
+        let interval = consumer.heartbeat_interval_ms;
+        self.consumers[id as usize].heartbeat_in_flight = true;
+        self.send(NodeId::Consumer(id), NodeId::Broker(coordinator), message);
+        self.member_schedule_heartbeat(id, interval);
+    }
+
+    /// The next heartbeat is due in `delay` ms (the one pending timer
+    /// counts; an earlier one replaces it).
+    fn member_schedule_heartbeat(&mut self, id: u32, delay: u64) {
+        let at = self.now + delay;
+        let consumer = &mut self.consumers[id as usize];
+        consumer.heartbeat_due_at = Some(at);
+        let incarnation = consumer.incarnation;
+        self.schedule_timer(NodeId::Consumer(id), incarnation, delay, Timer::ConsumerGroupHeartbeat);
+    }
+
+    /// The heartbeat timer fired.
+    pub(crate) fn member_heartbeat_due(&mut self, id: u32) {
+        let consumer = &mut self.consumers[id as usize];
+        if consumer.heartbeat_due_at.is_none_or(|at| at > self.now) {
+            return;
+        }
+        consumer.heartbeat_due_at = None;
+        if consumer.phase == ConsumerPhase::Stopped {
+            return;
+        }
+        if consumer.heartbeat_in_flight {
+            // Sent as soon as the answer is in.
+            return;
+        }
+        self.member_heartbeat(id);
+    }
+
+    /// Leaves the group: a heartbeat with epoch -1, not waited for.
+    pub(crate) fn member_leave(&mut self, id: u32) {
+        let consumer = &self.consumers[id as usize];
+        let (Some(coordinator), Some(member_id)) = (consumer.coordinator, consumer.member_id.clone()) else {
+            return;
+        };
+        if consumer.generation == 0 && consumer.phase != ConsumerPhase::Joining {
+            return;
+        }
+        let message = Message::ConsumerGroupHeartbeat {
+            group: consumer.config.group.clone(),
+            member_id,
+            member_epoch: crate::groups::consumer::LEAVE_GROUP_MEMBER_EPOCH,
+            rebalance_timeout_ms: consumer.config.max_poll_interval_ms,
+            topics: consumer.config.topics.clone(),
+            assignor: consumer.config.group_remote_assignor.clone(),
+            owned: Vec::new(),
+        };
+        self.send(NodeId::Consumer(id), NodeId::Broker(coordinator), message);
+    }
+
+    /// A `ConsumerGroupHeartbeat` answer.
+    pub(crate) fn member_answer(&mut self, id: u32, result: Result<MemberEpochAnswer, ErrorCode>) {
+        let consumer = &mut self.consumers[id as usize];
+        match result {
+            Ok(answer) if answer.member_epoch < 0 => {}
+            Ok(answer) => {
+                consumer.heartbeat_in_flight = false;
+                if !matches!(consumer.phase, ConsumerPhase::Joining | ConsumerPhase::Consuming)
+                    || consumer.rejoin_on_poll
+                {
+                    return;
+                }
+                consumer.phase = ConsumerPhase::Consuming;
+                consumer.member_id = Some(answer.member_id);
+                let old_epoch = consumer.generation;
+                consumer.generation = answer.member_epoch.max(0) as u32;
+                consumer.heartbeat_interval_ms = answer.heartbeat_interval_ms.max(1);
+                let interval = consumer.heartbeat_interval_ms;
+                let acked = match answer.assignment {
+                    Some(assignment) => self.member_reconcile(id, assignment, old_epoch),
+                    None => false,
+                };
+                if !acked {
+                    self.member_schedule_heartbeat(id, interval);
+                }
+            }
+            Err(error) => {
+                consumer.heartbeat_in_flight = false;
+                match error {
+                    ErrorCode::FencedMemberEpoch | ErrorCode::UnknownMemberId => self.member_fenced(id, error),
+                    _ => self.consumer_group_error(id, error),
+                }
+            }
+        }
+    }
+
+    /// Moves to the assignment the coordinator sent; returns whether a
+    /// heartbeat went out (or will, once the commit before a revocation
+    /// is answered).
+    fn member_reconcile(&mut self, id: u32, assignment: Vec<TopicPartition>, old_epoch: u32) -> bool {
+        let consumer = &self.consumers[id as usize];
+        let revoked: Vec<TopicPartition> = consumer
+            .assignment
+            .iter()
+            .filter(|partition| !assignment.contains(partition))
+            .cloned()
+            .collect();
+        let added: Vec<TopicPartition> = assignment
+            .iter()
+            .filter(|partition| !consumer.assignment.contains(partition))
+            .cloned()
+            .collect();
+        let epoch = consumer.generation;
+        if revoked.is_empty() && added.is_empty() {
+            if epoch != old_epoch {
+                self.record(TraceKind::ConsumerStatus {
+                    consumer: id,
+                    status: ConsumerChange::Reconciled { epoch, added, revoked },
+                });
+            }
+            return false;
+        }
+        let mut wait_for_commit = false;
+        if !revoked.is_empty() {
+            // Auto-commit before revocation
+            // (`ConsumerMembershipManager#signalReconciliationStarted`,
+            // `autoCommitSyncBeforeRevocation`): what was consumed of the
+            // partitions it gives up is committed first.
+            let before = self.consumers[id as usize].pending_commits.len();
+            self.consumer_commit(id);
+            wait_for_commit = self.consumers[id as usize].pending_commits.len() > before;
+        }
+        let consumer = &mut self.consumers[id as usize];
+        consumer.assignment.retain(|partition| !revoked.contains(partition));
+        consumer.positions.retain(|partition, _| !revoked.contains(partition));
+        consumer.fetching.retain(|partition, _| !revoked.contains(partition));
+        consumer.buffer.retain(|partition, _| !revoked.contains(partition));
+        consumer.assignment.extend(added.iter().cloned());
+        self.record(TraceKind::ConsumerStatus {
+            consumer: id,
+            status: ConsumerChange::Reconciled { epoch, added, revoked },
+        });
+        self.consumer_fetch_positions(id);
+        self.consumer_fetch_all(id);
+        if wait_for_commit {
+            self.consumers[id as usize].ack_after_commit = true;
+        } else {
+            // Acknowledged at once (`MemberState.ACKNOWLEDGING`).
+            self.member_heartbeat(id);
+        }
+        true
+    }
+
+    /// The commit sent before a revocation is answered (or lost): the
+    /// member reports what it owns now.
+    pub(crate) fn member_commit_settled(&mut self, id: u32) {
+        let consumer = &mut self.consumers[id as usize];
+        if std::mem::take(&mut consumer.ack_after_commit) {
+            self.member_heartbeat(id);
+        }
+    }
+
+    /// Fenced: its partitions are lost, not committed; it joins again at
+    /// epoch 0 after a short backoff.
+    fn member_fenced(&mut self, id: u32, error: ErrorCode) {
+        let consumer = &mut self.consumers[id as usize];
+        if consumer.phase == ConsumerPhase::Stopped {
+            return;
+        }
+        consumer.generation = 0;
+        consumer.assignment.clear();
+        consumer.positions.clear();
+        consumer.fetching.clear();
+        consumer.buffer.clear();
+        consumer.pending_commits.clear();
+        consumer.ack_after_commit = false;
+        consumer.phase = ConsumerPhase::Joining;
+        self.record(TraceKind::ConsumerStatus {
+            consumer: id,
+            status: ConsumerChange::EpochFenced { error },
+        });
+        self.member_schedule_heartbeat(id, REJOIN_BACKOFF_MS);
+    }
+}
