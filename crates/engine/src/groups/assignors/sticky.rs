@@ -151,7 +151,16 @@ impl Universe {
                 .iter()
                 .map(|&number| {
                     if !(start..end).contains(&number) {
-                        topic = self.topic_of(number);
+                        // Dealt round-robin, a member's next partition is
+                        // often in the next topic: try that before searching.
+                        topic = if topic.wrapping_add(1) < self.topics.len()
+                            && number >= self.offsets[topic.wrapping_add(1)]
+                            && number < self.offsets[topic.wrapping_add(1)] + self.counts[topic.wrapping_add(1)]
+                        {
+                            topic.wrapping_add(1)
+                        } else {
+                            self.topic_of(number)
+                        };
                         start = self.offsets[topic];
                         end = start + self.counts[topic];
                     }
@@ -244,7 +253,7 @@ fn resolve_ownership(input: &GroupInput, universe: &Universe, members: &mut Memb
             reference = subscription;
         } else if all_equal
             // The same duplicate-free list is the common case and cheap to check.
-            && !(subscription.as_slice() == reference && reference.len() == subscribed.len())
+            && !(same_names(subscription, reference) && reference.len() == subscribed.len())
             && !(subscription.len() == subscribed.len()
                 && subscription.iter().all(|topic| subscribed.contains(topic.as_str())))
         {
@@ -276,6 +285,31 @@ fn resolve_ownership(input: &GroupInput, universe: &Universe, members: &mut Memb
     all_equal
 }
 
+/// Whether two lists hold the same names in the same order, compared
+/// inline: topic names are short, and a call to `memcmp` per name costs more
+/// than the comparison itself when a million are compared.
+fn same_names(left: &[String], right: &[String]) -> bool {
+    left.len() == right.len()
+        && left.iter().zip(right).all(|(left, right)| {
+            let (left, right) = (left.as_bytes(), right.as_bytes());
+            if left.len() != right.len() {
+                return false;
+            }
+            let mut left_chunks = left.chunks_exact(8);
+            let mut right_chunks = right.chunks_exact(8);
+            for (left, right) in left_chunks.by_ref().zip(right_chunks.by_ref()) {
+                if left != right {
+                    return false;
+                }
+            }
+            left_chunks
+                .remainder()
+                .iter()
+                .zip(right_chunks.remainder())
+                .all(|(left, right)| left == right)
+        })
+}
+
 /// The constrained builder (`ConstrainedAssignmentBuilder`): every member
 /// subscribes to the same topics, so quotas are `floor(P/C)` and `ceil(P/C)`.
 fn constrained(universe: &Universe, members: &Members) -> StickyOutcome {
@@ -286,7 +320,7 @@ fn constrained(universe: &Universe, members: &Members) -> StickyOutcome {
     let expected_over_min = total % member_count;
     let mut current_over_min = 0;
 
-    let mut lists: Vec<Vec<u32>> = vec![Vec::new(); member_count];
+    let mut lists: Vec<Vec<u32>> = (0..member_count).map(|_| Vec::with_capacity(max_quota)).collect();
     let mut assigned = vec![false; total];
     let mut revoked = vec![false; total];
     let mut under_min: Vec<usize> = Vec::new();
