@@ -56,6 +56,12 @@ test('a slow handler builds lag that the chart and kafka-consumer-groups show; a
   };
   const behind = await lagOf();
   assert.ok(behind > 0, `lag builds behind a slow handler (${behind})`);
+  // Each member has its own line under the group's total, named in the label.
+  const chart = live(page).getByTestId('lag-chart-billing');
+  for (const member of ['consumer-0', 'consumer-1']) {
+    assert.equal(await chart.getByTestId(`lag-member-${member}`).count(), 1, `${member} has a lag line`);
+  }
+  assert.match(await chart.locator('svg').getAttribute('aria-label'), /Per member now: consumer-0 \d+, consumer-1 \d+/);
   for (const member of ['consumer-0', 'consumer-1']) {
     await live(page).getByTestId(`member-${member}`).click();
     await live(page).getByTestId(`inspector-fast-${member}`).click();

@@ -535,6 +535,9 @@ pub struct LagHistory {
     next_at_ms: u64,
     /// Samples kept per group; 0 means [`LAG_SAMPLES_KEPT`].
     capacity: usize,
+    /// Each running member's lag at each sample, by group and consumer.
+    members:
+        std::collections::BTreeMap<String, std::collections::BTreeMap<u32, std::collections::VecDeque<(u64, u64)>>>,
     /// Groups that completed a rebalance since the last sample.
     rebalanced: std::collections::BTreeSet<String>,
 }
@@ -576,6 +579,9 @@ impl LagHistory {
             read: std::collections::BTreeMap<&'a TopicPartition, u64>,
             owned: std::collections::BTreeMap<&'a TopicPartition, u64>,
             committed: std::collections::BTreeMap<&'a TopicPartition, u64>,
+            /// Each running member's lag: its partitions' high watermarks
+            /// minus its positions.
+            members: Vec<(u32, u64)>,
         }
         let mut totals: std::collections::BTreeMap<String, Group> = std::collections::BTreeMap::new();
         for consumer in simulation.consumers() {
@@ -591,6 +597,15 @@ impl LagHistory {
             let rejoining = matches!(consumer.phase, ConsumerPhase::Joining | ConsumerPhase::Syncing);
             entry.rebalancing |= rejoining;
             let paused = consumer.paused_until.is_some_and(|until| until > now);
+            let member_lag = consumer
+                .assignment
+                .iter()
+                .map(|partition| {
+                    let hw = simulation.partition_high_watermark(partition).unwrap_or(0);
+                    hw.saturating_sub(consumer.positions.get(partition).copied().unwrap_or(hw))
+                })
+                .sum();
+            entry.members.push((consumer.id, member_lag));
             for partition in &consumer.assignment {
                 let position = consumer.positions.get(partition).copied();
                 if let Some(position) = position {
@@ -638,6 +653,22 @@ impl LagHistory {
                 }
             }
             let rebalancing = totals.rebalancing | self.rebalanced.remove(&group);
+            let members = self.members.entry(group.clone()).or_default();
+            for (consumer, member_lag) in &totals.members {
+                let series = members.entry(*consumer).or_default();
+                series.push_back((now, *member_lag));
+                while series.len() > kept {
+                    series.pop_front();
+                }
+            }
+            // A member that stopped keeps its line only while its samples
+            // are still in the window.
+            let oldest = self
+                .groups
+                .get(&group)
+                .and_then(|samples| samples.front())
+                .map_or(0, |sample| sample.at_ms);
+            members.retain(|_, series| series.back().is_some_and(|(at, _)| *at >= oldest));
             let samples = self.groups.entry(group).or_default();
             samples.push_back(LagSample {
                 at_ms: now,
@@ -657,6 +688,19 @@ impl LagHistory {
         self.groups
             .get(group)
             .map(|samples| samples.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// Each member's lag over the window kept, by consumer: (time, lag).
+    pub fn member_samples(&self, group: &str) -> Vec<(u32, Vec<(u64, u64)>)> {
+        self.members
+            .get(group)
+            .map(|members| {
+                members
+                    .iter()
+                    .map(|(consumer, series)| (*consumer, series.iter().copied().collect()))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -680,6 +724,75 @@ pub struct LagChart {
     pub last: u64,
     /// One sentence for screen readers and the caption.
     pub summary: String,
+    /// Each member's own line, on the group's scale.
+    pub members: Vec<MemberLine>,
+}
+
+/// One member's lag over time in its group's chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberLine {
+    pub consumer: u32,
+    /// The line's points (`x,y x,y …`).
+    pub points: String,
+    /// Its lag now.
+    pub last: u64,
+}
+
+/// A group's chart with a line per member (its partitions' high
+/// watermarks minus its positions) under the group's total.
+pub fn lag_chart_with_members(
+    group: &str,
+    samples: &[LagSample],
+    members: &[(u32, Vec<(u64, u64)>)],
+    width: f64,
+    height: f64,
+) -> LagChart {
+    let mut chart = lag_chart(group, samples, width, height);
+    let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
+        return chart;
+    };
+    let span = (last.at_ms - first.at_ms).max(1) as f64;
+    let max = members
+        .iter()
+        .flat_map(|(_, series)| series.iter().map(|(_, lag)| *lag))
+        .max()
+        .unwrap_or(0)
+        .max(chart.max)
+        .max(1);
+    chart.max = max;
+    let x = |at: u64| at.saturating_sub(first.at_ms) as f64 / span * width;
+    let y = |lag: u64| height - lag as f64 / max as f64 * height;
+    chart.points = samples
+        .iter()
+        .map(|sample| format!("{:.1},{:.1}", x(sample.at_ms), y(sample.lag)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    chart.members = members
+        .iter()
+        .filter_map(|(consumer, series)| {
+            let now = series.last().filter(|(at, _)| *at == last.at_ms)?.1;
+            let points = series
+                .iter()
+                .filter(|(at, _)| *at >= first.at_ms)
+                .map(|(at, lag)| format!("{:.1},{:.1}", x(*at), y(*lag)))
+                .collect::<Vec<_>>()
+                .join(" ");
+            Some(MemberLine {
+                consumer: *consumer,
+                points,
+                last: now,
+            })
+        })
+        .collect();
+    if !chart.members.is_empty() {
+        let parts: Vec<String> = chart
+            .members
+            .iter()
+            .map(|line| format!("{} {}", NodeId::Consumer(line.consumer), line.last))
+            .collect();
+        chart.summary = format!("{} Per member now: {}.", chart.summary, parts.join(", "));
+    }
+    chart
 }
 
 /// Draws a group's samples: time left to right over the window kept,
@@ -693,6 +806,7 @@ pub fn lag_chart(group: &str, samples: &[LagSample], width: f64, height: f64) ->
             max: 0,
             last: 0,
             summary: format!("Group {group}: no lag sampled yet."),
+            members: Vec::new(),
         };
     };
     let span = (last.at_ms - first.at_ms).max(1) as f64;
@@ -741,6 +855,7 @@ pub fn lag_chart(group: &str, samples: &[LagSample], width: f64, height: f64) ->
         max,
         last: last.lag,
         summary,
+        members: Vec::new(),
     }
 }
 
@@ -1278,5 +1393,62 @@ mod comparison_tests {
             assert!(run.read > 0, "{run:?}");
             assert!(run.chart.summary.contains("partitions unread"), "{}", run.chart.summary);
         }
+    }
+}
+
+#[cfg(test)]
+mod member_lag_tests {
+    use super::*;
+    use kafkascope_engine::sim::config::{ConfigChange, Input, ScheduledInput};
+    use kafkascope_engine::sim::Simulation;
+
+    /// A slow member's own line climbs while the fast one's stays at 0; the
+    /// group's line is their sum.
+    #[test]
+    fn each_member_gets_its_own_lag_line() {
+        let mut simulation = Simulation::new(default_config(), DEFAULT_SEED).expect("valid");
+        simulation.schedule(ScheduledInput {
+            at_ms: 10_000,
+            input: Input::SetConfig(ConfigChange::ProcessingMsPerRecord {
+                consumer: 0,
+                value: 500,
+            }),
+        });
+        for second in 10..20 {
+            for key in 0..6 {
+                simulation.schedule(ScheduledInput {
+                    at_ms: second * 1_000 + key * 100,
+                    input: Input::Produce {
+                        producer: 0,
+                        key: Some(format!("key-{key}")),
+                        count: 1,
+                        bytes: 100,
+                    },
+                });
+            }
+        }
+        let mut history = LagHistory::default();
+        while simulation.now() < 20_000 {
+            let next = simulation.now() + LAG_SAMPLE_MS;
+            simulation.run_until(next);
+            history.sample(&simulation);
+        }
+        let chart = lag_chart_with_members(
+            "billing",
+            &history.samples("billing"),
+            &history.member_samples("billing"),
+            240.0,
+            48.0,
+        );
+        let lines: Vec<(u32, u64)> = chart.members.iter().map(|line| (line.consumer, line.last)).collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].1 > 0, "the slow member lags: {lines:?}");
+        assert_eq!(lines[1].1, 0, "the fast one keeps up: {lines:?}");
+        assert!(
+            chart.summary.contains("Per member now: consumer-0"),
+            "{}",
+            chart.summary
+        );
+        assert!(chart.members.iter().all(|line| !line.points.is_empty()));
     }
 }

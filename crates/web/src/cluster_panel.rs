@@ -315,7 +315,15 @@ pub fn cluster_panel() -> Html {
     let lag_charts: Vec<crate::cluster_model::LagChart> = current
         .lag()
         .groups()
-        .map(|group| crate::cluster_model::lag_chart(group, &current.lag().samples(group), LAG_CHART_W, LAG_CHART_H))
+        .map(|group| {
+            crate::cluster_model::lag_chart_with_members(
+                group,
+                &current.lag().samples(group),
+                &current.lag().member_samples(group),
+                LAG_CHART_W,
+                LAG_CHART_H,
+            )
+        })
         .collect();
     let comparison = current.comparison().cloned();
     let on_compare = {
@@ -636,12 +644,20 @@ fn lag_charts(props: &LagProps) -> Html {
                         { for chart.rebalances.iter().map(|(x, width)| html! {
                             <rect class="lag-rebalance" data-testid="lag-rebalance" x={format!("{x:.1}")} y="0" width={format!("{width:.1}")} height={LAG_CHART_H.to_string()} />
                         }) }
+                        { for chart.members.iter().enumerate().map(|(index, line)| html! {
+                            <polyline class={classes!("lag-member", format!("lag-member-{}", index % 4))} data-testid={format!("lag-member-consumer-{}", line.consumer)} points={line.points.clone()} />
+                        }) }
                         <polyline class="lag-line" points={chart.points.clone()} />
                     </svg>
-                    <figcaption>{ format!("{}: lag {} (top of scale {})", chart.group, chart.last, chart.max) }</figcaption>
+                    <figcaption>
+                        { format!("{}: lag {} (top of scale {})", chart.group, chart.last, chart.max) }
+                        { for chart.members.iter().enumerate().map(|(index, line)| html! {
+                            <span class={classes!("lag-key", format!("lag-member-{}", index % 4))}>{ format!(" · consumer-{} {}", line.consumer, line.last) }</span>
+                        }) }
+                    </figcaption>
                 </figure>
             }) }
-            <p class="muted">{ "Lag is, for each partition the group reads, its high watermark minus the owner's position (or minus the committed offset while no member holds it), summed over the group. Shaded: members were rejoining (a rebalance)." }</p>
+            <p class="muted">{ "Lag is, for each partition the group reads, its high watermark minus the owner's position (or minus the committed offset while no member holds it), summed over the group (the solid line); the dashed lines are each member's own partitions. Shaded: members were rejoining (a rebalance)." }</p>
         </div>
     }
 }
