@@ -645,14 +645,14 @@ fn lag_charts(props: &LagProps) -> Html {
                             <rect class="lag-rebalance" data-testid="lag-rebalance" x={format!("{x:.1}")} y="0" width={format!("{width:.1}")} height={LAG_CHART_H.to_string()} />
                         }) }
                         { for chart.members.iter().enumerate().map(|(index, line)| html! {
-                            <polyline class={classes!("lag-member", format!("lag-member-{}", index % 4))} data-testid={format!("lag-member-consumer-{}", line.consumer)} points={line.points.clone()} />
+                            <polyline class={classes!("lag-member", format!("lag-member-{}", index % 4))} data-testid={format!("lag-member-{}", NodeId::Consumer(line.consumer))} points={line.points.clone()} />
                         }) }
                         <polyline class="lag-line" points={chart.points.clone()} />
                     </svg>
                     <figcaption>
                         { format!("{}: lag {} (top of scale {})", chart.group, chart.last, chart.max) }
                         { for chart.members.iter().enumerate().map(|(index, line)| html! {
-                            <span class={classes!("lag-key", format!("lag-member-{}", index % 4))}>{ format!(" · consumer-{} {}", line.consumer, line.last) }</span>
+                            <span class={classes!("lag-key", format!("lag-member-{}", index % 4))}>{ format!(" · {} {}", NodeId::Consumer(line.consumer), line.last) }</span>
                         }) }
                     </figcaption>
                 </figure>
