@@ -134,3 +134,29 @@ test('eager, cooperative and KIP-848 side by side on the same GC pause: cooperat
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('delivery semantics on the live map: commit before processing and a crash mid-batch leave records never processed', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  // One billing member, so it reads every partition.
+  await live(page).getByTestId('knob-billing').fill('1');
+  await live(page).getByTestId('knob-billing').dispatchEvent('change');
+  await live(page).getByTestId('knob-apply').click();
+  await run10(page);
+  await live(page).getByTestId('member-consumer-0').click();
+  await live(page).getByTestId('inspector-commit-consumer-0').selectOption('before');
+  await live(page).getByTestId('inspector-slow-consumer-0').click();
+  await live(page).getByTestId('node-producer-0').click({ position: { x: 30, y: 10 } });
+  for (let round = 0; round < 2; round++) await live(page).getByTestId('inspector-produce-keyed').click();
+  await live(page).getByTestId('cluster-run-1s').click();
+  await live(page).getByTestId('member-consumer-0').click();
+  await live(page).getByTestId('inspector-crash-consumer-0').click();
+  await live(page).getByTestId('inspector-start-consumer-0').click();
+  for (let round = 0; round < 7; round++) await run10(page);
+  const never = await live(page).getByTestId('ledger-billing-never').textContent();
+  assert.match(never, /^[1-9]\d* \(\d+: committed before it was processed/, `records never processed, with why: ${never}`);
+  assert.equal(await live(page).getByTestId('ledger-billing-again').textContent(), '0');
+  await live(page).getByTestId('ledger-table').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: screenshotPath('groups-delivery-ledger'), fullPage: false });
+  assert.deepEqual(problems, []);
+  await page.close();
+});

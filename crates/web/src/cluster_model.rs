@@ -4,7 +4,7 @@
 //! describe --status`), all derived from the engine's [`ClusterView`].
 
 use kafkascope_engine::sim::config::{
-    ClusterConfig, ConsumerConfig, GroupProtocol, OffsetReset, ProducerConfig, TopicConfig,
+    ClusterConfig, CommitMode, ConsumerConfig, GroupProtocol, OffsetReset, ProducerConfig, TopicConfig,
 };
 use kafkascope_engine::sim::trace::TraceKind;
 use kafkascope_engine::sim::types::NodeId;
@@ -489,6 +489,8 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::InvariantViolated { .. }
         | TraceKind::GroupRebalanced { .. }
         | TraceKind::TargetAssignment { .. }
+        | TraceKind::ProcessedAgain { .. }
+        | TraceKind::ProcessingInterrupted { .. }
         | TraceKind::ConsumerStatus { .. }
         | TraceKind::ControllerStatus { .. }
         | TraceKind::ControllerElection { .. }
@@ -857,6 +859,76 @@ pub fn lag_chart(group: &str, samples: &[LagSample], width: f64, height: f64) ->
         summary,
         members: Vec::new(),
     }
+}
+
+/// The commit modes a member can use: the mode, its form value and label.
+pub const COMMIT_MODES: [(CommitMode, &str, &str); 4] = [
+    (CommitMode::Auto, "auto", "auto-commit (enable.auto.commit=true)"),
+    (
+        CommitMode::BeforeProcessing,
+        "before",
+        "commitSync before processing (at most once)",
+    ),
+    (
+        CommitMode::AfterProcessing,
+        "after",
+        "commitSync after processing (at least once)",
+    ),
+    (
+        CommitMode::AfterProcessingAsync,
+        "after-async",
+        "commitAsync after processing",
+    ),
+];
+
+/// The commit mode a form value names.
+pub fn commit_mode(value: &str) -> Option<CommitMode> {
+    COMMIT_MODES
+        .iter()
+        .find(|(_, name, _)| *name == value)
+        .map(|(mode, ..)| *mode)
+}
+
+/// One line of the delivery ledger table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerRow {
+    pub group: String,
+    pub once: u64,
+    /// Processed again, with the reasons and their counts.
+    pub again: u64,
+    pub again_why: String,
+    pub skipped: u64,
+    pub never: u64,
+    pub never_why: String,
+    pub not_yet: u64,
+}
+
+/// The delivery ledger, one row per group, reasons in words.
+pub fn ledger_rows(views: &[kafkascope_engine::sim::ledger::LedgerView]) -> Vec<LedgerRow> {
+    views
+        .iter()
+        .map(|view| {
+            let why = |parts: Vec<String>| parts.join("; ");
+            LedgerRow {
+                group: view.group.clone(),
+                once: view.processed_once,
+                again: view.processed_more,
+                again_why: why(view
+                    .duplicates
+                    .iter()
+                    .map(|(reason, count)| format!("{count}: {reason}"))
+                    .collect()),
+                skipped: view.skipped_duplicates,
+                never: view.never_processed.iter().map(|(_, count)| count).sum(),
+                never_why: why(view
+                    .never_processed
+                    .iter()
+                    .map(|(reason, count)| format!("{count}: {reason}"))
+                    .collect()),
+                not_yet: view.not_yet,
+            }
+        })
+        .collect()
 }
 
 /// The protocols the side-by-side comparison runs: value (as in

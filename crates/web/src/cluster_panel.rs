@@ -305,6 +305,19 @@ pub fn cluster_panel() -> Html {
     let selected = current.selected().cloned();
     let setup = current.setup().clone();
     let knob_error = current.knob_error().map(str::to_string);
+    // Each member's commit mode and handler kind (the inspector's controls).
+    let member_settings: std::collections::BTreeMap<u32, (kafkascope_engine::sim::config::CommitMode, bool)> =
+        simulation_ref
+            .consumers()
+            .iter()
+            .map(|consumer| {
+                (
+                    consumer.id,
+                    (consumer.config.commit_mode, consumer.config.idempotent_handler),
+                )
+            })
+            .collect();
+    let ledger = crate::cluster_model::ledger_rows(&simulation_ref.ledger_views());
     // Which consumers have a slow handler (the inspector offers to undo it).
     let slow_handlers: Vec<u32> = simulation_ref
         .consumers()
@@ -440,11 +453,33 @@ pub fn cluster_panel() -> Html {
                             Action::HandlerMs(id, 100),
                         )
                     };
+                    let (mode, idempotent) = member_settings.get(&id).copied().unwrap_or_default();
+                    let on_mode = {
+                        let dispatch = dispatch.clone();
+                        Callback::from(move |event: Event| {
+                            let value = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
+                            if let Some(mode) = crate::cluster_model::commit_mode(&value) {
+                                dispatch(Action::CommitMode(id, mode));
+                            }
+                        })
+                    };
                     html! { <>
                         { button("Remove (leave the group)", format!("inspector-remove-{node}"), Action::StopConsumer(id)) }
                         { button("Crash (no goodbye)", format!("inspector-crash-{node}"), Action::CrashConsumer(id)) }
                         { button("GC pause 60 s (no polls, no heartbeats)", format!("inspector-pause-{node}"), Action::PauseConsumer(id, 60_000)) }
                         { handler }
+                        <label class="inspector-control">{ "commits " }
+                            <select data-testid={format!("inspector-commit-{node}")} onchange={on_mode}>
+                                { for crate::cluster_model::COMMIT_MODES.iter().map(|(each, value, label)| html! {
+                                    <option value={*value} selected={*each == mode}>{ *label }</option>
+                                }) }
+                            </select>
+                        </label>
+                        { if idempotent {
+                            button("Handler not idempotent", format!("inspector-idempotent-{node}"), Action::IdempotentHandler(id, false))
+                        } else {
+                            button("Idempotent handler (skips repeats)", format!("inspector-idempotent-{node}"), Action::IdempotentHandler(id, true))
+                        } }
                     </> }
                 }
             }
@@ -614,7 +649,7 @@ pub fn cluster_panel() -> Html {
                 </div>
                 <LagCharts charts={lag_charts} />
                 <Comparison runs={comparison} on_run={on_compare} />
-                <ToolPanels topics={topics} groups={groups} quorum={quorum} />
+                <ToolPanels topics={topics} groups={groups} quorum={quorum} ledger={ledger} />
             </div>
         </section>
     }
@@ -714,13 +749,14 @@ struct ToolProps {
     topics: Vec<crate::cluster_model::TopicRow>,
     groups: Vec<crate::cluster_model::GroupRow>,
     quorum: crate::cluster_model::QuorumStatus,
+    ledger: Vec<crate::cluster_model::LedgerRow>,
 }
 
 /// The panels shaped like Kafka's tools: a component, so they re-render
 /// only when a row changed.
 #[function_component(ToolPanels)]
 fn tool_panels(props: &ToolProps) -> Html {
-    let (topics, groups, quorum) = (&props.topics, &props.groups, &props.quorum);
+    let (topics, groups, quorum, ledger) = (&props.topics, &props.groups, &props.quorum, &props.ledger);
     html! {
         <div class="tools">
                     <h3><code>{ "kafka-topics --describe" }</code></h3>
@@ -754,6 +790,23 @@ fn tool_panels(props: &ToolProps) -> Html {
                             }) }
                         </tbody>
                     </table>
+                    <h3>{ "What happened to each record (delivery semantics)" }</h3>
+                    <table class="tool" data-testid="ledger-table" tabindex="0" aria-label="What happened to each acknowledged record, per group (scrolls sideways)">
+                        <thead><tr><th>{ "GROUP" }</th><th>{ "PROCESSED ONCE" }</th><th>{ "PROCESSED AGAIN" }</th><th>{ "DUPLICATES SKIPPED" }</th><th>{ "NEVER PROCESSED" }</th><th>{ "NOT YET" }</th></tr></thead>
+                        <tbody>
+                            { for ledger.iter().map(|row| html! {
+                                <tr data-testid={format!("ledger-{}", row.group)}>
+                                    <td>{ &row.group }</td>
+                                    <td data-testid={format!("ledger-{}-once", row.group)}>{ row.once }</td>
+                                    <td data-testid={format!("ledger-{}-again", row.group)} title={row.again_why.clone()}>{ if row.again == 0 { "0".to_string() } else { format!("{} ({})", row.again, row.again_why) } }</td>
+                                    <td data-testid={format!("ledger-{}-skipped", row.group)}>{ row.skipped }</td>
+                                    <td data-testid={format!("ledger-{}-never", row.group)} title={row.never_why.clone()}>{ if row.never == 0 { "0".to_string() } else { format!("{} ({})", row.never, row.never_why) } }</td>
+                                    <td>{ row.not_yet }</td>
+                                </tr>
+                            }) }
+                        </tbody>
+                    </table>
+                    <p class="muted">{ "Each acknowledged record of the topics a group reads: processed by the group's handlers once, more than once (and why), never (and why), or not yet. Commit before processing and a crash mid-batch loses records (at most once); commit after processing repeats them (at least once); an idempotent handler turns repeats into no-ops. Pick a member to change how it commits." }</p>
                     { if groups.is_empty() { html! { <p class="muted">{ "No member owns a partition yet (the groups are still forming: run a few seconds)." }</p> } } else { html! {} } }
                     <h3><code>{ "kafka-metadata-quorum describe --status" }</code></h3>
                     <pre class="tool" data-testid="quorum-status">{ format!(

@@ -818,6 +818,75 @@ impl Captioner {
                 vec![partition.to_string()],
                 "consumed".to_string(),
             ),
+            TraceKind::ProcessedAgain {
+                group,
+                consumer,
+                partition,
+                from,
+                to,
+                count,
+                reason,
+                skipped,
+            } => {
+                explainable = true;
+                (
+                    StepKind::Note {
+                        over: NodeId::Consumer(*consumer),
+                        text: if *skipped { format!("{count} duplicate(s) skipped") } else { format!("{count} processed twice") },
+                    },
+                    format!(
+                        "{} {} {count} record(s) of {partition} (offsets {from}–{to}) a second time for group {group}: {reason}.{}",
+                        NodeId::Consumer(*consumer),
+                        if *skipped { "meets" } else { "processes" },
+                        if *skipped {
+                            " Its handler is idempotent: it recognises them and does nothing, so at-least-once delivery still has each effect once."
+                        } else {
+                            " At-least-once delivery: nothing is lost, but the handler's effects happen twice unless it is idempotent."
+                        }
+                    ),
+                    vec![partition.to_string()],
+                    "processed-again".to_string(),
+                )
+            }
+            TraceKind::ProcessingInterrupted {
+                group,
+                consumer,
+                processed,
+                unprocessed,
+                uncommitted_processed,
+                committed_unprocessed,
+            } => {
+                explainable = true;
+                let mut caption = format!(
+                    "{} crashes in the middle of a batch for group {group}: its handler finished {processed} of {} record(s).",
+                    NodeId::Consumer(*consumer),
+                    processed + unprocessed
+                );
+                if *uncommitted_processed > 0 {
+                    caption.push_str(&format!(
+                        " {uncommitted_processed} of them were processed but not committed: the group will read them again from the last commit (at-least-once)."
+                    ));
+                }
+                if !committed_unprocessed.is_empty() {
+                    let ranges: Vec<String> = committed_unprocessed
+                        .iter()
+                        .map(|(partition, from, to)| format!("{partition} {from}–{to}"))
+                        .collect();
+                    caption.push_str(&format!(
+                        " Offsets {} were committed before they were processed: the group starts after them, so they are never processed (at-most-once).",
+                        ranges.join(", ")
+                    ));
+                }
+                (
+                    StepKind::Note {
+                        over: NodeId::Consumer(*consumer),
+                        text: format!("crash: {processed} of {} done", processed + unprocessed),
+                    },
+                    caption,
+                    committed_unprocessed.iter().map(|(partition, ..)| partition.to_string()).collect(),
+                    "processing-interrupted".to_string(),
+                )
+            }
             TraceKind::OffsetsCommitted { group, offsets } => (
                 StepKind::Note {
                     over: self.coordinators.get(group).copied().unwrap_or_else(|| self.controller()),

@@ -121,6 +121,11 @@ pub enum Action {
     PauseConsumer(u32, u64),
     /// A consumer's handler takes this many ms per record from now on.
     HandlerMs(u32, u64),
+    /// A consumer's application commits this way from now on.
+    CommitMode(u32, kafkascope_engine::sim::config::CommitMode),
+    /// A consumer's handler skips (or stops skipping) records it already
+    /// processed.
+    IdempotentHandler(u32, bool),
     AddConsumer(String),
     /// A live knob's new text.
     Knob(Knob, String),
@@ -398,6 +403,12 @@ impl Session {
             Action::StartConsumer(consumer) => self.input(Input::StartConsumer { consumer }),
             Action::CrashConsumer(consumer) => self.input(Input::CrashConsumer { consumer }),
             Action::PauseConsumer(consumer, duration_ms) => self.input(Input::PauseConsumer { consumer, duration_ms }),
+            Action::CommitMode(consumer, mode) => {
+                self.input(Input::SetConfig(ConfigChange::CommitMode { consumer, mode }))
+            }
+            Action::IdempotentHandler(consumer, enable) => {
+                self.input(Input::SetConfig(ConfigChange::IdempotentHandler { consumer, enable }))
+            }
             Action::HandlerMs(consumer, value) => self.input(Input::SetConfig(ConfigChange::ProcessingMsPerRecord {
                 consumer,
                 value,

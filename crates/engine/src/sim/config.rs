@@ -224,6 +224,45 @@ impl std::fmt::Display for GroupProtocol {
     }
 }
 
+/// When the application commits its offsets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CommitMode {
+    /// `enable.auto.commit=true` (Kafka's default): positions are committed
+    /// every `auto.commit.interval.ms` inside `poll()`, before a rebalance
+    /// and on close. At least once.
+    #[default]
+    Auto,
+    /// `enable.auto.commit=false`; `commitSync()` right after `poll()`,
+    /// before the records are processed. At most once: a crash mid-batch
+    /// loses the rest of the batch.
+    BeforeProcessing,
+    /// `enable.auto.commit=false`; `commitSync()` once the batch is
+    /// processed; the next `poll()` waits for it. At least once: a crash
+    /// mid-batch processes the done part again.
+    AfterProcessing,
+    /// As `AfterProcessing` with `commitAsync()`: the next `poll()` does
+    /// not wait.
+    AfterProcessingAsync,
+}
+
+impl CommitMode {
+    fn is_auto(&self) -> bool {
+        *self == CommitMode::Auto
+    }
+}
+
+impl std::fmt::Display for CommitMode {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            CommitMode::Auto => "auto-commit",
+            CommitMode::BeforeProcessing => "commit before processing",
+            CommitMode::AfterProcessing => "commit after processing (sync)",
+            CommitMode::AfterProcessingAsync => "commit after processing (async)",
+        })
+    }
+}
+
 /// The server-side assignors of the consumer protocol
 /// (`group.consumer.assignors`: `uniform` first, so the default).
 pub const REMOTE_ASSIGNORS: [&str; 2] = ["uniform", "range"];
@@ -277,6 +316,18 @@ pub struct ConsumerConfig {
     /// to the broker (`uniform`). `assignor` is not used then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_remote_assignor: Option<String>,
+    /// When the application commits (`enable.auto.commit` and its own
+    /// `commitSync`/`commitAsync` calls).
+    #[serde(default, skip_serializing_if = "CommitMode::is_auto")]
+    pub commit_mode: CommitMode,
+    /// The handler recognises a record it already processed and does
+    /// nothing the second time (an idempotent handler).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idempotent_handler: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -323,6 +374,8 @@ impl ConsumerConfig {
             max_poll_interval_ms: default_max_poll_interval(),
             group_protocol: GroupProtocol::Classic,
             group_remote_assignor: None,
+            commit_mode: CommitMode::Auto,
+            idempotent_handler: false,
         }
     }
 
@@ -851,6 +904,20 @@ pub enum ConfigChange {
         consumer: u32,
         /// The new value.
         value: u64,
+    },
+    /// When a consumer's application commits (from its next poll).
+    CommitMode {
+        /// Which consumer.
+        consumer: u32,
+        /// The new mode.
+        mode: CommitMode,
+    },
+    /// Whether a consumer's handler skips records it already processed.
+    IdempotentHandler {
+        /// Which consumer.
+        consumer: u32,
+        /// On or off.
+        enable: bool,
     },
 }
 

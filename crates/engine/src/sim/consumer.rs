@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::groups::assignors::{assign, GroupInput, Member, Strategy, TopicPartition};
 use crate::replication::{BrokerId, Offset};
 
-use super::config::{ConsumerConfig, OffsetReset};
+use super::config::{CommitMode, ConsumerConfig, OffsetReset};
 use super::trace::{ConsumerChange, Invariant, TraceKind};
 use super::types::{ErrorCode, JoinResult, Message, NodeId};
 use super::{Simulation, Timer};
@@ -127,6 +127,12 @@ pub struct Consumer {
     pub(crate) heartbeat_due_at: Option<u64>,
     /// KIP-848: a revocation waits for its commit before it is reported.
     pub(crate) ack_after_commit: bool,
+    /// The records of the last poll the handler is working through, and
+    /// when it started on them.
+    pub in_process: Vec<super::ledger::InProcess>,
+    processing_started_ms: u64,
+    /// `commitSync()` after processing is out: the next poll waits for it.
+    awaiting_commit: bool,
 }
 
 /// `retry.backoff.ms` (100): the least time between a failed fetch and the
@@ -175,6 +181,9 @@ impl Consumer {
             heartbeat_interval_ms: 5_000,
             heartbeat_due_at: None,
             ack_after_commit: false,
+            in_process: Vec::new(),
+            processing_started_ms: 0,
+            awaiting_commit: false,
         }
     }
 
@@ -252,6 +261,8 @@ impl Simulation {
         consumer.heartbeat_interval_ms = self.config.group_consumer_heartbeat_interval_ms;
         consumer.heartbeat_due_at = None;
         consumer.ack_after_commit = false;
+        consumer.in_process.clear();
+        consumer.awaiting_commit = false;
         let incarnation = consumer.incarnation;
         let group = consumer.config.group.clone();
         self.record(TraceKind::ConsumerStatus {
@@ -313,10 +324,17 @@ impl Simulation {
             return;
         }
         if clean {
+            // A clean shutdown lets the handler finish its batch, then
+            // commits (auto-commit on close, or the application's own).
+            let done = std::mem::take(&mut self.consumers[id as usize].in_process);
+            self.consumer_processed(id, &done);
             self.consumer_commit(id);
+            self.consumer_commit_after_processing(id);
             let consumer = &self.consumers[id as usize];
             let member_id = consumer.member_id.clone();
             self.consumer_leave_group(id, member_id);
+        } else {
+            self.consumer_interrupted(id);
         }
         let consumer = &mut self.consumers[id as usize];
         consumer.phase = ConsumerPhase::Stopped;
@@ -368,13 +386,22 @@ impl Simulation {
         self.send(Self::consumer_node(id), NodeId::Broker(coordinator), message);
     }
 
+    /// An automatic commit (`enable.auto.commit`): every interval, before a
+    /// rebalance, on close. Nothing when the application commits itself.
     pub(crate) fn consumer_commit(&mut self, id: u32) {
+        if self.consumers[id as usize].config.commit_mode == CommitMode::Auto {
+            self.consumer_send_commit(id);
+        }
+    }
+
+    /// Commits every consumed position; returns whether a commit went out.
+    fn consumer_send_commit(&mut self, id: u32) -> bool {
         let consumer = &self.consumers[id as usize];
         let (Some(coordinator), Some(member_id)) = (consumer.coordinator, consumer.member_id.clone()) else {
-            return;
+            return false;
         };
         if consumer.phase != ConsumerPhase::Consuming {
-            return;
+            return false;
         }
         // Auto-commit sends every consumed position each interval (`maybeAutoCommitOffsetsAsync`).
         let offsets: Vec<(TopicPartition, Offset)> = consumer
@@ -383,7 +410,7 @@ impl Simulation {
             .map(|(partition, position)| (partition.clone(), *position))
             .collect();
         if offsets.is_empty() {
-            return;
+            return false;
         }
         let message = Message::OffsetCommit {
             group: consumer.config.group.clone(),
@@ -394,6 +421,56 @@ impl Simulation {
         };
         self.consumers[id as usize].pending_commits.push_back(offsets);
         self.send(Self::consumer_node(id), NodeId::Broker(coordinator), message);
+        true
+    }
+
+    /// Applies a live change to a consumer's settings.
+    pub(crate) fn consumer_config_change(&mut self, id: u32, change: impl Fn(&mut ConsumerConfig)) {
+        if let Some(consumer) = self.consumers.get_mut(id as usize) {
+            change(&mut consumer.config);
+        }
+        if let Some(config) = self.config.consumers.get_mut(id as usize) {
+            change(config);
+        }
+    }
+
+    /// The handler finished these records: the ledger notes them, and the
+    /// duplicates among them are traced with why.
+    fn consumer_processed(&mut self, id: u32, records: &[super::ledger::InProcess]) {
+        if records.is_empty() {
+            return;
+        }
+        let consumer = &self.consumers[id as usize];
+        let group = consumer.config.group.clone();
+        let (incarnation, idempotent) = (consumer.incarnation, consumer.config.idempotent_handler);
+        let lives: Vec<u32> = self.consumers.iter().map(|consumer| consumer.incarnation).collect();
+        let found = self
+            .ledger
+            .process(&group, id, incarnation, idempotent, records, |who, life| {
+                lives.get(who as usize).is_some_and(|now| *now != life)
+            });
+        for ((partition, reason), (from, to, count, skipped)) in found {
+            self.record(TraceKind::ProcessedAgain {
+                group: group.clone(),
+                consumer: id,
+                partition,
+                from,
+                to,
+                count,
+                reason,
+                skipped,
+            });
+        }
+    }
+
+    /// The application commits after processing (`commitSync` or
+    /// `commitAsync`), if that is its mode.
+    fn consumer_commit_after_processing(&mut self, id: u32) {
+        let mode = self.consumers[id as usize].config.commit_mode;
+        if matches!(mode, CommitMode::AfterProcessing | CommitMode::AfterProcessingAsync) {
+            let sent = self.consumer_send_commit(id);
+            self.consumers[id as usize].awaiting_commit = sent && mode == CommitMode::AfterProcessing;
+        }
     }
 
     pub(crate) fn consumer_timer(&mut self, id: u32, incarnation: u32, timer: Timer) {
@@ -454,7 +531,11 @@ impl Simulation {
                 self.schedule_timer(node, incarnation, interval, Timer::ConsumerCommit);
             }
             Timer::ConsumerProcessed => {
-                self.consumers[id as usize].processing_until = None;
+                let consumer = &mut self.consumers[id as usize];
+                consumer.processing_until = None;
+                let done = std::mem::take(&mut consumer.in_process);
+                self.consumer_processed(id, &done);
+                self.consumer_commit_after_processing(id);
                 self.consumer_poll(id);
                 self.consumer_fetch_all(id);
             }
@@ -730,10 +811,13 @@ impl Simulation {
                     consumer.committed.extend(offsets);
                 }
                 self.member_commit_settled(id);
+                self.consumer_sync_commit_settled(id);
             }
             Message::OffsetCommitResponse { result: Err(error), .. } => {
                 let consumer = &mut self.consumers[id as usize];
                 consumer.pending_commits.pop_front();
+                self.consumer_sync_commit_settled(id);
+                let consumer = &mut self.consumers[id as usize];
                 let modern = consumer.config.consumer_protocol();
                 self.member_commit_settled(id);
                 // A consumer-protocol member learns about its membership
@@ -905,6 +989,7 @@ impl Simulation {
                 consumer.offset_fetch_in_flight = false;
                 consumer.heartbeat_in_flight = false;
                 self.member_commit_settled(id);
+                self.consumer_sync_commit_settled(id);
                 let consumer = &mut self.consumers[id as usize];
                 if consumer.phase != ConsumerPhase::Consuming {
                     consumer.phase = ConsumerPhase::FindingCoordinator;
@@ -1129,6 +1214,11 @@ impl Simulation {
         if consumer.paused_until.is_some_and(|until| until > now) {
             return;
         }
+        if consumer.awaiting_commit && !consumer.pending_commits.is_empty() {
+            // `commitSync()` has not returned yet.
+            return;
+        }
+        consumer.awaiting_commit = false;
         consumer.last_poll_ms = now;
         if std::mem::take(&mut consumer.rejoin_on_poll) {
             if consumer.coordinator.is_some() {
@@ -1168,6 +1258,13 @@ impl Simulation {
                 consumer.buffer.remove(&partition);
             }
             budget -= count;
+            consumer
+                .in_process
+                .extend(batch.iter().map(|record| super::ledger::InProcess {
+                    partition: partition.clone(),
+                    offset: record.offset,
+                    record: record.id,
+                }));
             if let (Some(first), Some(last)) = (batch.first(), batch.last()) {
                 let (from, to) = (first.offset, last.offset + 1);
                 consumer.positions.insert(partition.clone(), to);
@@ -1179,10 +1276,22 @@ impl Simulation {
         let per_record = consumer.config.processing_ms_per_record;
         let count: u64 = taken.iter().map(|(.., count)| *count).sum();
         let incarnation = consumer.incarnation;
+        consumer.processing_started_ms = now;
+        if count > 0 && consumer.config.commit_mode == CommitMode::BeforeProcessing {
+            // `commitSync()` before the handler runs: at most once.
+            self.consumer_send_commit(id);
+        }
+        let consumer = &mut self.consumers[id as usize];
         if count > 0 && per_record > 0 {
             let busy = count.saturating_mul(per_record);
             consumer.processing_until = Some(now + busy);
             self.schedule_timer(Self::consumer_node(id), incarnation, busy, Timer::ConsumerProcessed);
+        } else {
+            let done = std::mem::take(&mut consumer.in_process);
+            self.consumer_processed(id, &done);
+            if count > 0 {
+                self.consumer_commit_after_processing(id);
+            }
         }
         for (partition, from, to, high_watermark, _) in taken {
             self.record(TraceKind::Consumed {
@@ -1197,6 +1306,71 @@ impl Simulation {
         if count > 0 && per_record == 0 && !self.consumers[id as usize].buffer.is_empty() {
             self.consumer_poll(id);
         }
+    }
+
+    /// `commitSync()` returned (or failed): the application polls again.
+    fn consumer_sync_commit_settled(&mut self, id: u32) {
+        let consumer = &mut self.consumers[id as usize];
+        if consumer.awaiting_commit && consumer.pending_commits.is_empty() {
+            consumer.awaiting_commit = false;
+            self.consumer_poll(id);
+            self.consumer_fetch_all(id);
+        }
+    }
+
+    /// The process crashed mid-batch: the records its handler finished are
+    /// processed, the rest are not; those whose offsets were already
+    /// committed (or on their way) will not be read by the group again.
+    fn consumer_interrupted(&mut self, id: u32) {
+        let now = self.now;
+        let consumer = &mut self.consumers[id as usize];
+        let batch = std::mem::take(&mut consumer.in_process);
+        if batch.is_empty() {
+            return;
+        }
+        let per_record = consumer.config.processing_ms_per_record.max(1);
+        let done = (now.saturating_sub(consumer.processing_started_ms) / per_record).min(batch.len() as u64) as usize;
+        let mut committed: BTreeMap<TopicPartition, Offset> = consumer.committed.clone();
+        for offsets in &consumer.pending_commits {
+            for (partition, offset) in offsets {
+                let best = committed.entry(partition.clone()).or_insert(*offset);
+                *best = (*best).max(*offset);
+            }
+        }
+        let group = consumer.config.group.clone();
+        let mut skipped: BTreeMap<TopicPartition, (Offset, Offset)> = BTreeMap::new();
+        for record in &batch[done..] {
+            if committed
+                .get(&record.partition)
+                .is_some_and(|offset| *offset > record.offset)
+            {
+                let range = skipped
+                    .entry(record.partition.clone())
+                    .or_insert((record.offset, record.offset));
+                range.0 = range.0.min(record.offset);
+                range.1 = range.1.max(record.offset);
+            }
+        }
+        let uncommitted_done = batch[..done]
+            .iter()
+            .filter(|record| {
+                committed
+                    .get(&record.partition)
+                    .is_none_or(|offset| *offset <= record.offset)
+            })
+            .count() as u64;
+        self.consumer_processed(id, &batch[..done]);
+        self.record(TraceKind::ProcessingInterrupted {
+            group,
+            consumer: id,
+            processed: done as u64,
+            unprocessed: (batch.len() - done) as u64,
+            uncommitted_processed: uncommitted_done,
+            committed_unprocessed: skipped
+                .into_iter()
+                .map(|(partition, (from, to))| (partition, from, to))
+                .collect(),
+        });
     }
 
     /// Sends LeaveGroup for a dynamic member. Only dynamic members leave:

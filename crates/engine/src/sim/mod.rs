@@ -16,6 +16,7 @@ pub mod consumer;
 pub mod controller;
 pub mod coordinator;
 pub mod fuzz;
+pub mod ledger;
 pub mod member;
 pub mod monitor;
 pub mod network;
@@ -216,6 +217,8 @@ pub struct Simulation {
     pub(crate) producers: Vec<Producer>,
     pub(crate) consumers: Vec<consumer::Consumer>,
     pub(crate) commits: chunked::ChunkedVec<coordinator::CommitRecord>,
+    /// What each group's handlers did with each record.
+    pub(crate) ledger: ledger::Ledger,
     /// Group member ids handed out so far (they stay unique across
     /// coordinators).
     pub(crate) member_counter: u64,
@@ -261,6 +264,7 @@ impl Simulation {
             producers: Vec::new(),
             consumers: Vec::new(),
             commits: chunked::ChunkedVec::new(),
+            ledger: ledger::Ledger::default(),
             member_counter: 0,
             member_clients: BTreeMap::new(),
             records: chunked::ChunkedVec::new(),
@@ -1010,12 +1014,13 @@ impl Simulation {
                 }
             }
             ConfigChange::ProcessingMsPerRecord { consumer, value } => {
-                if let Some(consumer) = self.consumers.get_mut(consumer as usize) {
-                    consumer.config.processing_ms_per_record = value;
-                }
-                if let Some(config) = self.config.consumers.get_mut(consumer as usize) {
-                    config.processing_ms_per_record = value;
-                }
+                self.consumer_config_change(consumer, |config| config.processing_ms_per_record = value);
+            }
+            ConfigChange::CommitMode { consumer, mode } => {
+                self.consumer_config_change(consumer, |config| config.commit_mode = mode);
+            }
+            ConfigChange::IdempotentHandler { consumer, enable } => {
+                self.consumer_config_change(consumer, |config| config.idempotent_handler = enable);
             }
         }
     }
@@ -1122,6 +1127,11 @@ fn describe_change(change: &ConfigChange) -> String {
         ConfigChange::ProcessingMsPerRecord { consumer, value } => {
             format!("set consumer-{consumer}'s handler to {value} ms per record")
         }
+        ConfigChange::CommitMode { consumer, mode } => format!("consumer-{consumer} now uses {mode}"),
+        ConfigChange::IdempotentHandler { consumer, enable } => format!(
+            "consumer-{consumer}'s handler {} records it already processed",
+            if *enable { "skips" } else { "no longer skips" }
+        ),
     }
 }
 

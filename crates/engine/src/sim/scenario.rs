@@ -169,6 +169,25 @@ pub enum Expectation {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         at_most: Option<u32>,
     },
+    /// At the end, a group's delivery ledger: how many acknowledged
+    /// records were processed more than once, and never (each a range).
+    #[serde(rename_all = "camelCase")]
+    Delivery {
+        /// The group.
+        group: String,
+        /// Records processed twice or more: at least this many.
+        #[serde(default)]
+        again_at_least: u64,
+        /// Records processed twice or more: at most this many.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        again_at_most: Option<u64>,
+        /// Records never processed: at least this many.
+        #[serde(default)]
+        never_at_least: u64,
+        /// Records never processed: at most this many.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        never_at_most: Option<u64>,
+    },
     /// A consumer left its group because it did not poll within
     /// `max.poll.interval.ms`, at least once.
     PollTimeout {
@@ -462,6 +481,30 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
                 format!(
                     "expected broker-{broker} to lead {topic}-{partition}, but the leader is {}",
                     leader.map_or("none".to_string(), |leader| format!("broker-{leader}"))
+                )
+            })
+        }
+        Expectation::Delivery {
+            group,
+            again_at_least,
+            again_at_most,
+            never_at_least,
+            never_at_most,
+        } => {
+            let ledger = simulation
+                .ledger_views()
+                .into_iter()
+                .find(|view| &view.group == group)
+                .unwrap_or_default();
+            let never: u64 = ledger.never_processed.iter().map(|(_, count)| count).sum();
+            let again = ledger.processed_more;
+            let outside =
+                |count: u64, least: u64, most: Option<u64>| count < least || most.is_some_and(|most| count > most);
+            (outside(again, *again_at_least, *again_at_most) || outside(never, *never_at_least, *never_at_most)).then(|| {
+                format!(
+                    "expected group {group} to process {again_at_least}{} record(s) more than once and to never process {never_at_least}{}, but it processed {again} more than once and never processed {never}",
+                    again_at_most.map_or(" or more".to_string(), |most| format!(" to {most}")),
+                    never_at_most.map_or(" or more".to_string(), |most| format!(" to {most}")),
                 )
             })
         }

@@ -726,6 +726,30 @@ pub enum TraceKind {
         assignment: Vec<MemberAssignment>,
         reason: RebalanceReason,
     },
+    /// A group's handler processed records again: why, and whether an
+    /// idempotent handler recognised and skipped them.
+    ProcessedAgain {
+        group: String,
+        consumer: u32,
+        partition: TopicPartition,
+        from: Offset,
+        to: Offset,
+        count: u64,
+        reason: super::ledger::DuplicateReason,
+        skipped: bool,
+    },
+    /// A consumer crashed in the middle of a batch: how many records its
+    /// handler finished, how many of those were not committed (they will
+    /// be processed again), and which unprocessed offsets were already
+    /// committed (nobody will process them).
+    ProcessingInterrupted {
+        group: String,
+        consumer: u32,
+        processed: u64,
+        unprocessed: u64,
+        uncommitted_processed: u64,
+        committed_unprocessed: Vec<(TopicPartition, Offset, Offset)>,
+    },
     /// A consumer read records.
     Consumed {
         consumer: u32,
@@ -885,6 +909,48 @@ impl TraceEvent {
                 "group {group} generation {generation}: {} ({reason})",
                 member_assignments(assignment)
             ),
+            TraceKind::ProcessedAgain {
+                group,
+                consumer,
+                partition,
+                from,
+                to,
+                count,
+                reason,
+                skipped,
+            } => format!(
+                "group {group}: consumer-{consumer} {} {count} record(s) of {partition} (offsets {from}..={to}) again: {reason}",
+                if *skipped { "recognised and skipped" } else { "processed" }
+            ),
+            TraceKind::ProcessingInterrupted {
+                group,
+                consumer,
+                processed,
+                unprocessed,
+                uncommitted_processed,
+                committed_unprocessed,
+            } => {
+                let mut text = format!(
+                    "group {group}: consumer-{consumer} crashed mid-batch after processing {processed} of {} record(s)",
+                    processed + unprocessed
+                );
+                if *uncommitted_processed > 0 {
+                    text.push_str(&format!(
+                        "; {uncommitted_processed} processed but not committed will be processed again (at-least-once)"
+                    ));
+                }
+                if !committed_unprocessed.is_empty() {
+                    let ranges: Vec<String> = committed_unprocessed
+                        .iter()
+                        .map(|(partition, from, to)| format!("{partition} {from}..={to}"))
+                        .collect();
+                    text.push_str(&format!(
+                        "; {} were committed before processing and will never be processed (at-most-once)",
+                        ranges.join(", ")
+                    ));
+                }
+                text
+            }
             TraceKind::TargetAssignment {
                 group,
                 epoch,

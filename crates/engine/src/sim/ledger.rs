@@ -1,0 +1,278 @@
+//! What happened to each record, per consumer group: processed once,
+//! processed again (and why), or never processed (and why). The ledger
+//! is the simulation's own bookkeeping of what the application's handler
+//! did; nothing like it exists in Kafka, which is the point of the
+//! delivery-semantics table: at-most-once, at-least-once and exactly-once
+//! differ in what ends up here.
+//!
+//! A record is processed when the handler finishes it: at once with no
+//! handler time, else one after another at `processing_ms_per_record`
+//! each, from the `poll()` that returned them. A crash in the middle of a
+//! batch leaves the rest unprocessed.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::groups::assignors::TopicPartition;
+use crate::replication::Offset;
+
+use super::types::RecordId;
+
+/// Why a record was processed more than once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DuplicateReason {
+    /// The producer retried without idempotence and the log holds the
+    /// record twice, at two offsets.
+    ProducerRetry,
+    /// The member that processed it crashed before its offset was
+    /// committed; the group read it again from the last commit.
+    CrashBeforeCommit,
+    /// Its partition moved (a rebalance, a fenced or timed-out member)
+    /// before its offset was committed; the next owner read it again.
+    RebalanceBeforeCommit,
+}
+
+impl std::fmt::Display for DuplicateReason {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            DuplicateReason::ProducerRetry => "the producer retried without idempotence, so the log holds it twice",
+            DuplicateReason::CrashBeforeCommit => "its member crashed after processing it and before committing",
+            DuplicateReason::RebalanceBeforeCommit => "its partition moved before its offset was committed",
+        })
+    }
+}
+
+/// Why an acknowledged record was never processed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NeverReason {
+    /// Its offset was committed before it was processed, and the member
+    /// crashed: the group starts after it.
+    CommittedBeforeProcessing,
+    /// The broker lost it (an unclean election, `acks` below `all`).
+    LostAtBroker,
+}
+
+impl std::fmt::Display for NeverReason {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            NeverReason::CommittedBeforeProcessing => "committed before it was processed, then the member crashed",
+            NeverReason::LostAtBroker => "lost at the broker",
+        })
+    }
+}
+
+/// One group's bookkeeping.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+struct GroupBook {
+    /// Times each record id was processed (skips by an idempotent handler
+    /// not counted), and the offset it was first processed at.
+    processed: BTreeMap<RecordId, (u32, Offset)>,
+    /// Who processed each offset last: consumer and its incarnation.
+    by_offset: BTreeMap<(TopicPartition, Offset), (u32, u32)>,
+    /// Duplicates by reason.
+    duplicates: BTreeMap<DuplicateReason, u64>,
+    /// Duplicates an idempotent handler recognised and skipped.
+    skipped: u64,
+}
+
+/// Every group's bookkeeping.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Ledger {
+    groups: BTreeMap<String, GroupBook>,
+}
+
+/// One record handed to the handler.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InProcess {
+    /// Its partition.
+    pub partition: TopicPartition,
+    /// Its offset.
+    pub offset: Offset,
+    /// Which produced record it is.
+    pub record: RecordId,
+}
+
+/// What processing a run of records found: duplicates by partition and
+/// reason (first and last offset, how many, whether skipped).
+pub type Duplicates = BTreeMap<(TopicPartition, DuplicateReason), (Offset, Offset, u64, bool)>;
+
+/// A group's counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LedgerView {
+    /// The group.
+    pub group: String,
+    /// Acknowledged records processed exactly once.
+    pub processed_once: u64,
+    /// Records processed twice or more.
+    pub processed_more: u64,
+    /// Extra processings by reason.
+    pub duplicates: Vec<(DuplicateReason, u64)>,
+    /// Duplicates an idempotent handler skipped.
+    pub skipped_duplicates: u64,
+    /// Acknowledged records never processed, by reason.
+    pub never_processed: Vec<(NeverReason, u64)>,
+    /// Acknowledged records not processed yet (still ahead of the group).
+    pub not_yet: u64,
+}
+
+impl Ledger {
+    /// The handler of `consumer` (incarnation `incarnation`) in `group`
+    /// finished these records; `idempotent` handlers skip records already
+    /// processed. Returns the duplicates found.
+    pub fn process(
+        &mut self,
+        group: &str,
+        consumer: u32,
+        incarnation: u32,
+        idempotent: bool,
+        records: &[InProcess],
+        crashed_since: impl Fn(u32, u32) -> bool,
+    ) -> Duplicates {
+        let book = self.groups.entry(group.to_string()).or_default();
+        let mut found = Duplicates::new();
+        for record in records {
+            let key = (record.partition.clone(), record.offset);
+            let previous = book.by_offset.insert(key, (consumer, incarnation));
+            let seen = book.processed.get(&record.record).copied();
+            let Some((times, first_offset)) = seen else {
+                book.processed.insert(record.record, (1, record.offset));
+                continue;
+            };
+            let reason = if first_offset != record.offset {
+                DuplicateReason::ProducerRetry
+            } else {
+                match previous {
+                    Some((who, life)) if crashed_since(who, life) => DuplicateReason::CrashBeforeCommit,
+                    _ => DuplicateReason::RebalanceBeforeCommit,
+                }
+            };
+            if idempotent {
+                book.skipped += 1;
+            } else {
+                book.processed.insert(record.record, (times + 1, first_offset));
+                *book.duplicates.entry(reason).or_default() += 1;
+            }
+            let entry = found.entry((record.partition.clone(), reason)).or_insert((
+                record.offset,
+                record.offset,
+                0,
+                idempotent,
+            ));
+            entry.0 = entry.0.min(record.offset);
+            entry.1 = entry.1.max(record.offset);
+            entry.2 += 1;
+        }
+        found
+    }
+
+    /// How many times a group processed a record.
+    pub fn times(&self, group: &str, record: RecordId) -> u32 {
+        self.groups
+            .get(group)
+            .and_then(|book| book.processed.get(&record))
+            .map_or(0, |(times, _)| *times)
+    }
+
+    /// The groups with a book.
+    pub fn groups(&self) -> impl Iterator<Item = &String> {
+        self.groups.keys()
+    }
+
+    /// A group's counts so far: `records` are the acknowledged records of
+    /// the topics it reads, with their partition, offset and whether the
+    /// broker lost them; `committed` the group's committed offsets.
+    pub fn view<'a>(
+        &self,
+        group: &str,
+        records: impl Iterator<Item = (RecordId, &'a TopicPartition, Offset, bool)>,
+        committed: &BTreeMap<TopicPartition, Offset>,
+    ) -> LedgerView {
+        let empty = GroupBook::default();
+        let book = self.groups.get(group).unwrap_or(&empty);
+        let mut view = LedgerView {
+            group: group.to_string(),
+            duplicates: book
+                .duplicates
+                .iter()
+                .map(|(reason, count)| (*reason, *count))
+                .collect(),
+            skipped_duplicates: book.skipped,
+            ..LedgerView::default()
+        };
+        let mut never: BTreeMap<NeverReason, u64> = BTreeMap::new();
+        for (record, partition, offset, lost) in records {
+            match book.processed.get(&record).map_or(0, |(times, _)| *times) {
+                0 if lost => *never.entry(NeverReason::LostAtBroker).or_default() += 1,
+                0 if committed.get(partition).is_some_and(|committed| *committed > offset) => {
+                    *never.entry(NeverReason::CommittedBeforeProcessing).or_default() += 1;
+                }
+                0 => view.not_yet += 1,
+                1 => view.processed_once += 1,
+                _ => view.processed_more += 1,
+            }
+        }
+        view.never_processed = never.into_iter().collect();
+        view
+    }
+}
+
+impl super::Simulation {
+    /// Each group's ledger: processed once, again (by reason), never (by
+    /// reason) or not yet, over the acknowledged records of the topics it
+    /// reads. Committed offsets are the group's coordinator's.
+    pub fn ledger_views(&self) -> Vec<LedgerView> {
+        let mut groups: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+        for consumer in &self.consumers {
+            groups
+                .entry(consumer.config.group.as_str())
+                .or_default()
+                .extend(consumer.config.topics.iter().map(String::as_str));
+        }
+        groups
+            .into_iter()
+            .map(|(group, topics)| {
+                let committed = self.group_committed(group);
+                let records = self.records.iter().enumerate().filter_map(|(id, record)| {
+                    let partition = record.partition.as_ref()?;
+                    let offset = record.acknowledged??;
+                    topics
+                        .contains(&*partition.topic)
+                        .then_some((id as RecordId, partition, offset, record.lost))
+                });
+                self.ledger.view(group, records, &committed)
+            })
+            .collect()
+    }
+
+    /// A group's committed offsets at its coordinator (none while it has
+    /// no coordinator).
+    pub(crate) fn group_committed(&self, group: &str) -> BTreeMap<TopicPartition, Offset> {
+        let partition = self.offsets_partition(group);
+        let Some(leader) = self
+            .controller
+            .partitions
+            .get(&partition)
+            .and_then(|registration| registration.leader)
+        else {
+            return BTreeMap::new();
+        };
+        self.brokers
+            .get(&leader)
+            .and_then(|broker| broker.coordinators.get(&partition))
+            .map(|coordinator| {
+                coordinator
+                    .shard
+                    .committed_offsets(group)
+                    .into_iter()
+                    .filter_map(|((topic, index), offset)| {
+                        Some((TopicPartition::new(topic.as_str(), index), u64::try_from(offset).ok()?))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
