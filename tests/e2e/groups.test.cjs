@@ -160,3 +160,34 @@ test('delivery semantics on the live map: commit before processing and a crash m
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('cooperative-sticky on the live map: adding a member keeps the others reading, and every partition ends up read', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await live(page).getByTestId('knob-assignor').selectOption('cooperative-sticky');
+  await live(page).getByTestId('knob-partitions').fill('4');
+  await live(page).getByTestId('knob-partitions').dispatchEvent('change');
+  await live(page).getByTestId('knob-apply').click();
+  await run10(page);
+  await run10(page);
+  const group = live(page).getByTestId('node-group-billing');
+  await group.click({ position: { x: 30, y: 10 } });
+  await live(page).getByTestId('inspector-add-group-billing').click();
+  let sawRebalance = false;
+  for (let round = 0; round < 8; round++) {
+    await live(page).getByTestId('cluster-run-1s').click();
+    const state = await group.textContent();
+    if (/REBALANCING/.test(state)) {
+      sawRebalance = true;
+      assert.match(state, /still reading/, `a cooperative rebalance does not stop the members: ${state}`);
+    }
+  }
+  await run10(page);
+  await run10(page);
+  const owners = await live(page).locator('[data-testid="groups-table"] tbody tr', { hasText: 'billing' })
+    .evaluateAll((rows) => rows.map((row) => [row.children[2].textContent.trim(), row.lastElementChild.textContent.trim()]));
+  assert.equal(owners.length, 4, `every billing partition has an owner: ${JSON.stringify(owners)}`);
+  assert.equal(new Set(owners.map(([, owner]) => owner)).size, 3, `the newcomer reads too: ${JSON.stringify(owners)}`);
+  assert.ok(sawRebalance || owners.length === 4);
+  assert.deepEqual(problems, []);
+  await page.close();
+});

@@ -298,6 +298,7 @@ fn node_view(node: &MapNode, selected: &Option<Selection>, on_select: &Callback<
             name,
             generation,
             modern,
+            cooperative,
             rebalancing,
             members,
             ..
@@ -306,7 +307,7 @@ fn node_view(node: &MapNode, selected: &Option<Selection>, on_select: &Callback<
             html! { <>
                 { frame("box") }
                 { text(x, y + 15.0, "title", format!("group {name}")) }
-                { text(x, y + 29.0, "state", if *modern { format!("KIP-848 · epoch {generation}") } else if *rebalancing { format!("REBALANCING (paused) · gen {generation}") } else { format!("STABLE · gen {generation}") }) }
+                { text(x, y + 29.0, "state", if *modern { format!("KIP-848 · epoch {generation}") } else if *rebalancing && *cooperative { format!("REBALANCING (still reading) · gen {generation}") } else if *rebalancing { format!("REBALANCING (paused) · gen {generation}") } else { format!("STABLE · gen {generation}") }) }
                 { for members.iter().map(|member| {
                     let member_node = Selection::Node(NodeId::Consumer(member.id));
                     let member_selected = selected.as_ref() == Some(&member_node);

@@ -207,6 +207,9 @@ pub enum NodeBody {
         generation: u32,
         /// Whether it speaks the consumer protocol (KIP-848).
         modern: bool,
+        /// Whether it rebalances cooperatively (KIP-429): members keep
+        /// reading what they own while it rebalances.
+        cooperative: bool,
         /// Members are stopped for a classic rebalance (never with KIP-848,
         /// where each member moves on its own).
         rebalancing: bool,
@@ -637,6 +640,7 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
         let modern = members
             .iter()
             .any(|member| member.group_protocol == kafkascope_engine::sim::config::GroupProtocol::Consumer);
+        let cooperative = members.iter().any(|member| member.cooperative);
         let rebalancing = !modern
             && active.iter().any(|member| {
                 matches!(
@@ -665,6 +669,7 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
                 name: group.to_string(),
                 generation: active.iter().map(|member| member.generation).max().unwrap_or(0),
                 modern,
+                cooperative,
                 rebalancing,
                 coordinator: active.iter().find_map(|member| member.coordinator),
                 members: member_rows,
@@ -1129,7 +1134,7 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                 ],
                 messages: Vec::new(),
             },
-            NodeBody::Group { name, generation, modern, rebalancing, coordinator, members, offsets } => Inspection {
+            NodeBody::Group { name, generation, modern, cooperative, rebalancing, coordinator, members, offsets } => Inspection {
                 title: format!("group {name}"),
                 why: if *modern {
                     "A consumer group shares a topic's partitions among its members. This one speaks the consumer protocol (group.protocol=consumer, KIP-848): members only heartbeat; the coordinator (the leader of the group's __consumer_offsets partition) computes the assignment itself and each member moves to it on its own, giving up partitions before others get them, so nobody stops. It also stores the committed offsets.".into()
@@ -1138,7 +1143,7 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                 },
                 facts: vec![
                     if *modern { ("Member epoch (highest)".into(), generation.to_string()) } else { ("Generation".into(), generation.to_string()) },
-                    ("State".into(), if *modern { "each member reconciles on its own (no stop)".into() } else if *rebalancing { "rebalancing (members paused)".into() } else { "stable".into() }),
+                    ("State".into(), if *modern { "each member reconciles on its own (no stop)".into() } else if *rebalancing && *cooperative { "rebalancing cooperatively (members keep reading what they own; only moving partitions wait)".into() } else if *rebalancing { "rebalancing (members paused)".into() } else { "stable".into() }),
                     ("Coordinator".into(), coordinator.map_or("unknown".into(), |broker| format!("{broker_broker}", broker_broker = as_broker(broker)))),
                     ("Members".into(), members.iter().filter(|member| member.phase != ConsumerPhase::Stopped).count().to_string()),
                     ("Committed offsets".into(), offsets.iter().map(|(partition, committed, lag)| format!("{partition} @{} lag {lag}", committed.map_or("-".into(), |offset| offset.to_string()))).collect::<Vec<_>>().join("; ")),

@@ -241,6 +241,24 @@ impl FuzzCase {
                 consumer.group_instance_id = None;
             }
         }
+        // Some groups commit by hand (before or after processing, sync or
+        // async), some handlers are idempotent; from a stream of its own.
+        let mut commits = Rng::new(seed, 14);
+        let groups: std::collections::BTreeSet<String> =
+            consumers.iter().map(|consumer| consumer.group.clone()).collect();
+        for group in groups {
+            let mode = match commits.next_u32() % 6 {
+                0 => super::config::CommitMode::BeforeProcessing,
+                1 => super::config::CommitMode::AfterProcessing,
+                2 => super::config::CommitMode::AfterProcessingAsync,
+                _ => super::config::CommitMode::Auto,
+            };
+            let idempotent = commits.next_u32() % 4 == 0;
+            for consumer in consumers.iter_mut().filter(|consumer| consumer.group == group) {
+                consumer.commit_mode = mode;
+                consumer.idempotent_handler = idempotent;
+            }
+        }
         let config = ClusterConfig {
             brokers,
             controllers: 3,

@@ -446,6 +446,9 @@ pub struct ConsumerView {
     pub generation: u32,
     /// `group.protocol`.
     pub group_protocol: super::config::GroupProtocol,
+    /// Whether it rebalances cooperatively (KIP-429, `cooperative-sticky`):
+    /// it keeps reading what it owns through a rebalance.
+    pub cooperative: bool,
     /// Its partitions with position, high watermark and lag.
     pub partitions: Vec<ConsumerPartitionView>,
     /// Records read so far.
@@ -596,6 +599,7 @@ impl Simulation {
                 phase: consumer.phase,
                 generation: consumer.generation,
                 group_protocol: consumer.config.group_protocol,
+                cooperative: consumer.cooperative() && !consumer.config.consumer_protocol(),
                 partitions: consumer
                     .assignment
                     .iter()
