@@ -16,6 +16,17 @@ after(async () => { await browser?.close(); });
 
 const run10 = (page) => live(page).getByTestId('cluster-run-10s').click();
 
+// Starts a new run with these shape knobs ({ assignor, partitions, billing }).
+async function reshape(page, { assignor, ...fields }) {
+  if (assignor) await live(page).getByTestId('knob-assignor').selectOption(assignor);
+  for (const [name, value] of Object.entries(fields)) {
+    await live(page).getByTestId(`knob-${name}`).fill(String(value));
+    await live(page).getByTestId(`knob-${name}`).dispatchEvent('change');
+  }
+  await live(page).getByTestId('knob-apply').click();
+  assert.equal(await live(page).getByTestId('knob-error').count(), 0);
+}
+
 test('a GC pause past the session timeout: the group rebalances and the lag chart shades it', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
   await run10(page);
@@ -83,11 +94,7 @@ test('the new group stories are on Learn and open on their steps', async () => {
 
 test('the consumer protocol (KIP-848) on the live map: a new member gets partitions and every partition keeps an owner', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
-  await live(page).getByTestId('knob-assignor').selectOption('consumer:uniform');
-  await live(page).getByTestId('knob-partitions').fill('4');
-  await live(page).getByTestId('knob-partitions').dispatchEvent('change');
-  await live(page).getByTestId('knob-apply').click();
-  assert.equal(await live(page).getByTestId('knob-error').count(), 0);
+  await reshape(page, { assignor: 'consumer:uniform', partitions: 4 });
   await run10(page);
   await run10(page);
   const group = live(page).getByTestId('node-group-billing');
@@ -138,9 +145,7 @@ test('eager, cooperative and KIP-848 side by side on the same GC pause: cooperat
 test('delivery semantics on the live map: commit before processing and a crash mid-batch leave records never processed', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
   // One billing member, so it reads every partition.
-  await live(page).getByTestId('knob-billing').fill('1');
-  await live(page).getByTestId('knob-billing').dispatchEvent('change');
-  await live(page).getByTestId('knob-apply').click();
+  await reshape(page, { billing: 1 });
   await run10(page);
   await live(page).getByTestId('member-consumer-0').click();
   await live(page).getByTestId('inspector-commit-consumer-0').selectOption('before');
@@ -163,10 +168,7 @@ test('delivery semantics on the live map: commit before processing and a crash m
 
 test('cooperative-sticky on the live map: adding a member keeps the others reading, and every partition ends up read', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
-  await live(page).getByTestId('knob-assignor').selectOption('cooperative-sticky');
-  await live(page).getByTestId('knob-partitions').fill('4');
-  await live(page).getByTestId('knob-partitions').dispatchEvent('change');
-  await live(page).getByTestId('knob-apply').click();
+  await reshape(page, { assignor: 'cooperative-sticky', partitions: 4 });
   await run10(page);
   await run10(page);
   const group = live(page).getByTestId('node-group-billing');
