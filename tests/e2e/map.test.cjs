@@ -172,6 +172,42 @@ test('acks=all with min.insync.replicas=2 refuses writes once two brokers are go
   await page.close();
 });
 
+test('a lost produce response: a retry writes the batch twice without enable.idempotence, once with it', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await live(page).getByTestId('cluster-run-10s').click();
+  // "10 (10: the producer retried without idempotence, …)"
+  const again = async () => parseInt(await live(page).getByTestId('ledger-billing-again').textContent(), 10);
+  const loseAndProduce = async () => {
+    const lose = live(page).getByTestId('inspector-lose-response-producer-0');
+    if (!(await lose.isVisible())) await clickNode(page, 'node-producer-0');
+    await lose.click();
+    await live(page).getByTestId('cluster-produce').click();
+    await live(page).getByTestId('cluster-run-10s').click();
+  };
+  // Off: the leader cannot tell the retry from new records.
+  await live(page).getByTestId('knob-idempotence').uncheck();
+  assert.equal(await again(), 0);
+  await loseAndProduce();
+  const twice = await again();
+  assert.ok(twice > 0, 'the group processed the retried records twice');
+  assert.match(await live(page).getByTestId('recent-events').innerText(), /lose the next produce response to producer-0/);
+  // Kafka refuses idempotence with acks=1, and says why.
+  await live(page).getByTestId('knob-acks').selectOption('1');
+  await live(page).getByTestId('knob-idempotence').click();
+  assert.match(await live(page).getByTestId('knob-error').innerText(), /Must set acks to all in order to use the idempotent producer/);
+  assert.equal(await live(page).getByTestId('knob-idempotence').isChecked(), false, 'the refused box shows the run\'s state');
+  await live(page).getByTestId('knob-acks').selectOption('all');
+  await live(page).getByTestId('knob-idempotence').check();
+  assert.equal(await live(page).getByTestId('knob-error').count(), 0);
+  // On: the leader recognises the sequences and writes nothing again.
+  await loseAndProduce();
+  assert.equal(await again(), twice, 'no record was processed twice with idempotence on');
+  assert.match(await live(page).getByTestId('recent-events').innerText(), /answered with the original offsets/);
+  await page.screenshot({ path: screenshotPath('map-idempotent-retry') });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('knob fields take typing while the map plays, and a value that is not a number is quoted back', async () => {
   // The map plays by default and redraws every frame.
   const { page, problems } = await openApp(browser);

@@ -379,6 +379,9 @@ impl Cluster {
     /// Checks an input against kafkascope's limits, then applies it.
     fn act_checked(&mut self, input: Input) -> Result<(), JsError> {
         self.simulation.check_input(&input).map_err(js_error)?;
+        if let Input::SetConfig(change) = &input {
+            self.simulation.check_config_change(change).map_err(js_error)?;
+        }
         self.act(input);
         Ok(())
     }

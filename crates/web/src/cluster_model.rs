@@ -496,7 +496,9 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::ControllerElection { .. }
         | TraceKind::ControllerElected { .. }
         | TraceKind::ElectLeadersFailed { .. }
-        | TraceKind::LimitReached { .. } => true,
+        | TraceKind::LimitReached { .. }
+        | TraceKind::ChangeRefused { .. }
+        | TraceKind::DuplicateIgnored { .. } => true,
         TraceKind::Sent { .. }
         | TraceKind::Delivered { .. }
         | TraceKind::Dropped { .. }

@@ -256,7 +256,7 @@ pub fn cluster_panel() -> Html {
         let dispatch = dispatch.clone();
         Callback::from(move |event: Event| {
             let target = event.target_unchecked_into::<web_sys::HtmlInputElement>();
-            let text = if knob == Knob::UncleanLeaderElection {
+            let text = if matches!(knob, Knob::UncleanLeaderElection | Knob::EnableIdempotence) {
                 target.checked().to_string()
             } else {
                 target.value()
@@ -305,6 +305,8 @@ pub fn cluster_panel() -> Html {
     let selected = current.selected().cloned();
     let setup = current.setup().clone();
     let knob_error = current.knob_error().map(str::to_string);
+    // A refused change redraws its control from the run's state.
+    let refusals = current.refusals();
     // Each member's commit mode and handler kind (the inspector's controls).
     let member_settings: std::collections::BTreeMap<u32, (kafkascope_engine::sim::config::CommitMode, bool)> =
         simulation_ref
@@ -388,6 +390,7 @@ pub fn cluster_panel() -> Html {
         .first()
         .map_or("all".to_string(), |producer| producer.acks.to_string());
     let linger = view.producers.first().map_or(0, |producer| producer.linger_ms);
+    let idempotent = view.producers.first().is_some_and(|producer| producer.idempotent);
     let min_insync = config.topics.first().map_or(1, |topic| topic.min_insync_replicas);
     let replication_factor = config.topics.first().map_or(1, |topic| topic.replication_factor);
 
@@ -488,9 +491,10 @@ pub fn cluster_panel() -> Html {
                 format!("inspector-add-{node}"),
                 Action::AddConsumer(group.clone()),
             ),
-            (Some(NodeId::Producer(_)), _) => html! { <>
+            (Some(NodeId::Producer(id)), _) => html! { <>
                 { button("Produce 10 (no key)", "inspector-produce".into(), Action::Produce) }
                 { button("Produce 10 with key \"user-42\"", "inspector-produce-keyed".into(), Action::ProduceKeyed) }
+                { button("Lose its next produce response", format!("inspector-lose-response-{node}"), Action::LoseProduceResponse(id)) }
             </> },
             _ => html! {},
         }
@@ -595,7 +599,7 @@ pub fn cluster_panel() -> Html {
                         <fieldset>
                             <legend>{ "Live: each change is an input at this moment of the run" }</legend>
                             <label>{ "acks " }
-                                <select data-testid="knob-acks" onchange={live(Knob::Acks)}>
+                                <select key={format!("acks-{refusals}")} data-testid="knob-acks" onchange={live(Knob::Acks)}>
                                     { for ["0", "1", "all"].iter().map(|value| html! { <option value={*value} selected={acks == *value}>{ *value }</option> }) }
                                 </select>
                             </label>
@@ -620,6 +624,11 @@ pub fn cluster_panel() -> Html {
                             <label>{ "linger.ms " }
                                 <KnobInput live=true testid="knob-linger" value={linger.to_string()} onchange={live(Knob::LingerMs)} />
                             </label>
+                            <label>
+                                <input key={format!("idempotence-{refusals}")} type="checkbox" data-testid="knob-idempotence" checked={idempotent} onchange={live(Knob::EnableIdempotence)} />
+                                { " enable.idempotence" }
+                            </label>
+                            <p class="muted hint">{ "Kafka sets it when a producer is created; here it switches between sends, and the producer gets a new producer id. It needs acks=all." }</p>
                         </fieldset>
                         <fieldset>
                             <legend>{ "Shape: these start a new run" }</legend>

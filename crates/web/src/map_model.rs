@@ -1066,6 +1066,7 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                     ("Topic".into(), producer.topic.clone()),
                     ("acks".into(), producer.acks.to_string()),
                     ("linger.ms".into(), producer.linger_ms.to_string()),
+                    ("enable.idempotence".into(), producer.idempotent.to_string()),
                     ("Buffered".into(), format!("{} in {} ({})", count_of(producer.buffered_records as u64, "record", "records"), count_of(producer.buffered_batches as u64, "batch", "batches"), count_of(producer.buffered_bytes, "byte", "bytes"))),
                     ("Waiting for metadata".into(), producer.waiting.to_string()),
                     ("Producer id".into(), match (producer.idempotent, producer.producer_id) {

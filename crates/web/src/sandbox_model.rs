@@ -43,6 +43,7 @@ pub const EXAMPLES: &[Example] = examples![
     "6-eager-vs-cooperative",
     "7-acks-and-min-isr",
     "8-scale-case",
+    "9-lost-response-idempotence",
 ];
 
 /// One entry of the API reference shown under the sandbox.

@@ -959,6 +959,36 @@ impl Captioner {
                     "controller-elected".to_string(),
                 )
             }
+            TraceKind::ChangeRefused { change, reason } => (
+                StepKind::Input {
+                    text: "refused".to_string(),
+                },
+                format!("Kafka would refuse to {change}: {reason} Nothing changed."),
+                Vec::new(),
+                "change-refused".to_string(),
+            ),
+            TraceKind::DuplicateIgnored {
+                broker,
+                partition,
+                producer_id,
+                first_sequence,
+                last_sequence,
+                first_offset,
+            } => {
+                explainable = true;
+                (
+                    StepKind::Note {
+                        over: NodeId::Broker(*broker),
+                        text: "duplicate batch ignored".to_string(),
+                    },
+                    format!(
+                        "{} already wrote producer id {producer_id}'s sequences {first_sequence}–{last_sequence} on {partition}, at offset {first_offset}: this is a retry of a batch whose answer was lost. It writes nothing and answers with the original offsets, so the idempotent producer's retry leaves one copy in the log.",
+                        NodeId::Broker(*broker)
+                    ),
+                    vec![partition.to_string()],
+                    "duplicate-ignored".to_string(),
+                )
+            }
             TraceKind::LimitReached { what, limit } => (
                 StepKind::Input {
                     text: format!("limit: {what}"),

@@ -28,6 +28,7 @@ pub enum Knob {
     UncleanLeaderElection,
     ReplicaLagTimeMaxMs,
     LingerMs,
+    EnableIdempotence,
 }
 
 impl Knob {
@@ -39,6 +40,7 @@ impl Knob {
             Knob::UncleanLeaderElection => "unclean.leader.election.enable",
             Knob::ReplicaLagTimeMaxMs => "replica.lag.time.max.ms",
             Knob::LingerMs => "linger.ms",
+            Knob::EnableIdempotence => "enable.idempotence",
         }
     }
 
@@ -63,6 +65,10 @@ impl Knob {
             Knob::LingerMs => {
                 parse_knob(name, text, 0..=60_000).map(|value| ConfigChange::LingerMs { producer: 0, value })
             }
+            Knob::EnableIdempotence => Ok(ConfigChange::EnableIdempotence {
+                producer: 0,
+                enable: text.trim() == "true",
+            }),
         }
     }
 }
@@ -126,6 +132,8 @@ pub enum Action {
     /// A consumer's handler skips (or stops skipping) records it already
     /// processed.
     IdempotentHandler(u32, bool),
+    /// The next produce response to this producer is lost on the way back.
+    LoseProduceResponse(u32),
     AddConsumer(String),
     /// A live knob's new text.
     Knob(Knob, String),
@@ -161,6 +169,9 @@ pub struct Session {
     selected: Option<Selection>,
     setup: Setup,
     knob_error: Option<String>,
+    /// Live knob changes refused so far (the page redraws the refused
+    /// control from the run's state).
+    refusals: u32,
     lag: crate::cluster_model::LagHistory,
     /// The last side-by-side comparison, or why it could not run.
     comparison: Option<Result<Vec<crate::cluster_model::ProtocolRun>, String>>,
@@ -188,6 +199,7 @@ impl Session {
             selected: None,
             setup: Setup::default(),
             knob_error: None,
+            refusals: 0,
             lag: crate::cluster_model::LagHistory::default(),
             comparison: None,
         }
@@ -232,6 +244,11 @@ impl Session {
         self.knob_error.as_deref()
     }
 
+    /// How many live knob changes were refused so far.
+    pub fn refusals(&self) -> u32 {
+        self.refusals
+    }
+
     /// The one way the live map changes.
     pub fn apply(&mut self, action: Action) {
         match action {
@@ -239,7 +256,10 @@ impl Session {
             Action::Knob(knob, text) => match knob.change(&text) {
                 Ok(change) => {
                     self.knob_error = None;
-                    self.set(change);
+                    if let Err(message) = self.set(change) {
+                        self.knob_error = Some(message);
+                        self.refusals += 1;
+                    }
                 }
                 Err(message) => self.knob_error = Some(message),
             },
@@ -341,8 +361,9 @@ impl Session {
         self.simulation.run_until(now);
     }
 
-    /// A knob's change; one for a producer or a topic applies to all of them.
-    fn set(&mut self, change: ConfigChange) {
+    /// A knob's change; one for a producer or a topic applies to all of
+    /// them, unless Kafka would refuse it for one (then none changes).
+    fn set(&mut self, change: ConfigChange) -> Result<(), String> {
         let producers = self.simulation.config().producers.len() as u32;
         let changes = match change {
             ConfigChange::Acks { acks, .. } => (0..producers)
@@ -350,6 +371,9 @@ impl Session {
                 .collect(),
             ConfigChange::LingerMs { value, .. } => (0..producers)
                 .map(|producer| ConfigChange::LingerMs { producer, value })
+                .collect(),
+            ConfigChange::EnableIdempotence { enable, .. } => (0..producers)
+                .map(|producer| ConfigChange::EnableIdempotence { producer, enable })
                 .collect(),
             ConfigChange::MinInsyncReplicas { value, .. } => self
                 .simulation
@@ -363,9 +387,13 @@ impl Session {
                 .collect(),
             other => vec![other],
         };
+        for change in &changes {
+            self.simulation.check_config_change(change)?;
+        }
         for change in changes {
             self.input(Input::SetConfig(change));
         }
+        Ok(())
     }
 
     fn act(&mut self, action: Action) {
@@ -406,6 +434,7 @@ impl Session {
             Action::CommitMode(consumer, mode) => {
                 self.input(Input::SetConfig(ConfigChange::CommitMode { consumer, mode }))
             }
+            Action::LoseProduceResponse(producer) => self.input(Input::LoseProduceResponse { producer }),
             Action::IdempotentHandler(consumer, enable) => {
                 self.input(Input::SetConfig(ConfigChange::IdempotentHandler { consumer, enable }))
             }
@@ -529,6 +558,39 @@ mod tests {
         }
         assert_eq!(session.simulation().now(), 1);
         assert_eq!(session.carry(), 0.0);
+    }
+
+    #[test]
+    fn idempotence_is_a_live_knob_that_needs_acks_all() {
+        let mut session = session();
+        let idempotent = |session: &Session| {
+            let producers = session.simulation().view().producers;
+            producers.iter().all(|producer| producer.idempotent) && !producers.is_empty()
+        };
+        session.apply(Action::Knob(Knob::EnableIdempotence, "false".into()));
+        assert_eq!(session.knob_error(), None);
+        assert!(!idempotent(&session));
+        session.apply(Action::Knob(Knob::Acks, "1".into()));
+        session.apply(Action::Knob(Knob::EnableIdempotence, "true".into()));
+        assert!(session
+            .knob_error()
+            .is_some_and(|error| error.starts_with("Must set acks to all")));
+        assert!(!idempotent(&session));
+        session.apply(Action::Knob(Knob::Acks, "all".into()));
+        session.apply(Action::Knob(Knob::EnableIdempotence, "true".into()));
+        assert_eq!(session.knob_error(), None);
+        assert!(idempotent(&session));
+        // Now Kafka would refuse acks=1 for this producer.
+        session.apply(Action::Knob(Knob::Acks, "1".into()));
+        assert!(session.knob_error().is_some());
+        assert_eq!(session.simulation().view().producers[0].acks, Acks::All);
+        session.apply(Action::LoseProduceResponse(0));
+        session.apply(Action::Produce);
+        session.apply(Action::Run(10_000));
+        assert!(session.trace().iter().any(|event| matches!(
+            event.kind,
+            kafkascope_engine::sim::trace::TraceKind::DuplicateIgnored { .. }
+        )));
     }
 
     #[test]

@@ -22,13 +22,19 @@
 //! Accepted batches are folded into the entry (`ProducerAppendInfo#appendDataBatch`,
 //! `ProducerStateManager#update`); idle producers are dropped after
 //! `producer.id.expiration.ms` (`ProducerStateManager#removeExpiredProducers`).
-//! Transaction markers are not modelled yet, but the entry carries the
-//! transactional fields so they can be.
+//! Transactions (KIP-98) add to the same table: a transactional batch opens
+//! a transaction at its first offset, a `COMMIT` or `ABORT` marker from the
+//! transaction coordinator closes it (`ProducerAppendInfo#appendEndTxnMarker`),
+//! and the table keeps the open ones and the closed ones whose marker the
+//! high watermark has not passed yet (`ongoingTxns`, `unreplicatedTxns`),
+//! which is what the last stable offset is made of
+//! (see [`super::transactions`]).
 
 use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
+use super::transactions::{AbortedTxn, CompletedTxn, ControlType, TransactionIndex, TxnMetadata};
 use super::Offset;
 
 /// Batches per producer the broker remembers for duplicate detection
@@ -279,6 +285,12 @@ pub enum ProducerStateError {
     /// `InvalidTxnStateException`: a non-transactional batch while the
     /// producer has a transaction open.
     InvalidTxnState,
+    /// `TransactionCoordinatorFencedException` (`TRANSACTION_COORDINATOR_FENCED`):
+    /// a marker from a coordinator epoch older than the last one seen.
+    TransactionCoordinatorFenced {
+        /// The coordinator epoch the partition knows.
+        current: i32,
+    },
 }
 
 impl ProducerStateError {
@@ -288,6 +300,7 @@ impl ProducerStateError {
             Self::OutOfOrderSequence { .. } => "OutOfOrderSequenceException",
             Self::InvalidProducerEpoch { .. } => "InvalidProducerEpochException",
             Self::InvalidTxnState => "InvalidTxnStateException",
+            Self::TransactionCoordinatorFenced { .. } => "TransactionCoordinatorFencedException",
         }
     }
 }
@@ -320,6 +333,8 @@ pub struct ProducerAppendInfo {
     origin: AppendOrigin,
     current_entry: ProducerStateEntry,
     updated_entry: ProducerStateEntry,
+    /// Transactions this append opened (`ProducerAppendInfo#startedTransactions`).
+    started_transactions: Vec<TxnMetadata>,
 }
 
 impl ProducerAppendInfo {
@@ -336,6 +351,7 @@ impl ProducerAppendInfo {
             origin,
             current_entry,
             updated_entry,
+            started_transactions: Vec::new(),
         }
     }
 
@@ -421,10 +437,52 @@ impl ProducerAppendInfo {
             (Some(_), false) => Err(ProducerStateError::InvalidTxnState),
             (None, true) => {
                 self.updated_entry.current_txn_first_offset = Some(batch.first_offset);
+                self.started_transactions.push(TxnMetadata {
+                    producer_id: self.producer_id,
+                    first_offset: batch.first_offset,
+                    last_offset: None,
+                });
                 Ok(())
             }
             _ => Ok(()),
         }
+    }
+
+    /// Checks a `COMMIT` or `ABORT` marker written at `offset` and records it
+    /// (`ProducerAppendInfo#appendEndTxnMarker`): an older producer epoch is
+    /// refused (`INVALID_PRODUCER_EPOCH`), so is an older coordinator epoch
+    /// (`TRANSACTION_COORDINATOR_FENCED`), except from replication. A marker
+    /// closing an open transaction completes it; one with nothing open is
+    /// written but completes nothing. Either way the producer adopts the
+    /// marker's epochs and has no transaction open.
+    pub fn append_end_txn_marker(
+        &mut self,
+        control: ControlType,
+        producer_epoch: ProducerEpoch,
+        coordinator_epoch: i32,
+        offset: Offset,
+        timestamp: i64,
+    ) -> Result<Option<CompletedTxn>, ProducerStateError> {
+        self.check_producer_epoch(producer_epoch)?;
+        if self.updated_entry.coordinator_epoch > coordinator_epoch && self.origin != AppendOrigin::Replication {
+            return Err(ProducerStateError::TransactionCoordinatorFenced {
+                current: self.updated_entry.coordinator_epoch,
+            });
+        }
+        let completed = self
+            .updated_entry
+            .current_txn_first_offset
+            .map(|first_offset| CompletedTxn {
+                producer_id: self.producer_id,
+                first_offset,
+                last_offset: offset,
+                is_aborted: control == ControlType::Abort,
+            });
+        self.updated_entry.maybe_update_producer_epoch(producer_epoch);
+        self.updated_entry.current_txn_first_offset = None;
+        self.updated_entry.coordinator_epoch = coordinator_epoch;
+        self.updated_entry.last_timestamp = timestamp;
+        Ok(completed)
     }
 }
 
@@ -473,12 +531,17 @@ pub enum SequenceCheck {
     StaleEpoch,
 }
 
-/// One partition's producer state: producer id → entry
-/// (`ProducerStateManager`, without snapshots, transactions and verification
-/// state).
+/// One partition's producer state: producer id → entry, and the
+/// transactions that hold the last stable offset back
+/// (`ProducerStateManager`, without snapshots and verification state).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ProducerStateTable {
     producers: BTreeMap<ProducerId, ProducerStateEntry>,
+    /// Open transactions by first offset (`ongoingTxns`).
+    ongoing: BTreeMap<Offset, TxnMetadata>,
+    /// Closed transactions whose marker is not yet below the high
+    /// watermark, by first offset (`unreplicatedTxns`).
+    unreplicated: BTreeMap<Offset, TxnMetadata>,
 }
 
 impl ProducerStateTable {
@@ -493,9 +556,102 @@ impl ProducerStateTable {
         &self.producers
     }
 
-    /// Forgets every producer (before rebuilding from the log).
+    /// Forgets every producer and transaction (before rebuilding from the log).
     pub fn clear(&mut self) {
         self.producers.clear();
+        self.ongoing.clear();
+        self.unreplicated.clear();
+    }
+
+    /// Open transactions, oldest first (`ongoingTxns`).
+    pub fn ongoing_txns(&self) -> impl Iterator<Item = &TxnMetadata> {
+        self.ongoing.values()
+    }
+
+    /// Closed transactions whose marker the high watermark has not passed,
+    /// oldest first (`unreplicatedTxns`).
+    pub fn unreplicated_txns(&self) -> impl Iterator<Item = &TxnMetadata> {
+        self.unreplicated.values()
+    }
+
+    /// The first offset of the oldest open transaction
+    /// (`ProducerStateManager#firstUndecidedOffset`).
+    pub fn first_undecided_offset(&self) -> Option<Offset> {
+        self.ongoing.keys().next().copied()
+    }
+
+    /// The first offset a `read_committed` reader may not pass: the oldest
+    /// open transaction's, or an older closed one's whose marker is not
+    /// replicated yet (`ProducerStateManager#firstUnstableOffset`).
+    pub fn first_unstable_offset(&self) -> Option<Offset> {
+        match (self.unreplicated.keys().next(), self.ongoing.keys().next()) {
+            (Some(&unreplicated), Some(&undecided)) => Some(unreplicated.min(undecided)),
+            (one, other) => one.or(other).copied(),
+        }
+    }
+
+    /// What the transaction index records as the last stable offset when
+    /// `completed` closes (`ProducerStateManager#lastStableOffset(CompletedTxn)`):
+    /// the first offset of the oldest other producer's open transaction, or
+    /// the offset after the marker.
+    pub fn last_stable_offset_after(&self, completed: &CompletedTxn) -> Offset {
+        self.ongoing
+            .values()
+            .find(|txn| txn.producer_id != completed.producer_id)
+            .map_or(completed.last_offset + 1, |txn| txn.first_offset)
+    }
+
+    /// Moves a closed transaction from open to unreplicated
+    /// (`ProducerStateManager#completeTxn`).
+    pub fn complete_txn(&mut self, completed: &CompletedTxn) {
+        let mut txn = self
+            .ongoing
+            .remove(&completed.first_offset)
+            .expect("a completed transaction was open");
+        txn.last_offset = Some(completed.last_offset);
+        self.unreplicated.insert(completed.first_offset, txn);
+    }
+
+    /// Forgets closed transactions whose marker is below the new high
+    /// watermark (`ProducerStateManager#onHighWatermarkUpdated`).
+    pub fn on_high_watermark_updated(&mut self, high_watermark: Offset) {
+        self.unreplicated
+            .retain(|_, txn| txn.last_offset.is_none_or(|last| last >= high_watermark));
+    }
+
+    /// A marker written by the transaction coordinator at `offset`, as
+    /// `UnifiedLog#append` handles it for `AppendOrigin.COORDINATOR` (or
+    /// `origin`): checked and recorded; a closed transaction is completed,
+    /// and an aborted one enters `index` with the last stable offset of that
+    /// moment (`LogSegment#updateTxnIndex`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn append_marker(
+        &mut self,
+        origin: AppendOrigin,
+        producer_id: ProducerId,
+        control: ControlType,
+        producer_epoch: ProducerEpoch,
+        coordinator_epoch: i32,
+        offset: Offset,
+        timestamp: i64,
+        index: &mut TransactionIndex,
+    ) -> Result<Option<CompletedTxn>, ProducerStateError> {
+        let mut append = self.prepare_update(producer_id, origin);
+        let completed = append.append_end_txn_marker(control, producer_epoch, coordinator_epoch, offset, timestamp)?;
+        self.update(append);
+        if let Some(completed) = &completed {
+            let last_stable_offset = self.last_stable_offset_after(completed);
+            if completed.is_aborted {
+                index.append(AbortedTxn {
+                    producer_id,
+                    first_offset: completed.first_offset,
+                    last_offset: completed.last_offset,
+                    last_stable_offset,
+                });
+            }
+            self.complete_txn(completed);
+        }
+        Ok(completed)
     }
 
     /// Starts an append for `producer_id` against its current entry, or an
@@ -510,6 +666,7 @@ impl ProducerStateTable {
         let ProducerAppendInfo {
             producer_id,
             updated_entry,
+            started_transactions,
             ..
         } = append;
         match self.producers.get_mut(&producer_id) {
@@ -517,6 +674,9 @@ impl ProducerStateTable {
             None => {
                 self.producers.insert(producer_id, updated_entry);
             }
+        }
+        for txn in started_transactions {
+            self.ongoing.insert(txn.first_offset, txn);
         }
     }
 
@@ -545,19 +705,23 @@ impl ProducerStateTable {
         {
             Ok(()) => SequenceCheck::Append,
             Err(ProducerStateError::OutOfOrderSequence { expected }) => SequenceCheck::OutOfOrder { expected },
-            Err(ProducerStateError::InvalidProducerEpoch { .. } | ProducerStateError::InvalidTxnState) => {
-                SequenceCheck::StaleEpoch
-            }
+            Err(
+                ProducerStateError::InvalidProducerEpoch { .. }
+                | ProducerStateError::InvalidTxnState
+                | ProducerStateError::TransactionCoordinatorFenced { .. },
+            ) => SequenceCheck::StaleEpoch,
         }
     }
 
-    /// A client's non-transactional batch of `record_count` records from
+    /// A client's batch of `record_count` records from
     /// sequence `first_seq`, offered at `log_end_offset`, as
     /// `UnifiedLog#append` handles it: a duplicate returns the cached
     /// offsets, otherwise the batch is validated
     /// (`UnifiedLog.updateProducers`) and recorded (`ProducerStateManager#update`)
-    /// at `log_end_offset..log_end_offset + record_count`.
-    pub fn append_client_batch(
+    /// at `log_end_offset..log_end_offset + record_count`. A transactional
+    /// batch opens a transaction if its producer has none open.
+    #[allow(clippy::too_many_arguments)]
+    pub fn append_client(
         &mut self,
         producer_id: ProducerId,
         producer_epoch: ProducerEpoch,
@@ -565,6 +729,7 @@ impl ProducerStateTable {
         record_count: u32,
         log_end_offset: Offset,
         max_timestamp: i64,
+        is_transactional: bool,
     ) -> Result<ClientAppend, ProducerStateError> {
         assert!(record_count > 0, "a batch has records");
         let delta = i32::try_from(record_count - 1).expect("a batch's record count is an int");
@@ -585,7 +750,7 @@ impl ProducerStateTable {
             first_offset: log_end_offset,
             last_offset: log_end_offset + Offset::from(record_count - 1),
             max_timestamp,
-            is_transactional: false,
+            is_transactional,
         };
         let mut append = self.prepare_update(producer_id, AppendOrigin::Client);
         append.append_data_batch(&batch)?;
@@ -682,7 +847,7 @@ mod tests {
         assert_eq!(table_with_last(4).check(8, 3, 99, 99), SequenceCheck::Append);
         let mut newer = table_with_last(4);
         assert_eq!(
-            newer.append_client_batch(7, 2, 0, 1, 50, 2_000),
+            newer.append_client(7, 2, 0, 1, 50, 2_000, false),
             Ok(ClientAppend::Appended {
                 first_offset: 50,
                 last_offset: 50
@@ -697,7 +862,7 @@ mod tests {
         assert_eq!(increment_sequence(i32::MAX - 1, 3), 1);
         assert_eq!(decrement_sequence(1, 3), i32::MAX - 1);
         let mut table = ProducerStateTable::default();
-        let appended = table.append_client_batch(1, 0, i32::MAX - 1, 4, 0, 5).unwrap();
+        let appended = table.append_client(1, 0, i32::MAX - 1, 4, 0, 5, false).unwrap();
         assert_eq!(
             appended,
             ClientAppend::Appended {
@@ -722,7 +887,7 @@ mod tests {
         let mut table = ProducerStateTable::default();
         for sequence in 0..7 {
             table
-                .append_client_batch(1, 0, sequence, 1, sequence as u64, 0)
+                .append_client(1, 0, sequence, 1, sequence as u64, 0, false)
                 .unwrap();
         }
         assert_eq!(table.last_entry(1).unwrap().batch_metadata.len(), BATCHES_RETAINED);
@@ -739,8 +904,8 @@ mod tests {
     #[test]
     fn idle_producers_expire() {
         let mut table = ProducerStateTable::default();
-        table.append_client_batch(1, 0, 0, 1, 0, 1_000).unwrap();
-        table.append_client_batch(2, 0, 0, 1, 1, 2_000).unwrap();
+        table.append_client(1, 0, 0, 1, 0, 1_000, false).unwrap();
+        table.append_client(2, 0, 0, 1, 1, 2_000, false).unwrap();
         assert_eq!(table.remove_expired_producers(60_999, 60_000), Vec::<ProducerId>::new());
         assert_eq!(table.remove_expired_producers(61_000, 60_000), vec![1]);
         assert!(table.last_entry(1).is_none());

@@ -10,12 +10,16 @@
 //!   produce request with `acks` 0, 1 or all gets (`Partition.scala`);
 //! * [`idempotence`] — the broker's per-partition producer state and its
 //!   sequence, epoch and duplicate checks (`ProducerStateManager`,
-//!   `ProducerAppendInfo`, `ProducerStateEntry`).
+//!   `ProducerAppendInfo`, `ProducerStateEntry`), with the transactions it
+//!   tracks;
+//! * [`transactions`] — markers, the last stable offset, the transaction
+//!   index and `read_committed` reading (KIP-98).
 
 pub mod epoch_cache;
 pub mod high_watermark;
 pub mod idempotence;
 pub mod replica;
+pub mod transactions;
 
 /// A broker's id (`node.id`).
 pub type BrokerId = u32;

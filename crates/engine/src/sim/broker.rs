@@ -1271,6 +1271,14 @@ impl Simulation {
                     first_offset: base_offset,
                     ..
                 } => {
+                    self.record(TraceKind::DuplicateIgnored {
+                        broker: id,
+                        partition: partition.clone(),
+                        producer_id,
+                        first_sequence,
+                        last_sequence,
+                        first_offset: base_offset,
+                    });
                     // A duplicate is answered with the original offsets, but an
                     // acks=all request still waits for the high watermark to
                     // pass them (`ReplicaManager#appendRecords`).

@@ -781,6 +781,14 @@ pub enum Input {
         /// Extra one-way latency.
         extra_latency_ms: u64,
     },
+    /// The next produce response to this producer is lost on the way back:
+    /// the broker has written the records, the producer never hears so. Its
+    /// connection breaks, and it sends the batch again (the case
+    /// `enable.idempotence` is for).
+    LoseProduceResponse {
+        /// Which producer.
+        producer: u32,
+    },
     /// Changes the chance of losing any message.
     #[serde(rename_all = "camelCase")]
     DropMessages {
@@ -897,6 +905,18 @@ pub enum ConfigChange {
         producer: u32,
         /// The new value.
         value: u64,
+    },
+    /// A producer's `enable.idempotence`. Kafka fixes it when the producer
+    /// is created; here it switches between sends: turned on, the producer
+    /// gets a new producer id before its next batch (as a new producer
+    /// instance would); turned off, new batches carry no sequence. Refused
+    /// (see [`crate::sim::Simulation::check_config_change`]) when on with
+    /// `acks` other than all.
+    EnableIdempotence {
+        /// Which producer.
+        producer: u32,
+        /// On or off.
+        enable: bool,
     },
     /// How long a consumer's handler takes per record (from its next poll).
     ProcessingMsPerRecord {

@@ -270,7 +270,19 @@ impl FuzzCase {
             network: NetworkConfig::default(),
             ..ClusterConfig::default()
         };
-        let inputs = schedule(&config, &mut rng, mix);
+        let mut inputs = schedule(&config, &mut rng, mix);
+        // Lost produce responses (the retry an idempotent producer's
+        // sequences make harmless), from a stream of their own.
+        let mut responses = Rng::new(seed, 15);
+        for producer in 0..config.producers.len() as u32 - 1 {
+            for _ in 0..responses.next_u32() % 3 {
+                inputs.push(ScheduledInput {
+                    at_ms: u64::from(responses.next_u32()) % FAULTS_END_MS,
+                    input: Input::LoseProduceResponse { producer },
+                });
+            }
+        }
+        inputs.sort_by_key(|input| input.at_ms);
         let mut case = FuzzCase {
             seed,
             config,
@@ -588,6 +600,12 @@ pub fn safety_failures(simulation: &Simulation, safe: bool) -> Vec<String> {
         let lost = simulation.lost_records();
         if !lost.is_empty() {
             failures.push(format!("acknowledged records lost: {lost:?}"));
+        }
+        // Every producer of a safe configuration is idempotent: a retry
+        // never writes a record twice.
+        let duplicated = simulation.summary().duplicated;
+        if duplicated > 0 {
+            failures.push(format!("{duplicated} records written twice by idempotent producers"));
         }
     }
     failures

@@ -669,7 +669,13 @@ impl Simulation {
         } else {
             None
         };
-        match self.network.route(from, to, self.now, &mut self.network_rng) {
+        let route = if matches!(message, Message::ProduceResponse { .. }) && self.network.take_produce_response_loss(to)
+        {
+            Err(network::DropReason::Injected)
+        } else {
+            self.network.route(from, to, self.now, &mut self.network_rng)
+        };
+        match route {
             Ok(arrival) => {
                 let connection = self.network.connection(from, to);
                 self.push(
@@ -956,6 +962,11 @@ impl Simulation {
             Input::HealNetwork => self.network.heal_all(),
             Input::SlowNode { node, extra_latency_ms } => self.network.slow_down(node, extra_latency_ms),
             Input::DropMessages { per_million } => self.network.set_drop_rate(per_million),
+            Input::LoseProduceResponse { producer } => {
+                if (producer as usize) < self.producers.len() {
+                    self.network.lose_next_produce_response(NodeId::Producer(producer));
+                }
+            }
             Input::KillController { controller } => self.controller_kill(controller),
             Input::RestartController { controller } => self.controller_restart(controller),
             Input::StartConsumer { consumer } => self.consumer_start(consumer),
@@ -982,8 +993,46 @@ impl Simulation {
         }
     }
 
-    fn apply_config_change(&mut self, change: ConfigChange) {
+    /// Whether Kafka would accept `change` in this run: a producer with
+    /// `enable.idempotence=true` needs `acks=all`
+    /// (`ProducerConfig#postProcessAndValidateIdempotenceConfigs`); a
+    /// driver asks first to answer with the error, the simulation refuses
+    /// such a change anyway with a [`TraceKind::ChangeRefused`] event.
+    pub fn check_config_change(&self, change: &ConfigChange) -> Result<(), String> {
+        const NEEDS_ACKS_ALL: &str =
+            "Must set acks to all in order to use the idempotent producer. Otherwise we cannot guarantee idempotence.";
         match change {
+            ConfigChange::EnableIdempotence { producer, enable: true } => {
+                match self.producers.get(*producer as usize) {
+                    Some(state) if state.config.acks != crate::replication::high_watermark::Acks::All => {
+                        Err(NEEDS_ACKS_ALL.to_string())
+                    }
+                    _ => Ok(()),
+                }
+            }
+            ConfigChange::Acks { producer, acks } => match self.producers.get(*producer as usize) {
+                Some(state)
+                    if state.config.enable_idempotence == Some(true)
+                        && *acks != crate::replication::high_watermark::Acks::All =>
+                {
+                    Err(NEEDS_ACKS_ALL.to_string())
+                }
+                _ => Ok(()),
+            },
+            _ => Ok(()),
+        }
+    }
+
+    fn apply_config_change(&mut self, change: ConfigChange) {
+        if let Err(reason) = self.check_config_change(&change) {
+            self.record(TraceKind::ChangeRefused {
+                change: describe_change(&change),
+                reason,
+            });
+            return;
+        }
+        match change {
+            ConfigChange::EnableIdempotence { producer, enable } => self.producer_set_idempotence(producer, enable),
             ConfigChange::Acks { producer, acks } => {
                 if let Some(producer) = self.producers.get_mut(producer as usize) {
                     producer.config.acks = acks;
@@ -1078,6 +1127,7 @@ fn describe_input(input: &Input) -> String {
         Input::HealNetwork => "heal the network".to_string(),
         Input::SlowNode { node, extra_latency_ms } => format!("slow {node} by {extra_latency_ms} ms"),
         Input::DropMessages { per_million } => format!("lose {per_million} messages per million"),
+        Input::LoseProduceResponse { producer } => format!("lose the next produce response to producer-{producer}"),
         Input::KillController { controller } => format!("kill controller-{controller}"),
         Input::RestartController { controller } => format!("restart controller-{controller}"),
         Input::StartConsumer { consumer } => format!("start consumer-{consumer}"),
@@ -1128,6 +1178,9 @@ fn describe_change(change: &ConfigChange) -> String {
             format!("set consumer-{consumer}'s handler to {value} ms per record")
         }
         ConfigChange::CommitMode { consumer, mode } => format!("consumer-{consumer} now uses {mode}"),
+        ConfigChange::EnableIdempotence { producer, enable } => {
+            format!("set enable.idempotence={enable} on producer-{producer}")
+        }
         ConfigChange::IdempotentHandler { consumer, enable } => format!(
             "consumer-{consumer}'s handler {} records it already processed",
             if *enable { "skips" } else { "no longer skips" }

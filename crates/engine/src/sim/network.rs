@@ -29,6 +29,8 @@ pub enum DropReason {
     Lost,
     /// Sent on a connection that broke before it arrived.
     ConnectionReset,
+    /// The learner asked for this one response to be lost.
+    Injected,
 }
 
 impl std::fmt::Display for DropReason {
@@ -38,6 +40,7 @@ impl std::fmt::Display for DropReason {
             DropReason::NetworkPartition => "the two are on different sides of a network partition",
             DropReason::Lost => "lost on the way",
             DropReason::ConnectionReset => "its connection broke before it arrived",
+            DropReason::Injected => "lost on the way back, as the learner asked",
         })
     }
 }
@@ -54,6 +57,8 @@ pub struct Network {
     /// The generation of the connection between two nodes (absent: 0),
     /// bumped every time it breaks.
     connections: BTreeMap<(NodeId, NodeId), u32>,
+    /// Nodes whose next produce response is to be lost.
+    lose_next_produce_response: BTreeSet<NodeId>,
 }
 
 fn ordered(a: NodeId, b: NodeId) -> (NodeId, NodeId) {
@@ -74,7 +79,19 @@ impl Network {
             slow: BTreeMap::new(),
             last_delivery: BTreeMap::new(),
             connections: BTreeMap::new(),
+            lose_next_produce_response: BTreeSet::new(),
         }
+    }
+
+    /// Loses the next produce response sent to `node`.
+    pub fn lose_next_produce_response(&mut self, node: NodeId) {
+        self.lose_next_produce_response.insert(node);
+    }
+
+    /// Whether a produce response to `node` is the one to lose (and
+    /// forgets the wish).
+    pub fn take_produce_response_loss(&mut self, node: NodeId) -> bool {
+        self.lose_next_produce_response.remove(&node)
     }
 
     /// The current connection between two nodes (its generation).

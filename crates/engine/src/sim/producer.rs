@@ -198,6 +198,25 @@ impl Simulation {
         self.producer_drain(producer);
     }
 
+    /// `enable.idempotence` switched mid-run: on, the producer asks for a
+    /// new producer id before its next batch and numbers batches from 0,
+    /// as a new instance would; off, batches not yet sent go without a
+    /// sequence.
+    pub(crate) fn producer_set_idempotence(&mut self, producer: u32, enable: bool) {
+        let Some(state) = self.producers.get_mut(producer as usize) else {
+            return;
+        };
+        let was = state.idempotent();
+        state.config.enable_idempotence = Some(enable);
+        if enable && !was {
+            state.producer_id = None;
+            state.epoch = 0;
+            state.sequences.clear();
+            state.acked_sequences.clear();
+        }
+        self.producer_drain(producer);
+    }
+
     fn producer_request_metadata(&mut self, producer: u32) {
         let state = &mut self.producers[producer as usize];
         if state.metadata_in_flight.is_some() {

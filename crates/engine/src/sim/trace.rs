@@ -782,6 +782,20 @@ pub enum TraceKind {
     /// The run met one of kafkascope's limits ([`crate::limits`]) and refused
     /// to go past it (`what` names what was counted).
     LimitReached { what: String, limit: u64 },
+    /// A knob change Kafka would refuse was not applied.
+    ChangeRefused { change: String, reason: String },
+    /// A partition leader recognised a batch it had already written (an
+    /// idempotent producer's retry: same producer id, epoch and
+    /// sequences) and answered with the original offsets instead of
+    /// writing it again (`ProducerStateEntry#findDuplicateBatch`).
+    DuplicateIgnored {
+        broker: BrokerId,
+        partition: TopicPartition,
+        producer_id: u64,
+        first_sequence: i32,
+        last_sequence: i32,
+        first_offset: Offset,
+    },
     /// An operator's `ElectLeaders` elected nobody for a partition (or, with
     /// no partition, for the whole request: no controller was active).
     ElectLeadersFailed {
@@ -983,6 +997,17 @@ impl TraceEvent {
             TraceKind::LimitReached { what, limit } => {
                 format!("stopped at kafkascope's limit of {limit} for {what}")
             }
+            TraceKind::ChangeRefused { change, reason } => format!("refused to {change}: {reason}"),
+            TraceKind::DuplicateIgnored {
+                broker,
+                partition,
+                producer_id,
+                first_sequence,
+                last_sequence,
+                first_offset,
+            } => format!(
+                "broker-{broker} already has producer {producer_id}'s sequences {first_sequence}..={last_sequence} on {partition} (from offset {first_offset}): answered with the original offsets, nothing written again"
+            ),
             TraceKind::ElectLeadersFailed {
                 election_type,
                 partition,
