@@ -498,7 +498,8 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::ElectLeadersFailed { .. }
         | TraceKind::LimitReached { .. }
         | TraceKind::ChangeRefused { .. }
-        | TraceKind::DuplicateIgnored { .. } => true,
+        | TraceKind::DuplicateIgnored { .. }
+        | TraceKind::MarkerWritten { .. } => true,
         TraceKind::Sent { .. }
         | TraceKind::Delivered { .. }
         | TraceKind::Dropped { .. }

@@ -1043,6 +1043,13 @@ fn inspect_replica(view: &ClusterView, model: &MapModel, broker: u32, partition:
                 ("In sync".into(), if replica.in_sync { "yes (in the ISR)".into() } else { "no (out of sync)".into() }),
                 ("Log end offset".into(), replica.log_end_offset.to_string()),
                 ("High watermark".into(), replica.high_watermark.to_string()),
+                ("Last stable offset".into(), match tracked {
+                    Some(view) if view.last_stable_offset < view.high_watermark => format!(
+                        "{} (a transaction is open or its marker is not replicated yet: read_committed consumers stop here)",
+                        view.last_stable_offset
+                    ),
+                    _ => "= high watermark (no open transaction)".into(),
+                }),
                 ("Leader epoch".into(), replica.leader_epoch.map_or("-".into(), |epoch| epoch.to_string())),
                 ("Leader".into(), registration.leader.map_or("none".into(), |leader| format!("{broker_leader}", broker_leader = as_broker(leader)))),
                 ("ISR".into(), ids(&registration.isr)),

@@ -959,6 +959,27 @@ impl Captioner {
                     "controller-elected".to_string(),
                 )
             }
+            TraceKind::MarkerWritten {
+                broker,
+                partition,
+                producer_id,
+                control,
+                offset,
+            } => {
+                explainable = true;
+                (
+                    StepKind::Note {
+                        over: NodeId::Broker(*broker),
+                        text: format!("{control} marker"),
+                    },
+                    format!(
+                        "{} writes a {control} marker for producer id {producer_id}'s transaction at offset {offset} of {partition}: a control record that read_committed consumers use to decide the transaction's records, and that no consumer returns to its application. Once the high watermark passes it, the last stable offset can move past the transaction.",
+                        NodeId::Broker(*broker)
+                    ),
+                    vec![partition.to_string()],
+                    "marker-written".to_string(),
+                )
+            }
             TraceKind::ChangeRefused { change, reason } => (
                 StepKind::Input {
                     text: "refused".to_string(),
@@ -1549,6 +1570,7 @@ mod tests {
         let batch = |records: u64| ProducerBatch {
             records: (0..records).map(|record| (record, 100)).collect(),
             idempotence: Some((2000, 0, 0)),
+            transactional: false,
         };
         let captioner = Captioner::default();
         let caption = |message: &Message, from: &str, to: &str| {

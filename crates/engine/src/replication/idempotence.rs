@@ -590,6 +590,21 @@ impl ProducerStateTable {
         }
     }
 
+    /// [`Self::first_unstable_offset`] once the high watermark is at
+    /// `high_watermark` (as if `on_high_watermark_updated` had run): closed
+    /// transactions whose marker is below it no longer count.
+    pub fn first_unstable_offset_below(&self, high_watermark: Offset) -> Option<Offset> {
+        let unreplicated = self
+            .unreplicated
+            .values()
+            .find(|txn| txn.last_offset.is_none_or(|last| last >= high_watermark))
+            .map(|txn| txn.first_offset);
+        match (unreplicated, self.ongoing.keys().next().copied()) {
+            (Some(unreplicated), Some(undecided)) => Some(unreplicated.min(undecided)),
+            (one, other) => one.or(other),
+        }
+    }
+
     /// What the transaction index records as the last stable offset when
     /// `completed` closes (`ProducerStateManager#lastStableOffset(CompletedTxn)`):
     /// the first offset of the oldest other producer's open transaction, or

@@ -14,12 +14,15 @@ use crate::replication::high_watermark::{
     admit_produce, check_parked_produce, evaluate, Acks, HighWatermarkDecision, HighWatermarkInputs, ParkedProduce,
     ProduceAdmission,
 };
-use crate::replication::idempotence::{DataBatch, ProducerStateTable, SequenceCheck, NO_TIMESTAMP};
+use crate::replication::idempotence::{AppendOrigin, DataBatch, ProducerStateTable, SequenceCheck, NO_TIMESTAMP};
 use crate::replication::replica::ReplicaState;
+use crate::replication::transactions::{last_stable_offset, IsolationLevel, TransactionIndex};
 use crate::replication::{BrokerId, Offset};
 
 use super::trace::{BrokerChange, HighWatermarkReason, HighWatermarkTrigger, TraceId, TraceKind, TruncationReason};
-use super::types::{BatchSequence, ErrorCode, Message, MetadataImage, NodeId, ProducerBatch, Record};
+use super::types::{
+    BatchSequence, ErrorCode, Message, MetadataImage, NodeId, ProducerBatch, Record, TxnMarker, MARKER_RECORD_BASE,
+};
 use super::{Simulation, Timer};
 
 /// Records a follower gets per fetch at most (`replica.fetch.max.bytes`,
@@ -61,9 +64,15 @@ pub struct PartitionLog {
     pub high_watermark: Offset,
     /// The leader-epoch history.
     pub epoch_cache: LeaderEpochCache,
-    /// Idempotent producers' sequence state.
+    /// Idempotent and transactional producers' state, with the open
+    /// transactions.
     #[serde(skip)]
     pub producers: ProducerStateTable,
+    /// Aborted transactions (`TransactionIndex`).
+    #[serde(skip)]
+    pub txn_index: TransactionIndex,
+    /// Transaction markers in the log.
+    markers: u64,
 }
 
 impl PartitionLog {
@@ -72,34 +81,74 @@ impl PartitionLog {
         self.records.len() as Offset
     }
 
+    /// How many transaction markers (control records) the log holds.
+    pub fn txn_markers(&self) -> u64 {
+        self.markers
+    }
+
+    /// Where a consumer at `isolation` may read up to.
+    pub fn read_bound(&self, isolation: IsolationLevel) -> Offset {
+        match isolation {
+            IsolationLevel::ReadUncommitted => self.high_watermark,
+            IsolationLevel::ReadCommitted => self.last_stable_offset(),
+        }
+    }
+
+    /// The last stable offset: where `read_committed` consumers stop
+    /// (`UnifiedLog#lastStableOffset`).
+    pub fn last_stable_offset(&self) -> Offset {
+        last_stable_offset(
+            self.producers.first_unstable_offset_below(self.high_watermark),
+            self.high_watermark,
+        )
+    }
+
     /// Updates the producer state for records appended from `from` on: one
-    /// entry per idempotent batch, as every replica does when it appends.
+    /// entry per idempotent batch, and each transaction marker closing its
+    /// producer's transaction, as every replica does when it appends
+    /// (`AppendOrigin.REPLICATION`: the leader checked them before).
     fn track_producers_from(&mut self, from: usize) {
         for index in from..self.records.len() {
             let record = self.records[index];
             let Some(batch) = record.batch else { continue };
             let starts_batch = index == 0 || self.records[index - 1].batch != Some(batch);
-            if starts_batch {
-                // A v2 batch's offset delta is its sequence delta (which
-                // wraps after Integer.MAX_VALUE). Records carry no
-                // timestamps here; producers never expire in the simulation.
-                let offset_delta = (i64::from(batch.last_sequence) - i64::from(batch.first_sequence))
-                    .rem_euclid(i64::from(i32::MAX) + 1) as Offset;
-                self.producers
-                    .record(
-                        batch.producer_id,
-                        &DataBatch {
-                            producer_epoch: producer_epoch(batch.epoch),
-                            first_seq: batch.first_sequence,
-                            last_seq: batch.last_sequence,
-                            first_offset: record.offset,
-                            last_offset: record.offset + offset_delta,
-                            max_timestamp: NO_TIMESTAMP,
-                            is_transactional: false,
-                        },
-                    )
-                    .expect("the simulation's producers are not transactional");
+            if !starts_batch {
+                continue;
             }
+            // Records carry no timestamps here; producers never expire in
+            // the simulation. A replica never refuses what its leader
+            // wrote, so errors (which replication only logs in Kafka) are
+            // ignored.
+            if let Some(marker) = batch.marker {
+                self.markers += 1;
+                let _ = self.producers.append_marker(
+                    AppendOrigin::Replication,
+                    batch.producer_id,
+                    marker.control,
+                    producer_epoch(batch.epoch),
+                    marker.coordinator_epoch,
+                    record.offset,
+                    NO_TIMESTAMP,
+                    &mut self.txn_index,
+                );
+                continue;
+            }
+            // A v2 batch's offset delta is its sequence delta (which wraps
+            // after Integer.MAX_VALUE).
+            let offset_delta = (i64::from(batch.last_sequence) - i64::from(batch.first_sequence))
+                .rem_euclid(i64::from(i32::MAX) + 1) as Offset;
+            let _ = self.producers.record(
+                batch.producer_id,
+                &DataBatch {
+                    producer_epoch: producer_epoch(batch.epoch),
+                    first_seq: batch.first_sequence,
+                    last_seq: batch.last_sequence,
+                    first_offset: record.offset,
+                    last_offset: record.offset + offset_delta,
+                    max_timestamp: NO_TIMESTAMP,
+                    is_transactional: batch.transactional,
+                },
+            );
         }
     }
 
@@ -108,8 +157,11 @@ impl PartitionLog {
         self.records.truncate(offset as usize);
         self.epoch_cache.truncate_from_end(offset);
         self.high_watermark = self.high_watermark.min(offset);
-        // UnifiedLog#truncateTo rebuilds the producer state from the log.
+        // UnifiedLog#truncateTo rebuilds the producer state from the log
+        // (and truncates the transaction index).
         self.producers.clear();
+        self.txn_index.clear();
+        self.markers = 0;
         self.track_producers_from(0);
     }
 }
@@ -171,6 +223,8 @@ pub struct HeldFetch {
     pub replica: BrokerId,
     /// Where it fetches from.
     pub fetch_offset: Offset,
+    /// A consumer's `isolation.level`.
+    pub isolation: IsolationLevel,
 }
 
 /// The leader role for one partition.
@@ -760,7 +814,11 @@ impl Simulation {
             return;
         }
         match message {
-            Message::ConsumerFetch { partition, offset } => self.leader_consumer_fetch(id, from, &partition, offset),
+            Message::ConsumerFetch {
+                partition,
+                offset,
+                isolation,
+            } => self.leader_consumer_fetch(id, from, &partition, offset, isolation),
             Message::ListOffsets { partition } => {
                 let result = match self.brokers[&id].leading.get(&partition) {
                     Some(_) => Ok(self.brokers[&id].logs[&partition].high_watermark),
@@ -1102,12 +1160,7 @@ impl Simulation {
         let node = NodeId::Broker(id);
         for fetch in held {
             let message = match fetch.consumer {
-                Some(_) => Message::ConsumerFetchResponse {
-                    partition: partition.clone(),
-                    records: Vec::new(),
-                    high_watermark: 0,
-                    error: Some(ErrorCode::NotLeaderOrFollower),
-                },
+                Some(_) => Message::consumer_fetch_error(partition.clone(), ErrorCode::NotLeaderOrFollower),
                 None => Message::FetchResponse {
                     partition: partition.clone(),
                     leader_epoch,
@@ -1232,6 +1285,84 @@ impl Simulation {
         next
     }
 
+    /// Writes a transaction marker to `partition` on its leader `broker`,
+    /// as a `WriteTxnMarkers` request from the transaction coordinator
+    /// does (`ReplicaManager#appendRecords` with `AppendOrigin.COORDINATOR`):
+    /// refused with `INVALID_PRODUCER_EPOCH` for an epoch older than the
+    /// producer's, `TRANSACTION_COORDINATOR_FENCED` for an older
+    /// coordinator epoch (`ProducerAppendInfo#appendEndTxnMarker`),
+    /// `NOT_LEADER_OR_FOLLOWER` elsewhere; otherwise appended and
+    /// replicated like any record: the producer's transaction closes, an
+    /// aborted one enters the transaction index, and the last stable
+    /// offset moves once the high watermark passes the marker. Returns the
+    /// marker's offset. (The transaction coordinator that sends these is
+    /// not simulated yet.)
+    pub fn write_txn_marker(
+        &mut self,
+        broker: BrokerId,
+        partition: &TopicPartition,
+        producer_id: u64,
+        epoch: u16,
+        marker: TxnMarker,
+    ) -> Result<Offset, ErrorCode> {
+        let leader_epoch = self
+            .brokers
+            .get(&broker)
+            .and_then(|state| state.leading.get(partition))
+            .ok_or(ErrorCode::NotLeaderOrFollower)?
+            .leader_epoch;
+        let log = &self.brokers[&broker].logs[partition];
+        let offset = log.log_end_offset();
+        log.producers
+            .prepare_update(producer_id, AppendOrigin::Coordinator)
+            .append_end_txn_marker(
+                marker.control,
+                producer_epoch(epoch),
+                marker.coordinator_epoch,
+                offset,
+                NO_TIMESTAMP,
+            )
+            .map_err(|error| match error {
+                crate::replication::idempotence::ProducerStateError::TransactionCoordinatorFenced { .. } => {
+                    ErrorCode::TransactionCoordinatorFenced
+                }
+                _ => ErrorCode::InvalidProducerEpoch,
+            })?;
+        let id = MARKER_RECORD_BASE + self.markers_written;
+        self.markers_written += 1;
+        let log = self
+            .broker(broker)
+            .logs
+            .get_mut(partition)
+            .expect("a leader has its log");
+        log.records.push(Record {
+            offset,
+            leader_epoch,
+            id,
+            // A control batch with one record (`EndTransactionMarker`).
+            bytes: 78,
+            batch: Some(BatchSequence {
+                producer_id,
+                epoch,
+                first_sequence: -1,
+                last_sequence: -1,
+                transactional: true,
+                marker: Some(marker),
+            }),
+        });
+        log.track_producers_from(offset as usize);
+        self.record(TraceKind::MarkerWritten {
+            broker,
+            partition: partition.clone(),
+            producer_id,
+            control: marker.control,
+            offset,
+        });
+        self.leader_release_held_fetches_pub(broker, partition);
+        self.leader_maybe_advance_hw(broker, partition, HighWatermarkTrigger::LeaderAppended);
+        Ok(offset)
+    }
+
     /// `appendRecordsToLeader` for one partition's batch of a produce
     /// request: each partition passes its own checks (leadership,
     /// `NOT_ENOUGH_REPLICAS`, the idempotent producer's sequence).
@@ -1320,6 +1451,8 @@ impl Simulation {
                 epoch,
                 first_sequence,
                 last_sequence: first_sequence + batch.records.len() as i32 - 1,
+                transactional: batch.transactional,
+                marker: None,
             });
         for (index, &(record_id, bytes)) in batch.records.iter().enumerate() {
             log.records.push(Record {
@@ -1505,6 +1638,7 @@ impl Simulation {
                 consumer: None,
                 replica,
                 fetch_offset,
+                isolation: IsolationLevel::ReadUncommitted,
             });
             self.schedule_timer(
                 node,
@@ -1571,29 +1705,31 @@ impl Simulation {
 
     fn answer_held(&mut self, id: BrokerId, partition: &TopicPartition, fetch: HeldFetch) {
         match fetch.consumer {
-            Some(client) => self.leader_answer_consumer(id, client, partition, fetch.fetch_offset),
+            Some(client) => self.leader_answer_consumer(id, client, partition, fetch.fetch_offset, fetch.isolation),
             None => self.leader_answer_fetch(id, partition, fetch.replica, fetch.fetch_offset),
         }
     }
 
-    /// A consumer's fetch (`Partition#fetchRecords` with the high watermark
-    /// as the limit): records below the high watermark, or held until the
-    /// high watermark moves (`fetch.max.wait.ms`, 500).
-    fn leader_consumer_fetch(&mut self, id: BrokerId, client: NodeId, partition: &TopicPartition, offset: Offset) {
+    /// A consumer's fetch (`Partition#fetchRecords`): records below the
+    /// high watermark (`read_uncommitted`) or the last stable offset
+    /// (`read_committed`), or held until that moves (`fetch.max.wait.ms`,
+    /// 500).
+    fn leader_consumer_fetch(
+        &mut self,
+        id: BrokerId,
+        client: NodeId,
+        partition: &TopicPartition,
+        offset: Offset,
+        isolation: IsolationLevel,
+    ) {
         let node = NodeId::Broker(id);
         if !self.brokers[&id].leading.contains_key(partition) {
-            let message = Message::ConsumerFetchResponse {
-                partition: partition.clone(),
-                records: Vec::new(),
-                high_watermark: 0,
-                error: Some(ErrorCode::NotLeaderOrFollower),
-            };
+            let message = Message::consumer_fetch_error(partition.clone(), ErrorCode::NotLeaderOrFollower);
             self.send(node, client, message);
             return;
         }
-        let high_watermark = self.brokers[&id].logs[partition].high_watermark;
-        if offset < high_watermark {
-            self.leader_answer_consumer(id, client, partition, offset);
+        if offset < self.brokers[&id].logs[partition].read_bound(isolation) {
+            self.leader_answer_consumer(id, client, partition, offset, isolation);
         } else {
             let incarnation = self.brokers[&id].incarnation;
             let broker = self.broker(id);
@@ -1604,6 +1740,7 @@ impl Simulation {
                 consumer: Some(client),
                 replica: 0,
                 fetch_offset: offset,
+                isolation,
             });
             self.schedule_timer(
                 node,
@@ -1614,14 +1751,36 @@ impl Simulation {
         }
     }
 
-    fn leader_answer_consumer(&mut self, id: BrokerId, client: NodeId, partition: &TopicPartition, offset: Offset) {
+    /// Answers a consumer's fetch: up to [`FETCH_MAX_RECORDS`] records below
+    /// its bound; a `read_committed` answer lists the aborted transactions
+    /// the records may overlap (`UnifiedLog#collectAbortedTransactions`, up
+    /// to the log end offset: the simulation has no offset index, see
+    /// [`TransactionIndex::collect_aborted_txns`]).
+    fn leader_answer_consumer(
+        &mut self,
+        id: BrokerId,
+        client: NodeId,
+        partition: &TopicPartition,
+        offset: Offset,
+        isolation: IsolationLevel,
+    ) {
         let Some(log) = self.brokers[&id].logs.get(partition) else {
             return;
         };
-        let high_watermark = log.high_watermark;
-        let start = (offset as usize).min(high_watermark as usize);
-        let end = (start + FETCH_MAX_RECORDS).min(high_watermark as usize);
+        let (high_watermark, last_stable_offset) = (log.high_watermark, log.last_stable_offset());
+        let bound = log.read_bound(isolation);
+        let start = (offset as usize).min(bound as usize);
+        let end = (start + FETCH_MAX_RECORDS).min(bound as usize);
         let records = log.records.copy_range(start, end);
+        let aborted = if isolation == IsolationLevel::ReadCommitted && !records.is_empty() {
+            log.txn_index
+                .collect_aborted_txns(offset, log.log_end_offset())
+                .iter()
+                .map(|txn| (txn.producer_id, txn.first_offset))
+                .collect()
+        } else {
+            Vec::new()
+        };
         self.send(
             NodeId::Broker(id),
             client,
@@ -1629,6 +1788,8 @@ impl Simulation {
                 partition: partition.clone(),
                 records,
                 high_watermark,
+                last_stable_offset,
+                aborted,
                 error: None,
             },
         );
@@ -1919,5 +2080,85 @@ impl Simulation {
         }
         // The leader holds empty fetches, so the next one can go at once.
         self.schedule_timer(node, incarnation, 0, Timer::FollowerFetch(partition.clone()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replication::transactions::ControlType;
+
+    /// A log with `count` records of one batch from `producer`, transactional or not.
+    fn push_batch(log: &mut PartitionLog, producer: u64, first_sequence: i32, count: u32, transactional: bool) {
+        let offset = log.log_end_offset();
+        let batch = BatchSequence {
+            producer_id: producer,
+            epoch: 0,
+            first_sequence,
+            last_sequence: first_sequence + count as i32 - 1,
+            transactional,
+            marker: None,
+        };
+        for index in 0..count {
+            log.records.push(Record {
+                offset: offset + u64::from(index),
+                leader_epoch: 0,
+                id: offset + u64::from(index),
+                bytes: 100,
+                batch: Some(batch),
+            });
+        }
+        log.track_producers_from(offset as usize);
+    }
+
+    fn push_marker(log: &mut PartitionLog, producer: u64, control: ControlType) {
+        let offset = log.log_end_offset();
+        log.records.push(Record {
+            offset,
+            leader_epoch: 0,
+            id: MARKER_RECORD_BASE + offset,
+            bytes: 78,
+            batch: Some(BatchSequence {
+                producer_id: producer,
+                epoch: 0,
+                first_sequence: -1,
+                last_sequence: -1,
+                transactional: true,
+                marker: Some(TxnMarker {
+                    control,
+                    coordinator_epoch: 0,
+                }),
+            }),
+        });
+        log.track_producers_from(offset as usize);
+    }
+
+    #[test]
+    fn the_last_stable_offset_waits_for_open_transactions_and_replicated_markers() {
+        let mut log = PartitionLog::default();
+        push_batch(&mut log, 1, 0, 3, true); // 0..=2, open
+        push_batch(&mut log, 2, 0, 2, false); // 3..=4, plain idempotent
+        log.high_watermark = 5;
+        assert_eq!(
+            log.last_stable_offset(),
+            0,
+            "an open transaction holds it at its first offset"
+        );
+        assert_eq!(log.read_bound(IsolationLevel::ReadUncommitted), 5);
+        assert_eq!(log.read_bound(IsolationLevel::ReadCommitted), 0);
+        push_marker(&mut log, 1, ControlType::Abort); // 5
+        assert_eq!(
+            log.last_stable_offset(),
+            0,
+            "the marker is not below the high watermark yet"
+        );
+        log.high_watermark = 6;
+        assert_eq!(log.last_stable_offset(), 6);
+        assert_eq!(log.txn_index.entries().len(), 1);
+        assert_eq!(log.txn_markers(), 1);
+        // Truncation rebuilds all of it from the log.
+        log.truncate_to(5);
+        assert_eq!((log.txn_markers(), log.txn_index.entries().len()), (0, 0));
+        assert_eq!(log.last_stable_offset(), 0, "the transaction is open again");
     }
 }

@@ -1,6 +1,7 @@
 //! A cluster's configuration and the inputs a run takes: user actions and
 //! faults, each scheduled at a virtual time. Defaults are Kafka's.
 
+use crate::replication::transactions::IsolationLevel;
 use serde::{Deserialize, Serialize};
 
 pub use crate::controller::cluster_control::ElectionType;
@@ -324,6 +325,16 @@ pub struct ConsumerConfig {
     /// nothing the second time (an idempotent handler).
     #[serde(default, skip_serializing_if = "is_false")]
     pub idempotent_handler: bool,
+    /// `isolation.level`: `read_uncommitted` (the default) reads up to the
+    /// high watermark, open and aborted transactions included;
+    /// `read_committed` reads up to the last stable offset and skips
+    /// aborted transactions.
+    #[serde(default, skip_serializing_if = "is_read_uncommitted")]
+    pub isolation_level: IsolationLevel,
+}
+
+fn is_read_uncommitted(level: &IsolationLevel) -> bool {
+    *level == IsolationLevel::ReadUncommitted
 }
 
 fn is_false(value: &bool) -> bool {
@@ -376,6 +387,7 @@ impl ConsumerConfig {
             group_remote_assignor: None,
             commit_mode: CommitMode::Auto,
             idempotent_handler: false,
+            isolation_level: IsolationLevel::ReadUncommitted,
         }
     }
 

@@ -7,6 +7,7 @@
 //! If its coordinator is lost it keeps reading its partitions while it
 //! looks for the new one, then heartbeats on in the same generation.
 
+use crate::replication::transactions::{consume_batches, FetchedBatch, IsolationLevel};
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -45,6 +46,17 @@ impl std::fmt::Display for ConsumerPhase {
             ConsumerPhase::Consuming => "consuming",
         })
     }
+}
+
+/// Records a fetch returned that the application has not polled yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fetched {
+    /// What `poll()` may return, in order (control records and, for
+    /// `read_committed`, aborted transactions' records already dropped).
+    pub records: Vec<super::types::Record>,
+    /// Where the position moves once they are all returned: past a trailing
+    /// marker or aborted batch too (`CompletedFetch#nextFetchOffset`).
+    pub next_offset: Offset,
 }
 
 /// A consumer's state.
@@ -107,7 +119,7 @@ pub struct Consumer {
     /// Records fetched and not yet returned by `poll()`, per partition
     /// (Kafka's fetch buffer; a partition with buffered records is not
     /// fetched again until they are returned).
-    pub buffer: BTreeMap<TopicPartition, Vec<super::types::Record>>,
+    pub buffer: BTreeMap<TopicPartition, Fetched>,
     /// The handler works on the last poll's records until then.
     pub processing_until: Option<u64>,
     /// When the application last called `poll()`.
@@ -832,9 +844,20 @@ impl Simulation {
                 partition,
                 records,
                 high_watermark,
+                last_stable_offset,
+                aborted,
                 error,
             } => {
-                self.consumer_fetched(id, from, partition, records, high_watermark, error);
+                self.consumer_fetched(
+                    id,
+                    from,
+                    partition,
+                    records,
+                    high_watermark,
+                    last_stable_offset,
+                    aborted,
+                    error,
+                );
             }
             Message::ConnectionClosed => self.consumer_connection_closed(id, from),
             _ => {}
@@ -859,7 +882,16 @@ impl Simulation {
             self.consumers[id as usize].metadata_in_flight = None;
         }
         for partition in lost_fetches {
-            self.consumer_fetched(id, from, partition, Vec::new(), 0, Some(ErrorCode::NotLeaderOrFollower));
+            self.consumer_fetched(
+                id,
+                from,
+                partition,
+                Vec::new(),
+                0,
+                0,
+                Vec::new(),
+                Some(ErrorCode::NotLeaderOrFollower),
+            );
         }
         if lost_coordinator && self.consumers[id as usize].phase != ConsumerPhase::Stopped {
             self.consumer_group_error(id, ErrorCode::NetworkException);
@@ -1120,7 +1152,11 @@ impl Simulation {
             self.send(
                 Self::consumer_node(id),
                 NodeId::Broker(leader),
-                Message::ConsumerFetch { partition, offset },
+                Message::ConsumerFetch {
+                    partition,
+                    offset,
+                    isolation: self.consumers[id as usize].config.isolation_level,
+                },
             );
         }
     }
@@ -1139,6 +1175,7 @@ impl Simulation {
         );
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn consumer_fetched(
         &mut self,
         id: u32,
@@ -1146,6 +1183,8 @@ impl Simulation {
         partition: TopicPartition,
         records: Vec<super::types::Record>,
         high_watermark: Offset,
+        last_stable_offset: Offset,
+        aborted: Vec<(u64, Offset)>,
         error: Option<ErrorCode>,
     ) {
         let consumer = &mut self.consumers[id as usize];
@@ -1174,29 +1213,88 @@ impl Simulation {
             }
             return;
         }
-        consumer.high_watermarks.insert(partition.clone(), high_watermark);
+        // A read_committed consumer's end is the last stable offset
+        // (`SubscriptionState#partitionLag`).
+        let isolation = consumer.config.isolation_level;
+        let bound = match isolation {
+            IsolationLevel::ReadUncommitted => high_watermark,
+            IsolationLevel::ReadCommitted => last_stable_offset,
+        };
+        consumer.high_watermarks.insert(partition.clone(), bound);
         let Some(&position) = consumer.positions.get(&partition) else {
             return;
         };
-        let fresh: Vec<_> = records.into_iter().filter(|record| record.offset >= position).collect();
+        let (fresh, next_offset) = returned_records(records, isolation, &aborted, position);
+        if isolation == IsolationLevel::ReadCommitted {
+            self.check_read_committed(id, from, &partition, &fresh);
+        }
+        let consumer = &mut self.consumers[id as usize];
         let above: Vec<Offset> = fresh
             .iter()
             .map(|record| record.offset)
-            .filter(|&offset| offset >= high_watermark)
+            .filter(|&offset| offset >= bound)
             .collect();
         if !fresh.is_empty() {
             // The fetch buffer holds them until the application polls.
-            consumer.buffer.insert(partition.clone(), fresh);
+            consumer.buffer.insert(
+                partition.clone(),
+                Fetched {
+                    records: fresh,
+                    next_offset,
+                },
+            );
+        } else if next_offset > position {
+            // Only markers or aborted records: nothing for the
+            // application, and the position moves past them.
+            consumer.positions.insert(partition.clone(), next_offset);
         }
         if !above.is_empty() {
             self.monitor.violations += 1;
+            let limit = match isolation {
+                IsolationLevel::ReadUncommitted => "high watermark",
+                IsolationLevel::ReadCommitted => "last stable offset",
+            };
             self.record(TraceKind::InvariantViolated {
                 invariant: Invariant::ConsumerReadsBelowHighWatermark,
-                detail: format!("consumer-{id} read offsets {above:?} of {partition} at or above the high watermark {high_watermark}"),
+                detail: format!("consumer-{id} read offsets {above:?} of {partition} at or above the {limit} {bound}"),
             });
         }
         self.consumer_poll(id);
         self.consumer_fetch_all(id);
+    }
+
+    /// The monitor: no record a `read_committed` consumer returns belongs
+    /// to a transaction its leader's transaction index lists as aborted.
+    fn check_read_committed(
+        &mut self,
+        id: u32,
+        from: NodeId,
+        partition: &TopicPartition,
+        returned: &[super::types::Record],
+    ) {
+        let NodeId::Broker(broker) = from else { return };
+        let Some(log) = self.brokers.get(&broker).and_then(|broker| broker.logs.get(partition)) else {
+            return;
+        };
+        let aborted: Vec<Offset> = returned
+            .iter()
+            .filter_map(|record| {
+                let batch = record.batch?;
+                (batch.transactional
+                    && log.txn_index.entries().iter().any(|txn| {
+                        txn.producer_id == batch.producer_id
+                            && (txn.first_offset..=txn.last_offset).contains(&record.offset)
+                    }))
+                .then_some(record.offset)
+            })
+            .collect();
+        if !aborted.is_empty() {
+            self.monitor.violations += 1;
+            self.record(TraceKind::InvariantViolated {
+                invariant: Invariant::ReadCommittedSkipsAborted,
+                detail: format!("consumer-{id} (read_committed) returned offsets {aborted:?} of {partition}, which belong to aborted transactions"),
+            });
+        }
     }
 
     /// The application calls `poll()`: an auto-commit that came due goes
@@ -1249,12 +1347,14 @@ impl Simulation {
                 consumer.buffer.remove(&partition);
                 continue;
             }
-            let Some(records) = consumer.buffer.get_mut(&partition) else {
+            let Some(fetched) = consumer.buffer.get_mut(&partition) else {
                 continue;
             };
-            let count = budget.min(records.len());
-            let batch: Vec<super::types::Record> = records.drain(..count).collect();
-            if records.is_empty() {
+            let count = budget.min(fetched.records.len());
+            let batch: Vec<super::types::Record> = fetched.records.drain(..count).collect();
+            let mut next_offset = batch.last().map_or(0, |last| last.offset + 1);
+            if fetched.records.is_empty() {
+                next_offset = next_offset.max(fetched.next_offset);
                 consumer.buffer.remove(&partition);
             }
             budget -= count;
@@ -1267,7 +1367,7 @@ impl Simulation {
                 }));
             if let (Some(first), Some(last)) = (batch.first(), batch.last()) {
                 let (from, to) = (first.offset, last.offset + 1);
-                consumer.positions.insert(partition.clone(), to);
+                consumer.positions.insert(partition.clone(), next_offset);
                 consumer.records_read += batch.len() as u64;
                 let high_watermark = consumer.high_watermarks.get(&partition).copied().unwrap_or(to);
                 taken.push((partition, from, to, high_watermark, batch.len() as u64));
@@ -1435,5 +1535,88 @@ impl Simulation {
             .get(id as usize)
             .and_then(|consumer| consumer.paused_until)
             .filter(|until| *until > self.now)
+    }
+}
+
+/// What a consumer at `isolation` returns from fetched records from
+/// `position` on, and where its position goes once they are returned
+/// (`CompletedFetch#fetchRecords`): control records never, and for
+/// `read_committed` no record of an aborted transaction (see
+/// [`consume_batches`]).
+fn returned_records(
+    records: Vec<super::types::Record>,
+    isolation: IsolationLevel,
+    aborted: &[(u64, Offset)],
+    position: Offset,
+) -> (Vec<super::types::Record>, Offset) {
+    let mut batches: Vec<FetchedBatch> = Vec::new();
+    for (index, record) in records.iter().enumerate() {
+        let continues = index > 0 && record.batch.is_some() && records[index - 1].batch == record.batch;
+        match batches.last_mut() {
+            Some(batch) if continues => batch.last_offset = record.offset,
+            _ => batches.push(FetchedBatch {
+                base_offset: record.offset,
+                last_offset: record.offset,
+                producer_id: record.batch.map(|batch| batch.producer_id),
+                transactional: record.batch.is_some_and(|batch| batch.transactional),
+                control: record.batch.and_then(|batch| batch.marker).map(|marker| marker.control),
+            }),
+        }
+    }
+    let (offsets, next_offset) = consume_batches(&batches, isolation, aborted, position);
+    let returned: std::collections::BTreeSet<Offset> = offsets.into_iter().collect();
+    let records = records
+        .into_iter()
+        .filter(|record| returned.contains(&record.offset))
+        .collect();
+    (records, next_offset.max(position))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replication::transactions::ControlType;
+    use crate::sim::types::{BatchSequence, Record, TxnMarker};
+
+    fn record(offset: Offset, producer: u64, transactional: bool, marker: Option<ControlType>) -> Record {
+        Record {
+            offset,
+            leader_epoch: 0,
+            id: offset,
+            bytes: 1,
+            batch: Some(BatchSequence {
+                producer_id: producer,
+                epoch: 0,
+                first_sequence: if marker.is_some() { -1 } else { 0 },
+                last_sequence: if marker.is_some() { -1 } else { 1 },
+                transactional,
+                marker: marker.map(|control| TxnMarker {
+                    control,
+                    coordinator_epoch: 0,
+                }),
+            }),
+        }
+    }
+
+    #[test]
+    fn read_committed_drops_aborted_records_and_markers_and_moves_past_them() {
+        // Producer 7's transaction (0..=1) aborted at 3; producer 8's
+        // record 2 is not transactional.
+        let records = vec![
+            record(0, 7, true, None),
+            record(1, 7, true, None),
+            record(2, 8, false, None),
+            record(3, 7, true, Some(ControlType::Abort)),
+        ];
+        let (committed, next) = returned_records(records.clone(), IsolationLevel::ReadCommitted, &[(7, 0)], 0);
+        assert_eq!(committed.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![2]);
+        assert_eq!(next, 4);
+        let (uncommitted, next) = returned_records(records.clone(), IsolationLevel::ReadUncommitted, &[], 0);
+        assert_eq!(uncommitted.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!(next, 4);
+        // Only the marker left: nothing returned, the position moves on.
+        let (none, next) = returned_records(records[3..].to_vec(), IsolationLevel::ReadCommitted, &[], 3);
+        assert!(none.is_empty());
+        assert_eq!(next, 4);
     }
 }

@@ -259,6 +259,18 @@ impl FuzzCase {
                 consumer.idempotent_handler = idempotent;
             }
         }
+        // Some groups read with isolation.level=read_committed; from a
+        // stream of its own.
+        let mut isolation = Rng::new(seed, 16);
+        let groups: std::collections::BTreeSet<String> =
+            consumers.iter().map(|consumer| consumer.group.clone()).collect();
+        for group in groups {
+            if isolation.next_u32() % 2 == 0 {
+                for consumer in consumers.iter_mut().filter(|consumer| consumer.group == group) {
+                    consumer.isolation_level = crate::replication::transactions::IsolationLevel::ReadCommitted;
+                }
+            }
+        }
         let config = ClusterConfig {
             brokers,
             controllers: 3,

@@ -225,6 +225,9 @@ pub struct Simulation {
     /// Which client each group member id belongs to.
     pub(crate) member_clients: BTreeMap<String, NodeId>,
     pub(crate) records: chunked::ChunkedVec<ProducedRecord>,
+    /// Transaction markers written so far (their record ids count from
+    /// [`types::MARKER_RECORD_BASE`]).
+    pub(crate) markers_written: u64,
     pub(crate) monitor: Monitor,
     trace: Vec<TraceEvent>,
     /// Ids of events already handed out by [`Simulation::take_trace`].
@@ -268,6 +271,7 @@ impl Simulation {
             member_counter: 0,
             member_clients: BTreeMap::new(),
             records: chunked::ChunkedVec::new(),
+            markers_written: 0,
             monitor: Monitor::default(),
             trace: Vec::new(),
             trace_base: 0,
@@ -816,12 +820,10 @@ impl Simulation {
                                 .map(|(partition, _)| (partition.clone(), Err(types::ErrorCode::NetworkException)))
                                 .collect(),
                         }),
-                        Message::ConsumerFetch { partition, .. } => Some(Message::ConsumerFetchResponse {
-                            partition: partition.clone(),
-                            records: Vec::new(),
-                            high_watermark: 0,
-                            error: Some(types::ErrorCode::NotLeaderOrFollower),
-                        }),
+                        Message::ConsumerFetch { partition, .. } => Some(Message::consumer_fetch_error(
+                            partition.clone(),
+                            types::ErrorCode::NotLeaderOrFollower,
+                        )),
                         // A group request (JoinGroup, Heartbeat, ...) fails
                         // with the connection; the consumer looks again.
                         _ if matches!(from, NodeId::Consumer(_)) => Some(Message::ConnectionClosed),

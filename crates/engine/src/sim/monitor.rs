@@ -126,6 +126,17 @@ impl Simulation {
                     ));
                 }
                 *previous = (*previous).max(hw);
+                let lso = broker.logs.get(partition).map_or(0, |log| log.last_stable_offset());
+                if lso > hw {
+                    violations.push((
+                        Invariant::LastStableOffsetWithinHighWatermark,
+                        partition.clone(),
+                        epoch,
+                        format!(
+                            "broker-{id}'s last stable offset {lso} for {partition} is past its high watermark {hw}"
+                        ),
+                    ));
+                }
                 if let Some(registration) = self.controller.partitions.get(partition) {
                     if registration.leader_epoch == epoch {
                         for member in &registration.isr {

@@ -532,6 +532,7 @@ impl Simulation {
                                 .sequence
                                 .filter(|_| idempotent)
                                 .map(|sequence| (batch.producer_id, batch.epoch, sequence)),
+                            transactional: false,
                         },
                     )
                 })

@@ -50,6 +50,12 @@ pub enum Invariant {
     OneOwnerPerGeneration,
     /// At most one active controller per quorum epoch.
     OneActiveControllerPerEpoch,
+    /// A `read_committed` consumer never returns a record of an aborted
+    /// transaction (nor, as it reads below the last stable offset, of an
+    /// undecided one).
+    ReadCommittedSkipsAborted,
+    /// A partition's last stable offset never passes its high watermark.
+    LastStableOffsetWithinHighWatermark,
 }
 
 /// A member's partitions in a new generation.
@@ -782,6 +788,15 @@ pub enum TraceKind {
     /// The run met one of kafkascope's limits ([`crate::limits`]) and refused
     /// to go past it (`what` names what was counted).
     LimitReached { what: String, limit: u64 },
+    /// A partition leader wrote a transaction marker (a control record)
+    /// for a producer's transaction.
+    MarkerWritten {
+        broker: BrokerId,
+        partition: TopicPartition,
+        producer_id: u64,
+        control: crate::replication::transactions::ControlType,
+        offset: Offset,
+    },
     /// A knob change Kafka would refuse was not applied.
     ChangeRefused { change: String, reason: String },
     /// A partition leader recognised a batch it had already written (an
@@ -998,6 +1013,13 @@ impl TraceEvent {
                 format!("stopped at kafkascope's limit of {limit} for {what}")
             }
             TraceKind::ChangeRefused { change, reason } => format!("refused to {change}: {reason}"),
+            TraceKind::MarkerWritten {
+                broker,
+                partition,
+                producer_id,
+                control,
+                offset,
+            } => format!("broker-{broker} wrote a {control} marker for producer {producer_id} at {partition} offset {offset}"),
             TraceKind::DuplicateIgnored {
                 broker,
                 partition,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::controller::partition_change::PartitionRegistration;
 use crate::groups::assignors::TopicPartition;
+use crate::replication::transactions::{ControlType, IsolationLevel};
 use crate::replication::{BrokerId, Offset};
 
 /// Virtual time in milliseconds since the run started.
@@ -70,7 +71,26 @@ pub struct BatchSequence {
     pub first_sequence: i32,
     /// The last record's sequence.
     pub last_sequence: i32,
+    /// Whether the batch belongs to a transaction (KIP-98).
+    pub transactional: bool,
+    /// For a control batch, the marker that ends a transaction (its
+    /// sequences are then -1).
+    pub marker: Option<TxnMarker>,
 }
+
+/// A transaction marker: the control record the transaction coordinator
+/// writes to each partition a transaction touched (`EndTransactionMarker`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TxnMarker {
+    /// `COMMIT` or `ABORT`.
+    pub control: ControlType,
+    /// The epoch of the coordinator that wrote it.
+    pub coordinator_epoch: i32,
+}
+
+/// Record ids of transaction markers start here, apart from produced
+/// records and coordinator records.
+pub const MARKER_RECORD_BASE: u64 = 1 << 61;
 
 /// Kafka error codes the simulation produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -142,6 +162,12 @@ pub enum ErrorCode {
     /// KIP-848: the server-side assignor asked for is not one the broker
     /// has (`group.consumer.assignors`).
     UnsupportedAssignor,
+    /// A producer epoch older than the one the partition knows
+    /// (`InvalidProducerEpochException`).
+    InvalidProducerEpoch,
+    /// A transaction marker from a coordinator epoch older than the last
+    /// one the partition saw (`TransactionCoordinatorFencedException`).
+    TransactionCoordinatorFenced,
 }
 
 impl std::fmt::Display for ErrorCode {
@@ -179,6 +205,8 @@ impl std::fmt::Display for ErrorCode {
             ErrorCode::InvalidRequest => "INVALID_REQUEST",
             ErrorCode::StaleMemberEpoch => "STALE_MEMBER_EPOCH",
             ErrorCode::UnsupportedAssignor => "UNSUPPORTED_ASSIGNOR",
+            ErrorCode::InvalidProducerEpoch => "INVALID_PRODUCER_EPOCH",
+            ErrorCode::TransactionCoordinatorFenced => "TRANSACTION_COORDINATOR_FENCED",
         })
     }
 }
@@ -209,6 +237,8 @@ pub struct ProducerBatch {
     pub records: Vec<(RecordId, u32)>,
     /// Idempotence: producer id, epoch and the first record's sequence.
     pub idempotence: Option<(u64, u16, i32)>,
+    /// Whether it belongs to a transaction (`RecordBatch#isTransactional`).
+    pub transactional: bool,
 }
 
 /// The answer to a fetch of the metadata log: entries from `from_offset`
@@ -485,6 +515,10 @@ pub struct MessageFacts {
     /// The high watermark a fetch response reports.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub high_watermark: Option<u64>,
+    /// The last stable offset a fetch answer carries, when it is below
+    /// the high watermark.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_stable_offset: Option<u64>,
     /// The consumer group it concerns.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
@@ -738,13 +772,22 @@ pub enum Message {
         partition: TopicPartition,
         result: Result<Offset, ErrorCode>,
     },
-    /// A consumer reads from a leader (`Fetch` from a consumer).
-    ConsumerFetch { partition: TopicPartition, offset: Offset },
-    /// Records below the high watermark.
+    /// A consumer reads from a leader (`Fetch` from a consumer, with its
+    /// `isolation.level`).
+    ConsumerFetch {
+        partition: TopicPartition,
+        offset: Offset,
+        isolation: IsolationLevel,
+    },
+    /// Records below the high watermark (`read_uncommitted`) or the last
+    /// stable offset (`read_committed`, with the aborted transactions the
+    /// records overlap: producer id and first offset).
     ConsumerFetchResponse {
         partition: TopicPartition,
         records: Vec<Record>,
         high_watermark: Offset,
+        last_stable_offset: Offset,
+        aborted: Vec<(u64, Offset)>,
         error: Option<ErrorCode>,
     },
     /// Not a request: the client's connection to a broker closed because
@@ -788,6 +831,18 @@ pub struct JoinResult {
 }
 
 impl Message {
+    /// A consumer fetch's answer with `error` and no records.
+    pub fn consumer_fetch_error(partition: TopicPartition, error: ErrorCode) -> Message {
+        Message::ConsumerFetchResponse {
+            partition,
+            records: Vec::new(),
+            high_watermark: 0,
+            last_stable_offset: 0,
+            aborted: Vec::new(),
+            error: Some(error),
+        }
+    }
+
     /// The Kafka API name, for traces and diagrams.
     pub fn name(&self) -> MessageName {
         match self {
@@ -892,6 +947,7 @@ impl Message {
             | Message::ConsumerFetch {
                 partition,
                 offset: fetch_offset,
+                ..
             } => {
                 facts.partitions.push(partition.clone());
                 facts.fetch_offset = Some(*fetch_offset);
@@ -908,11 +964,15 @@ impl Message {
                 records,
                 high_watermark,
                 error,
+                ..
             } => {
                 facts.partitions.push(partition.clone());
                 facts.errors.extend(*error);
                 facts.records = Some(records.len() as u64);
                 facts.high_watermark = Some(*high_watermark);
+                if let Message::ConsumerFetchResponse { last_stable_offset, .. } = self {
+                    facts.last_stable_offset = (last_stable_offset < high_watermark).then_some(*last_stable_offset);
+                }
             }
             Message::Produce { acks, batches, .. } => {
                 facts.acks = Some(*acks);
@@ -1311,7 +1371,16 @@ impl Message {
                 ),
                 Err(error) => format!("OffsetFetchResponse group={group} error={error}"),
             },
-            Message::ConsumerFetch { partition, offset } => format!("Fetch {partition} offset={offset} (consumer)"),
+            Message::ConsumerFetch {
+                partition,
+                offset,
+                isolation,
+            } => match isolation {
+                IsolationLevel::ReadUncommitted => format!("Fetch {partition} offset={offset} (consumer)"),
+                IsolationLevel::ReadCommitted => {
+                    format!("Fetch {partition} offset={offset} (consumer, read_committed)")
+                }
+            },
             Message::ListOffsets { partition } => format!("ListOffsets {partition} LATEST"),
             Message::ListOffsetsResponse { partition, result } => match result {
                 Ok(offset) => format!("ListOffsetsResponse {partition} offset={offset}"),
@@ -1321,13 +1390,24 @@ impl Message {
                 partition,
                 records,
                 high_watermark,
+                last_stable_offset,
+                aborted,
                 error,
             } => match error {
                 Some(error) => format!("FetchResponse {partition} error={error}"),
-                None => format!(
-                    "FetchResponse {partition} records={} hw={high_watermark}",
-                    records.len()
-                ),
+                None => {
+                    let mut text = format!(
+                        "FetchResponse {partition} records={} hw={high_watermark}",
+                        records.len()
+                    );
+                    if last_stable_offset < high_watermark {
+                        text.push_str(&format!(" lso={last_stable_offset}"));
+                    }
+                    if !aborted.is_empty() {
+                        text.push_str(&format!(" abortedTransactions={}", aborted.len()));
+                    }
+                    text
+                }
             },
             Message::ConnectionClosed => "connection closed (the broker process is gone)".to_string(),
         }
@@ -1369,6 +1449,8 @@ mod tests {
             ErrorCode::PreferredLeaderNotAvailable,
             ErrorCode::EligibleLeadersNotAvailable,
             ErrorCode::UnknownTopicOrPartition,
+            ErrorCode::InvalidProducerEpoch,
+            ErrorCode::TransactionCoordinatorFenced,
         ];
         for error in all {
             let serialized = serde_json::to_value(error).expect("serializes");

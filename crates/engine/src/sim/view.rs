@@ -366,6 +366,12 @@ pub struct ReplicaView {
     pub log_end_offset: Offset,
     /// High watermark.
     pub high_watermark: Offset,
+    /// Last stable offset: where `read_committed` consumers stop (the high
+    /// watermark unless a transaction is open or its marker is not yet
+    /// replicated).
+    pub last_stable_offset: Offset,
+    /// Transaction markers in the log (control records).
+    pub markers: u64,
     /// The leader epoch this broker is in, if it leads or follows.
     pub leader_epoch: Option<u32>,
     /// In the committed ISR.
@@ -524,6 +530,8 @@ impl Simulation {
                             role,
                             log_end_offset: log.log_end_offset(),
                             high_watermark: log.high_watermark,
+                            last_stable_offset: log.last_stable_offset(),
+                            markers: log.txn_markers(),
                             leader_epoch,
                             in_isr: registration.is_some_and(|registration| registration.isr.contains(&broker.id)),
                             last_fetch_ms: tracked.and_then(|info| info.state.last_fetch_time_ms),

@@ -99,3 +99,40 @@ fn auto_commit_reads_everything_and_counts_what_it_repeats() {
     assert_eq!(ledger.processed_once + ledger.processed_more, 20, "{ledger:?}");
     assert_eq!(ledger.not_yet, 0, "{ledger:?}");
 }
+
+/// With no transaction in the log, the last stable offset is the high
+/// watermark: a `read_committed` member reads exactly what a
+/// `read_uncommitted` one does, and its fetches say so.
+#[test]
+fn read_committed_reads_everything_when_no_transaction_is_open() {
+    use kafkascope_engine::replication::transactions::IsolationLevel;
+    let mut config = crate::simulator::billing_config(2);
+    let mut audit = config.consumers[0].clone();
+    audit.group = "audit".to_string();
+    audit.isolation_level = IsolationLevel::ReadCommitted;
+    config.consumers.push(audit);
+    let mut simulation = Simulation::new(config, 3).expect("valid");
+    simulation.schedule(ScheduledInput {
+        at_ms: 5_000,
+        input: Input::Produce {
+            producer: 0,
+            key: None,
+            count: 30,
+            bytes: 100,
+        },
+    });
+    simulation.run_until(40_000);
+    let view = simulation.view();
+    let read: Vec<u64> = view.consumers.iter().map(|consumer| consumer.records_read).collect();
+    assert_eq!(read, vec![30, 30], "{read:?}");
+    assert_eq!(simulation.summary().invariant_violations, 0);
+    assert!(view
+        .brokers
+        .iter()
+        .flat_map(|broker| &broker.replicas)
+        .all(|replica| replica.last_stable_offset == replica.high_watermark && replica.markers == 0));
+    assert!(simulation
+        .trace()
+        .iter()
+        .any(|event| event.line().contains("(consumer, read_committed)")));
+}
