@@ -45,6 +45,8 @@ const EXTRA = {
   'idle-consumer': { event: 'rebalance', text: /gets nothing and idles/ },
   'two-groups': { event: 'rebalance', text: /consumer-\d gets orders-0, orders-1, orders-2/ },
   'follower-leaves-isr': { event: 'isr-changed', text: /\[3, 2\] → \[3, 2, 1\]/ },
+  'idempotent-producer': { event: 'duplicate-ignored', text: /answers with the original offsets/ },
+  'read-committed': { event: 'marker-written', text: /COMMIT marker .* read_committed consumers/ },
 };
 const STORIES = Object.fromEntries(scenarios.map((scenario) => {
   const expects = scenario.expect.map((expectation) => expectation.type);

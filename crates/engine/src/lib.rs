@@ -21,3 +21,4 @@ pub mod partitioning;
 pub mod random;
 pub mod replication;
 pub mod sim;
+pub mod txn_coordinator;

@@ -513,6 +513,13 @@ impl Cluster {
         to_js(&self.simulation.summary())
     }
 
+    /// What each group's handlers did with the acknowledged records:
+    /// processed once, again (and why), skipped by an idempotent handler,
+    /// never (and why), not yet.
+    pub fn ledger(&self) -> Result<JsValue, JsError> {
+        to_js(&self.simulation.ledger_views())
+    }
+
     /// Trace events from id `from` on.
     #[wasm_bindgen(unchecked_return_type = "TraceEvent[]")]
     pub fn trace(&self, from: Option<f64>) -> Result<JsValue, JsError> {

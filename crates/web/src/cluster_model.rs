@@ -499,7 +499,9 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::LimitReached { .. }
         | TraceKind::ChangeRefused { .. }
         | TraceKind::DuplicateIgnored { .. }
-        | TraceKind::MarkerWritten { .. } => true,
+        | TraceKind::MarkerWritten { .. }
+        | TraceKind::TransactionState { .. }
+        | TraceKind::TransactionEnded { .. } => true,
         TraceKind::Sent { .. }
         | TraceKind::Delivered { .. }
         | TraceKind::Dropped { .. }

@@ -1074,6 +1074,18 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                     ("acks".into(), producer.acks.to_string()),
                     ("linger.ms".into(), producer.linger_ms.to_string()),
                     ("enable.idempotence".into(), producer.idempotent.to_string()),
+                    ("transactional.id".into(), match &producer.transaction {
+                        None => "none (not transactional)".into(),
+                        Some(txn) => format!(
+                            "{}: {}{}{}; {} committed, {} aborted",
+                            txn.transactional_id,
+                            txn.phase,
+                            if txn.partitions.is_empty() { String::new() } else { format!(" on partitions {:?}", txn.partitions) },
+                            match txn.ending { Some(true) => ", committing", Some(false) => ", aborting", None => "" },
+                            txn.committed,
+                            txn.aborted
+                        ),
+                    }),
                     ("Buffered".into(), format!("{} in {} ({})", count_of(producer.buffered_records as u64, "record", "records"), count_of(producer.buffered_batches as u64, "batch", "batches"), count_of(producer.buffered_bytes, "byte", "bytes"))),
                     ("Waiting for metadata".into(), producer.waiting.to_string()),
                     ("Producer id".into(), match (producer.idempotent, producer.producer_id) {

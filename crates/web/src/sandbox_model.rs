@@ -44,6 +44,8 @@ pub const EXAMPLES: &[Example] = examples![
     "7-acks-and-min-isr",
     "8-scale-case",
     "9-lost-response-idempotence",
+    "9b-where-the-commit-goes",
+    "9c-read-committed",
 ];
 
 /// One entry of the API reference shown under the sandbox.

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kafkascope_engine::replication::high_watermark::Acks;
+use kafkascope_engine::replication::transactions::ControlType;
 use kafkascope_engine::sim::config::{Input, ScheduledInput};
 use kafkascope_engine::sim::recording::Recording;
 use kafkascope_engine::sim::scenario::{Scenario, Story};
@@ -959,6 +960,40 @@ impl Captioner {
                     "controller-elected".to_string(),
                 )
             }
+            TraceKind::TransactionState {
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                state,
+                partitions,
+            } => (
+                StepKind::Input {
+                    text: format!("{transactional_id}: {state}"),
+                },
+                format!(
+                    "The transaction coordinator writes transactional.id {transactional_id} (producer id {producer_id}, epoch {producer_epoch}) as {state}{} to __transaction_state; the change counts once that record is replicated.",
+                    if partitions.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" with {}", partitions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))
+                    }
+                ),
+                partitions.iter().map(ToString::to_string).collect(),
+                "transaction-state".to_string(),
+            ),
+            TraceKind::TransactionEnded {
+                producer,
+                transactional_id,
+                outcome,
+            } => (
+                StepKind::Note {
+                    over: NodeId::Producer(*producer),
+                    text: outcome.to_string(),
+                },
+                format!("{} ({transactional_id}): {outcome}.", NodeId::Producer(*producer)),
+                Vec::new(),
+                "transaction-ended".to_string(),
+            ),
             TraceKind::MarkerWritten {
                 broker,
                 partition,
@@ -1118,9 +1153,16 @@ impl Captioner {
                 }
                 format!("{from} answers {to}: {summary}.{why}")
             }
+            M::InitProducerId if facts.transactional_id.is_some() => format!(
+                "{from}, a transactional producer (transactional.id={}), asks its transaction coordinator {to} for a producer id and epoch. The coordinator bumps the epoch: any older instance with this id is fenced, and a transaction it left open is aborted first.",
+                facts.transactional_id.as_deref().unwrap_or_default()
+            ),
             M::InitProducerId => format!(
                 "{from}, an idempotent producer, asks {to} (the least loaded broker) for a producer id and epoch; it sends no record before it has them."
             ),
+            M::InitProducerIdResponse if !facts.errors.is_empty() => {
+                format!("{from} answers {to}: {summary}.{}", txn_error_why(&facts.errors))
+            }
             M::InitProducerIdResponse => format!(
                 "{from} gives {to} its producer id ({summary}): every batch now carries the id, the epoch and a sequence per partition, so leaders drop duplicates and keep each partition in order."
             ),
@@ -1137,8 +1179,42 @@ impl Captioner {
             ),
             M::AlterPartition => format!("{from}, the leader, asks the controller to change the ISR: {summary}."),
             M::AlterPartitionResponse => format!("The controller answers {to}: {summary}."),
+            M::FindCoordinator if facts.transactional_id.is_some() => format!(
+                "{from} asks {to} which broker coordinates transactional.id {}: the leader of its __transaction_state partition.",
+                facts.transactional_id.as_deref().unwrap_or_default()
+            ),
             M::FindCoordinator => format!("{from} asks {to} which broker coordinates its group."),
+            M::FindCoordinatorResponse if facts.transactional_id.is_some() => {
+                format!("{from} tells {to} its transaction coordinator ({summary}).")
+            }
             M::FindCoordinatorResponse => format!("{from} tells {to} its group's coordinator ({summary})."),
+            M::AddPartitionsToTxn => format!(
+                "{from} tells its transaction coordinator {to} that its open transaction writes to {}: the coordinator stores that in __transaction_state before {from} sends a record there, so it knows where the markers must go.",
+                facts.partitions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            ),
+            M::EndTxn => match facts.control {
+                Some(ControlType::Commit) => format!(
+                    "{from} has every record of its transaction acknowledged and asks {to} to commit it: the coordinator writes PrepareCommit to __transaction_state. From then on the transaction will commit, whatever fails."
+                ),
+                _ => format!(
+                    "{from} asks {to} to abort its transaction: the coordinator writes PrepareAbort to __transaction_state, then ABORT markers."
+                ),
+            },
+            M::AddPartitionsToTxnResponse | M::EndTxnResponse if !facts.errors.is_empty() => {
+                format!("The transaction coordinator {from} answers {to}: {summary}.{}", txn_error_why(&facts.errors))
+            }
+            M::AddPartitionsToTxnResponse => format!(
+                "The transaction coordinator {from} has stored the partitions ({summary}): {to} may send records there."
+            ),
+            M::EndTxnResponse => format!(
+                "The transaction coordinator {from} has stored the decision ({summary}); it now writes a marker to every partition of the transaction, and {to} may start the next one."
+            ),
+            M::WriteTxnMarkers => format!(
+                "The transaction coordinator {from} asks {to}, the leader of {}, to write a {} marker for the transaction ({summary}).",
+                facts.partitions.first().map(ToString::to_string).unwrap_or_default(),
+                facts.control.map_or_else(String::new, |control| control.to_string())
+            ),
+            M::WriteTxnMarkersResponse => format!("{from} answers the transaction coordinator {to}: {summary}."),
             M::JoinGroup => format!("{from} joins its group at the coordinator {to}, listing its topics and assignor."),
             M::JoinGroupResponse => format!("The coordinator {from} answers {to}: {summary}.{}", group_error_why(&facts.errors)),
             M::SyncGroup => format!("{from} asks the coordinator {to} for its partitions ({summary})."),
@@ -1493,6 +1569,26 @@ pub fn link_problem(query: &str, steps: usize) -> Option<String> {
 /// loading again (a Learn link): the steps section reads the address.
 pub const NAVIGATE_EVENT: &str = "kafkascope-navigate";
 
+/// Why a transaction coordinator answered with these errors (Kafka 4.1's
+/// `TransactionCoordinator` and the client's `TransactionManager`), as a
+/// caption's tail.
+fn txn_error_why(errors: &[ErrorCode]) -> String {
+    let mut why = String::new();
+    for (error, sentence) in [
+        (ErrorCode::ConcurrentTransactions, " The coordinator is still changing this transactional id's state (writing it, or finishing the last transaction's markers): the producer asks again after retry.backoff.ms."),
+        (ErrorCode::ProducerFenced, " A newer instance with the same transactional.id has a newer epoch: this producer is a zombie. For Kafka's client that is fatal: it stops, and what it had not sent fails."),
+        (ErrorCode::NotCoordinator, " This broker does not coordinate the id (any more): the producer looks for the coordinator again."),
+        (ErrorCode::CoordinatorNotAvailable, " The coordinator is not ready (__transaction_state is being created or loaded): the producer asks again."),
+        (ErrorCode::InvalidTxnState, " The request does not fit the transaction's state."),
+        (ErrorCode::InvalidProducerIdMapping, " The producer id is not this transactional id's."),
+    ] {
+        if errors.contains(&error) {
+            why.push_str(sentence);
+        }
+    }
+    why
+}
+
 /// Why a group coordinator answered with these errors (Kafka 4.1's
 /// `GroupMetadataManager` and `ConsumerCoordinator`), as a caption's tail.
 fn group_error_why(errors: &[ErrorCode]) -> String {
@@ -1607,7 +1703,15 @@ mod tests {
         );
         assert!(text.contains("appended nothing"), "{text}");
         assert!(!text.contains("before it was committed"), "{text}");
-        let text = caption(&Message::InitProducerId { request: 2 }, "producer-0", "broker-2");
+        let text = caption(
+            &Message::InitProducerId {
+                request: 2,
+                transactional_id: None,
+                transaction_timeout_ms: 60_000,
+            },
+            "producer-0",
+            "broker-2",
+        );
         assert!(text.contains("producer id and epoch"), "{text}");
         let text = caption(
             &Message::InitProducerIdResponse {

@@ -195,6 +195,16 @@ pub enum ParkedReply {
         /// The write's id on its coordinator.
         write: u64,
     },
+    /// A transaction coordinator's write (a transaction's new state).
+    TxnWrite {
+        /// The write's id on its coordinator.
+        write: u64,
+    },
+    /// A transaction marker the coordinator (the parked client) asked for.
+    TxnMarker {
+        /// Whose transaction.
+        transactional_id: String,
+    },
 }
 
 /// An append waiting for the high watermark (acks=all, offset commits).
@@ -350,6 +360,9 @@ pub struct Broker {
     /// Groups it coordinates (in memory; committed offsets are reloaded
     /// from `__consumer_offsets` when it becomes coordinator).
     pub coordinators: BTreeMap<TopicPartition, super::coordinator::Coordinator>,
+    /// Transactions it coordinates (reloaded from `__transaction_state`
+    /// when it becomes that partition's leader).
+    pub txn_coordinators: BTreeMap<TopicPartition, super::txn::TxnCoordinator>,
     /// Produce requests (acks 1 or all) not yet answered, by client and
     /// request id: each partition's result once that partition is done
     /// (Kafka's `DelayedProduce` answers when every partition is).
@@ -382,6 +395,7 @@ impl Broker {
             leading: BTreeMap::new(),
             following: BTreeMap::new(),
             coordinators: BTreeMap::new(),
+            txn_coordinators: BTreeMap::new(),
             produce_requests: BTreeMap::new(),
             producer_ids: None,
             producer_id_blocks: 0,
@@ -446,6 +460,7 @@ impl Simulation {
         broker.leading.clear();
         broker.following.clear();
         broker.coordinators.clear();
+        broker.txn_coordinators.clear();
         broker.produce_requests.clear();
         broker.producer_ids = None;
         let incarnation = broker.incarnation;
@@ -598,6 +613,7 @@ impl Simulation {
         broker.leading.clear();
         broker.following.clear();
         broker.coordinators.clear();
+        broker.txn_coordinators.clear();
         broker.produce_requests.clear();
         broker.producer_ids = None;
         broker.shutting_down = None;
@@ -773,6 +789,7 @@ impl Simulation {
                 }
             }
             Timer::CoordinatorPoll(partition) => self.coordinator_poll(id, &partition),
+            Timer::TxnTick(partition) => self.txn_tick(id, &partition),
             Timer::FollowerFetchTimeout(partition, fetch) => {
                 let broker = self.broker(id);
                 if let Some(state) = broker.following.get_mut(&partition) {
@@ -810,6 +827,9 @@ impl Simulation {
 
     pub(crate) fn broker_receive(&mut self, id: BrokerId, from: NodeId, message: Message) {
         let node = NodeId::Broker(id);
+        if self.txn_receive(id, from, &message) {
+            return;
+        }
         if self.coordinator_receive(id, from, &message) {
             return;
         }
@@ -901,7 +921,7 @@ impl Simulation {
                 timeout_ms,
                 batches,
             } => self.broker_produce(id, from, request, acks, timeout_ms, batches),
-            Message::InitProducerId { request } => {
+            Message::InitProducerId { request, .. } => {
                 let result = Ok((self.broker_next_producer_id(id), 0));
                 self.send(node, from, Message::InitProducerIdResponse { request, result });
             }
@@ -1037,6 +1057,9 @@ impl Simulation {
                 if *partition.topic == *super::coordinator::OFFSETS_TOPIC {
                     self.coordinator_partition_changed(id, &partition, true);
                 }
+                if *partition.topic == *super::txn::TRANSACTION_STATE_TOPIC {
+                    self.txn_partition_changed(id, &partition, true);
+                }
             } else {
                 let broker = self.broker(id);
                 let old_leader = broker.leading.remove(&partition);
@@ -1074,6 +1097,9 @@ impl Simulation {
                 self.fail_held(id, &partition, held.0, held.1);
                 if was_leader && *partition.topic == *super::coordinator::OFFSETS_TOPIC {
                     self.coordinator_partition_changed(id, &partition, false);
+                }
+                if was_leader && *partition.topic == *super::txn::TRANSACTION_STATE_TOPIC {
+                    self.txn_partition_changed(id, &partition, false);
                 }
             }
         }
@@ -1196,6 +1222,10 @@ impl Simulation {
             ParkedReply::CoordinatorWrite { write } => {
                 self.coordinator_parked_done(id, partition, write, result.map(|_| ()));
             }
+            ParkedReply::TxnWrite { write } => self.txn_parked_done(id, partition, write, result.map(|_| ())),
+            ParkedReply::TxnMarker { transactional_id } => {
+                self.txn_marker_parked_done(id, partition, parked.client, transactional_id, result.map(|_| ()));
+            }
         }
     }
 
@@ -1268,7 +1298,7 @@ impl Simulation {
     /// its blocks of 1000 ids from a range no other broker uses (its own
     /// block numbers, interleaved by broker id), counting the blocks it
     /// took on disk so a restart never hands an id out twice.
-    fn broker_next_producer_id(&mut self, id: BrokerId) -> u64 {
+    pub(crate) fn broker_next_producer_id(&mut self, id: BrokerId) -> u64 {
         const BLOCK_SIZE: u64 = 1_000;
         const BROKER_SLOTS: u64 = 1_024;
         let broker = self.broker(id);
@@ -1427,6 +1457,12 @@ impl Simulation {
                     } else {
                         respond(self, Ok(base_offset));
                     }
+                    return;
+                }
+                // A fenced transactional producer's batch
+                // (`INVALID_PRODUCER_EPOCH`, fatal for it).
+                SequenceCheck::StaleEpoch if batch.transactional => {
+                    respond(self, Err(ErrorCode::InvalidProducerEpoch));
                     return;
                 }
                 SequenceCheck::OutOfOrder { .. } | SequenceCheck::StaleEpoch => {

@@ -80,6 +80,25 @@ pub struct ProducerConfig {
     /// awaiting an answer on one broker connection (`NetworkClient#canSendRequest`).
     #[serde(default = "default_max_in_flight", skip_serializing_if = "is_default_max_in_flight")]
     pub max_in_flight_requests_per_connection: u32,
+    /// `transactional.id`: set, the producer is transactional (KIP-98). Its
+    /// first send begins a transaction; the `commitTransaction` and
+    /// `abortTransaction` inputs end it. Needs idempotence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactional_id: Option<String>,
+    /// `transaction.timeout.ms` (60000): how long the coordinator lets a
+    /// transaction stay open before it aborts it and fences the producer.
+    #[serde(
+        default = "default_transaction_timeout",
+        skip_serializing_if = "is_default_transaction_timeout"
+    )]
+    pub transaction_timeout_ms: u64,
+}
+
+fn default_transaction_timeout() -> u64 {
+    60_000
+}
+fn is_default_transaction_timeout(value: &u64) -> bool {
+    *value == default_transaction_timeout()
 }
 
 fn default_max_in_flight() -> u32 {
@@ -131,6 +150,8 @@ impl ProducerConfig {
             retry_backoff_ms: default_retry_backoff(),
             null_key: default_null_key(),
             max_in_flight_requests_per_connection: default_max_in_flight(),
+            transactional_id: None,
+            transaction_timeout_ms: default_transaction_timeout(),
         }
     }
 
@@ -174,6 +195,22 @@ impl ProducerConfig {
                 "Invalid value 0 for configuration max.in.flight.requests.per.connection: Value must be at least 1"
                     .to_string(),
             );
+        }
+        if self.transactional_id.is_some() && !self.idempotence() {
+            return Err(
+                "Cannot set a transactional.id without also enabling idempotence (it needs acks=all).".to_string(),
+            );
+        }
+        if self.transactional_id.as_deref() == Some("") {
+            return Err("transactional.id must not be empty".to_string());
+        }
+        if self.transaction_timeout_ms == 0
+            || self.transaction_timeout_ms > crate::txn_coordinator::TRANSACTION_MAX_TIMEOUT_MS
+        {
+            return Err(format!(
+                "transaction.timeout.ms must be between 1 and {} (the broker's transaction.max.timeout.ms)",
+                crate::txn_coordinator::TRANSACTION_MAX_TIMEOUT_MS
+            ));
         }
         if self.enable_idempotence == Some(true)
             && self.max_in_flight_requests_per_connection > MAX_IN_FLIGHT_FOR_IDEMPOTENCE
@@ -449,6 +486,11 @@ pub struct ClusterConfig {
     /// when the run has consumers.
     #[serde(default = "default_offsets_partitions")]
     pub offsets_topic_partitions: u32,
+    /// `transaction.state.log.num.partitions` (50). `__transaction_state`
+    /// is created when a transactional producer first looks for its
+    /// coordinator.
+    #[serde(default = "default_offsets_partitions")]
+    pub transaction_state_partitions: u32,
     /// `replica.lag.time.max.ms` (30000).
     #[serde(default = "default_lag")]
     pub replica_lag_time_max_ms: u64,
@@ -533,6 +575,7 @@ impl Default for ClusterConfig {
             producers: Vec::new(),
             consumers: Vec::new(),
             offsets_topic_partitions: default_offsets_partitions(),
+            transaction_state_partitions: default_offsets_partitions(),
             replica_lag_time_max_ms: default_lag(),
             replica_fetch_wait_max_ms: default_fetch_wait(),
             broker_heartbeat_interval_ms: default_heartbeat(),
@@ -651,9 +694,18 @@ impl ClusterConfig {
         limit(at_most("producers", self.producers.len() as u64, MAX_PRODUCERS as u64))?;
         limit(at_most("consumers", self.consumers.len() as u64, MAX_CONSUMERS as u64))?;
         let partitions: u64 = self.topics.iter().map(|topic| u64::from(topic.partitions)).sum::<u64>()
-            + u64::from(self.offsets_topic_partitions);
+            + u64::from(self.offsets_topic_partitions)
+            + if self
+                .producers
+                .iter()
+                .any(|producer| producer.transactional_id.is_some())
+            {
+                u64::from(self.transaction_state_partitions)
+            } else {
+                0
+            };
         limit(at_most(
-            "partitions in the cluster (__consumer_offsets included)",
+            "partitions in the cluster (__consumer_offsets and __transaction_state included)",
             partitions,
             MAX_CLUSTER_PARTITIONS,
         ))?;
@@ -702,6 +754,9 @@ impl ClusterConfig {
         }
         if self.offsets_topic_partitions == 0 || self.offsets_topic_partitions > 1_000 {
             return Err("offsetsTopicPartitions must be between 1 and 1000".to_string());
+        }
+        if self.transaction_state_partitions == 0 || self.transaction_state_partitions > 1_000 {
+            return Err("transactionStatePartitions must be between 1 and 1000".to_string());
         }
         for (index, consumer) in self.consumers.iter().enumerate() {
             self.validate_consumer(consumer)
@@ -798,6 +853,19 @@ pub enum Input {
     /// connection breaks, and it sends the batch again (the case
     /// `enable.idempotence` is for).
     LoseProduceResponse {
+        /// Which producer.
+        producer: u32,
+    },
+    /// A transactional producer commits its open transaction
+    /// (`commitTransaction()`: it flushes, then sends `EndTxn`). Ignored by
+    /// other producers and when nothing is open.
+    CommitTransaction {
+        /// Which producer.
+        producer: u32,
+    },
+    /// A transactional producer aborts its open transaction
+    /// (`abortTransaction()`).
+    AbortTransaction {
         /// Which producer.
         producer: u32,
     },

@@ -192,18 +192,38 @@ impl Simulation {
     /// `ReplicationControlManager#createTopics`) and answers
     /// `COORDINATOR_NOT_AVAILABLE` meanwhile; the consumer asks again.
     pub(crate) fn controller_create_offsets_topic(&mut self) {
+        let topic = self.offsets_topic_config();
+        self.controller_create_internal_topic(topic);
+    }
+
+    /// Creates `__transaction_state` if it does not exist yet, as
+    /// [`Self::controller_create_offsets_topic`] does for groups: RF 3 (at
+    /// most the brokers) and `transaction.state.log.min.isr` 2 (at most
+    /// the RF).
+    pub(crate) fn controller_create_transaction_topic(&mut self) {
+        let replication_factor = self.config.brokers.min(3);
+        let topic = super::config::TopicConfig {
+            name: super::txn::TRANSACTION_STATE_TOPIC.to_string(),
+            partitions: self.config.transaction_state_partitions,
+            replication_factor,
+            min_insync_replicas: replication_factor.min(2),
+        };
+        self.controller_create_internal_topic(topic);
+    }
+
+    fn controller_create_internal_topic(&mut self, topic: super::config::TopicConfig) {
         let Some(active) = self.quorum.active() else { return };
-        let exists = |simulation: &Simulation| {
+        let name = topic.name.clone();
+        let exists = move |simulation: &Simulation| {
             simulation
                 .controller
                 .partitions
                 .keys()
-                .any(|partition| &*partition.topic == super::coordinator::OFFSETS_TOPIC)
+                .any(|partition| *partition.topic == *name)
         };
         if exists(self) {
             return;
         }
-        let topic = self.offsets_topic_config();
         self.with_leader_state(active, |simulation| {
             // Replicas go only to unfenced brokers; with too few of them
             // the creation fails (INVALID_REPLICATION_FACTOR) and the next

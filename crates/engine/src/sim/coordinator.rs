@@ -71,6 +71,8 @@ pub enum CommitRecord {
     Classic(CoordinatorRecord),
     /// Written by the consumer shard.
     Consumer(ConsumerRecord),
+    /// Written by a transaction coordinator to `__transaction_state`.
+    Transaction(crate::txn_coordinator::TxnRecord),
 }
 
 /// A write waiting for the high watermark.
@@ -222,7 +224,7 @@ impl Simulation {
             match self.commits.get((record.id - COMMIT_RECORD_BASE) as usize) {
                 Some(CommitRecord::Classic(commit)) => shard.replay(commit),
                 Some(CommitRecord::Consumer(commit)) => consumer.replay(commit),
-                None => {}
+                Some(CommitRecord::Transaction(_)) | None => {}
             }
         }
         shard.on_loaded();
@@ -917,9 +919,14 @@ impl Simulation {
         self.coordinator_arm(id, partition);
     }
 
-    /// Appends one coordinator record to the offsets partition, which
-    /// broker `id` must lead; returns its offset.
-    fn coordinator_append(&mut self, id: BrokerId, partition: &TopicPartition, commit: CommitRecord) -> Option<Offset> {
+    /// Appends one coordinator record (a group's or a transaction's) to
+    /// the internal partition broker `id` must lead; returns its offset.
+    pub(crate) fn coordinator_append(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        commit: CommitRecord,
+    ) -> Option<Offset> {
         let leader_epoch = self.brokers[&id].leading.get(partition)?.leader_epoch;
         self.commits.push(commit);
         let record_id = COMMIT_RECORD_BASE + (self.commits.len() - 1) as u64;

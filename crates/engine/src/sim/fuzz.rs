@@ -194,6 +194,19 @@ impl FuzzCase {
         for producer in &mut producers {
             producer.max_in_flight_requests_per_connection = 1 + in_flight.next_u32() % 5;
         }
+        // Some idempotent producers are transactional (KIP-98), from a
+        // stream of their own; their timeout is the longest a broker allows
+        // so that no fault window outlasts it (a timed-out transaction
+        // fences its producer for good, which is the application's to
+        // handle, not the cluster's).
+        let mut transactional = Rng::new(seed, 17);
+        let topic_producers = producers.len() - 1;
+        for (index, producer) in producers.iter_mut().take(topic_producers).enumerate() {
+            if producer.idempotence() && transactional.next_u32() % 3 == 0 {
+                producer.transactional_id = Some(format!("tx-{index}"));
+                producer.transaction_timeout_ms = crate::txn_coordinator::TRANSACTION_MAX_TIMEOUT_MS;
+            }
+        }
         // Eager assignors and the cooperative one (KIP-429).
         let assignors = ["range", "roundrobin", "sticky", "cooperative-sticky"];
         let mut consumers = Vec::new();
@@ -278,6 +291,7 @@ impl FuzzCase {
             producers,
             consumers,
             offsets_topic_partitions: 3,
+            transaction_state_partitions: 3,
             unclean_leader_election_enable: !safe && pick(2) == 0,
             network: NetworkConfig::default(),
             ..ClusterConfig::default()
@@ -291,6 +305,23 @@ impl FuzzCase {
                 inputs.push(ScheduledInput {
                     at_ms: u64::from(responses.next_u32()) % FAULTS_END_MS,
                     input: Input::LoseProduceResponse { producer },
+                });
+            }
+        }
+        // Transactional producers commit or abort now and then.
+        for (producer, config) in config.producers.iter().enumerate() {
+            if config.transactional_id.is_none() {
+                continue;
+            }
+            for _ in 0..1 + transactional.next_u32() % 4 {
+                let producer = producer as u32;
+                inputs.push(ScheduledInput {
+                    at_ms: u64::from(transactional.next_u32()) % FAULTS_END_MS,
+                    input: if transactional.next_u32() % 3 == 0 {
+                        Input::AbortTransaction { producer }
+                    } else {
+                        Input::CommitTransaction { producer }
+                    },
                 });
             }
         }
@@ -363,6 +394,17 @@ impl FuzzCase {
                         bytes: 100,
                     },
                 });
+            }
+            // A transactional producer commits the burst (again later, in
+            // case a commit still under way held the burst for the next
+            // transaction).
+            if producer.transactional_id.is_some() {
+                for after in [5_000, 20_000, 40_000] {
+                    inputs.push(ScheduledInput {
+                        at_ms: self.burst_at_ms + after,
+                        input: Input::CommitTransaction { producer: index as u32 },
+                    });
+                }
             }
         }
         inputs
@@ -659,7 +701,8 @@ pub fn liveness_failures(simulation: &Simulation, first_burst_record: u64, safe:
         ));
     }
     // Every group reads up to the high watermark of every partition it
-    // subscribes to.
+    // subscribes to, and no transaction is left open (the last stable
+    // offset is the high watermark).
     let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for consumer in simulation.consumers() {
         let topics = groups.entry(consumer.config.group.as_str()).or_default();
@@ -679,11 +722,21 @@ pub fn liveness_failures(simulation: &Simulation, first_burst_record: u64, safe:
                 failures.push(format!("{partition} has no leader at {now} ms"));
                 continue;
             };
-            let high_watermark = simulation
+            let log = simulation
                 .brokers()
                 .get(&leader)
-                .and_then(|broker| broker.logs.get(partition))
-                .map_or(0, |log| log.high_watermark);
+                .and_then(|broker| broker.logs.get(partition));
+            let high_watermark = log.map_or(0, |log| log.high_watermark);
+            let last_stable_offset = log.map_or(0, |log| log.last_stable_offset());
+            // (In a lossy configuration a coordinator may lose a
+            // transaction's state with its records, as Kafka's may; its
+            // producer is then fenced and the transaction stays open until
+            // transaction.timeout.ms, long after this check.)
+            if safe && last_stable_offset < high_watermark {
+                failures.push(format!(
+                    "{partition}: a transaction is still open at {now} ms (last stable offset {last_stable_offset}, high watermark {high_watermark})"
+                ));
+            }
             let reader = simulation
                 .consumers()
                 .iter()
@@ -696,9 +749,17 @@ pub fn liveness_failures(simulation: &Simulation, first_burst_record: u64, safe:
                 )),
                 Some(consumer) => {
                     let position = consumer.positions.get(partition).copied().unwrap_or(0);
-                    if position < high_watermark {
+                    let (end, name) = match consumer.config.isolation_level {
+                        crate::replication::transactions::IsolationLevel::ReadUncommitted => {
+                            (high_watermark, "high watermark")
+                        }
+                        crate::replication::transactions::IsolationLevel::ReadCommitted => {
+                            (last_stable_offset, "last stable offset")
+                        }
+                    };
+                    if position < end {
                         failures.push(format!(
-                            "group {group}: consumer-{} is at offset {position} of {partition}, whose high watermark is {high_watermark}",
+                            "group {group}: consumer-{} is at offset {position} of {partition}, whose {name} is {end}",
                             consumer.id
                         ));
                     }

@@ -53,6 +53,9 @@ pub enum NeverReason {
     CommittedBeforeProcessing,
     /// The broker lost it (an unclean election, `acks` below `all`).
     LostAtBroker,
+    /// Its transaction was aborted: a `read_committed` group skips it, as
+    /// it should.
+    TransactionAborted,
 }
 
 impl std::fmt::Display for NeverReason {
@@ -60,6 +63,7 @@ impl std::fmt::Display for NeverReason {
         formatter.write_str(match self {
             NeverReason::CommittedBeforeProcessing => "committed before it was processed, then the member crashed",
             NeverReason::LostAtBroker => "lost at the broker",
+            NeverReason::TransactionAborted => "its transaction was aborted (read_committed skips it)",
         })
     }
 }
@@ -188,7 +192,7 @@ impl Ledger {
     pub fn view<'a>(
         &self,
         group: &str,
-        records: impl Iterator<Item = (RecordId, &'a TopicPartition, Offset, bool)>,
+        records: impl Iterator<Item = (RecordId, &'a TopicPartition, Offset, bool, bool)>,
         committed: &BTreeMap<TopicPartition, Offset>,
     ) -> LedgerView {
         let empty = GroupBook::default();
@@ -204,9 +208,12 @@ impl Ledger {
             ..LedgerView::default()
         };
         let mut never: BTreeMap<NeverReason, u64> = BTreeMap::new();
-        for (record, partition, offset, lost) in records {
+        for (record, partition, offset, lost, aborted) in records {
             match book.processed.get(&record).map_or(0, |(times, _)| *times) {
                 0 if lost => *never.entry(NeverReason::LostAtBroker).or_default() += 1,
+                0 if aborted && committed.get(partition).is_some_and(|committed| *committed > offset) => {
+                    *never.entry(NeverReason::TransactionAborted).or_default() += 1;
+                }
                 0 if committed.get(partition).is_some_and(|committed| *committed > offset) => {
                     *never.entry(NeverReason::CommittedBeforeProcessing).or_default() += 1;
                 }
@@ -239,13 +246,36 @@ impl super::Simulation {
                 let records = self.records.iter().enumerate().filter_map(|(id, record)| {
                     let partition = record.partition.as_ref()?;
                     let offset = record.acknowledged??;
-                    topics
-                        .contains(&*partition.topic)
-                        .then_some((id as RecordId, partition, offset, record.lost))
+                    topics.contains(&*partition.topic).then(|| {
+                        let aborted = self.record_aborted(partition, offset);
+                        (id as RecordId, partition, offset, record.lost, aborted)
+                    })
                 });
                 self.ledger.view(group, records, &committed)
             })
             .collect()
+    }
+
+    /// Whether the record at `offset` of `partition` belongs to a
+    /// transaction its current leader's log has aborted.
+    pub(crate) fn record_aborted(&self, partition: &TopicPartition, offset: Offset) -> bool {
+        let Some(log) = self
+            .controller
+            .partitions
+            .get(partition)
+            .and_then(|registration| registration.leader)
+            .and_then(|leader| self.brokers.get(&leader))
+            .and_then(|broker| broker.logs.get(partition))
+        else {
+            return false;
+        };
+        let Some(batch) = log.records.get(offset as usize).and_then(|record| record.batch) else {
+            return false;
+        };
+        batch.transactional
+            && log.txn_index.entries().iter().any(|txn| {
+                txn.producer_id == batch.producer_id && (txn.first_offset..=txn.last_offset).contains(&offset)
+            })
     }
 
     /// A group's committed offsets at its coordinator (none while it has

@@ -25,6 +25,8 @@ pub mod quorum;
 pub mod recording;
 pub mod scenario;
 pub mod trace;
+pub mod txn;
+pub mod txn_client;
 pub mod types;
 pub mod view;
 
@@ -91,6 +93,9 @@ pub enum Timer {
     /// A group coordinator's timers may be due (sessions, join and sync
     /// rounds, offsets expiry).
     CoordinatorPoll(TopicPartition),
+    /// A transaction coordinator's periodic work (markers to send again,
+    /// timed-out transactions).
+    TxnTick(TopicPartition),
     /// A consumer's next heartbeat.
     ConsumerHeartbeat,
     /// A consumer's next auto-commit.
@@ -246,6 +251,8 @@ pub struct Simulation {
     topic_names: BTreeMap<String, std::sync::Arc<str>>,
     /// `__consumer_offsets`, shared.
     pub(crate) offsets_topic: std::sync::Arc<str>,
+    /// `__transaction_state`'s name, shared by its partition keys.
+    pub(crate) transaction_topic: std::sync::Arc<str>,
 }
 
 impl Simulation {
@@ -287,6 +294,7 @@ impl Simulation {
             highlights: view::Highlights::default(),
             topic_names: BTreeMap::new(),
             offsets_topic: std::sync::Arc::from(coordinator::OFFSETS_TOPIC),
+            transaction_topic: std::sync::Arc::from(txn::TRANSACTION_STATE_TOPIC),
             config,
         };
         simulation.offsets_topic = simulation.shared_topic(coordinator::OFFSETS_TOPIC);
@@ -964,6 +972,8 @@ impl Simulation {
             Input::HealNetwork => self.network.heal_all(),
             Input::SlowNode { node, extra_latency_ms } => self.network.slow_down(node, extra_latency_ms),
             Input::DropMessages { per_million } => self.network.set_drop_rate(per_million),
+            Input::CommitTransaction { producer } => self.producer_end_transaction(producer, true),
+            Input::AbortTransaction { producer } => self.producer_end_transaction(producer, false),
             Input::LoseProduceResponse { producer } => {
                 if (producer as usize) < self.producers.len() {
                     self.network.lose_next_produce_response(NodeId::Producer(producer));
@@ -1130,6 +1140,8 @@ fn describe_input(input: &Input) -> String {
         Input::SlowNode { node, extra_latency_ms } => format!("slow {node} by {extra_latency_ms} ms"),
         Input::DropMessages { per_million } => format!("lose {per_million} messages per million"),
         Input::LoseProduceResponse { producer } => format!("lose the next produce response to producer-{producer}"),
+        Input::CommitTransaction { producer } => format!("producer-{producer} commits its transaction"),
+        Input::AbortTransaction { producer } => format!("producer-{producer} aborts its transaction"),
         Input::KillController { controller } => format!("kill controller-{controller}"),
         Input::RestartController { controller } => format!("restart controller-{controller}"),
         Input::StartConsumer { consumer } => format!("start consumer-{consumer}"),

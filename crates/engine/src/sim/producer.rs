@@ -3,7 +3,7 @@
 //! and `batch.size`, `acks`, retries with backoff until
 //! `delivery.timeout.ms`, and idempotent sequence numbers.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::Serialize;
 
@@ -99,8 +99,10 @@ pub struct Producer {
     /// The last acknowledged sequence per partition in this epoch
     /// (`TxnPartitionEntry.lastAckedSequence`).
     pub acked_sequences: BTreeMap<u32, i32>,
-    next_request: u64,
-    bootstrap_attempt: u32,
+    /// A transactional producer's transaction state (`transactional.id` set).
+    pub txn: Option<super::txn_client::TxnClient>,
+    pub(crate) next_request: u64,
+    pub(crate) bootstrap_attempt: u32,
     #[serde(skip)]
     partitioner: NullKeyPartitioner,
     #[serde(skip)]
@@ -117,6 +119,7 @@ impl Producer {
                 adaptive: true,
             },
         );
+        let txn = config.transactional_id.clone().map(super::txn_client::TxnClient::new);
         Producer {
             id,
             topic: std::sync::Arc::from(config.topic.as_str()),
@@ -136,6 +139,7 @@ impl Producer {
             metadata_retries: 0,
             refresh_scheduled: false,
             acked_sequences: BTreeMap::new(),
+            txn,
             next_request: 0,
             bootstrap_attempt: 0,
             partitioner,
@@ -152,6 +156,11 @@ impl Producer {
 
     fn idempotent(&self) -> bool {
         self.config.idempotence()
+    }
+
+    /// Its topic's name.
+    pub(crate) fn topic_name(&self) -> std::sync::Arc<str> {
+        self.topic.clone()
     }
 }
 
@@ -188,11 +197,24 @@ impl Simulation {
             });
             return;
         }
+        let fenced = self.producers[producer as usize]
+            .txn
+            .as_ref()
+            .is_some_and(|txn| txn.phase == super::txn_client::TxnPhase::Fenced);
+        let mut refused = Vec::new();
         for _ in 0..count {
             let record = self.new_record(producer, key.clone(), bytes);
-            self.producers[producer as usize]
-                .waiting
-                .push_back((record, key.clone(), bytes));
+            if fenced {
+                refused.push(record);
+                continue;
+            }
+            if let Some(entry) = self.producer_txn_hold(producer, (record, key.clone(), bytes)) {
+                self.producers[producer as usize].waiting.push_back(entry);
+            }
+        }
+        if !refused.is_empty() {
+            // A fenced producer is closed: every send fails.
+            self.producer_fail_records(producer, 0, refused, ErrorCode::ProducerFenced);
         }
         self.producer_partition_waiting(producer);
         self.producer_drain(producer);
@@ -243,7 +265,7 @@ impl Simulation {
     }
 
     /// Partitions records waiting for metadata and appends them to batches.
-    fn producer_partition_waiting(&mut self, producer: u32) {
+    pub(crate) fn producer_partition_waiting(&mut self, producer: u32) {
         let index = producer as usize;
         let Some(leaders) = self.producers[index].leaders.clone() else {
             self.producer_request_metadata(producer);
@@ -328,9 +350,15 @@ impl Simulation {
     /// producer id; then every broker leading a partition with a sendable
     /// batch gets produce requests, each carrying at most one batch per
     /// partition that broker leads, while its connection has room.
-    fn producer_drain(&mut self, producer: u32) {
+    pub(crate) fn producer_drain(&mut self, producer: u32) {
         let index = producer as usize;
         self.producer_expire_batches(producer);
+        // A transactional producer sends only to partitions in its open
+        // transaction, once it has its producer id.
+        let allowed = self.producer_txn_step(producer);
+        if allowed.as_ref().is_some_and(BTreeSet::is_empty) {
+            return;
+        }
         // Nothing is sent before the producer has an id and epoch:
         // `TransactionManager#bumpIdempotentEpochAndResetIdIfNeeded`
         // enqueues `InitProducerId`, `Sender#maybeSendAndPollTransactionalRequest`
@@ -338,10 +366,12 @@ impl Simulation {
         // `RecordAccumulator#shouldStopDrainBatchesForPartition` drains
         // nothing while the producer id is not valid.
         if self.producers[index].idempotent() && self.producers[index].producer_id.is_none() {
-            self.producer_init_producer_id(producer);
+            if allowed.is_none() {
+                self.producer_init_producer_id(producer);
+            }
             return;
         }
-        let Some(leaders) = self.producers[index].leaders.clone() else {
+        let Some(mut leaders) = self.producers[index].leaders.clone() else {
             return;
         };
         // A partition with records to send and no known leader asks for
@@ -352,6 +382,9 @@ impl Simulation {
         });
         if leaderless {
             self.producer_schedule_refresh(producer);
+        }
+        if let Some(allowed) = &allowed {
+            leaders.retain(|partition, _| allowed.contains(partition));
         }
         // `RecordAccumulator#ready`: the leaders of partitions with a
         // sendable batch.
@@ -532,7 +565,7 @@ impl Simulation {
                                 .sequence
                                 .filter(|_| idempotent)
                                 .map(|sequence| (batch.producer_id, batch.epoch, sequence)),
-                            transactional: false,
+                            transactional: state.txn.is_some(),
                         },
                     )
                 })
@@ -598,10 +631,15 @@ impl Simulation {
         let request = state.next_request;
         state.init_in_flight = Some((request, broker));
         let timeout = state.config.request_timeout_ms;
+        let transaction_timeout_ms = state.config.transaction_timeout_ms;
         self.send(
             Self::producer_node(producer),
             NodeId::Broker(broker),
-            Message::InitProducerId { request },
+            Message::InitProducerId {
+                request,
+                transactional_id: None,
+                transaction_timeout_ms,
+            },
         );
         self.schedule_timer(
             Self::producer_node(producer),
@@ -624,6 +662,9 @@ impl Simulation {
 
     pub(crate) fn producer_receive(&mut self, producer: u32, from: NodeId, message: Message) {
         let index = producer as usize;
+        if self.producer_txn_receive(producer, &message) {
+            return;
+        }
         match message {
             // The broker asked for metadata is gone (connection refused):
             // Kafka's client asks another node at once (`leastLoadedNode`
@@ -642,6 +683,7 @@ impl Simulation {
                 if self.producers[index].init_in_flight.is_some_and(|(_, to)| to == broker) {
                     self.producer_init_failed(producer);
                 }
+                self.producer_txn_disconnected(producer, broker);
                 let lost: Vec<u64> = self.producers[index]
                     .in_flight
                     .iter()
@@ -819,6 +861,12 @@ impl Simulation {
     /// (`TransactionManager#bumpIdempotentProducerEpoch`).
     fn producer_bump_epoch(&mut self, producer: u32) {
         let state = &mut self.producers[producer as usize];
+        if let Some(txn) = state.txn.as_mut() {
+            // A transactional producer's epoch is the coordinator's: the
+            // transaction can only abort now.
+            txn.abortable = true;
+            return;
+        }
         if !state.idempotent() {
             return;
         }
@@ -833,7 +881,13 @@ impl Simulation {
     }
 
     /// Marks records as failed for good and traces it.
-    fn producer_fail_records(&mut self, producer: u32, partition: u32, records: Vec<RecordId>, error: ErrorCode) {
+    pub(crate) fn producer_fail_records(
+        &mut self,
+        producer: u32,
+        partition: u32,
+        records: Vec<RecordId>,
+        error: ErrorCode,
+    ) {
         for &record in &records {
             if !self.records[record as usize].failed {
                 self.records[record as usize].failed = true;
@@ -853,6 +907,15 @@ impl Simulation {
 
     fn producer_retry_or_fail(&mut self, producer: u32, number: u32, batch: PendingBatch, error: ErrorCode) {
         let index = producer as usize;
+        if self.producers[index].txn.is_some()
+            && matches!(error, ErrorCode::InvalidProducerEpoch | ErrorCode::ProducerFenced)
+        {
+            // A newer epoch wrote to this partition: fenced, fatal.
+            let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
+            self.producer_fail_records(producer, number, records, error);
+            self.producer_txn_fenced(producer);
+            return;
+        }
         let now = self.now;
         let state = &mut self.producers[index];
         let mut batch = batch;
@@ -924,6 +987,9 @@ impl Simulation {
                 self.producers[index].refresh_scheduled = false;
                 self.producer_request_metadata(producer);
                 self.producer_drain(producer);
+            }
+            Timer::ProducerRequestTimeout(request) if self.producer_txn_waits_for(producer, request) => {
+                self.producer_txn_lost(producer, true);
             }
             Timer::ProducerRequestTimeout(request) => {
                 if self.producers[index]

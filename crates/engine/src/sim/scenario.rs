@@ -114,6 +114,9 @@ pub enum Expectation {
         consumer: u32,
         /// The minimum.
         at_least: u64,
+        /// The maximum, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_most: Option<u64>,
     },
     /// A consumer is in its group but owns no partition at the end.
     IdleConsumer {
@@ -438,14 +441,24 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
                 summary.invariant_violations
             )
         }),
-        Expectation::ConsumerRead { consumer, at_least } => {
+        Expectation::ConsumerRead {
+            consumer,
+            at_least,
+            at_most,
+        } => {
             let read = simulation
                 .consumers()
                 .get(*consumer as usize)
                 .map_or(0, |state| state.records_read);
-            (read < *at_least).then(|| {
-                format!("expected consumer-{consumer} to read at least {at_least} records, but it read {read}")
-            })
+            if read < *at_least {
+                Some(format!(
+                    "expected consumer-{consumer} to read at least {at_least} records, but it read {read}"
+                ))
+            } else {
+                at_most.filter(|most| read > *most).map(|most| {
+                    format!("expected consumer-{consumer} to read at most {most} records, but it read {read}")
+                })
+            }
         }
         Expectation::IdleConsumer { consumer } => match simulation.consumers().get(*consumer as usize) {
             Some(state) if state.phase == super::consumer::ConsumerPhase::Consuming && state.assignment.is_empty() => {

@@ -28,6 +28,29 @@ pub struct TraceEvent {
     pub kind: TraceKind,
 }
 
+/// How a transactional producer's transaction ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransactionOutcome {
+    /// `commitTransaction()` returned.
+    Committed,
+    /// `abortTransaction()` returned.
+    Aborted,
+    /// A newer instance (or the coordinator's timeout) fenced it: fatal,
+    /// its unsent records fail.
+    Fenced,
+}
+
+impl std::fmt::Display for TransactionOutcome {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            TransactionOutcome::Committed => "transaction committed",
+            TransactionOutcome::Aborted => "transaction aborted",
+            TransactionOutcome::Fenced => "fenced (PRODUCER_FENCED): a newer epoch exists, it stops",
+        })
+    }
+}
+
 /// The safety properties checked after every event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -797,6 +820,22 @@ pub enum TraceKind {
         control: crate::replication::transactions::ControlType,
         offset: Offset,
     },
+    /// A transaction coordinator writes a transaction's new state to
+    /// `__transaction_state`.
+    TransactionState {
+        transactional_id: String,
+        producer_id: u64,
+        producer_epoch: u16,
+        state: crate::txn_coordinator::TxnState,
+        partitions: Vec<TopicPartition>,
+    },
+    /// A transactional producer's transaction ended (its `EndTxn` was
+    /// answered), or the producer was fenced.
+    TransactionEnded {
+        producer: u32,
+        transactional_id: String,
+        outcome: TransactionOutcome,
+    },
     /// A knob change Kafka would refuse was not applied.
     ChangeRefused { change: String, reason: String },
     /// A partition leader recognised a batch it had already written (an
@@ -1013,13 +1052,28 @@ impl TraceEvent {
                 format!("stopped at kafkascope's limit of {limit} for {what}")
             }
             TraceKind::ChangeRefused { change, reason } => format!("refused to {change}: {reason}"),
+            TraceKind::TransactionState {
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                state,
+                partitions,
+            } => format!(
+                "transaction {transactional_id} (producer {producer_id}, epoch {producer_epoch}) -> {state} [{}]",
+                partitions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            ),
+            TraceKind::TransactionEnded {
+                producer,
+                transactional_id,
+                outcome,
+            } => format!("producer-{producer} ({transactional_id}): {outcome}"),
             TraceKind::MarkerWritten {
                 broker,
                 partition,
                 producer_id,
                 control,
                 offset,
-            } => format!("broker-{broker} wrote a {control} marker for producer {producer_id} at {partition} offset {offset}"),
+            } => format!("broker-{broker} wrote the {control} marker for producer {producer_id} at {partition} offset {offset}"),
             TraceKind::DuplicateIgnored {
                 broker,
                 partition,

@@ -168,6 +168,18 @@ pub enum ErrorCode {
     /// A transaction marker from a coordinator epoch older than the last
     /// one the partition saw (`TransactionCoordinatorFencedException`).
     TransactionCoordinatorFenced,
+    /// The transaction coordinator is changing this transactional id's
+    /// state: retry (`ConcurrentTransactionsException`).
+    ConcurrentTransactions,
+    /// A newer instance of this transactional producer exists
+    /// (`ProducerFencedException`): fatal for the client.
+    ProducerFenced,
+    /// The producer id is not this transactional id's.
+    InvalidProducerIdMapping,
+    /// The request does not fit the transaction's state.
+    InvalidTxnState,
+    /// `transaction.timeout.ms` above `transaction.max.timeout.ms`.
+    InvalidTransactionTimeout,
 }
 
 impl std::fmt::Display for ErrorCode {
@@ -207,6 +219,11 @@ impl std::fmt::Display for ErrorCode {
             ErrorCode::UnsupportedAssignor => "UNSUPPORTED_ASSIGNOR",
             ErrorCode::InvalidProducerEpoch => "INVALID_PRODUCER_EPOCH",
             ErrorCode::TransactionCoordinatorFenced => "TRANSACTION_COORDINATOR_FENCED",
+            ErrorCode::ConcurrentTransactions => "CONCURRENT_TRANSACTIONS",
+            ErrorCode::ProducerFenced => "PRODUCER_FENCED",
+            ErrorCode::InvalidProducerIdMapping => "INVALID_PRODUCER_ID_MAPPING",
+            ErrorCode::InvalidTxnState => "INVALID_TXN_STATE",
+            ErrorCode::InvalidTransactionTimeout => "INVALID_TRANSACTION_TIMEOUT",
         })
     }
 }
@@ -214,7 +231,10 @@ impl std::fmt::Display for ErrorCode {
 impl ErrorCode {
     /// Whether the producer retries after this error.
     pub fn retriable(self) -> bool {
-        !matches!(self, ErrorCode::DeliveryTimeout)
+        !matches!(
+            self,
+            ErrorCode::DeliveryTimeout | ErrorCode::InvalidProducerEpoch | ErrorCode::ProducerFenced
+        )
     }
 
     /// Whether the producer refreshes metadata after it (Kafka's
@@ -436,6 +456,18 @@ pub enum MessageName {
     ListOffsetsResponse,
     #[allow(missing_docs)]
     ConnectionClosed,
+    #[allow(missing_docs)]
+    AddPartitionsToTxn,
+    #[allow(missing_docs)]
+    AddPartitionsToTxnResponse,
+    #[allow(missing_docs)]
+    EndTxn,
+    #[allow(missing_docs)]
+    EndTxnResponse,
+    #[allow(missing_docs)]
+    WriteTxnMarkers,
+    #[allow(missing_docs)]
+    WriteTxnMarkersResponse,
 }
 
 impl MessageName {
@@ -460,6 +492,12 @@ impl MessageName {
             MessageName::Vote => "Vote",
             MessageName::VoteResponse => "VoteResponse",
             MessageName::NotController => "NotController",
+            MessageName::AddPartitionsToTxn => "AddPartitionsToTxn",
+            MessageName::AddPartitionsToTxnResponse => "AddPartitionsToTxnResponse",
+            MessageName::EndTxn => "EndTxn",
+            MessageName::EndTxnResponse => "EndTxnResponse",
+            MessageName::WriteTxnMarkers => "WriteTxnMarkers",
+            MessageName::WriteTxnMarkersResponse => "WriteTxnMarkersResponse",
             MessageName::FindCoordinator => "FindCoordinator",
             MessageName::FindCoordinatorResponse => "FindCoordinatorResponse",
             MessageName::JoinGroup => "JoinGroup",
@@ -515,6 +553,12 @@ pub struct MessageFacts {
     /// The high watermark a fetch response reports.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub high_watermark: Option<u64>,
+    /// The transactional id a transaction request is for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transactional_id: Option<String>,
+    /// How a transaction ends (`EndTxn`, `WriteTxnMarkers`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control: Option<ControlType>,
     /// The last stable offset a fetch answer carries, when it is below
     /// the high watermark.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -640,7 +684,58 @@ pub enum Message {
     },
     /// An idempotent producer asks any broker for a producer id and epoch
     /// (`InitProducerId` with a null `transactionalId`).
-    InitProducerId { request: u64 },
+    InitProducerId {
+        request: u64,
+        /// `transactional.id`: set, the request goes to the transaction
+        /// coordinator, which bumps the id's epoch.
+        transactional_id: Option<String>,
+        /// `transaction.timeout.ms`.
+        transaction_timeout_ms: u64,
+    },
+    /// A transactional producer looks for its transaction coordinator
+    /// (`FindCoordinator` with key type `TRANSACTION`).
+    FindTxnCoordinator { transactional_id: String },
+    /// The leader of the id's `__transaction_state` partition, if known.
+    FindTxnCoordinatorResponse {
+        transactional_id: String,
+        coordinator: Option<BrokerId>,
+    },
+    /// Partitions the open transaction writes to (`AddPartitionsToTxn`).
+    AddPartitionsToTxn {
+        request: u64,
+        transactional_id: String,
+        producer_id: u64,
+        epoch: u16,
+        partitions: Vec<TopicPartition>,
+    },
+    #[allow(missing_docs)]
+    AddPartitionsToTxnResponse { request: u64, error: Option<ErrorCode> },
+    /// Commit or abort the open transaction (`EndTxn`).
+    EndTxn {
+        request: u64,
+        transactional_id: String,
+        producer_id: u64,
+        epoch: u16,
+        commit: bool,
+    },
+    #[allow(missing_docs)]
+    EndTxnResponse { request: u64, error: Option<ErrorCode> },
+    /// The transaction coordinator asks a partition's leader to write a
+    /// marker (`WriteTxnMarkers`, one partition per request here).
+    WriteTxnMarkers {
+        transactional_id: String,
+        producer_id: u64,
+        epoch: u16,
+        coordinator_epoch: i32,
+        control: ControlType,
+        partition: TopicPartition,
+    },
+    /// The marker is written and replicated, or why not.
+    WriteTxnMarkersResponse {
+        transactional_id: String,
+        partition: TopicPartition,
+        error: Option<ErrorCode>,
+    },
     /// The producer id and epoch, or an error (`InitProducerIdResponse`).
     InitProducerIdResponse {
         request: u64,
@@ -862,6 +957,14 @@ impl Message {
             Message::Produce { .. } => MessageName::Produce,
             Message::ProduceResponse { .. } => MessageName::ProduceResponse,
             Message::InitProducerId { .. } => MessageName::InitProducerId,
+            Message::FindTxnCoordinator { .. } => MessageName::FindCoordinator,
+            Message::FindTxnCoordinatorResponse { .. } => MessageName::FindCoordinatorResponse,
+            Message::AddPartitionsToTxn { .. } => MessageName::AddPartitionsToTxn,
+            Message::AddPartitionsToTxnResponse { .. } => MessageName::AddPartitionsToTxnResponse,
+            Message::EndTxn { .. } => MessageName::EndTxn,
+            Message::EndTxnResponse { .. } => MessageName::EndTxnResponse,
+            Message::WriteTxnMarkers { .. } => MessageName::WriteTxnMarkers,
+            Message::WriteTxnMarkersResponse { .. } => MessageName::WriteTxnMarkersResponse,
             Message::InitProducerIdResponse { .. } => MessageName::InitProducerIdResponse,
             Message::Vote { .. } => MessageName::Vote,
             Message::VoteResponse { .. } => MessageName::VoteResponse,
@@ -902,9 +1005,56 @@ impl Message {
             | Message::BrokerHeartbeatResponse { .. }
             | Message::MetadataRequest
             | Message::MetadataResponse { .. }
-            | Message::InitProducerId { .. }
             | Message::Vote { .. }
             | Message::ConnectionClosed => {}
+            Message::InitProducerId { transactional_id, .. } => facts.transactional_id = transactional_id.clone(),
+            Message::FindTxnCoordinator { transactional_id } => facts.transactional_id = Some(transactional_id.clone()),
+            Message::EndTxn {
+                transactional_id,
+                commit,
+                ..
+            } => {
+                facts.transactional_id = Some(transactional_id.clone());
+                facts.control = Some(if *commit {
+                    ControlType::Commit
+                } else {
+                    ControlType::Abort
+                });
+            }
+            Message::FindTxnCoordinatorResponse {
+                transactional_id,
+                coordinator,
+            } => {
+                facts.transactional_id = Some(transactional_id.clone());
+                if coordinator.is_none() {
+                    facts.errors.push(ErrorCode::CoordinatorNotAvailable);
+                }
+            }
+            Message::AddPartitionsToTxn {
+                transactional_id,
+                partitions,
+                ..
+            } => {
+                facts.transactional_id = Some(transactional_id.clone());
+                facts.partitions.extend(partitions.iter().cloned());
+            }
+            Message::AddPartitionsToTxnResponse { error, .. } | Message::EndTxnResponse { error, .. } => {
+                facts.errors.extend(*error);
+            }
+            Message::WriteTxnMarkers {
+                transactional_id,
+                partition,
+                control,
+                ..
+            } => {
+                facts.transactional_id = Some(transactional_id.clone());
+                facts.control = Some(*control);
+                facts.partitions.push(partition.clone());
+            }
+            Message::WriteTxnMarkersResponse { partition, error, .. } => {
+                facts.partitions.push(partition.clone());
+                facts.errors.extend(*error);
+            }
             Message::BrokerRegistrationResponse { result } => facts.errors.extend(result.as_ref().err()),
             Message::InitProducerIdResponse { result, .. } => facts.errors.extend(result.as_ref().err()),
             Message::MetadataFetch { fetch_offset, .. } => {
@@ -1214,7 +1364,64 @@ impl Message {
                     .collect();
                 format!("ProduceResponse [{}]", parts.join("; "))
             }
-            Message::InitProducerId { .. } => "InitProducerId transactionalId=null".to_string(),
+            Message::InitProducerId {
+                transactional_id,
+                transaction_timeout_ms,
+                ..
+            } => match transactional_id {
+                None => "InitProducerId transactionalId=null".to_string(),
+                Some(id) => format!("InitProducerId transactionalId={id} transactionTimeoutMs={transaction_timeout_ms}"),
+            },
+            Message::FindTxnCoordinator { transactional_id } => {
+                format!("FindCoordinator keyType=TRANSACTION key={transactional_id}")
+            }
+            Message::FindTxnCoordinatorResponse {
+                transactional_id,
+                coordinator,
+            } => match coordinator {
+                Some(broker) => format!("FindCoordinatorResponse key={transactional_id} coordinator=broker-{broker}"),
+                None => format!("FindCoordinatorResponse key={transactional_id} error=COORDINATOR_NOT_AVAILABLE"),
+            },
+            Message::AddPartitionsToTxn {
+                transactional_id,
+                producer_id,
+                epoch,
+                partitions,
+                ..
+            } => format!(
+                "AddPartitionsToTxn transactionalId={transactional_id} producerId={producer_id} producerEpoch={epoch} [{}]",
+                partition_list(partitions)
+            ),
+            Message::AddPartitionsToTxnResponse { error, .. } | Message::EndTxnResponse { error, .. } => {
+                let name = self.name().as_str();
+                match error {
+                    None => format!("{name} ok"),
+                    Some(error) => format!("{name} error={error}"),
+                }
+            }
+            Message::EndTxn {
+                transactional_id,
+                producer_id,
+                epoch,
+                commit,
+                ..
+            } => format!(
+                "EndTxn transactionalId={transactional_id} producerId={producer_id} producerEpoch={epoch} committed={commit}"
+            ),
+            Message::WriteTxnMarkers {
+                producer_id,
+                epoch,
+                coordinator_epoch,
+                control,
+                partition,
+                ..
+            } => format!(
+                "WriteTxnMarkers {control} {partition} producerId={producer_id} producerEpoch={epoch} coordinatorEpoch={coordinator_epoch}"
+            ),
+            Message::WriteTxnMarkersResponse { partition, error, .. } => match error {
+                None => format!("WriteTxnMarkersResponse {partition} ok"),
+                Some(error) => format!("WriteTxnMarkersResponse {partition} error={error}"),
+            },
             Message::InitProducerIdResponse { result, .. } => match result {
                 Ok((producer_id, epoch)) => {
                     format!("InitProducerIdResponse producerId={producer_id} producerEpoch={epoch}")
@@ -1451,6 +1658,11 @@ mod tests {
             ErrorCode::UnknownTopicOrPartition,
             ErrorCode::InvalidProducerEpoch,
             ErrorCode::TransactionCoordinatorFenced,
+            ErrorCode::ConcurrentTransactions,
+            ErrorCode::ProducerFenced,
+            ErrorCode::InvalidProducerIdMapping,
+            ErrorCode::InvalidTxnState,
+            ErrorCode::InvalidTransactionTimeout,
         ];
         for error in all {
             let serialized = serde_json::to_value(error).expect("serializes");

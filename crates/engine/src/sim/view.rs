@@ -97,6 +97,10 @@ pub struct ProducerView {
     pub producer_id: Option<u64>,
     /// Its producer epoch (bumped locally when a sequenced batch fails, KIP-360).
     pub producer_epoch: u16,
+    /// A transactional producer's state: its `transactional.id`, where it
+    /// is, the partitions of its open transaction, and its transactions
+    /// committed and aborted so far.
+    pub transaction: Option<TransactionView>,
     /// Records it sent, acknowledged, and failed for good.
     pub sent: u64,
     /// Acknowledged records.
@@ -380,6 +384,24 @@ pub struct ReplicaView {
     pub last_fetch_ms: Option<u64>,
     /// As the leader tracks this follower: when it was last caught up.
     pub last_caught_up_ms: Option<u64>,
+}
+
+/// A transactional producer's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TransactionView {
+    /// `transactional.id`.
+    pub transactional_id: String,
+    /// Where it is.
+    pub phase: super::txn_client::TxnPhase,
+    /// Partitions (of its topic) in the open transaction.
+    pub partitions: Vec<u32>,
+    /// A commit (true) or abort (false) under way.
+    pub ending: Option<bool>,
+    /// Transactions committed so far.
+    pub committed: u64,
+    /// Transactions aborted so far.
+    pub aborted: u64,
 }
 
 /// One partition in the committed metadata.
@@ -675,6 +697,14 @@ impl Simulation {
                     idempotent: producer.config.idempotence(),
                     producer_id: producer.producer_id,
                     producer_epoch: producer.epoch,
+                    transaction: producer.txn.as_ref().map(|txn| TransactionView {
+                        transactional_id: txn.transactional_id.clone(),
+                        phase: txn.phase,
+                        partitions: txn.added.iter().copied().collect(),
+                        ending: txn.ending,
+                        committed: txn.committed,
+                        aborted: txn.aborted,
+                    }),
                     sent,
                     acknowledged,
                     failed,

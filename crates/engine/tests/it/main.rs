@@ -13,4 +13,5 @@ mod producer_state_vectors;
 mod replication;
 mod simulator;
 mod tidy;
+mod transactions;
 mod vectors;

@@ -1,0 +1,475 @@
+//! A transactional producer's half of KIP-98 (`TransactionManager`): it
+//! finds its transaction coordinator (`FindCoordinator`, key type
+//! `TRANSACTION`), gets its producer id and epoch from it
+//! (`InitProducerId` with its `transactional.id`, which fences any older
+//! instance), adds each partition to the open transaction before its first
+//! batch goes there (`AddPartitionsToTxn`; only added partitions are
+//! drained), and ends the transaction with `EndTxn` once everything sent is
+//! acknowledged (`commitTransaction()` flushes first). Records sent while a
+//! transaction ends wait for the next one.
+//!
+//! Errors: `CONCURRENT_TRANSACTIONS` is retried after `retry.backoff.ms`;
+//! `NOT_COORDINATOR`, `COORDINATOR_NOT_AVAILABLE`, a timeout or a broken
+//! connection send it looking for the coordinator again;
+//! `PRODUCER_FENCED` (or `INVALID_PRODUCER_EPOCH` on a produce) is fatal:
+//! a newer instance took the transactional id, this one stops and its
+//! unsent records fail. A batch that fails for good makes the transaction
+//! abortable: the next commit aborts instead (Kafka's client throws and
+//! the application aborts).
+//!
+//! Simplification: `abortTransaction()` also sends what is buffered first
+//! (Kafka fails unsent batches at once); either way the transaction's
+//! records are aborted.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::replication::BrokerId;
+
+use super::producer::PendingBatch;
+use super::trace::{TraceKind, TransactionOutcome};
+use super::types::{ErrorCode, Message, NodeId, RecordId, Time};
+use super::{Simulation, Timer};
+
+/// Where a transactional producer is (`TransactionManager.State`, reduced).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TxnPhase {
+    /// No producer id yet (`initTransactions()` in progress).
+    Initializing,
+    /// A producer id and epoch, no transaction open.
+    Ready,
+    /// A transaction is open.
+    InTransaction,
+    /// Fenced by a newer instance (or by the coordinator's timeout): fatal.
+    Fenced,
+}
+
+impl std::fmt::Display for TxnPhase {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            TxnPhase::Initializing => "initializing",
+            TxnPhase::Ready => "ready",
+            TxnPhase::InTransaction => "in a transaction",
+            TxnPhase::Fenced => "fenced",
+        })
+    }
+}
+
+/// A request to the transaction coordinator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum TxnCall {
+    /// `FindCoordinator`.
+    FindCoordinator,
+    /// `InitProducerId`.
+    InitProducerId,
+    /// `AddPartitionsToTxn` for these partitions.
+    AddPartitions(Vec<u32>),
+    /// `EndTxn` (commit or abort).
+    EndTxn(bool),
+}
+
+/// A transactional producer's transaction state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TxnClient {
+    /// `transactional.id`.
+    pub transactional_id: String,
+    /// The coordinator, once found.
+    pub coordinator: Option<BrokerId>,
+    /// Where it is.
+    pub phase: TxnPhase,
+    /// Partitions added to the open transaction.
+    pub added: BTreeSet<u32>,
+    /// The request out: its id, the broker, what it is.
+    pub in_flight: Option<(u64, BrokerId, TxnCall)>,
+    /// A failed request is sent again from this time on.
+    pub retry_at: Time,
+    /// `commitTransaction()` (true) or `abortTransaction()` (false) was
+    /// called and has not returned.
+    pub ending: Option<bool>,
+    /// A batch of this transaction failed for good: it can only abort.
+    pub abortable: bool,
+    /// Records sent after `commitTransaction()` / `abortTransaction()`
+    /// was called: they start the next transaction.
+    pub held: std::collections::VecDeque<(RecordId, Option<String>, u32)>,
+    /// Transactions committed and aborted so far.
+    pub committed: u64,
+    /// See `committed`.
+    pub aborted: u64,
+}
+
+impl TxnClient {
+    /// A producer with `transactional.id` set, before `initTransactions()`.
+    pub fn new(transactional_id: String) -> TxnClient {
+        TxnClient {
+            transactional_id,
+            coordinator: None,
+            phase: TxnPhase::Initializing,
+            added: BTreeSet::new(),
+            in_flight: None,
+            retry_at: 0,
+            ending: None,
+            abortable: false,
+            held: std::collections::VecDeque::new(),
+            committed: 0,
+            aborted: 0,
+        }
+    }
+}
+
+impl Simulation {
+    fn txn_client(&mut self, producer: u32) -> Option<&mut TxnClient> {
+        self.producers.get_mut(producer as usize)?.txn.as_mut()
+    }
+
+    /// The transaction work before a drain; returns the partitions whose
+    /// batches may be sent now (`None`: not transactional, all may).
+    pub(crate) fn producer_txn_step(&mut self, producer: u32) -> Option<BTreeSet<u32>> {
+        let index = producer as usize;
+        let now = self.now;
+        let state = &self.producers[index];
+        let txn = state.txn.as_ref()?;
+        let none = Some(BTreeSet::new());
+        match txn.phase {
+            TxnPhase::Fenced => return none,
+            TxnPhase::Initializing => {
+                if txn.in_flight.is_none() {
+                    if now < txn.retry_at {
+                        let wait = txn.retry_at - now;
+                        self.schedule_timer(NodeId::Producer(producer), 0, wait, Timer::ProducerDrain);
+                    } else if txn.coordinator.is_none() {
+                        self.producer_txn_send(producer, TxnCall::FindCoordinator);
+                    } else {
+                        self.producer_txn_send(producer, TxnCall::InitProducerId);
+                    }
+                }
+                return none;
+            }
+            TxnPhase::Ready | TxnPhase::InTransaction => {}
+        }
+        let added = txn.added.clone();
+        if matches!(txn.in_flight, Some((_, _, TxnCall::EndTxn(_)))) {
+            return none;
+        }
+        if txn.in_flight.is_some() {
+            return Some(added);
+        }
+        if now < txn.retry_at {
+            let wait = txn.retry_at - now;
+            self.schedule_timer(NodeId::Producer(producer), 0, wait, Timer::ProducerDrain);
+            return Some(added);
+        }
+        if txn.coordinator.is_none() {
+            self.producer_txn_send(producer, TxnCall::FindCoordinator);
+            return Some(added);
+        }
+        // Partitions with records and not in the transaction yet
+        // (`TransactionManager#maybeAddPartition`).
+        let new: Vec<u32> = state
+            .batches
+            .iter()
+            .filter(|(partition, queue)| !queue.is_empty() && !added.contains(partition))
+            .map(|(&partition, _)| partition)
+            .collect();
+        if !new.is_empty() {
+            self.producer_txn_send(producer, TxnCall::AddPartitions(new));
+            return Some(added);
+        }
+        let flushed = state.waiting.is_empty()
+            && state.batches.values().all(|queue| queue.is_empty())
+            && state.in_flight.is_empty();
+        if let (Some(commit), true) = (txn.ending, flushed) {
+            let commit = commit && !txn.abortable;
+            if added.is_empty() {
+                // Nothing was sent in it: it ends on the client alone.
+                self.producer_txn_ended(producer, commit);
+            } else {
+                self.producer_txn_send(producer, TxnCall::EndTxn(commit));
+            }
+            return none;
+        }
+        Some(added)
+    }
+
+    /// Sends a request to the coordinator (or, to find it, to a broker in
+    /// turn), with a timeout of `request.timeout.ms`.
+    fn producer_txn_send(&mut self, producer: u32, call: TxnCall) {
+        let index = producer as usize;
+        let brokers = self.config.brokers;
+        let state = &mut self.producers[index];
+        let Some(txn) = state.txn.as_ref() else { return };
+        let broker = match (&call, txn.coordinator) {
+            (TxnCall::FindCoordinator, _) | (_, None) => {
+                let broker = state.bootstrap_attempt % brokers.max(1) + 1;
+                state.bootstrap_attempt += 1;
+                broker
+            }
+            (_, Some(coordinator)) => coordinator,
+        };
+        state.next_request += 1;
+        let request = state.next_request;
+        let transactional_id = txn.transactional_id.clone();
+        let producer_id = state.producer_id.unwrap_or(0);
+        let epoch = state.epoch;
+        let timeout = state.config.request_timeout_ms;
+        let message = match &call {
+            TxnCall::FindCoordinator => Message::FindTxnCoordinator { transactional_id },
+            TxnCall::InitProducerId => Message::InitProducerId {
+                request,
+                transactional_id: Some(transactional_id),
+                transaction_timeout_ms: state.config.transaction_timeout_ms,
+            },
+            TxnCall::AddPartitions(partitions) => Message::AddPartitionsToTxn {
+                request,
+                transactional_id,
+                producer_id,
+                epoch,
+                partitions: partitions
+                    .iter()
+                    .map(|&partition| crate::groups::assignors::TopicPartition {
+                        topic: state.topic_name(),
+                        partition,
+                    })
+                    .collect(),
+            },
+            TxnCall::EndTxn(commit) => Message::EndTxn {
+                request,
+                transactional_id,
+                producer_id,
+                epoch,
+                commit: *commit,
+            },
+        };
+        if let Some(txn) = state.txn.as_mut() {
+            txn.in_flight = Some((request, broker, call));
+        }
+        self.send(NodeId::Producer(producer), NodeId::Broker(broker), message);
+        self.schedule_timer(
+            NodeId::Producer(producer),
+            0,
+            timeout,
+            Timer::ProducerRequestTimeout(request),
+        );
+    }
+
+    /// The request out failed in a way that calls for the coordinator
+    /// again (a timeout, a disconnect, `NOT_COORDINATOR`): it is sent again
+    /// after `retry.backoff.ms`, to the coordinator found anew.
+    pub(crate) fn producer_txn_lost(&mut self, producer: u32, rediscover: bool) {
+        let now = self.now;
+        let backoff = self.producers[producer as usize].config.retry_backoff_ms;
+        let Some(txn) = self.txn_client(producer) else { return };
+        txn.in_flight = None;
+        if rediscover {
+            txn.coordinator = None;
+        }
+        txn.retry_at = now + backoff;
+        self.schedule_timer(NodeId::Producer(producer), 0, backoff, Timer::ProducerDrain);
+    }
+
+    /// Whether `request` is the transaction request out.
+    pub(crate) fn producer_txn_waits_for(&self, producer: u32, request: u64) -> bool {
+        self.producers[producer as usize]
+            .txn
+            .as_ref()
+            .is_some_and(|txn| txn.in_flight.as_ref().is_some_and(|(out, _, _)| *out == request))
+    }
+
+    /// A connection to `broker` broke: a transaction request on it is lost.
+    pub(crate) fn producer_txn_disconnected(&mut self, producer: u32, broker: BrokerId) {
+        let lost = self.producers[producer as usize]
+            .txn
+            .as_ref()
+            .is_some_and(|txn| txn.in_flight.as_ref().is_some_and(|(_, to, _)| *to == broker));
+        if lost {
+            self.producer_txn_lost(producer, true);
+        }
+    }
+
+    /// Answers from brokers to a transactional producer's requests;
+    /// returns `false` for other messages.
+    pub(crate) fn producer_txn_receive(&mut self, producer: u32, message: &Message) -> bool {
+        let index = producer as usize;
+        let Some(txn) = self.producers[index].txn.as_ref() else {
+            return false;
+        };
+        let out = txn.in_flight.clone();
+        match message {
+            Message::FindTxnCoordinatorResponse { coordinator, .. } => {
+                if !matches!(out, Some((_, _, TxnCall::FindCoordinator))) {
+                    return true;
+                }
+                match coordinator {
+                    Some(coordinator) => {
+                        let txn = self.txn_client(producer).expect("transactional");
+                        txn.coordinator = Some(*coordinator);
+                        txn.in_flight = None;
+                        self.producer_drain(producer);
+                    }
+                    None => self.producer_txn_lost(producer, true),
+                }
+                true
+            }
+            Message::InitProducerIdResponse { request, result } => {
+                if !matches!(out, Some((waiting, _, TxnCall::InitProducerId)) if waiting == *request) {
+                    return true;
+                }
+                match result {
+                    Ok((producer_id, epoch)) => {
+                        let state = &mut self.producers[index];
+                        state.producer_id = Some(*producer_id);
+                        state.epoch = *epoch;
+                        state.sequences.clear();
+                        state.acked_sequences.clear();
+                        let txn = state.txn.as_mut().expect("transactional");
+                        txn.in_flight = None;
+                        txn.phase = TxnPhase::Ready;
+                        self.producer_drain(producer);
+                    }
+                    Err(error) => self.producer_txn_error(producer, *error),
+                }
+                true
+            }
+            Message::AddPartitionsToTxnResponse { request, error } => {
+                let Some((waiting, _, TxnCall::AddPartitions(partitions))) = out else {
+                    return true;
+                };
+                if waiting != *request {
+                    return true;
+                }
+                match error {
+                    None => {
+                        let txn = self.txn_client(producer).expect("transactional");
+                        txn.in_flight = None;
+                        txn.phase = TxnPhase::InTransaction;
+                        txn.added.extend(partitions);
+                        self.producer_drain(producer);
+                    }
+                    Some(error) => self.producer_txn_error(producer, *error),
+                }
+                true
+            }
+            Message::EndTxnResponse { request, error } => {
+                let Some((waiting, _, TxnCall::EndTxn(commit))) = out else {
+                    return true;
+                };
+                if waiting != *request {
+                    return true;
+                }
+                match error {
+                    None => {
+                        self.producer_txn_ended(producer, commit);
+                    }
+                    Some(error) => self.producer_txn_error(producer, *error),
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A coordinator's error: retried, sent to a new coordinator, or fatal.
+    fn producer_txn_error(&mut self, producer: u32, error: ErrorCode) {
+        match error {
+            ErrorCode::ConcurrentTransactions => self.producer_txn_lost(producer, false),
+            ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable | ErrorCode::NetworkException => {
+                self.producer_txn_lost(producer, true)
+            }
+            _ => self.producer_txn_fenced(producer),
+        }
+    }
+
+    /// `commitTransaction()` or `abortTransaction()` returned.
+    fn producer_txn_ended(&mut self, producer: u32, commit: bool) {
+        let Some(txn) = self.txn_client(producer) else { return };
+        txn.in_flight = None;
+        txn.phase = TxnPhase::Ready;
+        txn.added.clear();
+        txn.ending = None;
+        let held = std::mem::take(&mut txn.held);
+        txn.abortable = false;
+        if commit {
+            txn.committed += 1;
+        } else {
+            txn.aborted += 1;
+        }
+        let transactional_id = txn.transactional_id.clone();
+        self.record(TraceKind::TransactionEnded {
+            producer,
+            transactional_id,
+            outcome: if commit {
+                TransactionOutcome::Committed
+            } else {
+                TransactionOutcome::Aborted
+            },
+        });
+        // Records sent meanwhile start the next transaction.
+        self.producers[producer as usize].waiting.extend(held);
+        self.producer_partition_waiting(producer);
+        self.producer_drain(producer);
+    }
+
+    /// Fatal: a newer epoch exists. The producer stops; what it has not
+    /// sent fails.
+    pub(crate) fn producer_txn_fenced(&mut self, producer: u32) {
+        let index = producer as usize;
+        let Some(txn) = self.producers[index].txn.as_mut() else {
+            return;
+        };
+        if txn.phase == TxnPhase::Fenced {
+            return;
+        }
+        txn.phase = TxnPhase::Fenced;
+        txn.in_flight = None;
+        txn.ending = None;
+        let transactional_id = txn.transactional_id.clone();
+        self.record(TraceKind::TransactionEnded {
+            producer,
+            transactional_id,
+            outcome: TransactionOutcome::Fenced,
+        });
+        let state = &mut self.producers[index];
+        let queued: Vec<(u32, PendingBatch)> = std::mem::take(&mut state.batches)
+            .into_iter()
+            .flat_map(|(partition, queue)| queue.into_iter().map(move |batch| (partition, batch)))
+            .collect();
+        let mut waiting: Vec<RecordId> = state.waiting.drain(..).map(|(record, _, _)| record).collect();
+        if let Some(txn) = state.txn.as_mut() {
+            waiting.extend(txn.held.drain(..).map(|(record, _, _)| record));
+        }
+        for (partition, batch) in queued {
+            let records = batch.records.iter().map(|&(record, _)| record).collect();
+            self.producer_fail_records(producer, partition, records, ErrorCode::ProducerFenced);
+        }
+        if !waiting.is_empty() {
+            self.producer_fail_records(producer, 0, waiting, ErrorCode::ProducerFenced);
+        }
+    }
+
+    /// The `commitTransaction` / `abortTransaction` inputs.
+    pub(crate) fn producer_end_transaction(&mut self, producer: u32, commit: bool) {
+        let Some(txn) = self.txn_client(producer) else { return };
+        if txn.phase == TxnPhase::Fenced || txn.ending.is_some() {
+            return;
+        }
+        txn.ending = Some(commit);
+        self.producer_drain(producer);
+    }
+
+    /// Holds a record sent while a transaction ends for the next one;
+    /// returns it back when no transaction is ending.
+    pub(crate) fn producer_txn_hold(
+        &mut self,
+        producer: u32,
+        record: (RecordId, Option<String>, u32),
+    ) -> Option<(RecordId, Option<String>, u32)> {
+        match self.txn_client(producer) {
+            Some(txn) if txn.ending.is_some() => {
+                txn.held.push_back(record);
+                None
+            }
+            _ => Some(record),
+        }
+    }
+}
