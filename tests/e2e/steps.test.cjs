@@ -47,6 +47,7 @@ const EXTRA = {
   'follower-leaves-isr': { event: 'isr-changed', text: /\[3, 2\] → \[3, 2, 1\]/ },
   'idempotent-producer': { event: 'duplicate-ignored', text: /answers with the original offsets/ },
   'read-committed': { event: 'marker-written', text: /COMMIT marker .* read_committed consumers/ },
+  'exactly-once': { event: 'transaction-rolled-back', text: /count for nothing/ },
 };
 const STORIES = Object.fromEntries(scenarios.map((scenario) => {
   const expects = scenario.expect.map((expectation) => expectation.type);
@@ -291,6 +292,24 @@ test('why on a loss names the acknowledgement and the followers that never had t
   assert.ok(chain.some((line) => /records acknowledged.*told these records were written/.test(line)), JSON.stringify(chain));
   assert.ok(chain.some((line) => /were only on broker-3; broker-1 and broker-2 never fetched them/.test(line)), JSON.stringify(chain));
   assert.ok(chain.some((line) => /cut off from the leader/.test(line)), JSON.stringify(chain));
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the map beside the steps draws the last stable offset where a transaction is open, and the markers in the log', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await chooseStory(page, 'exactly-once');
+  // The first COMMIT marker: the zombie's transaction on receipts-0 is
+  // still open, so that partition's last stable offset is below its HW.
+  await filterName(page, 'marker-written');
+  await within(page, 'step-first').click();
+  const lso = steps(page).getByTestId('map').locator('[data-testid^="lso-"]');
+  assert.ok(await lso.count() >= 1, 'no last stable offset drawn');
+  const row = steps(page).getByTestId('map').locator('.replica', { has: page.locator('[data-testid^="lso-"]') }).first();
+  assert.match(await row.locator(':scope > title').textContent(), /receipts-0 .*, last stable offset 0/);
+  await within(page, 'step-last').click();
+  assert.ok(await steps(page).getByTestId('map').locator('.replica .marker').count() >= 1, 'no marker drawn');
+  await steps(page).getByTestId('map').screenshot({ path: screenshotPath('steps-map-last-stable-offset') });
   assert.deepEqual(problems, []);
   await page.close();
 });

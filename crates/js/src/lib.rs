@@ -520,6 +520,15 @@ impl Cluster {
         to_js(&self.simulation.ledger_views())
     }
 
+    /// A consume-transform-produce pipeline's committed outputs on `topic`,
+    /// as a `read_committed` reader sees them now: `outputs`, `sources`
+    /// (input records with an output), `duplicated` ([input record id,
+    /// copies] for each with more than one), `hidden` (aborted or not yet
+    /// decided) and `open` (above the last stable offset).
+    pub fn outputs(&self, topic: &str) -> Result<JsValue, JsError> {
+        to_js(&self.simulation.output_audit(topic))
+    }
+
     /// Trace events from id `from` on.
     #[wasm_bindgen(unchecked_return_type = "TraceEvent[]")]
     pub fn trace(&self, from: Option<f64>) -> Result<JsValue, JsError> {

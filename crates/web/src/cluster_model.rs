@@ -501,7 +501,8 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::DuplicateIgnored { .. }
         | TraceKind::MarkerWritten { .. }
         | TraceKind::TransactionState { .. }
-        | TraceKind::TransactionEnded { .. } => true,
+        | TraceKind::TransactionEnded { .. }
+        | TraceKind::TransactionRolledBack { .. } => true,
         TraceKind::Sent { .. }
         | TraceKind::Delivered { .. }
         | TraceKind::Dropped { .. }

@@ -471,13 +471,17 @@ pub fn cluster_panel() -> Html {
                         { button("Crash (no goodbye)", format!("inspector-crash-{node}"), Action::CrashConsumer(id)) }
                         { button("GC pause 60 s (no polls, no heartbeats)", format!("inspector-pause-{node}"), Action::PauseConsumer(id, 60_000)) }
                         { handler }
-                        <label class="inspector-control">{ "commits " }
-                            <select data-testid={format!("inspector-commit-{node}")} onchange={on_mode}>
-                                { for crate::cluster_model::COMMIT_MODES.iter().map(|(each, value, label)| html! {
-                                    <option value={*value} selected={*each == mode}>{ *label }</option>
-                                }) }
-                            </select>
-                        </label>
+                        if mode == kafkascope_engine::sim::config::CommitMode::Transactional {
+                            <p class="inspector-control" data-testid={format!("inspector-commit-{node}")}>{ "commits: its offsets go in its output producer's transactions (exactly once)" }</p>
+                        } else {
+                            <label class="inspector-control">{ "commits " }
+                                <select data-testid={format!("inspector-commit-{node}")} onchange={on_mode}>
+                                    { for crate::cluster_model::COMMIT_MODES.iter().map(|(each, value, label)| html! {
+                                        <option value={*value} selected={*each == mode}>{ *label }</option>
+                                    }) }
+                                </select>
+                            </label>
+                        }
                         { if idempotent {
                             button("Handler not idempotent", format!("inspector-idempotent-{node}"), Action::IdempotentHandler(id, false))
                         } else {

@@ -50,6 +50,8 @@ svg.map .replica.out-of-sync .bar { fill: var(--m-warn); }
 svg.map .replica.out-of-sync .badge-text { fill: var(--m-warn); font-weight: 700; }
 svg.map .replica.leader .badge-text, svg.map .replica.leader .partition { font-weight: 700; }
 svg.map .hw { stroke: var(--m-fg); stroke-width: 1.6; }
+svg.map .lso { stroke: var(--m-warn); stroke-width: 1.6; stroke-dasharray: 2 1.5; }
+svg.map .marker { stroke: var(--m-box); stroke-width: 1.2; }
 svg.map .error-text { fill: var(--m-muted); font-size: 9.5px; }
 svg.map .producer.has-error .error-text { fill: var(--m-bad); font-weight: 600; }
 svg.map .group.rebalancing .frame { stroke: var(--m-warn); stroke-dasharray: 6 3; }
@@ -184,6 +186,7 @@ fn replica_view(broker: u32, row: &ReplicaRow, is_selected: bool, on_select: &Ca
     let fraction = |offset: u64| offset as f64 / row.scale.max(1) as f64;
     let leo_w = bar_w * fraction(row.log_end_offset);
     let hw_x = bar_x + bar_w * fraction(row.high_watermark);
+    let lso_x = bar_x + bar_w * fraction(row.last_stable_offset);
     html! {
         <g class={classes!("replica", row.role.to_string(), (!row.in_sync).then_some("out-of-sync"), is_selected.then_some("selected"))}
             role="button" tabindex="0"
@@ -194,7 +197,14 @@ fn replica_view(broker: u32, row: &ReplicaRow, is_selected: bool, on_select: &Ca
             { text(rect.x + 58.0, rect.y + 10.5, "badge-text", row.badge()) }
             <rect class="bar-bg" x={format!("{bar_x:.1}")} y={format!("{:.1}", rect.y + 3.0)} width={format!("{bar_w:.1}")} height="8" />
             <rect class="bar" x={format!("{bar_x:.1}")} y={format!("{:.1}", rect.y + 3.0)} width={format!("{leo_w:.1}")} height="8" />
+            { for row.markers.iter().map(|offset| {
+                let x = bar_x + bar_w * fraction(*offset);
+                html! { <line class="marker" x1={format!("{x:.1}")} x2={format!("{x:.1}")} y1={format!("{:.1}", rect.y + 3.0)} y2={format!("{:.1}", rect.y + 11.0)} /> }
+            }) }
             <line class="hw" x1={format!("{hw_x:.1}")} x2={format!("{hw_x:.1}")} y1={format!("{:.1}", rect.y + 1.0)} y2={format!("{:.1}", rect.y + 13.0)} />
+            if row.last_stable_offset < row.high_watermark {
+                <line class="lso" data-testid={format!("lso-{broker}-{}", row.partition)} x1={format!("{lso_x:.1}")} x2={format!("{lso_x:.1}")} y1={format!("{:.1}", rect.y + 0.5)} y2={format!("{:.1}", rect.y + 13.5)} />
+            }
             { text(text_x, rect.y + 10.5, "offsets", row.offsets_text()) }
         </g>
     }
@@ -235,7 +245,7 @@ fn node_view(node: &MapNode, selected: &Option<Selection>, on_select: &Callback<
                 { frame("box") }
                 { text(x, y + 15.0, "title", node.name.clone()) }
                 { text(rect.x + rect.w - 8.0, y + 15.0, "state end", state.to_uppercase()) }
-                { text(x, y + 28.0, "detail", format!("leads {leads} · follows {follows} · bar: log, | HW")) }
+                { text(x, y + 28.0, "detail", format!("leads {leads} · follows {follows} · bar | HW ¦ LSO")) }
                 { for replicas.iter().map(|row| {
                     let row_selected = matches!(
                         selected,

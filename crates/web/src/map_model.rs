@@ -96,6 +96,11 @@ pub struct ReplicaRow {
     pub in_sync: bool,
     pub log_end_offset: u64,
     pub high_watermark: u64,
+    /// Where `read_committed` consumers stop (drawn when below the high
+    /// watermark: a transaction is open).
+    pub last_stable_offset: u64,
+    /// The offsets of the latest transaction markers (drawn as ticks).
+    pub markers: Vec<u64>,
     /// The largest log end among the partition's replicas (the bar's scale).
     pub scale: u64,
     pub leader_epoch: Option<u32>,
@@ -133,7 +138,7 @@ impl ReplicaRow {
 
     /// The accessible name of the row.
     pub fn label(&self, broker: u32) -> String {
-        format!(
+        let mut label = format!(
             "replica of {} on {broker_broker}: {}, {}, log end offset {}, high watermark {}",
             self.partition,
             self.role,
@@ -141,7 +146,18 @@ impl ReplicaRow {
             self.log_end_offset,
             self.high_watermark,
             broker_broker = as_broker(broker)
-        )
+        );
+        if self.last_stable_offset < self.high_watermark {
+            label.push_str(&format!(", last stable offset {}", self.last_stable_offset));
+        }
+        if !self.markers.is_empty() {
+            let count = self.markers.len();
+            label.push_str(&format!(
+                ", {count} transaction marker{}",
+                if count == 1 { "" } else { "s" }
+            ));
+        }
+        label
     }
 }
 
@@ -518,6 +534,8 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
                     in_sync: replica.in_isr,
                     log_end_offset: replica.log_end_offset,
                     high_watermark: replica.high_watermark,
+                    last_stable_offset: replica.last_stable_offset,
+                    markers: replica.marker_offsets.clone(),
                     scale: scale.get(replica.partition.as_str()).copied().unwrap_or(1),
                     leader_epoch: replica.leader_epoch,
                     rect: Rect {

@@ -46,6 +46,7 @@ pub const EXAMPLES: &[Example] = examples![
     "9-lost-response-idempotence",
     "9b-where-the-commit-goes",
     "9c-read-committed",
+    "9d-exactly-once",
 ];
 
 /// One entry of the API reference shown under the sandbox.

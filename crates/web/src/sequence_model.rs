@@ -856,6 +856,7 @@ impl Captioner {
                 unprocessed,
                 uncommitted_processed,
                 committed_unprocessed,
+                in_transaction,
             } => {
                 explainable = true;
                 let mut caption = format!(
@@ -863,6 +864,9 @@ impl Captioner {
                     NodeId::Consumer(*consumer),
                     processed + unprocessed
                 );
+                if *in_transaction {
+                    caption.push_str(" Its outputs and its offsets are in one open transaction, which its coordinator will abort (when a new instance fences it, or when transaction.timeout.ms passes): none of this work counts, and the group does it again from the last committed offsets (exactly-once).");
+                }
                 if *uncommitted_processed > 0 {
                     caption.push_str(&format!(
                         " {uncommitted_processed} of them were processed but not committed: the group will read them again from the last commit (at-least-once)."
@@ -981,6 +985,35 @@ impl Captioner {
                 partitions.iter().map(ToString::to_string).collect(),
                 "transaction-state".to_string(),
             ),
+            TraceKind::TransactionRolledBack {
+                group,
+                consumer,
+                records,
+                rewound,
+            } => {
+                explainable = true;
+                let back = if rewound.is_empty() {
+                    "the member that owns their partitions now does them again from the committed offsets".to_string()
+                } else {
+                    format!(
+                        "it goes back to the last committed offsets of {} (where it was: {}) and does them again",
+                        rewound.iter().map(|(partition, _)| partition.to_string()).collect::<Vec<_>>().join(", "),
+                        rewound.iter().map(|(partition, offset)| format!("{partition} {offset}")).collect::<Vec<_>>().join(", ")
+                    )
+                };
+                (
+                    StepKind::Note {
+                        over: NodeId::Consumer(*consumer),
+                        text: "transaction aborted".to_string(),
+                    },
+                    format!(
+                        "{}'s transaction aborted, so the {records} record(s) of group {group} it handled in it count for nothing: their outputs are hidden from read_committed readers and their offsets were never committed; {back}.",
+                        NodeId::Consumer(*consumer)
+                    ),
+                    rewound.iter().map(|(partition, _)| partition.to_string()).collect(),
+                    "transaction-rolled-back".to_string(),
+                )
+            }
             TraceKind::TransactionEnded {
                 producer,
                 transactional_id,
@@ -1215,6 +1248,27 @@ impl Captioner {
                 facts.control.map_or_else(String::new, |control| control.to_string())
             ),
             M::WriteTxnMarkersResponse => format!("{from} answers the transaction coordinator {to}: {summary}."),
+            M::AddOffsetsToTxn => format!(
+                "{from} is about to put its app's consumed positions in the open transaction (sendOffsetsToTransaction), so it tells its transaction coordinator {to} that the transaction also writes to group {}'s __consumer_offsets partition: that partition will get the marker too.",
+                facts.group.as_deref().unwrap_or_default()
+            ),
+            M::AddOffsetsToTxnResponse if !facts.errors.is_empty() => {
+                format!("The transaction coordinator {from} answers {to}: {summary}.{}", txn_error_why(&facts.errors))
+            }
+            M::AddOffsetsToTxnResponse => format!(
+                "The transaction coordinator {from} has stored the group's partition ({summary}): {to} now sends the offsets to the group coordinator."
+            ),
+            M::TxnOffsetCommit => format!(
+                "{from} sends the app's positions to group {}'s coordinator {to} inside its transaction ({summary}). They are written to __consumer_offsets as pending: they count only once the transaction's COMMIT marker reaches that partition, and vanish if it aborts. The request carries the member's generation, so an app instance that lost its partitions cannot commit (KIP-447).",
+                facts.group.as_deref().unwrap_or_default()
+            ),
+            M::TxnOffsetCommitResponse if !facts.errors.is_empty() => format!(
+                "The group coordinator {from} refuses {to}'s offsets: {summary}.{}",
+                txn_offsets_error_why(&facts.errors)
+            ),
+            M::TxnOffsetCommitResponse => format!(
+                "The group coordinator {from} has written the pending offsets ({summary}): {to} may now commit the transaction."
+            ),
             M::JoinGroup => format!("{from} joins its group at the coordinator {to}, listing its topics and assignor."),
             M::JoinGroupResponse => format!("The coordinator {from} answers {to}: {summary}.{}", group_error_why(&facts.errors)),
             M::SyncGroup => format!("{from} asks the coordinator {to} for its partitions ({summary})."),
@@ -1228,6 +1282,9 @@ impl Captioner {
             M::OffsetCommit => format!("{from} commits its positions to the coordinator {to}, which writes them to __consumer_offsets ({summary})."),
             M::OffsetCommitResponse => format!("The commit is durable: {summary}."),
             M::OffsetFetch => format!("{from} asks the coordinator {to} where its group stopped reading."),
+            M::OffsetFetchResponse if !facts.errors.is_empty() => {
+                format!("The coordinator {from} answers {to}: {summary}.{}", group_error_why(&facts.errors))
+            }
             M::OffsetFetchResponse => format!("The coordinator {from} answers {to}: {summary}."),
             M::ListOffsets => format!("{from} asks {to} where the log ends ({summary})."),
             M::Vote => format!("{from} asks {to} for its vote: {summary}."),
@@ -1589,11 +1646,31 @@ fn txn_error_why(errors: &[ErrorCode]) -> String {
     why
 }
 
+/// Why a group coordinator refused a `TxnOffsetCommit` (the client's
+/// `TransactionManager.TxnOffsetCommitHandler`), as a caption's tail.
+fn txn_offsets_error_why(errors: &[ErrorCode]) -> String {
+    let mut why = String::new();
+    for (error, sentence) in [
+        (ErrorCode::UnknownMemberId, " The group no longer has this member: the app instance is a zombie whose partitions were given to another. Its transaction can only abort, so nothing it wrote in it counts."),
+        (ErrorCode::IllegalGeneration, " The member's generation is over: its partitions may belong to another member now. Its transaction can only abort, so nothing it wrote in it counts."),
+        (ErrorCode::FencedInstanceId, " Another process holds this group.instance.id: the transaction can only abort."),
+        (ErrorCode::NotCoordinator, " This broker does not coordinate the group (any more): the producer looks for it again."),
+        (ErrorCode::CoordinatorNotAvailable, " The group coordinator cannot answer now: the producer looks for it again."),
+        (ErrorCode::ProducerFenced, " A newer instance has this transactional.id: fatal for this producer."),
+    ] {
+        if errors.contains(&error) {
+            why.push_str(sentence);
+        }
+    }
+    why
+}
+
 /// Why a group coordinator answered with these errors (Kafka 4.1's
 /// `GroupMetadataManager` and `ConsumerCoordinator`), as a caption's tail.
 fn group_error_why(errors: &[ErrorCode]) -> String {
     let mut why = String::new();
     for (error, sentence) in [
+        (ErrorCode::UnstableOffsetCommit, " A transaction holds offsets for these partitions that are not decided yet (KIP-447): the consumer asks again and starts reading only once the transaction commits or aborts, so it neither reads again what the transaction covers nor skips what it aborted."),
         (ErrorCode::MemberIdRequired, " A new member gets its member id first and joins again with it (KIP-394), so a member that never comes back is not waited for."),
         (ErrorCode::RebalanceInProgress, " The group is rebalancing: the member joins again (at its next poll)."),
         (ErrorCode::IllegalGeneration, " The member's generation is over: what it owned is lost and it joins again."),

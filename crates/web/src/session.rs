@@ -460,8 +460,17 @@ impl Session {
                 });
                 // A new process: its own identity, not a copy of a static
                 // member's group.instance.id (that would fence the other).
+                let transactional = consumer.commit_mode == kafkascope_engine::sim::config::CommitMode::Transactional;
                 let consumer = ConsumerConfig {
                     group_instance_id: None,
+                    // An app's producer is its own: the copy has none, so
+                    // it commits after processing instead.
+                    output_producer: None,
+                    commit_mode: if transactional {
+                        kafkascope_engine::sim::config::CommitMode::AfterProcessing
+                    } else {
+                        consumer.commit_mode
+                    },
                     ..consumer
                 };
                 self.input(Input::AddConsumer { consumer });

@@ -29,6 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::timer::CoordinatorTimer;
+use crate::groups::assignors::TopicPartition;
 use crate::sim::trace::RebalanceReason;
 use crate::sim::types::ErrorCode;
 
@@ -258,6 +259,8 @@ pub enum Response {
     Leave(LeaveResponse),
     /// OffsetCommit: its error.
     OffsetCommit(Option<ErrorCode>),
+    /// TxnOffsetCommit: the client's request number and the error.
+    TxnOffsetCommit(u64, Option<ErrorCode>),
 }
 
 /// A member as a GroupMetadata record stores it.
@@ -379,6 +382,9 @@ pub struct Write {
     pub callback: Option<AppendCallback>,
     /// The request's answer, sent once the records are committed.
     pub response: Option<(RequestId, Response)>,
+    /// For a `TxnOffsetCommit`: the producer id and epoch the records are
+    /// written with (a transactional batch, pending until its marker).
+    pub transactional: Option<(u64, u16)>,
 }
 
 /// What one call did.
@@ -742,11 +748,15 @@ impl ClassicGroup {
     }
 
     /// `ClassicGroup#validateOffsetCommit` for a non-transactional commit.
+    /// `ClassicGroup#validateOffsetCommit`; a transactional commit
+    /// (`TxnOffsetCommit`) needs no member from old clients and is not
+    /// checked against the group's state.
     fn validate_offset_commit(
         &self,
         member_id: &str,
         instance: Option<&str>,
         generation: i32,
+        transactional: bool,
     ) -> Result<(), ErrorCode> {
         if self.state == ClassicState::Dead {
             return Err(ErrorCode::CoordinatorNotAvailable);
@@ -760,10 +770,10 @@ impl ClassicGroup {
             if generation != self.generation {
                 return Err(ErrorCode::IllegalGeneration);
             }
-        } else if self.state != ClassicState::Empty {
+        } else if !transactional && self.state != ClassicState::Empty {
             return Err(ErrorCode::UnknownMemberId);
         }
-        if self.state == ClassicState::CompletingRebalance {
+        if !transactional && self.state == ClassicState::CompletingRebalance {
             return Err(ErrorCode::RebalanceInProgress);
         }
         Ok(())
@@ -813,6 +823,10 @@ fn sync_key(group: &str) -> String {
 /// A `None` result is Kafka's `EMPTY_RESULT`.
 type Written = Option<Write>;
 
+/// One producer's pending transactional offsets: (group, topic,
+/// partition) to the value and its record's log offset.
+type PendingOffsets = BTreeMap<(String, String, u32), (OffsetCommitValue, u64)>;
+
 /// One `__consumer_offsets` partition's classic group coordinator.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ClassicShard {
@@ -820,6 +834,13 @@ pub struct ClassicShard {
     now_ms: u64,
     groups: BTreeMap<String, ClassicGroup>,
     offsets: BTreeMap<String, BTreeMap<(String, u32), OffsetCommitValue>>,
+    /// Where each committed offset's record is in the log (the newest
+    /// wins when a transaction's offsets are materialized).
+    record_offsets: BTreeMap<(String, String, u32), u64>,
+    /// KIP-98/447: transactional offsets per producer id, pending until
+    /// their transaction's marker (`pendingTransactionalOffsets`), with
+    /// their records' log offsets.
+    pending_txn_offsets: BTreeMap<u64, PendingOffsets>,
     timer: CoordinatorTimer<TimerOp>,
     member_counter: u64,
     /// Where Kafka picks a new leader from a `HashMap`, the members to
@@ -837,6 +858,8 @@ impl ClassicShard {
             now_ms,
             groups: BTreeMap::new(),
             offsets: BTreeMap::new(),
+            record_offsets: BTreeMap::new(),
+            pending_txn_offsets: BTreeMap::new(),
             timer: CoordinatorTimer::default(),
             member_counter,
             leader_preference: Vec::new(),
@@ -1021,6 +1044,162 @@ impl ClassicShard {
         }
     }
 
+    /// Applies one record at log offset `record_offset`, written by
+    /// `producer_id` if it came in a transactional batch
+    /// (`OffsetMetadataManager#replay`): a transactional offset waits in
+    /// the pending store for its marker; a tombstone also drops pending
+    /// offsets of that partition.
+    pub fn replay_at(&mut self, record: &CoordinatorRecord, record_offset: u64, producer_id: Option<u64>) {
+        if let CoordinatorRecord::OffsetCommit {
+            group,
+            topic,
+            partition,
+            value,
+        } = record
+        {
+            let key = (group.clone(), topic.clone(), *partition);
+            match (value, producer_id) {
+                (Some(value), Some(producer_id)) => {
+                    if !self.groups.contains_key(group) {
+                        self.groups.insert(group.clone(), ClassicGroup::new(group, self.now_ms));
+                    }
+                    self.pending_txn_offsets
+                        .entry(producer_id)
+                        .or_default()
+                        .insert(key, (value.clone(), record_offset));
+                    return;
+                }
+                (Some(_), None) => {
+                    self.record_offsets.insert(key, record_offset);
+                }
+                (None, _) => {
+                    self.record_offsets.remove(&key);
+                    for pending in self.pending_txn_offsets.values_mut() {
+                        pending.remove(&key);
+                    }
+                }
+            }
+        }
+        self.replay(record);
+    }
+
+    /// A transaction marker for `producer_id` (`replayEndTransactionMarker`):
+    /// on commit its pending offsets become the committed ones, unless a
+    /// newer commit (a later record) is already there; on abort they go.
+    /// Returns the offsets that became committed, per group.
+    pub fn replay_end_transaction(
+        &mut self,
+        producer_id: u64,
+        commit: bool,
+    ) -> Vec<(String, Vec<(TopicPartition, u64)>)> {
+        let Some(pending) = self.pending_txn_offsets.remove(&producer_id) else {
+            return Vec::new();
+        };
+        let mut settled: BTreeMap<String, Vec<(TopicPartition, u64)>> = BTreeMap::new();
+        if !commit {
+            return Vec::new();
+        }
+        for ((group, topic, partition), (value, record_offset)) in pending {
+            let key = (group.clone(), topic.clone(), partition);
+            let newer = self
+                .record_offsets
+                .get(&key)
+                .is_some_and(|existing| *existing > record_offset);
+            if newer {
+                continue;
+            }
+            self.record_offsets.insert(key, record_offset);
+            settled.entry(group.clone()).or_default().push((
+                TopicPartition::new(topic.as_str(), partition),
+                u64::try_from(value.offset).unwrap_or(0),
+            ));
+            self.offsets.entry(group).or_default().insert((topic, partition), value);
+        }
+        settled.into_iter().collect()
+    }
+
+    /// Whether a transaction's offsets for this partition are still
+    /// pending (`hasPendingTransactionalOffsets`): an `OffsetFetch`
+    /// (which consumers send with `requireStable`) gets
+    /// `UNSTABLE_OFFSET_COMMIT` for it.
+    pub fn has_pending_transactional_offsets(&self, group: &str, topic: &str, partition: u32) -> bool {
+        let key = (group.to_string(), topic.to_string(), partition);
+        self.pending_txn_offsets
+            .values()
+            .any(|pending| pending.contains_key(&key))
+    }
+
+    /// A `TxnOffsetCommit` (`OffsetMetadataManager#commitTransactionalOffset`):
+    /// the member is checked as for an `OffsetCommit` but the group's
+    /// state is not (`validateOffsetCommit` with `isTransactional`); an
+    /// unknown group with a generation gets `ILLEGAL_GENERATION`. The
+    /// records are written with the producer's id and epoch and answered
+    /// once committed; they count only after the transaction's marker.
+    #[allow(clippy::too_many_arguments)]
+    pub fn commit_transactional(
+        &mut self,
+        request_id: RequestId,
+        client_request: u64,
+        group_id: &str,
+        member: &MemberIdentity,
+        generation: i32,
+        producer: (u64, u16),
+        offsets: &[(String, u32, i64)],
+    ) -> Output {
+        let now = self.now_ms;
+        let validated = match self.groups.get(group_id) {
+            None if generation < 0 => {
+                self.groups
+                    .insert(group_id.to_string(), ClassicGroup::new(group_id, now));
+                Ok(())
+            }
+            None => Err(ErrorCode::IllegalGeneration),
+            Some(group) => {
+                group.validate_offset_commit(&member.member_id, member.group_instance_id.as_deref(), generation, true)
+            }
+        };
+        if let Err(error) = validated {
+            self.respond(request_id, Response::TxnOffsetCommit(client_request, Some(error)));
+            return self.take();
+        }
+        self.transactional_offsets_write(request_id, client_request, group_id, producer, offsets)
+    }
+
+    /// Writes a `TxnOffsetCommit`'s offsets without checking the member
+    /// (for a group another protocol's shard owns, which checked it).
+    pub fn transactional_offsets_write(
+        &mut self,
+        request_id: RequestId,
+        client_request: u64,
+        group_id: &str,
+        producer: (u64, u16),
+        offsets: &[(String, u32, i64)],
+    ) -> Output {
+        let now = self.now_ms;
+        let records = offsets
+            .iter()
+            .map(|(topic, partition, offset)| CoordinatorRecord::OffsetCommit {
+                group: group_id.to_string(),
+                topic: topic.clone(),
+                partition: *partition,
+                value: Some(OffsetCommitValue {
+                    offset: *offset,
+                    leader_epoch: -1,
+                    metadata: String::new(),
+                    commit_timestamp: now,
+                }),
+            })
+            .collect();
+        self.out.writes.push(Write {
+            records,
+            replay: true,
+            callback: None,
+            response: Some((request_id, Response::TxnOffsetCommit(client_request, None))),
+            transactional: Some(producer),
+        });
+        self.take()
+    }
+
     /// The partition is loaded (`onLoaded`): every member's session timer
     /// starts again, and the shard's periodic jobs are scheduled.
     pub fn on_loaded(&mut self) {
@@ -1188,6 +1367,7 @@ impl ClassicShard {
             TimerOp::ExpireGroupMetadata,
         );
         (!records.is_empty()).then_some(Write {
+            transactional: None,
             records,
             replay: true,
             callback: None,
@@ -1250,6 +1430,7 @@ impl ClassicShard {
                     }),
                 };
                 self.out.writes.push(Write {
+                    transactional: None,
                     records: vec![record],
                     replay: false,
                     callback: Some(AppendCallback::NewGroup {
@@ -1431,6 +1612,7 @@ impl ClassicShard {
                     let assignment = group.group_assignment();
                     let record = group.metadata_record(&assignment);
                     Some(Write {
+                        transactional: None,
                         records: vec![record],
                         replay: false,
                         callback: Some(AppendCallback::StaticMemberReplaced {
@@ -1630,6 +1812,7 @@ impl ClassicShard {
         if group.state == ClassicState::Empty {
             let record = group.metadata_record(&BTreeMap::new());
             return Some(Write {
+                transactional: None,
                 records: vec![record],
                 replay: false,
                 callback: None,
@@ -1776,6 +1959,7 @@ impl ClassicShard {
                 }
                 let record = group.metadata_record(&assignment);
                 Some(Write {
+                    transactional: None,
                     records: vec![record],
                     replay: false,
                     callback: Some(AppendCallback::Assignment {
@@ -2052,9 +2236,12 @@ impl ClassicShard {
                 Ok(())
             }
             None => Err(ErrorCode::GroupIdNotFound),
-            Some(group) => {
-                group.validate_offset_commit(&member.member_id, member.group_instance_id.as_deref(), generation)
-            }
+            Some(group) => group.validate_offset_commit(
+                &member.member_id,
+                member.group_instance_id.as_deref(),
+                generation,
+                false,
+            ),
         };
         if let Err(error) = validated {
             self.respond(request_id, Response::OffsetCommit(Some(error)));
@@ -2095,6 +2282,7 @@ impl ClassicShard {
             })
             .collect();
         self.out.writes.push(Write {
+            transactional: None,
             records,
             replay: true,
             callback: None,

@@ -71,8 +71,8 @@ pub struct PartitionLog {
     /// Aborted transactions (`TransactionIndex`).
     #[serde(skip)]
     pub txn_index: TransactionIndex,
-    /// Transaction markers in the log.
-    markers: u64,
+    /// The offsets of the transaction markers in the log, in order.
+    marker_offsets: Vec<Offset>,
 }
 
 impl PartitionLog {
@@ -83,7 +83,12 @@ impl PartitionLog {
 
     /// How many transaction markers (control records) the log holds.
     pub fn txn_markers(&self) -> u64 {
-        self.markers
+        self.marker_offsets.len() as u64
+    }
+
+    /// The offsets of the last `at_most` transaction markers, in order.
+    pub fn recent_marker_offsets(&self, at_most: usize) -> &[Offset] {
+        &self.marker_offsets[self.marker_offsets.len().saturating_sub(at_most)..]
     }
 
     /// Where a consumer at `isolation` may read up to.
@@ -107,7 +112,7 @@ impl PartitionLog {
     /// entry per idempotent batch, and each transaction marker closing its
     /// producer's transaction, as every replica does when it appends
     /// (`AppendOrigin.REPLICATION`: the leader checked them before).
-    fn track_producers_from(&mut self, from: usize) {
+    pub(crate) fn track_producers_from(&mut self, from: usize) {
         for index in from..self.records.len() {
             let record = self.records[index];
             let Some(batch) = record.batch else { continue };
@@ -120,7 +125,7 @@ impl PartitionLog {
             // wrote, so errors (which replication only logs in Kafka) are
             // ignored.
             if let Some(marker) = batch.marker {
-                self.markers += 1;
+                self.marker_offsets.push(record.offset);
                 let _ = self.producers.append_marker(
                     AppendOrigin::Replication,
                     batch.producer_id,
@@ -161,7 +166,7 @@ impl PartitionLog {
         // (and truncates the transaction index).
         self.producers.clear();
         self.txn_index.clear();
-        self.markers = 0;
+        self.marker_offsets.clear();
         self.track_producers_from(0);
     }
 }
@@ -1381,6 +1386,16 @@ impl Simulation {
             }),
         });
         log.track_producers_from(offset as usize);
+        // A marker on a `__consumer_offsets` partition settles the
+        // transaction's pending offsets there (`GroupCoordinatorShard#replayEndTransactionMarker`).
+        let commit = marker.control == crate::replication::transactions::ControlType::Commit;
+        let settled = match self.broker(broker).coordinators.get_mut(partition) {
+            Some(coordinator) => coordinator.shard.replay_end_transaction(producer_id, commit),
+            None => Vec::new(),
+        };
+        for (group, offsets) in settled {
+            self.record(TraceKind::OffsetsCommitted { group, offsets });
+        }
         self.record(TraceKind::MarkerWritten {
             broker,
             partition: partition.clone(),

@@ -282,6 +282,14 @@ pub enum CommitMode {
     /// As `AfterProcessing` with `commitAsync()`: the next `poll()` does
     /// not wait.
     AfterProcessingAsync,
+    /// `enable.auto.commit=false`; consume-transform-produce (KIP-98,
+    /// KIP-447): the handler's outputs and the consumed positions go in one
+    /// transaction of its `outputProducer` (`sendOffsetsToTransaction`
+    /// with the group's metadata, then `commitTransaction()`); the next
+    /// `poll()` waits for it. Exactly once: outputs and offsets commit or
+    /// abort together; after an abort the positions go back to the last
+    /// committed offsets.
+    Transactional,
 }
 
 impl CommitMode {
@@ -297,6 +305,7 @@ impl std::fmt::Display for CommitMode {
             CommitMode::BeforeProcessing => "commit before processing",
             CommitMode::AfterProcessing => "commit after processing (sync)",
             CommitMode::AfterProcessingAsync => "commit after processing (async)",
+            CommitMode::Transactional => "offsets in the output transaction",
         })
     }
 }
@@ -368,6 +377,14 @@ pub struct ConsumerConfig {
     /// aborted transactions.
     #[serde(default, skip_serializing_if = "is_read_uncommitted")]
     pub isolation_level: IsolationLevel,
+    /// Consume-transform-produce: for each record it processes, the
+    /// handler sends one output record (same key) through this producer
+    /// (an index into `producers`), as it starts on the batch. With
+    /// `commitMode: "transactional"` that producer must have a
+    /// `transactionalId`; the app and its producer live and crash
+    /// together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_producer: Option<u32>,
 }
 
 fn is_read_uncommitted(level: &IsolationLevel) -> bool {
@@ -425,6 +442,7 @@ impl ConsumerConfig {
             commit_mode: CommitMode::Auto,
             idempotent_handler: false,
             isolation_level: IsolationLevel::ReadUncommitted,
+            output_producer: None,
         }
     }
 
@@ -664,6 +682,38 @@ impl ClusterConfig {
                 "group {} already has members with groupProtocol \"{}\"; a group uses one protocol here (Kafka's online migration between the two is not modelled)",
                 consumer.group, other.group_protocol
             ));
+        }
+        match (consumer.output_producer, consumer.commit_mode) {
+            (Some(producer), mode) => {
+                let Some(output) = self.producers.get(producer as usize) else {
+                    return Err(format!(
+                        "outputProducer {producer} is not one of the {} producers",
+                        self.producers.len()
+                    ));
+                };
+                if mode == CommitMode::Transactional && output.transactional_id.is_none() {
+                    return Err(format!(
+                        "commitMode \"transactional\" sends offsets in outputProducer {producer}'s transactions: that producer needs a transactionalId"
+                    ));
+                }
+                if let Some(other) = self
+                    .consumers
+                    .iter()
+                    .find(|other| !std::ptr::eq(*other, consumer) && other.output_producer == Some(producer))
+                {
+                    return Err(format!(
+                        "outputProducer {producer} already belongs to a consumer of group {}: each app instance has its own producer",
+                        other.group
+                    ));
+                }
+            }
+            (None, CommitMode::Transactional) => {
+                return Err(
+                    "commitMode \"transactional\" needs an outputProducer (the transactional producer its outputs and offsets go through)"
+                        .to_string(),
+                );
+            }
+            (None, _) => {}
         }
         if let Some(instance) = &consumer.group_instance_id {
             // `JoinGroupRequest.validateGroupInstanceId`.

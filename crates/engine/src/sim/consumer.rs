@@ -145,6 +145,12 @@ pub struct Consumer {
     processing_started_ms: u64,
     /// `commitSync()` after processing is out: the next poll waits for it.
     awaiting_commit: bool,
+    /// Consume-transform-produce: `commitTransaction()` is out (the next
+    /// poll waits for it), with the positions sent in it.
+    pub(crate) awaiting_txn: Option<Vec<(TopicPartition, Offset)>>,
+    /// Records processed in the open transaction: processed for good once
+    /// it commits, to do again if it aborts.
+    pub in_transaction: Vec<super::ledger::InProcess>,
 }
 
 /// `retry.backoff.ms` (100): the least time between a failed fetch and the
@@ -196,6 +202,8 @@ impl Consumer {
             in_process: Vec::new(),
             processing_started_ms: 0,
             awaiting_commit: false,
+            awaiting_txn: None,
+            in_transaction: Vec::new(),
         }
     }
 
@@ -275,7 +283,15 @@ impl Simulation {
         consumer.ack_after_commit = false;
         consumer.in_process.clear();
         consumer.awaiting_commit = false;
+        consumer.awaiting_txn = None;
+        consumer.in_transaction.clear();
         let incarnation = consumer.incarnation;
+        // The app's producer starts with it (a new instance: it fences
+        // the one that died, KIP-98).
+        if let Some(producer) = consumer.config.output_producer {
+            self.producer_revive(producer);
+        }
+        let consumer = &mut self.consumers[id as usize];
         let group = consumer.config.group.clone();
         self.record(TraceKind::ConsumerStatus {
             consumer: id,
@@ -339,7 +355,10 @@ impl Simulation {
             // A clean shutdown lets the handler finish its batch, then
             // commits (auto-commit on close, or the application's own).
             let done = std::mem::take(&mut self.consumers[id as usize].in_process);
-            self.consumer_processed(id, &done);
+            // Under exactly-once, work counts only with its transaction.
+            if self.consumers[id as usize].config.commit_mode != CommitMode::Transactional {
+                self.consumer_processed(id, &done);
+            }
             self.consumer_commit(id);
             self.consumer_commit_after_processing(id);
             let consumer = &self.consumers[id as usize];
@@ -362,6 +381,112 @@ impl Simulation {
             // The process died with its sockets: nothing still in flight on
             // them reaches a process started later.
             self.consumer_drop_connections(id);
+            // Its producer dies with it: an open transaction stays open on
+            // the coordinator until a new instance fences it or
+            // `transaction.timeout.ms` passes.
+            if let Some(producer) = self.consumers[id as usize].config.output_producer {
+                self.producer_crash(producer);
+            }
+        }
+        let consumer = &mut self.consumers[id as usize];
+        consumer.awaiting_txn = None;
+        consumer.in_transaction.clear();
+    }
+
+    /// The handler sends one output record per record it starts on
+    /// through its `outputProducer` (consume-transform-produce).
+    fn consumer_send_outputs(&mut self, id: u32, records: &[super::types::RecordId]) {
+        let Some(producer) = self.consumers[id as usize].config.output_producer else {
+            return;
+        };
+        for &source in records {
+            let (key, bytes) = match self.records.get(source as usize) {
+                Some(record) => (record.key.as_ref().map(|key| key.to_string()), record.bytes),
+                None => (None, 100),
+            };
+            self.producer_send_derived(producer, source, key, bytes);
+        }
+    }
+
+    /// With `commitMode: "transactional"`: the batch is processed, so the
+    /// positions go into the output transaction
+    /// (`sendOffsetsToTransaction(positions, groupMetadata())`) and it
+    /// commits (`commitTransaction()`); the next poll waits for it.
+    fn consumer_commit_transaction(&mut self, id: u32, done: Vec<super::ledger::InProcess>) {
+        let consumer = &mut self.consumers[id as usize];
+        let Some(producer) = consumer.config.output_producer else {
+            return;
+        };
+        consumer.in_transaction.extend(done);
+        let offsets: Vec<(TopicPartition, Offset)> = consumer
+            .positions
+            .iter()
+            .filter(|(partition, _)| consumer.assignment.contains(partition))
+            .map(|(partition, position)| (partition.clone(), *position))
+            .collect();
+        let send = super::txn_client::SendOffsets {
+            group: consumer.config.group.clone(),
+            generation: i32::try_from(consumer.generation).unwrap_or(i32::MAX),
+            member_id: consumer.member_id.clone().unwrap_or_default(),
+            instance: consumer.config.group_instance_id.clone(),
+            offsets: offsets.clone(),
+            added: false,
+        };
+        consumer.awaiting_txn = Some(offsets);
+        self.producer_send_offsets(producer, send);
+        self.producer_end_transaction(producer, true);
+    }
+
+    /// The output producer's transaction ended: committed (`Some(true)`),
+    /// the records of it are processed once and its offsets committed;
+    /// aborted (`Some(false)`), the app goes back to the last committed
+    /// offsets and does them again (the usual recovery: `abortTransaction()`
+    /// then seek to the committed positions); fenced (`None`), a newer
+    /// instance owns the transactional id: the app closes.
+    pub(crate) fn consumer_output_transaction_ended(&mut self, producer: u32, outcome: Option<bool>) {
+        let Some(id) = self.consumers.iter().position(|consumer| {
+            consumer.config.output_producer == Some(producer) && consumer.phase != ConsumerPhase::Stopped
+        }) else {
+            return;
+        };
+        let id = id as u32;
+        let consumer = &mut self.consumers[id as usize];
+        if consumer.config.commit_mode != CommitMode::Transactional {
+            return;
+        }
+        let sent = consumer.awaiting_txn.take();
+        let done = std::mem::take(&mut consumer.in_transaction);
+        match outcome {
+            Some(true) => {
+                if let Some(offsets) = sent {
+                    consumer.committed.extend(offsets);
+                }
+                self.consumer_processed(id, &done);
+                self.consumer_poll(id);
+                self.consumer_fetch_all(id);
+            }
+            Some(false) => {
+                let group = consumer.config.group.clone();
+                consumer.buffer.clear();
+                let rewound: Vec<(TopicPartition, Offset)> = consumer
+                    .assignment
+                    .iter()
+                    .filter_map(|partition| {
+                        consumer
+                            .positions
+                            .remove(partition)
+                            .map(|position| (partition.clone(), position))
+                    })
+                    .collect();
+                self.record(TraceKind::TransactionRolledBack {
+                    group,
+                    consumer: id,
+                    records: done.len() as u64,
+                    rewound,
+                });
+                self.consumer_fetch_positions(id);
+            }
+            None => self.consumer_stop(id, true),
         }
     }
 
@@ -546,8 +671,12 @@ impl Simulation {
                 let consumer = &mut self.consumers[id as usize];
                 consumer.processing_until = None;
                 let done = std::mem::take(&mut consumer.in_process);
-                self.consumer_processed(id, &done);
-                self.consumer_commit_after_processing(id);
+                if consumer.config.commit_mode == CommitMode::Transactional {
+                    self.consumer_commit_transaction(id, done);
+                } else {
+                    self.consumer_processed(id, &done);
+                    self.consumer_commit_after_processing(id);
+                }
                 self.consumer_poll(id);
                 self.consumer_fetch_all(id);
             }
@@ -805,6 +934,15 @@ impl Simulation {
                     }
                 }
                 self.consumer_fetch_all(id);
+            }
+            Message::OffsetFetchResponse {
+                result: Err(ErrorCode::UnstableOffsetCommit),
+                ..
+            } => {
+                // KIP-447: a transaction's offsets for these partitions are
+                // not decided yet; asked again (here at the next heartbeat
+                // tick rather than after `retry.backoff.ms`).
+                self.consumers[id as usize].offset_fetch_in_flight = false;
             }
             Message::OffsetFetchResponse { result: Err(error), .. } => self.consumer_group_error(id, error),
             Message::ListOffsetsResponse {
@@ -1224,6 +1362,12 @@ impl Simulation {
         let Some(&position) = consumer.positions.get(&partition) else {
             return;
         };
+        if records.first().is_some_and(|first| first.offset > position) {
+            // Fetched from another position (before a rewind): stale
+            // (`AbstractFetch`: "Discarding stale fetch response").
+            self.consumer_fetch_all(id);
+            return;
+        }
         let (fresh, next_offset) = returned_records(records, isolation, &aborted, position);
         if isolation == IsolationLevel::ReadCommitted {
             self.check_read_committed(id, from, &partition, &fresh);
@@ -1336,8 +1480,13 @@ impl Simulation {
             self.consumer_commit(id);
         }
         let consumer = &mut self.consumers[id as usize];
+        if consumer.awaiting_txn.is_some() {
+            // `commitTransaction()` has not returned yet.
+            return;
+        }
         let mut budget = consumer.config.max_poll_records.max(1) as usize;
         let mut taken = Vec::new();
+        let mut sources = Vec::new();
         let partitions: Vec<TopicPartition> = consumer.buffer.keys().cloned().collect();
         for partition in partitions {
             if budget == 0 {
@@ -1358,6 +1507,7 @@ impl Simulation {
                 consumer.buffer.remove(&partition);
             }
             budget -= count;
+            sources.extend(batch.iter().map(|record| record.id));
             consumer
                 .in_process
                 .extend(batch.iter().map(|record| super::ledger::InProcess {
@@ -1381,6 +1531,7 @@ impl Simulation {
             // `commitSync()` before the handler runs: at most once.
             self.consumer_send_commit(id);
         }
+        self.consumer_send_outputs(id, &sources);
         let consumer = &mut self.consumers[id as usize];
         if count > 0 && per_record > 0 {
             let busy = count.saturating_mul(per_record);
@@ -1388,9 +1539,15 @@ impl Simulation {
             self.schedule_timer(Self::consumer_node(id), incarnation, busy, Timer::ConsumerProcessed);
         } else {
             let done = std::mem::take(&mut consumer.in_process);
-            self.consumer_processed(id, &done);
-            if count > 0 {
-                self.consumer_commit_after_processing(id);
+            if consumer.config.commit_mode == CommitMode::Transactional {
+                if count > 0 {
+                    self.consumer_commit_transaction(id, done);
+                }
+            } else {
+                self.consumer_processed(id, &done);
+                if count > 0 {
+                    self.consumer_commit_after_processing(id);
+                }
             }
         }
         for (partition, from, to, high_watermark, _) in taken {
@@ -1403,7 +1560,11 @@ impl Simulation {
             });
         }
         // Handled at once: the application polls again straight away.
-        if count > 0 && per_record == 0 && !self.consumers[id as usize].buffer.is_empty() {
+        if count > 0
+            && per_record == 0
+            && !self.consumers[id as usize].buffer.is_empty()
+            && self.consumers[id as usize].awaiting_txn.is_none()
+        {
             self.consumer_poll(id);
         }
     }
@@ -1459,8 +1620,13 @@ impl Simulation {
                     .is_none_or(|offset| *offset <= record.offset)
             })
             .count() as u64;
-        self.consumer_processed(id, &batch[..done]);
+        let in_transaction = self.consumers[id as usize].config.commit_mode == CommitMode::Transactional;
+        let uncommitted_done = if in_transaction { 0 } else { uncommitted_done };
+        if !in_transaction {
+            self.consumer_processed(id, &batch[..done]);
+        }
         self.record(TraceKind::ProcessingInterrupted {
+            in_transaction,
             group,
             consumer: id,
             processed: done as u64,
@@ -1543,7 +1709,7 @@ impl Simulation {
 /// (`CompletedFetch#fetchRecords`): control records never, and for
 /// `read_committed` no record of an aborted transaction (see
 /// [`consume_batches`]).
-fn returned_records(
+pub(crate) fn returned_records(
     records: Vec<super::types::Record>,
     isolation: IsolationLevel,
     aborted: &[(u64, Offset)],

@@ -51,8 +51,9 @@ use crate::replication::{BrokerId, Offset};
 
 use super::broker::ParkedReply;
 use super::trace::{HighWatermarkTrigger, MemberAssignment, RebalanceReason, TraceKind};
-use super::types::{ErrorCode, JoinResult, MemberEpochAnswer, Message, NodeId, Record};
+use super::types::{BatchSequence, ErrorCode, JoinResult, MemberEpochAnswer, Message, NodeId, Record};
 use super::{Simulation, Timer};
+use crate::replication::transactions::ControlType;
 
 /// The internal topic holding committed offsets.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -218,11 +219,26 @@ impl Simulation {
         let mut shard = ClassicShard::new(ClassicConfig::default(), self.now, self.member_counter);
         let mut consumer = ConsumerShard::new(self.consumer_shard_config(), self.now, self.topic_counts(id));
         for record in log.records.iter() {
+            if let Some(BatchSequence {
+                producer_id,
+                marker: Some(marker),
+                ..
+            }) = record.batch
+            {
+                shard.replay_end_transaction(producer_id, marker.control == ControlType::Commit);
+                continue;
+            }
             if record.id < COMMIT_RECORD_BASE {
                 continue;
             }
             match self.commits.get((record.id - COMMIT_RECORD_BASE) as usize) {
-                Some(CommitRecord::Classic(commit)) => shard.replay(commit),
+                Some(CommitRecord::Classic(commit)) => {
+                    let producer = record
+                        .batch
+                        .filter(|batch| batch.transactional)
+                        .map(|batch| batch.producer_id);
+                    shard.replay_at(commit, record.offset, producer)
+                }
                 Some(CommitRecord::Consumer(commit)) => consumer.replay(commit),
                 Some(CommitRecord::Transaction(_)) | None => {}
             }
@@ -278,6 +294,7 @@ impl Simulation {
             | Message::LeaveGroup { group, .. }
             | Message::OffsetCommit { group, .. }
             | Message::OffsetFetch { group, .. }
+            | Message::TxnOffsetCommit { group, .. }
             | Message::ConsumerGroupHeartbeat { group, .. } => group.clone(),
             _ => return false,
         };
@@ -287,6 +304,23 @@ impl Simulation {
             return true;
         }
         if let Message::OffsetFetch { partitions, .. } = message {
+            let shard = &self.brokers[&id].coordinators[&partition].shard;
+            // Consumers fetch with `requireStable` (KIP-447): offsets a
+            // transaction has not decided yet are not answered.
+            let unstable = partitions
+                .iter()
+                .any(|tp| shard.has_pending_transactional_offsets(&group, &tp.topic, tp.partition));
+            if unstable {
+                self.send(
+                    node,
+                    from,
+                    Message::OffsetFetchResponse {
+                        group,
+                        result: Err(ErrorCode::UnstableOffsetCommit),
+                    },
+                );
+                return true;
+            }
             let committed = self.brokers[&id].coordinators[&partition]
                 .shard
                 .committed_offsets(&group);
@@ -338,6 +372,10 @@ impl Simulation {
                     ..
                 } => {
                     self.coordinator_modern_commit(id, from, &partition, &group, member_id, *generation, offsets);
+                    return true;
+                }
+                Message::TxnOffsetCommit { .. } => {
+                    self.coordinator_modern_txn_commit(id, from, &partition, &group, message);
                     return true;
                 }
                 _ => {}
@@ -430,11 +468,33 @@ impl Simulation {
                     member_id: member_id.clone(),
                     group_instance_id: instance.clone(),
                 };
-                let offsets: Vec<(String, u32, i64)> = offsets
-                    .iter()
-                    .map(|(tp, offset)| (tp.topic.to_string(), tp.partition, *offset as i64))
-                    .collect();
+                let offsets = shard_offsets(offsets);
                 shard.commit(request, &group, &identity, *generation as i32, &offsets)
+            }
+            Message::TxnOffsetCommit {
+                request: client_request,
+                producer_id,
+                epoch,
+                generation,
+                member_id,
+                instance,
+                offsets,
+                ..
+            } => {
+                let identity = MemberIdentity {
+                    member_id: member_id.clone(),
+                    group_instance_id: instance.clone(),
+                };
+                let offsets = shard_offsets(offsets);
+                shard.commit_transactional(
+                    request,
+                    *client_request,
+                    &group,
+                    &identity,
+                    *generation,
+                    (*producer_id, *epoch),
+                    &offsets,
+                )
             }
             _ => Output::default(),
         };
@@ -578,11 +638,73 @@ impl Simulation {
                 ..Output::default()
             },
             Ok(()) => {
-                let offsets: Vec<(String, u32, i64)> = offsets
-                    .iter()
-                    .map(|(tp, offset)| (tp.topic.to_string(), tp.partition, *offset as i64))
-                    .collect();
+                let offsets = shard_offsets(offsets);
                 coordinator.shard.commit_offsets(request, group, &offsets)
+            }
+        };
+        self.coordinator_route(id, partition, output);
+    }
+
+    /// A `TxnOffsetCommit` for a consumer-protocol group: the member and
+    /// its epoch are checked (`ConsumerGroup#validateOffsetCommit` with
+    /// `isTransactional`; a stale epoch is `ILLEGAL_GENERATION` here,
+    /// `OffsetMetadataManager#validateTransactionalOffsetCommit`).
+    fn coordinator_modern_txn_commit(
+        &mut self,
+        id: BrokerId,
+        from: NodeId,
+        partition: &TopicPartition,
+        group: &str,
+        message: &Message,
+    ) {
+        let Message::TxnOffsetCommit {
+            request: client_request,
+            producer_id,
+            epoch,
+            generation,
+            member_id,
+            offsets,
+            ..
+        } = message
+        else {
+            return;
+        };
+        let now = self.now;
+        let connection = self.network.connection(NodeId::Broker(id), from);
+        let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) else {
+            return;
+        };
+        let validated = match coordinator
+            .consumer
+            .group(group)
+            .and_then(|state| state.members.get(member_id.as_str()))
+        {
+            None => Err(ErrorCode::UnknownMemberId),
+            Some(member) if i64::from(member.member_epoch) != i64::from(*generation) => {
+                Err(ErrorCode::IllegalGeneration)
+            }
+            Some(_) => Ok(()),
+        };
+        coordinator.next_request += 1;
+        let request = coordinator.next_request;
+        coordinator
+            .requests
+            .insert(request, (from, group.to_string(), connection));
+        coordinator.shard.set_time(now);
+        let output = match validated {
+            Err(error) => Output {
+                responses: vec![(request, Response::TxnOffsetCommit(*client_request, Some(error)))],
+                ..Output::default()
+            },
+            Ok(()) => {
+                let offsets = shard_offsets(offsets);
+                coordinator.shard.transactional_offsets_write(
+                    request,
+                    *client_request,
+                    group,
+                    (*producer_id, *epoch),
+                    &offsets,
+                )
             }
         };
         self.coordinator_route(id, partition, output);
@@ -633,6 +755,35 @@ impl Simulation {
             }
         }
         let heartbeat = request.zip(output.response);
+        if !failed && last.is_none() && heartbeat.is_some() {
+            // An answer that wrote nothing still reads state written
+            // before it: it waits until the last written offset is
+            // committed (`CoordinatorRuntime`: "the read needs to wait on
+            // the last write operation to be completed"), so no member
+            // acts on an assignment a new coordinator would not load.
+            let uncommitted = self.brokers[&id]
+                .logs
+                .get(partition)
+                .filter(|log| log.high_watermark < log.log_end_offset())
+                .map(|log| log.log_end_offset() - 1);
+            if let Some(last_written) = uncommitted {
+                let pending = PendingWrite {
+                    callback: None,
+                    response: None,
+                    heartbeat,
+                    target: None,
+                    offsets: None,
+                };
+                self.coordinator_park_write(
+                    id,
+                    partition,
+                    pending,
+                    last_written,
+                    HighWatermarkTrigger::GenerationStored,
+                );
+                return;
+            }
+        }
         if failed || last.is_none() {
             if let Some((request, response)) = heartbeat {
                 let response = if failed {
@@ -734,6 +885,11 @@ impl Simulation {
                 group: group.clone(),
                 result: Err(error),
             },
+            Message::TxnOffsetCommit { request, group, .. } => Message::TxnOffsetCommitResponse {
+                request: *request,
+                group: group.clone(),
+                error: Some(error),
+            },
             Message::ConsumerGroupHeartbeat { group, .. } => Message::ConsumerGroupHeartbeatResponse {
                 group: group.clone(),
                 result: Err(error),
@@ -824,6 +980,7 @@ impl Simulation {
                 group,
                 result: error.map_or(Ok(()), Err),
             },
+            Response::TxnOffsetCommit(request, error) => Message::TxnOffsetCommitResponse { request, group, error },
             // LeaveGroup's answer is not waited for by the simulated client.
             Response::Leave(_) => return,
         };
@@ -852,19 +1009,35 @@ impl Simulation {
             .iter()
             .any(|record| matches!(record, CoordinatorRecord::GroupMetadata { .. }));
         let mut last = None;
+        let batch = write.transactional.map(|(producer_id, epoch)| BatchSequence {
+            producer_id,
+            epoch,
+            first_sequence: -1,
+            last_sequence: -1,
+            transactional: true,
+            marker: None,
+        });
         for record in &write.records {
-            match self.coordinator_append(id, partition, CommitRecord::Classic(record.clone())) {
-                Some(offset) => last = Some(offset),
-                None => {
-                    last = None;
-                    break;
-                }
-            }
+            let offset =
+                match self.coordinator_append_batch(id, partition, CommitRecord::Classic(record.clone()), batch) {
+                    Some(offset) => offset,
+                    None => {
+                        last = None;
+                        break;
+                    }
+                };
+            last = Some(offset);
             if write.replay {
                 if let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) {
-                    coordinator.shard.replay(record);
+                    coordinator
+                        .shard
+                        .replay_at(record, offset, batch.map(|batch| batch.producer_id));
                 }
             }
+        }
+        if write.transactional.is_some() {
+            // Pending until the marker: not a commit to trace yet.
+            offsets = None;
         }
         let pending = PendingWrite {
             callback: write.callback,
@@ -927,6 +1100,19 @@ impl Simulation {
         partition: &TopicPartition,
         commit: CommitRecord,
     ) -> Option<Offset> {
+        self.coordinator_append_batch(id, partition, commit, None)
+    }
+
+    /// [`coordinator_append`](Self::coordinator_append), in a producer's
+    /// transactional batch when `batch` is given (a `TxnOffsetCommit`'s
+    /// records: the partition tracks the open transaction).
+    fn coordinator_append_batch(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        commit: CommitRecord,
+        batch: Option<BatchSequence>,
+    ) -> Option<Offset> {
         let leader_epoch = self.brokers[&id].leading.get(partition)?.leader_epoch;
         self.commits.push(commit);
         let record_id = COMMIT_RECORD_BASE + (self.commits.len() - 1) as u64;
@@ -937,8 +1123,11 @@ impl Simulation {
             leader_epoch,
             id: record_id,
             bytes: 64,
-            batch: None,
+            batch,
         });
+        if batch.is_some() {
+            log.track_producers_from(offset as usize);
+        }
         self.record(TraceKind::Appended {
             broker: id,
             partition: partition.clone(),
@@ -1006,6 +1195,9 @@ impl Simulation {
         if let Some((request, response)) = pending.response {
             let response = match (result, response) {
                 (Err(error), Response::OffsetCommit(_)) => Response::OffsetCommit(Some(append_error(error))),
+                (Err(error), Response::TxnOffsetCommit(request, _)) => {
+                    Response::TxnOffsetCommit(request, Some(append_error(error)))
+                }
                 (_, response) => response,
             };
             output.responses.push((request, response));
@@ -1171,6 +1363,14 @@ fn modern_record_group(record: &ConsumerRecord) -> &str {
     }
 }
 
+/// Offsets as the shard takes them: (topic, partition, offset).
+fn shard_offsets(offsets: &[(TopicPartition, Offset)]) -> Vec<(String, u32, i64)> {
+    offsets
+        .iter()
+        .map(|(tp, offset)| (tp.topic.to_string(), tp.partition, *offset as i64))
+        .collect()
+}
+
 /// A classic answer turned into the same answer with `error`.
 fn refused(response: Response, error: ErrorCode) -> Response {
     use crate::groups::classic::{JoinResponse, SyncResponse};
@@ -1179,6 +1379,7 @@ fn refused(response: Response, error: ErrorCode) -> Response {
         Response::Sync(_) => Response::Sync(SyncResponse::error(error)),
         Response::Heartbeat(_) => Response::Heartbeat(Some(error)),
         Response::OffsetCommit(_) => Response::OffsetCommit(Some(error)),
+        Response::TxnOffsetCommit(request, _) => Response::TxnOffsetCommit(request, Some(error)),
         Response::Leave(leave) => Response::Leave(leave),
     }
 }

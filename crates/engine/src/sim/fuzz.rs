@@ -284,6 +284,37 @@ impl FuzzCase {
                 }
             }
         }
+        // Some cases run an exactly-once pipeline (KIP-98, KIP-447): a
+        // group of two app instances reads t0 (read_committed) and writes
+        // one output per record to its own topic through its own
+        // transactional producer, with the offsets in the same
+        // transaction; from a stream of its own.
+        let mut pipeline = Rng::new(seed, 18);
+        let mut topics = topics;
+        if pipeline.next_u32() % 3 == 0 {
+            topics.push(TopicConfig {
+                name: PIPELINE_TOPIC.to_string(),
+                partitions: 1 + pipeline.next_u32() % 3,
+                replication_factor: 3,
+                min_insync_replicas: 2,
+            });
+            let input = topics[0].name.clone();
+            let processing = u64::from(pipeline.next_u32() % 3) * 20;
+            for member in 0..2 {
+                let mut producer = ProducerConfig::new(PIPELINE_TOPIC);
+                producer.transactional_id = Some(format!("eos-{member}"));
+                producer.transaction_timeout_ms = crate::txn_coordinator::TRANSACTION_MAX_TIMEOUT_MS;
+                producer.max_in_flight_requests_per_connection = 1 + pipeline.next_u32() % 5;
+                producers.push(producer);
+                let mut consumer = ConsumerConfig::new(PIPELINE_GROUP, vec![input.clone()]);
+                consumer.auto_offset_reset = OffsetReset::Earliest;
+                consumer.commit_mode = super::config::CommitMode::Transactional;
+                consumer.output_producer = Some(producers.len() as u32 - 1);
+                consumer.isolation_level = crate::replication::transactions::IsolationLevel::ReadCommitted;
+                consumer.processing_ms_per_record = processing;
+                consumers.push(consumer);
+            }
+        }
         let config = ClusterConfig {
             brokers,
             controllers: 3,
@@ -300,7 +331,12 @@ impl FuzzCase {
         // Lost produce responses (the retry an idempotent producer's
         // sequences make harmless), from a stream of their own.
         let mut responses = Rng::new(seed, 15);
-        for producer in 0..config.producers.len() as u32 - 1 {
+        let pipeline_producers = config
+            .consumers
+            .iter()
+            .filter(|consumer| consumer.output_producer.is_some())
+            .count() as u32;
+        for producer in 0..config.producers.len() as u32 - 1 - pipeline_producers {
             for _ in 0..responses.next_u32() % 3 {
                 inputs.push(ScheduledInput {
                     at_ms: u64::from(responses.next_u32()) % FAULTS_END_MS,
@@ -308,9 +344,10 @@ impl FuzzCase {
                 });
             }
         }
-        // Transactional producers commit or abort now and then.
-        for (producer, config) in config.producers.iter().enumerate() {
-            if config.transactional_id.is_none() {
+        // Transactional producers commit or abort now and then (not a
+        // pipeline's: its app does that).
+        for (producer, producer_config) in config.producers.iter().enumerate() {
+            if producer_config.transactional_id.is_none() || is_output_producer(&config, producer) {
                 continue;
             }
             for _ in 0..1 + transactional.next_u32() % 4 {
@@ -378,6 +415,10 @@ impl FuzzCase {
     fn burst(&self) -> Vec<ScheduledInput> {
         let mut inputs = Vec::new();
         for (index, producer) in self.config.producers.iter().enumerate() {
+            // A pipeline's producer sends only what its app makes.
+            if is_output_producer(&self.config, index) {
+                continue;
+            }
             let partitions = self
                 .config
                 .topics
@@ -493,6 +534,72 @@ impl FuzzCase {
             story: None,
         }
     }
+}
+
+/// The exactly-once pipeline's output topic and group.
+pub const PIPELINE_TOPIC: &str = "eos-out";
+/// See [`PIPELINE_TOPIC`].
+pub const PIPELINE_GROUP: &str = "eos";
+
+/// Whether producer `index` is a consume-transform-produce app's.
+fn is_output_producer(config: &ClusterConfig, index: usize) -> bool {
+    config
+        .consumers
+        .iter()
+        .any(|consumer| consumer.output_producer == Some(index as u32))
+}
+
+/// The exactly-once pipeline's checks: no input record has two committed
+/// outputs (safety); once recovered, every input record a `read_committed`
+/// reader sees has its output, and no transaction is open on the output
+/// topic (liveness).
+fn pipeline_failures(simulation: &Simulation, liveness: bool) -> Vec<String> {
+    let Some(pipeline) = simulation
+        .config()
+        .consumers
+        .iter()
+        .find(|consumer| consumer.output_producer.is_some())
+    else {
+        return Vec::new();
+    };
+    let mut failures = Vec::new();
+    let audit = simulation.output_audit(PIPELINE_TOPIC);
+    if !liveness {
+        if !audit.duplicated.is_empty() {
+            failures.push(format!(
+                "exactly-once pipeline: input records with more than one committed output: {:?}",
+                audit.duplicated
+            ));
+        }
+        return failures;
+    }
+    let now = simulation.now();
+    let mut inputs = 0;
+    for topic in &pipeline.topics {
+        let partitions = simulation
+            .config()
+            .topics
+            .iter()
+            .find(|known| &known.name == topic)
+            .map_or(0, |known| known.partitions);
+        for index in 0..partitions {
+            let partition = TopicPartition::new(topic.as_str(), index);
+            inputs += simulation.read_committed_records(&partition);
+        }
+    }
+    if audit.sources != inputs {
+        failures.push(format!(
+            "exactly-once pipeline: {} of the {inputs} input records a read_committed reader sees have a committed output at {now} ms",
+            audit.sources
+        ));
+    }
+    let open = audit.open;
+    if open > 0 {
+        failures.push(format!(
+            "exactly-once pipeline: {open} output records still in an open transaction at {now} ms"
+        ));
+    }
+    failures
 }
 
 fn all_nodes(config: &ClusterConfig) -> Vec<NodeId> {
@@ -655,6 +762,7 @@ pub fn safety_failures(simulation: &Simulation, safe: bool) -> Vec<String> {
         if !lost.is_empty() {
             failures.push(format!("acknowledged records lost: {lost:?}"));
         }
+        failures.extend(pipeline_failures(simulation, false));
         // Every producer of a safe configuration is idempotent: a retry
         // never writes a record twice.
         let duplicated = simulation.summary().duplicated;
@@ -675,6 +783,9 @@ pub fn safety_failures(simulation: &Simulation, safe: bool) -> Vec<String> {
 /// does); it still has to be decided, not left hanging.
 pub fn liveness_failures(simulation: &Simulation, first_burst_record: u64, safe: bool) -> Vec<String> {
     let mut failures = Vec::new();
+    if safe {
+        failures.extend(pipeline_failures(simulation, true));
+    }
     let now = simulation.now();
     let mut unacknowledged: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     let mut undecided: BTreeMap<u32, Vec<u64>> = BTreeMap::new();

@@ -306,3 +306,101 @@ impl super::Simulation {
             .unwrap_or_default()
     }
 }
+
+/// What a consume-transform-produce pipeline wrote to its output topic,
+/// as a `read_committed` reader sees it now: the committed outputs (up to
+/// each partition leader's last stable offset, aborted transactions
+/// skipped) and the input records that have more than one of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutputAudit {
+    /// Committed output records made from an input record.
+    pub outputs: u64,
+    /// Distinct input records they were made from.
+    pub sources: u64,
+    /// Input records with two or more committed outputs: id and copies.
+    pub duplicated: Vec<(RecordId, u64)>,
+    /// Output records in the log a `read_committed` reader skips
+    /// (aborted), or cannot see yet (above the last stable offset).
+    pub hidden: u64,
+    /// Of those, the ones above the last stable offset (a transaction
+    /// still open, or a marker not replicated yet).
+    pub open: u64,
+}
+
+impl super::Simulation {
+    /// What a `read_committed` reader of `partition` gets from its leader
+    /// now: records up to the last stable offset, without control records
+    /// and aborted transactions (`None` without a leader).
+    pub fn read_committed_view(&self, partition: &TopicPartition) -> Option<Vec<super::types::Record>> {
+        use crate::replication::transactions::IsolationLevel;
+        let leader = self.controller.partitions.get(partition)?.leader?;
+        let log = self.brokers.get(&leader)?.logs.get(partition)?;
+        let stable = log.last_stable_offset();
+        let records = log.records.copy_range(0, stable as usize);
+        let aborted: Vec<(u64, Offset)> = log
+            .txn_index
+            .collect_aborted_txns(0, stable)
+            .iter()
+            .map(|entry| (entry.producer_id, entry.first_offset))
+            .collect();
+        Some(super::consumer::returned_records(records, IsolationLevel::ReadCommitted, &aborted, 0).0)
+    }
+
+    /// How many records a `read_committed` reader of `partition` gets now.
+    pub fn read_committed_records(&self, partition: &TopicPartition) -> u64 {
+        self.read_committed_view(partition)
+            .map_or(0, |records| records.len() as u64)
+    }
+
+    /// The [`OutputAudit`] of `topic`, read from each partition's leader.
+    pub fn output_audit(&self, topic: &str) -> OutputAudit {
+        let mut copies: BTreeMap<RecordId, u64> = BTreeMap::new();
+        let mut audit = OutputAudit::default();
+        let partitions = self
+            .config
+            .topics
+            .iter()
+            .find(|known| known.name == topic)
+            .map_or(0, |known| known.partitions);
+        let source = |id: RecordId| self.records.get(id as usize).and_then(|made| made.source);
+        for index in 0..partitions {
+            let partition = TopicPartition::new(topic, index);
+            let Some(visible) = self.read_committed_view(&partition) else {
+                continue;
+            };
+            let Some(log) = self
+                .controller
+                .partitions
+                .get(&partition)
+                .and_then(|registration| registration.leader)
+                .and_then(|leader| self.brokers.get(&leader))
+                .and_then(|broker| broker.logs.get(&partition))
+            else {
+                continue;
+            };
+            let stable = log.last_stable_offset();
+            let mut in_log = 0;
+            for record in log.records.iter() {
+                if source(record.id).is_some() {
+                    in_log += 1;
+                    if record.offset >= stable {
+                        audit.open += 1;
+                    }
+                }
+            }
+            let mut seen = 0;
+            for record in &visible {
+                if let Some(source) = source(record.id) {
+                    *copies.entry(source).or_default() += 1;
+                    seen += 1;
+                }
+            }
+            audit.outputs += seen;
+            audit.hidden += in_log - seen;
+        }
+        audit.sources = copies.len() as u64;
+        audit.duplicated = copies.into_iter().filter(|(_, count)| *count > 1).collect();
+        audit
+    }
+}

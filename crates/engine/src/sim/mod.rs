@@ -158,6 +158,10 @@ pub struct ProducedRecord {
     pub failed: bool,
     /// The run found it missing from its partition's leader.
     pub lost: bool,
+    /// For an output of a consume-transform-produce handler: the record
+    /// it was made from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<RecordId>,
 }
 
 /// Counts for the end of a run (camelCase in JSON, as every JS result).
@@ -1031,6 +1035,20 @@ impl Simulation {
                 }
                 _ => Ok(()),
             },
+            ConfigChange::CommitMode { consumer, mode } => {
+                let current = self
+                    .consumers
+                    .get(*consumer as usize)
+                    .map(|state| state.config.commit_mode);
+                let transactional = config::CommitMode::Transactional;
+                if current.is_some_and(|current| (current == transactional) != (*mode == transactional)) {
+                    // kafkascope's rule: an app's exactly-once loop is how
+                    // it is written, not a setting to flip mid-run.
+                    Err("an exactly-once (transactional) app cannot switch to or from committing its offsets in transactions while it runs".to_string())
+                } else {
+                    Ok(())
+                }
+            }
             _ => Ok(()),
         }
     }
@@ -1110,6 +1128,7 @@ impl Simulation {
             acks: None,
             failed: false,
             lost: false,
+            source: None,
         });
         (self.records.len() - 1) as RecordId
     }

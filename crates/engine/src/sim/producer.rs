@@ -103,6 +103,9 @@ pub struct Producer {
     pub txn: Option<super::txn_client::TxnClient>,
     pub(crate) next_request: u64,
     pub(crate) bootstrap_attempt: u32,
+    /// Its process died (with the consumer app it belongs to) and has not
+    /// started again: it does nothing.
+    pub crashed: bool,
     #[serde(skip)]
     partitioner: NullKeyPartitioner,
     #[serde(skip)]
@@ -142,6 +145,7 @@ impl Producer {
             txn,
             next_request: 0,
             bootstrap_attempt: 0,
+            crashed: false,
             partitioner,
             rng,
         }
@@ -217,6 +221,81 @@ impl Simulation {
             self.producer_fail_records(producer, 0, refused, ErrorCode::ProducerFenced);
         }
         self.producer_partition_waiting(producer);
+        self.producer_drain(producer);
+    }
+
+    /// One output record of a consume-transform-produce handler, made
+    /// from record `source` (same key and size).
+    pub(crate) fn producer_send_derived(&mut self, producer: u32, source: RecordId, key: Option<String>, bytes: u32) {
+        if self.producers.get(producer as usize).is_none_or(|state| state.crashed) {
+            return;
+        }
+        let before = self.records.len();
+        self.producer_send(producer, key, 1, bytes);
+        if self.records.len() > before {
+            self.records[before].source = Some(source);
+        }
+    }
+
+    /// The producer's process dies (with its app): what it buffered and
+    /// what it had in flight is gone, its connections break, and it stays
+    /// down until [`producer_revive`](Self::producer_revive). A
+    /// transaction it left open stays open on the coordinator.
+    pub(crate) fn producer_crash(&mut self, producer: u32) {
+        let index = producer as usize;
+        let Some(state) = self.producers.get(index) else { return };
+        if state.crashed {
+            return;
+        }
+        // Sends that had not completed never will: they fail with the
+        // process (nothing was acknowledged to it).
+        let mut gone: Vec<RecordId> = state.waiting.iter().map(|(record, _, _)| *record).collect();
+        gone.extend(
+            state
+                .batches
+                .values()
+                .flatten()
+                .flat_map(|batch| batch.records.iter().map(|(record, _)| *record)),
+        );
+        gone.extend(
+            state
+                .in_flight
+                .values()
+                .flat_map(|request| request.batches.iter())
+                .flat_map(|(_, batch)| batch.records.iter().map(|(record, _)| *record)),
+        );
+        if let Some(txn) = &state.txn {
+            gone.extend(txn.held.iter().map(|(record, _, _)| *record));
+        }
+        for record in gone {
+            if !self.records[record as usize].failed && self.records[record as usize].acknowledged.is_none() {
+                self.records[record as usize].failed = true;
+                self.failed_count += 1;
+                self.highlights.tally.entry(producer).or_default()[2] += 1;
+            }
+        }
+        let state = &self.producers[index];
+        let mut fresh = Producer::new(state.id, state.config.clone(), state.rng.clone());
+        fresh.topic = state.topic.clone();
+        fresh.next_request = state.next_request;
+        fresh.bootstrap_attempt = state.bootstrap_attempt;
+        fresh.crashed = true;
+        self.producers[index] = fresh;
+        for broker in 1..=self.config.brokers {
+            self.connection_reset(Self::producer_node(producer), NodeId::Broker(broker));
+        }
+    }
+
+    /// A crashed producer's process starts again, as a new instance (a
+    /// transactional one calls `initTransactions()` first).
+    pub(crate) fn producer_revive(&mut self, producer: u32) {
+        let Some(state) = self.producers.get_mut(producer as usize) else {
+            return;
+        };
+        if !state.crashed {
+            return;
+        }
+        state.crashed = false;
         self.producer_drain(producer);
     }
 
@@ -352,6 +431,9 @@ impl Simulation {
     /// partition that broker leads, while its connection has room.
     pub(crate) fn producer_drain(&mut self, producer: u32) {
         let index = producer as usize;
+        if self.producers[index].crashed {
+            return;
+        }
         self.producer_expire_batches(producer);
         // A transactional producer sends only to partitions in its open
         // transaction, once it has its producer id.
@@ -662,6 +744,9 @@ impl Simulation {
 
     pub(crate) fn producer_receive(&mut self, producer: u32, from: NodeId, message: Message) {
         let index = producer as usize;
+        if self.producers[index].crashed {
+            return;
+        }
         if self.producer_txn_receive(producer, &message) {
             return;
         }

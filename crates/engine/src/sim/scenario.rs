@@ -197,6 +197,24 @@ pub enum Expectation {
         /// Which consumer.
         consumer: u32,
     },
+    /// At the end, the committed outputs of a consume-transform-produce
+    /// pipeline on `topic` as a `read_committed` reader sees them
+    /// ([`OutputAudit`](super::ledger::OutputAudit)): at least this many
+    /// input records have an output, and so many have more than one.
+    #[serde(rename_all = "camelCase")]
+    Outputs {
+        /// The output topic.
+        topic: String,
+        /// Input records with a committed output: at least this many.
+        #[serde(default)]
+        sources_at_least: u64,
+        /// Input records with two or more: at least this many.
+        #[serde(default)]
+        duplicated_at_least: u64,
+        /// Input records with two or more: at most this many.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duplicated_at_most: Option<u64>,
+    },
 }
 
 /// The result of playing a scenario.
@@ -457,6 +475,32 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
             } else {
                 at_most.filter(|most| read > *most).map(|most| {
                     format!("expected consumer-{consumer} to read at most {most} records, but it read {read}")
+                })
+            }
+        }
+        Expectation::Outputs {
+            topic,
+            sources_at_least,
+            duplicated_at_least,
+            duplicated_at_most,
+        } => {
+            let audit = simulation.output_audit(topic);
+            let duplicated = audit.duplicated.len() as u64;
+            if audit.sources < *sources_at_least {
+                Some(format!(
+                    "expected at least {sources_at_least} input records with a committed output on {topic}, but {} have one",
+                    audit.sources
+                ))
+            } else if duplicated < *duplicated_at_least {
+                Some(format!(
+                    "expected at least {duplicated_at_least} input records with more than one committed output on {topic}, but {duplicated} have"
+                ))
+            } else {
+                duplicated_at_most.filter(|most| duplicated > *most).map(|most| {
+                    format!(
+                        "expected at most {most} input records with more than one committed output on {topic}, but {duplicated} have: {:?}",
+                        audit.duplicated
+                    )
                 })
             }
         }

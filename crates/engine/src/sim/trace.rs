@@ -778,6 +778,8 @@ pub enum TraceKind {
         unprocessed: u64,
         uncommitted_processed: u64,
         committed_unprocessed: Vec<(TopicPartition, Offset, Offset)>,
+        /// Exactly once: what it did is in a transaction that will abort.
+        in_transaction: bool,
     },
     /// A consumer read records.
     Consumed {
@@ -835,6 +837,15 @@ pub enum TraceKind {
         producer: u32,
         transactional_id: String,
         outcome: TransactionOutcome,
+    },
+    /// A consume-transform-produce app's transaction aborted: the records
+    /// it processed in it count for nothing, and its positions go back to
+    /// the last committed offsets to do them again.
+    TransactionRolledBack {
+        group: String,
+        consumer: u32,
+        records: u64,
+        rewound: Vec<(TopicPartition, Offset)>,
     },
     /// A knob change Kafka would refuse was not applied.
     ChangeRefused { change: String, reason: String },
@@ -997,11 +1008,15 @@ impl TraceEvent {
                 unprocessed,
                 uncommitted_processed,
                 committed_unprocessed,
+                in_transaction,
             } => {
                 let mut text = format!(
                     "group {group}: consumer-{consumer} crashed mid-batch after processing {processed} of {} record(s)",
                     processed + unprocessed
                 );
+                if *in_transaction {
+                    text.push_str("; its outputs and offsets are in a transaction that will abort, so none of it counts (exactly-once)");
+                }
                 if *uncommitted_processed > 0 {
                     text.push_str(&format!(
                         "; {uncommitted_processed} processed but not committed will be processed again (at-least-once)"
@@ -1067,6 +1082,27 @@ impl TraceEvent {
                 transactional_id,
                 outcome,
             } => format!("producer-{producer} ({transactional_id}): {outcome}"),
+            TraceKind::TransactionRolledBack {
+                group,
+                consumer,
+                records,
+                rewound,
+            } => format!(
+                "consumer-{consumer} ({group}): its transaction aborted; {records} record{} to process again from the committed offsets{}",
+                if *records == 1 { "" } else { "s" },
+                if rewound.is_empty() {
+                    " (by whoever owns their partitions now)".to_string()
+                } else {
+                    format!(
+                        " (it was at {})",
+                        rewound
+                            .iter()
+                            .map(|(partition, offset)| format!("{partition}={offset}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            ),
             TraceKind::MarkerWritten {
                 broker,
                 partition,

@@ -74,6 +74,11 @@ pub enum Waiting {
         /// The request id.
         request: u64,
     },
+    /// `AddOffsetsToTxn`.
+    AddOffsets {
+        /// The request id.
+        request: u64,
+    },
 }
 
 /// A coordinator write waiting for the high watermark.
@@ -285,6 +290,11 @@ impl Simulation {
                 transactional_id,
                 ..
             } => (transactional_id.clone(), Waiting::EndTxn { request: *request }),
+            Message::AddOffsetsToTxn {
+                request,
+                transactional_id,
+                ..
+            } => (transactional_id.clone(), Waiting::AddOffsets { request: *request }),
             _ => return false,
         };
         let connection = self.network.connection(node, from);
@@ -337,6 +347,27 @@ impl Simulation {
                     coordinator
                         .shard
                         .add_partitions(&transactional_id, *producer_id, short(*epoch), partitions, now);
+                (decision, waiting)
+            }
+            Message::AddOffsetsToTxn {
+                producer_id,
+                epoch,
+                group,
+                ..
+            } => {
+                // The group's `__consumer_offsets` partition joins the
+                // transaction (`TransactionCoordinator#handleAddPartitionsToTransaction`
+                // with `partitionFor(groupId)`), so its marker settles the
+                // offsets.
+                let offsets_partition = self.offsets_partition(group);
+                let coordinator = self.broker(id).txn_coordinators.get_mut(&partition).expect("checked");
+                let decision = coordinator.shard.add_partitions(
+                    &transactional_id,
+                    *producer_id,
+                    short(*epoch),
+                    &[offsets_partition],
+                    now,
+                );
                 (decision, waiting)
             }
             Message::EndTxn {
@@ -492,6 +523,7 @@ impl Simulation {
             },
             Waiting::AddPartitions { request } => Message::AddPartitionsToTxnResponse { request, error },
             Waiting::EndTxn { request } => Message::EndTxnResponse { request, error },
+            Waiting::AddOffsets { request } => Message::AddOffsetsToTxnResponse { request, error },
         };
         self.send(node, client, message);
     }

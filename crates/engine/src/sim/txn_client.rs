@@ -68,6 +68,32 @@ pub enum TxnCall {
     AddPartitions(Vec<u32>),
     /// `EndTxn` (commit or abort).
     EndTxn(bool),
+    /// `AddOffsetsToTxn` for the group.
+    AddOffsets(String),
+    /// `FindCoordinator` (key type `GROUP`) for the group whose offsets
+    /// it commits.
+    FindGroupCoordinator(String),
+    /// `TxnOffsetCommit` to the group's coordinator.
+    TxnOffsetCommit,
+}
+
+/// What `sendOffsetsToTransaction(offsets, groupMetadata)` was given:
+/// the consumer's positions and its group metadata (KIP-447).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SendOffsets {
+    /// `group.id`.
+    pub group: String,
+    /// The member's generation (its epoch under the consumer protocol).
+    pub generation: i32,
+    /// The member id.
+    pub member_id: String,
+    /// `group.instance.id`.
+    pub instance: Option<String>,
+    /// The positions to commit.
+    pub offsets: Vec<(crate::groups::assignors::TopicPartition, crate::replication::Offset)>,
+    /// The group's partition joined the transaction (`AddOffsetsToTxn`
+    /// answered); next is the `TxnOffsetCommit`.
+    pub added: bool,
 }
 
 /// A transactional producer's transaction state.
@@ -93,6 +119,13 @@ pub struct TxnClient {
     /// Records sent after `commitTransaction()` / `abortTransaction()`
     /// was called: they start the next transaction.
     pub held: std::collections::VecDeque<(RecordId, Option<String>, u32)>,
+    /// Offsets to send in the open transaction, until the group
+    /// coordinator has them.
+    pub offsets: Option<SendOffsets>,
+    /// The open transaction holds offsets (its group's partition joined).
+    pub offsets_added: bool,
+    /// The coordinator of the group whose offsets it sends, once found.
+    pub group_coordinator: Option<BrokerId>,
     /// Transactions committed and aborted so far.
     pub committed: u64,
     /// See `committed`.
@@ -112,6 +145,9 @@ impl TxnClient {
             ending: None,
             abortable: false,
             held: std::collections::VecDeque::new(),
+            offsets: None,
+            offsets_added: false,
+            group_coordinator: None,
             committed: 0,
             aborted: 0,
         }
@@ -176,12 +212,25 @@ impl Simulation {
             self.producer_txn_send(producer, TxnCall::AddPartitions(new));
             return Some(added);
         }
+        // `sendOffsetsToTransaction`: `AddOffsetsToTxn`, then the
+        // `TxnOffsetCommit` to the group's coordinator.
+        if let Some(offsets) = &txn.offsets {
+            let call = if !offsets.added {
+                TxnCall::AddOffsets(offsets.group.clone())
+            } else if txn.group_coordinator.is_none() {
+                TxnCall::FindGroupCoordinator(offsets.group.clone())
+            } else {
+                TxnCall::TxnOffsetCommit
+            };
+            self.producer_txn_send(producer, call);
+            return Some(added);
+        }
         let flushed = state.waiting.is_empty()
             && state.batches.values().all(|queue| queue.is_empty())
             && state.in_flight.is_empty();
         if let (Some(commit), true) = (txn.ending, flushed) {
             let commit = commit && !txn.abortable;
-            if added.is_empty() {
+            if added.is_empty() && !txn.offsets_added {
                 // Nothing was sent in it: it ends on the client alone.
                 self.producer_txn_ended(producer, commit);
             } else {
@@ -199,13 +248,14 @@ impl Simulation {
         let brokers = self.config.brokers;
         let state = &mut self.producers[index];
         let Some(txn) = state.txn.as_ref() else { return };
-        let broker = match (&call, txn.coordinator) {
-            (TxnCall::FindCoordinator, _) | (_, None) => {
+        let broker = match (&call, txn.coordinator, txn.group_coordinator) {
+            (TxnCall::TxnOffsetCommit, _, Some(group_coordinator)) => group_coordinator,
+            (TxnCall::FindCoordinator | TxnCall::FindGroupCoordinator(_), _, _) | (_, None, _) => {
                 let broker = state.bootstrap_attempt % brokers.max(1) + 1;
                 state.bootstrap_attempt += 1;
                 broker
             }
-            (_, Some(coordinator)) => coordinator,
+            (_, Some(coordinator), _) => coordinator,
         };
         state.next_request += 1;
         let request = state.next_request;
@@ -240,6 +290,28 @@ impl Simulation {
                 epoch,
                 commit: *commit,
             },
+            TxnCall::AddOffsets(group) => Message::AddOffsetsToTxn {
+                request,
+                transactional_id,
+                producer_id,
+                epoch,
+                group: group.clone(),
+            },
+            TxnCall::FindGroupCoordinator(group) => Message::FindCoordinator { group: group.clone() },
+            TxnCall::TxnOffsetCommit => {
+                let Some(offsets) = txn.offsets.as_ref() else { return };
+                Message::TxnOffsetCommit {
+                    request,
+                    transactional_id,
+                    group: offsets.group.clone(),
+                    producer_id,
+                    epoch,
+                    generation: offsets.generation,
+                    member_id: offsets.member_id.clone(),
+                    instance: offsets.instance.clone(),
+                    offsets: offsets.offsets.clone(),
+                }
+            }
         };
         if let Some(txn) = state.txn.as_mut() {
             txn.in_flight = Some((request, broker, call));
@@ -260,8 +332,14 @@ impl Simulation {
         let now = self.now;
         let backoff = self.producers[producer as usize].config.retry_backoff_ms;
         let Some(txn) = self.txn_client(producer) else { return };
+        let to_group = matches!(
+            txn.in_flight,
+            Some((_, _, TxnCall::TxnOffsetCommit | TxnCall::FindGroupCoordinator(_)))
+        );
         txn.in_flight = None;
-        if rediscover {
+        if rediscover && to_group {
+            txn.group_coordinator = None;
+        } else if rediscover {
             txn.coordinator = None;
         }
         txn.retry_at = now + backoff;
@@ -350,6 +428,74 @@ impl Simulation {
                 }
                 true
             }
+            Message::FindCoordinatorResponse { coordinator, .. } => {
+                if !matches!(out, Some((_, _, TxnCall::FindGroupCoordinator(_)))) {
+                    return true;
+                }
+                match coordinator {
+                    Some(coordinator) => {
+                        let txn = self.txn_client(producer).expect("transactional");
+                        txn.group_coordinator = Some(*coordinator);
+                        txn.in_flight = None;
+                        self.producer_drain(producer);
+                    }
+                    None => self.producer_txn_lost(producer, true),
+                }
+                true
+            }
+            Message::AddOffsetsToTxnResponse { request, error } => {
+                if !matches!(out, Some((waiting, _, TxnCall::AddOffsets(_))) if waiting == *request) {
+                    return true;
+                }
+                match error {
+                    None => {
+                        let txn = self.txn_client(producer).expect("transactional");
+                        txn.in_flight = None;
+                        txn.phase = TxnPhase::InTransaction;
+                        txn.offsets_added = true;
+                        if let Some(offsets) = txn.offsets.as_mut() {
+                            offsets.added = true;
+                        }
+                        self.producer_drain(producer);
+                    }
+                    Some(error) => self.producer_txn_error(producer, *error),
+                }
+                true
+            }
+            Message::TxnOffsetCommitResponse { request, error, .. } => {
+                if !matches!(out, Some((waiting, _, TxnCall::TxnOffsetCommit)) if waiting == *request) {
+                    return true;
+                }
+                // `TransactionManager.TxnOffsetCommitHandler`.
+                match error {
+                    None => {
+                        let txn = self.txn_client(producer).expect("transactional");
+                        txn.in_flight = None;
+                        txn.offsets = None;
+                        self.producer_drain(producer);
+                    }
+                    Some(ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable) => {
+                        self.producer_txn_lost(producer, true)
+                    }
+                    Some(
+                        ErrorCode::RequestTimedOut
+                        | ErrorCode::UnknownTopicOrPartition
+                        | ErrorCode::ConcurrentTransactions,
+                    ) => self.producer_txn_lost(producer, false),
+                    Some(ErrorCode::UnknownMemberId | ErrorCode::IllegalGeneration | ErrorCode::FencedInstanceId) => {
+                        // "consumer group metadata mismatch": the member
+                        // lost its partitions; the transaction can only
+                        // abort (`CommitFailedException`, abortable).
+                        let txn = self.txn_client(producer).expect("transactional");
+                        txn.in_flight = None;
+                        txn.offsets = None;
+                        txn.abortable = true;
+                        self.producer_drain(producer);
+                    }
+                    Some(error) => self.producer_txn_error(producer, *error),
+                }
+                true
+            }
             Message::EndTxnResponse { request, error } => {
                 let Some((waiting, _, TxnCall::EndTxn(commit))) = out else {
                     return true;
@@ -387,6 +533,8 @@ impl Simulation {
         txn.phase = TxnPhase::Ready;
         txn.added.clear();
         txn.ending = None;
+        txn.offsets = None;
+        txn.offsets_added = false;
         let held = std::mem::take(&mut txn.held);
         txn.abortable = false;
         if commit {
@@ -408,6 +556,18 @@ impl Simulation {
         self.producers[producer as usize].waiting.extend(held);
         self.producer_partition_waiting(producer);
         self.producer_drain(producer);
+        self.consumer_output_transaction_ended(producer, Some(commit));
+    }
+
+    /// `sendOffsetsToTransaction(offsets, groupMetadata)`: the offsets go
+    /// in the open transaction (sent before it ends).
+    pub(crate) fn producer_send_offsets(&mut self, producer: u32, offsets: SendOffsets) {
+        let Some(txn) = self.txn_client(producer) else { return };
+        if txn.phase == TxnPhase::Fenced || offsets.offsets.is_empty() {
+            return;
+        }
+        txn.offsets = Some(offsets);
+        self.producer_drain(producer);
     }
 
     /// Fatal: a newer epoch exists. The producer stops; what it has not
@@ -423,6 +583,7 @@ impl Simulation {
         txn.phase = TxnPhase::Fenced;
         txn.in_flight = None;
         txn.ending = None;
+        txn.offsets = None;
         let transactional_id = txn.transactional_id.clone();
         self.record(TraceKind::TransactionEnded {
             producer,
@@ -445,6 +606,7 @@ impl Simulation {
         if !waiting.is_empty() {
             self.producer_fail_records(producer, 0, waiting, ErrorCode::ProducerFenced);
         }
+        self.consumer_output_transaction_ended(producer, None);
     }
 
     /// The `commitTransaction` / `abortTransaction` inputs.

@@ -180,6 +180,9 @@ pub enum ErrorCode {
     InvalidTxnState,
     /// `transaction.timeout.ms` above `transaction.max.timeout.ms`.
     InvalidTransactionTimeout,
+    /// KIP-447: an `OffsetFetch` for a partition with transactional
+    /// offsets still pending (their transaction is not decided): retry.
+    UnstableOffsetCommit,
 }
 
 impl std::fmt::Display for ErrorCode {
@@ -224,6 +227,7 @@ impl std::fmt::Display for ErrorCode {
             ErrorCode::InvalidProducerIdMapping => "INVALID_PRODUCER_ID_MAPPING",
             ErrorCode::InvalidTxnState => "INVALID_TXN_STATE",
             ErrorCode::InvalidTransactionTimeout => "INVALID_TRANSACTION_TIMEOUT",
+            ErrorCode::UnstableOffsetCommit => "UNSTABLE_OFFSET_COMMIT",
         })
     }
 }
@@ -465,6 +469,14 @@ pub enum MessageName {
     #[allow(missing_docs)]
     EndTxnResponse,
     #[allow(missing_docs)]
+    AddOffsetsToTxn,
+    #[allow(missing_docs)]
+    AddOffsetsToTxnResponse,
+    #[allow(missing_docs)]
+    TxnOffsetCommit,
+    #[allow(missing_docs)]
+    TxnOffsetCommitResponse,
+    #[allow(missing_docs)]
     WriteTxnMarkers,
     #[allow(missing_docs)]
     WriteTxnMarkersResponse,
@@ -496,6 +508,10 @@ impl MessageName {
             MessageName::AddPartitionsToTxnResponse => "AddPartitionsToTxnResponse",
             MessageName::EndTxn => "EndTxn",
             MessageName::EndTxnResponse => "EndTxnResponse",
+            MessageName::AddOffsetsToTxn => "AddOffsetsToTxn",
+            MessageName::AddOffsetsToTxnResponse => "AddOffsetsToTxnResponse",
+            MessageName::TxnOffsetCommit => "TxnOffsetCommit",
+            MessageName::TxnOffsetCommitResponse => "TxnOffsetCommitResponse",
             MessageName::WriteTxnMarkers => "WriteTxnMarkers",
             MessageName::WriteTxnMarkersResponse => "WriteTxnMarkersResponse",
             MessageName::FindCoordinator => "FindCoordinator",
@@ -720,6 +736,38 @@ pub enum Message {
     },
     #[allow(missing_docs)]
     EndTxnResponse { request: u64, error: Option<ErrorCode> },
+    /// KIP-98/447 `sendOffsetsToTransaction`, first half: the group's
+    /// `__consumer_offsets` partition joins the open transaction
+    /// (`AddOffsetsToTxn`).
+    AddOffsetsToTxn {
+        request: u64,
+        transactional_id: String,
+        producer_id: u64,
+        epoch: u16,
+        group: String,
+    },
+    #[allow(missing_docs)]
+    AddOffsetsToTxnResponse { request: u64, error: Option<ErrorCode> },
+    /// Second half: the consumer's positions go to the group coordinator
+    /// as offsets pending until the transaction's marker
+    /// (`TxnOffsetCommit`, with the member's generation: KIP-447).
+    TxnOffsetCommit {
+        request: u64,
+        transactional_id: String,
+        group: String,
+        producer_id: u64,
+        epoch: u16,
+        generation: i32,
+        member_id: String,
+        instance: Option<String>,
+        offsets: Vec<(TopicPartition, Offset)>,
+    },
+    #[allow(missing_docs)]
+    TxnOffsetCommitResponse {
+        request: u64,
+        group: String,
+        error: Option<ErrorCode>,
+    },
     /// The transaction coordinator asks a partition's leader to write a
     /// marker (`WriteTxnMarkers`, one partition per request here).
     WriteTxnMarkers {
@@ -963,6 +1011,10 @@ impl Message {
             Message::AddPartitionsToTxnResponse { .. } => MessageName::AddPartitionsToTxnResponse,
             Message::EndTxn { .. } => MessageName::EndTxn,
             Message::EndTxnResponse { .. } => MessageName::EndTxnResponse,
+            Message::AddOffsetsToTxn { .. } => MessageName::AddOffsetsToTxn,
+            Message::AddOffsetsToTxnResponse { .. } => MessageName::AddOffsetsToTxnResponse,
+            Message::TxnOffsetCommit { .. } => MessageName::TxnOffsetCommit,
+            Message::TxnOffsetCommitResponse { .. } => MessageName::TxnOffsetCommitResponse,
             Message::WriteTxnMarkers { .. } => MessageName::WriteTxnMarkers,
             Message::WriteTxnMarkersResponse { .. } => MessageName::WriteTxnMarkersResponse,
             Message::InitProducerIdResponse { .. } => MessageName::InitProducerIdResponse,
@@ -1038,7 +1090,33 @@ impl Message {
                 facts.transactional_id = Some(transactional_id.clone());
                 facts.partitions.extend(partitions.iter().cloned());
             }
-            Message::AddPartitionsToTxnResponse { error, .. } | Message::EndTxnResponse { error, .. } => {
+            Message::AddPartitionsToTxnResponse { error, .. }
+            | Message::EndTxnResponse { error, .. }
+            | Message::AddOffsetsToTxnResponse { error, .. } => {
+                facts.errors.extend(*error);
+            }
+            Message::AddOffsetsToTxn {
+                transactional_id,
+                group,
+                ..
+            } => {
+                facts.transactional_id = Some(transactional_id.clone());
+                facts.group = Some(group.clone());
+            }
+            Message::TxnOffsetCommit {
+                transactional_id,
+                group,
+                offsets,
+                ..
+            } => {
+                facts.transactional_id = Some(transactional_id.clone());
+                facts.group = Some(group.clone());
+                facts
+                    .partitions
+                    .extend(offsets.iter().map(|(partition, _)| partition.clone()));
+            }
+            Message::TxnOffsetCommitResponse { group, error, .. } => {
+                facts.group = Some(group.clone());
                 facts.errors.extend(*error);
             }
             Message::WriteTxnMarkers {
@@ -1392,7 +1470,39 @@ impl Message {
                 "AddPartitionsToTxn transactionalId={transactional_id} producerId={producer_id} producerEpoch={epoch} [{}]",
                 partition_list(partitions)
             ),
-            Message::AddPartitionsToTxnResponse { error, .. } | Message::EndTxnResponse { error, .. } => {
+            Message::AddOffsetsToTxn {
+                transactional_id,
+                producer_id,
+                epoch,
+                group,
+                ..
+            } => format!(
+                "AddOffsetsToTxn transactionalId={transactional_id} producerId={producer_id} producerEpoch={epoch} groupId={group}"
+            ),
+            Message::TxnOffsetCommit {
+                transactional_id,
+                group,
+                producer_id,
+                epoch,
+                generation,
+                member_id,
+                offsets,
+                ..
+            } => format!(
+                "TxnOffsetCommit transactionalId={transactional_id} groupId={group} producerId={producer_id} producerEpoch={epoch} generation={generation} member={member_id} {}",
+                offsets
+                    .iter()
+                    .map(|(partition, offset)| format!("{partition}={offset}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            Message::TxnOffsetCommitResponse { group, error, .. } => match error {
+                None => format!("TxnOffsetCommitResponse group={group} ok"),
+                Some(error) => format!("TxnOffsetCommitResponse group={group} error={error}"),
+            },
+            Message::AddPartitionsToTxnResponse { error, .. }
+            | Message::EndTxnResponse { error, .. }
+            | Message::AddOffsetsToTxnResponse { error, .. } => {
                 let name = self.name().as_str();
                 match error {
                     None => format!("{name} ok"),
@@ -1663,6 +1773,7 @@ mod tests {
             ErrorCode::InvalidProducerIdMapping,
             ErrorCode::InvalidTxnState,
             ErrorCode::InvalidTransactionTimeout,
+            ErrorCode::UnstableOffsetCommit,
         ];
         for error in all {
             let serialized = serde_json::to_value(error).expect("serializes");

@@ -352,6 +352,9 @@ pub struct FetcherView {
     pub last_caught_up_ms: Option<u64>,
 }
 
+/// How many of a replica's latest transaction markers a view lists.
+pub const MARKERS_SHOWN: usize = 64;
+
 /// One replica on a broker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -376,6 +379,8 @@ pub struct ReplicaView {
     pub last_stable_offset: Offset,
     /// Transaction markers in the log (control records).
     pub markers: u64,
+    /// The offsets of the last [`MARKERS_SHOWN`] of them, in order.
+    pub marker_offsets: Vec<Offset>,
     /// The leader epoch this broker is in, if it leads or follows.
     pub leader_epoch: Option<u32>,
     /// In the committed ISR.
@@ -554,6 +559,7 @@ impl Simulation {
                             high_watermark: log.high_watermark,
                             last_stable_offset: log.last_stable_offset(),
                             markers: log.txn_markers(),
+                            marker_offsets: log.recent_marker_offsets(MARKERS_SHOWN).to_vec(),
                             leader_epoch,
                             in_isr: registration.is_some_and(|registration| registration.isr.contains(&broker.id)),
                             last_fetch_ms: tracked.and_then(|info| info.state.last_fetch_time_ms),

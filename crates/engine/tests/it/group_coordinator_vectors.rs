@@ -116,7 +116,9 @@ fn response_json(response: &Response, names: &Names) -> Value {
             "protocolName": sync.protocol_name,
             "assignment": hex(&sync.assignment),
         }),
-        Response::Heartbeat(error) | Response::OffsetCommit(error) => json!({ "error": error_name(*error) }),
+        Response::Heartbeat(error) | Response::OffsetCommit(error) | Response::TxnOffsetCommit(_, error) => {
+            json!({ "error": error_name(*error) })
+        }
         Response::Leave(leave) => {
             let mut value = json!({ "error": error_name(leave.error) });
             if leave.error.is_none() {

@@ -14,4 +14,5 @@ mod replication;
 mod simulator;
 mod tidy;
 mod transactions;
+mod txn_offsets;
 mod vectors;
