@@ -208,6 +208,21 @@ test('a lost produce response: a retry writes the batch twice without enable.ide
   await page.close();
 });
 
+test('a poison record on the live map stops the member that reads it, and the ledger says why', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await live(page).getByTestId('cluster-run-10s').click();
+  await clickNode(page, 'node-producer-0');
+  await live(page).getByTestId('inspector-poison-producer-0').click();
+  await live(page).getByTestId('cluster-run-10s').click();
+  const events = await live(page).getByTestId('recent-events').innerText();
+  assert.match(events, /handlers fail on records of orders with key "poison"/);
+  assert.match(events, /failed 1 time on orders-\d+ offset \d+: the exception stops it/);
+  assert.match(await live(page).getByTestId('ledger-billing-never').textContent(), /the handler failed in its batch and the member stopped/);
+  await page.screenshot({ path: screenshotPath('map-poison-record') });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('knob fields take typing while the map plays, and a value that is not a number is quoted back', async () => {
   // The map plays by default and redraws every frame.
   const { page, problems } = await openApp(browser);

@@ -48,6 +48,7 @@ const EXTRA = {
   'idempotent-producer': { event: 'duplicate-ignored', text: /answers with the original offsets/ },
   'read-committed': { event: 'marker-written', text: /COMMIT marker .* read_committed consumers/ },
   'exactly-once': { event: 'transaction-rolled-back', text: /count for nothing/ },
+  'dead-letter-queue': { event: 'dead-lettered', text: /gave up as its policy says/ },
 };
 const STORIES = Object.fromEntries(scenarios.map((scenario) => {
   const expects = scenario.expect.map((expectation) => expectation.type);

@@ -502,7 +502,9 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::MarkerWritten { .. }
         | TraceKind::TransactionState { .. }
         | TraceKind::TransactionEnded { .. }
-        | TraceKind::TransactionRolledBack { .. } => true,
+        | TraceKind::TransactionRolledBack { .. }
+        | TraceKind::DeadLettered { .. }
+        | TraceKind::HandlerFailed { .. } => true,
         TraceKind::Sent { .. }
         | TraceKind::Delivered { .. }
         | TraceKind::Dropped { .. }
@@ -906,6 +908,7 @@ pub struct LedgerRow {
     pub skipped: u64,
     pub never: u64,
     pub never_why: String,
+    pub dead_lettered: u64,
     pub not_yet: u64,
 }
 
@@ -931,6 +934,7 @@ pub fn ledger_rows(views: &[kafkascope_engine::sim::ledger::LedgerView]) -> Vec<
                     .iter()
                     .map(|(reason, count)| format!("{count}: {reason}"))
                     .collect()),
+                dead_lettered: view.dead_lettered,
                 not_yet: view.not_yet,
             }
         })

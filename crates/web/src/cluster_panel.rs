@@ -499,6 +499,7 @@ pub fn cluster_panel() -> Html {
                 { button("Produce 10 (no key)", "inspector-produce".into(), Action::Produce) }
                 { button("Produce 10 with key \"user-42\"", "inspector-produce-keyed".into(), Action::ProduceKeyed) }
                 { button("Lose its next produce response", format!("inspector-lose-response-{node}"), Action::LoseProduceResponse(id)) }
+                { button("Send a poison record (every handler fails on it)", format!("inspector-poison-{node}"), Action::ProducePoison(id)) }
             </> },
             _ => html! {},
         }
@@ -805,7 +806,7 @@ fn tool_panels(props: &ToolProps) -> Html {
                     </table>
                     <h3>{ "What happened to each record (delivery semantics)" }</h3>
                     <table class="tool" data-testid="ledger-table" tabindex="0" aria-label="What happened to each acknowledged record, per group (scrolls sideways)">
-                        <thead><tr><th>{ "GROUP" }</th><th>{ "PROCESSED ONCE" }</th><th>{ "PROCESSED AGAIN" }</th><th>{ "DUPLICATES SKIPPED" }</th><th>{ "NEVER PROCESSED" }</th><th>{ "NOT YET" }</th></tr></thead>
+                        <thead><tr><th>{ "GROUP" }</th><th>{ "PROCESSED ONCE" }</th><th>{ "PROCESSED AGAIN" }</th><th>{ "DUPLICATES SKIPPED" }</th><th>{ "NEVER PROCESSED" }</th><th>{ "DEAD-LETTERED" }</th><th>{ "NOT YET" }</th></tr></thead>
                         <tbody>
                             { for ledger.iter().map(|row| html! {
                                 <tr data-testid={format!("ledger-{}", row.group)}>
@@ -814,12 +815,13 @@ fn tool_panels(props: &ToolProps) -> Html {
                                     <td data-testid={format!("ledger-{}-again", row.group)} title={row.again_why.clone()}>{ if row.again == 0 { "0".to_string() } else { format!("{} ({})", row.again, row.again_why) } }</td>
                                     <td data-testid={format!("ledger-{}-skipped", row.group)}>{ row.skipped }</td>
                                     <td data-testid={format!("ledger-{}-never", row.group)} title={row.never_why.clone()}>{ if row.never == 0 { "0".to_string() } else { format!("{} ({})", row.never, row.never_why) } }</td>
+                                    <td data-testid={format!("ledger-{}-dead-lettered", row.group)}>{ row.dead_lettered }</td>
                                     <td>{ row.not_yet }</td>
                                 </tr>
                             }) }
                         </tbody>
                     </table>
-                    <p class="muted">{ "Each acknowledged record of the topics a group reads: processed by the group's handlers once, more than once (and why), never (and why), or not yet. Commit before processing and a crash mid-batch loses records (at most once); commit after processing repeats them (at least once); an idempotent handler turns repeats into no-ops. Pick a member to change how it commits." }</p>
+                    <p class="muted">{ "Each acknowledged record of the topics a group reads: processed by the group's handlers once, more than once (and why), never (and why), or not yet. Commit before processing and a crash mid-batch loses records (at most once); commit after processing repeats them (at least once); an idempotent handler turns repeats into no-ops; a handler that gives up on a poison record can send it to a dead letter topic and go on. Pick a member to change how it commits." }</p>
                     { if groups.is_empty() { html! { <p class="muted">{ "No member owns a partition yet (the groups are still forming: run a few seconds)." }</p> } } else { html! {} } }
                     <h3><code>{ "kafka-metadata-quorum describe --status" }</code></h3>
                     <pre class="tool" data-testid="quorum-status">{ format!(

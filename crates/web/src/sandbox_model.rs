@@ -47,6 +47,7 @@ pub const EXAMPLES: &[Example] = examples![
     "9b-where-the-commit-goes",
     "9c-read-committed",
     "9d-exactly-once",
+    "9e-dead-letter-queue",
 ];
 
 /// One entry of the API reference shown under the sandbox.

@@ -985,6 +985,51 @@ impl Captioner {
                 partitions.iter().map(ToString::to_string).collect(),
                 "transaction-state".to_string(),
             ),
+            TraceKind::DeadLettered {
+                group,
+                consumer,
+                partition,
+                offset,
+                attempts,
+                topic,
+                dead_letter,
+            } => {
+                explainable = true;
+                (
+                    StepKind::Note {
+                        over: NodeId::Consumer(*consumer),
+                        text: format!("to {topic}"),
+                    },
+                    format!(
+                        "{}'s handler (group {group}) failed {attempts} time(s) on offset {offset} of {partition}, a poison record, and gave up as its policy says: it produces the record to {topic} (record #{dead_letter}) with headers naming the error and the source topic, partition and offset, then goes on with the next record. Its offset is committed like the others, so the group is not stuck; the dead letter waits in {topic} for someone to inspect or replay it.",
+                        NodeId::Consumer(*consumer)
+                    ),
+                    vec![partition.to_string()],
+                    "dead-lettered".to_string(),
+                )
+            }
+            TraceKind::HandlerFailed {
+                group,
+                consumer,
+                partition,
+                offset,
+                attempts,
+                skipped,
+            } => {
+                explainable = true;
+                (
+                    StepKind::Note {
+                        over: NodeId::Consumer(*consumer),
+                        text: "handler failed".to_string(),
+                    },
+                    format!(
+                        "{}'s handler (group {group}) failed {attempts} time(s) on offset {offset} of {partition} and has no way around it: the exception leaves the poll loop and the app closes its consumer, which leaves the group. {skipped} record(s) of its last poll were never handled. With auto-commit, closing commits the positions poll() already moved past them (at most once); with manual commits the next owner of {partition} reads the same record and fails the same way (a poison pill).",
+                        NodeId::Consumer(*consumer)
+                    ),
+                    vec![partition.to_string()],
+                    "handler-failed".to_string(),
+                )
+            }
             TraceKind::TransactionRolledBack {
                 group,
                 consumer,

@@ -98,6 +98,9 @@ impl SetupField {
     }
 }
 
+/// The key of the record the "poison record" control sends.
+pub const POISON_KEY: &str = "poison";
+
 /// Everything that changes the live map.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
@@ -134,6 +137,9 @@ pub enum Action {
     IdempotentHandler(u32, bool),
     /// The next produce response to this producer is lost on the way back.
     LoseProduceResponse(u32),
+    /// This producer sends one record with key `poison`, which every
+    /// handler fails on (a `PoisonRecords` rule for its topic).
+    ProducePoison(u32),
     AddConsumer(String),
     /// A live knob's new text.
     Knob(Knob, String),
@@ -435,6 +441,28 @@ impl Session {
                 self.input(Input::SetConfig(ConfigChange::CommitMode { consumer, mode }))
             }
             Action::LoseProduceResponse(producer) => self.input(Input::LoseProduceResponse { producer }),
+            Action::ProducePoison(producer) => {
+                let topic = self
+                    .simulation()
+                    .config()
+                    .producers
+                    .get(producer as usize)
+                    .map(|config| config.topic.clone());
+                if let Some(topic) = topic {
+                    self.input(Input::PoisonRecords {
+                        topic,
+                        key: Some(POISON_KEY.to_string()),
+                        partition: None,
+                        offset: None,
+                    });
+                    self.input(Input::Produce {
+                        producer,
+                        key: Some(POISON_KEY.to_string()),
+                        count: 1,
+                        bytes: 100,
+                    });
+                }
+            }
             Action::IdempotentHandler(consumer, enable) => {
                 self.input(Input::SetConfig(ConfigChange::IdempotentHandler { consumer, enable }))
             }
@@ -599,6 +627,28 @@ mod tests {
         assert!(session.trace().iter().any(|event| matches!(
             event.kind,
             kafkascope_engine::sim::trace::TraceKind::DuplicateIgnored { .. }
+        )));
+    }
+
+    #[test]
+    fn a_poison_record_stops_a_member_without_a_failure_policy() {
+        let mut session = session();
+        session.apply(Action::Run(10_000));
+        let running = |session: &Session| {
+            session
+                .simulation()
+                .consumers()
+                .iter()
+                .filter(|consumer| consumer.phase != kafkascope_engine::sim::consumer::ConsumerPhase::Stopped)
+                .count()
+        };
+        let before = running(&session);
+        session.apply(Action::ProducePoison(0));
+        session.apply(Action::Run(10_000));
+        assert!(running(&session) < before, "a member stopped on the poison record");
+        assert!(session.trace().iter().any(|event| matches!(
+            event.kind,
+            kafkascope_engine::sim::trace::TraceKind::HandlerFailed { .. }
         )));
     }
 

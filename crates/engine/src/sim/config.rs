@@ -310,6 +310,59 @@ impl std::fmt::Display for CommitMode {
     }
 }
 
+/// What the handler does once its retries on a failing record are spent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AfterFailures {
+    /// The exception leaves the poll loop and the app closes its consumer
+    /// (as Kafka Connect's default `errors.tolerance=none` fails the task):
+    /// the member leaves the group, and on close an auto-committing
+    /// consumer commits the positions `poll()` already moved past.
+    #[default]
+    Stop,
+    /// The record goes to the dead letter queue (`<topic>.DLQ`) with
+    /// headers naming the error and where it came from, and the handler
+    /// goes on with the next record.
+    DeadLetter,
+}
+
+impl std::fmt::Display for AfterFailures {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            AfterFailures::Stop => "stop the member",
+            AfterFailures::DeadLetter => "send it to the dead letter queue and go on",
+        })
+    }
+}
+
+/// How the handler deals with a record it fails on (a poison record): an
+/// application's policy, not a Kafka setting (Kafka Connect's
+/// `errors.retry.*`, `errors.tolerance` and
+/// `errors.deadletterqueue.topic.name` are the nearest).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FailurePolicy {
+    /// Attempts after the first that fails.
+    #[serde(default)]
+    pub retries: u32,
+    /// The wait before each retry.
+    #[serde(default)]
+    pub backoff_ms: u64,
+    /// Then what.
+    #[serde(default)]
+    pub then: AfterFailures,
+    /// With `then: "dead-letter"`: the producer (an index into
+    /// `producers`) that writes to `<topic>.DLQ`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_letter_producer: Option<u32>,
+}
+
+impl FailurePolicy {
+    fn is_default(&self) -> bool {
+        *self == FailurePolicy::default()
+    }
+}
+
 /// The server-side assignors of the consumer protocol
 /// (`group.consumer.assignors`: `uniform` first, so the default).
 pub const REMOTE_ASSIGNORS: [&str; 2] = ["uniform", "range"];
@@ -385,6 +438,10 @@ pub struct ConsumerConfig {
     /// together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_producer: Option<u32>,
+    /// What the handler does with a record it fails on (see the
+    /// `poisonRecords` input).
+    #[serde(default, skip_serializing_if = "FailurePolicy::is_default")]
+    pub on_failure: FailurePolicy,
 }
 
 fn is_read_uncommitted(level: &IsolationLevel) -> bool {
@@ -443,6 +500,7 @@ impl ConsumerConfig {
             idempotent_handler: false,
             isolation_level: IsolationLevel::ReadUncommitted,
             output_producer: None,
+            on_failure: FailurePolicy::default(),
         }
     }
 
@@ -715,6 +773,49 @@ impl ClusterConfig {
             }
             (None, _) => {}
         }
+        let policy = &consumer.on_failure;
+        if policy.retries > 100 {
+            return Err(format!("onFailure.retries must be at most 100, got {}", policy.retries));
+        }
+        if policy.backoff_ms > 3_600_000 {
+            return Err(format!(
+                "onFailure.backoffMs must be at most 3600000 (an hour), got {}",
+                policy.backoff_ms
+            ));
+        }
+        match (policy.then, policy.dead_letter_producer) {
+            (AfterFailures::DeadLetter, None) => {
+                return Err("onFailure.then \"dead-letter\" needs a deadLetterProducer (the producer that writes to <topic>.DLQ)".to_string());
+            }
+            (AfterFailures::Stop, Some(_)) => {
+                return Err("onFailure.deadLetterProducer is only used with then \"dead-letter\"".to_string());
+            }
+            (AfterFailures::DeadLetter, Some(producer)) => {
+                let [topic] = consumer.topics.as_slice() else {
+                    return Err("a dead letter queue here belongs to one topic: subscribe to one topic to use onFailure.then \"dead-letter\"".to_string());
+                };
+                let wanted = format!("{topic}.DLQ");
+                match self.producers.get(producer as usize) {
+                    None => {
+                        return Err(format!(
+                            "onFailure.deadLetterProducer {producer} is not one of the {} producers",
+                            self.producers.len()
+                        ))
+                    }
+                    Some(dlq) if dlq.topic != wanted => {
+                        return Err(format!(
+                        "onFailure.deadLetterProducer {producer} writes to {}, not to the dead letter topic {wanted}",
+                        dlq.topic
+                    ))
+                    }
+                    Some(_) => {}
+                }
+                if consumer.commit_mode == CommitMode::Transactional {
+                    return Err("a dead letter queue with commitMode \"transactional\" is not modelled".to_string());
+                }
+            }
+            (AfterFailures::Stop, None) => {}
+        }
         if let Some(instance) = &consumer.group_instance_id {
             // `JoinGroupRequest.validateGroupInstanceId`.
             let legal = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
@@ -918,6 +1019,24 @@ pub enum Input {
     AbortTransaction {
         /// Which producer.
         producer: u32,
+    },
+    /// From now on every handler fails on the records of `topic` that
+    /// match (a poison record: one it cannot deserialize or process): by
+    /// key, or by partition and offset; with neither, every record of the
+    /// topic (or of the partition) does. Each consumer's `onFailure`
+    /// policy decides what happens then.
+    PoisonRecords {
+        /// The topic.
+        topic: String,
+        /// Records with this key.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
+        /// Records of this partition.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partition: Option<u32>,
+        /// The record at this offset (with `partition`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        offset: Option<u64>,
     },
     /// Changes the chance of losing any message.
     #[serde(rename_all = "camelCase")]

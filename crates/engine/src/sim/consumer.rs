@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::groups::assignors::{assign, GroupInput, Member, Strategy, TopicPartition};
 use crate::replication::{BrokerId, Offset};
 
-use super::config::{CommitMode, ConsumerConfig, OffsetReset};
+use super::config::{AfterFailures, CommitMode, ConsumerConfig, OffsetReset};
 use super::trace::{ConsumerChange, Invariant, TraceKind};
 use super::types::{ErrorCode, JoinResult, Message, NodeId};
 use super::{Simulation, Timer};
@@ -151,6 +151,9 @@ pub struct Consumer {
     /// Records processed in the open transaction: processed for good once
     /// it commits, to do again if it aborts.
     pub in_transaction: Vec<super::ledger::InProcess>,
+    /// The positions in `in_process` of the records its handler fails on
+    /// (poison records).
+    pub(crate) poisoned: Vec<usize>,
 }
 
 /// `retry.backoff.ms` (100): the least time between a failed fetch and the
@@ -204,6 +207,7 @@ impl Consumer {
             awaiting_commit: false,
             awaiting_txn: None,
             in_transaction: Vec::new(),
+            poisoned: Vec::new(),
         }
     }
 
@@ -285,6 +289,7 @@ impl Simulation {
         consumer.awaiting_commit = false;
         consumer.awaiting_txn = None;
         consumer.in_transaction.clear();
+        consumer.poisoned.clear();
         let incarnation = consumer.incarnation;
         // The app's producer starts with it (a new instance: it fences
         // the one that died, KIP-98).
@@ -391,6 +396,120 @@ impl Simulation {
         let consumer = &mut self.consumers[id as usize];
         consumer.awaiting_txn = None;
         consumer.in_transaction.clear();
+        consumer.poisoned.clear();
+    }
+
+    /// Whether every handler fails on this record (a `PoisonRecords` rule
+    /// matches it).
+    fn is_poison(&self, record: &super::ledger::InProcess) -> bool {
+        if self.poison.is_empty() {
+            return false;
+        }
+        let key = self
+            .records
+            .get(record.record as usize)
+            .and_then(|made| made.key.as_deref());
+        self.poison.iter().any(|rule| {
+            *rule.topic == *record.partition.topic
+                && rule.key.as_deref().is_none_or(|poison_key| Some(poison_key) == key)
+                && rule
+                    .partition
+                    .is_none_or(|partition| partition == record.partition.partition)
+                && rule.offset.is_none_or(|offset| offset == record.offset)
+        })
+    }
+
+    /// The handler finished a batch with poison records in it: under
+    /// `dead-letter` each goes to `<topic>.DLQ` and the rest are processed
+    /// (returned); under `stop` the records before the first are
+    /// processed, the exception stops the member, and nothing is returned.
+    fn consumer_handle_poison(
+        &mut self,
+        id: u32,
+        done: Vec<super::ledger::InProcess>,
+    ) -> Option<Vec<super::ledger::InProcess>> {
+        let consumer = &mut self.consumers[id as usize];
+        let poisoned = std::mem::take(&mut consumer.poisoned);
+        if poisoned.is_empty() {
+            return Some(done);
+        }
+        let policy = consumer.config.on_failure.clone();
+        let group = consumer.config.group.clone();
+        let attempts = policy.retries.saturating_add(1);
+        match (policy.then, policy.dead_letter_producer) {
+            (AfterFailures::DeadLetter, Some(producer)) => {
+                let mut rest = Vec::new();
+                for (index, record) in done.into_iter().enumerate() {
+                    if !poisoned.contains(&index) {
+                        rest.push(record);
+                        continue;
+                    }
+                    let headers = super::DeadLetterHeaders {
+                        topic: record.partition.topic.to_string(),
+                        partition: record.partition.partition,
+                        offset: record.offset,
+                        error: "the handler could not process this record (a poison record)".to_string(),
+                        attempts,
+                    };
+                    let topic = self
+                        .producers
+                        .get(producer as usize)
+                        .map(|state| state.config.topic.clone())
+                        .unwrap_or_default();
+                    let Some(dead_letter) = self.producer_send_dead_letter(producer, record.record, headers) else {
+                        continue;
+                    };
+                    self.ledger.dead_letter(&group, &[record.record]);
+                    self.record(TraceKind::DeadLettered {
+                        group: group.clone(),
+                        consumer: id,
+                        partition: record.partition.clone(),
+                        offset: record.offset,
+                        attempts,
+                        topic,
+                        dead_letter,
+                    });
+                }
+                Some(rest)
+            }
+            _ => {
+                let first = poisoned[0].min(done.len().saturating_sub(1));
+                self.consumer_processed(id, &done[..first]);
+                let abandoned: Vec<super::types::RecordId> = done[first..].iter().map(|record| record.record).collect();
+                self.ledger.abandon(&group, &abandoned);
+                if let Some(failed) = done.get(first) {
+                    self.record(TraceKind::HandlerFailed {
+                        group,
+                        consumer: id,
+                        partition: failed.partition.clone(),
+                        offset: failed.offset,
+                        attempts,
+                        skipped: (done.len() - first) as u64,
+                    });
+                }
+                self.consumer_fail(id);
+                None
+            }
+        }
+    }
+
+    /// The handler's exception left the poll loop: the app closes its
+    /// consumer. `close()` commits what `poll()` consumed when
+    /// auto-commit is on (past the failed batch: at most once for the
+    /// rest of it), nothing otherwise; the member leaves the group.
+    fn consumer_fail(&mut self, id: u32) {
+        self.consumer_commit(id);
+        let member_id = self.consumers[id as usize].member_id.clone();
+        self.consumer_leave_group(id, member_id);
+        let consumer = &mut self.consumers[id as usize];
+        consumer.phase = ConsumerPhase::Stopped;
+        consumer.incarnation += 1;
+        consumer.assignment.clear();
+        consumer.buffer.clear();
+        self.record(TraceKind::ConsumerStatus {
+            consumer: id,
+            status: ConsumerChange::Closed,
+        });
     }
 
     /// The handler sends one output record per record it starts on
@@ -671,6 +790,10 @@ impl Simulation {
                 let consumer = &mut self.consumers[id as usize];
                 consumer.processing_until = None;
                 let done = std::mem::take(&mut consumer.in_process);
+                let Some(done) = self.consumer_handle_poison(id, done) else {
+                    return;
+                };
+                let consumer = &mut self.consumers[id as usize];
                 if consumer.config.commit_mode == CommitMode::Transactional {
                     self.consumer_commit_transaction(id, done);
                 } else {
@@ -1532,9 +1655,31 @@ impl Simulation {
             self.consumer_send_commit(id);
         }
         self.consumer_send_outputs(id, &sources);
+        let poisoned: Vec<usize> = self.consumers[id as usize]
+            .in_process
+            .iter()
+            .enumerate()
+            .filter(|(_, record)| self.is_poison(record))
+            .map(|(index, _)| index)
+            .collect();
         let consumer = &mut self.consumers[id as usize];
-        if count > 0 && per_record > 0 {
-            let busy = count.saturating_mul(per_record);
+        let policy = &consumer.config.on_failure;
+        // Each failed attempt takes the handler's time for a record, and
+        // each retry waits its backoff first.
+        let retrying = u64::from(policy.retries).saturating_mul(per_record.saturating_add(policy.backoff_ms));
+        let busy = match (poisoned.first(), policy.then) {
+            (None, _) => count.saturating_mul(per_record),
+            (Some(_), AfterFailures::DeadLetter) => count
+                .saturating_mul(per_record)
+                .saturating_add((poisoned.len() as u64).saturating_mul(retrying)),
+            (Some(&first), AfterFailures::Stop) => {
+                (first as u64 + 1).saturating_mul(per_record).saturating_add(retrying)
+            }
+        };
+        // A failing record always takes a moment: the handler's time.
+        let busy = if poisoned.is_empty() { busy } else { busy.max(1) };
+        consumer.poisoned = poisoned;
+        if count > 0 && busy > 0 {
             consumer.processing_until = Some(now + busy);
             self.schedule_timer(Self::consumer_node(id), incarnation, busy, Timer::ConsumerProcessed);
         } else {

@@ -56,6 +56,10 @@ pub enum NeverReason {
     /// Its transaction was aborted: a `read_committed` group skips it, as
     /// it should.
     TransactionAborted,
+    /// The handler failed on it (or on a record before it in the same
+    /// poll) and the member stopped; closing the consumer committed the
+    /// positions `poll()` had already moved past it.
+    SkippedWhenTheHandlerFailed,
 }
 
 impl std::fmt::Display for NeverReason {
@@ -64,6 +68,9 @@ impl std::fmt::Display for NeverReason {
             NeverReason::CommittedBeforeProcessing => "committed before it was processed, then the member crashed",
             NeverReason::LostAtBroker => "lost at the broker",
             NeverReason::TransactionAborted => "its transaction was aborted (read_committed skips it)",
+            NeverReason::SkippedWhenTheHandlerFailed => {
+                "the handler failed in its batch and the member stopped; closing committed past it"
+            }
         })
     }
 }
@@ -80,6 +87,11 @@ struct GroupBook {
     duplicates: BTreeMap<DuplicateReason, u64>,
     /// Duplicates an idempotent handler recognised and skipped.
     skipped: u64,
+    /// Records the handler gave up on and sent to the dead letter queue.
+    dead_lettered: std::collections::BTreeSet<RecordId>,
+    /// Records handed to a handler that then failed and stopped, without
+    /// being processed.
+    abandoned: std::collections::BTreeSet<RecordId>,
 }
 
 /// Every group's bookkeeping.
@@ -121,6 +133,9 @@ pub struct LedgerView {
     pub never_processed: Vec<(NeverReason, u64)>,
     /// Acknowledged records not processed yet (still ahead of the group).
     pub not_yet: u64,
+    /// Acknowledged records the handler failed on and sent to the dead
+    /// letter queue instead.
+    pub dead_lettered: u64,
 }
 
 impl Ledger {
@@ -173,6 +188,19 @@ impl Ledger {
         found
     }
 
+    /// The handler gave up on these records and sent them to the dead
+    /// letter queue.
+    pub fn dead_letter(&mut self, group: &str, records: &[RecordId]) {
+        let book = self.groups.entry(group.to_string()).or_default();
+        book.dead_lettered.extend(records.iter().copied());
+    }
+
+    /// A handler failed and its member stopped before it processed these.
+    pub fn abandon(&mut self, group: &str, records: &[RecordId]) {
+        let book = self.groups.entry(group.to_string()).or_default();
+        book.abandoned.extend(records.iter().copied());
+    }
+
     /// How many times a group processed a record.
     pub fn times(&self, group: &str, record: RecordId) -> u32 {
         self.groups
@@ -209,8 +237,13 @@ impl Ledger {
         };
         let mut never: BTreeMap<NeverReason, u64> = BTreeMap::new();
         for (record, partition, offset, lost, aborted) in records {
+            let committed_past = committed.get(partition).is_some_and(|committed| *committed > offset);
             match book.processed.get(&record).map_or(0, |(times, _)| *times) {
                 0 if lost => *never.entry(NeverReason::LostAtBroker).or_default() += 1,
+                0 if book.dead_lettered.contains(&record) => view.dead_lettered += 1,
+                0 if committed_past && book.abandoned.contains(&record) => {
+                    *never.entry(NeverReason::SkippedWhenTheHandlerFailed).or_default() += 1;
+                }
                 0 if aborted && committed.get(partition).is_some_and(|committed| *committed > offset) => {
                     *never.entry(NeverReason::TransactionAborted).or_default() += 1;
                 }

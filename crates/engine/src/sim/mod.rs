@@ -162,6 +162,50 @@ pub struct ProducedRecord {
     /// it was made from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<RecordId>,
+    /// For a dead letter: the headers saying where it came from and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_letter: Option<std::sync::Arc<DeadLetterHeaders>>,
+}
+
+/// A `PoisonRecords` input: handlers fail on the records of `topic` it
+/// matches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PoisonRule {
+    pub(crate) topic: String,
+    pub(crate) key: Option<String>,
+    pub(crate) partition: Option<u32>,
+    pub(crate) offset: Option<u64>,
+}
+
+/// The headers a dead letter carries, named as Kafka Connect's dead
+/// letter queue names them (`DeadLetterQueueReporter`:
+/// `__connect.errors.topic`, `.partition`, `.offset`,
+/// `.exception.message`); a consumer application picks its own names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeadLetterHeaders {
+    /// The record's topic.
+    pub topic: String,
+    /// Its partition.
+    pub partition: u32,
+    /// Its offset.
+    pub offset: crate::replication::Offset,
+    /// What the handler failed with.
+    pub error: String,
+    /// Attempts made before giving up.
+    pub attempts: u32,
+}
+
+impl DeadLetterHeaders {
+    /// The headers as (name, value) pairs.
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("__connect.errors.topic", self.topic.clone()),
+            ("__connect.errors.partition", self.partition.to_string()),
+            ("__connect.errors.offset", self.offset.to_string()),
+            ("__connect.errors.exception.message", self.error.clone()),
+        ]
+    }
 }
 
 /// Counts for the end of a run (camelCase in JSON, as every JS result).
@@ -237,6 +281,8 @@ pub struct Simulation {
     /// Transaction markers written so far (their record ids count from
     /// [`types::MARKER_RECORD_BASE`]).
     pub(crate) markers_written: u64,
+    /// The records every handler fails on (`PoisonRecords` inputs).
+    pub(crate) poison: Vec<PoisonRule>,
     pub(crate) monitor: Monitor,
     trace: Vec<TraceEvent>,
     /// Ids of events already handed out by [`Simulation::take_trace`].
@@ -283,6 +329,7 @@ impl Simulation {
             member_clients: BTreeMap::new(),
             records: chunked::ChunkedVec::new(),
             markers_written: 0,
+            poison: Vec::new(),
             monitor: Monitor::default(),
             trace: Vec::new(),
             trace_base: 0,
@@ -978,6 +1025,21 @@ impl Simulation {
             Input::DropMessages { per_million } => self.network.set_drop_rate(per_million),
             Input::CommitTransaction { producer } => self.producer_end_transaction(producer, true),
             Input::AbortTransaction { producer } => self.producer_end_transaction(producer, false),
+            Input::PoisonRecords {
+                topic,
+                key,
+                partition,
+                offset,
+            } => {
+                if self.poison.len() < crate::limits::MAX_INPUTS {
+                    self.poison.push(PoisonRule {
+                        topic,
+                        key,
+                        partition,
+                        offset,
+                    });
+                }
+            }
             Input::LoseProduceResponse { producer } => {
                 if (producer as usize) < self.producers.len() {
                     self.network.lose_next_produce_response(NodeId::Producer(producer));
@@ -1129,6 +1191,7 @@ impl Simulation {
             failed: false,
             lost: false,
             source: None,
+            dead_letter: None,
         });
         (self.records.len() - 1) as RecordId
     }
@@ -1159,6 +1222,20 @@ fn describe_input(input: &Input) -> String {
         Input::SlowNode { node, extra_latency_ms } => format!("slow {node} by {extra_latency_ms} ms"),
         Input::DropMessages { per_million } => format!("lose {per_million} messages per million"),
         Input::LoseProduceResponse { producer } => format!("lose the next produce response to producer-{producer}"),
+        Input::PoisonRecords {
+            topic,
+            key,
+            partition,
+            offset,
+        } => {
+            let which = match (key, partition, offset) {
+                (Some(key), _, _) => format!("with key {key:?}"),
+                (None, Some(partition), Some(offset)) => format!("at offset {offset} of partition {partition}"),
+                (None, Some(partition), None) => format!("of partition {partition}"),
+                (None, None, _) => "at all".to_string(),
+            };
+            format!("from now on handlers fail on records of {topic} {which} (poison records)")
+        }
         Input::CommitTransaction { producer } => format!("producer-{producer} commits its transaction"),
         Input::AbortTransaction { producer } => format!("producer-{producer} aborts its transaction"),
         Input::KillController { controller } => format!("kill controller-{controller}"),

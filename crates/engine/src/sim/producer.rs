@@ -227,14 +227,37 @@ impl Simulation {
     /// One output record of a consume-transform-produce handler, made
     /// from record `source` (same key and size).
     pub(crate) fn producer_send_derived(&mut self, producer: u32, source: RecordId, key: Option<String>, bytes: u32) {
+        if let Some(made) = self.producer_send_one(producer, key, bytes) {
+            self.records[made as usize].source = Some(source);
+        }
+    }
+
+    /// A dead letter: record `source` again (same key and size) with
+    /// headers saying where it came from and why; returns its id.
+    pub(crate) fn producer_send_dead_letter(
+        &mut self,
+        producer: u32,
+        source: RecordId,
+        headers: super::DeadLetterHeaders,
+    ) -> Option<RecordId> {
+        let (key, bytes) = match self.records.get(source as usize) {
+            Some(record) => (record.key.as_ref().map(|key| key.to_string()), record.bytes),
+            None => (None, 100),
+        };
+        let made = self.producer_send_one(producer, key, bytes)?;
+        self.records[made as usize].dead_letter = Some(std::sync::Arc::new(headers));
+        Some(made)
+    }
+
+    /// One record sent by the app through `producer`; its id, unless
+    /// nothing was sent (a crashed producer, a limit).
+    fn producer_send_one(&mut self, producer: u32, key: Option<String>, bytes: u32) -> Option<RecordId> {
         if self.producers.get(producer as usize).is_none_or(|state| state.crashed) {
-            return;
+            return None;
         }
         let before = self.records.len();
         self.producer_send(producer, key, 1, bytes);
-        if self.records.len() > before {
-            self.records[before].source = Some(source);
-        }
+        (self.records.len() > before).then_some(before as RecordId)
     }
 
     /// The producer's process dies (with its app): what it buffered and

@@ -190,6 +190,12 @@ pub enum Expectation {
         /// Records never processed: at most this many.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         never_at_most: Option<u64>,
+        /// Records sent to the dead letter queue: at least this many.
+        #[serde(default)]
+        dead_lettered_at_least: u64,
+        /// Records sent to the dead letter queue: at most this many.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dead_lettered_at_most: Option<u64>,
     },
     /// A consumer left its group because it did not poll within
     /// `max.poll.interval.ms`, at least once.
@@ -547,6 +553,8 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
             again_at_most,
             never_at_least,
             never_at_most,
+            dead_lettered_at_least,
+            dead_lettered_at_most,
         } => {
             let ledger = simulation
                 .ledger_views()
@@ -563,6 +571,14 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
                     again_at_most.map_or(" or more".to_string(), |most| format!(" to {most}")),
                     never_at_most.map_or(" or more".to_string(), |most| format!(" to {most}")),
                 )
+            }).or_else(|| {
+                let dead = ledger.dead_lettered;
+                outside(dead, *dead_lettered_at_least, *dead_lettered_at_most).then(|| {
+                    format!(
+                        "expected group {group} to send {dead_lettered_at_least}{} record(s) to its dead letter queue, but it sent {dead}",
+                        dead_lettered_at_most.map_or(" or more".to_string(), |most| format!(" to {most}")),
+                    )
+                })
             })
         }
         Expectation::Rebalances {

@@ -847,6 +847,29 @@ pub enum TraceKind {
         records: u64,
         rewound: Vec<(TopicPartition, Offset)>,
     },
+    /// A handler failed on a record (a poison record) as often as its
+    /// policy allows and sent it to the dead letter queue: `dead_letter` is
+    /// the record produced to `topic` (`<topic>.DLQ`).
+    DeadLettered {
+        group: String,
+        consumer: u32,
+        partition: TopicPartition,
+        offset: Offset,
+        attempts: u32,
+        topic: String,
+        dead_letter: super::types::RecordId,
+    },
+    /// A handler failed on a record as often as its policy allows and the
+    /// exception stopped its member (it closed and left the group);
+    /// `skipped` are the records of the same poll it never handled.
+    HandlerFailed {
+        group: String,
+        consumer: u32,
+        partition: TopicPartition,
+        offset: Offset,
+        attempts: u32,
+        skipped: u64,
+    },
     /// A knob change Kafka would refuse was not applied.
     ChangeRefused { change: String, reason: String },
     /// A partition leader recognised a batch it had already written (an
@@ -1082,6 +1105,30 @@ impl TraceEvent {
                 transactional_id,
                 outcome,
             } => format!("producer-{producer} ({transactional_id}): {outcome}"),
+            TraceKind::DeadLettered {
+                group,
+                consumer,
+                partition,
+                offset,
+                attempts,
+                topic,
+                dead_letter,
+            } => format!(
+                "consumer-{consumer} ({group}) failed {attempts} time{} on {partition} offset {offset} and sent it to {topic} (record #{dead_letter}, headers name the error and where it came from), then went on",
+                if *attempts == 1 { "" } else { "s" }
+            ),
+            TraceKind::HandlerFailed {
+                group,
+                consumer,
+                partition,
+                offset,
+                attempts,
+                skipped,
+            } => format!(
+                "consumer-{consumer} ({group}) failed {attempts} time{} on {partition} offset {offset}: the exception stops it ({skipped} record{} of its last poll not handled)",
+                if *attempts == 1 { "" } else { "s" },
+                if *skipped == 1 { "" } else { "s" }
+            ),
             TraceKind::TransactionRolledBack {
                 group,
                 consumer,
