@@ -1095,7 +1095,7 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                     ("transactional.id".into(), match &producer.transaction {
                         None => "none (not transactional)".into(),
                         Some(txn) => format!(
-                            "{}: {}{}{}; {} committed, {} aborted",
+                            "{}: {}{}{}; {} committed, {} aborted. Runs transaction.version=1 (new Kafka 4.x clusters default to 2, KIP-890: an epoch bump per transaction and partitions added by the broker; not modelled here)",
                             txn.transactional_id,
                             txn.phase,
                             if txn.partitions.is_empty() { String::new() } else { format!(" on partitions {:?}", txn.partitions) },

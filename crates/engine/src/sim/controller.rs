@@ -225,14 +225,17 @@ impl Simulation {
             return;
         }
         self.with_leader_state(active, |simulation| {
-            // Replicas go only to unfenced brokers; with too few of them
+            // Replicas go only to usable brokers, unfenced and not in
+            // controlled shutdown (`BrokerHeartbeatManager#usableBrokers`:
+            // a broker on its way out must not be given a new partition to
+            // lead, or its shutdown never completes); with too few of them
             // the creation fails (INVALID_REPLICATION_FACTOR) and the next
             // lookup asks again.
             let brokers: Vec<BrokerId> = simulation
                 .controller
                 .brokers
                 .iter()
-                .filter(|(_, registration)| !registration.fenced)
+                .filter(|(_, registration)| !registration.fenced && !registration.in_controlled_shutdown)
                 .map(|(&broker, _)| broker)
                 .collect();
             if !exists(simulation) && brokers.len() >= topic.replication_factor as usize {

@@ -46,6 +46,9 @@ pub struct Monitor {
     /// ownership was last checked: a consumer's assignment only changes
     /// together with one of them, so an unchanged signature needs no check.
     group_signature: Vec<(u8, u32, usize)>,
+    /// The newest epoch each transactional producer id was handed by an
+    /// `InitProducerId` answer.
+    pub(crate) handed_epochs: BTreeMap<u64, u16>,
 }
 
 impl Monitor {
@@ -169,8 +172,19 @@ impl Simulation {
         // reported it gone, so no two of its members own one at once
         // (counted under generation 0).
         let mut current: std::collections::BTreeSet<(&str, &str, u32)> = std::collections::BTreeSet::new();
-        for broker in self.brokers.values() {
-            for coordinator in broker.coordinators.values() {
+        // Only coordinators on their partition's current leader count: one
+        // left on a broker cut off from the controller (not yet told it
+        // lost the partition) speaks for nobody.
+        for (&id, broker) in &self.brokers {
+            for (partition, coordinator) in &broker.coordinators {
+                let leads = self
+                    .controller
+                    .partitions
+                    .get(partition)
+                    .is_some_and(|registration| registration.leader == Some(id));
+                if !leads {
+                    continue;
+                }
                 for (group, members) in coordinator.consumer.member_ids() {
                     for member in members {
                         current.insert((group, member, 0));

@@ -79,6 +79,11 @@ pub enum Invariant {
     ReadCommittedSkipsAborted,
     /// A partition's last stable offset never passes its high watermark.
     LastStableOffsetWithinHighWatermark,
+    /// A transaction is never decided to commit at a producer epoch older
+    /// than one its coordinator has already handed out for that producer
+    /// id (a fenced instance never commits). Not checked where unclean
+    /// leader election may lose the coordinator's own records.
+    FencedEpochNeverCommits,
 }
 
 /// A member's partitions in a new generation.

@@ -400,6 +400,25 @@ impl Simulation {
         record: TxnRecord,
         client: Option<(NodeId, u32, Waiting)>,
     ) {
+        let epoch = unsigned(record.metadata.producer_epoch);
+        let newer = self
+            .monitor
+            .handed_epochs
+            .get(&record.metadata.producer_id)
+            .copied()
+            .filter(|handed| *handed > epoch);
+        if let (crate::txn_coordinator::TxnState::PrepareCommit, Some(handed), false) =
+            (record.metadata.state, newer, self.config.unclean_leader_election_enable)
+        {
+            self.monitor.violations += 1;
+            self.record(TraceKind::InvariantViolated {
+                invariant: super::trace::Invariant::FencedEpochNeverCommits,
+                detail: format!(
+                    "{} decided to commit at producer epoch {epoch}, but epoch {handed} was already handed out",
+                    record.transactional_id
+                ),
+            });
+        }
         self.record(TraceKind::TransactionState {
             transactional_id: record.transactional_id.clone(),
             producer_id: record.metadata.producer_id,
@@ -510,6 +529,12 @@ impl Simulation {
         let node = NodeId::Broker(id);
         if self.network.connection(node, client) != connection {
             return;
+        }
+        if let (Waiting::InitProducerId { .. }, Ok(TxnReply::ProducerIdAndEpoch(producer_id, epoch))) =
+            (&waiting, &result)
+        {
+            let handed = self.monitor.handed_epochs.entry(*producer_id).or_default();
+            *handed = (*handed).max(unsigned(*epoch));
         }
         let error = result.as_ref().err().copied();
         let message = match waiting {
