@@ -1020,6 +1020,15 @@ pub enum Input {
         /// Which producer.
         producer: u32,
     },
+    /// The producer's application starts it again as a new instance
+    /// (what a supervisor does after a fatal error such as
+    /// `PRODUCER_FENCED`): what the old one buffered or had in flight is
+    /// lost, and a transactional one calls `initTransactions()` first,
+    /// which fences the old instance and aborts what it left open.
+    RestartProducer {
+        /// Which producer.
+        producer: u32,
+    },
     /// From now on every handler fails on the records of `topic` that
     /// match (a poison record: one it cannot deserialize or process): by
     /// key, or by partition and offset; with neither, every record of the

@@ -416,6 +416,21 @@ impl FuzzCase {
                 input: Input::StartConsumer { consumer },
             }));
         }
+        // Likewise a transactional producer's application: a coordinator
+        // left on a broker cut off from the controller can answer `EndTxn`
+        // with INVALID_TXN_STATE, which Kafka's client treats as fatal
+        // (`TransactionManager.EndTxnHandler`); the supervisor starts a
+        // new instance, whose `initTransactions()` fences the old one.
+        for (producer, config) in self.config.producers.iter().enumerate() {
+            if config.transactional_id.is_some() && !is_output_producer(&self.config, producer) {
+                inputs.push(ScheduledInput {
+                    at_ms: FAULTS_END_MS + LATE_RESTART_MS,
+                    input: Input::RestartProducer {
+                        producer: producer as u32,
+                    },
+                });
+            }
+        }
         // Handlers are fast again.
         inputs.extend((0..self.config.consumers.len() as u32).map(|consumer| {
             at(Input::SetConfig(ConfigChange::ProcessingMsPerRecord {

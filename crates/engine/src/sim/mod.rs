@@ -1025,6 +1025,10 @@ impl Simulation {
             Input::DropMessages { per_million } => self.network.set_drop_rate(per_million),
             Input::CommitTransaction { producer } => self.producer_end_transaction(producer, true),
             Input::AbortTransaction { producer } => self.producer_end_transaction(producer, false),
+            Input::RestartProducer { producer } => {
+                self.producer_crash(producer);
+                self.producer_revive(producer);
+            }
             Input::PoisonRecords {
                 topic,
                 key,
@@ -1222,6 +1226,7 @@ fn describe_input(input: &Input) -> String {
         Input::SlowNode { node, extra_latency_ms } => format!("slow {node} by {extra_latency_ms} ms"),
         Input::DropMessages { per_million } => format!("lose {per_million} messages per million"),
         Input::LoseProduceResponse { producer } => format!("lose the next produce response to producer-{producer}"),
+        Input::RestartProducer { producer } => format!("restart producer-{producer} as a new instance"),
         Input::PoisonRecords {
             topic,
             key,

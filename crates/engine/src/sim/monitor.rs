@@ -215,6 +215,16 @@ impl Simulation {
             if consumer.phase != super::consumer::ConsumerPhase::Consuming {
                 continue;
             }
+            // An unclean election of the group's `__consumer_offsets`
+            // partition may lose the coordinator's records of who owns
+            // what (as Kafka's would): the invariant presumes they survive.
+            if self
+                .monitor
+                .unclean
+                .contains(&self.offsets_partition(&consumer.config.group))
+            {
+                continue;
+            }
             let generation = if consumer.config.consumer_protocol() {
                 0
             } else {
