@@ -226,6 +226,16 @@ pub struct MemberIdentity {
     pub group_instance_id: Option<String>,
 }
 
+impl MemberIdentity {
+    /// A member id and its `group.instance.id`.
+    pub fn new(member_id: &str, group_instance_id: Option<&str>) -> MemberIdentity {
+        MemberIdentity {
+            member_id: member_id.to_string(),
+            group_instance_id: group_instance_id.map(str::to_string),
+        }
+    }
+}
+
 /// One member's answer in a LeaveGroup response.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LeaveMemberResponse {
@@ -1175,6 +1185,20 @@ impl ClassicShard {
         producer: (u64, u16),
         offsets: &[(String, u32, i64)],
     ) -> Output {
+        let response = Response::TxnOffsetCommit(client_request, None);
+        self.offsets_write(request_id, group_id, offsets, response, Some(producer))
+    }
+
+    /// Writes offset commit records for `offsets`, answered with `response`
+    /// once committed; in `producer`'s transactional batch if given.
+    fn offsets_write(
+        &mut self,
+        request_id: RequestId,
+        group_id: &str,
+        offsets: &[(String, u32, i64)],
+        response: Response,
+        transactional: Option<(u64, u16)>,
+    ) -> Output {
         let now = self.now_ms;
         let records = offsets
             .iter()
@@ -1194,8 +1218,8 @@ impl ClassicShard {
             records,
             replay: true,
             callback: None,
-            response: Some((request_id, Response::TxnOffsetCommit(client_request, None))),
-            transactional: Some(producer),
+            response: Some((request_id, response)),
+            transactional,
         });
         self.take()
     }
@@ -2266,29 +2290,7 @@ impl ClassicShard {
     /// group another protocol's shard owns, which checked it
     /// (`ConsumerGroup#validateOffsetCommit`).
     pub fn commit_offsets(&mut self, request_id: RequestId, group_id: &str, offsets: &[(String, u32, i64)]) -> Output {
-        let now = self.now_ms;
-        let records = offsets
-            .iter()
-            .map(|(topic, partition, offset)| CoordinatorRecord::OffsetCommit {
-                group: group_id.to_string(),
-                topic: topic.clone(),
-                partition: *partition,
-                value: Some(OffsetCommitValue {
-                    offset: *offset,
-                    leader_epoch: -1,
-                    metadata: String::new(),
-                    commit_timestamp: now,
-                }),
-            })
-            .collect();
-        self.out.writes.push(Write {
-            transactional: None,
-            records,
-            replay: true,
-            callback: None,
-            response: Some((request_id, Response::OffsetCommit(None))),
-        });
-        self.take()
+        self.offsets_write(request_id, group_id, offsets, Response::OffsetCommit(None), None)
     }
 
     // ----- after the log ---------------------------------------------------

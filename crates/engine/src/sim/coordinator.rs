@@ -442,19 +442,13 @@ impl Simulation {
                 instance,
                 ..
             } => {
-                let identity = MemberIdentity {
-                    member_id: member_id.clone(),
-                    group_instance_id: instance.clone(),
-                };
+                let identity = MemberIdentity::new(member_id, instance.as_deref());
                 shard.heartbeat(request, &group, &identity, *generation as i32)
             }
             Message::LeaveGroup {
                 member_id, instance, ..
             } => {
-                let identity = MemberIdentity {
-                    member_id: member_id.clone(),
-                    group_instance_id: instance.clone(),
-                };
+                let identity = MemberIdentity::new(member_id, instance.as_deref());
                 shard.leave(request, &group, &[identity])
             }
             Message::OffsetCommit {
@@ -464,10 +458,7 @@ impl Simulation {
                 offsets,
                 ..
             } => {
-                let identity = MemberIdentity {
-                    member_id: member_id.clone(),
-                    group_instance_id: instance.clone(),
-                };
+                let identity = MemberIdentity::new(member_id, instance.as_deref());
                 let offsets = shard_offsets(offsets);
                 shard.commit(request, &group, &identity, *generation as i32, &offsets)
             }
@@ -481,10 +472,7 @@ impl Simulation {
                 offsets,
                 ..
             } => {
-                let identity = MemberIdentity {
-                    member_id: member_id.clone(),
-                    group_instance_id: instance.clone(),
-                };
+                let identity = MemberIdentity::new(member_id, instance.as_deref());
                 let offsets = shard_offsets(offsets);
                 shard.commit_transactional(
                     request,

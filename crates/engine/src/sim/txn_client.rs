@@ -390,7 +390,7 @@ impl Simulation {
                 true
             }
             Message::InitProducerIdResponse { request, result } => {
-                if !matches!(out, Some((waiting, _, TxnCall::InitProducerId)) if waiting == *request) {
+                if !matches!(answered(out, *request), Some(TxnCall::InitProducerId)) {
                     return true;
                 }
                 match result {
@@ -410,12 +410,9 @@ impl Simulation {
                 true
             }
             Message::AddPartitionsToTxnResponse { request, error } => {
-                let Some((waiting, _, TxnCall::AddPartitions(partitions))) = out else {
+                let Some(TxnCall::AddPartitions(partitions)) = answered(out, *request) else {
                     return true;
                 };
-                if waiting != *request {
-                    return true;
-                }
                 match error {
                     None => {
                         let txn = self.txn_client(producer).expect("transactional");
@@ -444,7 +441,7 @@ impl Simulation {
                 true
             }
             Message::AddOffsetsToTxnResponse { request, error } => {
-                if !matches!(out, Some((waiting, _, TxnCall::AddOffsets(_))) if waiting == *request) {
+                if !matches!(answered(out, *request), Some(TxnCall::AddOffsets(_))) {
                     return true;
                 }
                 match error {
@@ -463,7 +460,7 @@ impl Simulation {
                 true
             }
             Message::TxnOffsetCommitResponse { request, error, .. } => {
-                if !matches!(out, Some((waiting, _, TxnCall::TxnOffsetCommit)) if waiting == *request) {
+                if !matches!(answered(out, *request), Some(TxnCall::TxnOffsetCommit)) {
                     return true;
                 }
                 // `TransactionManager.TxnOffsetCommitHandler`.
@@ -497,12 +494,9 @@ impl Simulation {
                 true
             }
             Message::EndTxnResponse { request, error } => {
-                let Some((waiting, _, TxnCall::EndTxn(commit))) = out else {
+                let Some(TxnCall::EndTxn(commit)) = answered(out, *request) else {
                     return true;
                 };
-                if waiting != *request {
-                    return true;
-                }
                 match error {
                     None => {
                         self.producer_txn_ended(producer, commit);
@@ -634,4 +628,11 @@ impl Simulation {
             _ => Some(record),
         }
     }
+}
+
+/// The call an answer to `request` is for, if it is the request out
+/// (a late answer to an older one is ignored).
+fn answered(out: Option<(u64, BrokerId, TxnCall)>, request: u64) -> Option<TxnCall> {
+    out.filter(|(waiting, _, _)| *waiting == request)
+        .map(|(_, _, call)| call)
 }
