@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod chunked;
 pub mod controller;
 pub mod groups;
 pub mod java;
@@ -21,4 +22,5 @@ pub mod partitioning;
 pub mod random;
 pub mod replication;
 pub mod sim;
+pub mod storage;
 pub mod txn_coordinator;

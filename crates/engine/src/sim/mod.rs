@@ -10,7 +10,7 @@
 
 pub mod bench;
 pub mod broker;
-pub mod chunked;
+pub use crate::chunked;
 pub mod config;
 pub mod consumer;
 pub mod controller;

@@ -1,0 +1,420 @@
+//! A replica's log of one partition (`UnifiedLog`, `LocalLog`): segments
+//! in offset order, the last one active; appends roll a new segment on
+//! `segment.bytes` or `segment.ms`; the retention check deletes whole
+//! closed segments from the front.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::record::LogBatch;
+use super::segment::Segment;
+use crate::replication::Offset;
+
+/// `cleanup.policy`: what happens to old records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CleanupPolicy {
+    /// `delete`: retention removes old segments.
+    pub delete: bool,
+    /// `compact`: the cleaner keeps the latest record per key.
+    pub compact: bool,
+}
+
+impl CleanupPolicy {
+    /// `cleanup.policy=delete`, Kafka's default.
+    pub const DELETE: CleanupPolicy = CleanupPolicy {
+        delete: true,
+        compact: false,
+    };
+    /// `cleanup.policy=compact`.
+    pub const COMPACT: CleanupPolicy = CleanupPolicy {
+        delete: false,
+        compact: true,
+    };
+    /// `cleanup.policy=compact,delete`.
+    pub const COMPACT_DELETE: CleanupPolicy = CleanupPolicy {
+        delete: true,
+        compact: true,
+    };
+
+    /// Parses Kafka's spelling: `delete`, `compact`, or both separated by a comma.
+    pub fn parse(text: &str) -> Option<CleanupPolicy> {
+        let mut policy = CleanupPolicy {
+            delete: false,
+            compact: false,
+        };
+        for part in text.split(',') {
+            match part.trim() {
+                "delete" => policy.delete = true,
+                "compact" => policy.compact = true,
+                _ => return None,
+            }
+        }
+        Some(policy)
+    }
+}
+
+impl std::fmt::Display for CleanupPolicy {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.compact, self.delete) {
+            (true, true) => formatter.write_str("compact,delete"),
+            (true, false) => formatter.write_str("compact"),
+            _ => formatter.write_str("delete"),
+        }
+    }
+}
+
+/// A topic's storage settings (`LogConfig`), with Kafka's names and
+/// defaults. Sizes in bytes, times in ms; -1 turns a retention limit off.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LogConfig {
+    /// `segment.bytes` (1 GiB).
+    pub segment_bytes: u64,
+    /// `segment.ms` (7 days).
+    pub segment_ms: i64,
+    /// `index.interval.bytes` (4096).
+    pub index_interval_bytes: u64,
+    /// `segment.index.bytes` (10 MiB).
+    pub segment_index_bytes: u32,
+    /// `retention.ms` (7 days; -1: no time limit).
+    pub retention_ms: i64,
+    /// `retention.bytes` (-1: no size limit).
+    pub retention_bytes: i64,
+    /// `cleanup.policy` (delete).
+    pub cleanup_policy: CleanupPolicy,
+    /// `min.cleanable.dirty.ratio` (0.5).
+    pub min_cleanable_dirty_ratio: f64,
+    /// `min.compaction.lag.ms` (0).
+    pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms` (`Long.MAX_VALUE`).
+    pub max_compaction_lag_ms: i64,
+    /// `delete.retention.ms` (1 day): how long tombstones outlive a cleaning.
+    pub delete_retention_ms: i64,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            segment_bytes: 1024 * 1024 * 1024,
+            segment_ms: 7 * 24 * 60 * 60 * 1000,
+            index_interval_bytes: 4096,
+            segment_index_bytes: 10 * 1024 * 1024,
+            retention_ms: 7 * 24 * 60 * 60 * 1000,
+            retention_bytes: -1,
+            cleanup_policy: CleanupPolicy::DELETE,
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            delete_retention_ms: 24 * 60 * 60 * 1000,
+        }
+    }
+}
+
+/// Why a retention pass deleted a segment (`SegmentDeletionReason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeletionReason {
+    /// The log start offset moved past it (`DeleteRecords`, or a follower
+    /// following its leader).
+    LogStartOffset,
+    /// The log was over `retention.bytes`.
+    RetentionBytes,
+    /// Its newest record was older than `retention.ms`.
+    RetentionMs,
+}
+
+/// What one retention check deleted, by pass, in Kafka's order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RetentionOutcome {
+    /// Segments deleted and why, as (base offset, size, reason).
+    pub deleted: Vec<(Offset, u64, DeletionReason)>,
+    /// The log start offset before the check.
+    pub log_start_before: Offset,
+    /// The log start offset after it.
+    pub log_start_after: Offset,
+}
+
+/// A replica's log: segments (the last active), the log start and end
+/// offsets and the cleaner's checkpoint. `P` is the simulation's data on
+/// each record. Closed segments are shared between copies of the log until
+/// one of them changes it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Log<P: Clone> {
+    /// The topic's storage settings.
+    pub config: LogConfig,
+    pub(crate) segments: Vec<Arc<Segment<P>>>,
+    /// The first offset a consumer can read (`logStartOffset`).
+    pub log_start_offset: Offset,
+    /// The offset the next record gets.
+    pub log_end_offset: Offset,
+    /// Where the cleaner's last pass stopped (the "cleaner offset
+    /// checkpoint"): below it the log is clean.
+    pub cleaner_checkpoint: Option<Offset>,
+}
+
+impl<P: Clone> Log<P> {
+    /// An empty log with one empty segment at offset 0.
+    pub fn new(config: LogConfig, now_ms: i64) -> Self {
+        Log {
+            config,
+            segments: vec![Arc::new(Segment::new(0, config.segment_index_bytes, now_ms))],
+            log_start_offset: 0,
+            log_end_offset: 0,
+            cleaner_checkpoint: None,
+        }
+    }
+
+    /// The segments, oldest first.
+    pub fn segments(&self) -> impl Iterator<Item = &Segment<P>> + '_ {
+        self.segments.iter().map(|segment| &**segment)
+    }
+
+    /// How many segments there are.
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// The active segment (the last), where appends go.
+    pub fn active_segment(&self) -> &Segment<P> {
+        self.segments.last().expect("a log always has a segment")
+    }
+
+    /// The log's size: the sum of its segments' sizes.
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.iter().map(|segment| segment.size_bytes).sum()
+    }
+
+    /// Appends a batch whose offsets start at the log end offset or later,
+    /// rolling a new segment first if the active one is due
+    /// (`UnifiedLog#maybeRoll`). Returns the active segment's base offset.
+    ///
+    /// # Panics
+    /// If the batch starts below the log end offset.
+    pub fn append(&mut self, batch: LogBatch<P>, now_ms: i64) -> Offset {
+        assert!(batch.base_offset >= self.log_end_offset, "appends go at the log end");
+        let roll = self.active_segment().should_roll(
+            self.config.segment_bytes,
+            self.config.segment_ms,
+            u64::from(batch.size_bytes),
+            batch.max_timestamp,
+            batch.last_offset,
+            now_ms,
+        );
+        if roll {
+            self.roll(Some(batch.base_offset), now_ms);
+        }
+        self.log_end_offset = batch.next_offset();
+        let interval = self.config.index_interval_bytes;
+        let active = Arc::make_mut(self.segments.last_mut().expect("a segment"));
+        active.append(batch, interval, now_ms);
+        active.base_offset
+    }
+
+    /// Starts a new active segment at `max(expected, log end offset)`
+    /// (`LocalLog#roll`); an empty active segment already there is replaced.
+    pub fn roll(&mut self, expected_next_offset: Option<Offset>, now_ms: i64) -> Offset {
+        let offset = expected_next_offset.unwrap_or(0).max(self.log_end_offset);
+        let index_bytes = self.config.segment_index_bytes;
+        let active = self.segments.last_mut().expect("a segment");
+        if active.base_offset == offset && active.is_empty() {
+            *active = Arc::new(Segment::new(offset, index_bytes, now_ms));
+            return offset;
+        }
+        Arc::make_mut(active).on_become_inactive();
+        self.segments.push(Arc::new(Segment::new(offset, index_bytes, now_ms)));
+        offset
+    }
+
+    /// The broker's retention check on this log (`UnifiedLog#deleteOldSegments`):
+    /// segments below a raised log start offset, then (with
+    /// `cleanup.policy` including `delete`) `retention.bytes`, then
+    /// `retention.ms`. Only segments wholly below the high watermark go;
+    /// each pass stops at the first segment it keeps. When every segment
+    /// is due, a new empty one is rolled first, so the log start offset
+    /// becomes the log end offset and the active segment is never the one
+    /// deleted.
+    pub fn delete_old_segments(&mut self, now_ms: i64, high_watermark: Offset) -> RetentionOutcome {
+        let mut outcome = RetentionOutcome {
+            log_start_before: self.log_start_offset,
+            ..RetentionOutcome::default()
+        };
+        let log_start = self.log_start_offset;
+        self.delete_segments_where(
+            high_watermark,
+            now_ms,
+            DeletionReason::LogStartOffset,
+            &mut outcome,
+            |_, next| next.is_some_and(|next| next <= log_start),
+        );
+        if self.config.cleanup_policy.delete {
+            let retention_bytes = self.config.retention_bytes;
+            let size = self.size_bytes() as i64;
+            if retention_bytes >= 0 && size >= retention_bytes {
+                let mut diff = size - retention_bytes;
+                self.delete_segments_where(
+                    high_watermark,
+                    now_ms,
+                    DeletionReason::RetentionBytes,
+                    &mut outcome,
+                    |segment, _| {
+                        let delete = diff - segment.size_bytes as i64 >= 0;
+                        if delete {
+                            diff -= segment.size_bytes as i64;
+                        }
+                        delete
+                    },
+                );
+            }
+            let retention_ms = self.config.retention_ms;
+            if retention_ms >= 0 {
+                self.delete_segments_where(
+                    high_watermark,
+                    now_ms,
+                    DeletionReason::RetentionMs,
+                    &mut outcome,
+                    |segment, _| now_ms - segment.largest_timestamp() > retention_ms,
+                );
+            }
+        }
+        outcome.log_start_after = self.log_start_offset;
+        outcome
+    }
+
+    /// One pass (`deletableSegments` then `deleteSegments`).
+    fn delete_segments_where(
+        &mut self,
+        high_watermark: Offset,
+        now_ms: i64,
+        reason: DeletionReason,
+        outcome: &mut RetentionOutcome,
+        mut predicate: impl FnMut(&Segment<P>, Option<Offset>) -> bool,
+    ) {
+        let mut deletable = 0;
+        for (index, segment) in self.segments.iter().enumerate() {
+            let next = self.segments.get(index + 1).map(|next| next.base_offset);
+            let last_and_empty = next.is_none() && segment.is_empty();
+            let upper_bound = next.unwrap_or(self.log_end_offset);
+            if high_watermark >= upper_bound && predicate(segment, next) && !last_and_empty {
+                deletable += 1;
+            } else {
+                break;
+            }
+        }
+        if deletable == 0 {
+            return;
+        }
+        if deletable == self.segments.len() {
+            self.roll(None, now_ms);
+        }
+        let removed: Vec<Arc<Segment<P>>> = self.segments.drain(..deletable).collect();
+        self.increment_log_start_offset(self.segments[0].base_offset);
+        outcome.deleted.extend(
+            removed
+                .iter()
+                .map(|segment| (segment.base_offset, segment.size_bytes, reason)),
+        );
+    }
+
+    /// Raises the log start offset (never lowers it).
+    pub fn increment_log_start_offset(&mut self, offset: Offset) {
+        if offset > self.log_start_offset {
+            self.log_start_offset = offset;
+        }
+    }
+
+    /// Cuts the log back to `offset` (a follower truncating to its leader):
+    /// later segments go, the one holding `offset` is cut.
+    pub fn truncate_to(&mut self, offset: Offset, now_ms: i64) {
+        if offset >= self.log_end_offset {
+            return;
+        }
+        if offset < self.segments[0].base_offset {
+            self.truncate_fully_and_start_at(offset, now_ms);
+            return;
+        }
+        self.segments.retain(|segment| segment.base_offset <= offset);
+        let index_bytes = self.config.segment_index_bytes;
+        let last = self.segments.last_mut().expect("the segment holding the offset");
+        if last.base_offset == offset {
+            *last = Arc::new(Segment::new(offset, index_bytes, now_ms));
+        } else {
+            Arc::make_mut(last).truncate_to(offset);
+        }
+        self.log_end_offset = offset;
+        if let Some(checkpoint) = self.cleaner_checkpoint {
+            self.cleaner_checkpoint = Some(checkpoint.min(offset));
+        }
+    }
+
+    /// Empties the log and starts it again at `offset` (`truncateFullyAndStartAt`).
+    pub fn truncate_fully_and_start_at(&mut self, offset: Offset, now_ms: i64) {
+        self.segments = vec![Arc::new(Segment::new(offset, self.config.segment_index_bytes, now_ms))];
+        self.log_start_offset = offset;
+        self.log_end_offset = offset;
+        self.cleaner_checkpoint = None;
+    }
+
+    /// The segment holding `offset`: the last whose base is at or below it.
+    pub fn segment_for(&self, offset: Offset) -> Option<&Segment<P>> {
+        let slot = self.segments.partition_point(|segment| segment.base_offset <= offset);
+        (slot > 0).then(|| &*self.segments[slot - 1])
+    }
+
+    /// The batches from the one holding `from` on, in order.
+    pub fn batches_from(&self, from: Offset) -> impl Iterator<Item = &LogBatch<P>> + '_ {
+        let first = self
+            .segments
+            .partition_point(|segment| segment.base_offset <= from)
+            .saturating_sub(1);
+        self.segments[first..]
+            .iter()
+            .flat_map(|segment| segment.batches())
+            .skip_while(move |batch| batch.last_offset < from)
+    }
+
+    /// How a read of `target` finds its place on disk, as Kafka does it:
+    /// the segment by base offset, the offset index's last entry at or
+    /// below it, then a scan of the batches from that position.
+    pub fn lookup(&self, target: Offset) -> Option<Lookup> {
+        if target < self.log_start_offset || target >= self.log_end_offset {
+            return None;
+        }
+        let segment = self.segment_for(target)?;
+        let (index_offset, index_position) = segment.index_lookup(target);
+        let mut position = 0u64;
+        let mut scanned = 0;
+        for batch in segment.batches() {
+            if position >= u64::from(index_position) {
+                scanned += 1;
+                if batch.last_offset >= target {
+                    return Some(Lookup {
+                        segment_base_offset: segment.base_offset,
+                        index_entry: (index_offset, index_position),
+                        batches_scanned: scanned,
+                        batch_base_offset: batch.base_offset,
+                        batch_position: position as u32,
+                    });
+                }
+            }
+            position += u64::from(batch.size_bytes);
+        }
+        None
+    }
+}
+
+/// The steps of one offset lookup (see [`Log::lookup`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Lookup {
+    /// The segment whose range holds the offset.
+    pub segment_base_offset: Offset,
+    /// The index entry used: (offset, position), or (base offset, 0) when
+    /// no entry is at or below the target.
+    pub index_entry: (Offset, u32),
+    /// How many batches the scan read from that position.
+    pub batches_scanned: usize,
+    /// The batch holding the offset (or the first after it, if compaction
+    /// removed it).
+    pub batch_base_offset: Offset,
+    /// That batch's position in the `.log` file.
+    pub batch_position: u32,
+}
