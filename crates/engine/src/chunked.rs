@@ -81,6 +81,31 @@ impl<T: Clone> ChunkedVec<T> {
         self.chunks.iter().flat_map(|chunk| chunk.iter())
     }
 
+    /// The elements from `start` on, in order.
+    pub fn iter_from(&self, start: usize) -> impl Iterator<Item = &T> + '_ {
+        let first_chunk = start / CHUNK;
+        self.chunks
+            .iter()
+            .skip(first_chunk)
+            .enumerate()
+            .flat_map(move |(index, chunk)| chunk.iter().skip(if index == 0 { start % CHUNK } else { 0 }))
+    }
+
+    /// The first index whose element is not `before` (elements for which
+    /// `before` holds must all come first), as `slice::partition_point`.
+    pub fn partition_point(&self, mut before: impl FnMut(&T) -> bool) -> usize {
+        let (mut low, mut high) = (0, self.len);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if before(&self[middle]) {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        low
+    }
+
     /// A copy of `start..end`.
     pub fn copy_range(&self, start: usize, end: usize) -> Vec<T> {
         (start..end.min(self.len)).map(|index| self[index].clone()).collect()
@@ -131,5 +156,8 @@ mod tests {
         values.truncate(1024);
         values.push(1);
         assert_eq!(values.iter().count(), 1025);
+        assert_eq!(values.iter_from(1023).copied().collect::<Vec<_>>(), vec![1023, 1]);
+        assert_eq!(values.iter_from(5).next(), Some(&99));
+        assert_eq!(values.partition_point(|value| *value < 500), 500);
     }
 }

@@ -32,6 +32,7 @@ pub fn default_config() -> ClusterConfig {
             partitions: 3,
             replication_factor: 3,
             min_insync_replicas: 2,
+            ..TopicConfig::default()
         }],
         producers: vec![ProducerConfig::new("orders")],
         consumers: (0..3).map(consumer).collect(),
@@ -63,6 +64,7 @@ pub fn bench_config() -> ClusterConfig {
                 partitions: 12,
                 replication_factor: 3,
                 min_insync_replicas: 2,
+                ..TopicConfig::default()
             })
             .collect(),
         producers: topics.iter().map(|name| ProducerConfig::new(name.as_str())).collect(),
@@ -504,7 +506,10 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::TransactionEnded { .. }
         | TraceKind::TransactionRolledBack { .. }
         | TraceKind::DeadLettered { .. }
-        | TraceKind::HandlerFailed { .. } => true,
+        | TraceKind::HandlerFailed { .. }
+        | TraceKind::SegmentsDeleted { .. }
+        | TraceKind::OffsetOutOfRange { .. }
+        | TraceKind::OffsetReset { .. } => true,
         TraceKind::Sent { .. }
         | TraceKind::Delivered { .. }
         | TraceKind::Dropped { .. }

@@ -1008,6 +1008,61 @@ impl Captioner {
                     "dead-lettered".to_string(),
                 )
             }
+            TraceKind::SegmentsDeleted {
+                broker,
+                partition,
+                segments,
+                log_start_offset,
+            } => {
+                explainable = true;
+                let bytes: u64 = segments.iter().map(|(_, bytes, _)| bytes).sum();
+                let why = segments.first().map_or(String::new(), |(_, _, reason)| reason.to_string());
+                (
+                    StepKind::Note {
+                        over: NodeId::Broker(*broker),
+                        text: format!("deleted {} segment(s)", segments.len()),
+                    },
+                    format!(
+                        "{}'s retention check deleted {} whole segment(s) of {partition} ({bytes} bytes, {why}). Retention never looks at who has read a record: it removes closed segments by age or size, never the active one, and only below the high watermark. The log now starts at offset {log_start_offset}; a consumer still behind it gets OFFSET_OUT_OF_RANGE.",
+                        NodeId::Broker(*broker),
+                        segments.len()
+                    ),
+                    vec![partition.to_string()],
+                    "segments-deleted".to_string(),
+                )
+            }
+            TraceKind::OffsetOutOfRange {
+                client,
+                partition,
+                position,
+                reset,
+            } => {
+                explainable = true;
+                (
+                    StepKind::Note {
+                        over: *client,
+                        text: "OFFSET_OUT_OF_RANGE".to_string(),
+                    },
+                    format!(
+                        "{client} asked for offset {position} of {partition}, which the log no longer holds (retention deleted it, or the log is shorter): OFFSET_OUT_OF_RANGE. Its auto.offset.reset={reset} decides where it goes next; the records it skipped were never read by its group."
+                    ),
+                    vec![partition.to_string()],
+                    "offset-out-of-range".to_string(),
+                )
+            }
+            TraceKind::OffsetReset {
+                client,
+                partition,
+                offset,
+            } => (
+                StepKind::Note {
+                    over: *client,
+                    text: format!("reset to {offset}"),
+                },
+                format!("{client} moves its position on {partition} to offset {offset}, as auto.offset.reset says, and fetches from there."),
+                vec![partition.to_string()],
+                "offset-reset".to_string(),
+            ),
             TraceKind::HandlerFailed {
                 group,
                 consumer,
@@ -1331,7 +1386,7 @@ impl Captioner {
                 format!("The coordinator {from} answers {to}: {summary}.{}", group_error_why(&facts.errors))
             }
             M::OffsetFetchResponse => format!("The coordinator {from} answers {to}: {summary}."),
-            M::ListOffsets => format!("{from} asks {to} where the log ends ({summary})."),
+            M::ListOffsets => format!("{from} asks {to} where the log starts or ends ({summary})."),
             M::Vote => format!("{from} asks {to} for its vote: {summary}."),
             M::VoteResponse => format!("{from} answers {to}: {summary}."),
             M::BrokerHeartbeat => format!("{from} heartbeats to the controller ({summary})."),

@@ -18,6 +18,7 @@ pub fn throughput_run(records: u32) -> (u64, u64, u64) {
             partitions: 3,
             replication_factor: 3,
             min_insync_replicas: 2,
+            ..TopicConfig::default()
         }],
         producers: vec![producer],
         consumers: vec![ConsumerConfig {
@@ -72,6 +73,7 @@ pub fn long_recording(events: u64, interval: u64) -> super::recording::Recording
             partitions: 12,
             replication_factor: 3,
             min_insync_replicas: 2,
+            ..TopicConfig::default()
         }],
         producers: vec![ProducerConfig::new("events")],
         ..ClusterConfig::default()

@@ -18,10 +18,12 @@ use crate::replication::idempotence::{AppendOrigin, DataBatch, ProducerStateTabl
 use crate::replication::replica::ReplicaState;
 use crate::replication::transactions::{last_stable_offset, IsolationLevel, TransactionIndex};
 use crate::replication::{BrokerId, Offset};
+use crate::storage::{BatchProducer, Log as StorageLog, LogBatch, LogConfig};
 
 use super::trace::{BrokerChange, HighWatermarkReason, HighWatermarkTrigger, TraceId, TraceKind, TruncationReason};
 use super::types::{
-    BatchSequence, ErrorCode, Message, MetadataImage, NodeId, ProducerBatch, Record, TxnMarker, MARKER_RECORD_BASE,
+    BatchSequence, ErrorCode, Message, MetadataImage, NodeId, OffsetSpec, ProducerBatch, Record, TxnMarker,
+    MARKER_RECORD_BASE,
 };
 use super::{Simulation, Timer};
 
@@ -36,6 +38,9 @@ const FETCH_TIMEOUT_MS: u64 = 30_000;
 /// proposes the change again (the controller channel's request timeout,
 /// `controller.socket.timeout.ms`, 30000).
 const ALTER_PARTITION_TIMEOUT_MS: u64 = 30_000;
+/// How long after startup a broker's log manager first checks retention
+/// (`LogManager.InitialTaskDelayMs`).
+const LOG_MANAGER_INITIAL_DELAY_MS: u64 = 30_000;
 /// How long a broker waits for its controlled shutdown before it stops
 /// anyway (`BrokerServer#shutdown` waits five minutes).
 const CONTROLLED_SHUTDOWN_TIMEOUT_MS: u64 = 300_000;
@@ -55,11 +60,15 @@ pub enum BrokerStatus {
     },
 }
 
-/// One replica's log of one partition; it survives crashes.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// One replica's log of one partition; it survives crashes. The records
+/// live in segments ([`crate::storage::Log`]); the rest is what Kafka
+/// rebuilds from them (producer state, aborted transactions) or keeps
+/// beside them (high watermark, leader epochs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PartitionLog {
-    /// Records from offset 0 (no retention in this version).
-    pub records: super::chunked::ChunkedVec<Record>,
+    /// The segments and their records.
+    #[serde(skip)]
+    pub log: StorageLog<Record>,
     /// This replica's high watermark.
     pub high_watermark: Offset,
     /// The leader-epoch history.
@@ -75,10 +84,91 @@ pub struct PartitionLog {
     marker_offsets: Vec<Offset>,
 }
 
+impl Default for PartitionLog {
+    fn default() -> Self {
+        PartitionLog::new(LogConfig::default(), 0)
+    }
+}
+
 impl PartitionLog {
+    /// An empty log with the topic's storage settings.
+    pub fn new(config: LogConfig, now_ms: u64) -> Self {
+        PartitionLog {
+            log: StorageLog::new(config, now_ms as i64),
+            high_watermark: 0,
+            epoch_cache: LeaderEpochCache::default(),
+            producers: ProducerStateTable::default(),
+            txn_index: TransactionIndex::default(),
+            marker_offsets: Vec::new(),
+        }
+    }
+
     /// The log end offset.
     pub fn log_end_offset(&self) -> Offset {
-        self.records.len() as Offset
+        self.log.log_end_offset
+    }
+
+    /// The log start offset: the first offset a fetch may ask for.
+    pub fn log_start_offset(&self) -> Offset {
+        self.log.log_start_offset
+    }
+
+    /// The records from `from` (or the first after it) on, in order.
+    pub fn records_from(&self, from: Offset) -> impl Iterator<Item = &Record> + '_ {
+        self.log
+            .batches_from(from)
+            .flat_map(|batch| batch.records.iter())
+            .skip_while(move |record| record.offset < from)
+    }
+
+    /// Every record in the log, in order.
+    pub fn records(&self) -> impl Iterator<Item = &Record> + '_ {
+        self.records_from(0)
+    }
+
+    /// The record at `offset`, if the log holds it.
+    pub fn record_at(&self, offset: Offset) -> Option<&Record> {
+        self.records_from(offset)
+            .next()
+            .filter(|record| record.offset == offset)
+    }
+
+    /// Up to `max` records from `from`, below `until`.
+    pub fn copy_records(&self, from: Offset, until: Offset, max: usize) -> Vec<Record> {
+        self.records_from(from)
+            .take_while(|record| record.offset < until)
+            .take(max)
+            .cloned()
+            .collect()
+    }
+
+    /// Whole batches from the one holding `from`, up to about `max`
+    /// records, as a leader sends them to a follower.
+    pub fn copy_batches(&self, from: Offset, max: usize) -> Vec<LogBatch<Record>> {
+        let mut count = 0;
+        self.log
+            .batches_from(from)
+            .take_while(|batch| {
+                let take = count < max;
+                count += batch.records.len().max(1);
+                take
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Appends one batch of records (consecutive offsets from the log end)
+    /// at `now_ms`, and updates the producer state for it.
+    pub(crate) fn append_records(&mut self, records: Vec<Record>, now_ms: u64) {
+        let producer = records.first().and_then(|record| record.batch).map(batch_producer);
+        self.append_batch(LogBatch::new(records, producer), now_ms);
+    }
+
+    /// Appends a batch as its leader wrote it (a follower's append).
+    pub(crate) fn append_batch(&mut self, batch: LogBatch<Record>, now_ms: u64) {
+        let from = batch.base_offset;
+        self.log.append(batch, now_ms as i64);
+        self.track_producers_from(from);
     }
 
     /// How many transaction markers (control records) the log holds.
@@ -108,31 +198,30 @@ impl PartitionLog {
         )
     }
 
-    /// Updates the producer state for records appended from `from` on: one
-    /// entry per idempotent batch, and each transaction marker closing its
-    /// producer's transaction, as every replica does when it appends
+    /// Updates the producer state for the batches appended from `from` on:
+    /// one entry per idempotent batch, and each transaction marker closing
+    /// its producer's transaction, as every replica does when it appends
     /// (`AppendOrigin.REPLICATION`: the leader checked them before).
-    pub(crate) fn track_producers_from(&mut self, from: usize) {
-        for index in from..self.records.len() {
-            let record = self.records[index];
-            let Some(batch) = record.batch else { continue };
-            let starts_batch = index == 0 || self.records[index - 1].batch != Some(batch);
-            if !starts_batch {
-                continue;
-            }
-            // Records carry no timestamps here; producers never expire in
-            // the simulation. A replica never refuses what its leader
-            // wrote, so errors (which replication only logs in Kafka) are
-            // ignored.
+    pub(crate) fn track_producers_from(&mut self, from: Offset) {
+        let batches: Vec<(Offset, BatchSequence)> = self
+            .log
+            .batches_from(from)
+            .filter(|batch| batch.base_offset >= from)
+            .filter_map(|batch| Some((batch.base_offset, batch.records.first()?.batch?)))
+            .collect();
+        for (offset, batch) in batches {
+            // Producers never expire in the simulation. A replica never
+            // refuses what its leader wrote, so errors (which replication
+            // only logs in Kafka) are ignored.
             if let Some(marker) = batch.marker {
-                self.marker_offsets.push(record.offset);
+                self.marker_offsets.push(offset);
                 let _ = self.producers.append_marker(
                     AppendOrigin::Replication,
                     batch.producer_id,
                     marker.control,
                     producer_epoch(batch.epoch),
                     marker.coordinator_epoch,
-                    record.offset,
+                    offset,
                     NO_TIMESTAMP,
                     &mut self.txn_index,
                 );
@@ -148,8 +237,8 @@ impl PartitionLog {
                     producer_epoch: producer_epoch(batch.epoch),
                     first_seq: batch.first_sequence,
                     last_seq: batch.last_sequence,
-                    first_offset: record.offset,
-                    last_offset: record.offset + offset_delta,
+                    first_offset: offset,
+                    last_offset: offset + offset_delta,
                     max_timestamp: NO_TIMESTAMP,
                     is_transactional: batch.transactional,
                 },
@@ -158,16 +247,56 @@ impl PartitionLog {
     }
 
     /// Cuts the log back to `offset`, rebuilding what depends on it.
-    fn truncate_to(&mut self, offset: Offset) {
-        self.records.truncate(offset as usize);
+    fn truncate_to(&mut self, offset: Offset, now_ms: u64) {
+        self.log.truncate_to(offset, now_ms as i64);
         self.epoch_cache.truncate_from_end(offset);
         self.high_watermark = self.high_watermark.min(offset);
-        // UnifiedLog#truncateTo rebuilds the producer state from the log
-        // (and truncates the transaction index).
+        self.rebuild_producer_state();
+    }
+
+    /// Raises the log start offset (a follower following its leader's);
+    /// the leader-epoch history is cut to it (`maybeIncrementLogStartOffset`).
+    pub(crate) fn increment_log_start_offset(&mut self, offset: Offset) {
+        self.log.increment_log_start_offset(offset);
+        self.epoch_cache.truncate_from_start(self.log.log_start_offset);
+    }
+
+    /// Empties the log and starts it at `offset` (`truncateFullyAndStartAt`):
+    /// a follower whose next record the leader no longer has.
+    pub(crate) fn truncate_fully_and_start_at(&mut self, offset: Offset, now_ms: u64) {
+        self.log.truncate_fully_and_start_at(offset, now_ms as i64);
+        self.epoch_cache = LeaderEpochCache::default();
+        self.high_watermark = offset;
+        self.rebuild_producer_state();
+    }
+
+    /// Deletes the segments retention is due to delete (see
+    /// [`crate::storage::Log::delete_old_segments`]); the leader-epoch
+    /// history is cut to the new log start.
+    pub(crate) fn delete_old_segments(&mut self, now_ms: u64) -> crate::storage::RetentionOutcome {
+        let outcome = self.log.delete_old_segments(now_ms as i64, self.high_watermark);
+        self.epoch_cache.truncate_from_start(self.log.log_start_offset);
+        outcome
+    }
+
+    /// UnifiedLog#truncateTo rebuilds the producer state from the log (and
+    /// truncates the transaction index).
+    fn rebuild_producer_state(&mut self) {
         self.producers.clear();
         self.txn_index.clear();
         self.marker_offsets.clear();
         self.track_producers_from(0);
+    }
+}
+
+/// A simulated batch's producer as the batch header carries it.
+fn batch_producer(batch: BatchSequence) -> BatchProducer {
+    BatchProducer {
+        producer_id: batch.producer_id,
+        producer_epoch: producer_epoch(batch.epoch),
+        base_sequence: batch.first_sequence,
+        transactional: batch.transactional,
+        control: batch.marker.is_some(),
     }
 }
 
@@ -485,6 +614,14 @@ impl Simulation {
             self.config.replica_lag_time_max_ms / 2,
             Timer::IsrExpiration,
         );
+        // `LogManager` starts its retention task 30 s after startup
+        // (`InitialTaskDelayMs`), then runs it every interval.
+        self.schedule_timer(
+            NodeId::Broker(id),
+            incarnation,
+            LOG_MANAGER_INITIAL_DELAY_MS.min(self.config.log_retention_check_interval_ms),
+            Timer::RetentionCheck,
+        );
         self.broker_fetch_metadata(id);
     }
 
@@ -780,6 +917,15 @@ impl Simulation {
                 );
                 self.leader_maybe_shrink_isr(id);
             }
+            Timer::RetentionCheck => {
+                self.schedule_timer(
+                    node,
+                    incarnation,
+                    self.config.log_retention_check_interval_ms.max(1),
+                    Timer::RetentionCheck,
+                );
+                self.broker_retention_check(id);
+            }
             Timer::FollowerFetch(partition) => self.follower_fetch(id, &partition),
             Timer::MetadataFetchRetry => self.broker_fetch_metadata(id),
             Timer::MetadataFetchTimeout(fetch) => {
@@ -844,9 +990,15 @@ impl Simulation {
                 offset,
                 isolation,
             } => self.leader_consumer_fetch(id, from, &partition, offset, isolation),
-            Message::ListOffsets { partition } => {
+            Message::ListOffsets { partition, spec } => {
                 let result = match self.brokers[&id].leading.get(&partition) {
-                    Some(_) => Ok(self.brokers[&id].logs[&partition].high_watermark),
+                    Some(_) => {
+                        let log = &self.brokers[&id].logs[&partition];
+                        Ok(match spec {
+                            OffsetSpec::Earliest => log.log_start_offset(),
+                            OffsetSpec::Latest => log.high_watermark,
+                        })
+                    }
                     None => Err(ErrorCode::NotLeaderOrFollower),
                 };
                 self.send(node, from, Message::ListOffsetsResponse { partition, result });
@@ -949,11 +1101,21 @@ impl Simulation {
             Message::FetchResponse {
                 partition,
                 leader_epoch,
-                records,
+                batches,
                 high_watermark,
+                log_start_offset,
                 error,
                 diverging,
-            } => self.follower_handle_response(id, &partition, leader_epoch, records, high_watermark, error, diverging),
+            } => self.follower_handle_response(
+                id,
+                &partition,
+                leader_epoch,
+                batches,
+                high_watermark,
+                log_start_offset,
+                error,
+                diverging,
+            ),
             Message::AlterPartitionResponse { partition, result } => {
                 let broker = self.broker(id);
                 let Some(leader) = broker.leading.get_mut(&partition) else {
@@ -995,7 +1157,11 @@ impl Simulation {
         self.broker(id).fenced = image.fenced.contains(&id);
         self.broker(id).metadata = Some(image);
         for (partition, registration) in partitions {
-            self.broker(id).logs.entry(partition.clone()).or_default();
+            let log_config = self.log_config(&partition);
+            self.broker(id)
+                .logs
+                .entry(partition.clone())
+                .or_insert_with(|| PartitionLog::new(log_config, now));
             if registration.leader == Some(id) {
                 let broker = self.broker(id);
                 match broker.leading.get_mut(&partition) {
@@ -1195,8 +1361,9 @@ impl Simulation {
                 None => Message::FetchResponse {
                     partition: partition.clone(),
                     leader_epoch,
-                    records: Vec::new(),
+                    batches: Vec::new(),
                     high_watermark: 0,
+                    log_start_offset: 0,
                     error: Some(ErrorCode::NotLeaderOrFollower),
                     diverging: None,
                 },
@@ -1365,27 +1532,36 @@ impl Simulation {
             })?;
         let id = MARKER_RECORD_BASE + self.markers_written;
         self.markers_written += 1;
+        let now = self.now;
         let log = self
             .broker(broker)
             .logs
             .get_mut(partition)
             .expect("a leader has its log");
-        log.records.push(Record {
-            offset,
-            leader_epoch,
-            id,
-            // A control batch with one record (`EndTransactionMarker`).
-            bytes: 78,
-            batch: Some(BatchSequence {
-                producer_id,
-                epoch,
-                first_sequence: -1,
-                last_sequence: -1,
-                transactional: true,
-                marker: Some(marker),
-            }),
-        });
-        log.track_producers_from(offset as usize);
+        log.append_records(
+            vec![Record {
+                offset,
+                leader_epoch,
+                id,
+                // A control batch with one record (`EndTransactionMarker`):
+                // its value is the version and the coordinator epoch. (Its
+                // 4-byte key, the version and type, is left out.)
+                bytes: 6,
+                batch: Some(BatchSequence {
+                    producer_id,
+                    epoch,
+                    first_sequence: -1,
+                    last_sequence: -1,
+                    transactional: true,
+                    marker: Some(marker),
+                }),
+                timestamp: now as i64,
+                key: None,
+                tombstone: false,
+                headers_size: 1,
+            }],
+            now,
+        );
         // A marker on a `__consumer_offsets` partition settles the
         // transaction's pending offsets there (`GroupCoordinatorShard#replayEndTransactionMarker`).
         let commit = marker.control == crate::replication::transactions::ControlType::Commit;
@@ -1493,8 +1669,7 @@ impl Simulation {
             }
             ProduceAdmission::AppendAndAnswer | ProduceAdmission::AppendAndWait => {}
         }
-        let log = self.broker(id).logs.get_mut(&partition).expect("leader has a log");
-        let base_offset = log.log_end_offset();
+        let base_offset = self.brokers[&id].logs[&partition].log_end_offset();
         let sequence = batch
             .idempotence
             .map(|(producer_id, epoch, first_sequence)| BatchSequence {
@@ -1505,16 +1680,28 @@ impl Simulation {
                 transactional: batch.transactional,
                 marker: None,
             });
-        for (index, &(record_id, bytes)) in batch.records.iter().enumerate() {
-            log.records.push(Record {
-                offset: base_offset + index as u64,
-                leader_epoch,
-                id: record_id,
-                bytes,
-                batch: sequence,
-            });
-        }
-        log.track_producers_from(base_offset as usize);
+        let records = batch
+            .records
+            .iter()
+            .enumerate()
+            .map(|(index, &(record_id, bytes))| {
+                let made = self.records.get(record_id as usize);
+                Record {
+                    offset: base_offset + index as u64,
+                    leader_epoch,
+                    id: record_id,
+                    bytes,
+                    batch: sequence,
+                    timestamp: made.map_or(0, |made| made.timestamp as i64),
+                    key: made.and_then(|made| made.key.clone()),
+                    tombstone: made.is_some_and(|made| made.tombstone),
+                    headers_size: made.map_or(1, super::ProducedRecord::headers_size),
+                }
+            })
+            .collect();
+        let now = self.now;
+        let log = self.broker(id).logs.get_mut(&partition).expect("leader has a log");
+        log.append_records(records, now);
         let count = batch.records.len() as u64;
         self.record(TraceKind::Appended {
             broker: id,
@@ -1598,8 +1785,9 @@ impl Simulation {
                 Message::FetchResponse {
                     partition: partition.clone(),
                     leader_epoch: epoch,
-                    records: Vec::new(),
+                    batches: Vec::new(),
                     high_watermark: 0,
+                    log_start_offset: 0,
                     error: Some(error),
                     diverging: None,
                 },
@@ -1632,8 +1820,9 @@ impl Simulation {
                     Message::FetchResponse {
                         partition: partition.clone(),
                         leader_epoch,
-                        records: Vec::new(),
+                        batches: Vec::new(),
                         high_watermark,
+                        log_start_offset: self.brokers[&id].logs[partition].log_start_offset(),
                         error: None,
                         diverging,
                     },
@@ -1712,9 +1901,15 @@ impl Simulation {
         };
         let leader_epoch = leader.leader_epoch;
         let log = &self.brokers[&id].logs[partition];
-        let start = (fetch_offset as usize).min(log.records.len());
-        let end = (start + FETCH_MAX_RECORDS).min(log.records.len());
-        let records = log.records.copy_range(start, end);
+        let log_start_offset = log.log_start_offset();
+        // A follower behind the leader's log start (retention deleted what
+        // it would fetch next) is told so (`OFFSET_OUT_OF_RANGE`) and
+        // starts over from the leader's log start.
+        let (batches, error) = if fetch_offset < log_start_offset {
+            (Vec::new(), Some(ErrorCode::OffsetOutOfRange))
+        } else {
+            (log.copy_batches(fetch_offset, FETCH_MAX_RECORDS), None)
+        };
         let high_watermark = log.high_watermark;
         self.send(
             NodeId::Broker(id),
@@ -1722,12 +1917,34 @@ impl Simulation {
             Message::FetchResponse {
                 partition: partition.clone(),
                 leader_epoch,
-                records,
+                batches,
                 high_watermark,
-                error: None,
+                log_start_offset,
+                error,
                 diverging: None,
             },
         );
+    }
+
+    /// The retention check (`LogManager#cleanupLogs`): every log on the
+    /// broker, leader's and follower's alike, deletes the segments its
+    /// policy no longer keeps, never past its own high watermark.
+    fn broker_retention_check(&mut self, id: BrokerId) {
+        let now = self.now;
+        let partitions: Vec<TopicPartition> = self.brokers[&id].logs.keys().cloned().collect();
+        for partition in partitions {
+            let log = self.broker(id).logs.get_mut(&partition).expect("listed above");
+            let outcome = log.delete_old_segments(now);
+            if outcome.deleted.is_empty() {
+                continue;
+            }
+            self.record(TraceKind::SegmentsDeleted {
+                broker: id,
+                partition,
+                segments: outcome.deleted,
+                log_start_offset: outcome.log_start_after,
+            });
+        }
     }
 
     /// New records: answer the followers' held fetches.
@@ -1779,7 +1996,14 @@ impl Simulation {
             self.send(node, client, message);
             return;
         }
-        if offset < self.brokers[&id].logs[partition].read_bound(isolation) {
+        let log = &self.brokers[&id].logs[partition];
+        if offset < log.log_start_offset() || offset > log.log_end_offset() {
+            // `ReplicaManager#readFromLocalLog`: the log does not hold it.
+            let message = Message::consumer_fetch_error(partition.clone(), ErrorCode::OffsetOutOfRange);
+            self.send(node, client, message);
+            return;
+        }
+        if offset < log.read_bound(isolation) {
             self.leader_answer_consumer(id, client, partition, offset, isolation);
         } else {
             let incarnation = self.brokers[&id].incarnation;
@@ -1818,11 +2042,15 @@ impl Simulation {
         let Some(log) = self.brokers[&id].logs.get(partition) else {
             return;
         };
+        if offset < log.log_start_offset() {
+            // Retention deleted it while the fetch was held.
+            let message = Message::consumer_fetch_error(partition.clone(), ErrorCode::OffsetOutOfRange);
+            self.send(NodeId::Broker(id), client, message);
+            return;
+        }
         let (high_watermark, last_stable_offset) = (log.high_watermark, log.last_stable_offset());
         let bound = log.read_bound(isolation);
-        let start = (offset as usize).min(bound as usize);
-        let end = (start + FETCH_MAX_RECORDS).min(bound as usize);
-        let records = log.records.copy_range(start, end);
+        let records = log.copy_records(offset, bound, FETCH_MAX_RECORDS);
         let aborted = if isolation == IsolationLevel::ReadCommitted && !records.is_empty() {
             log.txn_index
                 .collect_aborted_txns(offset, log.log_end_offset())
@@ -2019,8 +2247,13 @@ impl Simulation {
             return;
         }
         let (leader, leader_epoch) = (state.leader, state.leader_epoch);
+        let (log_config, now) = (self.log_config(partition), self.now);
+        let broker = self.broker(id);
         let fetch = broker.next_id();
-        let log = broker.logs.entry(partition.clone()).or_default();
+        let log = broker
+            .logs
+            .entry(partition.clone())
+            .or_insert_with(|| PartitionLog::new(log_config, now));
         let message = Message::Fetch {
             partition: partition.clone(),
             replica: id,
@@ -2045,8 +2278,9 @@ impl Simulation {
         id: BrokerId,
         partition: &TopicPartition,
         leader_epoch: u32,
-        records: Vec<Record>,
+        batches: Vec<LogBatch<Record>>,
         leader_high_watermark: Offset,
+        leader_log_start_offset: Offset,
         error: Option<ErrorCode>,
         diverging: Option<(u32, Offset)>,
     ) {
@@ -2061,6 +2295,26 @@ impl Simulation {
             return;
         }
         state.in_flight = None;
+        if error == Some(ErrorCode::OffsetOutOfRange) {
+            // The leader's log starts past this log's end: what this replica
+            // would fetch next is gone. It empties its log and starts at the
+            // leader's log start (`AbstractFetcherThread#fetchOffsetAndTruncate`).
+            let now = self.now;
+            let log = self.broker(id).logs.get_mut(partition).expect("follower log");
+            let log_end = log.log_end_offset();
+            if leader_log_start_offset > log_end {
+                log.truncate_fully_and_start_at(leader_log_start_offset, now);
+                self.record(TraceKind::Truncated {
+                    broker: id,
+                    partition: partition.clone(),
+                    to_offset: leader_log_start_offset,
+                    removed: 0,
+                    reason: TruncationReason::BelowLeaderLogStart,
+                });
+            }
+            self.schedule_timer(node, incarnation, 0, Timer::FollowerFetch(partition.clone()));
+            return;
+        }
         if error.is_some() {
             self.schedule_timer(
                 node,
@@ -2070,7 +2324,8 @@ impl Simulation {
             );
             return;
         }
-        let log = broker.logs.get_mut(partition).expect("follower log");
+        let now = self.now;
+        let log = self.broker(id).logs.get_mut(partition).expect("follower log");
         if let Some((epoch, end_offset)) = diverging {
             // Truncate to where the logs agree (KIP-279), then fetch again.
             // (When it lacks the leader's epoch it truncates to its own
@@ -2079,7 +2334,7 @@ impl Simulation {
             let (truncate_to, _complete) =
                 crate::replication::epoch_cache::truncation_offset(&log.epoch_cache, log_end, epoch, end_offset);
             let removed = log_end - truncate_to;
-            log.truncate_to(truncate_to);
+            log.truncate_to(truncate_to, now);
             if removed > 0 {
                 self.record(TraceKind::Truncated {
                     broker: id,
@@ -2093,28 +2348,30 @@ impl Simulation {
             self.schedule_timer(node, incarnation, 0, Timer::FollowerFetch(partition.clone()));
             return;
         }
-        if !records.is_empty() {
-            // Only append what extends this log (a stale answer may overlap).
-            let log_end = log.log_end_offset();
-            let fresh: Vec<Record> = records.into_iter().filter(|record| record.offset >= log_end).collect();
-            if let Some(first_fresh) = fresh.first() {
-                if first_fresh.offset == log_end {
-                    let count = fresh.len() as u64;
-                    let epoch = fresh.last().map_or(leader_epoch, |record| record.leader_epoch);
-                    for record in &fresh {
-                        log.epoch_cache.assign(record.leader_epoch, record.offset);
-                    }
-                    log.records.extend(fresh);
-                    log.track_producers_from(log_end as usize);
-                    self.record(TraceKind::Appended {
-                        broker: id,
-                        partition: partition.clone(),
-                        first_offset: log_end,
-                        count,
-                        leader_epoch: epoch,
-                    });
+        // Only append what extends this log (a stale answer may overlap);
+        // offsets may jump where the leader's cleaner left a gap.
+        let log_end = log.log_end_offset();
+        let fresh: Vec<LogBatch<Record>> = batches
+            .into_iter()
+            .filter(|batch| batch.base_offset >= log_end)
+            .collect();
+        if !fresh.is_empty() {
+            let count: u64 = fresh.iter().map(|batch| batch.records.len() as u64).sum();
+            let mut epoch = leader_epoch;
+            for batch in fresh {
+                if let Some(first) = batch.records.first() {
+                    log.epoch_cache.assign(first.leader_epoch, first.offset);
+                    epoch = first.leader_epoch;
                 }
+                log.append_batch(batch, now);
             }
+            self.record(TraceKind::Appended {
+                broker: id,
+                partition: partition.clone(),
+                first_offset: log_end,
+                count,
+                leader_epoch: epoch,
+            });
         }
         let log = self.broker(id).logs.get_mut(partition).expect("follower log");
         let new_hw = leader_high_watermark.min(log.log_end_offset());
@@ -2129,6 +2386,13 @@ impl Simulation {
                 reason: HighWatermarkReason::FromLeader,
             });
         }
+        // The follower's log start follows the leader's, up to its own high
+        // watermark (`maybeIncrementLogStartOffset`); the next retention
+        // check deletes the segments below it.
+        let log = self.broker(id).logs.get_mut(partition).expect("follower log");
+        if leader_log_start_offset > log.log_start_offset() && leader_log_start_offset <= log.high_watermark {
+            log.increment_log_start_offset(leader_log_start_offset);
+        }
         // The leader holds empty fetches, so the next one can go at once.
         self.schedule_timer(node, incarnation, 0, Timer::FollowerFetch(partition.clone()));
     }
@@ -2138,6 +2402,21 @@ impl Simulation {
 mod tests {
     use super::*;
     use crate::replication::transactions::ControlType;
+
+    /// A record at `offset` for the tests.
+    fn record(offset: Offset, id: u64, bytes: u32, batch: BatchSequence) -> Record {
+        Record {
+            offset,
+            leader_epoch: 0,
+            id,
+            bytes,
+            batch: Some(batch),
+            timestamp: 0,
+            key: None,
+            tombstone: false,
+            headers_size: 1,
+        }
+    }
 
     /// A log with `count` records of one batch from `producer`, transactional or not.
     fn push_batch(log: &mut PartitionLog, producer: u64, first_sequence: i32, count: u32, transactional: bool) {
@@ -2150,38 +2429,26 @@ mod tests {
             transactional,
             marker: None,
         };
-        for index in 0..count {
-            log.records.push(Record {
-                offset: offset + u64::from(index),
-                leader_epoch: 0,
-                id: offset + u64::from(index),
-                bytes: 100,
-                batch: Some(batch),
-            });
-        }
-        log.track_producers_from(offset as usize);
+        let records = (0..count)
+            .map(|index| record(offset + u64::from(index), offset + u64::from(index), 100, batch))
+            .collect();
+        log.append_records(records, 0);
     }
 
     fn push_marker(log: &mut PartitionLog, producer: u64, control: ControlType) {
         let offset = log.log_end_offset();
-        log.records.push(Record {
-            offset,
-            leader_epoch: 0,
-            id: MARKER_RECORD_BASE + offset,
-            bytes: 78,
-            batch: Some(BatchSequence {
-                producer_id: producer,
-                epoch: 0,
-                first_sequence: -1,
-                last_sequence: -1,
-                transactional: true,
-                marker: Some(TxnMarker {
-                    control,
-                    coordinator_epoch: 0,
-                }),
+        let marker = BatchSequence {
+            producer_id: producer,
+            epoch: 0,
+            first_sequence: -1,
+            last_sequence: -1,
+            transactional: true,
+            marker: Some(TxnMarker {
+                control,
+                coordinator_epoch: 0,
             }),
-        });
-        log.track_producers_from(offset as usize);
+        };
+        log.append_records(vec![record(offset, MARKER_RECORD_BASE + offset, 6, marker)], 0);
     }
 
     #[test]
@@ -2208,7 +2475,7 @@ mod tests {
         assert_eq!(log.txn_index.entries().len(), 1);
         assert_eq!(log.txn_markers(), 1);
         // Truncation rebuilds all of it from the log.
-        log.truncate_to(5);
+        log.truncate_to(5, 0);
         assert_eq!((log.txn_markers(), log.txn_index.entries().len()), (0, 0));
         assert_eq!(log.last_stable_offset(), 0, "the transaction is open again");
     }

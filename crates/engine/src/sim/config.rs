@@ -27,6 +27,146 @@ pub struct TopicConfig {
     /// `min.insync.replicas` (Kafka's default is 1).
     #[serde(default = "one")]
     pub min_insync_replicas: u32,
+    /// `cleanup.policy`: `delete` (the default), `compact` or
+    /// `compact,delete`.
+    #[serde(default)]
+    pub cleanup_policy: crate::storage::CleanupPolicy,
+    /// `segment.bytes` (1 GiB): a segment rolls before it would pass this.
+    #[serde(default = "default_segment_bytes")]
+    pub segment_bytes: u64,
+    /// `segment.ms` (7 days): a segment rolls once its records span this.
+    #[serde(default = "default_seven_days")]
+    pub segment_ms: u64,
+    /// `retention.ms` (7 days; -1: keep forever): closed segments whose
+    /// newest record is older are deleted.
+    #[serde(default = "default_retention_ms")]
+    pub retention_ms: i64,
+    /// `retention.bytes` (-1: no limit): oldest segments are deleted while
+    /// the log is over it.
+    #[serde(default = "minus_one")]
+    pub retention_bytes: i64,
+    /// `index.interval.bytes` (4096): bytes between offset-index entries.
+    #[serde(default = "default_index_interval")]
+    pub index_interval_bytes: u64,
+    /// `min.cleanable.dirty.ratio` (0.5): the cleaner runs on a compacted
+    /// log once more than this share of it is dirty.
+    #[serde(default = "default_dirty_ratio")]
+    pub min_cleanable_dirty_ratio: Ratio,
+    /// `min.compaction.lag.ms` (0): records younger than this are not
+    /// compacted.
+    #[serde(default)]
+    pub min_compaction_lag_ms: u64,
+    /// `delete.retention.ms` (1 day): how long a tombstone outlives the
+    /// cleaning that first kept it.
+    #[serde(default = "default_one_day")]
+    pub delete_retention_ms: u64,
+}
+
+impl Default for TopicConfig {
+    fn default() -> Self {
+        TopicConfig {
+            name: String::new(),
+            partitions: default_partitions(),
+            replication_factor: default_replication_factor(),
+            min_insync_replicas: 1,
+            cleanup_policy: crate::storage::CleanupPolicy::DELETE,
+            segment_bytes: default_segment_bytes(),
+            segment_ms: default_seven_days(),
+            retention_ms: default_retention_ms(),
+            retention_bytes: -1,
+            index_interval_bytes: default_index_interval(),
+            min_cleanable_dirty_ratio: default_dirty_ratio(),
+            min_compaction_lag_ms: 0,
+            delete_retention_ms: default_one_day(),
+        }
+    }
+}
+
+impl TopicConfig {
+    /// The storage settings of the topic's logs.
+    pub fn log_config(&self) -> crate::storage::LogConfig {
+        crate::storage::LogConfig {
+            segment_bytes: self.segment_bytes,
+            segment_ms: self.segment_ms as i64,
+            index_interval_bytes: self.index_interval_bytes,
+            retention_ms: self.retention_ms,
+            retention_bytes: self.retention_bytes,
+            cleanup_policy: self.cleanup_policy,
+            min_cleanable_dirty_ratio: self.min_cleanable_dirty_ratio.0,
+            min_compaction_lag_ms: self.min_compaction_lag_ms as i64,
+            delete_retention_ms: self.delete_retention_ms as i64,
+            ..crate::storage::LogConfig::default()
+        }
+    }
+
+    /// Checks the storage settings against Kafka's bounds (`LogConfig`).
+    pub fn validate_storage(&self) -> Result<(), String> {
+        let name = &self.name;
+        if self.segment_bytes < 14 {
+            return Err(format!(
+                "topic {name}: segment.bytes must be at least 14, got {}",
+                self.segment_bytes
+            ));
+        }
+        if self.segment_ms == 0 {
+            return Err(format!("topic {name}: segment.ms must be at least 1"));
+        }
+        if self.retention_ms < -1 {
+            return Err(format!(
+                "topic {name}: retention.ms must be -1 (forever) or more, got {}",
+                self.retention_ms
+            ));
+        }
+        if self.retention_bytes < -1 {
+            return Err(format!(
+                "topic {name}: retention.bytes must be -1 (no limit) or more, got {}",
+                self.retention_bytes
+            ));
+        }
+        let ratio = self.min_cleanable_dirty_ratio.0;
+        if !(0.0..=1.0).contains(&ratio) {
+            return Err(format!(
+                "topic {name}: min.cleanable.dirty.ratio must be between 0 and 1, got {ratio}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A ratio between 0 and 1 (`min.cleanable.dirty.ratio`), comparable
+/// exactly so that configurations can be compared.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Ratio(pub f64);
+
+impl PartialEq for Ratio {
+    fn eq(&self, other: &Ratio) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for Ratio {}
+
+fn default_segment_bytes() -> u64 {
+    1024 * 1024 * 1024
+}
+fn default_seven_days() -> u64 {
+    7 * 24 * 60 * 60 * 1000
+}
+fn default_retention_ms() -> i64 {
+    7 * 24 * 60 * 60 * 1000
+}
+fn minus_one() -> i64 {
+    -1
+}
+fn default_index_interval() -> u64 {
+    4096
+}
+fn default_dirty_ratio() -> Ratio {
+    Ratio(0.5)
+}
+fn default_one_day() -> u64 {
+    24 * 60 * 60 * 1000
 }
 
 fn default_partitions() -> u32 {
@@ -233,6 +373,15 @@ pub enum OffsetReset {
     Earliest,
     /// From the end (Kafka's default).
     Latest,
+}
+
+impl std::fmt::Display for OffsetReset {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            OffsetReset::Earliest => "earliest",
+            OffsetReset::Latest => "latest",
+        })
+    }
 }
 
 /// Which rebalance protocol a consumer speaks (`group.protocol`).
@@ -608,6 +757,10 @@ pub struct ClusterConfig {
     /// consumer-protocol members heartbeat (the broker tells them).
     #[serde(default = "default_group_consumer_heartbeat")]
     pub group_consumer_heartbeat_interval_ms: u64,
+    /// `log.retention.check.interval.ms` (300000): how often each broker
+    /// deletes the segments retention no longer keeps.
+    #[serde(default = "default_imbalance_interval")]
+    pub log_retention_check_interval_ms: u64,
     /// The network.
     #[serde(default)]
     pub network: NetworkConfig,
@@ -663,6 +816,7 @@ impl Default for ClusterConfig {
             eligible_leader_replicas_enable: true,
             group_consumer_session_timeout_ms: default_consumer_session(),
             group_consumer_heartbeat_interval_ms: default_group_consumer_heartbeat(),
+            log_retention_check_interval_ms: default_imbalance_interval(),
             network: NetworkConfig::default(),
         }
     }
@@ -876,6 +1030,7 @@ impl ClusterConfig {
             if topic.min_insync_replicas == 0 {
                 return Err(format!("topic {}: min.insync.replicas must be at least 1", topic.name));
             }
+            topic.validate_storage()?;
         }
         if self.controllers == 0 || self.controllers > MAX_CONTROLLERS {
             return Err(format!(
@@ -885,6 +1040,9 @@ impl ClusterConfig {
         }
         if self.leader_imbalance_check_interval_ms == 0 {
             return Err("leaderImbalanceCheckIntervalMs must be at least 1".to_string());
+        }
+        if self.log_retention_check_interval_ms == 0 {
+            return Err("logRetentionCheckIntervalMs must be at least 1".to_string());
         }
         if self.unclean_leader_election_interval_ms == 0 {
             return Err("uncleanLeaderElectionIntervalMs must be at least 1".to_string());

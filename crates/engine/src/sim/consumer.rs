@@ -17,7 +17,7 @@ use crate::replication::{BrokerId, Offset};
 
 use super::config::{AfterFailures, CommitMode, ConsumerConfig, OffsetReset};
 use super::trace::{ConsumerChange, Invariant, TraceKind};
-use super::types::{ErrorCode, JoinResult, Message, NodeId};
+use super::types::{ErrorCode, JoinResult, Message, NodeId, OffsetSpec};
 use super::{Simulation, Timer};
 
 /// Where a consumer is in its life.
@@ -116,6 +116,9 @@ pub struct Consumer {
     timeout_armed: std::collections::BTreeSet<BrokerId>,
     /// An OffsetFetch for partitions without a position is out.
     offset_fetch_in_flight: bool,
+    /// Partitions whose position `auto.offset.reset` is resetting (it fell
+    /// out of range), with the `ListOffsets` spec asked for.
+    resetting: BTreeMap<TopicPartition, OffsetSpec>,
     /// Records fetched and not yet returned by `poll()`, per partition
     /// (Kafka's fetch buffer; a partition with buffered records is not
     /// fetched again until they are returned).
@@ -192,6 +195,7 @@ impl Consumer {
             next_request: 0,
             timeout_armed: std::collections::BTreeSet::new(),
             offset_fetch_in_flight: false,
+            resetting: BTreeMap::new(),
             buffer: BTreeMap::new(),
             processing_until: None,
             last_poll_ms: 0,
@@ -1035,6 +1039,9 @@ impl Simulation {
                 let reset = consumer.config.auto_offset_reset;
                 self.consumers[id as usize].offset_fetch_in_flight = false;
                 for (partition, committed) in offsets {
+                    if self.consumers[id as usize].resetting.contains_key(&partition) {
+                        continue;
+                    }
                     match committed {
                         Some(offset) => {
                             let consumer = &mut self.consumers[id as usize];
@@ -1050,7 +1057,10 @@ impl Simulation {
                                 self.send(
                                     Self::consumer_node(id),
                                     NodeId::Broker(leader),
-                                    Message::ListOffsets { partition },
+                                    Message::ListOffsets {
+                                        partition,
+                                        spec: OffsetSpec::Latest,
+                                    },
                                 );
                             }
                         }
@@ -1073,7 +1083,16 @@ impl Simulation {
                 result: Ok(offset),
             } => {
                 let consumer = &mut self.consumers[id as usize];
-                if consumer.assignment.contains(&partition) {
+                if consumer.resetting.remove(&partition).is_some() {
+                    if consumer.assignment.contains(&partition) {
+                        consumer.positions.insert(partition.clone(), offset);
+                        self.record(TraceKind::OffsetReset {
+                            client: Self::consumer_node(id),
+                            partition,
+                            offset,
+                        });
+                    }
+                } else if consumer.assignment.contains(&partition) {
                     consumer.positions.entry(partition).or_insert(offset);
                 }
                 self.consumer_fetch_all(id);
@@ -1350,10 +1369,35 @@ impl Simulation {
         if consumer.phase != ConsumerPhase::Consuming || consumer.offset_fetch_in_flight {
             return;
         }
+        // A reset whose `ListOffsets` answer was lost is asked again.
+        let resets: Vec<(TopicPartition, OffsetSpec, Option<BrokerId>)> = consumer
+            .resetting
+            .iter()
+            .filter(|(partition, _)| consumer.assignment.contains(*partition))
+            .map(|(partition, spec)| {
+                (
+                    partition.clone(),
+                    *spec,
+                    consumer.leaders.get(partition).copied().flatten(),
+                )
+            })
+            .collect();
+        for (partition, spec, leader) in resets {
+            if let Some(leader) = leader {
+                self.send(
+                    Self::consumer_node(id),
+                    NodeId::Broker(leader),
+                    Message::ListOffsets { partition, spec },
+                );
+            }
+        }
+        let consumer = &self.consumers[id as usize];
         let partitions: Vec<TopicPartition> = consumer
             .assignment
             .iter()
-            .filter(|partition| !consumer.positions.contains_key(*partition))
+            .filter(|partition| {
+                !consumer.positions.contains_key(*partition) && !consumer.resetting.contains_key(*partition)
+            })
             .cloned()
             .collect();
         if partitions.is_empty() {
@@ -1457,6 +1501,29 @@ impl Simulation {
         }
         consumer.fetching.insert(partition.clone(), false);
         if !consumer.assignment.contains(&partition) {
+            return;
+        }
+        if error == Some(ErrorCode::OffsetOutOfRange) {
+            // The position is gone (retention deleted it) or past the end:
+            // `auto.offset.reset` decides where to go (`SubscriptionState#
+            // requestOffsetReset`, then a `ListOffsets`).
+            let Some(position) = consumer.positions.remove(&partition) else {
+                return;
+            };
+            consumer.buffer.remove(&partition);
+            let reset = consumer.config.auto_offset_reset;
+            self.record(TraceKind::OffsetOutOfRange {
+                client: Self::consumer_node(id),
+                partition: partition.clone(),
+                position,
+                reset,
+            });
+            let spec = match reset {
+                OffsetReset::Earliest => OffsetSpec::Earliest,
+                OffsetReset::Latest => OffsetSpec::Latest,
+            };
+            self.consumers[id as usize].resetting.insert(partition.clone(), spec);
+            self.send(Self::consumer_node(id), from, Message::ListOffsets { partition, spec });
             return;
         }
         if let Some(error) = error {
@@ -1906,6 +1973,10 @@ mod tests {
                     coordinator_epoch: 0,
                 }),
             }),
+            timestamp: 0,
+            key: None,
+            tombstone: false,
+            headers_size: 1,
         }
     }
 

@@ -183,6 +183,9 @@ impl Simulation {
             partitions: self.config.offsets_topic_partitions,
             replication_factor: self.config.brokers.min(3),
             min_insync_replicas: 1,
+            // `offsets.topic.*`: a compacted topic (`GroupCoordinatorConfig`).
+            cleanup_policy: crate::storage::CleanupPolicy::COMPACT,
+            ..super::config::TopicConfig::default()
         }
     }
 
@@ -207,6 +210,9 @@ impl Simulation {
             partitions: self.config.transaction_state_partitions,
             replication_factor,
             min_insync_replicas: replication_factor.min(2),
+            // A compacted topic (`TransactionLog`).
+            cleanup_policy: crate::storage::CleanupPolicy::COMPACT,
+            ..super::config::TopicConfig::default()
         };
         self.controller_create_internal_topic(topic);
     }

@@ -218,7 +218,7 @@ impl Simulation {
         };
         let mut shard = ClassicShard::new(ClassicConfig::default(), self.now, self.member_counter);
         let mut consumer = ConsumerShard::new(self.consumer_shard_config(), self.now, self.topic_counts(id));
-        for record in log.records.iter() {
+        for record in log.records() {
             if let Some(BatchSequence {
                 producer_id,
                 marker: Some(marker),
@@ -1104,18 +1104,23 @@ impl Simulation {
         let leader_epoch = self.brokers[&id].leading.get(partition)?.leader_epoch;
         self.commits.push(commit);
         let record_id = COMMIT_RECORD_BASE + (self.commits.len() - 1) as u64;
+        let now = self.now;
         let log = self.brokers.get_mut(&id)?.logs.get_mut(partition)?;
         let offset = log.log_end_offset();
-        log.records.push(Record {
-            offset,
-            leader_epoch,
-            id: record_id,
-            bytes: 64,
-            batch,
-        });
-        if batch.is_some() {
-            log.track_producers_from(offset as usize);
-        }
+        log.append_records(
+            vec![Record {
+                offset,
+                leader_epoch,
+                id: record_id,
+                bytes: 64,
+                batch,
+                timestamp: now as i64,
+                key: None,
+                tombstone: false,
+                headers_size: 1,
+            }],
+            now,
+        );
         self.record(TraceKind::Appended {
             broker: id,
             partition: partition.clone(),

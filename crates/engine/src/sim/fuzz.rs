@@ -172,6 +172,7 @@ impl FuzzCase {
                 partitions: 1 + pick(4),
                 replication_factor: 3,
                 min_insync_replicas: 2,
+                ..TopicConfig::default()
             })
             .collect();
         let mut producers: Vec<ProducerConfig> = topics
@@ -301,6 +302,7 @@ impl FuzzCase {
                 partitions: 1 + pipeline.next_u32() % 3,
                 replication_factor: 3,
                 min_insync_replicas: 2,
+                ..TopicConfig::default()
             });
             let input = topics[0].name.clone();
             let processing = u64::from(pipeline.next_u32() % 3) * 20;
@@ -319,9 +321,38 @@ impl FuzzCase {
                 consumers.push(consumer);
             }
         }
+        // Some topics keep little (small segments, retention by size or
+        // time) and the brokers check retention often, so that segments
+        // are deleted under faults; not the exactly-once pipeline's input,
+        // whose every record must reach the output. From a stream of its own.
+        let mut storage = Rng::new(seed, 19);
+        let pipeline_input = consumers
+            .iter()
+            .find(|consumer| consumer.output_producer.is_some())
+            .and_then(|consumer| consumer.topics.first().cloned());
+        let mut retention_check = None;
+        for topic in &mut topics {
+            if storage.next_u32() % 3 != 0
+                || Some(&topic.name) == pipeline_input.as_ref()
+                || topic.name == PIPELINE_TOPIC
+            {
+                continue;
+            }
+            topic.segment_bytes = 300 + u64::from(storage.next_u32() % 2_000);
+            match storage.next_u32() % 3 {
+                0 => topic.retention_bytes = 1_000 + i64::from(storage.next_u32() % 4_000),
+                1 => topic.retention_ms = 2_000 + i64::from(storage.next_u32() % 30_000),
+                _ => {
+                    topic.retention_bytes = 1_000 + i64::from(storage.next_u32() % 4_000);
+                    topic.retention_ms = 2_000 + i64::from(storage.next_u32() % 30_000);
+                }
+            }
+            retention_check = Some(1_000 + u64::from(storage.next_u32() % 9_000));
+        }
         let config = ClusterConfig {
             brokers,
             controllers: 3,
+            log_retention_check_interval_ms: retention_check.unwrap_or(300_000),
             topics,
             producers,
             consumers,

@@ -60,6 +60,9 @@ pub enum NeverReason {
     /// poll) and the member stopped; closing the consumer committed the
     /// positions `poll()` had already moved past it.
     SkippedWhenTheHandlerFailed,
+    /// Retention deleted it before the group read it (its position fell
+    /// below the log start, `auto.offset.reset` moved it on).
+    DeletedByRetention,
 }
 
 impl std::fmt::Display for NeverReason {
@@ -71,8 +74,20 @@ impl std::fmt::Display for NeverReason {
             NeverReason::SkippedWhenTheHandlerFailed => {
                 "the handler failed in its batch and the member stopped; closing committed past it"
             }
+            NeverReason::DeletedByRetention => "retention deleted it before the group read it",
         })
     }
+}
+
+/// What happened to an acknowledged record at the broker, for the ledger.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecordFate {
+    /// The broker lost it.
+    pub lost: bool,
+    /// Its transaction aborted.
+    pub aborted: bool,
+    /// Retention deleted it (it is below the leader's log start).
+    pub deleted: bool,
 }
 
 /// One group's bookkeeping.
@@ -215,12 +230,13 @@ impl Ledger {
     }
 
     /// A group's counts so far: `records` are the acknowledged records of
-    /// the topics it reads, with their partition, offset and whether the
-    /// broker lost them; `committed` the group's committed offsets.
+    /// the topics it reads, with their partition and offset and whether the
+    /// broker lost them, their transaction aborted, or retention deleted
+    /// them; `committed` the group's committed offsets.
     pub fn view<'a>(
         &self,
         group: &str,
-        records: impl Iterator<Item = (RecordId, &'a TopicPartition, Offset, bool, bool)>,
+        records: impl Iterator<Item = (RecordId, &'a TopicPartition, Offset, RecordFate)>,
         committed: &BTreeMap<TopicPartition, Offset>,
     ) -> LedgerView {
         let empty = GroupBook::default();
@@ -236,10 +252,12 @@ impl Ledger {
             ..LedgerView::default()
         };
         let mut never: BTreeMap<NeverReason, u64> = BTreeMap::new();
-        for (record, partition, offset, lost, aborted) in records {
+        for (record, partition, offset, fate) in records {
+            let RecordFate { lost, aborted, deleted } = fate;
             let committed_past = committed.get(partition).is_some_and(|committed| *committed > offset);
             match book.processed.get(&record).map_or(0, |(times, _)| *times) {
                 0 if lost => *never.entry(NeverReason::LostAtBroker).or_default() += 1,
+                0 if deleted => *never.entry(NeverReason::DeletedByRetention).or_default() += 1,
                 0 if book.dead_lettered.contains(&record) => view.dead_lettered += 1,
                 0 if committed_past && book.abandoned.contains(&record) => {
                     *never.entry(NeverReason::SkippedWhenTheHandlerFailed).or_default() += 1;
@@ -280,13 +298,23 @@ impl super::Simulation {
                     let partition = record.partition.as_ref()?;
                     let offset = record.acknowledged??;
                     topics.contains(&*partition.topic).then(|| {
-                        let aborted = self.record_aborted(partition, offset);
-                        (id as RecordId, partition, offset, record.lost, aborted)
+                        let fate = RecordFate {
+                            lost: record.lost,
+                            aborted: self.record_aborted(partition, offset),
+                            deleted: self.leader_log_start(partition).is_some_and(|start| offset < start),
+                        };
+                        (id as RecordId, partition, offset, fate)
                     })
                 });
                 self.ledger.view(group, records, &committed)
             })
             .collect()
+    }
+
+    /// The log start offset of `partition` on its leader.
+    pub(crate) fn leader_log_start(&self, partition: &TopicPartition) -> Option<Offset> {
+        let leader = self.controller.partitions.get(partition)?.leader?;
+        Some(self.brokers.get(&leader)?.logs.get(partition)?.log_start_offset())
     }
 
     /// Whether the record at `offset` of `partition` belongs to a
@@ -302,7 +330,7 @@ impl super::Simulation {
         else {
             return false;
         };
-        let Some(batch) = log.records.get(offset as usize).and_then(|record| record.batch) else {
+        let Some(batch) = log.record_at(offset).and_then(|record| record.batch) else {
             return false;
         };
         batch.transactional
@@ -370,7 +398,7 @@ impl super::Simulation {
         let leader = self.controller.partitions.get(partition)?.leader?;
         let log = self.brokers.get(&leader)?.logs.get(partition)?;
         let stable = log.last_stable_offset();
-        let records = log.records.copy_range(0, stable as usize);
+        let records = log.copy_records(0, stable, usize::MAX);
         let aborted: Vec<(u64, Offset)> = log
             .txn_index
             .collect_aborted_txns(0, stable)
@@ -414,7 +442,7 @@ impl super::Simulation {
             };
             let stable = log.last_stable_offset();
             let mut in_log = 0;
-            for record in log.records.iter() {
+            for record in log.records() {
                 if source(record.id).is_some() {
                     in_log += 1;
                     if record.offset >= stable {

@@ -58,6 +58,9 @@ pub enum Timer {
     FollowerFetchTimeout(TopicPartition, u64),
     /// The leader's periodic check for lagging followers.
     IsrExpiration,
+    /// The broker's periodic retention check over its logs
+    /// (`log.retention.check.interval.ms`).
+    RetentionCheck,
     /// A held (empty) fetch must be answered now.
     DelayedFetchExpiry(TopicPartition, u64),
     /// A parked acks=all produce timed out.
@@ -165,6 +168,27 @@ pub struct ProducedRecord {
     /// For a dead letter: the headers saying where it came from and why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dead_letter: Option<std::sync::Arc<DeadLetterHeaders>>,
+    /// When the producer made it (its `CreateTime` timestamp), in ms.
+    pub timestamp: u64,
+    /// Whether its value is null (a tombstone).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tombstone: bool,
+}
+
+impl ProducedRecord {
+    /// The encoded size of its headers (see [`crate::storage::record::headers_size`]).
+    pub fn headers_size(&self) -> u32 {
+        let headers: Vec<crate::storage::Header> = self
+            .dead_letter
+            .iter()
+            .flat_map(|headers| headers.headers())
+            .map(|(name, value)| crate::storage::Header {
+                key: std::sync::Arc::from(name),
+                value_size: Some(value.len() as u32),
+            })
+            .collect();
+        crate::storage::record::headers_size(&headers)
+    }
 }
 
 /// A `PoisonRecords` input: handlers fail on the records of `topic` it
@@ -1182,6 +1206,19 @@ impl Simulation {
         self.config.topics.iter().find(|topic| *topic.name == *partition.topic)
     }
 
+    /// The storage settings of a partition's logs: its topic's, or for the
+    /// internal topics (`__consumer_offsets`, `__transaction_state`)
+    /// Kafka's, which compact rather than delete.
+    pub(crate) fn log_config(&self, partition: &TopicPartition) -> crate::storage::LogConfig {
+        match self.topic_config(partition) {
+            Some(topic) => topic.log_config(),
+            None => crate::storage::LogConfig {
+                cleanup_policy: crate::storage::CleanupPolicy::COMPACT,
+                ..crate::storage::LogConfig::default()
+            },
+        }
+    }
+
     /// Registers a record a producer sent.
     pub(crate) fn new_record(&mut self, producer: u32, key: Option<String>, bytes: u32) -> RecordId {
         self.highlights.tally.entry(producer).or_default()[0] += 1;
@@ -1196,6 +1233,8 @@ impl Simulation {
             lost: false,
             source: None,
             dead_letter: None,
+            timestamp: self.now,
+            tombstone: false,
         });
         (self.records.len() - 1) as RecordId
     }

@@ -76,7 +76,7 @@ impl Monitor {
                 continue;
             };
             let mut seen = BTreeSet::new();
-            for record in log.records.iter() {
+            for record in log.records() {
                 if !seen.insert(record.id) {
                     duplicated += 1;
                 }
@@ -129,6 +129,15 @@ impl Simulation {
                     ));
                 }
                 *previous = (*previous).max(hw);
+                let log_start = broker.logs.get(partition).map_or(0, |log| log.log_start_offset());
+                if log_start > hw {
+                    violations.push((
+                        Invariant::LogStartWithinHighWatermark,
+                        partition.clone(),
+                        epoch,
+                        format!("broker-{id}'s log start {log_start} for {partition} is past its high watermark {hw}"),
+                    ));
+                }
                 let lso = broker.logs.get(partition).map_or(0, |log| log.last_stable_offset());
                 if lso > hw {
                     violations.push((
@@ -291,11 +300,10 @@ impl Simulation {
             let Some(Some(offset)) = produced.acknowledged else {
                 continue;
             };
-            let present = log
-                .records
-                .get(offset as usize)
-                .is_some_and(|stored| stored.id == record);
-            if !present {
+            // Below the log start, retention deleted it: policy, not loss.
+            let deleted = offset < log.log_start_offset();
+            let present = log.record_at(offset).is_some_and(|stored| stored.id == record);
+            if !present && !deleted {
                 lost.push(record);
             }
         }

@@ -84,6 +84,9 @@ pub enum Invariant {
     /// id (a fenced instance never commits). Not checked where unclean
     /// leader election may lose the coordinator's own records.
     FencedEpochNeverCommits,
+    /// A leader's log start offset never passes its high watermark:
+    /// retention deletes only what every in-sync replica has.
+    LogStartWithinHighWatermark,
 }
 
 /// A member's partitions in a new generation.
@@ -572,6 +575,10 @@ pub enum TruncationReason {
     /// The leader's answer says where its epoch ends (KIP-101, KIP-279).
     #[serde(rename_all = "camelCase")]
     DivergingEpoch { epoch: u32, end_offset: Offset },
+    /// The leader's log starts past this replica's log end: retention
+    /// deleted what it would fetch next (`OFFSET_OUT_OF_RANGE`), so it
+    /// empties its log and starts at the leader's log start.
+    BelowLeaderLogStart,
 }
 
 impl std::fmt::Display for TruncationReason {
@@ -579,6 +586,9 @@ impl std::fmt::Display for TruncationReason {
         match self {
             TruncationReason::DivergingEpoch { epoch, end_offset } => {
                 write!(formatter, "the leader's epoch {epoch} ends at offset {end_offset}")
+            }
+            TruncationReason::BelowLeaderLogStart => {
+                formatter.write_str("the leader's log now starts past this log's end (OFFSET_OUT_OF_RANGE)")
             }
         }
     }
@@ -875,6 +885,29 @@ pub enum TraceKind {
         attempts: u32,
         skipped: u64,
     },
+    /// A broker's retention check deleted whole segments of a replica's
+    /// log (`UnifiedLog#deleteOldSegments`); the log now starts at
+    /// `log_start_offset`. Each segment: (base offset, bytes, why).
+    SegmentsDeleted {
+        broker: BrokerId,
+        partition: TopicPartition,
+        segments: Vec<(Offset, u64, crate::storage::DeletionReason)>,
+        log_start_offset: Offset,
+    },
+    /// A consumer's position is no longer in the log (retention deleted
+    /// it): `OFFSET_OUT_OF_RANGE`, and `auto.offset.reset` decides.
+    OffsetOutOfRange {
+        client: NodeId,
+        partition: TopicPartition,
+        position: Offset,
+        reset: super::config::OffsetReset,
+    },
+    /// A consumer moved its position as `auto.offset.reset` said.
+    OffsetReset {
+        client: NodeId,
+        partition: TopicPartition,
+        offset: Offset,
+    },
     /// A knob change Kafka would refuse was not applied.
     ChangeRefused { change: String, reason: String },
     /// A partition leader recognised a batch it had already written (an
@@ -1134,6 +1167,35 @@ impl TraceEvent {
                 if *attempts == 1 { "" } else { "s" },
                 if *skipped == 1 { "" } else { "s" }
             ),
+            TraceKind::SegmentsDeleted {
+                broker,
+                partition,
+                segments,
+                log_start_offset,
+            } => {
+                let bytes: u64 = segments.iter().map(|(_, bytes, _)| bytes).sum();
+                let reasons: std::collections::BTreeSet<String> =
+                    segments.iter().map(|(_, _, reason)| reason.to_string()).collect();
+                format!(
+                    "broker-{broker} deleted {} segment{} of {partition} ({bytes} bytes, {}); the log now starts at offset {log_start_offset}",
+                    segments.len(),
+                    if segments.len() == 1 { "" } else { "s" },
+                    reasons.into_iter().collect::<Vec<_>>().join(", ")
+                )
+            }
+            TraceKind::OffsetOutOfRange {
+                client,
+                partition,
+                position,
+                reset,
+            } => format!(
+                "{client}'s position {position} on {partition} is no longer in the log (OFFSET_OUT_OF_RANGE): auto.offset.reset={reset} decides where it goes"
+            ),
+            TraceKind::OffsetReset {
+                client,
+                partition,
+                offset,
+            } => format!("{client} resets its position on {partition} to offset {offset}"),
             TraceKind::TransactionRolledBack {
                 group,
                 consumer,

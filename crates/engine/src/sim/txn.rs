@@ -166,7 +166,7 @@ impl Simulation {
             .get(partition)
             .map_or(0, |leader| i32::try_from(leader.leader_epoch).unwrap_or(i32::MAX));
         let mut shard = TxnShard::default();
-        for record in log.records.iter() {
+        for record in log.records() {
             if record.id < COMMIT_RECORD_BASE {
                 continue;
             }

@@ -43,9 +43,10 @@ impl std::fmt::Display for NodeId {
 /// duplication can be tracked from the producer to every replica.
 pub type RecordId = u64;
 
-/// A record as stored in a replica's log. The payload lives with the
-/// producer's bookkeeping; logs carry ids, which keeps replication cheap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// A record as stored in a replica's log: what the storage rules read
+/// (timestamp, key, value size or a tombstone, headers' size), and the id
+/// that ties it to the producer's bookkeeping, where the rest lives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Record {
     /// Its offset in the partition.
     pub offset: Offset,
@@ -53,11 +54,41 @@ pub struct Record {
     pub leader_epoch: u32,
     /// Which produced record it is.
     pub id: RecordId,
-    /// Size in bytes as the producer counted it.
+    /// Its value's size in bytes (0 for a tombstone).
     pub bytes: u32,
     /// The idempotent batch it came in, so that every replica can rebuild
     /// the producer state (`ProducerStateManager`) from its log.
     pub batch: Option<BatchSequence>,
+    /// Its timestamp (`CreateTime`: when its producer made it), in ms of
+    /// the virtual clock.
+    pub timestamp: i64,
+    /// Its key, if any (shared: logs copy records often).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<std::sync::Arc<str>>,
+    /// Whether its value is null: a tombstone, which deletes its key from a
+    /// compacted topic.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tombstone: bool,
+    /// The encoded size of its headers (1 byte when it has none).
+    pub headers_size: u32,
+}
+
+impl crate::storage::StoredRecord for Record {
+    fn offset(&self) -> Offset {
+        self.offset
+    }
+    fn timestamp(&self) -> i64 {
+        self.timestamp
+    }
+    fn key(&self) -> Option<&std::sync::Arc<str>> {
+        self.key.as_ref()
+    }
+    fn value_size(&self) -> Option<u32> {
+        (!self.tombstone).then_some(self.bytes)
+    }
+    fn headers_size(&self) -> u32 {
+        self.headers_size
+    }
 }
 
 /// An idempotent producer batch's identity.
@@ -91,6 +122,25 @@ pub struct TxnMarker {
 /// Record ids of transaction markers start here, apart from produced
 /// records and coordinator records.
 pub const MARKER_RECORD_BASE: u64 = 1 << 61;
+
+/// Which offset a `ListOffsets` asks for (`OffsetSpec`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum OffsetSpec {
+    /// The log start offset: the first record still on disk.
+    Earliest,
+    /// The high watermark: where the next committed record will go.
+    Latest,
+}
+
+impl std::fmt::Display for OffsetSpec {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            OffsetSpec::Earliest => "EARLIEST",
+            OffsetSpec::Latest => "LATEST",
+        })
+    }
+}
 
 /// Kafka error codes the simulation produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -183,6 +233,9 @@ pub enum ErrorCode {
     /// KIP-447: an `OffsetFetch` for a partition with transactional
     /// offsets still pending (their transaction is not decided): retry.
     UnstableOffsetCommit,
+    /// A fetch asked for an offset the log does not hold: below its log
+    /// start (retention deleted it) or past its end.
+    OffsetOutOfRange,
 }
 
 impl std::fmt::Display for ErrorCode {
@@ -228,6 +281,7 @@ impl std::fmt::Display for ErrorCode {
             ErrorCode::InvalidTxnState => "INVALID_TXN_STATE",
             ErrorCode::InvalidTransactionTimeout => "INVALID_TRANSACTION_TIMEOUT",
             ErrorCode::UnstableOffsetCommit => "UNSTABLE_OFFSET_COMMIT",
+            ErrorCode::OffsetOutOfRange => "OFFSET_OUT_OF_RANGE",
         })
     }
 }
@@ -671,8 +725,9 @@ pub enum Message {
     FetchResponse {
         partition: TopicPartition,
         leader_epoch: u32,
-        records: Vec<Record>,
+        batches: Vec<crate::storage::LogBatch<Record>>,
         high_watermark: Offset,
+        log_start_offset: Offset,
         error: Option<ErrorCode>,
         diverging: Option<(u32, Offset)>,
     },
@@ -907,9 +962,13 @@ pub enum Message {
         group: String,
         result: Result<Vec<(TopicPartition, Option<Offset>)>, ErrorCode>,
     },
-    /// Where a partition's log ends for consumers: its high watermark
-    /// (`ListOffsets` with `LATEST`).
-    ListOffsets { partition: TopicPartition },
+    /// Where a partition's log starts or ends for consumers (`ListOffsets`
+    /// with `EARLIEST`: the log start offset, or `LATEST`: the high
+    /// watermark).
+    ListOffsets {
+        partition: TopicPartition,
+        spec: OffsetSpec,
+    },
     /// The high watermark.
     ListOffsetsResponse {
         partition: TopicPartition,
@@ -1156,7 +1215,7 @@ impl Message {
             }
             Message::BeginQuorumEpoch { leader, .. } => facts.leader = Some(*leader),
             Message::VoteResponse { leader, .. } | Message::NotController { leader } => facts.leader = *leader,
-            Message::AlterPartition { partition, .. } | Message::ListOffsets { partition } => {
+            Message::AlterPartition { partition, .. } | Message::ListOffsets { partition, .. } => {
                 facts.partitions.push(partition.clone())
             }
             Message::AlterPartitionResponse { partition, result } => {
@@ -1182,25 +1241,29 @@ impl Message {
             }
             Message::FetchResponse {
                 partition,
-                records,
-                high_watermark,
-                error,
-                ..
-            }
-            | Message::ConsumerFetchResponse {
-                partition,
-                records,
+                batches,
                 high_watermark,
                 error,
                 ..
             } => {
                 facts.partitions.push(partition.clone());
                 facts.errors.extend(*error);
+                facts.records = Some(batches.iter().map(|batch| batch.records.len() as u64).sum());
+                facts.high_watermark = Some(*high_watermark);
+            }
+            Message::ConsumerFetchResponse {
+                partition,
+                records,
+                high_watermark,
+                error,
+                last_stable_offset,
+                ..
+            } => {
+                facts.partitions.push(partition.clone());
+                facts.errors.extend(*error);
                 facts.records = Some(records.len() as u64);
                 facts.high_watermark = Some(*high_watermark);
-                if let Message::ConsumerFetchResponse { last_stable_offset, .. } = self {
-                    facts.last_stable_offset = (last_stable_offset < high_watermark).then_some(*last_stable_offset);
-                }
+                facts.last_stable_offset = (last_stable_offset < high_watermark).then_some(*last_stable_offset);
             }
             Message::Produce { acks, batches, .. } => {
                 facts.acks = Some(*acks);
@@ -1389,16 +1452,14 @@ impl Message {
             }
             Message::FetchResponse {
                 partition,
-                records,
+                batches,
                 high_watermark,
                 error,
                 diverging,
                 ..
             } => {
-                let mut text = format!(
-                    "FetchResponse {partition} records={} hw={high_watermark}",
-                    records.len()
-                );
+                let records: usize = batches.iter().map(|batch| batch.records.len()).sum();
+                let mut text = format!("FetchResponse {partition} records={records} hw={high_watermark}");
                 if let Some(error) = error {
                     text.push_str(&format!(" error={error}"));
                 }
@@ -1698,7 +1759,7 @@ impl Message {
                     format!("Fetch {partition} offset={offset} (consumer, read_committed)")
                 }
             },
-            Message::ListOffsets { partition } => format!("ListOffsets {partition} LATEST"),
+            Message::ListOffsets { partition, spec } => format!("ListOffsets {partition} {spec}"),
             Message::ListOffsetsResponse { partition, result } => match result {
                 Ok(offset) => format!("ListOffsetsResponse {partition} offset={offset}"),
                 Err(error) => format!("ListOffsetsResponse {partition} error={error}"),
@@ -1774,6 +1835,7 @@ mod tests {
             ErrorCode::InvalidTxnState,
             ErrorCode::InvalidTransactionTimeout,
             ErrorCode::UnstableOffsetCommit,
+            ErrorCode::OffsetOutOfRange,
         ];
         for error in all {
             let serialized = serde_json::to_value(error).expect("serializes");

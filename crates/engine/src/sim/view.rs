@@ -389,6 +389,56 @@ pub struct ReplicaView {
     pub last_fetch_ms: Option<u64>,
     /// As the leader tracks this follower: when it was last caught up.
     pub last_caught_up_ms: Option<u64>,
+    /// The log start offset: retention deleted everything below it.
+    pub log_start_offset: Offset,
+    /// The log's size on disk, in bytes (all segments).
+    pub size_bytes: u64,
+    /// How many segments the log has.
+    pub segment_count: usize,
+    /// The last [`SEGMENTS_SHOWN`] segments, oldest first; the last is the
+    /// active one.
+    pub segments: Vec<SegmentView>,
+}
+
+/// How many segments of a log the view lists.
+pub const SEGMENTS_SHOWN: usize = 16;
+
+/// One segment of a replica's log: what `ls` shows in its partition's
+/// directory (`<base offset>.log`, `.index`, `.timeindex`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SegmentView {
+    /// The offset its files are named after.
+    pub base_offset: Offset,
+    /// The file names' common part: the base offset in 20 digits.
+    pub file_stem: String,
+    /// The offset after its last batch.
+    pub next_offset: Offset,
+    /// The `.log` file's size in bytes.
+    pub size_bytes: u64,
+    /// Entries in its `.index` file (8 bytes each).
+    pub offset_index_entries: usize,
+    /// Entries in its `.timeindex` file (12 bytes each).
+    pub time_index_entries: usize,
+    /// Its newest record's timestamp, if it has records.
+    pub largest_timestamp: Option<i64>,
+    /// Whether appends go to it (the last segment).
+    pub active: bool,
+}
+
+impl SegmentView {
+    fn of(segment: &crate::storage::Segment<super::types::Record>, active: bool) -> SegmentView {
+        SegmentView {
+            base_offset: segment.base_offset,
+            file_stem: crate::storage::segment_file_name(segment.base_offset, ""),
+            next_offset: segment.next_offset,
+            size_bytes: segment.size_bytes,
+            offset_index_entries: segment.offset_index.len(),
+            time_index_entries: segment.time_index.len(),
+            largest_timestamp: segment.largest_record_timestamp(),
+            active,
+        }
+    }
 }
 
 /// A transactional producer's state.
@@ -564,6 +614,18 @@ impl Simulation {
                             in_isr: registration.is_some_and(|registration| registration.isr.contains(&broker.id)),
                             last_fetch_ms: tracked.and_then(|info| info.state.last_fetch_time_ms),
                             last_caught_up_ms: tracked.and_then(|info| info.state.last_caught_up_time_ms),
+                            log_start_offset: log.log_start_offset(),
+                            size_bytes: log.log.size_bytes(),
+                            segment_count: log.log.segment_count(),
+                            segments: {
+                                let count = log.log.segment_count();
+                                log.log
+                                    .segments()
+                                    .enumerate()
+                                    .skip(count.saturating_sub(SEGMENTS_SHOWN))
+                                    .map(|(index, segment)| SegmentView::of(segment, index + 1 == count))
+                                    .collect()
+                            },
                         }
                     })
                     .collect(),

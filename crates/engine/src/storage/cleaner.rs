@@ -17,7 +17,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::log::Log;
-use super::record::{LogBatch, RECORD_BATCH_OVERHEAD};
+use super::record::{LogBatch, StoredRecord, RECORD_BATCH_OVERHEAD};
 use super::segment::{Segment, OFFSET_INDEX_ENTRY_BYTES, TIME_INDEX_ENTRY_BYTES};
 use crate::replication::Offset;
 
@@ -74,7 +74,7 @@ pub struct CleanOutcome {
     pub bytes_after: u64,
 }
 
-impl<P: Clone> Log<P> {
+impl<R: StoredRecord> Log<R> {
     /// The cleaner's view of this log at `now_ms` with the partition's
     /// last stable offset (`cleanableOffsets`, `calculateCleanableBytes`),
     /// or `None` for a log that is not compacted.
@@ -132,9 +132,9 @@ impl<P: Clone> Log<P> {
 
     /// Segments from the one holding `from` up to (not including) the
     /// active one (`nonActiveLogSegmentsFrom`).
-    fn non_active_segments_from(&self, from: Offset) -> impl Iterator<Item = &Segment<P>> + '_ {
+    fn non_active_segments_from(&self, from: Offset) -> impl Iterator<Item = &Segment<R>> + '_ {
         let active_base = self.active_segment().base_offset;
-        let segments: Box<dyn Iterator<Item = &Segment<P>>> = if from > active_base {
+        let segments: Box<dyn Iterator<Item = &Segment<R>>> = if from > active_base {
             Box::new(std::iter::empty())
         } else {
             Box::new(self.segments_between(Some(from), active_base))
@@ -144,7 +144,7 @@ impl<P: Clone> Log<P> {
 
     /// Segments whose base offset lies in [floor(from), to)
     /// (`LogSegments#values(from, to)`); `None` starts at the first.
-    fn segments_between(&self, from: Option<Offset>, to: Offset) -> impl Iterator<Item = &Segment<P>> + '_ {
+    fn segments_between(&self, from: Option<Offset>, to: Offset) -> impl Iterator<Item = &Segment<R>> + '_ {
         let start = match from {
             Some(from) if from == to => self.segments.len(),
             Some(from) => self
@@ -212,8 +212,8 @@ impl<P: Clone> Log<P> {
             any = true;
             for batch in segment.batches().filter(|batch| !batch.is_control()) {
                 for record in &batch.records {
-                    if let (Some(key), true) = (&record.key, record.offset >= start) {
-                        map.insert(key.clone(), record.offset);
+                    if let (Some(key), true) = (record.key(), record.offset() >= start) {
+                        map.insert(key.clone(), record.offset());
                     }
                 }
             }
@@ -285,14 +285,14 @@ struct RecordFilter<'a> {
 
 impl RecordFilter<'_> {
     /// Copies what survives of `source` into `cleaned` as one write.
-    fn clean_into<P: Clone>(
+    fn clean_into<R: StoredRecord>(
         &self,
-        source: &Segment<P>,
-        cleaned: &mut Segment<P>,
+        source: &Segment<R>,
+        cleaned: &mut Segment<R>,
         index_interval_bytes: u64,
         outcome: &mut CleanOutcome,
     ) {
-        let mut kept: Vec<LogBatch<P>> = Vec::new();
+        let mut kept: Vec<LogBatch<R>> = Vec::new();
         let mut bytes = 0u64;
         let mut max_offset: Option<Offset> = None;
         let mut max_timestamp: Option<(i64, Offset)> = None;
@@ -306,7 +306,7 @@ impl RecordFilter<'_> {
                 .cloned()
                 .collect();
             let (written, batch_max_offset, batch_max_timestamp) = if !retained.is_empty() {
-                let tombstones = retained.iter().any(|record| record.is_tombstone());
+                let tombstones = retained.iter().any(StoredRecord::is_tombstone);
                 let need_horizon = tombstones && batch.delete_horizon_ms.is_none();
                 if retained.len() == batch.records.len() && !need_horizon {
                     (
@@ -325,12 +325,12 @@ impl RecordFilter<'_> {
                     };
                     let top = retained
                         .iter()
-                        .map(|record| record.offset)
+                        .map(StoredRecord::offset)
                         .max()
                         .unwrap_or(batch.last_offset);
                     rebuilt.max_timestamp = retained
                         .iter()
-                        .map(|record| record.timestamp)
+                        .map(StoredRecord::timestamp)
                         .max()
                         .unwrap_or(batch.max_timestamp);
                     rebuilt.records = retained;
@@ -362,12 +362,12 @@ impl RecordFilter<'_> {
     /// `Cleaner#shouldRetainRecord`: past the map, kept; keyless, dropped;
     /// otherwise kept if it is its key's latest record and it has a value
     /// or its batch's delete horizon has not passed.
-    fn should_retain<P>(&self, batch: &LogBatch<P>, record: &super::record::LogRecord<P>) -> bool {
-        if self.latest.is_none_or(|latest| record.offset > latest) {
+    fn should_retain<R: StoredRecord>(&self, batch: &LogBatch<R>, record: &R) -> bool {
+        if self.latest.is_none_or(|latest| record.offset() > latest) {
             return true;
         }
-        let Some(key) = &record.key else { return false };
-        let latest_for_key = self.map.get(key).is_none_or(|found| record.offset >= *found);
+        let Some(key) = record.key() else { return false };
+        let latest_for_key = self.map.get(key).is_none_or(|found| record.offset() >= *found);
         let keep_tombstone = batch.delete_horizon_ms.is_none_or(|horizon| self.now_ms < horizon);
         latest_for_key && (!record.is_tombstone() || keep_tombstone)
     }

@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::record::LogBatch;
+use super::record::{LogBatch, StoredRecord};
 use super::segment::Segment;
 use crate::replication::Offset;
 
-/// `cleanup.policy`: what happens to old records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// `cleanup.policy`: what happens to old records. Written as Kafka spells
+/// it (`delete`, `compact`, `compact,delete`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CleanupPolicy {
     /// `delete`: retention removes old segments.
     pub delete: bool,
@@ -54,6 +55,29 @@ impl CleanupPolicy {
     }
 }
 
+impl Default for CleanupPolicy {
+    fn default() -> Self {
+        CleanupPolicy::DELETE
+    }
+}
+
+impl Serialize for CleanupPolicy {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CleanupPolicy {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        CleanupPolicy::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "cleanup.policy must be delete, compact or compact,delete, got {text:?}"
+            ))
+        })
+    }
+}
+
 impl std::fmt::Display for CleanupPolicy {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (self.compact, self.delete) {
@@ -92,6 +116,10 @@ pub struct LogConfig {
     pub delete_retention_ms: i64,
 }
 
+/// Configurations are compared exactly; the ratio is never NaN (it is
+/// validated between 0 and 1).
+impl Eq for LogConfig {}
+
 impl Default for LogConfig {
     fn default() -> Self {
         LogConfig {
@@ -123,6 +151,16 @@ pub enum DeletionReason {
     RetentionMs,
 }
 
+impl std::fmt::Display for DeletionReason {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            DeletionReason::LogStartOffset => "below the log start offset",
+            DeletionReason::RetentionBytes => "over retention.bytes",
+            DeletionReason::RetentionMs => "older than retention.ms",
+        })
+    }
+}
+
 /// What one retention check deleted, by pass, in Kafka's order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RetentionOutcome {
@@ -135,14 +173,13 @@ pub struct RetentionOutcome {
 }
 
 /// A replica's log: segments (the last active), the log start and end
-/// offsets and the cleaner's checkpoint. `P` is the simulation's data on
-/// each record. Closed segments are shared between copies of the log until
+/// offsets and the cleaner's checkpoint, over records of type `R`. Closed segments are shared between copies of the log until
 /// one of them changes it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Log<P: Clone> {
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Log<R: StoredRecord> {
     /// The topic's storage settings.
     pub config: LogConfig,
-    pub(crate) segments: Vec<Arc<Segment<P>>>,
+    pub(crate) segments: Vec<Arc<Segment<R>>>,
     /// The first offset a consumer can read (`logStartOffset`).
     pub log_start_offset: Offset,
     /// The offset the next record gets.
@@ -152,7 +189,7 @@ pub struct Log<P: Clone> {
     pub cleaner_checkpoint: Option<Offset>,
 }
 
-impl<P: Clone> Log<P> {
+impl<R: StoredRecord> Log<R> {
     /// An empty log with one empty segment at offset 0.
     pub fn new(config: LogConfig, now_ms: i64) -> Self {
         Log {
@@ -165,7 +202,7 @@ impl<P: Clone> Log<P> {
     }
 
     /// The segments, oldest first.
-    pub fn segments(&self) -> impl Iterator<Item = &Segment<P>> + '_ {
+    pub fn segments(&self) -> impl Iterator<Item = &Segment<R>> + '_ {
         self.segments.iter().map(|segment| &**segment)
     }
 
@@ -175,7 +212,7 @@ impl<P: Clone> Log<P> {
     }
 
     /// The active segment (the last), where appends go.
-    pub fn active_segment(&self) -> &Segment<P> {
+    pub fn active_segment(&self) -> &Segment<R> {
         self.segments.last().expect("a log always has a segment")
     }
 
@@ -190,7 +227,7 @@ impl<P: Clone> Log<P> {
     ///
     /// # Panics
     /// If the batch starts below the log end offset.
-    pub fn append(&mut self, batch: LogBatch<P>, now_ms: i64) -> Offset {
+    pub fn append(&mut self, batch: LogBatch<R>, now_ms: i64) -> Offset {
         assert!(batch.base_offset >= self.log_end_offset, "appends go at the log end");
         let roll = self.active_segment().should_roll(
             self.config.segment_bytes,
@@ -287,7 +324,7 @@ impl<P: Clone> Log<P> {
         now_ms: i64,
         reason: DeletionReason,
         outcome: &mut RetentionOutcome,
-        mut predicate: impl FnMut(&Segment<P>, Option<Offset>) -> bool,
+        mut predicate: impl FnMut(&Segment<R>, Option<Offset>) -> bool,
     ) {
         let mut deletable = 0;
         for (index, segment) in self.segments.iter().enumerate() {
@@ -306,7 +343,7 @@ impl<P: Clone> Log<P> {
         if deletable == self.segments.len() {
             self.roll(None, now_ms);
         }
-        let removed: Vec<Arc<Segment<P>>> = self.segments.drain(..deletable).collect();
+        let removed: Vec<Arc<Segment<R>>> = self.segments.drain(..deletable).collect();
         self.increment_log_start_offset(self.segments[0].base_offset);
         outcome.deleted.extend(
             removed
@@ -355,21 +392,21 @@ impl<P: Clone> Log<P> {
     }
 
     /// The segment holding `offset`: the last whose base is at or below it.
-    pub fn segment_for(&self, offset: Offset) -> Option<&Segment<P>> {
+    pub fn segment_for(&self, offset: Offset) -> Option<&Segment<R>> {
         let slot = self.segments.partition_point(|segment| segment.base_offset <= offset);
         (slot > 0).then(|| &*self.segments[slot - 1])
     }
 
-    /// The batches from the one holding `from` on, in order.
-    pub fn batches_from(&self, from: Offset) -> impl Iterator<Item = &LogBatch<P>> + '_ {
+    /// The batches from the one holding `from` (or the first after it) on,
+    /// in order.
+    pub fn batches_from(&self, from: Offset) -> impl Iterator<Item = &LogBatch<R>> + '_ {
         let first = self
             .segments
             .partition_point(|segment| segment.base_offset <= from)
             .saturating_sub(1);
         self.segments[first..]
             .iter()
-            .flat_map(|segment| segment.batches())
-            .skip_while(move |batch| batch.last_offset < from)
+            .flat_map(move |segment| segment.batches_from(from))
     }
 
     /// How a read of `target` finds its place on disk, as Kafka does it:

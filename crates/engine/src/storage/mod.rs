@@ -22,5 +22,5 @@ pub mod segment;
 pub use cleaner::{CleanOutcome, LogToClean};
 pub use log::{CleanupPolicy, DeletionReason, Log, LogConfig, Lookup, RetentionOutcome};
 pub use quota::ByteRate;
-pub use record::{BatchProducer, Header, LogBatch, LogRecord};
+pub use record::{BatchProducer, Header, LogBatch, LogRecord, StoredRecord};
 pub use segment::{segment_file_name, Segment};

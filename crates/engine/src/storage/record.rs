@@ -55,6 +55,55 @@ impl<P> LogRecord<P> {
     }
 }
 
+/// What the storage rules read from a record: its offset, timestamp, key,
+/// value size and headers' size. [`LogRecord`] is the plain one; the
+/// simulation's records carry more.
+pub trait StoredRecord: Clone {
+    /// Its offset in the partition.
+    fn offset(&self) -> Offset;
+    /// Its timestamp in ms (`NO_TIMESTAMP` if none).
+    fn timestamp(&self) -> i64;
+    /// Its key, if any.
+    fn key(&self) -> Option<&Arc<str>>;
+    /// Its value's size, `None` for a tombstone.
+    fn value_size(&self) -> Option<u32>;
+    /// The encoded size of its headers: the count, then each header.
+    fn headers_size(&self) -> u32;
+    /// Whether it is a tombstone.
+    fn is_tombstone(&self) -> bool {
+        self.value_size().is_none()
+    }
+}
+
+impl<P: Clone> StoredRecord for LogRecord<P> {
+    fn offset(&self) -> Offset {
+        self.offset
+    }
+    fn timestamp(&self) -> i64 {
+        self.timestamp
+    }
+    fn key(&self) -> Option<&Arc<str>> {
+        self.key.as_ref()
+    }
+    fn value_size(&self) -> Option<u32> {
+        self.value_size
+    }
+    fn headers_size(&self) -> u32 {
+        headers_size(&self.headers)
+    }
+}
+
+/// The encoded size of a record's headers: a varint count, then each
+/// header's key and value with their lengths.
+pub fn headers_size(headers: &[Header]) -> u32 {
+    let sized = |size: Option<u32>| size.map_or(1, |size| varint_size(i64::from(size)) + size);
+    varint_size(headers.len() as i64)
+        + headers
+            .iter()
+            .map(|header| sized(Some(header.key.len() as u32)) + sized(header.value_size))
+            .sum::<u32>()
+}
+
 /// Who wrote a batch, for idempotence and transactions (KIP-98). Carried
 /// as Kafka carries it in the batch header; the storage rules only ask
 /// whether a batch is a control batch (a transaction marker).
@@ -76,7 +125,7 @@ pub struct BatchProducer {
 /// cleaner shrank keeps its base and last offsets even when records in
 /// between (or all of them) are gone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LogBatch<P> {
+pub struct LogBatch<R> {
     /// The first offset the batch was written with.
     pub base_offset: Offset,
     /// The last offset the batch was written with.
@@ -90,24 +139,24 @@ pub struct LogBatch<P> {
     /// The producer that wrote it, if idempotent or transactional.
     pub producer: Option<BatchProducer>,
     /// The records still in it.
-    pub records: Vec<LogRecord<P>>,
+    pub records: Vec<R>,
     /// Its size in bytes as v2 encodes it.
     pub size_bytes: u32,
 }
 
-impl<P> LogBatch<P> {
+impl<R: StoredRecord> LogBatch<R> {
     /// A batch of `records`, whose offsets must be consecutive from the
     /// first. Its size is computed here.
     ///
     /// # Panics
     /// If `records` is empty.
-    pub fn new(records: Vec<LogRecord<P>>, producer: Option<BatchProducer>) -> Self {
+    pub fn new(records: Vec<R>, producer: Option<BatchProducer>) -> Self {
         let first = records.first().expect("a batch has at least one record");
-        let base_offset = first.offset;
-        let last_offset = records.last().map_or(base_offset, |record| record.offset);
+        let base_offset = first.offset();
+        let last_offset = records.last().map_or(base_offset, StoredRecord::offset);
         let max_timestamp = records
             .iter()
-            .map(|record| record.timestamp)
+            .map(StoredRecord::timestamp)
             .max()
             .unwrap_or(NO_TIMESTAMP);
         let mut batch = LogBatch {
@@ -137,7 +186,7 @@ impl<P> LogBatch<P> {
     /// (`MemoryRecordsBuilder`), else the first record's timestamp.
     fn base_timestamp(&self) -> i64 {
         self.delete_horizon_ms
-            .or_else(|| self.records.first().map(|record| record.timestamp))
+            .or_else(|| self.records.first().map(StoredRecord::timestamp))
             .unwrap_or(NO_TIMESTAMP)
     }
 
@@ -151,11 +200,11 @@ impl<P> LogBatch<P> {
                 .iter()
                 .map(|record| {
                     record_size(
-                        (record.offset - self.base_offset) as i64,
-                        record.timestamp - base_timestamp,
-                        record.key.as_ref().map(|key| key.len() as u32),
-                        record.value_size,
-                        &record.headers,
+                        (record.offset() - self.base_offset) as i64,
+                        record.timestamp() - base_timestamp,
+                        record.key().map(|key| key.len() as u32),
+                        record.value_size(),
+                        record.headers_size(),
                     )
                 })
                 .sum::<u32>()
@@ -164,20 +213,22 @@ impl<P> LogBatch<P> {
 
 /// The bytes of one v2 record (`DefaultRecord.sizeInBytes`): a varint
 /// length, then attributes, the offset and timestamp deltas, key, value and
-/// headers, each length a zig-zag varint (-1 for null).
+/// headers (`headers_size`, see [`headers_size`]), each length a zig-zag
+/// varint (-1 for null).
 pub fn record_size(
     offset_delta: i64,
     timestamp_delta: i64,
     key_size: Option<u32>,
     value_size: Option<u32>,
-    headers: &[Header],
+    headers_size: u32,
 ) -> u32 {
     let sized = |size: Option<u32>| size.map_or(1, |size| varint_size(i64::from(size)) + size);
-    let mut body = 1 + varint_size(offset_delta) + varint_size(timestamp_delta) + sized(key_size) + sized(value_size);
-    body += varint_size(headers.len() as i64);
-    for header in headers {
-        body += sized(Some(header.key.len() as u32)) + sized(header.value_size);
-    }
+    let body = 1
+        + varint_size(offset_delta)
+        + varint_size(timestamp_delta)
+        + sized(key_size)
+        + sized(value_size)
+        + headers_size;
     body + varint_size(i64::from(body))
 }
 

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::record::{LogBatch, NO_TIMESTAMP};
+use super::record::{LogBatch, StoredRecord, NO_TIMESTAMP};
 use crate::chunked::ChunkedVec;
 use crate::replication::Offset;
 
@@ -14,12 +14,12 @@ pub const TIME_INDEX_ENTRY_BYTES: u32 = 12;
 
 /// One segment's records and indexes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Segment<P: Clone> {
+pub struct Segment<R: StoredRecord> {
     /// The offset its files are named after; no record in it is lower.
     pub base_offset: Offset,
     /// Its batches in offset order.
     #[serde(skip)]
-    pub(crate) batches: ChunkedVec<LogBatch<P>>,
+    pub(crate) batches: ChunkedVec<LogBatch<R>>,
     /// The `.log` file's size in bytes.
     pub size_bytes: u64,
     /// The offset after its last batch, or its base offset when empty
@@ -47,7 +47,7 @@ pub struct Segment<P: Clone> {
     pub max_time_index_entries: usize,
 }
 
-impl<P: Clone> Segment<P> {
+impl<R: StoredRecord> Segment<R> {
     /// An empty segment at `base_offset` (`LogSegment.open`).
     pub fn new(base_offset: Offset, segment_index_bytes: u32, now_ms: i64) -> Self {
         Segment {
@@ -68,8 +68,14 @@ impl<P: Clone> Segment<P> {
     }
 
     /// Its batches in offset order.
-    pub fn batches(&self) -> impl Iterator<Item = &LogBatch<P>> + '_ {
+    pub fn batches(&self) -> impl Iterator<Item = &LogBatch<R>> + '_ {
         self.batches.iter()
+    }
+
+    /// Its batches from the first whose last offset is at or past `from`.
+    pub fn batches_from(&self, from: Offset) -> impl Iterator<Item = &LogBatch<R>> + '_ {
+        let first = self.batches.partition_point(|batch| batch.last_offset < from);
+        self.batches.iter_from(first)
     }
 
     /// How many batches it holds.
@@ -140,7 +146,7 @@ impl<P: Clone> Segment<P> {
     /// when more than `index_interval_bytes` were written since the last
     /// one (counted before this batch), and a time-index entry when the
     /// largest timestamp grew.
-    pub fn append(&mut self, batch: LogBatch<P>, index_interval_bytes: u64, now_ms: i64) {
+    pub fn append(&mut self, batch: LogBatch<R>, index_interval_bytes: u64, now_ms: i64) {
         let last_offset = batch.last_offset;
         let bytes = u64::from(batch.size_bytes);
         let max_timestamp = batch.max_timestamp;
@@ -160,7 +166,7 @@ impl<P: Clone> Segment<P> {
     /// `largest_offset`, as `LogSegment#append` makes for one `MemoryRecords`.
     pub(crate) fn append_chunk(
         &mut self,
-        batches: Vec<LogBatch<P>>,
+        batches: Vec<LogBatch<R>>,
         bytes: u64,
         largest_offset: Offset,
         largest_timestamp: i64,
@@ -238,15 +244,15 @@ impl<P: Clone> Segment<P> {
             .iter()
             .take_while(|batch| batch.base_offset < offset)
             .count();
-        let mut kept: Vec<LogBatch<P>> = self.batches.copy_range(0, keep);
+        let mut kept: Vec<LogBatch<R>> = self.batches.copy_range(0, keep);
         if let Some(last) = kept.last_mut() {
             if last.last_offset >= offset {
-                last.records.retain(|record| record.offset < offset);
+                last.records.retain(|record| record.offset() < offset);
                 last.last_offset = offset - 1;
                 last.max_timestamp = last
                     .records
                     .iter()
-                    .map(|record| record.timestamp)
+                    .map(StoredRecord::timestamp)
                     .max()
                     .unwrap_or(NO_TIMESTAMP);
                 last.size_bytes = last.encoded_size();

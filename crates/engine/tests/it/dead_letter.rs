@@ -20,6 +20,7 @@ fn config(policy: FailurePolicy, mode: CommitMode) -> ClusterConfig {
         partitions,
         replication_factor: 3,
         min_insync_replicas: 2,
+        ..TopicConfig::default()
     };
     let mut consumer = ConsumerConfig::new("billing", vec!["orders".into()]);
     consumer.auto_offset_reset = OffsetReset::Earliest;

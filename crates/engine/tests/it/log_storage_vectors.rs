@@ -10,6 +10,9 @@ use std::sync::Arc;
 use kafkascope_engine::storage::{segment_file_name, CleanupPolicy, Log, LogBatch, LogConfig, LogRecord, Segment};
 use serde_json::{json, Value};
 
+/// A record with nothing attached.
+type Plain = LogRecord<()>;
+
 use crate::vectors;
 
 /// How many failing cases are printed in full.
@@ -22,7 +25,7 @@ fn int(value: &Value, field: &str) -> i64 {
 }
 
 /// A vector's batch as the engine's batch, its offsets from `firstOffset`.
-fn batch(value: &Value) -> LogBatch<()> {
+fn batch(value: &Value) -> LogBatch<Plain> {
     let first = int(value, "firstOffset") as u64;
     let records = value["records"]
         .as_array()
@@ -46,7 +49,7 @@ fn batch(value: &Value) -> LogBatch<()> {
 }
 
 /// Appends a case's batches, checking each batch's size and segment.
-fn append_all(log: &mut Log<()>, batches: &Value, default_now: i64, problems: &mut Vec<String>) {
+fn append_all(log: &mut Log<Plain>, batches: &Value, default_now: i64, problems: &mut Vec<String>) {
     for (index, value) in batches.as_array().expect("batches").iter().enumerate() {
         let batch = batch(value);
         if i64::from(batch.size_bytes) != int(value, "batchBytes") {
@@ -75,7 +78,7 @@ fn policy(config: &Value) -> CleanupPolicy {
 }
 
 /// A log with a case's `batches` appended, checked against `segmentsBefore`.
-fn replay_before(case: &Value, config: LogConfig, problems: &mut Vec<String>) -> Log<()> {
+fn replay_before(case: &Value, config: LogConfig, problems: &mut Vec<String>) -> Log<Plain> {
     let mut log = Log::new(config, VECTOR_START_MS);
     append_all(&mut log, &case["batches"], VECTOR_START_MS, problems);
     let before: Vec<Value> = log.segments().map(segment_summary).collect();
@@ -88,7 +91,7 @@ fn replay_before(case: &Value, config: LogConfig, problems: &mut Vec<String>) ->
     log
 }
 
-fn segment_summary(segment: &Segment<()>) -> Value {
+fn segment_summary(segment: &Segment<Plain>) -> Value {
     json!({
         "baseOffset": segment.base_offset,
         "sizeBytes": segment.size_bytes,
@@ -251,7 +254,7 @@ fn retention_deletes_the_segments_kafka_deletes() {
 }
 
 /// One cleaner pass as the vectors print it.
-fn clean_pass(log: &mut Log<()>, expected: &Value, problems: &mut Vec<String>, name: &str) {
+fn clean_pass(log: &mut Log<Plain>, expected: &Value, problems: &mut Vec<String>, name: &str) {
     let now = int(expected, "nowMs");
     let lso = log.log_end_offset;
     let to_clean = log.to_clean(now, lso).expect("a compacted log");
@@ -354,7 +357,7 @@ fn quota_throttle_time_matches_kafkas_test() {
 
 /// Fifteen single-record batches (`TestUtils.singletonRecords("test")`),
 /// five to a segment, as `UnifiedLogTest`'s retention tests write them.
-fn fifteen_singletons(config: LogConfig, key: Option<&str>, timestamp: i64) -> Log<()> {
+fn fifteen_singletons(config: LogConfig, key: Option<&str>, timestamp: i64) -> Log<Plain> {
     let mut log = Log::new(config, 1_700_000_000_000);
     for offset in 0..15 {
         let record = LogRecord {
@@ -398,7 +401,7 @@ fn unified_log_test_retention_cases() {
         cleanup_policy: CleanupPolicy::parse(policy).expect("a policy"),
         ..LogConfig::default()
     };
-    let after_retention = |mut log: Log<()>| {
+    let after_retention = |mut log: Log<Plain>| {
         let high_watermark = log.log_end_offset;
         log.delete_old_segments(now, high_watermark);
         log.segment_count()

@@ -13,6 +13,7 @@ mod log_storage_vectors;
 mod partitioning;
 mod producer_state_vectors;
 mod replication;
+mod retention;
 mod simulator;
 mod storage_properties;
 mod tidy;

@@ -155,6 +155,7 @@ fn safe_config() -> ClusterConfig {
             partitions: 2,
             replication_factor: 3,
             min_insync_replicas: 2,
+            ..TopicConfig::default()
         }],
         producers: vec![ProducerConfig::new("orders")],
         consumers: (0..2)
@@ -389,6 +390,7 @@ pub(crate) fn billing_config(partitions: u32) -> ClusterConfig {
             partitions,
             replication_factor: 3,
             min_insync_replicas: 2,
+            ..TopicConfig::default()
         }],
         producers: vec![ProducerConfig::new("orders")],
         consumers: vec![consumer],
@@ -680,6 +682,7 @@ mod producer_config {
                 partitions: 1,
                 replication_factor: 3,
                 min_insync_replicas: 2,
+                ..TopicConfig::default()
             }],
             producers: vec![producer],
             ..ClusterConfig::default()

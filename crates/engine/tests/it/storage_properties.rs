@@ -11,6 +11,9 @@ use std::sync::Arc;
 use kafkascope_engine::storage::{CleanupPolicy, Log, LogBatch, LogConfig, LogRecord};
 use proptest::prelude::*;
 
+/// A record with nothing attached.
+type Plain = LogRecord<()>;
+
 #[derive(Debug, Clone)]
 enum Step {
     /// Records as (key index, value size or a tombstone).
@@ -65,7 +68,7 @@ proptest! {
     #[test]
     fn storage_invariants_hold(config in config(), steps in proptest::collection::vec(step(), 1..80)) {
         let mut now = 1_000_000i64;
-        let mut log: Log<()> = Log::new(config, now);
+        let mut log: Log<Plain> = Log::new(config, now);
         let mut high_watermark = 0u64;
         // The latest record of each key: (offset, value size or tombstone).
         let mut latest: BTreeMap<u8, (u64, Option<u32>)> = BTreeMap::new();
@@ -74,7 +77,7 @@ proptest! {
             match step {
                 Step::Append(records) => {
                     let first = log.log_end_offset;
-                    let records: Vec<LogRecord<()>> = records.iter().enumerate().map(|(index, (key, value))| {
+                    let records: Vec<Plain> = records.iter().enumerate().map(|(index, (key, value))| {
                         let offset = first + index as u64;
                         latest.insert(*key, (offset, value.map(u32::from)));
                         LogRecord {

@@ -32,6 +32,7 @@ fn config(instances: usize, timeout_ms: u64) -> ClusterConfig {
             partitions: 2,
             replication_factor: 3,
             min_insync_replicas: 2,
+            ..TopicConfig::default()
         }],
         producers: vec![producer; instances],
         consumers: vec![audit, ledger],

@@ -159,6 +159,7 @@ fn pipeline() -> ClusterConfig {
         partitions: 2,
         replication_factor: 3,
         min_insync_replicas: 2,
+        ..TopicConfig::default()
     };
     let mut producers = vec![ProducerConfig::new("orders")];
     let mut consumers = Vec::new();
