@@ -41,9 +41,24 @@ test('the map shows brokers, replicas, the quorum, the producer and both groups,
   await live(page).getByTestId('replica-2-orders-0').click();
   assert.equal(await live(page).getByTestId('inspector-title').innerText(), 'orders-0 on broker-2');
   const replica = await facts(page);
-  for (const field of ['Log end offset', 'High watermark', 'Leader epoch', 'ISR', 'ELR', 'Leader recovery', 'Last fetch', 'Last caught up']) {
+  for (const field of ['Log end offset', 'High watermark', 'Leader epoch', 'ISR', 'ELR', 'Leader recovery', 'Last fetch', 'Last caught up', 'Log start offset', 'On disk']) {
     assert.match(replica, new RegExp(field), `${field} missing from ${replica}`);
   }
+  // Its files on disk, named as Kafka names them, and how a read finds an
+  // offset (on a replica that holds records; rows are selected from the
+  // keyboard, as edges cross them).
+  const withRecords = await live(page).locator('[data-testid^="replica-2-"]').evaluateAll((rows) => rows
+    .find((row) => /log end offset [1-9]/.test(row.querySelector('title').textContent)).dataset.testid);
+  await live(page).getByTestId(withRecords).focus();
+  await page.keyboard.press('Enter');
+  const files = await live(page).getByTestId('inspector-files').innerText();
+  for (const name of ['00000000000000000000.log', '00000000000000000000.index', '00000000000000000000.timeindex']) {
+    assert.ok(files.includes(name), `${name} not listed in ${files}`);
+  }
+  assert.match(files, /active: appends go here/);
+  await live(page).getByTestId('inspector-lookup').locator('summary').click();
+  const lookup = await live(page).getByTestId('inspector-lookup').innerText();
+  assert.match(lookup, /Segment: .*Index: .*Scan: /s);
   // An edge: a follower's fetch to its leader.
   // (Edges cross, so select it from the keyboard as a screen-reader user would.)
   const edge = live(page).locator('[data-testid^="edge-broker-"][data-testid*="-to-broker-"]').first();
@@ -394,6 +409,37 @@ test('on a phone the map is one column whose smallest text is at least 11 px, wi
   assert.ok(width <= 390, `the page scrolls sideways (${width}px)`);
   await live(page).getByTestId('map').screenshot({ path: screenshotPath('map-phone-column') });
   await steps(page).getByTestId('sequence-diagram').screenshot({ path: screenshotPath('steps-phone-diagram') });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('live storage knobs: small segments and retention.bytes make the next retention check delete old segments', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const setKnob = async (id, value) => {
+    await live(page).getByTestId(id).fill(value);
+    await live(page).getByTestId(id).press('Enter');
+  };
+  await setKnob('knob-segment-bytes', '1024');
+  await setKnob('knob-retention-bytes', '1024');
+  await setKnob('knob-retention-bytes', 'lots');
+  assert.match(await live(page).getByTestId('knob-error').innerText(), /retention.bytes must be a whole number/);
+  await setKnob('knob-segment-bytes', '10');
+  assert.match(await live(page).getByTestId('knob-error').innerText(), /segment.bytes must be at least 14/);
+  await setKnob('knob-segment-bytes', '1024');
+  for (let round = 0; round < 8; round++) {
+    await live(page).getByTestId('cluster-produce').click();
+    await live(page).getByTestId('cluster-run-10s').click();
+  }
+  // The brokers check retention every 5 minutes (log.retention.check.interval.ms).
+  for (let round = 0; round < 30; round++) await live(page).getByTestId('cluster-run-10s').click();
+  const deleted = live(page).locator('[data-testid^="deleted-"]');
+  assert.ok(await deleted.count() >= 1, 'no replica shows deleted segments');
+  const row = (await deleted.first().getAttribute('data-testid')).replace(/^deleted-/, 'replica-');
+  await live(page).getByTestId(row).focus();
+  await page.keyboard.press('Enter');
+  assert.match(await live(page).getByTestId('inspector-facts').innerText(), /Log start offset\s+[1-9]\d* \(retention deleted everything below it\)/);
+  assert.match(await live(page).getByTestId('inspector-files').innerText(), /\.log/);
+  await live(page).getByTestId('inspector').screenshot({ path: screenshotPath('map-replica-files') });
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -49,6 +49,7 @@ const EXTRA = {
   'read-committed': { event: 'marker-written', text: /COMMIT marker .* read_committed consumers/ },
   'exactly-once': { event: 'transaction-rolled-back', text: /count for nothing/ },
   'dead-letter-queue': { event: 'dead-lettered', text: /gave up as its policy says/ },
+  retention: { event: 'offset-out-of-range', text: /OFFSET_OUT_OF_RANGE/ },
 };
 const STORIES = Object.fromEntries(scenarios.map((scenario) => {
   const expects = scenario.expect.map((expectation) => expectation.type);
@@ -311,6 +312,23 @@ test('the map beside the steps draws the last stable offset where a transaction 
   await within(page, 'step-last').click();
   assert.ok(await steps(page).getByTestId('map').locator('.replica .marker').count() >= 1, 'no marker drawn');
   await steps(page).getByTestId('map').screenshot({ path: screenshotPath('steps-map-last-stable-offset') });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the retention story: deleted segments on the map, and the reset of the slow group at that step', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await chooseStory(page, 'retention');
+  await filterName(page, 'segments-deleted');
+  await within(page, 'step-first').click();
+  assert.match(await caption(page), /retention check deleted \d+ whole segment/);
+  assert.ok(await steps(page).getByTestId('map').locator('[data-testid^="deleted-"]').count() >= 1, 'no deleted stretch drawn');
+  await filterName(page, 'offset-reset');
+  await within(page, 'step-first').click();
+  await within(page, 'step-groups').locator('summary').click();
+  const resets = await within(page, 'step-groups').locator('[data-testid^="step-reset-nightly-report-"]').allTextContents();
+  assert.ok(resets.some((text) => /^\d+ → \d+ \(OFFSET_OUT_OF_RANGE\)$/.test(text)), `no reset shown: ${JSON.stringify(resets)}`);
+  await within(page, 'step-groups').screenshot({ path: screenshotPath('steps-retention-reset') });
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -310,6 +310,9 @@ pub struct GroupRow {
     pub log_end_offset: u64,
     pub lag: String,
     pub consumer_id: String,
+    /// The member's last position reset after `OFFSET_OUT_OF_RANGE` (not
+    /// a column of Kafka's tool; its consumer logs it).
+    pub reset: String,
 }
 
 /// Every owned partition of every running member, by group and partition.
@@ -330,6 +333,9 @@ pub fn describe_groups(view: &ClusterView) -> Vec<GroupRow> {
                         owned.high_watermark.saturating_sub(offset).to_string()
                     }),
                     consumer_id: consumer.member_id.clone().unwrap_or_else(|| "-".to_string()),
+                    reset: owned.last_reset.map_or(String::new(), |(from, to)| {
+                        format!("{from} → {to} (OFFSET_OUT_OF_RANGE)")
+                    }),
                 }
             })
         })

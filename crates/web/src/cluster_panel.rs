@@ -25,6 +25,7 @@ use crate::map::ClusterMap;
 use crate::map_model::{inspect, layout_fit, mermaid, Fit};
 use crate::selection::Selection;
 use crate::session::{Action, Knob, Session, SetupField};
+use kafkascope_engine::sim::config::StorageSetting;
 
 fn page_query() -> String {
     web_sys::window()
@@ -392,6 +393,9 @@ pub fn cluster_panel() -> Html {
     let linger = view.producers.first().map_or(0, |producer| producer.linger_ms);
     let idempotent = view.producers.first().is_some_and(|producer| producer.idempotent);
     let min_insync = config.topics.first().map_or(1, |topic| topic.min_insync_replicas);
+    let storage = config.topics.first().map_or((0, 0, 0), |topic| {
+        (topic.retention_ms, topic.retention_bytes, topic.segment_bytes as i64)
+    });
     let replication_factor = config.topics.first().map_or(1, |topic| topic.replication_factor);
 
     // The inspector's actions for the selection.
@@ -594,6 +598,22 @@ pub fn cluster_panel() -> Html {
                                         { for inspection.messages.iter().map(|line| html! { <li>{ line }</li> }) }
                                     </ul>
                                 } } }
+                                { if inspection.files.is_empty() { html! {} } else { html! {
+                                    <details class="files" data-testid="inspector-files" open=true>
+                                        <summary>{ "Files on disk" }</summary>
+                                        <ul>
+                                            { for inspection.files.iter().map(|(name, size, holds)| html! {
+                                                <li><code>{ name }</code>{ if size.is_empty() { html! {} } else { html! { <span class="muted">{ format!(" {size} · {holds}") }</span> } } }</li>
+                                            }) }
+                                        </ul>
+                                    </details>
+                                } } }
+                                { if inspection.lookup.is_empty() { html! {} } else { html! {
+                                    <details class="lookup" data-testid="inspector-lookup">
+                                        <summary>{ "How a read finds an offset" }</summary>
+                                        <ol>{ for inspection.lookup.iter().map(|step| html! { <li>{ step }</li> }) }</ol>
+                                    </details>
+                                } } }
                                 <div class="controls" role="toolbar" aria-label="actions">{ actions.unwrap_or_default() }</div>
                             </> },
                             None => html! { <p class="muted">{ "Select a broker, a replica row, a controller, the producer, a group, a member or an edge." }</p> },
@@ -623,6 +643,16 @@ pub fn cluster_panel() -> Html {
                                 "With it on, a partition whose leader is fenced gets an unclean leader at once; one already offline waits for the controller's periodic pass (unclean.leader.election.interval.ms, {} s).",
                                 config.unclean_leader_election_interval_ms / 1_000
                             ) }</p>
+                            <label>{ "retention.ms " }
+                                <KnobInput live=true testid="knob-retention-ms" value={storage.0.to_string()} onchange={live(Knob::Storage(StorageSetting::RetentionMs))} />
+                            </label>
+                            <label>{ "retention.bytes " }
+                                <KnobInput live=true testid="knob-retention-bytes" value={storage.1.to_string()} onchange={live(Knob::Storage(StorageSetting::RetentionBytes))} />
+                            </label>
+                            <label>{ "segment.bytes " }
+                                <KnobInput live=true testid="knob-segment-bytes" value={storage.2.to_string()} onchange={live(Knob::Storage(StorageSetting::SegmentBytes))} />
+                            </label>
+                            <p class="muted hint">{ "Topic storage (kafka-configs --alter on every topic): retention deletes closed segments older than retention.ms, or the oldest while a log is over retention.bytes, at each broker's retention check (every log.retention.check.interval.ms, 5 min by default). -1 means no limit." }</p>
                             <label>{ "replica.lag.time.max.ms " }
                                 <KnobInput live=true testid="knob-lag" value={config.replica_lag_time_max_ms.to_string()} onchange={live(Knob::ReplicaLagTimeMaxMs)} />
                             </label>
@@ -793,12 +823,13 @@ fn tool_panels(props: &ToolProps) -> Html {
                     </table>
                     <h3><code>{ "kafka-consumer-groups --describe --all-groups" }</code></h3>
                     <table class="tool" data-testid="groups-table" tabindex="0" aria-label="kafka-consumer-groups --describe (scrolls sideways)">
-                        <thead><tr><th>{ "GROUP" }</th><th>{ "TOPIC" }</th><th>{ "PARTITION" }</th><th>{ "CURRENT-OFFSET" }</th><th>{ "LOG-END-OFFSET" }</th><th>{ "LAG" }</th><th>{ "CONSUMER-ID" }</th></tr></thead>
+                        <thead><tr><th>{ "GROUP" }</th><th>{ "TOPIC" }</th><th>{ "PARTITION" }</th><th>{ "CURRENT-OFFSET" }</th><th>{ "LOG-END-OFFSET" }</th><th>{ "LAG" }</th><th>{ "RESET (consumer log)" }</th><th>{ "CONSUMER-ID" }</th></tr></thead>
                         <tbody>
                             { for groups.iter().map(|row| html! {
                                 <tr>
                                     <td>{ &row.group }</td><td>{ &row.topic }</td><td>{ row.partition }</td>
                                     <td>{ &row.current_offset }</td><td>{ row.log_end_offset }</td><td>{ &row.lag }</td>
+                                    <td data-testid={format!("reset-{}-{}-{}", row.group, row.topic, row.partition)}>{ &row.reset }</td>
                                     <td>{ &row.consumer_id }</td>
                                 </tr>
                             }) }

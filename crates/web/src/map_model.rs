@@ -101,6 +101,9 @@ pub struct ReplicaRow {
     pub last_stable_offset: u64,
     /// The offsets of the latest transaction markers (drawn as ticks).
     pub markers: Vec<u64>,
+    /// The log start offset: below it retention deleted the records
+    /// (drawn as an empty stretch at the bar's start).
+    pub log_start_offset: u64,
     /// The largest log end among the partition's replicas (the bar's scale).
     pub scale: u64,
     pub leader_epoch: Option<u32>,
@@ -149,6 +152,12 @@ impl ReplicaRow {
         );
         if self.last_stable_offset < self.high_watermark {
             label.push_str(&format!(", last stable offset {}", self.last_stable_offset));
+        }
+        if self.log_start_offset > 0 {
+            label.push_str(&format!(
+                ", log start offset {} (older records deleted)",
+                self.log_start_offset
+            ));
         }
         if !self.markers.is_empty() {
             let count = self.markers.len();
@@ -536,6 +545,7 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
                     high_watermark: replica.high_watermark,
                     last_stable_offset: replica.last_stable_offset,
                     markers: replica.marker_offsets.clone(),
+                    log_start_offset: replica.log_start_offset,
                     scale: scale.get(replica.partition.as_str()).copied().unwrap_or(1),
                     leader_epoch: replica.leader_epoch,
                     rect: Rect {
@@ -997,6 +1007,85 @@ pub struct Inspection {
     pub facts: Vec<(String, String)>,
     /// Lines listing messages in flight, if an edge.
     pub messages: Vec<String>,
+    /// For a replica: its files on disk (name, size, what it holds).
+    pub files: Vec<(String, String, String)>,
+    /// For a replica: how a read finds one offset on disk, step by step.
+    pub lookup: Vec<String>,
+}
+
+/// A replica's segment files as `ls` would list them in its partition's
+/// directory: for each segment its `.log`, `.index` and `.timeindex`.
+fn replica_files(replica: &kafkascope_engine::sim::view::ReplicaView) -> Vec<(String, String, String)> {
+    let mut files = Vec::new();
+    if replica.segment_count > replica.segments.len() {
+        files.push((
+            format!("… {} older segments", replica.segment_count - replica.segments.len()),
+            String::new(),
+            String::new(),
+        ));
+    }
+    for segment in &replica.segments {
+        let records = if segment.next_offset > segment.base_offset {
+            format!("offsets {}–{}", segment.base_offset, segment.next_offset - 1)
+        } else {
+            "empty".to_string()
+        };
+        let role = if segment.active {
+            ", active: appends go here"
+        } else {
+            ""
+        };
+        files.push((
+            format!("{}.log", segment.file_stem),
+            format!("{} B", segment.size_bytes),
+            format!("records, {records}{role}"),
+        ));
+        // The active segment's index files are preallocated to
+        // segment.index.bytes on disk and trimmed to their entries when it
+        // rolls; the size shown is what the entries take.
+        let preallocated = if segment.active {
+            " (preallocated on disk until the segment rolls)"
+        } else {
+            ""
+        };
+        files.push((
+            format!("{}.index", segment.file_stem),
+            format!("{} B", segment.offset_index_entries * 8),
+            format!(
+                "{} entries: offset → position, one per index.interval.bytes{preallocated}",
+                segment.offset_index_entries
+            ),
+        ));
+        files.push((
+            format!("{}.timeindex", segment.file_stem),
+            format!("{} B", segment.time_index_entries * 12),
+            format!(
+                "{} entries: timestamp → offset{preallocated}",
+                segment.time_index_entries
+            ),
+        ));
+    }
+    files
+}
+
+/// How a fetch finds `lookup.target` on disk, one sentence per step.
+fn lookup_steps(lookup: kafkascope_engine::storage::Lookup) -> Vec<String> {
+    let (entry_offset, entry_position) = lookup.index_entry;
+    vec![
+        format!(
+            "Segment: the last segment whose base offset is at most {} is {:020}.log.",
+            lookup.target, lookup.segment_base_offset
+        ),
+        if entry_position == 0 && entry_offset == lookup.segment_base_offset {
+            "Index: no entry at or below it yet, so the read starts at the file's beginning (position 0).".to_string()
+        } else {
+            format!("Index: the last entry at or below it says offset {entry_offset} is in the batch at byte {entry_position}.")
+        },
+        format!(
+            "Scan: reading forward from there, batch {} of the scan (base offset {}, at byte {}) holds offset {}.",
+            lookup.batches_scanned, lookup.batch_base_offset, lookup.batch_position, lookup.target
+        ),
+    ]
 }
 
 fn ms(value: Option<u64>) -> String {
@@ -1030,6 +1119,8 @@ fn inspect_edge(view: &ClusterView, edge: &MapEdge) -> Option<Inspection> {
                 ("In flight".into(), edge.messages.to_string()),
             ],
             messages: messages_on(view, edge),
+            files: Vec::new(),
+            lookup: Vec::new(),
         });
     }
 }
@@ -1075,8 +1166,16 @@ fn inspect_replica(view: &ClusterView, model: &MapModel, broker: u32, partition:
                 ("Leader recovery".into(), if registration.recovering { "RECOVERING: elected uncleanly; its leader has not reported recovery yet (KIP-704)".into() } else { "RECOVERED".into() }),
                 ("Last fetch".into(), if replica.role == ReplicaRole::Leader { "(leader)".into() } else { ms(tracked.and_then(|replica| replica.last_fetch_ms)) }),
                 ("Last caught up".into(), if replica.role == ReplicaRole::Leader { "(leader)".into() } else { ms(tracked.and_then(|replica| replica.last_caught_up_ms)) }),
+                ("Log start offset".into(), tracked.map_or("0".into(), |replica| {
+                    if replica.log_start_offset == 0 { "0 (nothing deleted yet)".into() } else { format!("{} (retention deleted everything below it)", replica.log_start_offset) }
+                })),
+                ("On disk".into(), tracked.map_or("-".into(), |replica| format!(
+                    "{} bytes in {} segment{}", replica.size_bytes, replica.segment_count, if replica.segment_count == 1 { "" } else { "s" }
+                ))),
             ],
             messages: Vec::new(),
+            files: tracked.map_or_else(Vec::new, replica_files),
+            lookup: tracked.and_then(|replica| replica.lookup.map(lookup_steps)).unwrap_or_default(),
         });
     }
 }
@@ -1116,6 +1215,8 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                     ("Last error".into(), producer.last_error.as_ref().map_or("none".into(), |error| format!("{} on {} at {} ms{}", error.error, error.partition, error.time_ms, if error.will_retry { " (retrying)" } else { "" }))),
                 ],
                 messages: Vec::new(),
+            files: Vec::new(),
+            lookup: Vec::new(),
             },
             NodeBody::Controller { id, alive, role, epoch, committed } => Inspection {
                 title: node.name.clone(),
@@ -1143,6 +1244,8 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                         view.highlights.last_candidacy_reason.as_ref().map_or(String::new(), |reason| format!(" ({reason})")), controller_controller = as_controller(controller)))),
                 ],
                 messages: Vec::new(),
+            files: Vec::new(),
+            lookup: Vec::new(),
             },
             NodeBody::Broker { id, state, leads, follows, replicas } => Inspection {
                 title: node.name.clone(),
@@ -1171,6 +1274,8 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                     }),
                 ],
                 messages: Vec::new(),
+            files: Vec::new(),
+            lookup: Vec::new(),
             },
             NodeBody::Group { name, generation, modern, cooperative, rebalancing, coordinator, members, offsets } => Inspection {
                 title: format!("group {name}"),
@@ -1188,6 +1293,8 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                     ("Last rebalance".into(), view.highlights.rebalances.get(name).map_or("none yet".into(), |(time, generation, reason)| format!("{} {generation} at {time} ms: {reason}", if *modern { "target assignment at epoch" } else { "generation" }))),
                 ],
                 messages: Vec::new(),
+            files: Vec::new(),
+            lookup: Vec::new(),
             },
         });
     }
@@ -1213,6 +1320,8 @@ fn inspect_member(view: &ClusterView, id: u32) -> Option<Inspection> {
             ("Records read".into(), consumer.records_read.to_string()),
         ],
         messages: Vec::new(),
+        files: Vec::new(),
+        lookup: Vec::new(),
     })
 }
 

@@ -48,6 +48,7 @@ pub const EXAMPLES: &[Example] = examples![
     "9c-read-committed",
     "9d-exactly-once",
     "9e-dead-letter-queue",
+    "9f-retention",
 ];
 
 /// One entry of the API reference shown under the sandbox.

@@ -428,6 +428,7 @@ pub fn sequence_steps() -> Html {
     };
     drop(borrowed);
     let model = Rc::new(layout_fit(&view, view.time_ms as f64, crate::cluster_panel::map_fit()));
+    let groups = crate::cluster_model::describe_groups(&view);
     let on_map_select = Callback::from(|_: Selection| {});
 
     html! {
@@ -508,6 +509,23 @@ pub fn sequence_steps() -> Html {
                 <div class="steps-map">
                     <ClusterMap model={model} selected={step.as_ref().and_then(highlight)} on_select={on_map_select} reduced_motion={true} />
                     <p class="legend muted">{ "The cluster right after this step; the highlighted edge or replica is what the step touched." }</p>
+                    { if groups.is_empty() { html! {} } else { html! {
+                        <details class="step-groups" data-testid="step-groups">
+                            <summary>{ "kafka-consumer-groups --describe at this step" }</summary>
+                            <table class="tool" tabindex="0" aria-label="kafka-consumer-groups --describe at this step (scrolls sideways)">
+                                <thead><tr><th>{ "GROUP" }</th><th>{ "PARTITION" }</th><th>{ "CURRENT-OFFSET" }</th><th>{ "LOG-END-OFFSET" }</th><th>{ "LAG" }</th><th>{ "RESET (consumer log)" }</th></tr></thead>
+                                <tbody>
+                                    { for groups.iter().map(|row| html! {
+                                        <tr>
+                                            <td>{ &row.group }</td><td>{ format!("{}-{}", row.topic, row.partition) }</td>
+                                            <td>{ &row.current_offset }</td><td>{ row.log_end_offset }</td><td>{ &row.lag }</td>
+                                            <td data-testid={format!("step-reset-{}-{}-{}", row.group, row.topic, row.partition)}>{ &row.reset }</td>
+                                        </tr>
+                                    }) }
+                                </tbody>
+                            </table>
+                        </details>
+                    } } }
                 </div>
             </div>
             <div class="controls fork" role="group" aria-label="fork">

@@ -9,7 +9,9 @@
 use std::collections::VecDeque;
 
 use kafkascope_engine::replication::high_watermark::Acks;
-use kafkascope_engine::sim::config::{ClusterConfig, ConfigChange, ConsumerConfig, Input, ScheduledInput};
+use kafkascope_engine::sim::config::{
+    ClusterConfig, ConfigChange, ConsumerConfig, Input, ScheduledInput, StorageSetting,
+};
 use kafkascope_engine::sim::trace::TraceEvent;
 use kafkascope_engine::sim::types::NodeId;
 use kafkascope_engine::sim::Simulation;
@@ -29,6 +31,8 @@ pub enum Knob {
     ReplicaLagTimeMaxMs,
     LingerMs,
     EnableIdempotence,
+    /// A topic storage setting (every topic of the run).
+    Storage(StorageSetting),
 }
 
 impl Knob {
@@ -41,6 +45,10 @@ impl Knob {
             Knob::ReplicaLagTimeMaxMs => "replica.lag.time.max.ms",
             Knob::LingerMs => "linger.ms",
             Knob::EnableIdempotence => "enable.idempotence",
+            Knob::Storage(StorageSetting::RetentionMs) => "retention.ms",
+            Knob::Storage(StorageSetting::RetentionBytes) => "retention.bytes",
+            Knob::Storage(StorageSetting::SegmentBytes) => "segment.bytes",
+            Knob::Storage(StorageSetting::SegmentMs) => "segment.ms",
         }
     }
 
@@ -69,6 +77,19 @@ impl Knob {
                 producer: 0,
                 enable: text.trim() == "true",
             }),
+            Knob::Storage(setting) => {
+                let value = text.trim().parse::<i64>().map_err(|_| {
+                    format!(
+                        "{name} must be a whole number (-1 for no limit where Kafka allows it), got {:?}",
+                        text.trim()
+                    )
+                })?;
+                Ok(ConfigChange::TopicStorage {
+                    topic: String::new(),
+                    setting,
+                    value,
+                })
+            }
         }
     }
 }
@@ -380,6 +401,17 @@ impl Session {
                 .collect(),
             ConfigChange::EnableIdempotence { enable, .. } => (0..producers)
                 .map(|producer| ConfigChange::EnableIdempotence { producer, enable })
+                .collect(),
+            ConfigChange::TopicStorage { setting, value, .. } => self
+                .simulation
+                .config()
+                .topics
+                .iter()
+                .map(|topic| ConfigChange::TopicStorage {
+                    topic: topic.name.clone(),
+                    setting,
+                    value,
+                })
                 .collect(),
             ConfigChange::MinInsyncReplicas { value, .. } => self
                 .simulation

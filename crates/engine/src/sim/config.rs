@@ -1355,6 +1355,65 @@ pub enum ConfigChange {
         /// On or off.
         enable: bool,
     },
+    /// One of a topic's storage settings (`kafka-configs --alter
+    /// --entity-type topics --add-config retention.ms=60000`): every
+    /// replica's log takes it at once (`LogManager#updateTopicConfig`);
+    /// segments already written keep their size.
+    #[serde(rename_all = "camelCase")]
+    TopicStorage {
+        /// Which topic.
+        topic: String,
+        /// Which setting.
+        setting: StorageSetting,
+        /// The new value.
+        value: i64,
+    },
+}
+
+/// A topic storage setting a run can change, with Kafka's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StorageSetting {
+    /// `retention.ms` (-1: forever).
+    #[serde(rename = "retention.ms")]
+    RetentionMs,
+    /// `retention.bytes` (-1: no limit).
+    #[serde(rename = "retention.bytes")]
+    RetentionBytes,
+    /// `segment.bytes`.
+    #[serde(rename = "segment.bytes")]
+    SegmentBytes,
+    /// `segment.ms`.
+    #[serde(rename = "segment.ms")]
+    SegmentMs,
+}
+
+impl std::fmt::Display for StorageSetting {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            StorageSetting::RetentionMs => "retention.ms",
+            StorageSetting::RetentionBytes => "retention.bytes",
+            StorageSetting::SegmentBytes => "segment.bytes",
+            StorageSetting::SegmentMs => "segment.ms",
+        })
+    }
+}
+
+impl TopicConfig {
+    /// The topic with one storage setting changed, checked against
+    /// Kafka's bounds.
+    pub fn with_storage(&self, setting: StorageSetting, value: i64) -> Result<TopicConfig, String> {
+        let mut changed = self.clone();
+        let positive =
+            |value: i64| u64::try_from(value).map_err(|_| format!("{setting} must not be negative, got {value}"));
+        match setting {
+            StorageSetting::RetentionMs => changed.retention_ms = value,
+            StorageSetting::RetentionBytes => changed.retention_bytes = value,
+            StorageSetting::SegmentBytes => changed.segment_bytes = positive(value)?,
+            StorageSetting::SegmentMs => changed.segment_ms = positive(value)?,
+        }
+        changed.validate_storage()?;
+        Ok(changed)
+    }
 }
 
 /// An input and when it happens.

@@ -117,8 +117,12 @@ pub struct Consumer {
     /// An OffsetFetch for partitions without a position is out.
     offset_fetch_in_flight: bool,
     /// Partitions whose position `auto.offset.reset` is resetting (it fell
-    /// out of range), with the `ListOffsets` spec asked for.
-    resetting: BTreeMap<TopicPartition, OffsetSpec>,
+    /// out of range), with the `ListOffsets` spec asked for and the lost
+    /// position.
+    pub(crate) resetting: BTreeMap<TopicPartition, (OffsetSpec, Offset)>,
+    /// The last reset of each partition's position after
+    /// `OFFSET_OUT_OF_RANGE`: (from, to).
+    pub last_resets: BTreeMap<TopicPartition, (Offset, Offset)>,
     /// Records fetched and not yet returned by `poll()`, per partition
     /// (Kafka's fetch buffer; a partition with buffered records is not
     /// fetched again until they are returned).
@@ -196,6 +200,7 @@ impl Consumer {
             timeout_armed: std::collections::BTreeSet::new(),
             offset_fetch_in_flight: false,
             resetting: BTreeMap::new(),
+            last_resets: BTreeMap::new(),
             buffer: BTreeMap::new(),
             processing_until: None,
             last_poll_ms: 0,
@@ -276,6 +281,7 @@ impl Simulation {
         consumer.generation = 0;
         consumer.assignment.clear();
         consumer.positions.clear();
+        consumer.resetting.clear();
         consumer.fetching.clear();
         consumer.coordinator = None;
         consumer.pending_commits.clear();
@@ -1011,6 +1017,7 @@ impl Simulation {
                         }
                         let consumer = &mut self.consumers[id as usize];
                         consumer.positions.retain(|partition, _| partitions.contains(partition));
+                        consumer.resetting.retain(|partition, _| partitions.contains(partition));
                         consumer.fetching.retain(|partition, _| partitions.contains(partition));
                         consumer.buffer.retain(|partition, _| partitions.contains(partition));
                         consumer.assignment = partitions;
@@ -1025,6 +1032,7 @@ impl Simulation {
                         // the join, so each one assigned starts from its
                         // committed offset (`SubscriptionState#assignFromSubscribed`).
                         consumer.positions.clear();
+                        consumer.resetting.clear();
                         consumer.buffer.clear();
                         self.consumer_fetch_positions(id);
                     }
@@ -1083,9 +1091,10 @@ impl Simulation {
                 result: Ok(offset),
             } => {
                 let consumer = &mut self.consumers[id as usize];
-                if consumer.resetting.remove(&partition).is_some() {
+                if let Some((_, from)) = consumer.resetting.remove(&partition) {
                     if consumer.assignment.contains(&partition) {
                         consumer.positions.insert(partition.clone(), offset);
+                        consumer.last_resets.insert(partition.clone(), (from, offset));
                         self.record(TraceKind::OffsetReset {
                             client: Self::consumer_node(id),
                             partition,
@@ -1335,6 +1344,7 @@ impl Simulation {
             consumer.pending_commits.clear();
             consumer.assignment.clear();
             consumer.positions.clear();
+            consumer.resetting.clear();
             consumer.fetching.clear();
             consumer.buffer.clear();
             consumer.phase = ConsumerPhase::Joining;
@@ -1374,7 +1384,7 @@ impl Simulation {
             .resetting
             .iter()
             .filter(|(partition, _)| consumer.assignment.contains(*partition))
-            .map(|(partition, spec)| {
+            .map(|(partition, (spec, _))| {
                 (
                     partition.clone(),
                     *spec,
@@ -1522,7 +1532,9 @@ impl Simulation {
                 OffsetReset::Earliest => OffsetSpec::Earliest,
                 OffsetReset::Latest => OffsetSpec::Latest,
             };
-            self.consumers[id as usize].resetting.insert(partition.clone(), spec);
+            self.consumers[id as usize]
+                .resetting
+                .insert(partition.clone(), (spec, position));
             self.send(Self::consumer_node(id), from, Message::ListOffsets { partition, spec });
             return;
         }

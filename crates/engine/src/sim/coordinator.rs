@@ -76,6 +76,51 @@ pub enum CommitRecord {
     Transaction(crate::txn_coordinator::TxnRecord),
 }
 
+impl CommitRecord {
+    /// The record's key in its compacted topic (each kind of coordinator
+    /// record has its own key schema): the cleaner keeps the latest record
+    /// of each key, so replaying what is left rebuilds the same state.
+    pub fn key(&self) -> String {
+        use crate::groups::consumer::ConsumerRecord as C;
+        match self {
+            CommitRecord::Classic(CoordinatorRecord::GroupMetadata { group, .. }) => format!("group:{group}"),
+            CommitRecord::Classic(CoordinatorRecord::OffsetCommit {
+                group,
+                topic,
+                partition,
+                ..
+            }) => format!("offset:{group}:{topic}-{partition}"),
+            CommitRecord::Consumer(record) => match record {
+                C::MemberMetadata { group, member, .. } => format!("member:{group}:{member}"),
+                C::PartitionMetadata { group, .. } => format!("partitions:{group}"),
+                C::GroupMetadata { group, .. } => format!("group:{group}"),
+                C::TargetAssignmentMember { group, member, .. } => format!("target:{group}:{member}"),
+                C::TargetAssignmentMetadata { group, .. } => format!("target-epoch:{group}"),
+                C::CurrentMemberAssignment { group, member, .. } => format!("current:{group}:{member}"),
+            },
+            CommitRecord::Transaction(record) => format!("txn:{}", record.transactional_id),
+        }
+    }
+
+    /// Whether the record deletes its key (a tombstone: a null value).
+    pub fn is_tombstone(&self) -> bool {
+        use crate::groups::consumer::ConsumerRecord as C;
+        match self {
+            CommitRecord::Classic(CoordinatorRecord::GroupMetadata { value, .. }) => value.is_none(),
+            CommitRecord::Classic(CoordinatorRecord::OffsetCommit { value, .. }) => value.is_none(),
+            CommitRecord::Consumer(record) => match record {
+                C::MemberMetadata { value, .. } => value.is_none(),
+                C::PartitionMetadata { value, .. } => value.is_none(),
+                C::GroupMetadata { value, .. } => value.is_none(),
+                C::TargetAssignmentMember { value, .. } => value.is_none(),
+                C::TargetAssignmentMetadata { value, .. } => value.is_none(),
+                C::CurrentMemberAssignment { value, .. } => value.is_none(),
+            },
+            CommitRecord::Transaction(_) => false,
+        }
+    }
+}
+
 /// A write waiting for the high watermark.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PendingWrite {
@@ -1102,6 +1147,7 @@ impl Simulation {
         batch: Option<BatchSequence>,
     ) -> Option<Offset> {
         let leader_epoch = self.brokers[&id].leading.get(partition)?.leader_epoch;
+        let (key, tombstone) = (commit.key(), commit.is_tombstone());
         self.commits.push(commit);
         let record_id = COMMIT_RECORD_BASE + (self.commits.len() - 1) as u64;
         let now = self.now;
@@ -1112,11 +1158,11 @@ impl Simulation {
                 offset,
                 leader_epoch,
                 id: record_id,
-                bytes: 64,
+                bytes: if tombstone { 0 } else { 64 },
                 batch,
                 timestamp: now as i64,
-                key: None,
-                tombstone: false,
+                key: Some(std::sync::Arc::from(key.as_str())),
+                tombstone,
                 headers_size: 1,
             }],
             now,

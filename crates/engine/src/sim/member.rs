@@ -200,6 +200,7 @@ impl Simulation {
         let consumer = &mut self.consumers[id as usize];
         consumer.assignment.retain(|partition| !revoked.contains(partition));
         consumer.positions.retain(|partition, _| !revoked.contains(partition));
+        consumer.resetting.retain(|partition, _| !revoked.contains(partition));
         consumer.fetching.retain(|partition, _| !revoked.contains(partition));
         consumer.buffer.retain(|partition, _| !revoked.contains(partition));
         consumer.assignment.extend(added.iter().cloned());
@@ -237,6 +238,7 @@ impl Simulation {
         consumer.generation = 0;
         consumer.assignment.clear();
         consumer.positions.clear();
+        consumer.resetting.clear();
         consumer.fetching.clear();
         consumer.buffer.clear();
         consumer.pending_commits.clear();

@@ -1125,6 +1125,12 @@ impl Simulation {
                 }
                 _ => Ok(()),
             },
+            ConfigChange::TopicStorage { topic, setting, value } => {
+                match self.config.topics.iter().find(|candidate| candidate.name == *topic) {
+                    Some(known) => known.with_storage(*setting, *value).map(|_| ()),
+                    None => Err(format!("no topic {topic}")),
+                }
+            }
             ConfigChange::CommitMode { consumer, mode } => {
                 let current = self
                     .consumers
@@ -1177,6 +1183,24 @@ impl Simulation {
                 }
             }
             ConfigChange::ReplicaLagTimeMaxMs { value } => self.config.replica_lag_time_max_ms = value.max(1),
+            ConfigChange::TopicStorage { topic, setting, value } => {
+                let Some(index) = self.config.topics.iter().position(|candidate| candidate.name == topic) else {
+                    return;
+                };
+                // Checked in `check_config_change`.
+                let Ok(changed) = self.config.topics[index].with_storage(setting, value) else {
+                    return;
+                };
+                let log_config = changed.log_config();
+                self.config.topics[index] = changed;
+                for broker in self.brokers.values_mut() {
+                    for (partition, log) in &mut broker.logs {
+                        if *partition.topic == *topic {
+                            log.log.config = log_config;
+                        }
+                    }
+                }
+            }
             ConfigChange::LingerMs { producer, value } => {
                 if let Some(producer) = self.producers.get_mut(producer as usize) {
                     producer.config.linger_ms = value;
@@ -1325,6 +1349,7 @@ fn describe_change(change: &ConfigChange) -> String {
             }
         ),
         ConfigChange::MinInsyncReplicas { topic, value } => format!("set min.insync.replicas={value} on topic {topic}"),
+        ConfigChange::TopicStorage { topic, setting, value } => format!("set {setting}={value} on topic {topic}"),
         ConfigChange::UncleanLeaderElection { enable } => format!("set unclean.leader.election.enable={enable}"),
         ConfigChange::ReplicaLagTimeMaxMs { value } => format!("set replica.lag.time.max.ms={value}"),
         ConfigChange::LingerMs { producer, value } => format!("set linger.ms={value} on producer-{producer}"),

@@ -8,6 +8,7 @@ use super::config::{ClusterConfig, ScheduledInput};
 use super::trace::{TraceEvent, TraceKind};
 use super::types::{ErrorCode, Time};
 use super::{Simulation, Summary};
+use crate::groups::assignors::TopicPartition;
 
 /// A scenario as authors write it (JSON).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -202,6 +203,21 @@ pub enum Expectation {
     PollTimeout {
         /// Which consumer.
         consumer: u32,
+    },
+    /// At the end, retention has deleted at least `log_start_at_least`
+    /// offsets of `topic` (the sum over its partitions of the leaders' log
+    /// start offsets), and consumers were sent back by `OFFSET_OUT_OF_RANGE`
+    /// at least `resets_at_least` times.
+    #[serde(rename_all = "camelCase")]
+    Retention {
+        /// The topic.
+        topic: String,
+        /// Offsets deleted, over all partitions: at least this many.
+        #[serde(default)]
+        log_start_at_least: u64,
+        /// `OFFSET_OUT_OF_RANGE` answers a consumer acted on: at least.
+        #[serde(default)]
+        resets_at_least: u64,
     },
     /// At the end, the committed outputs of a consume-transform-produce
     /// pipeline on `topic` as a `read_committed` reader sees them
@@ -402,6 +418,8 @@ struct TraceFacts {
     rebalances: Vec<(Time, String)>,
     /// Consumers that hit max.poll.interval.ms.
     poll_timeouts: Vec<u32>,
+    /// The topic of each `OFFSET_OUT_OF_RANGE` a consumer acted on.
+    out_of_range: Vec<String>,
 }
 
 impl TraceFacts {
@@ -411,6 +429,7 @@ impl TraceFacts {
                 self.produce_errors.push(*error);
             }
             TraceKind::LeaderElected { unclean: true, .. } => self.unclean_election = true,
+            TraceKind::OffsetOutOfRange { partition, .. } => self.out_of_range.push(partition.topic.to_string()),
             TraceKind::GroupRebalanced { group, .. } | TraceKind::TargetAssignment { group, .. } => {
                 self.rebalances.push((event.time, group.clone()))
             }
@@ -482,6 +501,33 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
                 at_most.filter(|most| read > *most).map(|most| {
                     format!("expected consumer-{consumer} to read at most {most} records, but it read {read}")
                 })
+            }
+        }
+        Expectation::Retention {
+            topic,
+            log_start_at_least,
+            resets_at_least,
+        } => {
+            let partitions = simulation
+                .config()
+                .topics
+                .iter()
+                .find(|known| known.name == *topic)
+                .map_or(0, |known| known.partitions);
+            let deleted: u64 = (0..partitions)
+                .filter_map(|index| simulation.leader_log_start(&TopicPartition::new(topic.as_str(), index)))
+                .sum();
+            let resets = facts.out_of_range.iter().filter(|known| **known == **topic).count() as u64;
+            if deleted < *log_start_at_least {
+                Some(format!(
+                    "expected retention to delete at least {log_start_at_least} offsets of {topic}, but the logs start at {deleted} in all"
+                ))
+            } else if resets < *resets_at_least {
+                Some(format!(
+                    "expected at least {resets_at_least} OFFSET_OUT_OF_RANGE resets on {topic}, but there were {resets}"
+                ))
+            } else {
+                None
             }
         }
         Expectation::Outputs {

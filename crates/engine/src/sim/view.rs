@@ -398,6 +398,9 @@ pub struct ReplicaView {
     /// The last [`SEGMENTS_SHOWN`] segments, oldest first; the last is the
     /// active one.
     pub segments: Vec<SegmentView>,
+    /// How a read of the offset halfway through the log finds it on disk
+    /// (segment, index entry, scan), if the log holds records.
+    pub lookup: Option<crate::storage::Lookup>,
 }
 
 /// How many segments of a log the view lists.
@@ -559,6 +562,9 @@ pub struct ConsumerPartitionView {
     pub high_watermark: Offset,
     /// `high watermark - position`.
     pub lag: Offset,
+    /// The last time its position fell out of the log
+    /// (`OFFSET_OUT_OF_RANGE`) and `auto.offset.reset` moved it: (from, to).
+    pub last_reset: Option<(Offset, Offset)>,
 }
 
 impl Simulation {
@@ -626,6 +632,9 @@ impl Simulation {
                                     .map(|(index, segment)| SegmentView::of(segment, index + 1 == count))
                                     .collect()
                             },
+                            lookup: log
+                                .log
+                                .lookup(log.log_start_offset() + (log.log_end_offset() - log.log_start_offset()) / 2),
                         }
                     })
                     .collect(),
@@ -712,6 +721,7 @@ impl Simulation {
                             committed: consumer.committed.get(partition).copied(),
                             high_watermark,
                             lag: high_watermark.saturating_sub(position.unwrap_or(0)),
+                            last_reset: consumer.last_resets.get(partition).copied(),
                         }
                     })
                     .collect(),

@@ -160,9 +160,17 @@ impl<R: StoredRecord> Log<R> {
     }
 
     /// Cleans the log as `to_clean` describes (`Cleaner#doClean`).
-    pub fn clean(&mut self, to_clean: &LogToClean, now_ms: i64) -> CleanOutcome {
+    /// `aborted` says which batches belong to aborted transactions: they
+    /// give no key its latest offset, and their records go
+    /// (`CleanedTransactionMetadata`). Transaction markers stay.
+    pub fn clean(
+        &mut self,
+        to_clean: &LogToClean,
+        now_ms: i64,
+        aborted: &dyn Fn(&LogBatch<R>) -> bool,
+    ) -> CleanOutcome {
         let upper_bound = to_clean.first_uncleanable_offset;
-        let (map, latest) = self.build_offset_map(to_clean.first_dirty_offset, upper_bound);
+        let (map, latest) = self.build_offset_map(to_clean.first_dirty_offset, upper_bound, aborted);
         let end_offset = latest.map_or(0, |latest| latest + 1);
         let groups = self.group_segments_by_size(end_offset, upper_bound);
         let mut outcome = CleanOutcome {
@@ -176,6 +184,7 @@ impl<R: StoredRecord> Log<R> {
         };
         let filter = RecordFilter {
             map: &map,
+            aborted,
             latest,
             now_ms,
             delete_retention_ms: self.config.delete_retention_ms,
@@ -205,12 +214,17 @@ impl<R: StoredRecord> Log<R> {
     /// once any segment was read (`updateLatestOffset` skips over the gaps
     /// compaction left). Kafka's map has a fixed size and may stop early;
     /// this one holds every key.
-    fn build_offset_map(&self, start: Offset, end: Offset) -> (BTreeMap<Arc<str>, Offset>, Option<Offset>) {
+    fn build_offset_map(
+        &self,
+        start: Offset,
+        end: Offset,
+        aborted: &dyn Fn(&LogBatch<R>) -> bool,
+    ) -> (BTreeMap<Arc<str>, Offset>, Option<Offset>) {
         let mut map = BTreeMap::new();
         let mut any = false;
         for segment in self.segments_between(Some(start), end) {
             any = true;
-            for batch in segment.batches().filter(|batch| !batch.is_control()) {
+            for batch in segment.batches().filter(|batch| !batch.is_control() && !aborted(batch)) {
                 for record in &batch.records {
                     if let (Some(key), true) = (record.key(), record.offset() >= start) {
                         map.insert(key.clone(), record.offset());
@@ -273,8 +287,9 @@ impl<R: StoredRecord> Log<R> {
 }
 
 /// The cleaner's record filter for one pass (`cleanInto`'s `RecordFilter`).
-struct RecordFilter<'a> {
+struct RecordFilter<'a, R> {
     map: &'a BTreeMap<Arc<str>, Offset>,
+    aborted: &'a dyn Fn(&LogBatch<R>) -> bool,
     latest: Option<Offset>,
     now_ms: i64,
     delete_retention_ms: i64,
@@ -283,9 +298,9 @@ struct RecordFilter<'a> {
     upper_bound: Offset,
 }
 
-impl RecordFilter<'_> {
+impl<R: StoredRecord> RecordFilter<'_, R> {
     /// Copies what survives of `source` into `cleaned` as one write.
-    fn clean_into<R: StoredRecord>(
+    fn clean_into(
         &self,
         source: &Segment<R>,
         cleaned: &mut Segment<R>,
@@ -299,10 +314,11 @@ impl RecordFilter<'_> {
         for batch in source.batches() {
             outcome.records_read += batch.records.len() as u64;
             let retain_empty = batch.next_offset() == self.upper_bound;
+            let discard = (self.aborted)(batch);
             let retained: Vec<_> = batch
                 .records
                 .iter()
-                .filter(|record| batch.is_control() || self.should_retain(batch, record))
+                .filter(|record| !discard && (batch.is_control() || self.should_retain(batch, record)))
                 .cloned()
                 .collect();
             let (written, batch_max_offset, batch_max_timestamp) = if !retained.is_empty() {
@@ -362,7 +378,7 @@ impl RecordFilter<'_> {
     /// `Cleaner#shouldRetainRecord`: past the map, kept; keyless, dropped;
     /// otherwise kept if it is its key's latest record and it has a value
     /// or its batch's delete horizon has not passed.
-    fn should_retain<R: StoredRecord>(&self, batch: &LogBatch<R>, record: &R) -> bool {
+    fn should_retain(&self, batch: &LogBatch<R>, record: &R) -> bool {
         if self.latest.is_none_or(|latest| record.offset() > latest) {
             return true;
         }

@@ -417,31 +417,24 @@ impl<R: StoredRecord> Log<R> {
             return None;
         }
         let segment = self.segment_for(target)?;
-        let (index_offset, index_position) = segment.index_lookup(target);
-        let mut position = 0u64;
-        let mut scanned = 0;
-        for batch in segment.batches() {
-            if position >= u64::from(index_position) {
-                scanned += 1;
-                if batch.last_offset >= target {
-                    return Some(Lookup {
-                        segment_base_offset: segment.base_offset,
-                        index_entry: (index_offset, index_position),
-                        batches_scanned: scanned,
-                        batch_base_offset: batch.base_offset,
-                        batch_position: position as u32,
-                    });
-                }
-            }
-            position += u64::from(batch.size_bytes);
-        }
-        None
+        let (index_entry, batches_scanned, batch_base_offset, batch_position) = segment.find(target)?;
+        Some(Lookup {
+            target,
+            segment_base_offset: segment.base_offset,
+            index_entry,
+            batches_scanned,
+            batch_base_offset,
+            batch_position,
+        })
     }
 }
 
 /// The steps of one offset lookup (see [`Log::lookup`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Lookup {
+    /// The offset looked up.
+    pub target: Offset,
     /// The segment whose range holds the offset.
     pub segment_base_offset: Offset,
     /// The index entry used: (offset, position), or (base offset, 0) when

@@ -20,6 +20,9 @@ pub struct Segment<R: StoredRecord> {
     /// Its batches in offset order.
     #[serde(skip)]
     pub(crate) batches: ChunkedVec<LogBatch<R>>,
+    /// Where each batch starts in the `.log` file.
+    #[serde(skip)]
+    positions: ChunkedVec<u32>,
     /// The `.log` file's size in bytes.
     pub size_bytes: u64,
     /// The offset after its last batch, or its base offset when empty
@@ -53,6 +56,7 @@ impl<R: StoredRecord> Segment<R> {
         Segment {
             base_offset,
             batches: ChunkedVec::new(),
+            positions: ChunkedVec::new(),
             size_bytes: 0,
             next_offset: base_offset,
             offset_index: Vec::new(),
@@ -183,6 +187,11 @@ impl<R: StoredRecord> Segment<R> {
         if let Some(last) = batches.last() {
             self.next_offset = last.next_offset();
         }
+        let mut at = position as u32;
+        for batch in &batches {
+            self.positions.push(at);
+            at += batch.size_bytes;
+        }
         self.batches.extend(batches);
         self.size_bytes += bytes;
         if largest_timestamp > self.max_timestamp_so_far() {
@@ -236,6 +245,23 @@ impl<R: StoredRecord> Segment<R> {
         }
     }
 
+    /// How a read of `target` finds its batch (`LogSegment#translateOffset`):
+    /// the index entry, then a scan of the batches from its position.
+    /// Returns the entry, how many batches were read, and the found
+    /// batch's base offset and position.
+    pub fn find(&self, target: Offset) -> Option<((Offset, u32), usize, Offset, u32)> {
+        let entry = self.index_lookup(target);
+        let from = self.positions.partition_point(|position| *position < entry.1);
+        let found = self.batches.partition_point(|batch| batch.last_offset < target);
+        let batch = self.batches.get(found)?;
+        Some((
+            entry,
+            found.saturating_sub(from) + 1,
+            batch.base_offset,
+            self.positions[found],
+        ))
+    }
+
     /// Drops every batch at or after `offset` (a follower truncating to its
     /// leader); index entries past the new end go too.
     pub(crate) fn truncate_to(&mut self, offset: Offset) {
@@ -272,6 +298,12 @@ impl<R: StoredRecord> Segment<R> {
                 });
         if kept.is_empty() {
             self.rolling_based_timestamp = None;
+        }
+        self.positions = ChunkedVec::new();
+        let mut at = 0;
+        for batch in &kept {
+            self.positions.push(at);
+            at += batch.size_bytes;
         }
         self.batches = ChunkedVec::new();
         self.batches.extend(kept);

@@ -108,7 +108,7 @@ proptest! {
                 Step::Clean => {
                     if let Some(to_clean) = log.to_clean(now, high_watermark) {
                         if to_clean.should_clean(log.config.min_cleanable_dirty_ratio) {
-                            log.clean(&to_clean, now);
+                            log.clean(&to_clean, now, &|_| false);
                         }
                     }
                 }
