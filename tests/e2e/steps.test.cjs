@@ -50,6 +50,7 @@ const EXTRA = {
   'exactly-once': { event: 'transaction-rolled-back', text: /count for nothing/ },
   'dead-letter-queue': { event: 'dead-lettered', text: /gave up as its policy says/ },
   retention: { event: 'offset-out-of-range', text: /OFFSET_OUT_OF_RANGE/ },
+  compaction: { event: 'log-cleaned', text: /the latest record of each key/ },
 };
 const STORIES = Object.fromEntries(scenarios.map((scenario) => {
   const expects = scenario.expect.map((expectation) => expectation.type);
@@ -329,6 +330,26 @@ test('the retention story: deleted segments on the map, and the reset of the slo
   const resets = await within(page, 'step-groups').locator('[data-testid^="step-reset-nightly-report-"]').allTextContents();
   assert.ok(resets.some((text) => /^\d+ → \d+ \(OFFSET_OUT_OF_RANGE\)$/.test(text)), `no reset shown: ${JSON.stringify(resets)}`);
   await within(page, 'step-groups').screenshot({ path: screenshotPath('steps-retention-reset') });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the compaction story: the map marks how far the log is clean, and a tombstone is removed later', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await chooseStory(page, 'compaction');
+  await filterName(page, 'log-cleaned');
+  await within(page, 'step-first').click();
+  assert.match(await caption(page), /compacted its copy of profiles-0 below offset \d+/);
+  const cleaned = steps(page).getByTestId('map').locator('[data-testid^="cleaned-"]');
+  assert.ok(await cleaned.count() >= 1, 'no clean mark drawn');
+  // A later cleaning removes the tombstone, once delete.retention.ms has passed.
+  let removed = false;
+  for (let step = 0; step < 40 && !removed; step++) {
+    await within(page, 'step-next').click();
+    removed = /tombstone\(s\) older than delete.retention.ms went too/.test(await caption(page));
+  }
+  assert.ok(removed, 'no cleaning removed the tombstone');
+  await steps(page).getByTestId('map').screenshot({ path: screenshotPath('steps-compaction') });
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -514,6 +514,7 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::DeadLettered { .. }
         | TraceKind::HandlerFailed { .. }
         | TraceKind::SegmentsDeleted { .. }
+        | TraceKind::LogCleaned { .. }
         | TraceKind::OffsetOutOfRange { .. }
         | TraceKind::OffsetReset { .. } => true,
         TraceKind::Sent { .. }

@@ -572,7 +572,7 @@ pub fn cluster_panel() -> Html {
                 <div class="map-frame">
                     <div class="map-scroll"><ClusterMap model={model.clone()} selected={selected.clone()} on_select={on_select} reduced_motion={*reduced_motion} /></div>
                     <p class="legend muted">
-                        { "L leader · F follower · ISR in sync · OSR out of sync · bar = log end offset, | = high watermark (numbers: HW/LEO) · dots = messages in flight (hollow: responses)" }
+                        { "L leader · F follower · ISR in sync · OSR out of sync · bar = log end offset, | = high watermark (numbers: HW/LEO), dashed stretch = deleted by retention, dark tick = compacted up to · dots = messages in flight (hollow: responses)" }
                     </p>
                     <div class="controls" role="toolbar" aria-label="export and display">
                         <MermaidExport label="Mermaid flowchart" description="the topology as a Mermaid flowchart"

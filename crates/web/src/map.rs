@@ -51,6 +51,7 @@ svg.map .replica.out-of-sync .badge-text { fill: var(--m-warn); font-weight: 700
 svg.map .replica.leader .badge-text, svg.map .replica.leader .partition { font-weight: 700; }
 svg.map .hw { stroke: var(--m-fg); stroke-width: 1.6; }
 svg.map .lso { stroke: var(--m-warn); stroke-width: 1.6; stroke-dasharray: 2 1.5; }
+svg.map .cleaned { stroke: var(--m-fg); stroke-width: 1.4; }
 svg.map .deleted { fill: var(--m-row); stroke: var(--m-muted); stroke-width: 0.6; stroke-dasharray: 1.5 1.5; }
 svg.map .marker { stroke: var(--m-box); stroke-width: 1.2; }
 svg.map .error-text { fill: var(--m-muted); font-size: 9.5px; }
@@ -198,6 +199,9 @@ fn replica_view(broker: u32, row: &ReplicaRow, is_selected: bool, on_select: &Ca
             { text(rect.x + 58.0, rect.y + 10.5, "badge-text", row.badge()) }
             <rect class="bar-bg" x={format!("{bar_x:.1}")} y={format!("{:.1}", rect.y + 3.0)} width={format!("{bar_w:.1}")} height="8" />
             <rect class="bar" x={format!("{bar_x:.1}")} y={format!("{:.1}", rect.y + 3.0)} width={format!("{leo_w:.1}")} height="8" />
+            if let Some(cleaned) = row.cleaned_up_to {
+                <line class="cleaned" data-testid={format!("cleaned-{broker}-{}", row.partition)} x1={format!("{:.1}", bar_x + bar_w * fraction(cleaned).min(1.0))} x2={format!("{:.1}", bar_x + bar_w * fraction(cleaned).min(1.0))} y1={format!("{:.1}", rect.y + 2.0)} y2={format!("{:.1}", rect.y + 12.0)} />
+            }
             if row.log_start_offset > 0 {
                 <rect class="deleted" data-testid={format!("deleted-{broker}-{}", row.partition)} x={format!("{bar_x:.1}")} y={format!("{:.1}", rect.y + 3.0)} width={format!("{:.1}", bar_w * fraction(row.log_start_offset).min(1.0))} height="8" />
             }

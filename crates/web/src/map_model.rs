@@ -104,6 +104,9 @@ pub struct ReplicaRow {
     /// The log start offset: below it retention deleted the records
     /// (drawn as an empty stretch at the bar's start).
     pub log_start_offset: u64,
+    /// For a compacted log, where the cleaner's last pass stopped (drawn
+    /// as a tick: clean below, dirty above).
+    pub cleaned_up_to: Option<u64>,
     /// The largest log end among the partition's replicas (the bar's scale).
     pub scale: u64,
     pub leader_epoch: Option<u32>,
@@ -546,6 +549,7 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
                     last_stable_offset: replica.last_stable_offset,
                     markers: replica.marker_offsets.clone(),
                     log_start_offset: replica.log_start_offset,
+                    cleaned_up_to: replica.cleaned_up_to,
                     scale: scale.get(replica.partition.as_str()).copied().unwrap_or(1),
                     leader_epoch: replica.leader_epoch,
                     rect: Rect {
@@ -1168,6 +1172,10 @@ fn inspect_replica(view: &ClusterView, model: &MapModel, broker: u32, partition:
                 ("Last caught up".into(), if replica.role == ReplicaRole::Leader { "(leader)".into() } else { ms(tracked.and_then(|replica| replica.last_caught_up_ms)) }),
                 ("Log start offset".into(), tracked.map_or("0".into(), |replica| {
                     if replica.log_start_offset == 0 { "0 (nothing deleted yet)".into() } else { format!("{} (retention deleted everything below it)", replica.log_start_offset) }
+                })),
+                ("Compaction".into(), tracked.map_or("-".into(), |replica| match replica.cleaned_up_to {
+                    Some(cleaned) => format!("clean below offset {cleaned} (the latest record of each key); dirty above"),
+                    None => "not cleaned (cleanup.policy=delete, or nothing cleanable yet)".into(),
                 })),
                 ("On disk".into(), tracked.map_or("-".into(), |replica| format!(
                     "{} bytes in {} segment{}", replica.size_bytes, replica.segment_count, if replica.segment_count == 1 { "" } else { "s" }

@@ -49,6 +49,7 @@ pub const EXAMPLES: &[Example] = examples![
     "9d-exactly-once",
     "9e-dead-letter-queue",
     "9f-retention",
+    "9g-compaction",
 ];
 
 /// One entry of the API reference shown under the sandbox.

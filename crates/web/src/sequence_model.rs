@@ -1031,6 +1031,34 @@ impl Captioner {
                     "segments-deleted".to_string(),
                 )
             }
+            TraceKind::LogCleaned {
+                broker,
+                partition,
+                records_before,
+                records_after,
+                tombstones_removed,
+                checkpoint,
+                ..
+            } => {
+                explainable = true;
+                (
+                    StepKind::Note {
+                        over: NodeId::Broker(*broker),
+                        text: "compacted".to_string(),
+                    },
+                    format!(
+                        "{}'s log cleaner compacted its copy of {partition} below offset {checkpoint}: of {records_before} records it kept {records_after}, the latest record of each key, at their original offsets (the offsets of the others are now gaps){}. Compaction is not deletion by age: a key's latest value stays however old it is, and a consumer reading from the start still sees every key. The active segment and anything above the last stable offset are never cleaned.",
+                        NodeId::Broker(*broker),
+                        if *tombstones_removed > 0 {
+                            format!("; {tombstones_removed} tombstone(s) older than delete.retention.ms went too, so their keys are gone")
+                        } else {
+                            String::new()
+                        }
+                    ),
+                    vec![partition.to_string()],
+                    "log-cleaned".to_string(),
+                )
+            }
             TraceKind::OffsetOutOfRange {
                 client,
                 partition,

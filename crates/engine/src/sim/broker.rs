@@ -126,6 +126,15 @@ impl PartitionLog {
         self.records_from(0)
     }
 
+    /// Whether the record at `offset` was removed by the cleaner: it is
+    /// below the cleaner's checkpoint and no longer in the log.
+    pub fn compacted_away(&self, offset: Offset) -> bool {
+        self.log
+            .cleaner_checkpoint
+            .is_some_and(|checkpoint| offset < checkpoint)
+            && self.record_at(offset).is_none()
+    }
+
     /// The record at `offset`, if the log holds it.
     pub fn record_at(&self, offset: Offset) -> Option<&Record> {
         self.records_from(offset)
@@ -140,6 +149,33 @@ impl PartitionLog {
             .take(max)
             .cloned()
             .collect()
+    }
+
+    /// What a consumer fetch from `from` returns: up to `max` records
+    /// below `bound`, and where the next fetch starts (past the last batch
+    /// read whole, so that batches compaction emptied are skipped).
+    pub fn consumer_read(&self, from: Offset, bound: Offset, max: usize) -> (Vec<Record>, Offset) {
+        let mut records = Vec::new();
+        let mut next = from;
+        for batch in self.log.batches_from(from) {
+            if batch.base_offset >= bound || records.len() >= max {
+                break;
+            }
+            let mut whole = batch.last_offset < bound;
+            for record in batch.records.iter().filter(|record| record.offset >= from) {
+                if record.offset >= bound || records.len() >= max {
+                    whole = false;
+                    break;
+                }
+                records.push(record.clone());
+                next = record.offset + 1;
+            }
+            if !whole {
+                break;
+            }
+            next = next.max(batch.next_offset());
+        }
+        (records, next)
     }
 
     /// Whole batches from the one holding `from`, up to about `max`
@@ -268,6 +304,30 @@ impl PartitionLog {
         self.epoch_cache = LeaderEpochCache::default();
         self.high_watermark = offset;
         self.rebuild_producer_state();
+    }
+
+    /// Cleans the log if it is compacted and dirty enough (see
+    /// [`crate::storage::Log::clean`]), below its last stable offset;
+    /// batches of aborted transactions go (the transaction index says
+    /// which).
+    pub(crate) fn clean(&mut self, now_ms: u64) -> Option<crate::storage::CleanOutcome> {
+        let to_clean = self.log.to_clean(now_ms as i64, self.last_stable_offset())?;
+        if !to_clean.should_clean(self.log.config.min_cleanable_dirty_ratio) {
+            return None;
+        }
+        let aborted_txns = self.txn_index.entries().to_vec();
+        let aborted = move |batch: &LogBatch<Record>| {
+            batch.producer.is_some_and(|producer| {
+                producer.transactional
+                    && !producer.control
+                    && aborted_txns.iter().any(|txn| {
+                        txn.producer_id == producer.producer_id
+                            && txn.first_offset <= batch.base_offset
+                            && batch.last_offset <= txn.last_offset
+                    })
+            })
+        };
+        Some(self.log.clean(&to_clean, now_ms as i64, &aborted))
     }
 
     /// Deletes the segments retention is due to delete (see
@@ -614,6 +674,12 @@ impl Simulation {
             self.config.replica_lag_time_max_ms / 2,
             Timer::IsrExpiration,
         );
+        self.schedule_timer(
+            NodeId::Broker(id),
+            incarnation,
+            self.config.log_cleaner_backoff_ms,
+            Timer::LogCleaner,
+        );
         // `LogManager` starts its retention task 30 s after startup
         // (`InitialTaskDelayMs`), then runs it every interval.
         self.schedule_timer(
@@ -916,6 +982,15 @@ impl Simulation {
                     Timer::IsrExpiration,
                 );
                 self.leader_maybe_shrink_isr(id);
+            }
+            Timer::LogCleaner => {
+                self.schedule_timer(
+                    node,
+                    incarnation,
+                    self.config.log_cleaner_backoff_ms.max(1),
+                    Timer::LogCleaner,
+                );
+                self.broker_clean_logs(id);
             }
             Timer::RetentionCheck => {
                 self.schedule_timer(
@@ -1608,6 +1683,19 @@ impl Simulation {
             return;
         };
         let (isr_size, leader_epoch) = (leader.isr.len() as u32, leader.leader_epoch);
+        // `LogValidator`: a compacted topic keeps the latest record per
+        // key, so a record without one is refused.
+        let compacted = self.brokers[&id].logs[&partition].log.config.cleanup_policy.compact;
+        if compacted
+            && batch.records.iter().any(|(record, _)| {
+                self.records
+                    .get(*record as usize)
+                    .is_some_and(|made| made.key.is_none())
+            })
+        {
+            respond(self, Err(ErrorCode::InvalidRecord));
+            return;
+        }
         let (min_isr, replication_factor) = self
             .topic_config(&partition)
             .map_or((1, 1), |topic| (topic.min_insync_replicas, topic.replication_factor));
@@ -1947,6 +2035,30 @@ impl Simulation {
         }
     }
 
+    /// The log cleaner's pass (`LogCleaner`): every compacted log on the
+    /// broker dirtier than `min.cleanable.dirty.ratio` is cleaned up to its
+    /// last stable offset, leader's and follower's alike. (Kafka's cleaner
+    /// threads take the dirtiest log first, one at a time, and back off
+    /// when none is dirty enough; here each pass cleans all of them.)
+    fn broker_clean_logs(&mut self, id: BrokerId) {
+        let now = self.now;
+        let partitions: Vec<TopicPartition> = self.brokers[&id].logs.keys().cloned().collect();
+        for partition in partitions {
+            let log = self.broker(id).logs.get_mut(&partition).expect("listed above");
+            let Some(outcome) = log.clean(now) else { continue };
+            self.record(TraceKind::LogCleaned {
+                broker: id,
+                partition: partition.clone(),
+                records_before: outcome.records_read,
+                records_after: outcome.records_kept,
+                bytes_before: outcome.bytes_before,
+                bytes_after: outcome.bytes_after,
+                tombstones_removed: outcome.tombstones_removed,
+                checkpoint: outcome.checkpoint_after,
+            });
+        }
+    }
+
     /// New records: answer the followers' held fetches.
     pub(crate) fn leader_release_held_fetches_pub(&mut self, id: BrokerId, partition: &TopicPartition) {
         self.leader_release_held(id, partition, false);
@@ -2050,7 +2162,7 @@ impl Simulation {
         }
         let (high_watermark, last_stable_offset) = (log.high_watermark, log.last_stable_offset());
         let bound = log.read_bound(isolation);
-        let records = log.copy_records(offset, bound, FETCH_MAX_RECORDS);
+        let (records, next_offset) = log.consumer_read(offset, bound, FETCH_MAX_RECORDS);
         let aborted = if isolation == IsolationLevel::ReadCommitted && !records.is_empty() {
             log.txn_index
                 .collect_aborted_txns(offset, log.log_end_offset())
@@ -2070,6 +2182,8 @@ impl Simulation {
                 last_stable_offset,
                 aborted,
                 error: None,
+                fetch_offset: offset,
+                next_offset,
             },
         );
     }

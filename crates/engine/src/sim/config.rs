@@ -761,11 +761,26 @@ pub struct ClusterConfig {
     /// deletes the segments retention no longer keeps.
     #[serde(default = "default_imbalance_interval")]
     pub log_retention_check_interval_ms: u64,
+    /// `log.cleaner.backoff.ms` (15000): how long each broker's log cleaner
+    /// waits when no compacted log is dirty enough.
+    #[serde(default = "default_cleaner_backoff")]
+    pub log_cleaner_backoff_ms: u64,
+    /// `offsets.topic.segment.bytes` (100 MiB): `__consumer_offsets`
+    /// segments (and `__transaction_state`'s, whose own setting has the
+    /// same default). Below it nothing of those topics is compacted.
+    #[serde(default = "default_offsets_segment_bytes")]
+    pub offsets_topic_segment_bytes: u64,
     /// The network.
     #[serde(default)]
     pub network: NetworkConfig,
 }
 
+fn default_cleaner_backoff() -> u64 {
+    15_000
+}
+fn default_offsets_segment_bytes() -> u64 {
+    100 * 1024 * 1024
+}
 fn default_group_consumer_heartbeat() -> u64 {
     5_000
 }
@@ -817,6 +832,8 @@ impl Default for ClusterConfig {
             group_consumer_session_timeout_ms: default_consumer_session(),
             group_consumer_heartbeat_interval_ms: default_group_consumer_heartbeat(),
             log_retention_check_interval_ms: default_imbalance_interval(),
+            log_cleaner_backoff_ms: default_cleaner_backoff(),
+            offsets_topic_segment_bytes: default_offsets_segment_bytes(),
             network: NetworkConfig::default(),
         }
     }
@@ -1041,6 +1058,12 @@ impl ClusterConfig {
         if self.leader_imbalance_check_interval_ms == 0 {
             return Err("leaderImbalanceCheckIntervalMs must be at least 1".to_string());
         }
+        if self.log_cleaner_backoff_ms == 0 {
+            return Err("logCleanerBackoffMs must be at least 1".to_string());
+        }
+        if self.offsets_topic_segment_bytes < 14 {
+            return Err("offsetsTopicSegmentBytes must be at least 14".to_string());
+        }
         if self.log_retention_check_interval_ms == 0 {
             return Err("logRetentionCheckIntervalMs must be at least 1".to_string());
         }
@@ -1225,6 +1248,14 @@ pub enum Input {
     StartConsumer {
         /// Which consumer.
         consumer: u32,
+    },
+    /// A producer sends a tombstone for `key`: a record with a null value,
+    /// which a compacted topic's cleaner later turns into "no such key".
+    ProduceTombstone {
+        /// Which producer.
+        producer: u32,
+        /// The key to delete.
+        key: String,
     },
     /// A consumer closes cleanly: it commits and leaves its group.
     StopConsumer {

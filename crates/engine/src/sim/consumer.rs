@@ -1136,15 +1136,21 @@ impl Simulation {
                 last_stable_offset,
                 aborted,
                 error,
+                fetch_offset,
+                next_offset,
             } => {
                 self.consumer_fetched(
                     id,
                     from,
                     partition,
-                    records,
-                    high_watermark,
-                    last_stable_offset,
-                    aborted,
+                    FetchAnswer {
+                        records,
+                        high_watermark,
+                        last_stable_offset,
+                        aborted,
+                        fetch_offset,
+                        next_offset,
+                    },
                     error,
                 );
             }
@@ -1175,10 +1181,7 @@ impl Simulation {
                 id,
                 from,
                 partition,
-                Vec::new(),
-                0,
-                0,
-                Vec::new(),
+                FetchAnswer::default(),
                 Some(ErrorCode::NotLeaderOrFollower),
             );
         }
@@ -1496,12 +1499,17 @@ impl Simulation {
         id: u32,
         from: NodeId,
         partition: TopicPartition,
-        records: Vec<super::types::Record>,
-        high_watermark: Offset,
-        last_stable_offset: Offset,
-        aborted: Vec<(u64, Offset)>,
+        answer: FetchAnswer,
         error: Option<ErrorCode>,
     ) {
+        let FetchAnswer {
+            records,
+            high_watermark,
+            last_stable_offset,
+            aborted,
+            fetch_offset,
+            next_offset: batches_end,
+        } = answer;
         let consumer = &mut self.consumers[id as usize];
         // Only the answer to the fetch in flight counts.
         if from != NodeId::Broker(consumer.fetch_brokers.get(&partition).copied().unwrap_or(0))
@@ -1564,13 +1572,22 @@ impl Simulation {
         let Some(&position) = consumer.positions.get(&partition) else {
             return;
         };
-        if records.first().is_some_and(|first| first.offset > position) {
+        let current = fetch_offset == position;
+        if !current && records.first().is_some_and(|first| first.offset > position) {
             // Fetched from another position (before a rewind): stale
-            // (`AbstractFetch`: "Discarding stale fetch response").
+            // (`AbstractFetch`: "Discarding stale fetch response"). From
+            // the position itself, records may start later: compaction
+            // left a gap.
             self.consumer_fetch_all(id);
             return;
         }
         let (fresh, next_offset) = returned_records(records, isolation, &aborted, position);
+        // Past batches compaction emptied (`nextFetchOffset`).
+        let next_offset = if current {
+            next_offset.max(batches_end)
+        } else {
+            next_offset
+        };
         if isolation == IsolationLevel::ReadCommitted {
             self.check_read_committed(id, from, &partition, &fresh);
         }
@@ -1933,6 +1950,17 @@ impl Simulation {
 /// (`CompletedFetch#fetchRecords`): control records never, and for
 /// `read_committed` no record of an aborted transaction (see
 /// [`consume_batches`]).
+/// A consumer fetch's answer, as `consumer_fetched` takes it.
+#[derive(Debug, Default)]
+struct FetchAnswer {
+    records: Vec<super::types::Record>,
+    high_watermark: Offset,
+    last_stable_offset: Offset,
+    aborted: Vec<(u64, Offset)>,
+    fetch_offset: Offset,
+    next_offset: Offset,
+}
+
 pub(crate) fn returned_records(
     records: Vec<super::types::Record>,
     isolation: IsolationLevel,

@@ -349,10 +349,25 @@ impl FuzzCase {
             }
             retention_check = Some(1_000 + u64::from(storage.next_u32() % 9_000));
         }
+        // Some cases give the internal topics small segments and a busy
+        // cleaner, so that `__consumer_offsets` and `__transaction_state`
+        // are compacted under faults and coordinators that fail over
+        // replay compacted logs. From a stream of its own.
+        let mut compaction = Rng::new(seed, 20);
+        let (offsets_segment_bytes, cleaner_backoff) = if compaction.next_u32() % 3 == 0 {
+            (
+                400 + u64::from(compaction.next_u32() % 3_000),
+                1_000 + u64::from(compaction.next_u32() % 9_000),
+            )
+        } else {
+            (100 * 1024 * 1024, 15_000)
+        };
         let config = ClusterConfig {
             brokers,
             controllers: 3,
             log_retention_check_interval_ms: retention_check.unwrap_or(300_000),
+            offsets_topic_segment_bytes: offsets_segment_bytes,
+            log_cleaner_backoff_ms: cleaner_backoff,
             topics,
             producers,
             consumers,

@@ -63,6 +63,9 @@ pub enum NeverReason {
     /// Retention deleted it before the group read it (its position fell
     /// below the log start, `auto.offset.reset` moved it on).
     DeletedByRetention,
+    /// Compaction removed it before the group read it: a newer record of
+    /// its key (or a tombstone) superseded it.
+    CompactedAway,
 }
 
 impl std::fmt::Display for NeverReason {
@@ -75,6 +78,7 @@ impl std::fmt::Display for NeverReason {
                 "the handler failed in its batch and the member stopped; closing committed past it"
             }
             NeverReason::DeletedByRetention => "retention deleted it before the group read it",
+            NeverReason::CompactedAway => "compaction kept a newer record of its key instead",
         })
     }
 }
@@ -88,6 +92,8 @@ pub struct RecordFate {
     pub aborted: bool,
     /// Retention deleted it (it is below the leader's log start).
     pub deleted: bool,
+    /// The cleaner removed it (a newer record of its key superseded it).
+    pub compacted: bool,
 }
 
 /// One group's bookkeeping.
@@ -253,11 +259,17 @@ impl Ledger {
         };
         let mut never: BTreeMap<NeverReason, u64> = BTreeMap::new();
         for (record, partition, offset, fate) in records {
-            let RecordFate { lost, aborted, deleted } = fate;
+            let RecordFate {
+                lost,
+                aborted,
+                deleted,
+                compacted,
+            } = fate;
             let committed_past = committed.get(partition).is_some_and(|committed| *committed > offset);
             match book.processed.get(&record).map_or(0, |(times, _)| *times) {
                 0 if lost => *never.entry(NeverReason::LostAtBroker).or_default() += 1,
                 0 if deleted => *never.entry(NeverReason::DeletedByRetention).or_default() += 1,
+                0 if compacted => *never.entry(NeverReason::CompactedAway).or_default() += 1,
                 0 if book.dead_lettered.contains(&record) => view.dead_lettered += 1,
                 0 if committed_past && book.abandoned.contains(&record) => {
                     *never.entry(NeverReason::SkippedWhenTheHandlerFailed).or_default() += 1;
@@ -302,6 +314,7 @@ impl super::Simulation {
                             lost: record.lost,
                             aborted: self.record_aborted(partition, offset),
                             deleted: self.leader_log_start(partition).is_some_and(|start| offset < start),
+                            compacted: self.leader_log(partition).is_some_and(|log| log.compacted_away(offset)),
                         };
                         (id as RecordId, partition, offset, fate)
                     })
@@ -313,8 +326,13 @@ impl super::Simulation {
 
     /// The log start offset of `partition` on its leader.
     pub(crate) fn leader_log_start(&self, partition: &TopicPartition) -> Option<Offset> {
+        Some(self.leader_log(partition)?.log_start_offset())
+    }
+
+    /// `partition`'s log on its leader.
+    pub(crate) fn leader_log(&self, partition: &TopicPartition) -> Option<&super::broker::PartitionLog> {
         let leader = self.controller.partitions.get(partition)?.leader?;
-        Some(self.brokers.get(&leader)?.logs.get(partition)?.log_start_offset())
+        self.brokers.get(&leader)?.logs.get(partition)
     }
 
     /// Whether the record at `offset` of `partition` belongs to a
@@ -341,7 +359,7 @@ impl super::Simulation {
 
     /// A group's committed offsets at its coordinator (none while it has
     /// no coordinator).
-    pub(crate) fn group_committed(&self, group: &str) -> BTreeMap<TopicPartition, Offset> {
+    pub fn group_committed(&self, group: &str) -> BTreeMap<TopicPartition, Offset> {
         let partition = self.offsets_partition(group);
         let Some(leader) = self
             .controller

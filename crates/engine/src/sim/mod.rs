@@ -61,6 +61,9 @@ pub enum Timer {
     /// The broker's periodic retention check over its logs
     /// (`log.retention.check.interval.ms`).
     RetentionCheck,
+    /// The broker's log cleaner looks for compacted logs to clean
+    /// (`log.cleaner.backoff.ms`).
+    LogCleaner,
     /// A held (empty) fetch must be answered now.
     DelayedFetchExpiry(TopicPartition, u64),
     /// A parked acks=all produce timed out.
@@ -1077,6 +1080,7 @@ impl Simulation {
             Input::RestartController { controller } => self.controller_restart(controller),
             Input::StartConsumer { consumer } => self.consumer_start(consumer),
             Input::StopConsumer { consumer } => self.consumer_stop(consumer, true),
+            Input::ProduceTombstone { producer, key } => self.producer_send_tombstone(producer, key),
             Input::CrashConsumer { consumer } => self.consumer_stop(consumer, false),
             Input::PauseConsumer { consumer, duration_ms } => self.consumer_pause(consumer, duration_ms),
             Input::AddConsumer { consumer } => self.consumer_add(consumer),
@@ -1238,13 +1242,21 @@ impl Simulation {
             Some(topic) => topic.log_config(),
             None => crate::storage::LogConfig {
                 cleanup_policy: crate::storage::CleanupPolicy::COMPACT,
+                segment_bytes: self.config.offsets_topic_segment_bytes,
                 ..crate::storage::LogConfig::default()
             },
         }
     }
 
     /// Registers a record a producer sent.
-    pub(crate) fn new_record(&mut self, producer: u32, key: Option<String>, bytes: u32) -> RecordId {
+    /// (A tombstone if `tombstone`.)
+    pub(crate) fn new_record_with(
+        &mut self,
+        producer: u32,
+        key: Option<String>,
+        bytes: u32,
+        tombstone: bool,
+    ) -> RecordId {
         self.highlights.tally.entry(producer).or_default()[0] += 1;
         self.records.push(ProducedRecord {
             producer,
@@ -1258,7 +1270,7 @@ impl Simulation {
             source: None,
             dead_letter: None,
             timestamp: self.now,
-            tombstone: false,
+            tombstone,
         });
         (self.records.len() - 1) as RecordId
     }
@@ -1310,6 +1322,7 @@ fn describe_input(input: &Input) -> String {
         Input::RestartController { controller } => format!("restart controller-{controller}"),
         Input::StartConsumer { consumer } => format!("start consumer-{consumer}"),
         Input::StopConsumer { consumer } => format!("stop consumer-{consumer} (it leaves its group)"),
+        Input::ProduceTombstone { producer, key } => format!("producer-{producer} sends a tombstone for key {key}"),
         Input::CrashConsumer { consumer } => format!("crash consumer-{consumer} (no goodbye)"),
         Input::PauseConsumer { consumer, duration_ms } => {
             format!("pause consumer-{consumer} for {duration_ms} ms (a garbage-collection pause)")

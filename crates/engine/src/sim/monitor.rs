@@ -300,8 +300,10 @@ impl Simulation {
             let Some(Some(offset)) = produced.acknowledged else {
                 continue;
             };
-            // Below the log start, retention deleted it: policy, not loss.
-            let deleted = offset < log.log_start_offset();
+            // Below the log start, retention deleted it; gone from a cleaned
+            // stretch, compaction kept a newer record of its key: policy,
+            // not loss.
+            let deleted = offset < log.log_start_offset() || log.compacted_away(offset);
             let present = log.record_at(offset).is_some_and(|stored| stored.id == record);
             if !present && !deleted {
                 lost.push(record);

@@ -182,6 +182,15 @@ impl Simulation {
 
     /// The `Produce` input: records enter the producer.
     pub(crate) fn producer_send(&mut self, producer: u32, key: Option<String>, count: u32, bytes: u32) {
+        self.producer_send_with(producer, key, count, bytes, false);
+    }
+
+    /// The `ProduceTombstone` input: one record with a null value.
+    pub(crate) fn producer_send_tombstone(&mut self, producer: u32, key: String) {
+        self.producer_send_with(producer, Some(key), 1, 0, true);
+    }
+
+    fn producer_send_with(&mut self, producer: u32, key: Option<String>, count: u32, bytes: u32, tombstone: bool) {
         if producer as usize >= self.producers.len() {
             return;
         }
@@ -207,7 +216,7 @@ impl Simulation {
             .is_some_and(|txn| txn.phase == super::txn_client::TxnPhase::Fenced);
         let mut refused = Vec::new();
         for _ in 0..count {
-            let record = self.new_record(producer, key.clone(), bytes);
+            let record = self.new_record_with(producer, key.clone(), bytes, tombstone);
             if fenced {
                 refused.push(record);
                 continue;

@@ -219,6 +219,20 @@ pub enum Expectation {
         #[serde(default)]
         resets_at_least: u64,
     },
+    /// Brokers' cleaners compacted `topic` at least `cleanings_at_least`
+    /// times (counting each replica's cleaning) and removed at least
+    /// `tombstones_removed_at_least` tombstones past `delete.retention.ms`.
+    #[serde(rename_all = "camelCase")]
+    Compaction {
+        /// The topic.
+        topic: String,
+        /// Cleanings: at least this many.
+        #[serde(default)]
+        cleanings_at_least: u64,
+        /// Tombstones removed: at least this many.
+        #[serde(default)]
+        tombstones_removed_at_least: u64,
+    },
     /// At the end, the committed outputs of a consume-transform-produce
     /// pipeline on `topic` as a `read_committed` reader sees them
     /// ([`OutputAudit`](super::ledger::OutputAudit)): at least this many
@@ -420,6 +434,8 @@ struct TraceFacts {
     poll_timeouts: Vec<u32>,
     /// The topic of each `OFFSET_OUT_OF_RANGE` a consumer acted on.
     out_of_range: Vec<String>,
+    /// Each cleaning: its topic and the tombstones it removed.
+    cleanings: Vec<(String, u64)>,
 }
 
 impl TraceFacts {
@@ -430,6 +446,11 @@ impl TraceFacts {
             }
             TraceKind::LeaderElected { unclean: true, .. } => self.unclean_election = true,
             TraceKind::OffsetOutOfRange { partition, .. } => self.out_of_range.push(partition.topic.to_string()),
+            TraceKind::LogCleaned {
+                partition,
+                tombstones_removed,
+                ..
+            } => self.cleanings.push((partition.topic.to_string(), *tombstones_removed)),
             TraceKind::GroupRebalanced { group, .. } | TraceKind::TargetAssignment { group, .. } => {
                 self.rebalances.push((event.time, group.clone()))
             }
@@ -525,6 +546,31 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
             } else if resets < *resets_at_least {
                 Some(format!(
                     "expected at least {resets_at_least} OFFSET_OUT_OF_RANGE resets on {topic}, but there were {resets}"
+                ))
+            } else {
+                None
+            }
+        }
+        Expectation::Compaction {
+            topic,
+            cleanings_at_least,
+            tombstones_removed_at_least,
+        } => {
+            let cleanings: Vec<u64> = facts
+                .cleanings
+                .iter()
+                .filter(|(known, _)| known == topic)
+                .map(|(_, removed)| *removed)
+                .collect();
+            let removed: u64 = cleanings.iter().sum();
+            if (cleanings.len() as u64) < *cleanings_at_least {
+                Some(format!(
+                    "expected at least {cleanings_at_least} cleanings of {topic}, but there were {}",
+                    cleanings.len()
+                ))
+            } else if removed < *tombstones_removed_at_least {
+                Some(format!(
+                    "expected at least {tombstones_removed_at_least} tombstones of {topic} removed, but {removed} were"
                 ))
             } else {
                 None

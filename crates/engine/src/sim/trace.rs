@@ -894,6 +894,18 @@ pub enum TraceKind {
         segments: Vec<(Offset, u64, crate::storage::DeletionReason)>,
         log_start_offset: Offset,
     },
+    /// A broker's log cleaner compacted a replica's log (`Cleaner#clean`):
+    /// only the latest record of each key is left below `checkpoint`.
+    LogCleaned {
+        broker: BrokerId,
+        partition: TopicPartition,
+        records_before: u64,
+        records_after: u64,
+        bytes_before: u64,
+        bytes_after: u64,
+        tombstones_removed: u64,
+        checkpoint: Offset,
+    },
     /// A consumer's position is no longer in the log (retention deleted
     /// it): `OFFSET_OUT_OF_RANGE`, and `auto.offset.reset` decides.
     OffsetOutOfRange {
@@ -1183,6 +1195,23 @@ impl TraceEvent {
                     reasons.into_iter().collect::<Vec<_>>().join(", ")
                 )
             }
+            TraceKind::LogCleaned {
+                broker,
+                partition,
+                records_before,
+                records_after,
+                bytes_before,
+                bytes_after,
+                tombstones_removed,
+                checkpoint,
+            } => format!(
+                "broker-{broker}'s cleaner compacted {partition} below offset {checkpoint}: {records_before} records ({bytes_before} bytes) became {records_after} ({bytes_after} bytes), the latest of each key{}",
+                if *tombstones_removed > 0 {
+                    format!("; {tombstones_removed} tombstone(s) past delete.retention.ms removed")
+                } else {
+                    String::new()
+                }
+            ),
             TraceKind::OffsetOutOfRange {
                 client,
                 partition,

@@ -236,6 +236,10 @@ pub enum ErrorCode {
     /// A fetch asked for an offset the log does not hold: below its log
     /// start (retention deleted it) or past its end.
     OffsetOutOfRange,
+    /// The broker refused a record: here, a keyless record for a compacted
+    /// topic (`LogValidator`: "Compacted topic cannot accept message
+    /// without key").
+    InvalidRecord,
 }
 
 impl std::fmt::Display for ErrorCode {
@@ -282,6 +286,7 @@ impl std::fmt::Display for ErrorCode {
             ErrorCode::InvalidTransactionTimeout => "INVALID_TRANSACTION_TIMEOUT",
             ErrorCode::UnstableOffsetCommit => "UNSTABLE_OFFSET_COMMIT",
             ErrorCode::OffsetOutOfRange => "OFFSET_OUT_OF_RANGE",
+            ErrorCode::InvalidRecord => "INVALID_RECORD",
         })
     }
 }
@@ -291,7 +296,10 @@ impl ErrorCode {
     pub fn retriable(self) -> bool {
         !matches!(
             self,
-            ErrorCode::DeliveryTimeout | ErrorCode::InvalidProducerEpoch | ErrorCode::ProducerFenced
+            ErrorCode::DeliveryTimeout
+                | ErrorCode::InvalidProducerEpoch
+                | ErrorCode::ProducerFenced
+                | ErrorCode::InvalidRecord
         )
     }
 
@@ -991,6 +999,11 @@ pub enum Message {
         last_stable_offset: Offset,
         aborted: Vec<(u64, Offset)>,
         error: Option<ErrorCode>,
+        /// The offset the fetch asked for (the client remembers it).
+        fetch_offset: Offset,
+        /// Where the next fetch starts: past the last batch returned, even
+        /// where compaction emptied it (`nextFetchOffset`).
+        next_offset: Offset,
     },
     /// Not a request: the client's connection to a broker closed because
     /// the broker process died. Kafka's `NetworkClient` fails every request
@@ -1042,6 +1055,8 @@ impl Message {
             last_stable_offset: 0,
             aborted: Vec::new(),
             error: Some(error),
+            fetch_offset: 0,
+            next_offset: 0,
         }
     }
 
@@ -1771,6 +1786,7 @@ impl Message {
                 last_stable_offset,
                 aborted,
                 error,
+                ..
             } => match error {
                 Some(error) => format!("FetchResponse {partition} error={error}"),
                 None => {
@@ -1836,6 +1852,7 @@ mod tests {
             ErrorCode::InvalidTransactionTimeout,
             ErrorCode::UnstableOffsetCommit,
             ErrorCode::OffsetOutOfRange,
+            ErrorCode::InvalidRecord,
         ];
         for error in all {
             let serialized = serde_json::to_value(error).expect("serializes");

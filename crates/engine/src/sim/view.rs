@@ -401,6 +401,10 @@ pub struct ReplicaView {
     /// How a read of the offset halfway through the log finds it on disk
     /// (segment, index entry, scan), if the log holds records.
     pub lookup: Option<crate::storage::Lookup>,
+    /// For a compacted log: where the cleaner's last pass stopped. Below
+    /// it each key has one record (the clean part); above it, the dirty
+    /// part may hold stale records of the same keys.
+    pub cleaned_up_to: Option<Offset>,
 }
 
 /// How many segments of a log the view lists.
@@ -635,6 +639,7 @@ impl Simulation {
                             lookup: log
                                 .log
                                 .lookup(log.log_start_offset() + (log.log_end_offset() - log.log_start_offset()) / 2),
+                            cleaned_up_to: log.log.cleaner_checkpoint,
                         }
                     })
                     .collect(),

@@ -72,6 +72,8 @@ pub struct CleanOutcome {
     pub bytes_before: u64,
     /// Bytes after.
     pub bytes_after: u64,
+    /// Tombstones removed (their delete horizon had passed).
+    pub tombstones_removed: u64,
 }
 
 impl<R: StoredRecord> Log<R> {
@@ -181,6 +183,7 @@ impl<R: StoredRecord> Log<R> {
             records_kept: 0,
             bytes_before: 0,
             bytes_after: 0,
+            tombstones_removed: 0,
         };
         let filter = RecordFilter {
             map: &map,
@@ -360,9 +363,13 @@ impl<R: StoredRecord> RecordFilter<'_, R> {
                 empty.size_bytes = RECORD_BATCH_OVERHEAD;
                 (empty, batch.last_offset, (batch.max_timestamp, batch.last_offset))
             } else {
+                outcome.tombstones_removed +=
+                    batch.records.iter().filter(|record| record.is_tombstone()).count() as u64;
                 continue;
             };
             outcome.records_kept += written.records.len() as u64;
+            let tombstones = |records: &[R]| records.iter().filter(|record| record.is_tombstone()).count() as u64;
+            outcome.tombstones_removed += tombstones(&batch.records) - tombstones(&written.records);
             bytes += u64::from(written.size_bytes);
             max_offset = Some(max_offset.map_or(batch_max_offset, |offset| offset.max(batch_max_offset)));
             if max_timestamp.is_none_or(|(timestamp, _)| batch_max_timestamp.0 > timestamp) {
