@@ -51,6 +51,7 @@ const EXTRA = {
   'dead-letter-queue': { event: 'dead-lettered', text: /gave up as its policy says/ },
   retention: { event: 'offset-out-of-range', text: /OFFSET_OUT_OF_RANGE/ },
   compaction: { event: 'log-cleaned', text: /the latest record of each key/ },
+  quota: { event: 'throttled', text: /throttle_time_ms=\d+/ },
 };
 const STORIES = Object.fromEntries(scenarios.map((scenario) => {
   const expects = scenario.expect.map((expectation) => expectation.type);
@@ -350,6 +351,20 @@ test('the compaction story: the map marks how far the log is clean, and a tombst
   }
   assert.ok(removed, 'no cleaning removed the tombstone');
   await steps(page).getByTestId('map').screenshot({ path: screenshotPath('steps-compaction') });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the quota story: the map shows the throttled producer, the other producer is never throttled', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await chooseStory(page, 'quota');
+  await filterName(page, 'throttled');
+  await within(page, 'step-first').click();
+  assert.match(await caption(page), /throttle_time_ms=\d+.*other clients are not slowed down/s);
+  const map = steps(page).getByTestId('map');
+  assert.match(await map.getByTestId('node-producer-0').textContent(), /THROTTLED \(quota\) until \d+ ms/);
+  assert.doesNotMatch(await map.getByTestId('node-producer-1').textContent(), /THROTTLED/);
+  await map.screenshot({ path: screenshotPath('steps-quota-throttled') });
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -515,6 +515,7 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::HandlerFailed { .. }
         | TraceKind::SegmentsDeleted { .. }
         | TraceKind::LogCleaned { .. }
+        | TraceKind::Throttled { .. }
         | TraceKind::OffsetOutOfRange { .. }
         | TraceKind::OffsetReset { .. } => true,
         TraceKind::Sent { .. }

@@ -558,6 +558,8 @@ pub fn cluster_panel() -> Html {
                 <button type="button" data-testid="cluster-step" onclick={act(Action::Step)}>{ "Step one event" }</button>
                 <button type="button" data-testid="cluster-run-1s" onclick={act(Action::Run(1_000))}>{ "Run 1 s" }</button>
                 <button type="button" data-testid="cluster-run-10s" onclick={act(Action::Run(10_000))}>{ "Run 10 s" }</button>
+                <button type="button" data-testid="cluster-skip-1m" title="Time travel: run a minute of the cluster at once (retention and compaction work in minutes and hours)" onclick={act(Action::Run(60_000))}>{ "Skip 1 min" }</button>
+                <button type="button" data-testid="cluster-skip-10m" title="Time travel: run ten minutes of the cluster at once" onclick={act(Action::Run(600_000))}>{ "Skip 10 min" }</button>
                 <button type="button" data-testid="cluster-produce" onclick={act(Action::Produce)}>{ "Produce 10 records per producer" }</button>
                 <button type="button" data-testid="cluster-reset" onclick={on_reset}>{ "Reset" }</button>
                 <span class="clock" data-testid="cluster-time">{ format!("t = {} ms", view.time_ms) }</span>

@@ -296,7 +296,10 @@ fn node_view(node: &MapNode, selected: &Option<Selection>, on_select: &Callback<
                     <rect class="bar-bg" x={format!("{x:.1}")} y={format!("{:.1}", y + 50.0)} width={format!("{gauge_w:.1}")} height="6" />
                     <rect class="bar" x={format!("{x:.1}")} y={format!("{:.1}", y + 50.0)} width={format!("{fill:.1}")} height="6" />
                     { text(x, y + 70.0, "detail", format!("in flight: {} · sent {} · acked {}", producer.in_flight, producer.sent, producer.acknowledged)) }
-                    { text(x, y + 84.0, "error-text", error.unwrap_or_else(|| "no errors".to_string())) }
+                    { text(x, y + 84.0, "error-text", match producer.throttled_until {
+                        Some(until) => format!("⏸ THROTTLED (quota) until {until} ms"),
+                        None => error.unwrap_or_else(|| "no errors".to_string()),
+                    }) }
                     { text(x, y + 99.0, "detail", "recent keys → partition:") }
                     { for producer.recent.iter().take(3).enumerate().map(|(index, record)| text(
                         x + 6.0,

@@ -1220,6 +1220,10 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                     }),
                     ("Requests in flight".into(), format!("{} (at most {} per broker)", producer.in_flight, producer.max_in_flight_per_connection)),
                     ("Sent / acknowledged / failed".into(), format!("{} / {} / {}", producer.sent, producer.acknowledged, producer.failed)),
+                    ("Quota".into(), match producer.throttled_until {
+                        Some(until) => format!("throttled until {until} ms: a broker measured it over its producer_byte_rate and it waits (KIP-219)"),
+                        None => "not throttled".into(),
+                    }),
                     ("Last error".into(), producer.last_error.as_ref().map_or("none".into(), |error| format!("{} on {} at {} ms{}", error.error, error.partition, error.time_ms, if error.will_retry { " (retrying)" } else { "" }))),
                 ],
                 messages: Vec::new(),

@@ -50,6 +50,7 @@ pub const EXAMPLES: &[Example] = examples![
     "9e-dead-letter-queue",
     "9f-retention",
     "9g-compaction",
+    "9h-quota",
 ];
 
 /// One entry of the API reference shown under the sandbox.

@@ -1078,6 +1078,26 @@ impl Captioner {
                     "offset-out-of-range".to_string(),
                 )
             }
+            TraceKind::Throttled {
+                producer,
+                broker,
+                throttle_time_ms,
+            } => {
+                explainable = true;
+                (
+                    StepKind::Note {
+                        over: NodeId::Producer(*producer),
+                        text: format!("throttled {throttle_time_ms} ms"),
+                    },
+                    format!(
+                        "{} measured {} producing faster than its quota (producer_byte_rate, per broker, over the last ~10 s) and answered with throttle_time_ms={throttle_time_ms}: the time it takes for the rate to fall back to the quota. The producer sends this broker nothing until then (KIP-219); other clients are not slowed down.",
+                        NodeId::Broker(*broker),
+                        NodeId::Producer(*producer)
+                    ),
+                    Vec::new(),
+                    "throttled".to_string(),
+                )
+            }
             TraceKind::OffsetReset {
                 client,
                 partition,
@@ -1900,6 +1920,7 @@ mod tests {
         let answer = Message::ProduceResponse {
             request: 1,
             responses: vec![(partition(0), Ok(7)), (partition(2), Err(ErrorCode::NotEnoughReplicas))],
+            throttle_time_ms: 0,
         };
         let text = caption(&answer, "broker-1", "producer-0");
         assert!(

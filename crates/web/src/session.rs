@@ -568,6 +568,32 @@ mod tests {
             .collect()
     }
 
+    /// Time travel: ten minutes at once, with small segments and short
+    /// retention, deletes segments on the way and keeps the page's trace
+    /// within its bound.
+    #[test]
+    fn skipping_ten_minutes_runs_retention_and_keeps_the_trace_bounded() {
+        let mut session = session();
+        session.apply(Action::Knob(Knob::Storage(StorageSetting::SegmentBytes), "1024".into()));
+        session.apply(Action::Knob(Knob::Storage(StorageSetting::RetentionMs), "60000".into()));
+        for _ in 0..20 {
+            session.apply(Action::Produce);
+            session.apply(Action::Run(5_000));
+        }
+        let before = session.simulation.now();
+        session.apply(Action::Run(600_000));
+        assert_eq!(session.simulation.now(), before + 600_000);
+        assert!(session.trace().len() <= TRACE_KEPT);
+        let view = session.simulation.view();
+        assert!(
+            view.brokers
+                .iter()
+                .flat_map(|broker| broker.replicas.iter())
+                .any(|replica| replica.log_start_offset > 0),
+            "retention deleted nothing in ten minutes"
+        );
+    }
+
     #[test]
     fn every_path_that_moves_the_simulation_collects_its_trace() {
         let mut session = session();

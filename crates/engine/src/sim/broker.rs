@@ -561,6 +561,11 @@ pub struct Broker {
     /// request id: each partition's result once that partition is done
     /// (Kafka's `DelayedProduce` answers when every partition is).
     pub produce_requests: BTreeMap<(NodeId, u64), Vec<PartitionProduceResult>>,
+    /// The bytes of each produce request not yet answered, recorded in
+    /// its client's quota rate when it is (`KafkaApis#handleProduceRequest`).
+    pub produce_request_bytes: BTreeMap<(NodeId, u64), (String, u64)>,
+    /// Each client id's produce rate on this broker (`ClientQuotaManager`).
+    pub produce_rates: BTreeMap<String, crate::storage::ByteRate>,
     /// Producer ids it hands out: the next one and the end of its block.
     pub producer_ids: Option<(u64, u64)>,
     /// Blocks of producer ids this broker took so far (on disk, so a
@@ -591,6 +596,8 @@ impl Broker {
             coordinators: BTreeMap::new(),
             txn_coordinators: BTreeMap::new(),
             produce_requests: BTreeMap::new(),
+            produce_request_bytes: BTreeMap::new(),
+            produce_rates: BTreeMap::new(),
             producer_ids: None,
             producer_id_blocks: 0,
             next_id: 0,
@@ -1495,6 +1502,17 @@ impl Simulation {
         if acks != Acks::None {
             let pending = batches.iter().map(|(partition, _)| (partition.clone(), None)).collect();
             self.broker(id).produce_requests.insert((client, request), pending);
+            if let NodeId::Producer(producer) = client {
+                let bytes = batches
+                    .iter()
+                    .flat_map(|(_, batch)| batch.records.iter())
+                    .map(|(_, bytes)| u64::from(*bytes))
+                    .sum();
+                let client_id = self.producer_client_id(producer);
+                self.broker(id)
+                    .produce_request_bytes
+                    .insert((client, request), (client_id, bytes));
+            }
         }
         for (partition, batch) in batches {
             self.leader_produce(id, client, request, partition, batch, acks, timeout_ms);
@@ -1532,10 +1550,31 @@ impl Simulation {
             .into_iter()
             .map(|(partition, result)| (partition, result.expect("every partition is done")))
             .collect();
+        // The client's produce quota (`ClientQuotaManager#maybeRecordAndGetThrottleTimeMs`):
+        // the request's bytes go into its rate; over the quota, the answer
+        // says how long to wait (KIP-219: the client waits before its next
+        // request to this broker).
+        let now = self.now;
+        let throttle_time_ms = match self.broker(id).produce_request_bytes.remove(&(client, request)) {
+            Some((client_id, bytes)) => match self.config.producer_quota(&client_id) {
+                Some(quota) => self
+                    .broker(id)
+                    .produce_rates
+                    .entry(client_id)
+                    .or_default()
+                    .record_and_throttle_ms(bytes as f64, now as i64, quota as f64),
+                None => 0,
+            },
+            None => 0,
+        };
         self.send(
             NodeId::Broker(id),
             client,
-            Message::ProduceResponse { request, responses },
+            Message::ProduceResponse {
+                request,
+                responses,
+                throttle_time_ms,
+            },
         );
     }
 

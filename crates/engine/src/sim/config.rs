@@ -232,6 +232,10 @@ pub struct ProducerConfig {
         skip_serializing_if = "is_default_transaction_timeout"
     )]
     pub transaction_timeout_ms: u64,
+    /// `client.id`: what brokers know the producer by, for quotas
+    /// (default `producer-N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
 }
 
 fn default_transaction_timeout() -> u64 {
@@ -292,6 +296,7 @@ impl ProducerConfig {
             max_in_flight_requests_per_connection: default_max_in_flight(),
             transactional_id: None,
             transaction_timeout_ms: default_transaction_timeout(),
+            client_id: None,
         }
     }
 
@@ -770,6 +775,10 @@ pub struct ClusterConfig {
     /// same default). Below it nothing of those topics is compacted.
     #[serde(default = "default_offsets_segment_bytes")]
     pub offsets_topic_segment_bytes: u64,
+    /// Client quotas (`kafka-configs --alter --entity-type clients`): a
+    /// byte rate per client id, or for every client id without its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quotas: Vec<ClientQuota>,
     /// The network.
     #[serde(default)]
     pub network: NetworkConfig,
@@ -834,6 +843,7 @@ impl Default for ClusterConfig {
             log_retention_check_interval_ms: default_imbalance_interval(),
             log_cleaner_backoff_ms: default_cleaner_backoff(),
             offsets_topic_segment_bytes: default_offsets_segment_bytes(),
+            quotas: Vec::new(),
             network: NetworkConfig::default(),
         }
     }
@@ -1057,6 +1067,11 @@ impl ClusterConfig {
         }
         if self.leader_imbalance_check_interval_ms == 0 {
             return Err("leaderImbalanceCheckIntervalMs must be at least 1".to_string());
+        }
+        for quota in &self.quotas {
+            if quota.producer_byte_rate == Some(0) {
+                return Err("producer_byte_rate must be at least 1 byte a second".to_string());
+            }
         }
         if self.log_cleaner_backoff_ms == 0 {
             return Err("logCleanerBackoffMs must be at least 1".to_string());
@@ -1399,6 +1414,38 @@ pub enum ConfigChange {
         /// The new value.
         value: i64,
     },
+}
+
+/// One client quota (`ClientQuotaManager`): the bytes a second each broker
+/// lets a client id produce before it throttles it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClientQuota {
+    /// The client id it applies to; none: every client id without a
+    /// quota of its own (`<default>`).
+    #[serde(default)]
+    pub client_id: Option<String>,
+    /// `producer_byte_rate`, bytes a second per broker.
+    #[serde(default)]
+    pub producer_byte_rate: Option<u64>,
+}
+
+impl ClusterConfig {
+    /// The produce quota of a client id: its own, else the default one
+    /// (the most specific match, as `ClientQuotaManager` resolves it).
+    pub fn producer_quota(&self, client_id: &str) -> Option<u64> {
+        let own = self
+            .quotas
+            .iter()
+            .find(|quota| quota.client_id.as_deref() == Some(client_id))
+            .and_then(|quota| quota.producer_byte_rate);
+        own.or_else(|| {
+            self.quotas
+                .iter()
+                .find(|quota| quota.client_id.is_none())
+                .and_then(|quota| quota.producer_byte_rate)
+        })
+    }
 }
 
 /// A topic storage setting a run can change, with Kafka's name.

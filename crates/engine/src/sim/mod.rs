@@ -905,6 +905,7 @@ impl Simulation {
                                 .iter()
                                 .map(|(partition, _)| (partition.clone(), Err(types::ErrorCode::NetworkException)))
                                 .collect(),
+                            throttle_time_ms: 0,
                         }),
                         Message::ConsumerFetch { partition, .. } => Some(Message::consumer_fetch_error(
                             partition.clone(),

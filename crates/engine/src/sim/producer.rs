@@ -77,6 +77,8 @@ pub struct Producer {
     pub batches: BTreeMap<u32, VecDeque<PendingBatch>>,
     /// Produce requests in flight.
     pub in_flight: BTreeMap<u64, InFlight>,
+    /// Brokers that throttled it (over its produce quota), until when.
+    pub throttled_until: BTreeMap<BrokerId, Time>,
     /// The producer id `InitProducerId` gave it (idempotent producers).
     pub producer_id: Option<u64>,
     /// An `InitProducerId` request is out: its id and the broker.
@@ -133,6 +135,7 @@ impl Producer {
             waiting: VecDeque::new(),
             batches: BTreeMap::new(),
             in_flight: BTreeMap::new(),
+            throttled_until: BTreeMap::new(),
             producer_id: None,
             init_in_flight: None,
             init_retry_at: 0,
@@ -178,6 +181,14 @@ impl Simulation {
             topic: self.producers[producer as usize].topic.clone(),
             partition,
         }
+    }
+
+    /// A producer's `client.id`: as configured, else `producer-N`.
+    pub(crate) fn producer_client_id(&self, producer: u32) -> String {
+        self.producers
+            .get(producer as usize)
+            .and_then(|state| state.config.client_id.clone())
+            .unwrap_or_else(|| format!("producer-{producer}"))
     }
 
     /// The `Produce` input: records enter the producer.
@@ -512,7 +523,16 @@ impl Simulation {
         }
         nodes.sort_unstable();
         let max_in_flight = self.producers[index].config.max_in_flight_requests_per_connection as usize;
+        let now = self.now;
         for node in nodes {
+            // `NetworkClient#canSendRequest`: not to a broker that throttles it.
+            if self.producers[index]
+                .throttled_until
+                .get(&node)
+                .is_some_and(|until| *until > now)
+            {
+                continue;
+            }
             loop {
                 // `NetworkClient#canSendRequest` / `InFlightRequests#canSendMore`:
                 // at most max.in.flight.requests.per.connection requests
@@ -849,10 +869,29 @@ impl Simulation {
             }
             // One answer for every partition of the request; each
             // partition's result is handled on its own (`Sender#handleProduceResponse`).
-            Message::ProduceResponse { request, responses } => {
+            Message::ProduceResponse {
+                request,
+                responses,
+                throttle_time_ms,
+            } => {
                 let Some(in_flight) = self.producers[index].in_flight.remove(&request) else {
                     return;
                 };
+                if throttle_time_ms > 0 {
+                    // KIP-219: no request to this broker until the throttle
+                    // time is over (`NetworkClient#maybeThrottle`).
+                    let broker = in_flight.broker;
+                    let until = self.now + throttle_time_ms;
+                    let state = &mut self.producers[index];
+                    let entry = state.throttled_until.entry(broker).or_insert(until);
+                    *entry = (*entry).max(until);
+                    self.record(TraceKind::Throttled {
+                        producer,
+                        broker,
+                        throttle_time_ms,
+                    });
+                    self.schedule_timer(Self::producer_node(producer), 0, throttle_time_ms, Timer::ProducerDrain);
+                }
                 let mut batches = in_flight.batches;
                 for (partition, result) in responses {
                     let Some(position) = batches.iter().position(|(queued, _)| {

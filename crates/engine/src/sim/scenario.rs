@@ -233,6 +233,19 @@ pub enum Expectation {
         #[serde(default)]
         tombstones_removed_at_least: u64,
     },
+    /// Brokers throttled `producer` (over its produce quota) at least
+    /// `at_least` and at most `at_most` times.
+    #[serde(rename_all = "camelCase")]
+    Throttled {
+        /// Which producer.
+        producer: u32,
+        /// At least this many throttled answers.
+        #[serde(default)]
+        at_least: u64,
+        /// At most this many.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_most: Option<u64>,
+    },
     /// At the end, the committed outputs of a consume-transform-produce
     /// pipeline on `topic` as a `read_committed` reader sees them
     /// ([`OutputAudit`](super::ledger::OutputAudit)): at least this many
@@ -436,6 +449,8 @@ struct TraceFacts {
     out_of_range: Vec<String>,
     /// Each cleaning: its topic and the tombstones it removed.
     cleanings: Vec<(String, u64)>,
+    /// The producer of each throttled produce answer.
+    throttled: Vec<u32>,
 }
 
 impl TraceFacts {
@@ -446,6 +461,7 @@ impl TraceFacts {
             }
             TraceKind::LeaderElected { unclean: true, .. } => self.unclean_election = true,
             TraceKind::OffsetOutOfRange { partition, .. } => self.out_of_range.push(partition.topic.to_string()),
+            TraceKind::Throttled { producer, .. } => self.throttled.push(*producer),
             TraceKind::LogCleaned {
                 partition,
                 tombstones_removed,
@@ -574,6 +590,24 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
                 ))
             } else {
                 None
+            }
+        }
+        Expectation::Throttled {
+            producer,
+            at_least,
+            at_most,
+        } => {
+            let count = facts.throttled.iter().filter(|known| *known == producer).count() as u64;
+            if count < *at_least {
+                Some(format!(
+                    "expected producer-{producer} to be throttled at least {at_least} times, but it was {count} times"
+                ))
+            } else {
+                at_most.filter(|most| count > *most).map(|most| {
+                    format!(
+                        "expected producer-{producer} to be throttled at most {most} times, but it was {count} times"
+                    )
+                })
             }
         }
         Expectation::Outputs {

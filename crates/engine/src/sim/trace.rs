@@ -906,6 +906,13 @@ pub enum TraceKind {
         tombstones_removed: u64,
         checkpoint: Offset,
     },
+    /// A broker answered a producer over its produce quota with a throttle
+    /// time; the producer sends that broker nothing until it is over.
+    Throttled {
+        producer: u32,
+        broker: BrokerId,
+        throttle_time_ms: u64,
+    },
     /// A consumer's position is no longer in the log (retention deleted
     /// it): `OFFSET_OUT_OF_RANGE`, and `auto.offset.reset` decides.
     OffsetOutOfRange {
@@ -1211,6 +1218,13 @@ impl TraceEvent {
                 } else {
                     String::new()
                 }
+            ),
+            TraceKind::Throttled {
+                producer,
+                broker,
+                throttle_time_ms,
+            } => format!(
+                "broker-{broker} throttles producer-{producer} for {throttle_time_ms} ms: it produced faster than its quota (producer_byte_rate), so it sends that broker nothing until then"
             ),
             TraceKind::OffsetOutOfRange {
                 client,

@@ -760,6 +760,9 @@ pub enum Message {
     ProduceResponse {
         request: u64,
         responses: Vec<(TopicPartition, Result<Offset, ErrorCode>)>,
+        /// How long the client must wait before its next request to this
+        /// broker: over its produce quota (`throttle_time_ms`), else 0.
+        throttle_time_ms: u64,
     },
     /// An idempotent producer asks any broker for a producer id and epoch
     /// (`InitProducerId` with a null `transactionalId`).
@@ -1508,7 +1511,11 @@ impl Message {
                 text.push_str(&format!(" [{}]", parts.join("; ")));
                 text
             }
-            Message::ProduceResponse { responses, .. } => {
+            Message::ProduceResponse {
+                responses,
+                throttle_time_ms,
+                ..
+            } => {
                 let parts: Vec<String> = responses
                     .iter()
                     .map(|(partition, result)| match result {
@@ -1516,7 +1523,12 @@ impl Message {
                         Err(error) => format!("{partition} error={error}"),
                     })
                     .collect();
-                format!("ProduceResponse [{}]", parts.join("; "))
+                let throttled = if *throttle_time_ms > 0 {
+                    format!(" throttleTimeMs={throttle_time_ms}")
+                } else {
+                    String::new()
+                };
+                format!("ProduceResponse [{}]{throttled}", parts.join("; "))
             }
             Message::InitProducerId {
                 transactional_id,

@@ -111,6 +111,9 @@ pub struct ProducerView {
     pub recent: Vec<RecentRecord>,
     /// The last produce error, if any.
     pub last_error: Option<ProduceErrorNote>,
+    /// Until when a broker throttles it (over its produce quota), if one
+    /// does now.
+    pub throttled_until: Option<u64>,
 }
 
 /// A record the producer sent recently.
@@ -793,6 +796,12 @@ impl Simulation {
                     failed,
                     recent,
                     last_error: self.highlights.producer_errors.get(&producer.id).cloned(),
+                    throttled_until: producer
+                        .throttled_until
+                        .values()
+                        .copied()
+                        .filter(|until| *until > self.now)
+                        .max(),
                 }
             })
             .collect();

@@ -138,6 +138,9 @@ impl ByteRate {
     }
 }
 
+/// Rates are compared exactly; they are never NaN.
+impl Eq for ByteRate {}
+
 impl Default for ByteRate {
     fn default() -> Self {
         ByteRate::new()
