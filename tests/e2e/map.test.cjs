@@ -447,3 +447,21 @@ test('live storage knobs: small segments and retention.bytes make the next reten
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('the live knobs are grouped as Kafka groups its settings: producer, topic, broker, consumer', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const groups = {
+    'knobs-producer': ['knob-acks', 'knob-linger', 'knob-idempotence'],
+    'knobs-topic': ['knob-min-insync', 'knob-retention-ms', 'knob-retention-bytes', 'knob-segment-bytes'],
+    'knobs-broker': ['knob-unclean', 'knob-lag'],
+  };
+  for (const [group, knobs] of Object.entries(groups)) {
+    for (const knob of knobs) {
+      assert.equal(await live(page).getByTestId(group).getByTestId(knob).count(), 1, `${knob} is not under ${group}`);
+    }
+  }
+  assert.match(await live(page).getByTestId('knobs-consumer').innerText(), /select it on the map/);
+  await live(page).getByTestId('knobs').screenshot({ path: screenshotPath('map-knobs-grouped') });
+  assert.deepEqual(problems, []);
+  await page.close();
+});

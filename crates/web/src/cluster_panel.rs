@@ -625,47 +625,60 @@ pub fn cluster_panel() -> Html {
                         <h3>{ "Knobs" }</h3>
                         <fieldset>
                             <legend>{ "Live: each change is an input at this moment of the run" }</legend>
-                            <label>{ "acks " }
-                                <select key={format!("acks-{refusals}")} data-testid="knob-acks" onchange={live(Knob::Acks)}>
-                                    { for ["0", "1", "all"].iter().map(|value| html! { <option value={*value} selected={acks == *value}>{ *value }</option> }) }
-                                </select>
-                            </label>
-                            <label>{ "min.insync.replicas " }
-                                <KnobInput live=true testid="knob-min-insync" value={min_insync.to_string()} onchange={live(Knob::MinInsyncReplicas)} />
-                            </label>
-                            { match min_insync_warning(min_insync, replication_factor) {
-                                Some(warning) => html! { <p class="warning" role="status" data-testid="knob-min-insync-warning">{ warning }</p> },
-                                None => html! {},
-                            } }
-                            <label>
-                                <input type="checkbox" data-testid="knob-unclean" checked={config.unclean_leader_election_enable} onchange={live(Knob::UncleanLeaderElection)} />
-                                { " unclean.leader.election.enable" }
-                            </label>
-                            <p class="muted hint">{ format!(
-                                "With it on, a partition whose leader is fenced gets an unclean leader at once; one already offline waits for the controller's periodic pass (unclean.leader.election.interval.ms, {} s).",
-                                config.unclean_leader_election_interval_ms / 1_000
-                            ) }</p>
-                            <label>{ "retention.ms " }
-                                <KnobInput live=true testid="knob-retention-ms" value={storage.0.to_string()} onchange={live(Knob::Storage(StorageSetting::RetentionMs))} />
-                            </label>
-                            <label>{ "retention.bytes " }
-                                <KnobInput live=true testid="knob-retention-bytes" value={storage.1.to_string()} onchange={live(Knob::Storage(StorageSetting::RetentionBytes))} />
-                            </label>
-                            <label>{ "segment.bytes " }
-                                <KnobInput live=true testid="knob-segment-bytes" value={storage.2.to_string()} onchange={live(Knob::Storage(StorageSetting::SegmentBytes))} />
-                            </label>
-                            <p class="muted hint">{ "Topic storage (kafka-configs --alter on every topic): retention deletes closed segments older than retention.ms, or the oldest while a log is over retention.bytes, at each broker's retention check (every log.retention.check.interval.ms, 5 min by default). -1 means no limit." }</p>
-                            <label>{ "replica.lag.time.max.ms " }
-                                <KnobInput live=true testid="knob-lag" value={config.replica_lag_time_max_ms.to_string()} onchange={live(Knob::ReplicaLagTimeMaxMs)} />
-                            </label>
-                            <label>{ "linger.ms " }
-                                <KnobInput live=true testid="knob-linger" value={linger.to_string()} onchange={live(Knob::LingerMs)} />
-                            </label>
-                            <label>
-                                <input key={format!("idempotence-{refusals}")} type="checkbox" data-testid="knob-idempotence" checked={idempotent} onchange={live(Knob::EnableIdempotence)} />
-                                { " enable.idempotence" }
-                            </label>
-                            <p class="muted hint">{ "Kafka sets it when a producer is created; here it switches between sends, and the producer gets a new producer id. It needs acks=all." }</p>
+                            <fieldset class="knob-group" data-testid="knobs-producer">
+                                <legend>{ "Producer" }</legend>
+                                <label>{ "acks " }
+                                    <select key={format!("acks-{refusals}")} data-testid="knob-acks" onchange={live(Knob::Acks)}>
+                                        { for ["0", "1", "all"].iter().map(|value| html! { <option value={*value} selected={acks == *value}>{ *value }</option> }) }
+                                    </select>
+                                </label>
+                                <label>{ "linger.ms " }
+                                    <KnobInput live=true testid="knob-linger" value={linger.to_string()} onchange={live(Knob::LingerMs)} />
+                                </label>
+                                <label>
+                                    <input key={format!("idempotence-{refusals}")} type="checkbox" data-testid="knob-idempotence" checked={idempotent} onchange={live(Knob::EnableIdempotence)} />
+                                    { " enable.idempotence" }
+                                </label>
+                                <p class="muted hint">{ "Kafka sets it when a producer is created; here it switches between sends, and the producer gets a new producer id. It needs acks=all." }</p>
+                            </fieldset>
+                            <fieldset class="knob-group" data-testid="knobs-topic">
+                                <legend>{ "Topic" }</legend>
+                                <label>{ "min.insync.replicas " }
+                                    <KnobInput live=true testid="knob-min-insync" value={min_insync.to_string()} onchange={live(Knob::MinInsyncReplicas)} />
+                                </label>
+                                { match min_insync_warning(min_insync, replication_factor) {
+                                    Some(warning) => html! { <p class="warning" role="status" data-testid="knob-min-insync-warning">{ warning }</p> },
+                                    None => html! {},
+                                } }
+                                <label>{ "retention.ms " }
+                                    <KnobInput live=true testid="knob-retention-ms" value={storage.0.to_string()} onchange={live(Knob::Storage(StorageSetting::RetentionMs))} />
+                                </label>
+                                <label>{ "retention.bytes " }
+                                    <KnobInput live=true testid="knob-retention-bytes" value={storage.1.to_string()} onchange={live(Knob::Storage(StorageSetting::RetentionBytes))} />
+                                </label>
+                                <label>{ "segment.bytes " }
+                                    <KnobInput live=true testid="knob-segment-bytes" value={storage.2.to_string()} onchange={live(Knob::Storage(StorageSetting::SegmentBytes))} />
+                                </label>
+                                <p class="muted hint">{ "Topic storage (kafka-configs --alter on every topic): retention deletes closed segments older than retention.ms, or the oldest while a log is over retention.bytes, at each broker's retention check (every log.retention.check.interval.ms, 5 min by default). -1 means no limit." }</p>
+                            </fieldset>
+                            <fieldset class="knob-group" data-testid="knobs-broker">
+                                <legend>{ "Broker" }</legend>
+                                <label>
+                                    <input type="checkbox" data-testid="knob-unclean" checked={config.unclean_leader_election_enable} onchange={live(Knob::UncleanLeaderElection)} />
+                                    { " unclean.leader.election.enable" }
+                                </label>
+                                <p class="muted hint">{ format!(
+                                    "With it on, a partition whose leader is fenced gets an unclean leader at once; one already offline waits for the controller's periodic pass (unclean.leader.election.interval.ms, {} s).",
+                                    config.unclean_leader_election_interval_ms / 1_000
+                                ) }</p>
+                                <label>{ "replica.lag.time.max.ms " }
+                                    <KnobInput live=true testid="knob-lag" value={config.replica_lag_time_max_ms.to_string()} onchange={live(Knob::ReplicaLagTimeMaxMs)} />
+                                </label>
+                            </fieldset>
+                            <fieldset class="knob-group" data-testid="knobs-consumer">
+                                <legend>{ "Consumer" }</legend>
+                                <p class="muted hint">{ "Each member has its own: select it on the map (commit mode, processing time, crash, pause)." }</p>
+                            </fieldset>
                         </fieldset>
                         <fieldset>
                             <legend>{ "Shape: these start a new run" }</legend>
