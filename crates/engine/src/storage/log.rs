@@ -378,6 +378,8 @@ impl<R: StoredRecord> Log<R> {
             Arc::make_mut(last).truncate_to(offset);
         }
         self.log_end_offset = offset;
+        // UnifiedLog#truncateTo: the log start never stays above the end.
+        self.log_start_offset = self.log_start_offset.min(offset);
         if let Some(checkpoint) = self.cleaner_checkpoint {
             self.cleaner_checkpoint = Some(checkpoint.min(offset));
         }
