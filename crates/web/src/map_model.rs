@@ -1052,22 +1052,21 @@ fn replica_files(replica: &kafkascope_engine::sim::view::ReplicaView) -> Vec<(St
         } else {
             ""
         };
-        files.push((
-            format!("{}.index", segment.file_stem),
-            format!("{} B", segment.offset_index_entries * 8),
-            format!(
-                "{} entries: offset → position, one per index.interval.bytes{preallocated}",
-                segment.offset_index_entries
+        for (suffix, entries, entry_bytes, maps) in [
+            (
+                ".index",
+                segment.offset_index_entries,
+                8,
+                "offset → position, one per index.interval.bytes",
             ),
-        ));
-        files.push((
-            format!("{}.timeindex", segment.file_stem),
-            format!("{} B", segment.time_index_entries * 12),
-            format!(
-                "{} entries: timestamp → offset{preallocated}",
-                segment.time_index_entries
-            ),
-        ));
+            (".timeindex", segment.time_index_entries, 12, "timestamp → offset"),
+        ] {
+            files.push((
+                format!("{}{suffix}", segment.file_stem),
+                format!("{} B", entries * entry_bytes),
+                format!("{entries} entries: {maps}{preallocated}"),
+            ));
+        }
     }
     files
 }

@@ -1011,11 +1011,11 @@ impl Captioner {
             TraceKind::SegmentsDeleted {
                 broker,
                 partition,
+                bytes,
                 segments,
                 log_start_offset,
             } => {
                 explainable = true;
-                let bytes: u64 = segments.iter().map(|(_, bytes, _)| bytes).sum();
                 let why = segments.first().map_or(String::new(), |(_, _, reason)| reason.to_string());
                 (
                     StepKind::Note {

@@ -669,32 +669,17 @@ impl Simulation {
             broker: id,
             status: BrokerChange::Started,
         });
-        self.schedule_timer(
-            NodeId::Broker(id),
-            incarnation,
-            self.config.broker_heartbeat_interval_ms,
-            Timer::BrokerHeartbeat,
-        );
-        self.schedule_timer(
-            NodeId::Broker(id),
-            incarnation,
-            self.config.replica_lag_time_max_ms / 2,
-            Timer::IsrExpiration,
-        );
-        self.schedule_timer(
-            NodeId::Broker(id),
-            incarnation,
-            self.config.log_cleaner_backoff_ms,
-            Timer::LogCleaner,
-        );
         // `LogManager` starts its retention task 30 s after startup
         // (`InitialTaskDelayMs`), then runs it every interval.
-        self.schedule_timer(
-            NodeId::Broker(id),
-            incarnation,
-            LOG_MANAGER_INITIAL_DELAY_MS.min(self.config.log_retention_check_interval_ms),
-            Timer::RetentionCheck,
-        );
+        let first_retention_check = LOG_MANAGER_INITIAL_DELAY_MS.min(self.config.log_retention_check_interval_ms);
+        for (delay, timer) in [
+            (self.config.broker_heartbeat_interval_ms, Timer::BrokerHeartbeat),
+            (self.config.replica_lag_time_max_ms / 2, Timer::IsrExpiration),
+            (self.config.log_cleaner_backoff_ms, Timer::LogCleaner),
+            (first_retention_check, Timer::RetentionCheck),
+        ] {
+            self.schedule_timer(NodeId::Broker(id), incarnation, delay, timer);
+        }
         self.broker_fetch_metadata(id);
     }
 
@@ -2068,6 +2053,7 @@ impl Simulation {
             self.record(TraceKind::SegmentsDeleted {
                 broker: id,
                 partition,
+                bytes: outcome.deleted.iter().map(|(_, bytes, _)| bytes).sum(),
                 segments: outcome.deleted,
                 log_start_offset: outcome.log_start_after,
             });

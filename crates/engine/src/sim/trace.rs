@@ -891,6 +891,8 @@ pub enum TraceKind {
     SegmentsDeleted {
         broker: BrokerId,
         partition: TopicPartition,
+        /// The bytes of all of them.
+        bytes: u64,
         segments: Vec<(Offset, u64, crate::storage::DeletionReason)>,
         log_start_offset: Offset,
     },
@@ -1189,10 +1191,10 @@ impl TraceEvent {
             TraceKind::SegmentsDeleted {
                 broker,
                 partition,
+                bytes,
                 segments,
                 log_start_offset,
             } => {
-                let bytes: u64 = segments.iter().map(|(_, bytes, _)| bytes).sum();
                 let reasons: std::collections::BTreeSet<String> =
                     segments.iter().map(|(_, _, reason)| reason.to_string()).collect();
                 format!(
