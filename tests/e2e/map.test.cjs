@@ -465,3 +465,53 @@ test('the live knobs are grouped as Kafka groups its settings: producer, topic, 
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('compaction and quota knobs, a member\'s auto.offset.reset, and skipping an hour with its progress', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const setKnob = async (id, value) => {
+    await live(page).getByTestId(id).fill(value);
+    await live(page).getByTestId(id).press('Enter');
+  };
+  // A fetch quota for every client id: the consumers get throttled.
+  await setKnob('knob-consumer-byte-rate', '0');
+  assert.match(await live(page).getByTestId('knob-error').innerText(), /consumer_byte_rate must be a whole number of bytes a second, at least 1/);
+  await setKnob('knob-consumer-byte-rate', '200');
+  for (let round = 0; round < 3; round++) {
+    await live(page).getByTestId('cluster-produce').click();
+    await live(page).getByTestId('cluster-run-10s').click();
+  }
+  assert.match(await live(page).getByTestId('recent-events').innerText(), /throttles consumer-\d+ for \d+ ms: its fetches took more bytes than its quota \(consumer_byte_rate\)/);
+  await live(page).getByTestId('knobs-quota').screenshot({ path: screenshotPath('map-knobs-quota') });
+  // Compaction settings, with Kafka's names and bounds.
+  await live(page).getByTestId('knob-cleanup-policy').selectOption('compact');
+  assert.equal(await live(page).getByTestId('knob-error').count(), 0);
+  await setKnob('knob-dirty-ratio', '2');
+  assert.match(await live(page).getByTestId('knob-error').innerText(), /min.cleanable.dirty.ratio must be a number from 0 to 1/);
+  await setKnob('knob-dirty-ratio', '0.1');
+  await setKnob('knob-delete-retention', '15000');
+  assert.equal(await live(page).getByTestId('knob-error').count(), 0);
+  assert.equal(await live(page).getByTestId('knob-cleanup-policy').inputValue(), 'compact');
+  // A compacted topic refuses records without a key (INVALID_RECORD).
+  await live(page).getByTestId('cluster-produce').click();
+  await live(page).getByTestId('cluster-run-1s').click();
+  assert.match(await live(page).getByTestId('recent-events').innerText(), /failed with INVALID_RECORD/);
+  // A member's auto.offset.reset, from its inspector.
+  await live(page).getByTestId('member-consumer-0').click();
+  await live(page).getByTestId('inspector-reset-consumer-0').selectOption('none');
+  assert.match(await live(page).getByTestId('inspector-facts').innerText(), /auto.offset.reset\s+none/);
+  assert.match(await live(page).getByTestId('inspector-facts').innerText(), /Quota\s+/);
+  // Skip an hour: it runs a minute at a time, shows how far it got, and
+  // can be stopped.
+  const time = async () => Number((await live(page).getByTestId('cluster-time').textContent()).replace(/[^\d]/g, ''));
+  const before = await time();
+  await live(page).getByTestId('cluster-skip-1h').click();
+  await live(page).getByTestId('skip-progress').waitFor();
+  await page.waitForFunction(() => /skipped [2-9]\d* of 60 min|skipped \d{2} of 60 min/.test(document.querySelector('[data-testid="skip-progress"]')?.textContent ?? ''));
+  await live(page).getByTestId('skip-progress').screenshot({ path: screenshotPath('map-skip-progress') });
+  await live(page).getByTestId('cluster-skip-stop').click();
+  await live(page).getByTestId('cluster-skip-1h').waitFor();
+  const stopped = await time();
+  assert.ok(stopped >= before + 120000 && stopped < before + 3600000, `${before} -> ${stopped}`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});

@@ -65,6 +65,19 @@ export interface KeylessOptions {
 /** Where one keyless record went and why. */
 export interface KeylessChoice { partition: number; reason: string; kind: string }
 
+/** One record in a replica's log. */
+export interface LogRecord {
+  offset: number;
+  batchBaseOffset: number;
+  leaderEpoch: number;
+  key: string | null;
+  valueSize: number | null;
+  headersSize: number;
+  timestamp: number;
+  producerId: number | null;
+  committed: boolean;
+}
+
 /** A trace event. */
 export interface TraceEvent { id: number; time: number; cause: number | null; kind: string; line: string }
 "#;
@@ -527,6 +540,28 @@ impl Cluster {
     /// decided) and `open` (above the last stable offset).
     pub fn outputs(&self, topic: &str) -> Result<JsValue, JsError> {
         to_js(&self.simulation.output_audit(topic))
+    }
+
+    /// The records of a partition as one replica's log holds them (the
+    /// leader's unless `broker` is given), from offset `from`, at most
+    /// 1000: offset, its batch's base offset, leader epoch, key, value
+    /// size (null: a tombstone), headers size, timestamp, producer id and
+    /// whether it is committed.
+    #[wasm_bindgen(unchecked_return_type = "LogRecord[]")]
+    pub fn records(
+        &self,
+        topic: &str,
+        partition: u32,
+        broker: Option<u32>,
+        from: Option<f64>,
+    ) -> Result<JsValue, JsError> {
+        let partition = kafkascope_engine::groups::assignors::TopicPartition::new(topic, partition);
+        let from = from.unwrap_or(0.0).max(0.0) as u64;
+        let records = self
+            .simulation
+            .log_records(&partition, broker, from)
+            .map_err(js_error)?;
+        to_js(&records)
     }
 
     /// Trace events from id `from` on.

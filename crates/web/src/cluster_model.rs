@@ -517,6 +517,7 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::LogCleaned { .. }
         | TraceKind::Throttled { .. }
         | TraceKind::OffsetOutOfRange { .. }
+        | TraceKind::NoOffsetForPartition { .. }
         | TraceKind::OffsetReset { .. } => true,
         TraceKind::Sent { .. }
         | TraceKind::Delivered { .. }

@@ -25,7 +25,7 @@ use crate::map::ClusterMap;
 use crate::map_model::{inspect, layout_fit, mermaid, Fit};
 use crate::selection::Selection;
 use crate::session::{Action, Knob, Session, SetupField};
-use kafkascope_engine::sim::config::StorageSetting;
+use kafkascope_engine::sim::config::{OffsetReset, StorageSetting};
 
 fn page_query() -> String {
     web_sys::window()
@@ -205,6 +205,24 @@ pub fn cluster_panel() -> Html {
                 })
             });
             move || drop(interval)
+        });
+    }
+    // A long skip runs one slice per timer turn, so the page draws its
+    // progress in between and the Stop button stays clickable.
+    {
+        let dispatch = dispatch.clone();
+        let slice_scheduled = use_mut_ref(|| false);
+        let skipping = session.borrow().skipping().is_some();
+        use_effect(move || {
+            if skipping && !*slice_scheduled.borrow() {
+                *slice_scheduled.borrow_mut() = true;
+                let slice_scheduled = slice_scheduled.clone();
+                gloo_timers::callback::Timeout::new(0, move || {
+                    *slice_scheduled.borrow_mut() = false;
+                    dispatch(Action::SkipSlice);
+                })
+                .forget();
+            }
         });
     }
     let toggle_play = {
@@ -397,6 +415,23 @@ pub fn cluster_panel() -> Html {
         (topic.retention_ms, topic.retention_bytes, topic.segment_bytes as i64)
     });
     let replication_factor = config.topics.first().map_or(1, |topic| topic.replication_factor);
+    let cleanup = config
+        .topics
+        .first()
+        .map_or(("delete".to_string(), 0.5, 0, 0), |topic| {
+            (
+                topic.cleanup_policy.to_string(),
+                topic.min_cleanable_dirty_ratio.0,
+                topic.min_compaction_lag_ms,
+                topic.delete_retention_ms,
+            )
+        });
+    let default_quota = config.quotas.iter().find(|quota| quota.client_id.is_none());
+    let rate_text = |rate: Option<u64>| rate.map_or(String::new(), |rate| rate.to_string());
+    let quota = (
+        rate_text(default_quota.and_then(|quota| quota.producer_byte_rate)),
+        rate_text(default_quota.and_then(|quota| quota.consumer_byte_rate)),
+    );
 
     // The inspector's actions for the selection.
     let actions = selected.as_ref().map(|selection| {
@@ -461,6 +496,23 @@ pub fn cluster_panel() -> Html {
                         )
                     };
                     let (mode, idempotent) = member_settings.get(&id).copied().unwrap_or_default();
+                    let reset = view
+                        .consumers
+                        .iter()
+                        .find(|consumer| consumer.id == id)
+                        .map_or(OffsetReset::Latest, |consumer| consumer.auto_offset_reset);
+                    let on_reset = {
+                        let dispatch = dispatch.clone();
+                        Callback::from(move |event: Event| {
+                            let value = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
+                            let reset = [OffsetReset::Earliest, OffsetReset::Latest, OffsetReset::None]
+                                .into_iter()
+                                .find(|each| each.to_string() == value);
+                            if let Some(reset) = reset {
+                                dispatch(Action::OffsetReset(id, reset));
+                            }
+                        })
+                    };
                     let on_mode = {
                         let dispatch = dispatch.clone();
                         Callback::from(move |event: Event| {
@@ -486,6 +538,13 @@ pub fn cluster_panel() -> Html {
                                 </select>
                             </label>
                         }
+                        <label class="inspector-control">{ "auto.offset.reset " }
+                            <select data-testid={format!("inspector-reset-{node}")} onchange={on_reset}>
+                                { for [OffsetReset::Earliest, OffsetReset::Latest, OffsetReset::None].into_iter().map(|each| html! {
+                                    <option value={each.to_string()} selected={each == reset}>{ each.to_string() }</option>
+                                }) }
+                            </select>
+                        </label>
                         { if idempotent {
                             button("Handler not idempotent", format!("inspector-idempotent-{node}"), Action::IdempotentHandler(id, false))
                         } else {
@@ -560,6 +619,18 @@ pub fn cluster_panel() -> Html {
                 <button type="button" data-testid="cluster-run-10s" onclick={act(Action::Run(10_000))}>{ "Run 10 s" }</button>
                 <button type="button" data-testid="cluster-skip-1m" title="Time travel: run a minute of the cluster at once (retention and compaction work in minutes and hours)" onclick={act(Action::Run(60_000))}>{ "Skip 1 min" }</button>
                 <button type="button" data-testid="cluster-skip-10m" title="Time travel: run ten minutes of the cluster at once" onclick={act(Action::Run(600_000))}>{ "Skip 10 min" }</button>
+                { match session.borrow().skipping() {
+                    Some((done, total)) => html! {
+                        <span class="skip-progress" role="status" data-testid="skip-progress">
+                            <progress max={total.to_string()} value={done.to_string()} aria-label="time skipped" />
+                            { format!(" skipped {} of {} min ", done / 60_000, total / 60_000) }
+                            <button type="button" data-testid="cluster-skip-stop" onclick={act(Action::StopSkip)}>{ "Stop" }</button>
+                        </span>
+                    },
+                    None => html! {
+                        <button type="button" data-testid="cluster-skip-1h" title="Time travel: run an hour of the cluster, a minute at a time, with its progress shown (every event still runs: the cluster is never idle)" onclick={act(Action::Skip(3_600_000))}>{ "Skip 1 h" }</button>
+                    },
+                } }
                 <button type="button" data-testid="cluster-produce" onclick={act(Action::Produce)}>{ "Produce 10 records per producer" }</button>
                 <button type="button" data-testid="cluster-reset" onclick={on_reset}>{ "Reset" }</button>
                 <span class="clock" data-testid="cluster-time">{ format!("t = {} ms", view.time_ms) }</span>
@@ -660,6 +731,34 @@ pub fn cluster_panel() -> Html {
                                     <KnobInput live=true testid="knob-segment-bytes" value={storage.2.to_string()} onchange={live(Knob::Storage(StorageSetting::SegmentBytes))} />
                                 </label>
                                 <p class="muted hint">{ "Topic storage (kafka-configs --alter on every topic): retention deletes closed segments older than retention.ms, or the oldest while a log is over retention.bytes, at each broker's retention check (every log.retention.check.interval.ms, 5 min by default). -1 means no limit." }</p>
+                                <label>{ "cleanup.policy " }
+                                    <select key={format!("cleanup-{refusals}")} data-testid="knob-cleanup-policy" onchange={live(Knob::CleanupPolicy)}>
+                                        { for ["delete", "compact", "compact,delete"].iter().map(|value| html! { <option value={*value} selected={cleanup.0 == *value}>{ *value }</option> }) }
+                                    </select>
+                                </label>
+                                <label>{ "min.cleanable.dirty.ratio " }
+                                    <KnobInput live=true testid="knob-dirty-ratio" value={cleanup.1.to_string()} onchange={live(Knob::MinCleanableDirtyRatio)} />
+                                </label>
+                                <label>{ "min.compaction.lag.ms " }
+                                    <KnobInput live=true testid="knob-compaction-lag" value={cleanup.2.to_string()} onchange={live(Knob::Storage(StorageSetting::MinCompactionLagMs))} />
+                                </label>
+                                <label>{ "delete.retention.ms " }
+                                    <KnobInput live=true testid="knob-delete-retention" value={cleanup.3.to_string()} onchange={live(Knob::Storage(StorageSetting::DeleteRetentionMs))} />
+                                </label>
+                                <p class="muted hint">{ format!(
+                                    "Compaction: each broker's cleaner (every log.cleaner.backoff.ms, {} s here) cleans a compacted log once its dirty part is over min.cleanable.dirty.ratio and older than min.compaction.lag.ms, keeping the latest record of each key; a tombstone stays delete.retention.ms after the first cleaning that saw it. The active segment is never cleaned.",
+                                    config.log_cleaner_backoff_ms / 1_000
+                                ) }</p>
+                            </fieldset>
+                            <fieldset class="knob-group" data-testid="knobs-quota">
+                                <legend>{ "Client quotas (default, every client id)" }</legend>
+                                <label>{ "producer_byte_rate " }
+                                    <KnobInput live=true testid="knob-producer-byte-rate" value={quota.0.clone()} onchange={live(Knob::ProducerByteRate)} />
+                                </label>
+                                <label>{ "consumer_byte_rate " }
+                                    <KnobInput live=true testid="knob-consumer-byte-rate" value={quota.1.clone()} onchange={live(Knob::ConsumerByteRate)} />
+                                </label>
+                                <p class="muted hint">{ "Bytes a second per broker (kafka-configs --alter --entity-type clients --entity-default); empty: no quota. A client over it gets throttle_time_ms in its answers (a fetch answer comes back empty) and the broker mutes its connection for that long." }</p>
                             </fieldset>
                             <fieldset class="knob-group" data-testid="knobs-broker">
                                 <legend>{ "Broker" }</legend>

@@ -335,9 +335,10 @@ fn node_view(node: &MapNode, selected: &Option<Selection>, on_select: &Callback<
                     let (click, key) = activate(member_node, on_select);
                     let r = member.rect;
                     let label = format!(
-                        "{} in group {name}, {}, owns {}, total lag {}",
+                        "{} in group {name}, {}{}, owns {}, total lag {}",
                         member.name,
                         member.phase,
+                        if member.throttled { ", fetches throttled by a quota" } else { "" },
                         if member.partitions.is_empty() { "nothing".to_string() } else { member.partitions.join(", ") },
                         member.total_lag
                     );
@@ -347,7 +348,7 @@ fn node_view(node: &MapNode, selected: &Option<Selection>, on_select: &Callback<
                             onclick={click} onkeydown={key}>
                             <title>{ label }</title>
                             <rect class="row" x={format!("{:.1}", r.x)} y={format!("{:.1}", r.y)} width={format!("{:.1}", r.w)} height={format!("{:.1}", r.h)} rx="4" />
-                            { text(r.x + 4.0, r.y + 13.0, "title small", format!("{} · {}", member.name, member.phase)) }
+                            { text(r.x + 4.0, r.y + 13.0, "title small", format!("{} · {}{}", member.name, member.phase, if member.throttled { " · ⏸ throttled" } else { "" })) }
                             { if member.partitions.is_empty() {
                                 text(r.x + 4.0, r.y + 27.0, "detail", if member.phase == ConsumerPhase::Consuming { "idle: no partition" } else { "" })
                             } else { html! { <>

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::cluster_model::count_of;
 use crate::selection::{as_broker, as_controller, as_producer, Selection};
+use kafkascope_engine::sim::config::OffsetReset;
 use kafkascope_engine::sim::types::NodeId;
 use kafkascope_engine::sim::view::{
     ClusterView, ConsumerPhase, ConsumerView, MessageView, ProcessStatus, ProducerView, ReplicaRole, Role,
@@ -207,6 +208,8 @@ pub struct MemberRow {
     /// Owned partitions: `orders-0 @12 lag 3`.
     pub partitions: Vec<String>,
     pub total_lag: u64,
+    /// A broker throttles its fetches (`consumer_byte_rate`).
+    pub throttled: bool,
     pub rect: Rect,
 }
 
@@ -657,6 +660,7 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
                     })
                     .collect(),
                 total_lag: consumer.partitions.iter().map(|owned| owned.lag).sum(),
+                throttled: consumer.throttled_until.is_some(),
                 rect: Rect {
                     x: rect.x + 4.0,
                     y: rect.y + GROUP_HEADER + index as f64 * (MEMBER_H + 4.0),
@@ -1329,6 +1333,14 @@ fn inspect_member(view: &ClusterView, id: u32) -> Option<Inspection> {
                 consumer.partitions.iter().map(|owned| format!("{} position {} committed {} lag {}", owned.partition, owned.position.map_or("-".into(), |offset| offset.to_string()), owned.committed.map_or("-".into(), |offset| offset.to_string()), owned.lag)).collect::<Vec<_>>().join("; ")
             }),
             ("Records read".into(), consumer.records_read.to_string()),
+            ("auto.offset.reset".into(), match consumer.auto_offset_reset {
+                OffsetReset::None => "none: a position it cannot find makes poll() throw".into(),
+                reset => format!("{reset}: where it goes when its group has no offset or its position is gone"),
+            }),
+            ("Quota".into(), match consumer.throttled_until {
+                Some(until) => format!("fetches throttled until {until} ms: a broker measured client.id {} over its consumer_byte_rate, answered empty and muted the connection (KIP-219)", consumer.client_id),
+                None => format!("not throttled (client.id {})", consumer.client_id),
+            }),
         ],
         messages: Vec::new(),
         files: Vec::new(),

@@ -51,6 +51,7 @@ pub const EXAMPLES: &[Example] = examples![
     "9f-retention",
     "9g-compaction",
     "9h-quota",
+    "9i-fetch-quota",
 ];
 
 /// One entry of the API reference shown under the sandbox.

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kafkascope_engine::replication::high_watermark::Acks;
 use kafkascope_engine::replication::transactions::ControlType;
-use kafkascope_engine::sim::config::{Input, ScheduledInput};
+use kafkascope_engine::sim::config::{Input, OffsetReset, QuotaType, ScheduledInput};
 use kafkascope_engine::sim::recording::Recording;
 use kafkascope_engine::sim::scenario::{Scenario, Story};
 use kafkascope_engine::sim::trace::{hash, ranges, TraceEvent, TraceKind};
@@ -1071,31 +1071,56 @@ impl Captioner {
                         over: *client,
                         text: "OFFSET_OUT_OF_RANGE".to_string(),
                     },
-                    format!(
-                        "{client} asked for offset {position} of {partition}, which the log no longer holds (retention deleted it, or the log is shorter): OFFSET_OUT_OF_RANGE. Its auto.offset.reset={reset} decides where it goes next; the records it skipped were never read by its group."
-                    ),
+                    if *reset == OffsetReset::None {
+                        format!(
+                            "{client} asked for offset {position} of {partition}, which the log no longer holds (retention deleted it, or the log is shorter): OFFSET_OUT_OF_RANGE. With auto.offset.reset=none nothing moves its position: poll() throws OffsetOutOfRangeException, and this application, which does not catch it, closes the consumer."
+                        )
+                    } else {
+                        format!(
+                            "{client} asked for offset {position} of {partition}, which the log no longer holds (retention deleted it, or the log is shorter): OFFSET_OUT_OF_RANGE. Its auto.offset.reset={reset} decides where it goes next; the records it skipped were never read by its group."
+                        )
+                    },
                     vec![partition.to_string()],
                     "offset-out-of-range".to_string(),
                 )
             }
             TraceKind::Throttled {
-                producer,
+                client,
                 broker,
                 throttle_time_ms,
+                quota,
             } => {
+                explainable = true;
+                let broker = NodeId::Broker(*broker);
+                (
+                    StepKind::Note {
+                        over: *client,
+                        text: format!("throttled {throttle_time_ms} ms"),
+                    },
+                    match quota {
+                        QuotaType::Produce => format!(
+                            "{broker} measured {client} producing faster than its quota ({quota}, per broker, over the last ~10 s) and answered with throttle_time_ms={throttle_time_ms}: the time it takes for the rate to fall back to the quota. It mutes the connection for that long and the producer sends this broker nothing until then (KIP-219); other clients are not slowed down."
+                        ),
+                        QuotaType::Fetch => format!(
+                            "{broker} measured {client} fetching more bytes than its quota ({quota}, per broker, over the last ~10 s) allows: it takes this answer's bytes back, answers empty with throttle_time_ms={throttle_time_ms} and mutes the connection for that long. The consumer fetches nothing from this broker until then (KIP-219); its lag grows while other groups read at full speed."
+                        ),
+                    },
+                    Vec::new(),
+                    "throttled".to_string(),
+                )
+            }
+            TraceKind::NoOffsetForPartition { client, partition } => {
                 explainable = true;
                 (
                     StepKind::Note {
-                        over: NodeId::Producer(*producer),
-                        text: format!("throttled {throttle_time_ms} ms"),
+                        over: *client,
+                        text: "NoOffsetForPartitionException".to_string(),
                     },
                     format!(
-                        "{} measured {} producing faster than its quota (producer_byte_rate, per broker, over the last ~10 s) and answered with throttle_time_ms={throttle_time_ms}: the time it takes for the rate to fall back to the quota. The producer sends this broker nothing until then (KIP-219); other clients are not slowed down.",
-                        NodeId::Broker(*broker),
-                        NodeId::Producer(*producer)
+                        "{client} owns {partition}, but its group never committed an offset there and its auto.offset.reset=none names no place to start: poll() throws NoOffsetForPartitionException. The application here does not catch it, so it closes the consumer and leaves the group."
                     ),
-                    Vec::new(),
-                    "throttled".to_string(),
+                    vec![partition.to_string()],
+                    "no-offset".to_string(),
                 )
             }
             TraceKind::OffsetReset {

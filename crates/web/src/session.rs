@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use kafkascope_engine::replication::high_watermark::Acks;
 use kafkascope_engine::sim::config::{
-    ClusterConfig, ConfigChange, ConsumerConfig, Input, ScheduledInput, StorageSetting,
+    ClientQuota, ClusterConfig, ConfigChange, ConsumerConfig, Input, Ratio, ScheduledInput, StorageSetting,
 };
 use kafkascope_engine::sim::trace::TraceEvent;
 use kafkascope_engine::sim::types::NodeId;
@@ -33,6 +33,14 @@ pub enum Knob {
     EnableIdempotence,
     /// A topic storage setting (every topic of the run).
     Storage(StorageSetting),
+    /// `cleanup.policy` (every topic of the run).
+    CleanupPolicy,
+    /// `min.cleanable.dirty.ratio` (every topic of the run).
+    MinCleanableDirtyRatio,
+    /// The default client quota's `producer_byte_rate`.
+    ProducerByteRate,
+    /// The default client quota's `consumer_byte_rate`.
+    ConsumerByteRate,
 }
 
 impl Knob {
@@ -49,12 +57,19 @@ impl Knob {
             Knob::Storage(StorageSetting::RetentionBytes) => "retention.bytes",
             Knob::Storage(StorageSetting::SegmentBytes) => "segment.bytes",
             Knob::Storage(StorageSetting::SegmentMs) => "segment.ms",
+            Knob::Storage(StorageSetting::MinCompactionLagMs) => "min.compaction.lag.ms",
+            Knob::Storage(StorageSetting::DeleteRetentionMs) => "delete.retention.ms",
+            Knob::CleanupPolicy => "cleanup.policy",
+            Knob::MinCleanableDirtyRatio => "min.cleanable.dirty.ratio",
+            Knob::ProducerByteRate => "producer_byte_rate",
+            Knob::ConsumerByteRate => "consumer_byte_rate",
         }
     }
 
     /// The change `text` asks for (a checkbox's text is `true`/`false`),
-    /// or a message that quotes it.
-    pub fn change(self, text: &str) -> Result<ConfigChange, String> {
+    /// or a message that quotes it; `config` is the run's, for a knob that
+    /// changes one part of a setting (a quota's other rate stays).
+    pub fn change(self, text: &str, config: &ClusterConfig) -> Result<ConfigChange, String> {
         let name = self.name();
         match self {
             Knob::Acks => Acks::parse(text)
@@ -90,8 +105,70 @@ impl Knob {
                     value,
                 })
             }
+            Knob::CleanupPolicy => kafkascope_engine::storage::CleanupPolicy::parse(text.trim())
+                .map(|policy| ConfigChange::CleanupPolicy {
+                    topic: String::new(),
+                    policy,
+                })
+                .ok_or_else(|| {
+                    format!(
+                        "{name} must be delete, compact or compact,delete (got {:?})",
+                        text.trim()
+                    )
+                }),
+            Knob::MinCleanableDirtyRatio => match text.trim().parse::<f64>() {
+                Ok(ratio) if (0.0..=1.0).contains(&ratio) => Ok(ConfigChange::MinCleanableDirtyRatio {
+                    topic: String::new(),
+                    ratio: Ratio(ratio),
+                }),
+                _ => Err(format!("{name} must be a number from 0 to 1, got {:?}", text.trim())),
+            },
+            Knob::ProducerByteRate | Knob::ConsumerByteRate => {
+                let trimmed = text.trim();
+                let rate = if trimmed.is_empty() || trimmed == "-1" {
+                    None
+                } else {
+                    match trimmed.parse::<u64>() {
+                        Ok(rate) if rate >= 1 => Some(rate),
+                        _ => {
+                            return Err(format!(
+                                "{name} must be a whole number of bytes a second, at least 1 (empty or -1: no quota), got {trimmed:?}"
+                            ))
+                        }
+                    }
+                };
+                let mut quota = config
+                    .quotas
+                    .iter()
+                    .find(|quota| quota.client_id.is_none())
+                    .cloned()
+                    .unwrap_or(ClientQuota {
+                        client_id: None,
+                        producer_byte_rate: None,
+                        consumer_byte_rate: None,
+                    });
+                if self == Knob::ProducerByteRate {
+                    quota.producer_byte_rate = rate;
+                } else {
+                    quota.consumer_byte_rate = rate;
+                }
+                Ok(ConfigChange::Quota(quota))
+            }
         }
     }
+}
+
+/// A topic knob's change, for one topic.
+fn for_topic(change: &ConfigChange, name: &str) -> ConfigChange {
+    let mut change = change.clone();
+    match &mut change {
+        ConfigChange::TopicStorage { topic, .. }
+        | ConfigChange::CleanupPolicy { topic, .. }
+        | ConfigChange::MinCleanableDirtyRatio { topic, .. }
+        | ConfigChange::MinInsyncReplicas { topic, .. } => *topic = name.to_string(),
+        _ => {}
+    }
+    change
 }
 
 /// A shape knob: edited, then applied as a new run.
@@ -156,6 +233,16 @@ pub enum Action {
     /// A consumer's handler skips (or stops skipping) records it already
     /// processed.
     IdempotentHandler(u32, bool),
+    /// Time travel over a long stretch: starts a skip that runs in slices
+    /// of [`SKIP_SLICE_MS`] ([`Action::SkipSlice`]), the page drawing its
+    /// progress between them.
+    Skip(u64),
+    /// The next slice of the skip under way.
+    SkipSlice,
+    /// Stops the skip under way where it got to.
+    StopSkip,
+    /// A member's `auto.offset.reset`.
+    OffsetReset(u32, kafkascope_engine::sim::config::OffsetReset),
     /// The next produce response to this producer is lost on the way back.
     LoseProduceResponse(u32),
     /// This producer sends one record with key `poison`, which every
@@ -202,7 +289,13 @@ pub struct Session {
     lag: crate::cluster_model::LagHistory,
     /// The last side-by-side comparison, or why it could not run.
     comparison: Option<Result<Vec<crate::cluster_model::ProtocolRun>, String>>,
+    /// A time skip under way: (virtual time it started at, where it ends).
+    skip: Option<(u64, u64)>,
 }
+
+/// How much virtual time one slice of a long skip runs: the page draws
+/// between slices, so it stays responsive and shows the skip's progress.
+pub const SKIP_SLICE_MS: u64 = 60_000;
 
 impl Session {
     /// A session on `config` (falls back to the default cluster if the
@@ -224,6 +317,7 @@ impl Session {
             next_record_at: 0,
             streamed: 0,
             selected: None,
+            skip: None,
             setup: Setup::default(),
             knob_error: None,
             refusals: 0,
@@ -276,11 +370,18 @@ impl Session {
         self.refusals
     }
 
+    /// A long skip under way: how much of it is done and its length, in
+    /// virtual milliseconds.
+    pub fn skipping(&self) -> Option<(u64, u64)> {
+        self.skip
+            .map(|(from, to)| (self.simulation.now().saturating_sub(from), to - from))
+    }
+
     /// The one way the live map changes.
     pub fn apply(&mut self, action: Action) {
         match action {
             Action::Tick { virtual_ms, rate } => self.tick(virtual_ms, rate),
-            Action::Knob(knob, text) => match knob.change(&text) {
+            Action::Knob(knob, text) => match knob.change(&text, self.simulation.config()) {
                 Ok(change) => {
                     self.knob_error = None;
                     if let Err(message) = self.set(change) {
@@ -392,7 +493,7 @@ impl Session {
     /// them, unless Kafka would refuse it for one (then none changes).
     fn set(&mut self, change: ConfigChange) -> Result<(), String> {
         let producers = self.simulation.config().producers.len() as u32;
-        let changes = match change {
+        let changes = match change.clone() {
             ConfigChange::Acks { acks, .. } => (0..producers)
                 .map(|producer| ConfigChange::Acks { producer, acks })
                 .collect(),
@@ -402,26 +503,15 @@ impl Session {
             ConfigChange::EnableIdempotence { enable, .. } => (0..producers)
                 .map(|producer| ConfigChange::EnableIdempotence { producer, enable })
                 .collect(),
-            ConfigChange::TopicStorage { setting, value, .. } => self
+            ConfigChange::TopicStorage { .. }
+            | ConfigChange::CleanupPolicy { .. }
+            | ConfigChange::MinCleanableDirtyRatio { .. }
+            | ConfigChange::MinInsyncReplicas { .. } => self
                 .simulation
                 .config()
                 .topics
                 .iter()
-                .map(|topic| ConfigChange::TopicStorage {
-                    topic: topic.name.clone(),
-                    setting,
-                    value,
-                })
-                .collect(),
-            ConfigChange::MinInsyncReplicas { value, .. } => self
-                .simulation
-                .config()
-                .topics
-                .iter()
-                .map(|topic| ConfigChange::MinInsyncReplicas {
-                    topic: topic.name.clone(),
-                    value,
-                })
+                .map(|topic| for_topic(&change, &topic.name))
                 .collect(),
             other => vec![other],
         };
@@ -439,6 +529,16 @@ impl Session {
         let producers = self.simulation.config().producers.len() as u32;
         match action {
             Action::Run(ms) => self.simulation.run_until(now + ms),
+            Action::Skip(ms) => self.skip = Some((now, now + ms)),
+            Action::SkipSlice => {
+                if let Some((_, to)) = self.skip {
+                    self.simulation.run_until(to.min(now + SKIP_SLICE_MS));
+                    if self.simulation.now() >= to {
+                        self.skip = None;
+                    }
+                }
+            }
+            Action::StopSkip => self.skip = None,
             Action::Step => {
                 self.simulation.step();
             }
@@ -497,6 +597,9 @@ impl Session {
             }
             Action::IdempotentHandler(consumer, enable) => {
                 self.input(Input::SetConfig(ConfigChange::IdempotentHandler { consumer, enable }))
+            }
+            Action::OffsetReset(consumer, reset) => {
+                self.input(Input::SetConfig(ConfigChange::AutoOffsetReset { consumer, reset }))
             }
             Action::HandlerMs(consumer, value) => self.input(Input::SetConfig(ConfigChange::ProcessingMsPerRecord {
                 consumer,
@@ -592,6 +695,85 @@ mod tests {
                 .any(|replica| replica.log_start_offset > 0),
             "retention deleted nothing in ten minutes"
         );
+    }
+
+    /// A long skip runs a slice at a time, says how far it got, ends
+    /// where it was asked to, and can be stopped on the way.
+    #[test]
+    fn a_long_skip_runs_in_slices_and_can_be_stopped() {
+        let mut session = session();
+        let start = session.simulation.now();
+        session.apply(Action::Skip(5 * SKIP_SLICE_MS));
+        assert_eq!(session.skipping(), Some((0, 5 * SKIP_SLICE_MS)));
+        let mut slices = 0;
+        while session.skipping().is_some() {
+            session.apply(Action::SkipSlice);
+            slices += 1;
+            if let Some((done, _)) = session.skipping() {
+                assert_eq!(done, slices * SKIP_SLICE_MS);
+            }
+        }
+        assert_eq!(slices, 5);
+        assert_eq!(session.simulation.now(), start + 5 * SKIP_SLICE_MS);
+        session.apply(Action::Skip(10 * SKIP_SLICE_MS));
+        session.apply(Action::SkipSlice);
+        session.apply(Action::StopSkip);
+        assert_eq!(session.skipping(), None);
+        session.apply(Action::SkipSlice);
+        assert_eq!(session.simulation.now(), start + 6 * SKIP_SLICE_MS);
+        assert!(session.trace().len() <= TRACE_KEPT);
+    }
+
+    /// The compaction and quota knobs change the running cluster (every
+    /// topic; the default quota, keeping its other rate), and refuse
+    /// values Kafka refuses, quoting them.
+    #[test]
+    fn compaction_and_quota_knobs_change_the_running_cluster() {
+        let mut session = session();
+        session.apply(Action::Knob(Knob::CleanupPolicy, "compact".into()));
+        session.apply(Action::Knob(
+            Knob::Storage(StorageSetting::DeleteRetentionMs),
+            "15000".into(),
+        ));
+        assert_eq!(session.knob_error, None);
+        let topics = &session.simulation.config().topics;
+        assert!(topics.iter().all(
+            |topic| topic.cleanup_policy == kafkascope_engine::storage::CleanupPolicy::COMPACT
+                && topic.delete_retention_ms == 15_000
+        ));
+        session.apply(Action::Knob(Knob::CleanupPolicy, "compress".into()));
+        assert!(session
+            .knob_error
+            .as_deref()
+            .is_some_and(|error| error.contains("\"compress\"")));
+        session.apply(Action::Knob(Knob::MinCleanableDirtyRatio, "1.5".into()));
+        assert!(session
+            .knob_error
+            .as_deref()
+            .is_some_and(|error| error.contains("0 to 1")));
+        session.apply(Action::Knob(Knob::MinCleanableDirtyRatio, "0.1".into()));
+        assert_eq!(session.knob_error, None);
+        session.apply(Action::Knob(Knob::ConsumerByteRate, "500".into()));
+        session.apply(Action::Knob(Knob::ProducerByteRate, "800".into()));
+        let default = |session: &Session| {
+            session
+                .simulation
+                .config()
+                .quotas
+                .iter()
+                .find(|quota| quota.client_id.is_none())
+                .map(|quota| (quota.producer_byte_rate, quota.consumer_byte_rate))
+        };
+        assert_eq!(default(&session), Some((Some(800), Some(500))));
+        session.apply(Action::Knob(Knob::ProducerByteRate, "".into()));
+        assert_eq!(default(&session), Some((None, Some(500))));
+        session.apply(Action::Knob(Knob::ProducerByteRate, "0".into()));
+        assert!(session
+            .knob_error
+            .as_deref()
+            .is_some_and(|error| error.contains("at least 1")));
+        session.apply(Action::Knob(Knob::ConsumerByteRate, "-1".into()));
+        assert_eq!(default(&session), None);
     }
 
     #[test]

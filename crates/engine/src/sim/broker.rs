@@ -20,9 +20,10 @@ use crate::replication::transactions::{last_stable_offset, IsolationLevel, Trans
 use crate::replication::{BrokerId, Offset};
 use crate::storage::{BatchProducer, Log as StorageLog, LogBatch, LogConfig};
 
+use super::config::QuotaType;
 use super::trace::{BrokerChange, HighWatermarkReason, HighWatermarkTrigger, TraceId, TraceKind, TruncationReason};
 use super::types::{
-    BatchSequence, ErrorCode, Message, MetadataImage, NodeId, OffsetSpec, ProducerBatch, Record, TxnMarker,
+    BatchSequence, ErrorCode, Message, MetadataImage, NodeId, OffsetSpec, ProducerBatch, Record, Time, TxnMarker,
     MARKER_RECORD_BASE,
 };
 use super::{Simulation, Timer};
@@ -154,13 +155,22 @@ impl PartitionLog {
     /// What a consumer fetch from `from` returns: up to `max` records
     /// below `bound`, and where the next fetch starts (past the last batch
     /// read whole, so that batches compaction emptied are skipped).
-    pub fn consumer_read(&self, from: Offset, bound: Offset, max: usize) -> (Vec<Record>, Offset) {
+    /// At most `max_bytes` of batches, but always the first one
+    /// (`fetch.max.bytes` as `UnifiedLog#read` applies it).
+    pub fn consumer_read(&self, from: Offset, bound: Offset, max: usize, max_bytes: u64) -> (Vec<Record>, Offset, u64) {
         let mut records = Vec::new();
         let mut next = from;
+        let mut bytes = 0;
         for batch in self.log.batches_from(from) {
             if batch.base_offset >= bound || records.len() >= max {
                 break;
             }
+            // Whole batches go over the wire.
+            let size = u64::from(batch.encoded_size());
+            if bytes > 0 && bytes + size > max_bytes {
+                break;
+            }
+            bytes += size;
             let mut whole = batch.last_offset < bound;
             for record in batch.records.iter().filter(|record| record.offset >= from) {
                 if record.offset >= bound || records.len() >= max {
@@ -175,7 +185,7 @@ impl PartitionLog {
             }
             next = next.max(batch.next_offset());
         }
-        (records, next)
+        (records, next, bytes)
     }
 
     /// Whole batches from the one holding `from`, up to about `max`
@@ -564,8 +574,14 @@ pub struct Broker {
     /// The bytes of each produce request not yet answered, recorded in
     /// its client's quota rate when it is (`KafkaApis#handleProduceRequest`).
     pub produce_request_bytes: BTreeMap<(NodeId, u64), (String, u64)>,
-    /// Each client id's produce rate on this broker (`ClientQuotaManager`).
-    pub produce_rates: BTreeMap<String, crate::storage::ByteRate>,
+    /// Each client id's produce and fetch rates on this broker
+    /// (`ClientQuotaManager`, one per quota type; in memory, so a restart
+    /// starts them over).
+    pub client_rates: BTreeMap<(QuotaType, String), crate::storage::ByteRate>,
+    /// Client connections muted after a throttled answer, until when, and
+    /// the requests that arrived meanwhile, read once it is unmuted
+    /// (`SocketServer`'s channel muting, KIP-219).
+    pub muted: BTreeMap<NodeId, (Time, Vec<Message>)>,
     /// Producer ids it hands out: the next one and the end of its block.
     pub producer_ids: Option<(u64, u64)>,
     /// Blocks of producer ids this broker took so far (on disk, so a
@@ -597,7 +613,8 @@ impl Broker {
             txn_coordinators: BTreeMap::new(),
             produce_requests: BTreeMap::new(),
             produce_request_bytes: BTreeMap::new(),
-            produce_rates: BTreeMap::new(),
+            client_rates: BTreeMap::new(),
+            muted: BTreeMap::new(),
             producer_ids: None,
             producer_id_blocks: 0,
             next_id: 0,
@@ -663,6 +680,9 @@ impl Simulation {
         broker.coordinators.clear();
         broker.txn_coordinators.clear();
         broker.produce_requests.clear();
+        broker.produce_request_bytes.clear();
+        broker.client_rates.clear();
+        broker.muted.clear();
         broker.producer_ids = None;
         let incarnation = broker.incarnation;
         self.record(TraceKind::BrokerStatus {
@@ -815,6 +835,9 @@ impl Simulation {
         broker.coordinators.clear();
         broker.txn_coordinators.clear();
         broker.produce_requests.clear();
+        broker.produce_request_bytes.clear();
+        broker.client_rates.clear();
+        broker.muted.clear();
         broker.producer_ids = None;
         broker.shutting_down = None;
         self.record(TraceKind::BrokerStatus { broker: id, status });
@@ -984,6 +1007,7 @@ impl Simulation {
                 );
                 self.broker_clean_logs(id);
             }
+            Timer::Unmute(client) => self.broker_unmute(id, client),
             Timer::RetentionCheck => {
                 self.schedule_timer(
                     node,
@@ -1045,6 +1069,10 @@ impl Simulation {
 
     pub(crate) fn broker_receive(&mut self, id: BrokerId, from: NodeId, message: Message) {
         let node = NodeId::Broker(id);
+        let message = match self.broker_hold_if_muted(id, from, message) {
+            Some(message) => message,
+            None => return,
+        };
         if self.txn_receive(id, from, &message) {
             return;
         }
@@ -1541,17 +1569,18 @@ impl Simulation {
         // request to this broker).
         let now = self.now;
         let throttle_time_ms = match self.broker(id).produce_request_bytes.remove(&(client, request)) {
-            Some((client_id, bytes)) => match self.config.producer_quota(&client_id) {
+            Some((client_id, bytes)) => match self.config.client_quota(&client_id, QuotaType::Produce) {
                 Some(quota) => self
                     .broker(id)
-                    .produce_rates
-                    .entry(client_id)
+                    .client_rates
+                    .entry((QuotaType::Produce, client_id))
                     .or_default()
                     .record_and_throttle_ms(bytes as f64, now as i64, quota as f64),
                 None => 0,
             },
             None => 0,
         };
+        self.broker_mute(id, client, throttle_time_ms);
         self.send(
             NodeId::Broker(id),
             client,
@@ -2187,7 +2216,43 @@ impl Simulation {
         }
         let (high_watermark, last_stable_offset) = (log.high_watermark, log.last_stable_offset());
         let bound = log.read_bound(isolation);
-        let (records, next_offset) = log.consumer_read(offset, bound, FETCH_MAX_RECORDS);
+        // A consumer's fetch is capped at what its quota lets through in
+        // a quota window (`ClientQuotaManager#getMaxValueInQuotaWindow`:
+        // the quota over ten one-second samples), else a large answer would be
+        // throttled every time.
+        let max_bytes = match client {
+            NodeId::Consumer(consumer) => self
+                .config
+                .client_quota(&self.consumer_client_id(consumer), QuotaType::Fetch)
+                .map_or(u64::MAX, crate::storage::quota::max_bytes_in_quota_window),
+            _ => u64::MAX,
+        };
+        let log = &self.brokers[&id].logs[partition];
+        let (records, next_offset, bytes) = log.consumer_read(offset, bound, FETCH_MAX_RECORDS, max_bytes);
+        // The client's fetch quota (`KafkaApis#handleFetchRequest`): the
+        // answer's bytes go into its rate; over the quota, they are taken
+        // back out and the answer is empty, with the time to wait.
+        let throttle_time_ms = self.broker_fetch_throttle(id, client, bytes);
+        if throttle_time_ms > 0 {
+            self.broker_mute(id, client, throttle_time_ms);
+            self.send(
+                NodeId::Broker(id),
+                client,
+                Message::ConsumerFetchResponse {
+                    partition: partition.clone(),
+                    records: Vec::new(),
+                    high_watermark,
+                    last_stable_offset,
+                    aborted: Vec::new(),
+                    error: None,
+                    fetch_offset: offset,
+                    next_offset: offset,
+                    throttle_time_ms,
+                },
+            );
+            return;
+        }
+        let log = &self.brokers[&id].logs[partition];
         let aborted = if isolation == IsolationLevel::ReadCommitted && !records.is_empty() {
             log.txn_index
                 .collect_aborted_txns(offset, log.log_end_offset())
@@ -2209,8 +2274,93 @@ impl Simulation {
                 error: None,
                 fetch_offset: offset,
                 next_offset,
+                throttle_time_ms: 0,
             },
         );
+    }
+
+    /// Records a fetch answer's bytes in the consumer's `consumer_byte_rate`
+    /// and returns its throttle time; a throttled answer is sent empty, so
+    /// its bytes are taken back (`ClientQuotaManager#unrecordQuotaSensor`).
+    fn broker_fetch_throttle(&mut self, id: BrokerId, client: NodeId, bytes: u64) -> u64 {
+        let NodeId::Consumer(consumer) = client else {
+            return 0;
+        };
+        let client_id = self.consumer_client_id(consumer);
+        let Some(quota) = self.config.client_quota(&client_id, QuotaType::Fetch) else {
+            return 0;
+        };
+        let now = self.now as i64;
+        let rate = self
+            .broker(id)
+            .client_rates
+            .entry((QuotaType::Fetch, client_id))
+            .or_default();
+        let throttle_time_ms = rate.record_and_throttle_ms(bytes as f64, now, quota as f64);
+        if throttle_time_ms > 0 {
+            rate.unrecord(bytes as f64, now);
+        }
+        throttle_time_ms
+    }
+
+    /// After a throttled answer the broker mutes the client's connection
+    /// for the throttle time (`RequestChannel#sendResponse` with a
+    /// throttle, `SocketServer` `ChannelMuteState`): requests that arrive
+    /// meanwhile wait unread.
+    fn broker_mute(&mut self, id: BrokerId, client: NodeId, throttle_time_ms: u64) {
+        if throttle_time_ms == 0 {
+            return;
+        }
+        let until = self.now + throttle_time_ms;
+        let incarnation = self.brokers[&id].incarnation;
+        let entry = self.broker(id).muted.entry(client).or_insert((until, Vec::new()));
+        if entry.0 > until {
+            return;
+        }
+        entry.0 = until;
+        self.schedule_timer(NodeId::Broker(id), incarnation, throttle_time_ms, Timer::Unmute(client));
+    }
+
+    /// A request on a muted connection waits; `None` when it was held. A
+    /// producer has one connection to the broker; a consumer's fetches and
+    /// offset lookups share one, its group coordinator requests use
+    /// another (Kafka's consumer connects to the coordinator as a separate
+    /// node), which is not muted.
+    fn broker_hold_if_muted(&mut self, id: BrokerId, from: NodeId, message: Message) -> Option<Message> {
+        let same_connection = match from {
+            NodeId::Producer(_) => true,
+            NodeId::Consumer(_) => matches!(message, Message::ConsumerFetch { .. } | Message::ListOffsets { .. }),
+            _ => false,
+        };
+        if matches!(message, Message::ConnectionClosed) {
+            // The connection is gone, with the requests it had not read;
+            // a new one starts unmuted.
+            self.broker(id).muted.remove(&from);
+            return Some(message);
+        }
+        let now = self.now;
+        match self.broker(id).muted.get_mut(&from) {
+            // Also while held requests wait for the unmute at this very
+            // moment: they are read first.
+            Some((until, held)) if same_connection && (*until > now || !held.is_empty()) => {
+                held.push(message);
+                None
+            }
+            _ => Some(message),
+        }
+    }
+
+    /// The mute is over: the broker reads what waited, in order.
+    fn broker_unmute(&mut self, id: BrokerId, client: NodeId) {
+        let now = self.now;
+        let broker = self.broker(id);
+        if broker.muted.get(&client).is_none_or(|(until, _)| *until > now) {
+            return;
+        }
+        let (_, held) = broker.muted.remove(&client).expect("looked up above");
+        for message in held {
+            self.broker_receive(id, client, message);
+        }
     }
 
     /// [`Self::leader_maybe_advance_hw`] for the coordinator.

@@ -378,6 +378,10 @@ pub enum OffsetReset {
     Earliest,
     /// From the end (Kafka's default).
     Latest,
+    /// Nowhere: `poll()` throws (`NoOffsetForPartitionException` without a
+    /// committed offset, `OffsetOutOfRangeException` when the position is
+    /// gone) and the application decides.
+    None,
 }
 
 impl std::fmt::Display for OffsetReset {
@@ -385,6 +389,7 @@ impl std::fmt::Display for OffsetReset {
         formatter.write_str(match self {
             OffsetReset::Earliest => "earliest",
             OffsetReset::Latest => "latest",
+            OffsetReset::None => "none",
         })
     }
 }
@@ -596,6 +601,10 @@ pub struct ConsumerConfig {
     /// `poisonRecords` input).
     #[serde(default, skip_serializing_if = "FailurePolicy::is_default")]
     pub on_failure: FailurePolicy,
+    /// `client.id`: what brokers know the consumer by, for quotas
+    /// (default `consumer-N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
 }
 
 fn is_read_uncommitted(level: &IsolationLevel) -> bool {
@@ -655,6 +664,7 @@ impl ConsumerConfig {
             isolation_level: IsolationLevel::ReadUncommitted,
             output_producer: None,
             on_failure: FailurePolicy::default(),
+            client_id: None,
         }
     }
 
@@ -1069,9 +1079,7 @@ impl ClusterConfig {
             return Err("leaderImbalanceCheckIntervalMs must be at least 1".to_string());
         }
         for quota in &self.quotas {
-            if quota.producer_byte_rate == Some(0) {
-                return Err("producer_byte_rate must be at least 1 byte a second".to_string());
-            }
+            quota.validate()?;
         }
         if self.log_cleaner_backoff_ms == 0 {
             return Err("logCleanerBackoffMs must be at least 1".to_string());
@@ -1401,6 +1409,14 @@ pub enum ConfigChange {
         /// On or off.
         enable: bool,
     },
+    /// A consumer's `auto.offset.reset` (the application restarted with
+    /// it; the change is seen at the next reset).
+    AutoOffsetReset {
+        /// Which consumer.
+        consumer: u32,
+        /// The new policy.
+        reset: OffsetReset,
+    },
     /// One of a topic's storage settings (`kafka-configs --alter
     /// --entity-type topics --add-config retention.ms=60000`): every
     /// replica's log takes it at once (`LogManager#updateTopicConfig`);
@@ -1414,6 +1430,28 @@ pub enum ConfigChange {
         /// The new value.
         value: i64,
     },
+    /// A topic's `cleanup.policy` (`delete`, `compact`, `compact,delete`):
+    /// the retention check and the cleaner take it on their next pass.
+    #[serde(rename_all = "camelCase")]
+    CleanupPolicy {
+        /// Which topic.
+        topic: String,
+        /// The new policy.
+        policy: crate::storage::CleanupPolicy,
+    },
+    /// A topic's `min.cleanable.dirty.ratio` (0 to 1).
+    #[serde(rename_all = "camelCase")]
+    MinCleanableDirtyRatio {
+        /// Which topic.
+        topic: String,
+        /// The new ratio.
+        ratio: Ratio,
+    },
+    /// A client quota (`kafka-configs --alter --entity-type clients
+    /// --entity-name ID` or `--entity-default`): replaces the quota of
+    /// that client id (none: the default); a rate left out is removed.
+    /// Brokers apply it to the next request they measure.
+    Quota(ClientQuota),
 }
 
 /// One client quota (`ClientQuotaManager`): the bytes a second each broker
@@ -1428,22 +1466,75 @@ pub struct ClientQuota {
     /// `producer_byte_rate`, bytes a second per broker.
     #[serde(default)]
     pub producer_byte_rate: Option<u64>,
+    /// `consumer_byte_rate`, bytes a second per broker (what its fetch
+    /// answers carry).
+    #[serde(default)]
+    pub consumer_byte_rate: Option<u64>,
+}
+
+/// Which of a client's byte rates a quota limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum QuotaType {
+    /// `producer_byte_rate`: the bytes of its produce requests.
+    #[serde(rename = "producer_byte_rate")]
+    Produce,
+    /// `consumer_byte_rate`: the bytes of its fetch answers.
+    #[serde(rename = "consumer_byte_rate")]
+    Fetch,
+}
+
+impl std::fmt::Display for QuotaType {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            QuotaType::Produce => "producer_byte_rate",
+            QuotaType::Fetch => "consumer_byte_rate",
+        })
+    }
+}
+
+impl ClientQuota {
+    /// Rates are at least 1 byte a second.
+    pub fn validate(&self) -> Result<(), String> {
+        for kind in [QuotaType::Produce, QuotaType::Fetch] {
+            if self.rate(kind) == Some(0) {
+                return Err(format!("{kind} must be at least 1 byte a second"));
+            }
+        }
+        Ok(())
+    }
+
+    fn rate(&self, kind: QuotaType) -> Option<u64> {
+        match kind {
+            QuotaType::Produce => self.producer_byte_rate,
+            QuotaType::Fetch => self.consumer_byte_rate,
+        }
+    }
 }
 
 impl ClusterConfig {
-    /// The produce quota of a client id: its own, else the default one
-    /// (the most specific match, as `ClientQuotaManager` resolves it).
-    pub fn producer_quota(&self, client_id: &str) -> Option<u64> {
+    /// Replaces the quota of `quota.client_id` (none: the default); one
+    /// with neither rate removes it.
+    pub fn set_quota(&mut self, quota: ClientQuota) {
+        self.quotas.retain(|known| known.client_id != quota.client_id);
+        if quota.producer_byte_rate.is_some() || quota.consumer_byte_rate.is_some() {
+            self.quotas.push(quota);
+        }
+    }
+
+    /// A client id's byte-rate quota of one kind: its own, else the
+    /// default one (the most specific match, as `ClientQuotaManager`
+    /// resolves it, kind by kind).
+    pub fn client_quota(&self, client_id: &str, kind: QuotaType) -> Option<u64> {
         let own = self
             .quotas
             .iter()
             .find(|quota| quota.client_id.as_deref() == Some(client_id))
-            .and_then(|quota| quota.producer_byte_rate);
+            .and_then(|quota| quota.rate(kind));
         own.or_else(|| {
             self.quotas
                 .iter()
                 .find(|quota| quota.client_id.is_none())
-                .and_then(|quota| quota.producer_byte_rate)
+                .and_then(|quota| quota.rate(kind))
         })
     }
 }
@@ -1463,6 +1554,14 @@ pub enum StorageSetting {
     /// `segment.ms`.
     #[serde(rename = "segment.ms")]
     SegmentMs,
+    /// `min.compaction.lag.ms`: how old a record must be before the
+    /// cleaner may compact it away.
+    #[serde(rename = "min.compaction.lag.ms")]
+    MinCompactionLagMs,
+    /// `delete.retention.ms`: how long a tombstone stays after the first
+    /// cleaning that saw it.
+    #[serde(rename = "delete.retention.ms")]
+    DeleteRetentionMs,
 }
 
 impl std::fmt::Display for StorageSetting {
@@ -1472,6 +1571,8 @@ impl std::fmt::Display for StorageSetting {
             StorageSetting::RetentionBytes => "retention.bytes",
             StorageSetting::SegmentBytes => "segment.bytes",
             StorageSetting::SegmentMs => "segment.ms",
+            StorageSetting::MinCompactionLagMs => "min.compaction.lag.ms",
+            StorageSetting::DeleteRetentionMs => "delete.retention.ms",
         })
     }
 }
@@ -1488,6 +1589,8 @@ impl TopicConfig {
             StorageSetting::RetentionBytes => changed.retention_bytes = value,
             StorageSetting::SegmentBytes => changed.segment_bytes = positive(value)?,
             StorageSetting::SegmentMs => changed.segment_ms = positive(value)?,
+            StorageSetting::MinCompactionLagMs => changed.min_compaction_lag_ms = positive(value)?,
+            StorageSetting::DeleteRetentionMs => changed.delete_retention_ms = positive(value)?,
         }
         changed.validate_storage()?;
         Ok(changed)

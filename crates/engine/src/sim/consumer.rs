@@ -15,9 +15,9 @@ use serde::Serialize;
 use crate::groups::assignors::{assign, GroupInput, Member, Strategy, TopicPartition};
 use crate::replication::{BrokerId, Offset};
 
-use super::config::{AfterFailures, CommitMode, ConsumerConfig, OffsetReset};
+use super::config::{AfterFailures, CommitMode, ConsumerConfig, OffsetReset, QuotaType};
 use super::trace::{ConsumerChange, Invariant, TraceKind};
-use super::types::{ErrorCode, JoinResult, Message, NodeId, OffsetSpec};
+use super::types::{ErrorCode, JoinResult, Message, NodeId, OffsetSpec, Time};
 use super::{Simulation, Timer};
 
 /// Where a consumer is in its life.
@@ -123,6 +123,9 @@ pub struct Consumer {
     /// The last reset of each partition's position after
     /// `OFFSET_OUT_OF_RANGE`: (from, to).
     pub last_resets: BTreeMap<TopicPartition, (Offset, Offset)>,
+    /// Brokers that throttled its fetches (`consumer_byte_rate`), until
+    /// when: it fetches nothing from them before (KIP-219).
+    pub throttled_until: BTreeMap<BrokerId, Time>,
     /// Records fetched and not yet returned by `poll()`, per partition
     /// (Kafka's fetch buffer; a partition with buffered records is not
     /// fetched again until they are returned).
@@ -201,6 +204,7 @@ impl Consumer {
             offset_fetch_in_flight: false,
             resetting: BTreeMap::new(),
             last_resets: BTreeMap::new(),
+            throttled_until: BTreeMap::new(),
             buffer: BTreeMap::new(),
             processing_until: None,
             last_poll_ms: 0,
@@ -359,6 +363,14 @@ impl Simulation {
         self.consumer_schedule_retry(id, 1_000);
     }
 
+    /// A consumer's `client.id`: as configured, else `consumer-N`.
+    pub(crate) fn consumer_client_id(&self, id: u32) -> String {
+        self.consumers
+            .get(id as usize)
+            .and_then(|consumer| consumer.config.client_id.clone())
+            .unwrap_or_else(|| format!("consumer-{id}"))
+    }
+
     pub(crate) fn consumer_stop(&mut self, id: u32, clean: bool) {
         let Some(consumer) = self.consumers.get(id as usize) else {
             return;
@@ -386,6 +398,7 @@ impl Simulation {
         consumer.phase = ConsumerPhase::Stopped;
         consumer.incarnation += 1;
         consumer.assignment.clear();
+        consumer.throttled_until.clear();
         let status = if clean {
             ConsumerChange::Closed
         } else {
@@ -407,6 +420,14 @@ impl Simulation {
         consumer.awaiting_txn = None;
         consumer.in_transaction.clear();
         consumer.poisoned.clear();
+    }
+
+    /// `poll()` threw (`auto.offset.reset=none` and no position to start
+    /// from). The simulated application does not catch it: its poll loop
+    /// ends and it closes the consumer, which leaves the group (its
+    /// partitions move to the others, who hit the same wall).
+    fn consumer_exception_stops(&mut self, id: u32) {
+        self.consumer_stop(id, true);
     }
 
     /// Whether every handler fails on this record (a `PoisonRecords` rule
@@ -856,6 +877,13 @@ impl Simulation {
                 }
             }
             Timer::ConsumerGroupHeartbeat => self.member_heartbeat_due(id),
+            Timer::ConsumerUnthrottled => {
+                let now = self.now;
+                self.consumers[id as usize]
+                    .throttled_until
+                    .retain(|_, until| *until > now);
+                self.consumer_fetch_all(id);
+            }
             Timer::ConsumerMetadataRefresh => {
                 if let Some(broker) = self.consumers[id as usize].refresh_pending.take() {
                     self.consumers[id as usize].metadata_in_flight = Some(broker);
@@ -1059,6 +1087,14 @@ impl Simulation {
                         None if reset == OffsetReset::Earliest => {
                             self.consumers[id as usize].positions.insert(partition, 0);
                         }
+                        None if reset == OffsetReset::None => {
+                            self.record(TraceKind::NoOffsetForPartition {
+                                client: Self::consumer_node(id),
+                                partition,
+                            });
+                            self.consumer_exception_stops(id);
+                            return;
+                        }
                         None => {
                             // Start at the end: ask the leader for its high watermark.
                             if let Some(Some(leader)) = self.consumers[id as usize].leaders.get(&partition).copied() {
@@ -1138,7 +1174,11 @@ impl Simulation {
                 error,
                 fetch_offset,
                 next_offset,
+                throttle_time_ms,
             } => {
+                if throttle_time_ms > 0 {
+                    self.consumer_throttled(id, from, throttle_time_ms);
+                }
                 self.consumer_fetched(
                     id,
                     from,
@@ -1157,6 +1197,38 @@ impl Simulation {
             Message::ConnectionClosed => self.consumer_connection_closed(id, from),
             _ => {}
         }
+    }
+
+    /// A broker answered a fetch empty with a throttle time: no fetch to
+    /// it until then (`NetworkClient#maybeThrottle`), and what is in flight
+    /// on that connection gets that much longer before it times out
+    /// (`InFlightRequests#incrementThrottleTime`).
+    fn consumer_throttled(&mut self, id: u32, from: NodeId, throttle_time_ms: u64) {
+        let NodeId::Broker(broker) = from else {
+            return;
+        };
+        let until = self.now + throttle_time_ms;
+        let consumer = &mut self.consumers[id as usize];
+        let entry = consumer.throttled_until.entry(broker).or_insert(until);
+        *entry = (*entry).max(until);
+        if let Some(queue) = consumer.outstanding.get_mut(&broker) {
+            for (_, deadline) in queue.iter_mut() {
+                *deadline += throttle_time_ms;
+            }
+        }
+        let incarnation = consumer.incarnation;
+        self.record(TraceKind::Throttled {
+            client: Self::consumer_node(id),
+            broker,
+            throttle_time_ms,
+            quota: QuotaType::Fetch,
+        });
+        self.schedule_timer(
+            Self::consumer_node(id),
+            incarnation,
+            throttle_time_ms,
+            Timer::ConsumerUnthrottled,
+        );
     }
 
     /// Every request in flight to `from` failed: fetches it held are retried
@@ -1447,6 +1519,13 @@ impl Simulation {
             else {
                 continue;
             };
+            if consumer
+                .throttled_until
+                .get(leader)
+                .is_some_and(|until| *until > self.now)
+            {
+                continue;
+            }
             requests.push((partition.clone(), position, *leader));
         }
         // An owned partition without a known leader asks for metadata again
@@ -1539,6 +1618,10 @@ impl Simulation {
             let spec = match reset {
                 OffsetReset::Earliest => OffsetSpec::Earliest,
                 OffsetReset::Latest => OffsetSpec::Latest,
+                OffsetReset::None => {
+                    self.consumer_exception_stops(id);
+                    return;
+                }
             };
             self.consumers[id as usize]
                 .resetting

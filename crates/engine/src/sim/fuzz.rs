@@ -35,8 +35,8 @@ use crate::random::Rng;
 use crate::replication::high_watermark::Acks;
 
 use super::config::{
-    ClusterConfig, ConfigChange, ConsumerConfig, ElectionType, Input, NetworkConfig, OffsetReset, PartitionRef,
-    ProducerConfig, ScheduledInput, TopicConfig,
+    ClientQuota, ClusterConfig, ConfigChange, ConsumerConfig, ElectionType, Input, NetworkConfig, OffsetReset,
+    PartitionRef, ProducerConfig, ScheduledInput, TopicConfig,
 };
 use super::consumer::ConsumerPhase;
 use super::scenario::{Expectation, Scenario};
@@ -362,9 +362,42 @@ impl FuzzCase {
         } else {
             (100 * 1024 * 1024, 15_000)
         };
+        // Some cases put every client under default byte-rate quotas, so
+        // that throttled answers and muted connections meet faults. From a
+        // stream of its own.
+        let mut quota_rng = Rng::new(seed, 21);
+        let quotas = if quota_rng.next_u32() % 3 == 0 {
+            // At least batch.size (16384) over the ten seconds a fetch may
+            // take in bytes: a batch larger than that is always
+            // throttled and never read, in Kafka as here (the first batch
+            // of an answer is sent whole, whatever `fetch.max.bytes`).
+            let mut rate = || 1_700 + u64::from(quota_rng.next_u32() % 2_300);
+            let (produce, fetch) = (rate(), rate());
+            let quota = match quota_rng.next_u32() % 3 {
+                0 => ClientQuota {
+                    client_id: None,
+                    producer_byte_rate: Some(produce),
+                    consumer_byte_rate: None,
+                },
+                1 => ClientQuota {
+                    client_id: None,
+                    producer_byte_rate: None,
+                    consumer_byte_rate: Some(fetch),
+                },
+                _ => ClientQuota {
+                    client_id: None,
+                    producer_byte_rate: Some(produce),
+                    consumer_byte_rate: Some(fetch),
+                },
+            };
+            vec![quota]
+        } else {
+            Vec::new()
+        };
         let config = ClusterConfig {
             brokers,
             controllers: 3,
+            quotas,
             log_retention_check_interval_ms: retention_check.unwrap_or(300_000),
             offsets_topic_segment_bytes: offsets_segment_bytes,
             log_cleaner_backoff_ms: cleaner_backoff,
@@ -411,6 +444,24 @@ impl FuzzCase {
                     },
                 });
             }
+        }
+        // Under quotas, a backlog: one large send that a consumer reads in
+        // more bytes than its quota lets through, so it is throttled. Few
+        // records (a handler slowed to a second a record must still get
+        // through them before the check).
+        if !config.quotas.is_empty()
+            && config.producers[0].transactional_id.is_none()
+            && !is_output_producer(&config, 0)
+        {
+            inputs.push(ScheduledInput {
+                at_ms: u64::from(quota_rng.next_u32()) % FAULTS_END_MS,
+                input: Input::Produce {
+                    producer: 0,
+                    key: None,
+                    count: 20 + quota_rng.next_u32() % 30,
+                    bytes: 1_000 + quota_rng.next_u32() % 1_000,
+                },
+            });
         }
         inputs.sort_by_key(|input| input.at_ms);
         let mut case = FuzzCase {

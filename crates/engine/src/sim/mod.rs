@@ -64,6 +64,8 @@ pub enum Timer {
     /// The broker's log cleaner looks for compacted logs to clean
     /// (`log.cleaner.backoff.ms`).
     LogCleaner,
+    /// A client connection's mute after a throttled answer is over.
+    Unmute(NodeId),
     /// A held (empty) fetch must be answered now.
     DelayedFetchExpiry(TopicPartition, u64),
     /// A parked acks=all produce timed out.
@@ -115,6 +117,9 @@ pub enum Timer {
     ConsumerMetadataRefresh,
     /// A consumer's handler finished the records of its last poll.
     ConsumerProcessed,
+    /// A broker's fetch throttle on a consumer is over: it may fetch there
+    /// again.
+    ConsumerUnthrottled,
     /// A consumer's pause (a GC pause) ends.
     ConsumerPauseEnd,
     /// A consumer-protocol member's next `ConsumerGroupHeartbeat` is due.
@@ -766,6 +771,11 @@ impl Simulation {
             self.network.route(from, to, self.now, &mut self.network_rng)
         };
         match route {
+            Ok(_) if self.network.is_unaware(from, to) => {
+                // Down a connection that already broke: lost like the
+                // message that broke it.
+                self.record_dropped(sent, from, to, &message, network::DropReason::ConnectionReset);
+            }
             Ok(arrival) => {
                 let connection = self.network.connection(from, to);
                 self.push(
@@ -783,6 +793,12 @@ impl Simulation {
             Err(reason) => {
                 self.record_dropped(sent, from, to, &message, reason);
                 self.connection_reset(from, to);
+                // Neither end knows yet: each learns one latency later.
+                for (node, peer) in [(from, to), (to, from)] {
+                    if self.node_running(node) {
+                        self.network.mark_unaware(node, peer);
+                    }
+                }
             }
         }
     }
@@ -800,6 +816,8 @@ impl Simulation {
         let latency = self.network.config.latency_ms;
         for (node, peer) in [(a, b), (b, a)] {
             if !self.node_running(node) {
+                // A process that is gone starts over with new connections.
+                self.network.mark_aware(node, peer);
                 continue;
             }
             self.push(
@@ -875,6 +893,9 @@ impl Simulation {
         sent_at: Time,
         connection: u32,
     ) {
+        if message == Message::ConnectionClosed && connection == self.network.connection(from, to) {
+            self.network.mark_aware(to, from);
+        }
         if connection != self.network.connection(from, to) {
             // Its connection broke while it travelled.
             if sent.is_some() {
@@ -1130,12 +1151,10 @@ impl Simulation {
                 }
                 _ => Ok(()),
             },
-            ConfigChange::TopicStorage { topic, setting, value } => {
-                match self.config.topics.iter().find(|candidate| candidate.name == *topic) {
-                    Some(known) => known.with_storage(*setting, *value).map(|_| ()),
-                    None => Err(format!("no topic {topic}")),
-                }
-            }
+            ConfigChange::TopicStorage { .. }
+            | ConfigChange::CleanupPolicy { .. }
+            | ConfigChange::MinCleanableDirtyRatio { .. } => self.changed_topic(change).map(|_| ()),
+            ConfigChange::Quota(quota) => quota.validate(),
             ConfigChange::CommitMode { consumer, mode } => {
                 let current = self
                     .consumers
@@ -1152,6 +1171,35 @@ impl Simulation {
             }
             _ => Ok(()),
         }
+    }
+
+    /// A topic change: which topic (its index) and its configuration
+    /// with the change, checked against Kafka's bounds.
+    fn changed_topic(&self, change: &ConfigChange) -> Result<(usize, config::TopicConfig), String> {
+        let topic = match change {
+            ConfigChange::TopicStorage { topic, .. }
+            | ConfigChange::CleanupPolicy { topic, .. }
+            | ConfigChange::MinCleanableDirtyRatio { topic, .. } => topic,
+            _ => return Err("not a topic change".to_string()),
+        };
+        let Some(index) = self.config.topics.iter().position(|candidate| candidate.name == *topic) else {
+            return Err(format!("no topic {topic}"));
+        };
+        let known = &self.config.topics[index];
+        let changed = match change {
+            ConfigChange::TopicStorage { setting, value, .. } => known.with_storage(*setting, *value)?,
+            ConfigChange::CleanupPolicy { policy, .. } => config::TopicConfig {
+                cleanup_policy: *policy,
+                ..known.clone()
+            },
+            ConfigChange::MinCleanableDirtyRatio { ratio, .. } => config::TopicConfig {
+                min_cleanable_dirty_ratio: *ratio,
+                ..known.clone()
+            },
+            _ => known.clone(),
+        };
+        changed.validate_storage()?;
+        Ok((index, changed))
     }
 
     fn apply_config_change(&mut self, change: ConfigChange) {
@@ -1188,15 +1236,15 @@ impl Simulation {
                 }
             }
             ConfigChange::ReplicaLagTimeMaxMs { value } => self.config.replica_lag_time_max_ms = value.max(1),
-            ConfigChange::TopicStorage { topic, setting, value } => {
-                let Some(index) = self.config.topics.iter().position(|candidate| candidate.name == topic) else {
-                    return;
-                };
+            ConfigChange::TopicStorage { .. }
+            | ConfigChange::CleanupPolicy { .. }
+            | ConfigChange::MinCleanableDirtyRatio { .. } => {
                 // Checked in `check_config_change`.
-                let Ok(changed) = self.config.topics[index].with_storage(setting, value) else {
+                let Ok((index, changed)) = self.changed_topic(&change) else {
                     return;
                 };
                 let log_config = changed.log_config();
+                let topic = changed.name.clone();
                 self.config.topics[index] = changed;
                 for broker in self.brokers.values_mut() {
                     for (partition, log) in &mut broker.logs {
@@ -1206,6 +1254,7 @@ impl Simulation {
                     }
                 }
             }
+            ConfigChange::Quota(quota) => self.config.set_quota(quota),
             ConfigChange::LingerMs { producer, value } => {
                 if let Some(producer) = self.producers.get_mut(producer as usize) {
                     producer.config.linger_ms = value;
@@ -1219,6 +1268,9 @@ impl Simulation {
             }
             ConfigChange::IdempotentHandler { consumer, enable } => {
                 self.consumer_config_change(consumer, |config| config.idempotent_handler = enable);
+            }
+            ConfigChange::AutoOffsetReset { consumer, reset } => {
+                self.consumer_config_change(consumer, |config| config.auto_offset_reset = reset);
             }
         }
     }
@@ -1364,6 +1416,24 @@ fn describe_change(change: &ConfigChange) -> String {
         ),
         ConfigChange::MinInsyncReplicas { topic, value } => format!("set min.insync.replicas={value} on topic {topic}"),
         ConfigChange::TopicStorage { topic, setting, value } => format!("set {setting}={value} on topic {topic}"),
+        ConfigChange::CleanupPolicy { topic, policy } => format!("set cleanup.policy={policy} on topic {topic}"),
+        ConfigChange::MinCleanableDirtyRatio { topic, ratio } => {
+            format!("set min.cleanable.dirty.ratio={} on topic {topic}", ratio.0)
+        }
+        ConfigChange::Quota(quota) => {
+            let entity = quota
+                .client_id
+                .as_ref()
+                .map_or("every client id without its own (<default>)".to_string(), |id| {
+                    format!("client.id {id}")
+                });
+            let rate = |rate: Option<u64>| rate.map_or("none".to_string(), |rate| format!("{rate} B/s"));
+            format!(
+                "set the quota of {entity}: producer_byte_rate {}, consumer_byte_rate {}",
+                rate(quota.producer_byte_rate),
+                rate(quota.consumer_byte_rate)
+            )
+        }
         ConfigChange::UncleanLeaderElection { enable } => format!("set unclean.leader.election.enable={enable}"),
         ConfigChange::ReplicaLagTimeMaxMs { value } => format!("set replica.lag.time.max.ms={value}"),
         ConfigChange::LingerMs { producer, value } => format!("set linger.ms={value} on producer-{producer}"),
@@ -1378,6 +1448,9 @@ fn describe_change(change: &ConfigChange) -> String {
             "consumer-{consumer}'s handler {} records it already processed",
             if *enable { "skips" } else { "no longer skips" }
         ),
+        ConfigChange::AutoOffsetReset { consumer, reset } => {
+            format!("set auto.offset.reset={reset} on consumer-{consumer}")
+        }
     }
 }
 

@@ -59,6 +59,12 @@ pub struct Network {
     connections: BTreeMap<(NodeId, NodeId), u32>,
     /// Nodes whose next produce response is to be lost.
     lose_next_produce_response: BTreeSet<NodeId>,
+    /// Directed (sender, peer) pairs whose connection broke under a lost
+    /// message, until the sender hears of it (its `ConnectionClosed`
+    /// arrives): what it sends meanwhile goes down the broken connection
+    /// and is lost too, as on a TCP connection nothing gets past a lost
+    /// segment.
+    unaware: BTreeSet<(NodeId, NodeId)>,
 }
 
 fn ordered(a: NodeId, b: NodeId) -> (NodeId, NodeId) {
@@ -80,7 +86,24 @@ impl Network {
             last_delivery: BTreeMap::new(),
             connections: BTreeMap::new(),
             lose_next_produce_response: BTreeSet::new(),
+            unaware: BTreeSet::new(),
         }
+    }
+
+    /// `sender` has not yet heard that its connection to `peer` broke.
+    pub fn mark_unaware(&mut self, sender: NodeId, peer: NodeId) {
+        self.unaware.insert((sender, peer));
+    }
+
+    /// `sender` heard that its connection to `peer` broke (or it
+    /// restarted): what it sends next opens a new connection.
+    pub fn mark_aware(&mut self, sender: NodeId, peer: NodeId) {
+        self.unaware.remove(&(sender, peer));
+    }
+
+    /// Whether `sender` still sends down a connection to `peer` that broke.
+    pub fn is_unaware(&self, sender: NodeId, peer: NodeId) -> bool {
+        self.unaware.contains(&(sender, peer))
     }
 
     /// Loses the next produce response sent to `node`.

@@ -14,7 +14,7 @@ use crate::random::Rng;
 use crate::replication::high_watermark::Acks;
 use crate::replication::BrokerId;
 
-use super::config::ProducerConfig;
+use super::config::{ProducerConfig, QuotaType};
 use super::trace::TraceKind;
 use super::types::{ErrorCode, Message, NodeId, ProducerBatch, RecordId, Time};
 use super::{Simulation, Timer};
@@ -53,6 +53,9 @@ pub struct InFlight {
     pub batches: Vec<(u32, PendingBatch)>,
     /// The broker it was sent to (its connection).
     pub broker: BrokerId,
+    /// Throttle time the broker announced since it was sent: its timeout
+    /// waits that much longer.
+    pub throttled_ms: u64,
 }
 
 /// A producer's state.
@@ -724,9 +727,14 @@ impl Simulation {
             }
             return;
         }
-        self.producers[index]
-            .in_flight
-            .insert(request, InFlight { batches, broker: node });
+        self.producers[index].in_flight.insert(
+            request,
+            InFlight {
+                batches,
+                broker: node,
+                throttled_ms: 0,
+            },
+        );
         self.schedule_timer(
             Self::producer_node(producer),
             0,
@@ -886,10 +894,19 @@ impl Simulation {
                     let entry = state.throttled_until.entry(broker).or_insert(until);
                     *entry = (*entry).max(until);
                     self.record(TraceKind::Throttled {
-                        producer,
+                        client: Self::producer_node(producer),
                         broker,
                         throttle_time_ms,
+                        quota: QuotaType::Produce,
                     });
+                    // Its other requests to that broker wait in the muted
+                    // connection: their timeouts grow by the throttle
+                    // time (`InFlightRequests#incrementThrottleTime`).
+                    for other in self.producers[index].in_flight.values_mut() {
+                        if other.broker == broker {
+                            other.throttled_ms += throttle_time_ms;
+                        }
+                    }
                     self.schedule_timer(Self::producer_node(producer), 0, throttle_time_ms, Timer::ProducerDrain);
                 }
                 let mut batches = in_flight.batches;
@@ -1153,6 +1170,18 @@ impl Simulation {
                     .is_some_and(|(waiting, _)| waiting == request)
                 {
                     self.producer_init_failed(producer);
+                } else if let Some(extra) = self.producers[index]
+                    .in_flight
+                    .get_mut(&request)
+                    .map(|in_flight| std::mem::take(&mut in_flight.throttled_ms))
+                    .filter(|extra| *extra > 0)
+                {
+                    self.schedule_timer(
+                        Self::producer_node(producer),
+                        0,
+                        extra,
+                        Timer::ProducerRequestTimeout(request),
+                    );
                 } else if let Some(in_flight) = self.producers[index].in_flight.remove(&request) {
                     for (partition, batch) in in_flight.batches {
                         self.producer_retry_or_fail(producer, partition, batch, ErrorCode::RequestTimedOut);

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::{ClusterConfig, ScheduledInput};
 use super::trace::{TraceEvent, TraceKind};
-use super::types::{ErrorCode, Time};
+use super::types::{ErrorCode, NodeId, Time};
 use super::{Simulation, Summary};
 use crate::groups::assignors::TopicPartition;
 
@@ -233,12 +233,17 @@ pub enum Expectation {
         #[serde(default)]
         tombstones_removed_at_least: u64,
     },
-    /// Brokers throttled `producer` (over its produce quota) at least
-    /// `at_least` and at most `at_most` times.
+    /// Brokers throttled `producer` (over its produce quota) or
+    /// `consumer` (over its fetch quota) at least `at_least` and at most
+    /// `at_most` times.
     #[serde(rename_all = "camelCase")]
     Throttled {
-        /// Which producer.
-        producer: u32,
+        /// Which producer (give this or `consumer`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        producer: Option<u32>,
+        /// Which consumer.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        consumer: Option<u32>,
         /// At least this many throttled answers.
         #[serde(default)]
         at_least: u64,
@@ -449,8 +454,8 @@ struct TraceFacts {
     out_of_range: Vec<String>,
     /// Each cleaning: its topic and the tombstones it removed.
     cleanings: Vec<(String, u64)>,
-    /// The producer of each throttled produce answer.
-    throttled: Vec<u32>,
+    /// The client of each throttled answer.
+    throttled: Vec<NodeId>,
 }
 
 impl TraceFacts {
@@ -461,7 +466,7 @@ impl TraceFacts {
             }
             TraceKind::LeaderElected { unclean: true, .. } => self.unclean_election = true,
             TraceKind::OffsetOutOfRange { partition, .. } => self.out_of_range.push(partition.topic.to_string()),
-            TraceKind::Throttled { producer, .. } => self.throttled.push(*producer),
+            TraceKind::Throttled { client, .. } => self.throttled.push(*client),
             TraceKind::LogCleaned {
                 partition,
                 tombstones_removed,
@@ -594,19 +599,23 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
         }
         Expectation::Throttled {
             producer,
+            consumer,
             at_least,
             at_most,
         } => {
-            let count = facts.throttled.iter().filter(|known| *known == producer).count() as u64;
+            let client = match (producer, consumer) {
+                (Some(producer), None) => NodeId::Producer(*producer),
+                (None, Some(consumer)) => NodeId::Consumer(*consumer),
+                _ => return Some("a throttled expectation names one producer or one consumer".to_string()),
+            };
+            let count = facts.throttled.iter().filter(|known| **known == client).count() as u64;
             if count < *at_least {
                 Some(format!(
-                    "expected producer-{producer} to be throttled at least {at_least} times, but it was {count} times"
+                    "expected {client} to be throttled at least {at_least} times, but it was {count} times"
                 ))
             } else {
                 at_most.filter(|most| count > *most).map(|most| {
-                    format!(
-                        "expected producer-{producer} to be throttled at most {most} times, but it was {count} times"
-                    )
+                    format!("expected {client} to be throttled at most {most} times, but it was {count} times")
                 })
             }
         }

@@ -908,13 +908,20 @@ pub enum TraceKind {
         tombstones_removed: u64,
         checkpoint: Offset,
     },
-    /// A broker answered a producer over its produce quota with a throttle
-    /// time; the producer sends that broker nothing until it is over.
+    /// A broker answered a client over its byte-rate quota with a
+    /// throttle time and muted its connection; the client sends that
+    /// broker nothing until it is over (KIP-219). A throttled fetch is
+    /// answered empty.
     Throttled {
-        producer: u32,
+        client: NodeId,
         broker: BrokerId,
         throttle_time_ms: u64,
+        quota: super::config::QuotaType,
     },
+    /// A consumer with `auto.offset.reset=none` owns a partition its group
+    /// never committed an offset for: `poll()` throws
+    /// `NoOffsetForPartitionException`.
+    NoOffsetForPartition { client: NodeId, partition: TopicPartition },
     /// A consumer's position is no longer in the log (retention deleted
     /// it): `OFFSET_OUT_OF_RANGE`, and `auto.offset.reset` decides.
     OffsetOutOfRange {
@@ -1222,11 +1229,28 @@ impl TraceEvent {
                 }
             ),
             TraceKind::Throttled {
-                producer,
+                client,
                 broker,
                 throttle_time_ms,
-            } => format!(
-                "broker-{broker} throttles producer-{producer} for {throttle_time_ms} ms: it produced faster than its quota (producer_byte_rate), so it sends that broker nothing until then"
+                quota,
+            } => match quota {
+                super::config::QuotaType::Produce => format!(
+                    "broker-{broker} throttles {client} for {throttle_time_ms} ms: it produced faster than its quota ({quota}), so it sends that broker nothing until then"
+                ),
+                super::config::QuotaType::Fetch => format!(
+                    "broker-{broker} throttles {client} for {throttle_time_ms} ms: its fetches took more bytes than its quota ({quota}), so the broker answers this fetch empty and it fetches nothing from that broker until then"
+                ),
+            },
+            TraceKind::NoOffsetForPartition { client, partition } => format!(
+                "{client} owns {partition}, its group has no committed offset there and auto.offset.reset=none: poll() throws NoOffsetForPartitionException"
+            ),
+            TraceKind::OffsetOutOfRange {
+                client,
+                partition,
+                position,
+                reset,
+            } if *reset == super::config::OffsetReset::None => format!(
+                "{client}'s position {position} on {partition} is no longer in the log (OFFSET_OUT_OF_RANGE) and auto.offset.reset=none: poll() throws OffsetOutOfRangeException"
             ),
             TraceKind::OffsetOutOfRange {
                 client,

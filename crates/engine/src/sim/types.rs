@@ -1007,6 +1007,9 @@ pub enum Message {
         /// Where the next fetch starts: past the last batch returned, even
         /// where compaction emptied it (`nextFetchOffset`).
         next_offset: Offset,
+        /// Over its `consumer_byte_rate`: how long the consumer waits
+        /// before it fetches from this broker again (the answer is empty).
+        throttle_time_ms: u64,
     },
     /// Not a request: the client's connection to a broker closed because
     /// the broker process died. Kafka's `NetworkClient` fails every request
@@ -1060,6 +1063,7 @@ impl Message {
             error: Some(error),
             fetch_offset: 0,
             next_offset: 0,
+            throttle_time_ms: 0,
         }
     }
 
@@ -1798,9 +1802,13 @@ impl Message {
                 last_stable_offset,
                 aborted,
                 error,
+                throttle_time_ms,
                 ..
             } => match error {
                 Some(error) => format!("FetchResponse {partition} error={error}"),
+                None if *throttle_time_ms > 0 => {
+                    format!("FetchResponse {partition} records=0 (throttled) throttleTimeMs={throttle_time_ms}")
+                }
                 None => {
                     let mut text = format!(
                         "FetchResponse {partition} records={} hw={high_watermark}",

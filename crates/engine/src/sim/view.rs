@@ -549,6 +549,13 @@ pub struct ConsumerView {
     /// The broker coordinating its group (the leader of the group's
     /// `__consumer_offsets` partition), if any.
     pub coordinator: Option<BrokerId>,
+    /// Until when a broker throttles its fetches (`consumer_byte_rate`),
+    /// the latest of them; none when no broker does.
+    pub throttled_until: Option<u64>,
+    /// Its `client.id` (what quotas match).
+    pub client_id: String,
+    /// Its `auto.offset.reset`.
+    pub auto_offset_reset: super::config::OffsetReset,
 }
 
 /// A consumer's partition.
@@ -574,7 +581,84 @@ pub struct ConsumerPartitionView {
     pub last_reset: Option<(Offset, Offset)>,
 }
 
+/// One record as a replica's log holds it (`kafka-dump-log
+/// --print-data-log`, in the simulation's words).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogRecordView {
+    /// Its offset.
+    pub offset: Offset,
+    /// The base offset of the batch holding it.
+    pub batch_base_offset: Offset,
+    /// The leader epoch it was appended in.
+    pub leader_epoch: u32,
+    /// Its key, if any.
+    pub key: Option<String>,
+    /// Its value's size in bytes; none for a tombstone (a null value).
+    pub value_size: Option<u32>,
+    /// The encoded size of its headers (1 byte when it has none).
+    pub headers_size: u32,
+    /// Its timestamp (`CreateTime`), in ms of the virtual clock.
+    pub timestamp: i64,
+    /// The producer id of its batch, when its producer is idempotent.
+    pub producer_id: Option<u64>,
+    /// Below the high watermark: committed, readable by consumers.
+    pub committed: bool,
+}
+
+/// The most records [`Simulation::log_records`] lists at once.
+pub const LOG_RECORDS_MAX: usize = 1_000;
+
 impl Simulation {
+    /// The records of `partition` in one replica's log (`broker`; none: the
+    /// partition's leader), from offset `from`, at most [`LOG_RECORDS_MAX`]:
+    /// what compaction and retention left, with each batch's base offset.
+    pub fn log_records(
+        &self,
+        partition: &TopicPartition,
+        broker: Option<BrokerId>,
+        from: Offset,
+    ) -> Result<Vec<LogRecordView>, String> {
+        let broker = match broker {
+            Some(broker) => broker,
+            None => self
+                .controller
+                .partitions
+                .get(partition)
+                .ok_or_else(|| format!("no partition {partition}"))?
+                .leader
+                .ok_or_else(|| format!("{partition} has no leader now: name a broker"))?,
+        };
+        let log = self
+            .brokers
+            .get(&broker)
+            .ok_or_else(|| format!("no broker {broker}"))?
+            .logs
+            .get(partition)
+            .ok_or_else(|| format!("broker-{broker} holds no replica of {partition}"))?;
+        let high_watermark = log.high_watermark;
+        let mut records = Vec::new();
+        'batches: for batch in log.log.batches_from(from) {
+            for record in batch.records.iter().filter(|record| record.offset >= from) {
+                if records.len() >= LOG_RECORDS_MAX {
+                    break 'batches;
+                }
+                records.push(LogRecordView {
+                    offset: record.offset,
+                    batch_base_offset: batch.base_offset,
+                    leader_epoch: record.leader_epoch,
+                    key: record.key.as_deref().map(str::to_string),
+                    value_size: (!record.tombstone).then_some(record.bytes),
+                    headers_size: record.headers_size,
+                    timestamp: record.timestamp,
+                    producer_id: record.batch.as_ref().map(|batch| batch.producer_id),
+                    committed: record.offset < high_watermark,
+                });
+            }
+        }
+        Ok(records)
+    }
+
     /// A picture of the cluster now.
     pub fn view(&self) -> ClusterView {
         let brokers = self
@@ -734,6 +818,14 @@ impl Simulation {
                     })
                     .collect(),
                 records_read: consumer.records_read,
+                throttled_until: consumer
+                    .throttled_until
+                    .values()
+                    .copied()
+                    .filter(|until| *until > self.now)
+                    .max(),
+                client_id: self.consumer_client_id(consumer.id),
+                auto_offset_reset: consumer.config.auto_offset_reset,
                 coordinator: crate::groups::coordinator_partition(
                     &consumer.config.group,
                     self.config.offsets_topic_partitions,

@@ -12,6 +12,15 @@ pub const QUOTA_WINDOW_NUM_DEFAULT: usize = 11;
 /// `quota.window.size.seconds` (1 s), in ms.
 pub const QUOTA_WINDOW_SIZE_MS_DEFAULT: i64 = 1_000;
 
+/// The most a fetch answer may hold under a byte-rate quota, per byte a
+/// second: what the quota lets through over the window count less one
+/// (`ClientQuotaManager#getMaxValueInQuotaWindow`: quota ×
+/// (samples − 1) × window seconds).
+pub fn max_bytes_in_quota_window(quota_bytes_per_second: u64) -> u64 {
+    let seconds = (QUOTA_WINDOW_NUM_DEFAULT as u64 - 1) * (QUOTA_WINDOW_SIZE_MS_DEFAULT as u64) / 1_000;
+    quota_bytes_per_second.saturating_mul(seconds)
+}
+
 /// One sample window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 struct Sample {

@@ -8,10 +8,10 @@
 
 use kafkascope_engine::groups::assignors::TopicPartition;
 use kafkascope_engine::sim::config::{
-    ClusterConfig, ConsumerConfig, Input, OffsetReset, ProducerConfig, ScheduledInput, TopicConfig,
+    ClusterConfig, ConfigChange, ConsumerConfig, Input, OffsetReset, ProducerConfig, ScheduledInput, TopicConfig,
 };
 use kafkascope_engine::sim::fuzz::{FuzzCase, Mix};
-use kafkascope_engine::sim::trace::TraceKind;
+use kafkascope_engine::sim::trace::{ConsumerChange, TraceKind};
 use kafkascope_engine::sim::Simulation;
 
 /// One partition, RF 3, 400-byte segments kept 20 s; a producer sends
@@ -147,6 +147,42 @@ fn latest_reset_skips_to_the_end() {
 /// The fuzzer's storage streams do make brokers delete segments (and
 /// consumers reset) and compact the internal topics, so that its safety
 /// and liveness checks cover them.
+/// `auto.offset.reset=none` and a position retention deleted:
+/// `OFFSET_OUT_OF_RANGE`, then `OffsetOutOfRangeException` from `poll()`,
+/// and no reset: the application closes its consumer.
+#[test]
+fn reset_none_after_retention_throws_instead_of_resetting() {
+    // It starts with earliest (the group has no offset yet); the operator
+    // switches the policy to none while it is paused.
+    let mut simulation = slow_reader(OffsetReset::Earliest);
+    simulation.schedule(ScheduledInput {
+        at_ms: 13_000,
+        input: Input::SetConfig(ConfigChange::AutoOffsetReset {
+            consumer: 0,
+            reset: OffsetReset::None,
+        }),
+    });
+    simulation.run_until(90_000);
+    let trace = simulation.trace();
+    assert!(trace.iter().any(|event| matches!(
+        event.kind,
+        TraceKind::OffsetOutOfRange {
+            reset: OffsetReset::None,
+            ..
+        }
+    )));
+    assert!(!trace
+        .iter()
+        .any(|event| matches!(event.kind, TraceKind::OffsetReset { .. })));
+    assert!(trace.iter().any(|event| matches!(
+        event.kind,
+        TraceKind::ConsumerStatus {
+            consumer: 0,
+            status: ConsumerChange::Closed
+        }
+    )));
+}
+
 #[test]
 fn the_fuzzer_exercises_retention_and_compaction() {
     let (mut deleting, mut compacting) = (0, 0);
