@@ -47,12 +47,18 @@ for (const [width, height] of [[1280, 900], [390, 844]]) {
 test('the first Tab stops are links to every section, each moving focus there; on the map, boxes come before edges', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
   const sections = await page.locator('main > section[id]').evaluateAll((all) => all.map((section) => section.id));
+  // The header's links (every section, and the lesson's Q&A tab) are the
+  // first Tab stops.
+  const navigation = await page.locator('.app-nav a').evaluateAll((all) => all.map((link) => link.getAttribute('href')));
   const links = [];
-  for (let index = 0; index < sections.length; index++) {
+  for (let index = 0; index < navigation.length; index++) {
     await page.keyboard.press('Tab');
     links.push(await page.evaluate(() => document.activeElement.getAttribute('href')));
   }
-  assert.deepEqual([...links].sort(), sections.map((id) => `#${id}`).sort(), 'a link to each section, first in tab order');
+  assert.deepEqual(links, navigation, 'the header\'s links come first in tab order');
+  for (const id of sections) {
+    assert.ok(links.includes(`#${id}`), `no link to the section #${id}`);
+  }
   for (const id of sections) {
     await page.locator(`.app-nav a[href="#${id}"]`).focus();
     await page.keyboard.press('Enter');

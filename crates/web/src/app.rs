@@ -17,14 +17,17 @@ pub fn app() -> Html {
                 <h1>{ "kafkascope" }</h1>
                 <p class="tagline">{ "Apache Kafka's internals, simulated faithfully in your browser." }</p>
                 <nav class="app-nav" aria-label="sections">
+                    <a href="#lesson">{ "Gist" }</a>
                     <a href="#map">{ "Map" }</a>
                     <a href="#steps">{ "Sequence steps" }</a>
+                    <a href="#qa">{ "Q&A" }</a>
                     <a href="#sandbox">{ "Sandbox" }</a>
                     <a href="#learn">{ "Learn" }</a>
                     <a href="#partitioner">{ "Partitioner" }</a>
                 </nav>
             </header>
             <main class="app-main">
+                <crate::lesson::Lesson />
                 <crate::cluster_panel::ClusterPanel />
                 <crate::sequence::SequenceSteps />
                 <KeyPartitioner />
@@ -115,7 +118,6 @@ fn placement_view(placement: &KeyPlacement) -> Html {
 
 /// Learn: a path through the page, story by story, in the stories' order
 /// (each scenario file's `story` block gives its place and its sentence).
-/// (The lesson material itself is still to come.)
 #[function_component(Learn)]
 pub fn learn() -> Html {
     // A Learn link opens its story in Sequence steps without loading the
@@ -131,18 +133,7 @@ pub fn learn() -> Html {
             let query = window.location().search().unwrap_or_default();
             if let Some(story) = crate::sequence_model::story(id) {
                 let url = crate::sequence_model::merged_link(&query, story, 0, &[]);
-                if let Ok(history) = window.history() {
-                    let _ = history.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&url));
-                }
-            }
-            if let Ok(navigate) = web_sys::Event::new(crate::sequence_model::NAVIGATE_EVENT) {
-                let _ = window.dispatch_event(&navigate);
-            }
-            if let Some(steps) = window
-                .document()
-                .and_then(|document| document.get_element_by_id("steps"))
-            {
-                steps.scroll_into_view();
+                crate::lesson::open_in_page(&url, "steps");
             }
         })
     };

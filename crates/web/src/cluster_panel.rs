@@ -207,6 +207,49 @@ pub fn cluster_panel() -> Html {
             move || drop(interval)
         });
     }
+    // A lesson link that sets a knob (`?knob=acks:1#map`) changes the
+    // address and says so (NAVIGATE_EVENT); one opened in a new tab sets
+    // it when the map starts. The map stops playing, so the learner acts
+    // next.
+    {
+        let dispatch = dispatch.clone();
+        let playing = playing.clone();
+        use_effect_with((), move |_| {
+            let apply = move || {
+                let query = page_query();
+                if let Some((knob, value)) = crate::lesson_model::knob_in_query(&query) {
+                    playing.set(false);
+                    dispatch(Action::Knob(knob, value));
+                    // Done: the address no longer asks for it, so later
+                    // navigation does not set it again.
+                    if let Some(window) = web_sys::window() {
+                        let hash = window.location().hash().unwrap_or_default();
+                        let url = format!("{}{hash}", crate::lesson_model::without_knob(&query));
+                        if let Ok(history) = window.history() {
+                            let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&url));
+                        }
+                    }
+                }
+            };
+            apply();
+            let follow = wasm_bindgen::closure::Closure::<dyn Fn()>::new(apply);
+            let window = web_sys::window();
+            if let Some(window) = &window {
+                let _ = window.add_event_listener_with_callback(
+                    crate::sequence_model::NAVIGATE_EVENT,
+                    wasm_bindgen::JsCast::unchecked_ref(follow.as_ref()),
+                );
+            }
+            move || {
+                if let Some(window) = &window {
+                    let _ = window.remove_event_listener_with_callback(
+                        crate::sequence_model::NAVIGATE_EVENT,
+                        wasm_bindgen::JsCast::unchecked_ref(follow.as_ref()),
+                    );
+                }
+            }
+        });
+    }
     // A long skip runs one slice per timer turn, so the page draws its
     // progress in between and the Stop button stays clickable.
     {

@@ -486,10 +486,11 @@ pub fn sequence_steps() -> Html {
                 { match &step {
                     Some(step) => html! { <>
                         { if let Some(chapter) = &step.chapter { html! { <p class="chapter" data-testid="step-chapter">{ chapter }</p> } } else { html! {} } }
-                        <p>
+                        <p data-read="step-caption">
                             { if let Some(outcome) = step.outcome { html! { <span class={classes!("outcome", outcome)} data-testid="step-outcome">{ outcome }</span> } } else { html! {} } }
                             { &step.caption }
                         </p>
+                        <crate::voice::ReadAloud id="step-caption" label="Read this step" text={format!("{}{}", step.chapter.as_ref().map(|chapter| format!("{chapter} ")).unwrap_or_default(), step.caption)} />
                         { if step.explainable { html! {
                             <button type="button" data-testid="step-why" aria-expanded={why_open.to_string()} onclick={toggle_why}>{ "Why?" }</button>
                         } } else { html! {} } }

@@ -44,6 +44,31 @@ pub enum Knob {
 }
 
 impl Knob {
+    /// Every live knob.
+    pub const ALL: [Knob; 16] = [
+        Knob::Acks,
+        Knob::MinInsyncReplicas,
+        Knob::UncleanLeaderElection,
+        Knob::ReplicaLagTimeMaxMs,
+        Knob::LingerMs,
+        Knob::EnableIdempotence,
+        Knob::Storage(StorageSetting::RetentionMs),
+        Knob::Storage(StorageSetting::RetentionBytes),
+        Knob::Storage(StorageSetting::SegmentBytes),
+        Knob::Storage(StorageSetting::SegmentMs),
+        Knob::Storage(StorageSetting::MinCompactionLagMs),
+        Knob::Storage(StorageSetting::DeleteRetentionMs),
+        Knob::CleanupPolicy,
+        Knob::MinCleanableDirtyRatio,
+        Knob::ProducerByteRate,
+        Knob::ConsumerByteRate,
+    ];
+
+    /// The knob with this Kafka name.
+    pub fn from_name(name: &str) -> Option<Knob> {
+        Knob::ALL.into_iter().find(|knob| knob.name() == name)
+    }
+
     /// Kafka's name for it.
     pub fn name(self) -> &'static str {
         match self {

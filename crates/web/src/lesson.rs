@@ -1,0 +1,310 @@
+//! The lesson at the top of the page: objectives, then tabs (Gist,
+//! Compare, Q&A, KRaft, Glossary), each part drawn from
+//! [`crate::lesson_model`]. Its links open a story's step, set a knob on
+//! the live map, or go to a part of the page or of the lesson.
+
+use wasm_bindgen::JsCast;
+use yew::prelude::*;
+
+use crate::lesson_model::{lesson, LessonLink, LessonTab};
+
+/// The current address's fragment.
+fn current_hash() -> String {
+    web_sys::window()
+        .and_then(|window| window.location().hash().ok())
+        .unwrap_or_default()
+}
+
+/// Opens `url` in this page without loading it again: the address changes,
+/// the sections that follow it hear [`crate::sequence_model::NAVIGATE_EVENT`]
+/// and the element `target` scrolls into view.
+pub fn open_in_page(url: &str, target: &str) {
+    let Some(window) = web_sys::window() else { return };
+    if let Ok(history) = window.history() {
+        let _ = history.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(url));
+    }
+    if let Ok(navigate) = web_sys::Event::new(crate::sequence_model::NAVIGATE_EVENT) {
+        let _ = window.dispatch_event(&navigate);
+    }
+    if let Some(element) = window
+        .document()
+        .and_then(|document| document.get_element_by_id(target))
+    {
+        element.scroll_into_view();
+    }
+}
+
+/// Keeps the page's other parameters (`play=0`, a preset) in a link's
+/// address.
+fn with_page_query(href: &str) -> String {
+    let query = web_sys::window()
+        .and_then(|window| window.location().search().ok())
+        .unwrap_or_default();
+    let Some(own) = href.strip_prefix('?') else {
+        return href.to_string();
+    };
+    let (own, fragment) = own.split_once('#').unwrap_or((own, ""));
+    let own_keys: Vec<&str> = own.split('&').filter_map(|pair| pair.split('=').next()).collect();
+    let mut pairs: Vec<String> = query
+        .trim_start_matches('?')
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .filter(|pair| {
+            let key = pair.split('=').next().unwrap_or_default();
+            !own_keys.contains(&key) && key != "story" && key != "step" && key != "fork" && key != "knob"
+        })
+        .map(str::to_string)
+        .collect();
+    pairs.extend(own.split('&').map(str::to_string));
+    format!("?{}#{fragment}", pairs.join("&"))
+}
+
+#[derive(Properties, PartialEq)]
+struct LinkProps {
+    link: LessonLink,
+    #[prop_or_default]
+    label: Option<AttrValue>,
+    on_anchor: Callback<String>,
+}
+
+/// One lesson link.
+#[function_component(Link)]
+fn link_view(props: &LinkProps) -> Html {
+    let link = props.link.clone();
+    let href = with_page_query(&link.href());
+    let onclick = {
+        let href = href.clone();
+        let link = link.clone();
+        let on_anchor = props.on_anchor.clone();
+        Callback::from(move |event: MouseEvent| {
+            if event.ctrl_key() || event.meta_key() || event.shift_key() || event.button() != 0 {
+                return; // a new tab or window loads it as usual
+            }
+            match &link {
+                LessonLink::Story { .. } => {
+                    event.prevent_default();
+                    open_in_page(&href, "steps");
+                }
+                LessonLink::Knob { .. } => {
+                    event.prevent_default();
+                    open_in_page(&href, "map");
+                }
+                LessonLink::Anchor { anchor } => {
+                    event.prevent_default();
+                    on_anchor.emit(anchor.clone());
+                }
+                LessonLink::Section { .. } => {}
+            }
+        })
+    };
+    let kind = match &props.link {
+        LessonLink::Story { .. } => "story",
+        LessonLink::Knob { .. } => "knob",
+        LessonLink::Section { .. } => "section",
+        LessonLink::Anchor { .. } => "anchor",
+    };
+    let label = props
+        .label
+        .clone()
+        .unwrap_or_else(|| AttrValue::from(props.link.label()));
+    html! {
+        <a class="lesson-link" href={href} data-kind={kind} {onclick}>{ label }</a>
+    }
+}
+
+/// The lesson section.
+#[function_component(Lesson)]
+pub fn lesson_section() -> Html {
+    let lesson = lesson();
+    let tab = use_state(|| LessonTab::for_hash(&current_hash()).unwrap_or_default());
+    // The element to bring into view once its tab is drawn.
+    let reveal = use_state(|| None::<String>);
+    // An address that names a tab (`#qa`, a table's `#lesson-compare`)
+    // opens it, from the header's links or the back button.
+    {
+        let tab = tab.clone();
+        let reveal = reveal.clone();
+        use_effect_with((), move |_| {
+            let follow = wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || {
+                let hash = current_hash();
+                if let Some(chosen) = LessonTab::for_hash(&hash) {
+                    tab.set(chosen);
+                    reveal.set(Some(hash.trim_start_matches('#').to_string()));
+                }
+            });
+            let window = web_sys::window();
+            if let Some(window) = &window {
+                let _ = window.add_event_listener_with_callback("hashchange", follow.as_ref().unchecked_ref());
+            }
+            move || {
+                if let Some(window) = &window {
+                    let _ = window.remove_event_listener_with_callback("hashchange", follow.as_ref().unchecked_ref());
+                }
+            }
+        });
+    }
+    {
+        let reveal = reveal.clone();
+        use_effect_with(((*reveal).clone(), *tab), move |(target, _)| {
+            if let Some(target) = target {
+                if let Some(element) = web_sys::window()
+                    .and_then(|window| window.document())
+                    .and_then(|document| document.get_element_by_id(target))
+                {
+                    element.scroll_into_view();
+                }
+                reveal.set(None);
+            }
+        });
+    }
+    let on_anchor = {
+        let tab = tab.clone();
+        let reveal = reveal.clone();
+        Callback::from(move |anchor: String| {
+            if let Some(chosen) = lesson.tab_of_anchor(&anchor) {
+                tab.set(chosen);
+                reveal.set(Some(format!("lesson-{anchor}")));
+            }
+        })
+    };
+    let select = |chosen: LessonTab| {
+        let tab = tab.clone();
+        Callback::from(move |_: MouseEvent| tab.set(chosen))
+    };
+    let link = |link: &LessonLink| html! { <Link link={link.clone()} on_anchor={on_anchor.clone()} /> };
+    let gist = &lesson.gist;
+    html! {
+        <section id="lesson" class="card lesson wide" aria-labelledby="lesson-title" data-testid="lesson" tabindex="-1">
+            <h2 id="lesson-title">{ &lesson.title }</h2>
+            <p class="lesson-summary" data-testid="lesson-summary">{ &lesson.summary }</p>
+            <p class="hint">
+                { "The live cluster is one click away: " }
+                <a href="#map" data-testid="lesson-open-map">{ "open the map" }</a>
+                { ", or follow a story step by step in " }
+                <a href="#steps">{ "Sequence steps" }</a>{ "." }
+            </p>
+            <details class="objectives" open=true data-testid="lesson-objectives">
+                <summary>{ "You should be able to" }</summary>
+                <ul>
+                    { for lesson.objectives.iter().map(|objective| html! {
+                        <li>{ &objective.text }{ " " }{ link(&objective.link) }</li>
+                    }) }
+                </ul>
+            </details>
+            <div class="lesson-tabs" role="tablist" aria-label="the lesson's parts">
+                { for LessonTab::ALL.into_iter().map(|each| html! {
+                    <button type="button" role="tab" id={format!("tab-{}", each.id())}
+                        aria-selected={(*tab == each).to_string()} aria-controls={each.id()}
+                        tabindex={if *tab == each { "0" } else { "-1" }}
+                        data-testid={format!("lesson-tab-{}", each.id())} onclick={select(each)}>{ each.label() }</button>
+                }) }
+            </div>
+            { for LessonTab::ALL.into_iter().map(|each| {
+                let body = match each {
+                    LessonTab::Gist => html! { <>
+                        <crate::voice::VoiceSettings />
+                        <div data-read="gist">
+                            <p>{ &gist.mental_model }</p>
+                        </div>
+                        <crate::voice::ReadAloud id="gist" label="Read the gist aloud" text={format!("{} {} {}", lesson.title, lesson.summary, gist.mental_model)} />
+                        <h3>{ "Why each part exists" }</h3>
+                        <dl class="components">
+                            { for gist.components.iter().map(|component| html! { <>
+                                <dt>{ &component.name }</dt>
+                                <dd>{ &component.why }{ " " }{ link(&component.link) }</dd>
+                            </> }) }
+                        </dl>
+                        <div class="prefer-alternative">
+                            { for [("Prefer", &gist.prefer), ("Alternative", &gist.alternative)].into_iter().map(|(label, choice)| html! {
+                                <div class="choice">
+                                    <h3>{ format!("{label}: {}", choice.title) }</h3>
+                                    <p>{ &choice.text }</p>
+                                    <ul>{ for choice.points.iter().map(|point| html! { <li>{ point }</li> }) }</ul>
+                                </div>
+                            }) }
+                        </div>
+                        <h3>{ "The happy path in five steps" }</h3>
+                        <ol class="happy-path" data-testid="happy-path">
+                            { for gist.happy_path.iter().enumerate().map(|(index, card)| html! {
+                                <li class="happy-card" data-testid={format!("happy-card-{}", index + 1)}>
+                                    <span class="number" aria-hidden="true">{ index + 1 }</span>
+                                    <h4>{ &card.title }</h4>
+                                    <p>{ &card.text }</p>
+                                    { link(&card.link) }
+                                </li>
+                            }) }
+                        </ol>
+                    </> },
+                    LessonTab::Tables => html! { <>
+                        { for lesson.tables.iter().map(|table| {
+                            let linked = table.rows.iter().any(|row| row.link.is_some());
+                            html! {
+                                <div class="table-wrap">
+                                    <table id={format!("lesson-{}", table.id)} data-testid={format!("lesson-table-{}", table.id)}>
+                                        <caption>{ &table.title }</caption>
+                                        <thead><tr>
+                                            { for table.columns.iter().map(|column| html! { <th scope="col">{ column }</th> }) }
+                                            { if linked { html! { <th scope="col">{ "See it" }</th> } } else { html! {} } }
+                                        </tr></thead>
+                                        <tbody>
+                                            { for table.rows.iter().map(|row| html! {
+                                                <tr>
+                                                    { for row.cells.iter().enumerate().map(|(index, cell)| if index == 0 {
+                                                        html! { <th scope="row">{ cell }</th> }
+                                                    } else {
+                                                        html! { <td>{ cell }</td> }
+                                                    }) }
+                                                    { if linked { html! { <td>{ row.link.as_ref().map(&link).unwrap_or_default() }</td> } } else { html! {} } }
+                                                </tr>
+                                            }) }
+                                        </tbody>
+                                    </table>
+                                    { table.note.as_ref().map(|note| html! { <p class="muted hint">{ note }</p> }).unwrap_or_default() }
+                                </div>
+                            }
+                        }) }
+                    </> },
+                    LessonTab::Questions => html! {
+                        <div class="qa-list">
+                            <p class="hint">{ "Think of your answer, then open the card. Each answer links to the moment that shows it." }</p>
+                            { for lesson.qa.iter().map(|question| html! {
+                                <details class="qa" data-testid={format!("qa-{}", question.id)}>
+                                    <summary>{ &question.question }</summary>
+                                    <p data-read={format!("qa-{}", question.id)}>{ &question.answer }</p>
+                                    <crate::voice::ReadAloud id={format!("qa-{}", question.id)} label="Read the answer" text={format!("{} {}", question.question, question.answer)} />
+                                    { question.link.as_ref().map(&link).unwrap_or_default() }
+                                </details>
+                            }) }
+                        </div>
+                    },
+                    LessonTab::Kraft => html! { <>
+                        { for lesson.sections.iter().map(|section| html! {
+                            <div id={format!("lesson-{}", section.id)}>
+                                <h3>{ &section.title }</h3>
+                                { for section.paragraphs.iter().map(|paragraph| html! { <p>{ paragraph }</p> }) }
+                                { section.link.as_ref().map(&link).unwrap_or_default() }
+                            </div>
+                        }) }
+                    </> },
+                    LessonTab::Glossary => html! {
+                        <dl class="glossary" data-testid="glossary">
+                            { for lesson.glossary.iter().map(|term| html! { <>
+                                <dt id={format!("term-{}", term.term.replace(' ', "-"))}>
+                                    { &term.term }
+                                    { term.name.as_ref().map(|name| html! { <span class="muted">{ format!(" ({name})") }</span> }).unwrap_or_default() }
+                                </dt>
+                                <dd>{ &term.definition }</dd>
+                            </> }) }
+                        </dl>
+                    },
+                };
+                html! {
+                    <div role="tabpanel" id={each.id()} aria-labelledby={format!("tab-{}", each.id())}
+                        hidden={*tab != each} data-testid={format!("lesson-panel-{}", each.id())}>
+                        { body }
+                    </div>
+                }
+            }) }
+        </section>
+    }
+}
