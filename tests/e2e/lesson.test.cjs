@@ -201,3 +201,36 @@ test('where the browser has no speech synthesis, the page says so and shows no r
   assert.equal(await page.locator('.read-aloud').count(), 0);
   await page.close();
 });
+
+test('the pitfalls exercise: predict each case, run it, and get a score explained with the run\'s numbers', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0#exercise' });
+  const exercise = lesson(page).getByTestId('exercise');
+  await exercise.waitFor();
+  assert.ok(await exercise.getByTestId('exercise-run').isDisabled(), 'it runs before every case is answered');
+  const answers = { 'fourth-member': 'idle', 'leader-dies': 'continue', 'second-leader-dies': 'continue', 'unclean': 'loss' };
+  for (const [id, answer] of Object.entries(answers)) {
+    await exercise.getByTestId(`case-${id}-${answer}`).check();
+  }
+  await exercise.getByTestId('exercise-run').click();
+  await exercise.getByTestId('exercise-score').waitFor();
+  assert.equal(await exercise.getByTestId('exercise-score').innerText(), '3 of 4 right.');
+  assert.match(await exercise.getByTestId('verdict-fourth-member').innerText(), /^Right: the run says idle\. .*consumer-\d+ none/);
+  assert.match(await exercise.getByTestId('verdict-second-leader-dies').innerText(), /^Not quite: the run says error\. .*NOT_ENOUGH_REPLICAS/);
+  assert.match(await exercise.getByTestId('verdict-unclean').innerText(), /^Right: the run says loss\. .*acknowledged record\(s\) of orders-1 were gone/);
+  await exercise.screenshot({ path: screenshotPath('lesson-exercise') });
+  // Each verdict opens its moment in the steps.
+  const link = exercise.getByTestId('verdict-second-leader-dies').locator('.lesson-link');
+  const step = new URL(await link.getAttribute('href'), 'http://x/').searchParams.get('step');
+  await link.click();
+  await page.waitForFunction((step) => {
+    const steps = document.querySelector('[data-testid="steps"]');
+    return steps.dataset.story === 'exercise' && steps.dataset.step === step;
+  }, step);
+  // Changing an answer hides the old verdicts until it runs again.
+  await exercise.getByTestId('case-second-leader-dies-error').check();
+  assert.equal(await exercise.getByTestId('exercise-score').count(), 0);
+  await exercise.getByTestId('exercise-run').click();
+  assert.equal(await exercise.getByTestId('exercise-score').innerText(), '4 of 4 right.');
+  assert.deepEqual(problems, []);
+  await page.close();
+});

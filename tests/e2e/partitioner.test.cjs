@@ -67,3 +67,41 @@ test('the page fits a phone-width screen', async () => {
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('many keys: a hot key makes a hot partition, and adding partitions moves the keys the CLI says move', async (t) => {
+  const cli = process.env.KAFKASCOPE_CLI;
+  if (!cli || !fs.existsSync(cli)) {
+    t.skip('the kafkascope CLI has not been built');
+    return;
+  }
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const view = page.getByTestId('key-distribution');
+  await view.locator('summary').click();
+  const keys = ['router-1', 'router-2', 'router-3', 'router-4', 'router-5', 'router-6'];
+  await view.getByTestId('keys-input').fill(`router-1 50\n${keys.slice(1).join('\n')}`);
+  await view.getByTestId('keys-partitions').fill('3');
+  await view.getByTestId('keys-after').fill('5');
+  assert.equal(await view.getByTestId('keys-load').locator('li').count(), 3);
+  assert.equal(await view.getByTestId('keys-load-after').locator('li').count(), 5);
+  // 50 of 55 records a second come from router-1: its partition takes at least 90%.
+  assert.match(await view.getByTestId('keys-hottest').innerText(), /takes (9\d|100)% of the records/);
+  // Which keys move, checked against the CLI's partitioner.
+  const place = (count) => Object.fromEntries(execFileSync(cli, ['partition', '--partitions', String(count), ...keys], { encoding: 'utf8' })
+    .trim().split('\n').map((line) => { const [key, , partition] = line.split('\t'); return [key, Number(partition)]; }));
+  const [before, after] = [place(3), place(5)];
+  const moving = keys.filter((key) => before[key] !== after[key]);
+  const moved = await view.getByTestId('keys-moved').innerText();
+  if (moving.length === 0) {
+    assert.equal(moved, 'No key moves.');
+  } else {
+    assert.match(moved, new RegExp(`^${moving.length} of 6 keys move`));
+    for (const key of moving) {
+      assert.ok(moved.includes(`${key} (p${before[key]} → p${after[key]})`), `${key} missing from ${moved}`);
+    }
+  }
+  await view.screenshot({ path: screenshotPath('partitioner-key-distribution') });
+  await view.getByTestId('keys-after').fill('2');
+  assert.match(await view.getByTestId('keys-error').innerText(), /only adds partitions/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});

@@ -80,7 +80,78 @@ pub fn key_partitioner() -> Html {
                     <p class="error" role="alert" data-testid="partition-error">{ message }</p>
                 },
             } }
+            <KeyDistributionView />
         </section>
+    }
+}
+
+/// The documents' collector, keyed by router: many keys over the
+/// partitions, the load each partition gets, and the keys that move when
+/// partitions are added.
+#[function_component(KeyDistributionView)]
+fn key_distribution_view() -> Html {
+    let keys = use_state(|| {
+        "192.168.1.1 40\n192.168.1.2 5\n192.168.1.3 5\n192.168.1.4 5\n192.168.1.5 5\n192.168.1.6 5\n192.168.1.7 5\n192.168.1.8 5".to_string()
+    });
+    let now = use_state(|| "3".to_string());
+    let after = use_state(|| "4".to_string());
+    let text = |state: &UseStateHandle<String>| {
+        let state = state.clone();
+        Callback::from(move |event: InputEvent| state.set(event.target_unchecked_into::<HtmlInputElement>().value()))
+    };
+    let on_keys = {
+        let keys = keys.clone();
+        Callback::from(move |event: InputEvent| {
+            keys.set(event.target_unchecked_into::<web_sys::HtmlTextAreaElement>().value());
+        })
+    };
+    let bars = |load: &[u64], label: &str, testid: &str| {
+        let most = load.iter().copied().max().unwrap_or(0).max(1);
+        html! {
+            <ol class="load-bars" aria-label={label.to_string()} data-testid={testid.to_string()} start="0">
+                { for load.iter().enumerate().map(|(partition, records)| html! {
+                    <li>
+                        <span class="partition-number">{ format!("p{partition}") }</span>
+                        <span class="load-bar" style={format!("width: {}%", records * 100 / most)}></span>
+                        <span class="muted">{ format!(" {records}/s") }</span>
+                    </li>
+                }) }
+            </ol>
+        }
+    };
+    html! {
+        <details class="key-distribution" data-testid="key-distribution">
+            <summary>{ "Many keys: hot partitions, and what moves when partitions are added" }</summary>
+            <p class="hint">{ "A collector receives logs from routers and keys each record by its router's address, so a router's logs stay in order in one partition. Design the key backwards from the consumer: it needs one router's logs in order, not all of them. One key per line, with its records a second after a space." }</p>
+            <div class="form-row">
+                <textarea aria-label="keys, one a line, with their rate" data-testid="keys-input" rows="6" cols="28" spellcheck="false" value={(*keys).clone()} oninput={on_keys} />
+                <label>{ "Partitions now " }<input type="number" min="1" max="64" data-testid="keys-partitions" value={(*now).clone()} oninput={text(&now)} /></label>
+                <label>{ "after adding " }<input type="number" min="1" max="64" data-testid="keys-after" value={(*after).clone()} oninput={text(&after)} /></label>
+            </div>
+            { match crate::view_model::key_distribution(&keys, &now, &after) {
+                Err(message) => html! { <p class="error" role="alert" data-testid="keys-error">{ message }</p> },
+                Ok(view) => {
+                    let moved: Vec<&crate::view_model::KeyRow> = view.moved().collect();
+                    html! { <>
+                        <p data-testid="keys-hottest">{ format!("The busiest partition takes {}% of the records: a hot key makes a hot partition, and only a better key spreads it (more partitions do not split one key).", view.hottest_share()) }</p>
+                        <div class="load-compare">
+                            <div><h4>{ format!("{} partitions", view.partitions) }</h4>{ bars(&view.load, "records a second per partition now", "keys-load") }</div>
+                            <div><h4>{ format!("{} partitions", view.after) }</h4>{ bars(&view.load_after, "records a second per partition after adding", "keys-load-after") }</div>
+                        </div>
+                        <p data-testid="keys-moved">{ if moved.is_empty() {
+                            "No key moves.".to_string()
+                        } else {
+                            format!(
+                                "{} of {} keys move: {}. Their old records stay where they were, so for a while a key's records sit in two partitions and a consumer can read its new ones before its old ones.",
+                                moved.len(),
+                                view.rows.len(),
+                                moved.iter().map(|row| format!("{} (p{} → p{})", row.key, row.partition, row.after)).collect::<Vec<_>>().join(", ")
+                            )
+                        } }</p>
+                    </> }
+                }
+            } }
+        </details>
     }
 }
 

@@ -277,6 +277,7 @@ pub fn lesson_section() -> Html {
                             }) }
                         </div>
                     },
+                    LessonTab::Exercise => html! { <ExerciseView on_anchor={on_anchor.clone()} /> },
                     LessonTab::Kraft => html! { <>
                         { for lesson.sections.iter().map(|section| html! {
                             <div id={format!("lesson-{}", section.id)}>
@@ -306,5 +307,89 @@ pub fn lesson_section() -> Html {
                 }
             }) }
         </section>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+struct ExerciseProps {
+    on_anchor: Callback<String>,
+}
+
+/// The pitfalls exercise: a prediction per case, then the run reveals
+/// each case's outcome with its numbers, and the answers are scored.
+#[function_component(ExerciseView)]
+fn exercise_view(props: &ExerciseProps) -> Html {
+    use crate::exercise_model::{reveal, score, Outcome};
+    let exercise = &lesson().exercise;
+    let answers = use_state(|| vec![None::<Outcome>; exercise.cases.len()]);
+    let revealed = use_state(|| None::<Result<Vec<crate::exercise_model::Revealed>, String>>);
+    let choose = |case: usize, outcome: Outcome| {
+        let answers = answers.clone();
+        let revealed = revealed.clone();
+        Callback::from(move |_: Event| {
+            let mut next = (*answers).clone();
+            next[case] = Some(outcome);
+            answers.set(next);
+            // A changed answer hides the old reveal.
+            revealed.set(None);
+        })
+    };
+    let run = {
+        let revealed = revealed.clone();
+        Callback::from(move |_: MouseEvent| revealed.set(Some(reveal(&lesson().exercise))))
+    };
+    let all_answered = answers.iter().all(Option::is_some);
+    html! {
+        <div class="exercise" data-testid="exercise">
+            <h3>{ &exercise.title }</h3>
+            <p>{ &exercise.intro }</p>
+            <ol class="exercise-cases">
+                { for exercise.cases.iter().enumerate().map(|(index, case)| {
+                    let result = revealed.as_ref().and_then(|result| result.as_ref().ok()).and_then(|cases| cases.get(index));
+                    html! {
+                        <li data-testid={format!("case-{}", case.id)}>
+                            <fieldset>
+                                <legend>{ &case.prompt }</legend>
+                                { for Outcome::ALL.into_iter().map(|outcome| html! {
+                                    <label class="choice-label">
+                                        <input type="radio" name={format!("case-{}", case.id)} value={outcome.label()}
+                                            data-testid={format!("case-{}-{}", case.id, outcome.label())}
+                                            checked={answers[index] == Some(outcome)} onchange={choose(index, outcome)} />
+                                        { format!(" {} ", outcome.label()) }
+                                    </label>
+                                }) }
+                            </fieldset>
+                            { match result {
+                                Some(result) => {
+                                    let right = answers[index] == Some(result.outcome);
+                                    let link = LessonLink::Story { story: exercise.story.clone(), step: Some(result.step), shows: None };
+                                    html! {
+                                        <p class={classes!("verdict", if right { "right" } else { "wrong" })} data-testid={format!("verdict-{}", case.id)}>
+                                            <strong>{ if right { "Right: " } else { "Not quite: " } }</strong>
+                                            { format!("the run says {}. ", result.outcome.label()) }
+                                            { &result.evidence }{ ". " }
+                                            <Link link={link} label={AttrValue::from("watch it in the steps")} on_anchor={props.on_anchor.clone()} />
+                                        </p>
+                                    }
+                                }
+                                None => html! {},
+                            } }
+                        </li>
+                    }
+                }) }
+            </ol>
+            <button type="button" data-testid="exercise-run" disabled={!all_answered} onclick={run}>
+                { if all_answered { "Run it and check my answers" } else { "Answer every case, then run it" } }
+            </button>
+            { match revealed.as_ref() {
+                Some(Ok(cases)) => html! {
+                    <p class="score" role="status" data-testid="exercise-score">
+                        { format!("{} of {} right.", score(&answers, cases), cases.len()) }
+                    </p>
+                },
+                Some(Err(problem)) => html! { <p class="error" role="alert">{ problem }</p> },
+                None => html! {},
+            } }
+        </div>
     }
 }

@@ -191,6 +191,7 @@ pub struct Lesson {
     pub tables: Vec<Table>,
     pub qa: Vec<Question>,
     pub glossary: Vec<Term>,
+    pub exercise: crate::exercise_model::Exercise,
 }
 
 impl Lesson {
@@ -263,15 +264,17 @@ pub enum LessonTab {
     Gist,
     Tables,
     Questions,
+    Exercise,
     Kraft,
     Glossary,
 }
 
 impl LessonTab {
-    pub const ALL: [LessonTab; 5] = [
+    pub const ALL: [LessonTab; 6] = [
         LessonTab::Gist,
         LessonTab::Tables,
         LessonTab::Questions,
+        LessonTab::Exercise,
         LessonTab::Kraft,
         LessonTab::Glossary,
     ];
@@ -282,6 +285,7 @@ impl LessonTab {
             LessonTab::Gist => "gist",
             LessonTab::Tables => "tables",
             LessonTab::Questions => "qa",
+            LessonTab::Exercise => "exercise",
             LessonTab::Kraft => "kraft",
             LessonTab::Glossary => "glossary",
         }
@@ -293,6 +297,7 @@ impl LessonTab {
             LessonTab::Gist => "Gist",
             LessonTab::Tables => "Compare",
             LessonTab::Questions => "Q&A",
+            LessonTab::Exercise => "Exercise",
             LessonTab::Kraft => "KRaft",
             LessonTab::Glossary => "Glossary",
         }

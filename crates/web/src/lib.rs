@@ -8,6 +8,7 @@
 pub mod app;
 pub mod cluster_model;
 pub mod cluster_panel;
+pub mod exercise_model;
 pub mod export;
 pub mod knob;
 pub mod lesson;

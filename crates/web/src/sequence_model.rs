@@ -228,6 +228,11 @@ impl StoryRun {
         self.steps = steps_of(&self.trace, &self.positions, self.story);
     }
 
+    /// The whole run's trace.
+    pub fn trace(&self) -> &[TraceEvent] {
+        &self.trace
+    }
+
     /// Moves the run to just after step `index`.
     pub fn seek(&mut self, index: usize) {
         if let Some(step) = self.steps.get(index) {

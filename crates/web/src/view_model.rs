@@ -51,9 +51,139 @@ fn parse_partition_count(text: &str) -> Result<u32, String> {
     }
 }
 
+/// The most keys the distribution view takes.
+pub const KEYS_MAX: usize = 200;
+
+/// One key of the distribution view: its records a second, where it goes
+/// now and after the partition count changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRow {
+    pub key: String,
+    pub weight: u64,
+    pub partition: u32,
+    pub after: u32,
+}
+
+/// Many keys over a topic's partitions (the collector that keys by
+/// source): how much each partition gets (a hot key makes a hot
+/// partition), and which keys move when partitions are added (hash modulo
+/// a new count; Kafka does not move old records, so a moved key's new
+/// records land away from its old ones).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyDistribution {
+    pub rows: Vec<KeyRow>,
+    pub partitions: u32,
+    pub after: u32,
+    /// Records a second per partition, now and after.
+    pub load: Vec<u64>,
+    pub load_after: Vec<u64>,
+}
+
+impl KeyDistribution {
+    /// Keys that go to another partition after the change.
+    pub fn moved(&self) -> impl Iterator<Item = &KeyRow> {
+        self.rows.iter().filter(|row| row.partition != row.after)
+    }
+
+    /// The busiest partition's share of all records, in percent.
+    pub fn hottest_share(&self) -> u64 {
+        let total: u64 = self.load.iter().sum();
+        (self.load.iter().copied().max().unwrap_or(0) * 100)
+            .checked_div(total)
+            .unwrap_or(0)
+    }
+}
+
+/// Reads keys, one a line, each with an optional weight (`router-1 40`:
+/// forty records a second; one by default), and places them on
+/// `partitions_text` partitions now and `after_text` after a change.
+pub fn key_distribution(keys_text: &str, partitions_text: &str, after_text: &str) -> Result<KeyDistribution, String> {
+    let partitions = parse_partition_count(partitions_text)?;
+    let after = parse_partition_count(after_text).map_err(|_| {
+        format!("The partition count after the change must be a whole number from 1 to {PARTITION_COUNT_MAX}.")
+    })?;
+    if after < partitions {
+        return Err(format!(
+            "Kafka only adds partitions (kafka-topics --alter --partitions): {after} is fewer than {partitions}."
+        ));
+    }
+    let mut rows = Vec::new();
+    for (number, line) in keys_text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let (key, weight) = match line.rsplit_once(char::is_whitespace) {
+            Some((key, weight)) if weight.chars().all(|c| c.is_ascii_digit()) => {
+                let weight = weight
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|weight| (1..=1_000_000).contains(weight))
+                    .ok_or_else(|| {
+                        format!(
+                            "Line {}: a key's rate must be from 1 to 1000000 records a second.",
+                            number + 1
+                        )
+                    })?;
+                (key.trim(), weight)
+            }
+            _ => (line, 1),
+        };
+        if rows.len() == KEYS_MAX {
+            return Err(format!("At most {KEYS_MAX} keys."));
+        }
+        let place = |count| partition_for_key(key.as_bytes(), count).unwrap_or(0);
+        rows.push(KeyRow {
+            key: key.to_string(),
+            weight,
+            partition: place(partitions),
+            after: place(after),
+        });
+    }
+    let load_of = |count: u32, pick: fn(&KeyRow) -> u32| {
+        let mut load = vec![0; count as usize];
+        for row in &rows {
+            load[pick(row) as usize] += row.weight;
+        }
+        load
+    };
+    Ok(KeyDistribution {
+        load: load_of(partitions, |row| row.partition),
+        load_after: load_of(after, |row| row.after),
+        rows,
+        partitions,
+        after,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The documents' collector: routers keyed by their address. Each
+    /// key stays in one partition; one busy router makes one busy
+    /// partition; adding partitions moves some keys and not others.
+    #[test]
+    fn key_distribution_shows_hot_partitions_and_moved_keys() {
+        let keys = "192.168.1.1 40\n192.168.1.2\n192.168.1.3\n192.168.1.4\n\n192.168.1.5 2";
+        let view = key_distribution(keys, "3", "4").expect("valid");
+        assert_eq!(view.rows.len(), 5);
+        assert_eq!(view.load.iter().sum::<u64>(), 45);
+        assert!(view.hottest_share() >= 40 * 100 / 45);
+        for row in &view.rows {
+            assert_eq!(Some(row.partition), partition_for_key(row.key.as_bytes(), 3));
+            assert_eq!(Some(row.after), partition_for_key(row.key.as_bytes(), 4));
+        }
+        assert_eq!(view.load_after.len(), 4);
+        let same = key_distribution(keys, "3", "3").expect("valid");
+        assert_eq!(same.moved().count(), 0);
+        assert!(key_distribution(keys, "4", "3").is_err_and(|error| error.contains("only adds")));
+        assert!(key_distribution("a 0", "3", "3").is_err_and(|error| error.contains("Line 1")));
+        assert_eq!(
+            key_distribution("my key", "3", "3").expect("valid").rows[0].key,
+            "my key"
+        );
+    }
 
     #[test]
     fn placement_uses_kafkas_partitioner() {
