@@ -33,7 +33,7 @@ async function launch() {
  * Opens the app in a new page and collects its problems: console errors,
  * uncaught exceptions, failed requests and HTTP errors.
  */
-async function openApp(browser, { width = 1280, height = 900, query = '' } = {}) {
+async function openApp(browser, { width = 1280, height = 900, query = '', ready = 'partition' } = {}) {
   const page = await browser.newPage({ viewport: { width, height } });
   const problems = [];
   page.on('console', (message) => {
@@ -48,8 +48,9 @@ async function openApp(browser, { width = 1280, height = 900, query = '' } = {})
     if (response.status() >= 400) problems.push(`HTTP ${response.status()}: ${response.url()}`);
   });
   await page.goto(APP_URL + query, { waitUntil: 'networkidle' });
-  // The wasm app has started once the first card is on the page.
-  await page.getByTestId('partition').waitFor({ timeout: 30000 });
+  // The wasm app has started once the first card is on the page (or, for
+  // an embedded part, whatever `ready` names).
+  await page.getByTestId(ready).waitFor({ timeout: 30000 });
   return { page, problems };
 }
 

@@ -234,3 +234,20 @@ test('the pitfalls exercise: predict each case, run it, and get a score explaine
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('glossary terms are underlined at their first use on the page and open their definition', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  for (const term of lessonData.glossary) {
+    const uses = await page.locator(`a.term[href="#term-${term.term.replace(/ /g, '-')}"]`).count();
+    assert.ok(uses <= 1, `${term.term} is marked ${uses} times`);
+  }
+  const isr = page.locator('a.term[href="#term-ISR"]');
+  assert.equal(await isr.count(), 1);
+  assert.match(await isr.getAttribute('title'), /in sync|caught up/);
+  assert.ok(await isr.isVisible(), 'the first use of ISR is not on the Gist');
+  await isr.click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="lesson-tab-glossary"]').getAttribute('aria-selected') === 'true');
+  assert.ok(await page.locator('#term-ISR').isVisible());
+  assert.deepEqual(problems, []);
+  await page.close();
+});

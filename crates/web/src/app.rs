@@ -8,9 +8,43 @@ use yew::prelude::*;
 
 use crate::view_model::{key_placement, KeyPlacement};
 
-/// The whole page.
+/// The whole page, or one part of it alone (`?embed=map`: compact, with a
+/// link to the whole page), for a course page's iframe.
 #[function_component(App)]
 pub fn app() -> Html {
+    let window = web_sys::window();
+    let query = window
+        .as_ref()
+        .and_then(|window| window.location().search().ok())
+        .unwrap_or_default();
+    let hash = window
+        .as_ref()
+        .and_then(|window| window.location().hash().ok())
+        .unwrap_or_default();
+    let embed = crate::view_model::embed_mode(&query);
+    if let Ok(Some(part)) = embed {
+        let path = window
+            .as_ref()
+            .and_then(|window| window.location().pathname().ok())
+            .unwrap_or_default();
+        let whole = format!("{path}{}{hash}", crate::view_model::without_embed(&query));
+        let section = match part {
+            crate::view_model::Embed::Lesson => html! { <crate::lesson::Lesson /> },
+            crate::view_model::Embed::Map => html! { <crate::cluster_panel::ClusterPanel /> },
+            crate::view_model::Embed::Steps => html! { <crate::sequence::SequenceSteps /> },
+            crate::view_model::Embed::Sandbox => html! { <crate::sandbox::Sandbox /> },
+        };
+        return html! {
+            <div class="embedded" data-testid="embedded" data-embed={part.name()}>
+                <header class="embed-bar">
+                    <span class="embed-name">{ "kafkascope" }</span>
+                    <a href={whole} target="_blank" rel="noopener" data-testid="open-whole">{ "Open in kafkascope ↗" }</a>
+                </header>
+                <main class="app-main embed-main">{ section }</main>
+            </div>
+        };
+    }
+    let embed_problem = embed.err();
     html! {
         <>
             <header class="app-header">
@@ -27,6 +61,7 @@ pub fn app() -> Html {
                 </nav>
             </header>
             <main class="app-main">
+                { embed_problem.map(|problem| html! { <p class="error" role="alert" data-testid="embed-problem">{ problem }</p> }).unwrap_or_default() }
                 <crate::lesson::Lesson />
                 <crate::cluster_panel::ClusterPanel />
                 <crate::sequence::SequenceSteps />

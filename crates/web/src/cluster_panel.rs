@@ -703,11 +703,15 @@ pub fn cluster_panel() -> Html {
                     <div class="inspector" data-testid="inspector" aria-live="polite">
                         <h3>{ "Inspector" }</h3>
                         { match &inspection {
-                            Some(inspection) => html! { <>
+                            Some(inspection) => {
+                                // Glossary terms, marked at their first use in the inspector.
+                                let seen = std::cell::RefCell::new(std::collections::BTreeSet::new());
+                                let gloss = |text: &str| crate::lesson::glossed(text, &mut seen.borrow_mut());
+                                html! { <>
                                 <h4 data-testid="inspector-title">{ &inspection.title }</h4>
-                                <p class="why">{ &inspection.why }</p>
+                                <p class="why">{ gloss(&inspection.why) }</p>
                                 <dl data-testid="inspector-facts">
-                                    { for inspection.facts.iter().map(|(name, value)| html! { <><dt>{ name }</dt><dd>{ value }</dd></> }) }
+                                    { for inspection.facts.iter().map(|(name, value)| html! { <><dt>{ gloss(name) }</dt><dd>{ value }</dd></> }) }
                                 </dl>
                                 { if inspection.messages.is_empty() { html! {} } else { html! {
                                     <ul class="messages-now" data-testid="inspector-messages" tabindex="0" aria-label="messages in flight">
@@ -731,7 +735,8 @@ pub fn cluster_panel() -> Html {
                                     </details>
                                 } } }
                                 <div class="controls" role="toolbar" aria-label="actions">{ actions.unwrap_or_default() }</div>
-                            </> },
+                            </> }
+                            }
                             None => html! { <p class="muted">{ "Select a broker, a replica row, a controller, the producer, a group, a member or an edge." }</p> },
                         } }
                     </div>

@@ -6,7 +6,7 @@
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
-use crate::lesson_model::{lesson, LessonLink, LessonTab};
+use crate::lesson_model::{lesson, LessonLink, LessonTab, Piece};
 
 /// The current address's fragment.
 fn current_hash() -> String {
@@ -57,6 +57,18 @@ fn with_page_query(href: &str) -> String {
         .collect();
     pairs.extend(own.split('&').map(str::to_string));
     format!("?{}#{fragment}", pairs.join("&"))
+}
+
+/// `text` with the first use of each glossary term not in `seen` marked:
+/// underlined, its definition as its title, a link to the glossary.
+pub fn glossed(text: &str, seen: &mut std::collections::BTreeSet<usize>) -> Html {
+    let pieces = lesson().gloss(text, seen);
+    html! { <>{ for pieces.into_iter().map(|piece| match piece {
+        Piece::Text(text) => html! { { text.to_string() } },
+        Piece::Term(text, term) => html! {
+            <a class="term" href={format!("#{}", term.anchor())} title={term.definition.clone()}>{ text.to_string() }</a>
+        },
+    }) }</> }
 }
 
 #[derive(Properties, PartialEq)]
@@ -172,6 +184,10 @@ pub fn lesson_section() -> Html {
         Callback::from(move |_: MouseEvent| tab.set(chosen))
     };
     let link = |link: &LessonLink| html! { <Link link={link.clone()} on_anchor={on_anchor.clone()} /> };
+    // Glossary terms, underlined at their first use on the page (the
+    // panels are drawn in page order), each a link to its definition.
+    let seen = std::cell::RefCell::new(std::collections::BTreeSet::new());
+    let gloss = |text: &str| -> Html { glossed(text, &mut seen.borrow_mut()) };
     let gist = &lesson.gist;
     html! {
         <section id="lesson" class="card lesson wide" aria-labelledby="lesson-title" data-testid="lesson" tabindex="-1">
@@ -204,14 +220,14 @@ pub fn lesson_section() -> Html {
                     LessonTab::Gist => html! { <>
                         <crate::voice::VoiceSettings />
                         <div data-read="gist">
-                            <p>{ &gist.mental_model }</p>
+                            <p>{ gloss(&gist.mental_model) }</p>
                         </div>
                         <crate::voice::ReadAloud id="gist" label="Read the gist aloud" text={format!("{} {} {}", lesson.title, lesson.summary, gist.mental_model)} />
                         <h3>{ "Why each part exists" }</h3>
                         <dl class="components">
                             { for gist.components.iter().map(|component| html! { <>
                                 <dt>{ &component.name }</dt>
-                                <dd>{ &component.why }{ " " }{ link(&component.link) }</dd>
+                                <dd>{ gloss(&component.why) }{ " " }{ link(&component.link) }</dd>
                             </> }) }
                         </dl>
                         <div class="prefer-alternative">
@@ -229,7 +245,7 @@ pub fn lesson_section() -> Html {
                                 <li class="happy-card" data-testid={format!("happy-card-{}", index + 1)}>
                                     <span class="number" aria-hidden="true">{ index + 1 }</span>
                                     <h4>{ &card.title }</h4>
-                                    <p>{ &card.text }</p>
+                                    <p>{ gloss(&card.text) }</p>
                                     { link(&card.link) }
                                 </li>
                             }) }
@@ -270,7 +286,7 @@ pub fn lesson_section() -> Html {
                             { for lesson.qa.iter().map(|question| html! {
                                 <details class="qa" data-testid={format!("qa-{}", question.id)}>
                                     <summary>{ &question.question }</summary>
-                                    <p data-read={format!("qa-{}", question.id)}>{ &question.answer }</p>
+                                    <p data-read={format!("qa-{}", question.id)}>{ gloss(&question.answer) }</p>
                                     <crate::voice::ReadAloud id={format!("qa-{}", question.id)} label="Read the answer" text={format!("{} {}", question.question, question.answer)} />
                                     { question.link.as_ref().map(&link).unwrap_or_default() }
                                 </details>
@@ -282,7 +298,7 @@ pub fn lesson_section() -> Html {
                         { for lesson.sections.iter().map(|section| html! {
                             <div id={format!("lesson-{}", section.id)}>
                                 <h3>{ &section.title }</h3>
-                                { for section.paragraphs.iter().map(|paragraph| html! { <p>{ paragraph }</p> }) }
+                                { for section.paragraphs.iter().map(|paragraph| html! { <p>{ gloss(paragraph) }</p> }) }
                                 { section.link.as_ref().map(&link).unwrap_or_default() }
                             </div>
                         }) }
@@ -290,7 +306,7 @@ pub fn lesson_section() -> Html {
                     LessonTab::Glossary => html! {
                         <dl class="glossary" data-testid="glossary">
                             { for lesson.glossary.iter().map(|term| html! { <>
-                                <dt id={format!("term-{}", term.term.replace(' ', "-"))}>
+                                <dt id={term.anchor()}>
                                     { &term.term }
                                     { term.name.as_ref().map(|name| html! { <span class="muted">{ format!(" ({name})") }</span> }).unwrap_or_default() }
                                 </dt>

@@ -248,6 +248,94 @@ impl Lesson {
     }
 }
 
+/// A piece of lesson text: plain, or a glossary term's first use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece<'a> {
+    Text(&'a str),
+    /// The words as written, and the glossary entry they name.
+    Term(&'a str, &'a Term),
+}
+
+impl Term {
+    /// The spellings that name it: the term and its long name.
+    fn spellings(&self) -> Vec<&str> {
+        std::iter::once(self.term.as_str())
+            .chain(self.name.as_deref())
+            .collect()
+    }
+
+    /// Its id on the page (`term-ISR`).
+    pub fn anchor(&self) -> String {
+        format!("term-{}", self.term.replace(' ', "-"))
+    }
+}
+
+impl Lesson {
+    /// Splits `text` so that the first use on the page of each glossary
+    /// term (its short or long name, as a whole word) is marked; `seen`
+    /// holds the terms already marked, in the page's order.
+    pub fn gloss<'a>(&'a self, text: &'a str, seen: &mut std::collections::BTreeSet<usize>) -> Vec<Piece<'a>> {
+        let mut pieces = Vec::new();
+        let mut rest = text;
+        loop {
+            // The earliest first use in what is left.
+            let found = self
+                .glossary
+                .iter()
+                .enumerate()
+                .filter(|(index, _)| !seen.contains(index))
+                .flat_map(|(index, term)| {
+                    term.spellings()
+                        .into_iter()
+                        .map(move |spelling| (index, term, spelling))
+                })
+                .filter_map(|(index, term, spelling)| find_word(rest, spelling).map(|at| (at, index, term, spelling)))
+                .min_by_key(|(at, _, _, spelling)| (*at, std::cmp::Reverse(spelling.len())));
+            let Some((at, index, term, spelling)) = found else {
+                break;
+            };
+            seen.insert(index);
+            if at > 0 {
+                pieces.push(Piece::Text(&rest[..at]));
+            }
+            pieces.push(Piece::Term(&rest[at..at + spelling.len()], term));
+            rest = &rest[at + spelling.len()..];
+        }
+        if !rest.is_empty() {
+            pieces.push(Piece::Text(rest));
+        }
+        pieces
+    }
+}
+
+/// Where `word` appears in `text` as a whole word (case as written for
+/// short all-capital terms, any case for the others).
+fn find_word(text: &str, word: &str) -> Option<usize> {
+    let exact = word.chars().all(|c| c.is_ascii_uppercase());
+    let haystack = if exact {
+        text.to_string()
+    } else {
+        text.to_ascii_lowercase()
+    };
+    let needle = if exact {
+        word.to_string()
+    } else {
+        word.to_ascii_lowercase()
+    };
+    let boundary = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric() && c != '_' && c != '.');
+    let mut from = 0;
+    while let Some(found) = haystack[from..].find(&needle) {
+        let at = from + found;
+        let before = haystack[..at].chars().next_back();
+        let after = haystack[at + needle.len()..].chars().next();
+        if boundary(before) && boundary(after) {
+            return Some(at);
+        }
+        from = at + needle.len();
+    }
+    None
+}
+
 /// The lesson shipped with the page.
 pub fn lesson() -> &'static Lesson {
     static LESSON: std::sync::OnceLock<Lesson> = std::sync::OnceLock::new();
@@ -311,6 +399,9 @@ impl LessonTab {
         }
         if let Some(tab) = LessonTab::ALL.into_iter().find(|tab| tab.id() == hash) {
             return Some(tab);
+        }
+        if hash.starts_with("term-") {
+            return Some(LessonTab::Glossary);
         }
         let anchor = hash.strip_prefix("lesson-")?;
         lesson().tab_of_anchor(anchor)
@@ -408,6 +499,37 @@ mod tests {
             }
         }
         assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    /// A term is marked at its first use only, by its short or long
+    /// name, as a whole word.
+    #[test]
+    fn the_first_use_of_a_glossary_term_is_marked() {
+        let lesson = lesson();
+        let mut seen = std::collections::BTreeSet::new();
+        let first = lesson.gloss("The ISR waits; the high watermark moves; ISR again. ISRs.", &mut seen);
+        let terms: Vec<&str> = first
+            .iter()
+            .filter_map(|piece| match piece {
+                Piece::Term(text, _) => Some(*text),
+                Piece::Text(_) => None,
+            })
+            .collect();
+        assert_eq!(terms, ["ISR", "high watermark"]);
+        let text: String = first
+            .iter()
+            .map(|piece| match piece {
+                Piece::Term(text, _) | Piece::Text(text) => *text,
+            })
+            .collect();
+        assert_eq!(text, "The ISR waits; the high watermark moves; ISR again. ISRs.");
+        let again = lesson.gloss("The ISR shrinks.", &mut seen);
+        assert_eq!(again, [Piece::Text("The ISR shrinks.")]);
+        assert_eq!(
+            lesson.gloss("min.insync.replicas", &mut seen),
+            [Piece::Text("min.insync.replicas")]
+        );
+        assert_eq!(LessonTab::for_hash("#term-ISR"), Some(LessonTab::Glossary));
     }
 
     #[test]

@@ -488,7 +488,7 @@ pub fn sequence_steps() -> Html {
                         { if let Some(chapter) = &step.chapter { html! { <p class="chapter" data-testid="step-chapter">{ chapter }</p> } } else { html! {} } }
                         <p data-read="step-caption">
                             { if let Some(outcome) = step.outcome { html! { <span class={classes!("outcome", outcome)} data-testid="step-outcome">{ outcome }</span> } } else { html! {} } }
-                            { &step.caption }
+                            { crate::lesson::glossed(&step.caption, &mut Default::default()) }
                         </p>
                         <crate::voice::ReadAloud id="step-caption" label="Read this step" text={format!("{}{}", step.chapter.as_ref().map(|chapter| format!("{chapter} ")).unwrap_or_default(), step.caption)} />
                         { if step.explainable { html! {

@@ -51,6 +51,67 @@ fn parse_partition_count(text: &str) -> Result<u32, String> {
     }
 }
 
+/// A part of the page shown alone, for a course page's iframe
+/// (`?embed=map`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Embed {
+    Lesson,
+    Map,
+    Steps,
+    Sandbox,
+}
+
+impl Embed {
+    pub const ALL: [Embed; 4] = [Embed::Lesson, Embed::Map, Embed::Steps, Embed::Sandbox];
+
+    /// Its name in the address.
+    pub fn name(self) -> &'static str {
+        match self {
+            Embed::Lesson => "lesson",
+            Embed::Map => "map",
+            Embed::Steps => "steps",
+            Embed::Sandbox => "sandbox",
+        }
+    }
+}
+
+/// The embed mode an address asks for: none, one of [`Embed::ALL`], or a
+/// message naming the ones there are.
+pub fn embed_mode(query: &str) -> Result<Option<Embed>, String> {
+    let Some(value) = query
+        .trim_start_matches('?')
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("embed="))
+    else {
+        return Ok(None);
+    };
+    Embed::ALL
+        .into_iter()
+        .find(|embed| embed.name() == value)
+        .map(Some)
+        .ok_or_else(|| {
+            let names: Vec<&str> = Embed::ALL.iter().map(|embed| embed.name()).collect();
+            format!(
+                "This link asks to embed \"{value}\", which is not a part of the page (the parts are {}); here is the whole page.",
+                names.join(", ")
+            )
+        })
+}
+
+/// The same address without its embed parameter: the whole page.
+pub fn without_embed(query: &str) -> String {
+    let kept: Vec<&str> = query
+        .trim_start_matches('?')
+        .split('&')
+        .filter(|pair| !pair.is_empty() && !pair.starts_with("embed="))
+        .collect();
+    if kept.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", kept.join("&"))
+    }
+}
+
 /// The most keys the distribution view takes.
 pub const KEYS_MAX: usize = 200;
 
@@ -159,6 +220,16 @@ pub fn key_distribution(keys_text: &str, partitions_text: &str, after_text: &str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn embed_mode_reads_the_address_and_refuses_unknown_parts() {
+        assert_eq!(embed_mode(""), Ok(None));
+        assert_eq!(embed_mode("?play=0&embed=map"), Ok(Some(Embed::Map)));
+        assert_eq!(embed_mode("?embed=steps&story=x"), Ok(Some(Embed::Steps)));
+        assert!(embed_mode("?embed=<script>").is_err_and(|error| error.contains("lesson, map, steps, sandbox")));
+        assert_eq!(without_embed("?embed=map&play=0"), "?play=0");
+        assert_eq!(without_embed("?embed=map"), "");
+    }
 
     /// The documents' collector: routers keyed by their address. Each
     /// key stays in one partition; one busy router makes one busy

@@ -1,0 +1,55 @@
+// A course author embeds one part of the page: `?embed=lesson|map|steps|sandbox`
+// shows only that part with a compact bar and a link to the whole page; it
+// fits an 800×600 frame and a phone's width; an unknown part says so.
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { launch, openApp, screenshotPath } = require('./browser.cjs');
+
+const APP_URL = process.env.KAFKASCOPE_URL || 'http://127.0.0.1:8080/';
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+for (const [mode, section] of [['lesson', 'lesson'], ['map', 'map'], ['steps', 'steps'], ['sandbox', 'sandbox']]) {
+  test(`?embed=${mode} shows only that part, fits 800×600 and 390×600, and links to the whole page`, async () => {
+    for (const [width, height] of [[800, 600], [390, 600]]) {
+      const { page, problems } = await openApp(browser, { width, height, query: `?embed=${mode}&play=0`, ready: 'embedded' });
+      await page.getByTestId('embedded').waitFor();
+      const sections = await page.locator('main > section').evaluateAll((all) => all.map((each) => each.id));
+      assert.deepEqual(sections, [section]);
+      assert.equal(await page.locator('.app-header').count(), 0, 'the page header is shown');
+      const whole = await page.getByTestId('open-whole').getAttribute('href');
+      assert.ok(!whole.includes('embed='), whole);
+      assert.ok(whole.includes('play=0'), whole);
+      const scroll = await page.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(scroll <= width, `${mode} at ${width}px scrolls sideways (${scroll}px)`);
+      if (width === 800) {
+        await page.screenshot({ path: screenshotPath(`embed-${mode}-800x600`) });
+      }
+      assert.deepEqual(problems, []);
+      await page.close();
+    }
+  });
+}
+
+test('an embedded map runs inside another site\'s 800×600 iframe', async () => {
+  const page = await browser.newPage({ viewport: { width: 900, height: 700 } });
+  await page.setContent(`<!doctype html><title>course</title><iframe id="k" title="kafkascope" width="800" height="600" src="${APP_URL}?embed=map&play=0"></iframe>`);
+  const frame = page.frameLocator('#k');
+  await frame.getByTestId('embedded').waitFor();
+  await frame.getByTestId('cluster-run-1s').click();
+  await frame.getByTestId('cluster-time').filter({ hasText: /t = [1-9]\d* ms/ }).waitFor();
+  await page.screenshot({ path: screenshotPath('embed-map-in-iframe') });
+  await page.close();
+});
+
+test('an unknown part to embed is named, and the whole page shows', async () => {
+  const { page, problems } = await openApp(browser, { query: '?embed=nope&play=0' });
+  assert.match(await page.getByTestId('embed-problem').innerText(), /"nope", which is not a part of the page \(the parts are lesson, map, steps, sandbox\)/);
+  assert.ok(await page.locator('main > section').count() > 1);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
