@@ -53,3 +53,21 @@ test('an unknown part to embed is named, and the whole page shows', async () => 
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('"Show the embed code" gives an iframe that works when pasted into a course page', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await page.getByTestId('embed-part').selectOption('steps');
+  await page.getByTestId('embed-show').click();
+  const code = await page.getByTestId('embed-text').inputValue();
+  assert.match(code, /^<iframe src="[^"]+\?embed=steps&amp;play=0" width="1000" height="800" title="kafkascope: a story step by step"/);
+  assert.match(code, /sandbox="allow-scripts allow-same-origin allow-popups allow-popups-to-escape-sandbox"/);
+  await page.screenshot({ path: screenshotPath('embed-code'), clip: await page.getByTestId('embed-code').boundingBox().then((box) => ({ x: 0, y: box.y - 10, width: 1280, height: box.height + 220 })) });
+  const host = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+  await host.setContent(`<!doctype html><title>a course</title><h1>Lesson 3</h1>${code.replace('loading="lazy"', '')}`);
+  const frame = host.frameLocator('iframe');
+  await frame.getByTestId('embedded').waitFor();
+  assert.equal(await frame.getByTestId('steps').count(), 1);
+  assert.deepEqual(problems, []);
+  await host.close();
+  await page.close();
+});

@@ -71,6 +71,7 @@ pub fn app() -> Html {
             </main>
             <footer class="app-footer">
                 { "Every answer on this page is computed by the same Rust engine as the kafkascope CLI, following Kafka's own rules." }
+                <EmbedCode />
             </footer>
         </>
     }
@@ -257,5 +258,49 @@ pub fn learn() -> Html {
                 }) }
             </ol>
         </section>
+    }
+}
+
+/// For course authors: the HTML that embeds one part of this page.
+#[function_component(EmbedCode)]
+fn embed_code_view() -> Html {
+    use crate::view_model::{embed_code, Embed};
+    let part = use_state(|| Embed::Map);
+    let on_part = {
+        let part = part.clone();
+        Callback::from(move |event: Event| {
+            let value = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
+            if let Some(chosen) = Embed::ALL.into_iter().find(|each| each.name() == value) {
+                part.set(chosen);
+            }
+        })
+    };
+    let text = {
+        let part = *part;
+        Callback::from(move |_| {
+            let location = web_sys::window().map(|window| window.location());
+            let page = location
+                .map(|location| {
+                    format!(
+                        "{}{}",
+                        location.origin().unwrap_or_default(),
+                        location.pathname().unwrap_or_default()
+                    )
+                })
+                .unwrap_or_default();
+            embed_code(&page, part)
+        })
+    };
+    html! {
+        <div class="embed-code" data-testid="embed-code">
+            <label>{ "Embed a part of this page in a course: " }
+                <select data-testid="embed-part" onchange={on_part}>
+                    { for Embed::ALL.into_iter().map(|each| html! { <option value={each.name()} selected={*part == each}>{ each.name() }</option> }) }
+                </select>
+            </label>
+            { " " }
+            <crate::export::MermaidExport label="Show the embed code" description="HTML that embeds this part of the page"
+                ids={(AttrValue::from("embed-show"), AttrValue::from("embed-text"), AttrValue::from("embed-copy"))} {text} />
+        </div>
     }
 }

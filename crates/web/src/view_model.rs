@@ -98,6 +98,38 @@ pub fn embed_mode(query: &str) -> Result<Option<Embed>, String> {
         })
 }
 
+impl Embed {
+    /// Its title for a frame, and the frame's size in CSS pixels.
+    fn frame(self) -> (&'static str, u32, u32) {
+        match self {
+            Embed::Lesson => ("the lesson", 900, 800),
+            Embed::Map => ("a running Kafka cluster", 1000, 720),
+            Embed::Steps => ("a story step by step", 1000, 800),
+            Embed::Sandbox => ("a JavaScript sandbox", 900, 720),
+        }
+    }
+}
+
+/// The HTML a course page pastes to embed one part of the page served at
+/// `page_url` (origin and path): an iframe sized for it, scripts allowed
+/// (with the frame's own origin, which the app needs to load its
+/// WebAssembly), popups for its link to the whole page, and clipboard
+/// writes for its copy buttons.
+pub fn embed_code(page_url: &str, part: Embed) -> String {
+    let (title, width, height) = part.frame();
+    let escape = |text: &str| {
+        text.replace('&', "&amp;")
+            .replace('"', "&quot;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    format!(
+        "<iframe src=\"{}?embed={}&amp;play=0\" width=\"{width}\" height=\"{height}\" title=\"kafkascope: {title}\" style=\"border: 0; max-width: 100%\" loading=\"lazy\" sandbox=\"allow-scripts allow-same-origin allow-popups allow-popups-to-escape-sandbox\" allow=\"clipboard-write\"></iframe>",
+        escape(page_url),
+        part.name()
+    )
+}
+
 /// The same address without its embed parameter: the whole page.
 pub fn without_embed(query: &str) -> String {
     let kept: Vec<&str> = query
@@ -229,6 +261,12 @@ mod tests {
         assert!(embed_mode("?embed=<script>").is_err_and(|error| error.contains("lesson, map, steps, sandbox")));
         assert_eq!(without_embed("?embed=map&play=0"), "?play=0");
         assert_eq!(without_embed("?embed=map"), "");
+        let code = embed_code("https://example.org/k/\"x", Embed::Map);
+        assert!(
+            code.starts_with("<iframe src=\"https://example.org/k/&quot;x?embed=map&amp;play=0\" width=\"1000\""),
+            "{code}"
+        );
+        assert!(code.contains("sandbox=\"allow-scripts allow-same-origin"));
     }
 
     /// The documents' collector: routers keyed by their address. Each
