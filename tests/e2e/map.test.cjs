@@ -20,6 +20,11 @@ const facts = async (page) => {
   const text = await live(page).getByTestId('inspector-facts').innerText();
   return text;
 };
+// Types a live knob's value and commits it (Enter).
+const setKnob = async (page, id, value) => {
+  await live(page).getByTestId(id).fill(value);
+  await live(page).getByTestId(id).press('Enter');
+};
 // Clicks a node's header (its centre may be a replica or member row).
 const clickNode = (page, id) => live(page).getByTestId(id).click({ position: { x: 30, y: 10 } });
 const summaryCount = async (page, name) =>
@@ -415,17 +420,13 @@ test('on a phone the map is one column whose smallest text is at least 11 px, wi
 
 test('live storage knobs: small segments and retention.bytes make the next retention check delete old segments', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
-  const setKnob = async (id, value) => {
-    await live(page).getByTestId(id).fill(value);
-    await live(page).getByTestId(id).press('Enter');
-  };
-  await setKnob('knob-segment-bytes', '1024');
-  await setKnob('knob-retention-bytes', '1024');
-  await setKnob('knob-retention-bytes', 'lots');
+  await setKnob(page, 'knob-segment-bytes', '1024');
+  await setKnob(page, 'knob-retention-bytes', '1024');
+  await setKnob(page, 'knob-retention-bytes', 'lots');
   assert.match(await live(page).getByTestId('knob-error').innerText(), /retention.bytes must be a whole number/);
-  await setKnob('knob-segment-bytes', '10');
+  await setKnob(page, 'knob-segment-bytes', '10');
   assert.match(await live(page).getByTestId('knob-error').innerText(), /segment.bytes must be at least 14/);
-  await setKnob('knob-segment-bytes', '1024');
+  await setKnob(page, 'knob-segment-bytes', '1024');
   for (let round = 0; round < 8; round++) {
     await live(page).getByTestId('cluster-produce').click();
     await live(page).getByTestId('cluster-run-10s').click();
@@ -468,14 +469,10 @@ test('the live knobs are grouped as Kafka groups its settings: producer, topic, 
 
 test('compaction and quota knobs, a member\'s auto.offset.reset, and skipping an hour with its progress', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
-  const setKnob = async (id, value) => {
-    await live(page).getByTestId(id).fill(value);
-    await live(page).getByTestId(id).press('Enter');
-  };
   // A fetch quota for every client id: the consumers get throttled.
-  await setKnob('knob-consumer-byte-rate', '0');
+  await setKnob(page, 'knob-consumer-byte-rate', '0');
   assert.match(await live(page).getByTestId('knob-error').innerText(), /consumer_byte_rate must be a whole number of bytes a second, at least 1/);
-  await setKnob('knob-consumer-byte-rate', '200');
+  await setKnob(page, 'knob-consumer-byte-rate', '200');
   for (let round = 0; round < 3; round++) {
     await live(page).getByTestId('cluster-produce').click();
     await live(page).getByTestId('cluster-run-10s').click();
@@ -485,10 +482,10 @@ test('compaction and quota knobs, a member\'s auto.offset.reset, and skipping an
   // Compaction settings, with Kafka's names and bounds.
   await live(page).getByTestId('knob-cleanup-policy').selectOption('compact');
   assert.equal(await live(page).getByTestId('knob-error').count(), 0);
-  await setKnob('knob-dirty-ratio', '2');
+  await setKnob(page, 'knob-dirty-ratio', '2');
   assert.match(await live(page).getByTestId('knob-error').innerText(), /min.cleanable.dirty.ratio must be a number from 0 to 1/);
-  await setKnob('knob-dirty-ratio', '0.1');
-  await setKnob('knob-delete-retention', '15000');
+  await setKnob(page, 'knob-dirty-ratio', '0.1');
+  await setKnob(page, 'knob-delete-retention', '15000');
   assert.equal(await live(page).getByTestId('knob-error').count(), 0);
   assert.equal(await live(page).getByTestId('knob-cleanup-policy').inputValue(), 'compact');
   // A compacted topic refuses records without a key (INVALID_RECORD).
