@@ -204,7 +204,7 @@ test('where the browser has no speech synthesis, the page says so and shows no r
 
 test('the pitfalls exercise: predict each case, run it, and get a score explained with the run\'s numbers', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0#exercise' });
-  const exercise = lesson(page).getByTestId('exercise');
+  const exercise = lesson(page).getByTestId('exercise-pitfalls');
   await exercise.waitFor();
   assert.ok(await exercise.getByTestId('exercise-run').isDisabled(), 'it runs before every case is answered');
   const answers = { 'fourth-member': 'idle', 'leader-dies': 'continue', 'second-leader-dies': 'continue', 'unclean': 'loss' };
@@ -231,6 +231,37 @@ test('the pitfalls exercise: predict each case, run it, and get a score explaine
   assert.equal(await exercise.getByTestId('exercise-score').count(), 0);
   await exercise.getByTestId('exercise-run').click();
   assert.equal(await exercise.getByTestId('exercise-score').innerText(), '4 of 4 right.');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the other exercises (partition count, slow consumer, poison record) offer their own choices and score from the run', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0#exercise-partitions' });
+  // Each exercise lists its own choices, not the pitfalls' four.
+  for (const { id, cases } of lessonData.exercises.slice(1)) {
+    const exercise = lesson(page).getByTestId(`exercise-${id}`);
+    await exercise.waitFor();
+    for (const { id: caseId, choices } of cases) {
+      const offered = await exercise.getByTestId(`case-${caseId}`).locator('input[type=radio]').evaluateAll((inputs) => inputs.map((input) => input.value));
+      assert.deepEqual(offered, choices, caseId);
+    }
+  }
+  const partitions = lesson(page).getByTestId('exercise-partitions');
+  const answers = { 'grow-idle': 'assigned', 'grow-alice': 'moves', 'grow-bob': 'moves' };
+  for (const [id, answer] of Object.entries(answers)) await partitions.getByTestId(`case-${id}-${answer}`).check();
+  await partitions.getByTestId('exercise-run').click();
+  await partitions.getByTestId('exercise-score').waitFor();
+  assert.equal(await partitions.getByTestId('exercise-score').innerText(), '2 of 3 right.');
+  assert.match(await partitions.getByTestId('verdict-grow-idle').innerText(), /^Right: the run says assigned\. .*gave every member partitions/);
+  assert.match(await partitions.getByTestId('verdict-grow-alice').innerText(), /^Not quite: the run says stays\. Records keyed alice went to orders-1 before and to orders-1 after/);
+  assert.match(await partitions.getByTestId('verdict-grow-bob').innerText(), /^Right: the run says moves\. Records keyed bob went to orders-0 before and to orders-2 after/);
+  await partitions.screenshot({ path: screenshotPath('lesson-exercise-partitions') });
+  const poison = lesson(page).getByTestId('exercise-poison');
+  await poison.getByTestId('case-poison-billing-dead-lettered').check();
+  await poison.getByTestId('case-poison-shipping-stops').check();
+  await poison.getByTestId('exercise-run').click();
+  assert.equal(await poison.getByTestId('exercise-score').innerText(), '2 of 2 right.');
+  assert.match(await poison.getByTestId('verdict-poison-billing').innerText(), /orders\.DLQ/);
   assert.deepEqual(problems, []);
   await page.close();
 });

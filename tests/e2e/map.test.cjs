@@ -512,3 +512,43 @@ test('compaction and quota knobs, a member\'s auto.offset.reset, and skipping an
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('a replica lists its latest records, one colour per key; adding a partition grows the topic and the group takes it', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await clickNode(page, 'node-producer-0');
+  await live(page).getByTestId('inspector-produce-keyed').click();
+  await live(page).getByTestId('inspector-produce').click();
+  await live(page).getByTestId('cluster-run-10s').click();
+  // A replica that holds records, selected from the keyboard (edges cross rows).
+  const withRecords = await live(page).locator('[data-testid^="replica-1-orders-"]').evaluateAll((rows) => rows
+    .find((row) => /log end offset [1-9]/.test(row.querySelector('title').textContent)).dataset.testid);
+  await live(page).getByTestId(withRecords).focus();
+  await page.keyboard.press('Enter');
+  const strip = live(page).getByTestId('inspector-records');
+  await strip.waitFor();
+  const chips = await strip.locator('.record-chip').evaluateAll((items) => items.map((item) => ({
+    offset: Number(item.dataset.offset), key: item.dataset.key, hue: [...item.classList].find((name) => name.startsWith('hue-')),
+  })));
+  assert.ok(chips.length > 0 && chips.length <= 24, `${chips.length} chips`);
+  assert.ok(chips.every((chip, index) => index === 0 || chips[index - 1].offset < chip.offset), 'oldest first, in offset order');
+  const hues = new Map();
+  for (const chip of chips.filter((chip) => chip.key)) {
+    assert.equal(hues.get(chip.key) ?? chip.hue, chip.hue, `key ${chip.key} has one colour`);
+    hues.set(chip.key, chip.hue);
+  }
+  await live(page).getByTestId('inspector').screenshot({ path: screenshotPath('map-replica-records') });
+  // Add a partition: the controller writes it at once; the group takes it
+  // after the clients' next metadata refresh (5 minutes).
+  const add = live(page).getByTestId('inspector-add-partition');
+  const [, before, after] = (await add.innerText()).match(/Add a partition to orders \((\d+) → (\d+)\)/).map(Number);
+  assert.equal(after, before + 1);
+  await add.click();
+  await live(page).getByTestId('cluster-run-1s').click();
+  await live(page).locator(`[data-testid$="-orders-${before}"][data-testid^="replica-"]`).first().waitFor();
+  assert.match(await live(page).getByTestId('recent-events').innerText(), new RegExp(`kafka-topics --alter --topic orders --partitions ${after}`));
+  await live(page).getByTestId('cluster-skip-10m').click();
+  const owned = await live(page).locator('[data-testid^="member-"]').evaluateAll((rows) => rows.map((row) => row.querySelector('title')?.textContent ?? row.textContent).join('\n'));
+  assert.match(owned, new RegExp(`orders-${before}`), 'a member owns the new partition');
+  assert.deepEqual(problems, []);
+  await page.close();
+});

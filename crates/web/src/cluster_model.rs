@@ -504,6 +504,8 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::ControllerElection { .. }
         | TraceKind::ControllerElected { .. }
         | TraceKind::ElectLeadersFailed { .. }
+        | TraceKind::PartitionsCreated { .. }
+        | TraceKind::CreatePartitionsFailed { .. }
         | TraceKind::LimitReached { .. }
         | TraceKind::ChangeRefused { .. }
         | TraceKind::DuplicateIgnored { .. }

@@ -382,6 +382,37 @@ pub fn cluster_panel() -> Html {
             })
             .collect();
     let ledger = crate::cluster_model::ledger_rows(&simulation_ref.ledger_views());
+    // A selected replica's latest records (its topic, its partition count
+    // and the strip), where one key's records keep their order.
+    let replica_records = match &selected {
+        Some(Selection::Replica { broker, partition }) => view
+            .partitions
+            .iter()
+            .find(|candidate| candidate.partition == *partition)
+            .and_then(|registration| {
+                let replica = view
+                    .brokers
+                    .iter()
+                    .find(|candidate| candidate.id == *broker)?
+                    .replicas
+                    .iter()
+                    .find(|replica| replica.partition == *partition)?;
+                let from = crate::view_model::record_strip_from(replica.log_start_offset, replica.log_end_offset);
+                let topic_partition = kafkascope_engine::groups::assignors::TopicPartition::new(
+                    registration.topic.as_str(),
+                    registration.index,
+                );
+                let records = simulation_ref.log_records(&topic_partition, Some(*broker), from).ok()?;
+                let count = simulation_ref.topic_partition_count(&registration.topic);
+                Some((
+                    registration.topic.clone(),
+                    count,
+                    registration.internal,
+                    crate::view_model::record_strip(&records),
+                ))
+            }),
+        _ => None,
+    };
     // Which consumers have a slow handler (the inspector offers to undo it).
     let slow_handlers: Vec<u32> = simulation_ref
         .consumers()
@@ -500,6 +531,16 @@ pub fn cluster_panel() -> Html {
                     { button("Pause 5 s (GC)", format!("inspector-pause-{node}"), Action::Pause(id)) }
                     { button("Slow down +200 ms", format!("inspector-slow-{node}"), Action::Slow(id, 200)) }
                     { button("Normal speed", format!("inspector-unslow-{node}"), Action::Slow(id, 0)) }
+                    { match &replica_records {
+                        Some((topic, count, false, _)) => html! {
+                            <button type="button" data-testid="inspector-add-partition"
+                                title="kafka-topics --alter --partitions: the active controller adds one; producers and consumers see it at their next metadata refresh (metadata.max.age.ms, 5 minutes: use Skip 10 min)"
+                                onclick={act(Action::AddPartitions(topic.clone()))}>
+                                { format!("Add a partition to {topic} ({count} → {})", count + 1) }
+                            </button>
+                        },
+                        _ => html! {},
+                    } }
                 </> }
             }
             (Some(NodeId::Controller(id)), _) => {
@@ -728,6 +769,25 @@ pub fn cluster_panel() -> Html {
                                         </ul>
                                     </details>
                                 } } }
+                                { match &replica_records {
+                                    Some((_, _, _, strip)) if !strip.is_empty() => html! {
+                                        <details class="record-strip" data-testid="inspector-records" open=true>
+                                            <summary>{ "Latest records, oldest first" }</summary>
+                                            <p class="muted">{ "One colour per key. A key's records stay in the order they were written within its partition; records in different partitions have no order between them. Dashed: above the high watermark, not yet readable." }</p>
+                                            <ol>
+                                                { for strip.iter().map(|chip| html! {
+                                                    <li class={classes!("record-chip", format!("hue-{}", chip.hue), (!chip.committed).then_some("uncommitted"), chip.tombstone.then_some("tombstone"))}
+                                                        data-offset={chip.offset.to_string()} data-key={chip.key.clone().unwrap_or_default()}
+                                                        title={format!("offset {}{}", chip.offset, if chip.tombstone { " (tombstone: null value)" } else { "" })}>
+                                                        <span class="record-offset">{ chip.offset }</span>
+                                                        <span class="record-key">{ chip.key.clone().unwrap_or_else(|| "(no key)".into()) }</span>
+                                                    </li>
+                                                }) }
+                                            </ol>
+                                        </details>
+                                    },
+                                    _ => html! {},
+                                } }
                                 { if inspection.lookup.is_empty() { html! {} } else { html! {
                                     <details class="lookup" data-testid="inspector-lookup">
                                         <summary>{ "How a read finds an offset" }</summary>

@@ -293,7 +293,11 @@ pub fn lesson_section() -> Html {
                             }) }
                         </div>
                     },
-                    LessonTab::Exercise => html! { <ExerciseView on_anchor={on_anchor.clone()} /> },
+                    LessonTab::Exercise => html! { <>
+                        { for lesson.exercises.iter().enumerate().map(|(index, _)| html! {
+                            <ExerciseView index={index} on_anchor={on_anchor.clone()} />
+                        }) }
+                    </> },
                     LessonTab::Kraft => html! { <>
                         { for lesson.sections.iter().map(|section| html! {
                             <div id={format!("lesson-{}", section.id)}>
@@ -328,15 +332,18 @@ pub fn lesson_section() -> Html {
 
 #[derive(Properties, PartialEq)]
 struct ExerciseProps {
+    /// Which of the lesson's exercises.
+    index: usize,
     on_anchor: Callback<String>,
 }
 
-/// The pitfalls exercise: a prediction per case, then the run reveals
-/// each case's outcome with its numbers, and the answers are scored.
+/// One exercise: a prediction per case, then the run reveals each case's
+/// outcome with its numbers, and the answers are scored.
 #[function_component(ExerciseView)]
 fn exercise_view(props: &ExerciseProps) -> Html {
     use crate::exercise_model::{reveal, score, Outcome};
-    let exercise = &lesson().exercise;
+    let index = props.index;
+    let exercise = &lesson().exercises[index];
     let answers = use_state(|| vec![None::<Outcome>; exercise.cases.len()]);
     let revealed = use_state(|| None::<Result<Vec<crate::exercise_model::Revealed>, String>>);
     let choose = |case: usize, outcome: Outcome| {
@@ -352,11 +359,11 @@ fn exercise_view(props: &ExerciseProps) -> Html {
     };
     let run = {
         let revealed = revealed.clone();
-        Callback::from(move |_: MouseEvent| revealed.set(Some(reveal(&lesson().exercise))))
+        Callback::from(move |_: MouseEvent| revealed.set(Some(reveal(&lesson().exercises[index]))))
     };
     let all_answered = answers.iter().all(Option::is_some);
     html! {
-        <div class="exercise" data-testid="exercise">
+        <div class="exercise" id={format!("exercise-{}", exercise.id)} data-testid={format!("exercise-{}", exercise.id)}>
             <h3>{ &exercise.title }</h3>
             <p>{ &exercise.intro }</p>
             <ol class="exercise-cases">
@@ -366,7 +373,7 @@ fn exercise_view(props: &ExerciseProps) -> Html {
                         <li data-testid={format!("case-{}", case.id)}>
                             <fieldset>
                                 <legend>{ &case.prompt }</legend>
-                                { for Outcome::ALL.into_iter().map(|outcome| html! {
+                                { for case.choices().iter().copied().map(|outcome| html! {
                                     <label class="choice-label">
                                         <input type="radio" name={format!("case-{}", case.id)} value={outcome.label()}
                                             data-testid={format!("case-{}-{}", case.id, outcome.label())}

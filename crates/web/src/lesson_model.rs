@@ -191,7 +191,8 @@ pub struct Lesson {
     pub tables: Vec<Table>,
     pub qa: Vec<Question>,
     pub glossary: Vec<Term>,
-    pub exercise: crate::exercise_model::Exercise,
+    /// The predict-then-reveal exercises, the pitfalls first.
+    pub exercises: Vec<crate::exercise_model::Exercise>,
 }
 
 impl Lesson {
@@ -402,6 +403,12 @@ impl LessonTab {
         }
         if hash.starts_with("term-") {
             return Some(LessonTab::Glossary);
+        }
+        if hash
+            .strip_prefix("exercise-")
+            .is_some_and(|id| lesson().exercises.iter().any(|exercise| exercise.id == id))
+        {
+            return Some(LessonTab::Exercise);
         }
         let anchor = hash.strip_prefix("lesson-")?;
         lesson().tab_of_anchor(anchor)

@@ -52,6 +52,7 @@ pub const EXAMPLES: &[Example] = examples![
     "9g-compaction",
     "9h-quota",
     "9i-fetch-quota",
+    "9j-add-partitions",
 ];
 
 /// One entry of the API reference shown under the sandbox.

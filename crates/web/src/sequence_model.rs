@@ -1283,6 +1283,27 @@ impl Captioner {
                 Vec::new(),
                 "elect-leaders-failed".to_string(),
             ),
+            TraceKind::PartitionsCreated { topic, from, to } => (
+                StepKind::Input {
+                    text: format!("{topic}: {from} → {to} partitions"),
+                },
+                format!(
+                    "The active controller commits {count} new partition record(s): {topic} has {to} partitions where it had {from}. \
+                     Producers and consumers do not hear of them until their next metadata refresh (metadata.max.age.ms); \
+                     from then on a key may hash to a different partition, so its new records are no longer behind its old ones.",
+                    count = to - from
+                ),
+                Vec::new(),
+                "partitions-created".to_string(),
+            ),
+            TraceKind::CreatePartitionsFailed { topic, count, error } => (
+                StepKind::Input {
+                    text: format!("{topic} --partitions {count}: {error}"),
+                },
+                format!("An operator asks for {count} partitions of {topic}; the answer is {error}."),
+                Vec::new(),
+                "create-partitions-failed".to_string(),
+            ),
             TraceKind::InvariantViolated { invariant, detail } => (
                 StepKind::Input {
                     text: format!("invariant broken: {invariant:?}"),
@@ -1501,7 +1522,11 @@ impl Captioner {
 }
 
 /// Who gets what in a group's assignment, one phrase per member.
-fn owners(assignment: &[kafkascope_engine::sim::trace::MemberAssignment], gets: &str, nothing: &str) -> Vec<String> {
+pub(crate) fn owners(
+    assignment: &[kafkascope_engine::sim::trace::MemberAssignment],
+    gets: &str,
+    nothing: &str,
+) -> Vec<String> {
     assignment
         .iter()
         .map(|member| {

@@ -274,6 +274,9 @@ pub enum Action {
     /// handler fails on (a `PoisonRecords` rule for its topic).
     ProducePoison(u32),
     AddConsumer(String),
+    /// An operator adds one partition to this topic
+    /// (`kafka-topics --alter --partitions N+1`).
+    AddPartitions(String),
     /// A live knob's new text.
     Knob(Knob, String),
     /// A shape knob's new text (kept until applied).
@@ -663,6 +666,10 @@ impl Session {
                 };
                 self.input(Input::AddConsumer { consumer });
             }
+            Action::AddPartitions(topic) => {
+                let count = self.simulation.topic_partition_count(&topic) + 1;
+                self.input(Input::CreatePartitions { topic, count });
+            }
             Action::Tick { .. }
             | Action::Knob(..)
             | Action::Setup(..)
@@ -940,6 +947,38 @@ mod tests {
         assert_eq!(session.knob_error(), None);
         assert_eq!(session.simulation().view().brokers.len(), 5);
         assert_eq!(session.setup().partitions, 6, "the shape knobs stay as typed");
+    }
+
+    /// The inspector's "Add a partition" is `kafka-topics --alter
+    /// --partitions N+1`, decided by the active controller; once the
+    /// clients refresh their metadata (5 minutes) the group owns it.
+    #[test]
+    fn adding_a_partition_grows_the_topic_and_the_group_takes_it() {
+        let mut session = session();
+        session.apply(Action::Run(5_000));
+        let topic = session.simulation().config().topics[0].name.clone();
+        let before = session.simulation().topic_partition_count(&topic);
+        session.apply(Action::AddPartitions(topic.clone()));
+        session.apply(Action::Run(1_000));
+        assert_eq!(session.simulation().topic_partition_count(&topic), before + 1);
+        assert!(inputs(&session)
+            .iter()
+            .any(|input| input == &format!("kafka-topics --alter --topic {topic} --partitions {}", before + 1)));
+        session.apply(Action::Run(330_000));
+        let view = session.simulation().view();
+        let total = view
+            .consumers
+            .iter()
+            .flat_map(|consumer| &consumer.partitions)
+            .filter(|partition| partition.topic == topic)
+            .count();
+        let groups: std::collections::BTreeSet<&String> =
+            view.consumers.iter().map(|consumer| &consumer.group).collect();
+        assert_eq!(
+            total,
+            (before as usize + 1) * groups.len(),
+            "every group owns every partition"
+        );
     }
 
     #[test]

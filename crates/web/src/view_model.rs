@@ -310,3 +310,104 @@ mod tests {
         }
     }
 }
+
+/// How many of a replica's latest records the inspector shows.
+pub const RECORD_STRIP_LEN: u64 = 24;
+
+/// One record in a replica's strip: its offset, its key (or none), a hue
+/// shared by every record of that key, and whether it is a tombstone or
+/// still above the high watermark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordChip {
+    pub offset: u64,
+    pub key: Option<String>,
+    /// 0..8, the same for every record of a key.
+    pub hue: u8,
+    pub tombstone: bool,
+    pub committed: bool,
+}
+
+/// The offset the strip starts at: the latest [`RECORD_STRIP_LEN`] offsets
+/// of a log (fewer where retention deleted the rest).
+pub fn record_strip_from(log_start_offset: u64, log_end_offset: u64) -> u64 {
+    log_end_offset.saturating_sub(RECORD_STRIP_LEN).max(log_start_offset)
+}
+
+/// A replica's latest records as chips, oldest first: one key's records
+/// keep their order in a partition, which the strip shows; records of
+/// different partitions have no order between them.
+pub fn record_strip(records: &[kafkascope_engine::sim::view::LogRecordView]) -> Vec<RecordChip> {
+    records
+        .iter()
+        .rev()
+        .take(RECORD_STRIP_LEN as usize)
+        .rev()
+        .map(|record| RecordChip {
+            offset: record.offset,
+            hue: record.key.as_deref().map_or(0, |key| {
+                kafkascope_engine::partitioning::partition_for_key(key.as_bytes(), 8).unwrap_or(0) as u8
+            }),
+            key: record.key.clone(),
+            tombstone: record.value_size.is_none(),
+            committed: record.committed,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod record_strip_tests {
+    use super::*;
+    use kafkascope_engine::groups::assignors::TopicPartition;
+    use kafkascope_engine::sim::config::{ClusterConfig, Input, ProducerConfig, ScheduledInput, TopicConfig};
+    use kafkascope_engine::sim::Simulation;
+
+    /// The strip lists a partition's records in offset order, each key
+    /// with one hue, and only the latest ones.
+    #[test]
+    fn the_strip_shows_the_latest_records_in_order_with_a_hue_per_key() {
+        let config = ClusterConfig {
+            topics: vec![TopicConfig {
+                name: "orders".into(),
+                partitions: 1,
+                replication_factor: 3,
+                min_insync_replicas: 2,
+                ..TopicConfig::default()
+            }],
+            producers: vec![ProducerConfig::new("orders")],
+            ..ClusterConfig::default()
+        };
+        let mut simulation = Simulation::new(config, 1).expect("valid");
+        for (at_ms, key) in [(100, "alice"), (200, "bob"), (300, "alice")] {
+            simulation.schedule(ScheduledInput {
+                at_ms,
+                input: Input::Produce {
+                    producer: 0,
+                    key: Some(key.into()),
+                    count: 10,
+                    bytes: 100,
+                },
+            });
+        }
+        simulation.run_until(2_000);
+        let partition = TopicPartition::new("orders", 0);
+        assert_eq!(record_strip_from(0, 30), 6);
+        assert_eq!(record_strip_from(10, 30), 10);
+        let records = simulation
+            .log_records(&partition, None, record_strip_from(0, 30))
+            .expect("records");
+        let strip = record_strip(&records);
+        assert_eq!(strip.len(), RECORD_STRIP_LEN as usize);
+        assert!(strip.windows(2).all(|pair| pair[0].offset < pair[1].offset));
+        assert_eq!(strip.first().map(|chip| chip.offset), Some(6));
+        let hue = |key: &str| {
+            strip
+                .iter()
+                .filter(|chip| chip.key.as_deref() == Some(key))
+                .map(|chip| chip.hue)
+                .collect::<std::collections::BTreeSet<_>>()
+        };
+        assert_eq!(hue("alice").len(), 1);
+        assert_eq!(hue("bob").len(), 1);
+        assert!(strip.iter().all(|chip| chip.committed && !chip.tombstone));
+    }
+}

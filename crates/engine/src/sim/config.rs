@@ -236,6 +236,22 @@ pub struct ProducerConfig {
     /// (default `producer-N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
+    /// `metadata.max.age.ms` (300000): the producer asks for metadata this
+    /// often even when nothing failed, which is how it learns of partitions
+    /// added to its topic (`CommonClientConfigs.METADATA_MAX_AGE_CONFIG`).
+    #[serde(
+        default = "default_metadata_max_age",
+        skip_serializing_if = "is_default_metadata_max_age"
+    )]
+    pub metadata_max_age_ms: u64,
+}
+
+/// `metadata.max.age.ms`'s default (5 minutes).
+pub fn default_metadata_max_age() -> u64 {
+    300_000
+}
+fn is_default_metadata_max_age(value: &u64) -> bool {
+    *value == default_metadata_max_age()
 }
 
 fn default_transaction_timeout() -> u64 {
@@ -297,6 +313,7 @@ impl ProducerConfig {
             transactional_id: None,
             transaction_timeout_ms: default_transaction_timeout(),
             client_id: None,
+            metadata_max_age_ms: default_metadata_max_age(),
         }
     }
 
@@ -605,6 +622,15 @@ pub struct ConsumerConfig {
     /// (default `consumer-N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
+    /// `metadata.max.age.ms` (300000): the consumer asks for metadata this
+    /// often; a group leader that finds a subscribed topic with more
+    /// partitions than its assignment used rejoins, so the new partitions
+    /// get owners.
+    #[serde(
+        default = "default_metadata_max_age",
+        skip_serializing_if = "is_default_metadata_max_age"
+    )]
+    pub metadata_max_age_ms: u64,
 }
 
 fn is_read_uncommitted(level: &IsolationLevel) -> bool {
@@ -665,6 +691,7 @@ impl ConsumerConfig {
             output_producer: None,
             on_failure: FailurePolicy::default(),
             client_id: None,
+            metadata_max_age_ms: default_metadata_max_age(),
         }
     }
 
@@ -1319,6 +1346,18 @@ pub enum Input {
         /// The partitions; none means `--all-topic-partitions`.
         #[serde(default)]
         partitions: Vec<PartitionRef>,
+    },
+    /// An operator's `kafka-topics --alter --topic T --partitions N` (the
+    /// `CreatePartitions` admin request, which the active controller
+    /// decides, `ReplicationControlManager#createPartitions`): the topic
+    /// grows to `count` partitions, placed like a new topic's with its
+    /// replication factor. Partitions are never removed; clients learn of
+    /// the new ones at their next metadata refresh (`metadata.max.age.ms`).
+    CreatePartitions {
+        /// The topic.
+        topic: String,
+        /// Its new partition count.
+        count: u32,
     },
     /// Changes a knob mid-run.
     SetConfig(ConfigChange),

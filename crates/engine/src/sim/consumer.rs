@@ -100,6 +100,9 @@ pub struct Consumer {
     retry_at: Option<u64>,
     /// The broker a metadata request in flight went to.
     metadata_in_flight: Option<BrokerId>,
+    /// When its metadata last came back (`metadata.max.age.ms` counts
+    /// from here).
+    metadata_at: u64,
     /// The broker each fetch in flight went to (its connection).
     fetch_brokers: BTreeMap<TopicPartition, BrokerId>,
     /// Partitions per subscribed topic, from the latest metadata (kept
@@ -195,6 +198,7 @@ impl Consumer {
             refresh_pending: None,
             retry_at: None,
             metadata_in_flight: None,
+            metadata_at: 0,
             fetch_brokers: BTreeMap::new(),
             partition_counts: BTreeMap::new(),
             assignment_snapshot: None,
@@ -328,6 +332,14 @@ impl Simulation {
             Timer::ConsumerHeartbeat,
         );
         self.schedule_timer(Self::consumer_node(id), incarnation, commit, Timer::ConsumerCommit);
+        let max_age = self.consumers[id as usize].config.metadata_max_age_ms;
+        self.consumers[id as usize].metadata_at = self.now;
+        self.schedule_timer(
+            Self::consumer_node(id),
+            incarnation,
+            max_age,
+            Timer::ConsumerMetadataMaxAge,
+        );
     }
 
     /// Asks a bootstrap broker for metadata and the coordinator.
@@ -640,6 +652,33 @@ impl Simulation {
         }
     }
 
+    /// The leader rejoins when the metadata its assignment used changed
+    /// (`ConsumerCoordinator#rejoinNeededOrPending`: "cached metadata has
+    /// changed"), checked when it polls (after a metadata answer, after its
+    /// handler is done, on its heartbeat timer when idle); while its
+    /// handler works or its coordinator is unknown the need stays.
+    fn consumer_metadata_changed(&mut self, id: u32) -> bool {
+        let consumer = &mut self.consumers[id as usize];
+        // The check belongs to poll(): not while the handler works on the
+        // last poll's records or the process is paused.
+        if consumer.phase != ConsumerPhase::Consuming
+            || consumer.processing_until.is_some()
+            || consumer.paused_until.is_some_and(|until| until > self.now)
+            || consumer.coordinator.is_none()
+            || consumer.config.consumer_protocol()
+            || consumer
+                .assignment_snapshot
+                .as_ref()
+                .is_none_or(|snapshot| *snapshot == consumer.partition_counts)
+        {
+            return false;
+        }
+        consumer.assignment_snapshot = None;
+        self.consumer_commit(id);
+        self.consumer_join(id);
+        true
+    }
+
     fn consumer_join(&mut self, id: u32) {
         if self.consumers[id as usize].config.consumer_protocol() {
             self.member_join(id);
@@ -770,6 +809,14 @@ impl Simulation {
         let node = Self::consumer_node(id);
         match timer {
             Timer::ConsumerHeartbeat => {
+                // (The simulation's consumer polls on its heartbeat timer
+                // too when it has nothing to process.)
+                if self.consumer_metadata_changed(id) {
+                    let heartbeat = self.consumers[id as usize].config.heartbeat_interval_ms;
+                    self.schedule_timer(node, incarnation, heartbeat, Timer::ConsumerHeartbeat);
+                    return;
+                }
+                let consumer = &self.consumers[id as usize];
                 let heartbeat = consumer.config.heartbeat_interval_ms;
                 // The heartbeat thread notices a handler that has not
                 // polled within max.poll.interval.ms: the member leaves
@@ -884,6 +931,23 @@ impl Simulation {
                     .retain(|_, until| *until > now);
                 self.consumer_fetch_all(id);
             }
+            // `metadata.max.age.ms` (`Metadata#timeToNextUpdate`): metadata
+            // older than that is refreshed even when nothing failed; this is
+            // how a group leader finds partitions added to a subscribed
+            // topic, and rejoins so they get owners.
+            Timer::ConsumerMetadataMaxAge => {
+                let max_age = consumer.config.metadata_max_age_ms;
+                let due = consumer.metadata_at + max_age;
+                if due <= self.now && consumer.metadata_in_flight.is_none() && consumer.refresh_pending.is_none() {
+                    let broker = consumer.bootstrap_attempt % self.config.brokers + 1;
+                    let consumer = &mut self.consumers[id as usize];
+                    consumer.bootstrap_attempt += 1;
+                    consumer.metadata_in_flight = Some(broker);
+                    self.send(node, NodeId::Broker(broker), Message::MetadataRequest);
+                }
+                let next = if due <= self.now { max_age } else { due - self.now };
+                self.schedule_timer(node, incarnation, next, Timer::ConsumerMetadataMaxAge);
+            }
             Timer::ConsumerMetadataRefresh => {
                 if let Some(broker) = self.consumers[id as usize].refresh_pending.take() {
                     self.consumers[id as usize].metadata_in_flight = Some(broker);
@@ -952,6 +1016,7 @@ impl Simulation {
                 let topics = consumer.config.topics.clone();
                 let consumer = &mut self.consumers[id as usize];
                 consumer.metadata_in_flight = None;
+                consumer.metadata_at = self.now;
                 let mut counts: BTreeMap<String, u32> = BTreeMap::new();
                 for (partition, (leader, _)) in leaders {
                     if topics.iter().any(|topic| **topic == *partition.topic) {
@@ -963,18 +1028,7 @@ impl Simulation {
                 if !counts.is_empty() {
                     consumer.partition_counts = counts;
                 }
-                // The leader rejoins when the metadata its assignment used
-                // changed (`ConsumerCoordinator#rejoinNeededOrPending`: "cached
-                // metadata has changed").
-                if consumer.phase == ConsumerPhase::Consuming
-                    && consumer
-                        .assignment_snapshot
-                        .as_ref()
-                        .is_some_and(|snapshot| *snapshot != consumer.partition_counts)
-                {
-                    consumer.assignment_snapshot = None;
-                    self.consumer_commit(id);
-                    self.consumer_join(id);
+                if self.consumer_metadata_changed(id) {
                     return;
                 }
                 self.consumer_fetch_all(id);
@@ -1279,7 +1333,12 @@ impl Simulation {
         // assignor, unless the coordinator kept the current one (a static
         // leader that rejoined, KIP-814).
         let leader = join.member_id == join.leader && !join.skip_assignment;
-        consumer.assignment_snapshot = leader.then(|| consumer.partition_counts.clone());
+        // Only the leader watches the metadata. A static leader that skips
+        // the assignment takes the metadata it has now as its snapshot
+        // (`onLeaderElected`: `assignmentSnapshot = metadataSnapshot`), so a
+        // change made while it was away goes unnoticed, as in Kafka; a
+        // later one does not.
+        consumer.assignment_snapshot = (join.member_id == join.leader).then(|| consumer.partition_counts.clone());
         let assignment = leader.then(|| {
             let partition_counts = consumer.partition_counts.clone();
             let input = GroupInput {
@@ -1777,6 +1836,7 @@ impl Simulation {
                 self.consumer_schedule_retry(id, RETRY_BACKOFF_MS);
             }
         }
+        self.consumer_metadata_changed(id);
         let consumer = &mut self.consumers[id as usize];
         if std::mem::take(&mut consumer.commit_due) {
             self.consumer_commit(id);

@@ -130,6 +130,23 @@ pub fn records_between(before: &Controller, after: &Controller, first_of_epoch: 
     records
 }
 
+/// A new partition: every replica in the ISR, led by the first
+/// (`buildPartitionRegistration` for a new topic or added partition).
+fn new_partition(replicas: Vec<BrokerId>) -> PartitionRegistration {
+    PartitionRegistration {
+        leader: replicas.first().copied(),
+        isr: replicas.clone(),
+        replicas,
+        leader_epoch: 0,
+        partition_epoch: 0,
+        leader_recovery: LeaderRecovery::Recovered,
+        elr: Vec::new(),
+        last_known_elr: Vec::new(),
+        removing_replicas: Vec::new(),
+        adding_replicas: Vec::new(),
+    }
+}
+
 /// Kafka's rack-unaware replica placement
 /// (`AdminUtils#assignReplicasToBrokersRackUnaware`): a random start and a
 /// random shift spread leaders and followers over the brokers.
@@ -237,16 +254,74 @@ impl Simulation {
             // lead, or its shutdown never completes); with too few of them
             // the creation fails (INVALID_REPLICATION_FACTOR) and the next
             // lookup asks again.
-            let brokers: Vec<BrokerId> = simulation
-                .controller
-                .brokers
-                .iter()
-                .filter(|(_, registration)| !registration.fenced && !registration.in_controlled_shutdown)
-                .map(|(&broker, _)| broker)
-                .collect();
+            let brokers = simulation.controller_usable_brokers();
             if !exists(simulation) && brokers.len() >= topic.replication_factor as usize {
                 simulation.controller_create_topic(&topic, &brokers);
             }
+        });
+    }
+
+    /// The brokers new replicas may go to: unfenced and not in controlled
+    /// shutdown (`BrokerHeartbeatManager#usableBrokers`).
+    fn controller_usable_brokers(&self) -> Vec<BrokerId> {
+        self.controller
+            .brokers
+            .iter()
+            .filter(|(_, registration)| !registration.fenced && !registration.in_controlled_shutdown)
+            .map(|(&broker, _)| broker)
+            .collect()
+    }
+
+    /// The active controller's `createPartitions`
+    /// (`ReplicationControlManager#createPartitions`): an unknown topic
+    /// answers `UNKNOWN_TOPIC_OR_PARTITION`, a count that is not an
+    /// increase `INVALID_PARTITIONS`; the new partitions take the
+    /// replication factor of the topic's first partition and are placed
+    /// over the usable brokers (unfenced, not shutting down), with too few
+    /// of them `INVALID_REPLICATION_FACTOR`. Each new partition's ISR is
+    /// its replicas and its leader the first of them, as for a new topic.
+    /// The trace says so once the records commit.
+    pub(crate) fn controller_create_partitions(&mut self, topic: &str, count: u32) {
+        let existing: Vec<&PartitionRegistration> = self
+            .controller
+            .partitions
+            .iter()
+            .filter(|(partition, _)| *partition.topic == *topic)
+            .map(|(_, registration)| registration)
+            .collect();
+        let now = existing.len() as u32;
+        let replication_factor = existing.first().map_or(0, |first| first.replicas.len() as u32);
+        let usable = self.controller_usable_brokers();
+        let error = if now == 0 {
+            Some(ErrorCode::UnknownTopicOrPartition)
+        } else if count <= now {
+            Some(ErrorCode::InvalidPartitions)
+        } else if usable.len() < replication_factor as usize {
+            Some(ErrorCode::InvalidReplicationFactor)
+        } else {
+            None
+        };
+        if let Some(error) = error {
+            self.record(TraceKind::CreatePartitionsFailed {
+                topic: topic.to_string(),
+                count,
+                error,
+            });
+            return;
+        }
+        let name: std::sync::Arc<str> = self.shared_topic(topic);
+        let placement = place_replicas(count - now, replication_factor, &usable, &mut self.placement_rng);
+        for (index, replicas) in placement.into_iter().enumerate() {
+            self.controller.partitions.insert(
+                TopicPartition::new(name.clone(), now + index as u32),
+                new_partition(replicas),
+            );
+            self.controller.offset += 1;
+        }
+        self.record(TraceKind::PartitionsCreated {
+            topic: topic.to_string(),
+            from: now,
+            to: count,
         });
     }
 
@@ -264,21 +339,10 @@ impl Simulation {
                 &mut self.placement_rng,
             );
             for (partition, replicas) in placement.into_iter().enumerate() {
-                let registration = PartitionRegistration {
-                    leader: replicas.first().copied(),
-                    isr: replicas.clone(),
-                    replicas,
-                    leader_epoch: 0,
-                    partition_epoch: 0,
-                    leader_recovery: LeaderRecovery::Recovered,
-                    elr: Vec::new(),
-                    last_known_elr: Vec::new(),
-                    removing_replicas: Vec::new(),
-                    adding_replicas: Vec::new(),
-                };
-                self.controller
-                    .partitions
-                    .insert(TopicPartition::new(name.clone(), partition as u32), registration);
+                self.controller.partitions.insert(
+                    TopicPartition::new(name.clone(), partition as u32),
+                    new_partition(replicas),
+                );
                 self.controller.offset += 1;
             }
         }

@@ -410,7 +410,40 @@ impl FuzzCase {
             network: NetworkConfig::default(),
             ..ClusterConfig::default()
         };
+        // Some cases have an operator add partitions to a topic, during the
+        // faults or soon after, and give the clients a short
+        // `metadata.max.age.ms` so they find the new partitions before the
+        // check. From a stream of its own.
+        let mut growth = Rng::new(seed, 22);
+        let mut config = config;
+        // A static group leader that rejoins after the change (a restart, a
+        // poll timeout) does so without computing an assignment (KIP-814)
+        // and takes the metadata it has then as its snapshot, so it never
+        // notices the new partitions, in Kafka as here: cases with static
+        // members add none.
+        let statics = config
+            .consumers
+            .iter()
+            .any(|consumer| consumer.group_instance_id.is_some());
+        let grow = (growth.next_u32() % 4 == 0 && !statics).then(|| {
+            let max_age = 5_000 + u64::from(growth.next_u32() % 25_000);
+            for producer in &mut config.producers {
+                producer.metadata_max_age_ms = max_age;
+            }
+            for consumer in &mut config.consumers {
+                consumer.metadata_max_age_ms = max_age;
+            }
+            let topic = &config.topics[(growth.next_u32() as usize) % config.topics.len()];
+            ScheduledInput {
+                at_ms: u64::from(growth.next_u32()) % (FAULTS_END_MS + 20_000),
+                input: Input::CreatePartitions {
+                    topic: topic.name.clone(),
+                    count: topic.partitions + 1 + growth.next_u32() % 3,
+                },
+            }
+        });
         let mut inputs = schedule(&config, &mut rng, mix);
+        inputs.extend(grow);
         // Lost produce responses (the retry an idempotent producer's
         // sequences make harmless), from a stream of their own.
         let mut responses = Rng::new(seed, 15);
@@ -547,12 +580,21 @@ impl FuzzCase {
             if is_output_producer(&self.config, index) {
                 continue;
             }
-            let partitions = self
+            let configured = self
                 .config
                 .topics
                 .iter()
                 .find(|topic| topic.name == producer.topic)
                 .map_or(1, |topic| topic.partitions);
+            // Partitions an operator added count too.
+            let partitions = self
+                .inputs
+                .iter()
+                .filter_map(|input| match &input.input {
+                    Input::CreatePartitions { topic, count } if *topic == producer.topic => Some(*count),
+                    _ => None,
+                })
+                .fold(configured, u32::max);
             for partition in 0..partitions {
                 inputs.push(ScheduledInput {
                     at_ms: self.burst_at_ms,
@@ -704,12 +746,7 @@ fn pipeline_failures(simulation: &Simulation, liveness: bool) -> Vec<String> {
     let now = simulation.now();
     let mut inputs = 0;
     for topic in &pipeline.topics {
-        let partitions = simulation
-            .config()
-            .topics
-            .iter()
-            .find(|known| &known.name == topic)
-            .map_or(0, |known| known.partitions);
+        let partitions = simulation.topic_partition_count(topic);
         for index in 0..partitions {
             let partition = TopicPartition::new(topic.as_str(), index);
             inputs += simulation.read_committed_records(&partition);

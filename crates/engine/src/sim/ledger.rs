@@ -436,12 +436,7 @@ impl super::Simulation {
     pub fn output_audit(&self, topic: &str) -> OutputAudit {
         let mut copies: BTreeMap<RecordId, u64> = BTreeMap::new();
         let mut audit = OutputAudit::default();
-        let partitions = self
-            .config
-            .topics
-            .iter()
-            .find(|known| known.name == topic)
-            .map_or(0, |known| known.partitions);
+        let partitions = self.topic_partition_count(topic);
         let source = |id: RecordId| self.records.get(id as usize).and_then(|made| made.source);
         for index in 0..partitions {
             let partition = TopicPartition::new(topic, index);

@@ -98,6 +98,8 @@ pub enum Timer {
     ProducerMetadataTimeout(u64),
     /// A producer refreshes its metadata (a partition had no leader).
     ProducerMetadataRefresh,
+    /// A producer's metadata may be older than `metadata.max.age.ms`.
+    ProducerMetadataMaxAge,
     /// A group coordinator's timers may be due (sessions, join and sync
     /// rounds, offsets expiry).
     CoordinatorPoll(TopicPartition),
@@ -115,6 +117,8 @@ pub enum Timer {
     /// A consumer's metadata refresh after a failed fetch, once its
     /// backoff has passed.
     ConsumerMetadataRefresh,
+    /// A consumer's metadata may be older than `metadata.max.age.ms`.
+    ConsumerMetadataMaxAge,
     /// A consumer's handler finished the records of its last poll.
     ConsumerProcessed,
     /// A broker's fetch throttle on a consumer is over: it may fetch there
@@ -385,7 +389,14 @@ impl Simulation {
             let rng = root.derive(&format!("producer-{index}"));
             let mut producer = Producer::new(index as u32, producer, rng);
             producer.share_topic(simulation.shared_topic(&producer.config.topic));
+            let max_age = producer.config.metadata_max_age_ms;
             simulation.producers.push(producer);
+            simulation.schedule_timer(
+                NodeId::Producer(index as u32),
+                0,
+                max_age,
+                Timer::ProducerMetadataMaxAge,
+            );
         }
         // The run starts from a cluster in a steady state: every broker
         // registered and unfenced, every topic created, metadata known.
@@ -445,7 +456,9 @@ impl Simulation {
     /// [`TraceKind::LimitReached`] event; a driver asks first to answer with
     /// an error.)
     pub fn check_input(&self, input: &Input) -> Result<(), crate::limits::LimitExceeded> {
-        use crate::limits::{at_most, MAX_CONSUMERS, MAX_RECORDS, MAX_RECORD_BYTES};
+        use crate::limits::{
+            at_most, MAX_CLUSTER_PARTITIONS, MAX_CONSUMERS, MAX_PARTITIONS_PER_TOPIC, MAX_RECORDS, MAX_RECORD_BYTES,
+        };
         match input {
             Input::Produce { count, bytes, .. } => {
                 at_most("bytes per record", u64::from(*bytes), u64::from(MAX_RECORD_BYTES))?;
@@ -456,6 +469,15 @@ impl Simulation {
                 )
             }
             Input::AddConsumer { .. } => at_most("consumers", self.consumers.len() as u64 + 1, MAX_CONSUMERS as u64),
+            Input::CreatePartitions { topic, count } => {
+                at_most("partitions", u64::from(*count), u64::from(MAX_PARTITIONS_PER_TOPIC))?;
+                let now = self.topic_partition_count(topic);
+                at_most(
+                    "partitions in the cluster",
+                    self.controller.partitions.len() as u64 + u64::from(count.saturating_sub(now)),
+                    MAX_CLUSTER_PARTITIONS,
+                )
+            }
             _ => Ok(()),
         }
     }
@@ -593,6 +615,8 @@ impl Simulation {
                     | Timer::ProducerRequestTimeout(_)
                     | Timer::ProducerMetadataTimeout(_)
                     | Timer::ProducerMetadataRefresh
+                    | Timer::ProducerMetadataMaxAge
+                    | Timer::ConsumerMetadataMaxAge
                     | Timer::ConsumerHeartbeat
                     | Timer::ConsumerCommit
                     | Timer::ConsumerRetry
@@ -1121,8 +1145,49 @@ impl Simulation {
                     });
                 }
             },
+            Input::CreatePartitions { topic, count } => self.create_partitions(topic, count),
             Input::SetConfig(change) => self.apply_config_change(change),
         }
+    }
+
+    /// An operator's `CreatePartitions`, decided by the active controller
+    /// (no active controller: the admin client's request times out).
+    fn create_partitions(&mut self, topic: String, count: u32) {
+        let input = Input::CreatePartitions {
+            topic: topic.clone(),
+            count,
+        };
+        if let Err(exceeded) = self.check_input(&input) {
+            self.record(TraceKind::LimitReached {
+                what: exceeded.what.to_string(),
+                limit: exceeded.limit,
+            });
+            return;
+        }
+        match self.quorum.active() {
+            Some(active) => self.with_leader_state(active, |simulation| {
+                simulation.controller_create_partitions(&topic, count)
+            }),
+            None => {
+                self.record(TraceKind::CreatePartitionsFailed {
+                    topic,
+                    count,
+                    error: ErrorCode::RequestTimedOut,
+                });
+            }
+        }
+    }
+
+    /// How many partitions `topic` has now, as the active controller's
+    /// committed metadata says (0 for a topic that does not exist).
+    pub fn topic_partition_count(&self, topic: &str) -> u32 {
+        self.controller
+            .partitions
+            .keys()
+            .filter(|partition| *partition.topic == *topic)
+            .map(|partition| partition.partition + 1)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Whether Kafka would accept `change` in this run: a producer with
@@ -1399,6 +1464,9 @@ fn describe_input(input: &Input) -> String {
                     .join(",")
             };
             format!("kafka-leader-election --election-type {election_type} {which}")
+        }
+        Input::CreatePartitions { topic, count } => {
+            format!("kafka-topics --alter --topic {topic} --partitions {count}")
         }
         Input::SetConfig(change) => describe_change(change),
     }

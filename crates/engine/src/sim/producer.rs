@@ -101,6 +101,9 @@ pub struct Producer {
     pub metadata_retries: u32,
     /// A metadata refresh is scheduled.
     pub refresh_scheduled: bool,
+    /// When its metadata last came back (`metadata.max.age.ms` counts
+    /// from here).
+    pub metadata_at: u64,
     /// The last acknowledged sequence per partition in this epoch
     /// (`TxnPartitionEntry.lastAckedSequence`).
     pub acked_sequences: BTreeMap<u32, i32>,
@@ -147,6 +150,7 @@ impl Producer {
             epoch: 0,
             metadata_retries: 0,
             refresh_scheduled: false,
+            metadata_at: 0,
             acked_sequences: BTreeMap::new(),
             txn,
             next_request: 0,
@@ -871,6 +875,7 @@ impl Simulation {
                 if mine.values().all(|(leader, _)| leader.is_some()) {
                     state.metadata_retries = 0;
                 }
+                state.metadata_at = self.now;
                 state.leaders = Some(mine);
                 self.producer_partition_waiting(producer);
                 self.producer_drain(producer);
@@ -1160,6 +1165,18 @@ impl Simulation {
                 self.producers[index].refresh_scheduled = false;
                 self.producer_request_metadata(producer);
                 self.producer_drain(producer);
+            }
+            // `metadata.max.age.ms` (`Metadata#timeToNextUpdate`): metadata
+            // older than that is refreshed even when nothing failed; this is
+            // how a producer finds partitions added to its topic.
+            Timer::ProducerMetadataMaxAge => {
+                let max_age = self.producers[index].config.metadata_max_age_ms;
+                let due = self.producers[index].metadata_at + max_age;
+                if due <= self.now {
+                    self.producer_request_metadata(producer);
+                }
+                let next = if due <= self.now { max_age } else { due - self.now };
+                self.schedule_timer(Self::producer_node(producer), 0, next, Timer::ProducerMetadataMaxAge);
             }
             Timer::ProducerRequestTimeout(request) if self.producer_txn_waits_for(producer, request) => {
                 self.producer_txn_lost(producer, true);

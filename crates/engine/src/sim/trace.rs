@@ -957,6 +957,17 @@ pub enum TraceKind {
         partition: Option<TopicPartition>,
         error: ErrorCode,
     },
+    /// An operator's `CreatePartitions` committed: `topic` has `to`
+    /// partitions where it had `from` (clients learn of them at their next
+    /// metadata refresh).
+    PartitionsCreated { topic: String, from: u32, to: u32 },
+    /// An operator's `CreatePartitions` was refused (or, with
+    /// `REQUEST_TIMED_OUT`, found no active controller).
+    CreatePartitionsFailed {
+        topic: String,
+        count: u32,
+        error: ErrorCode,
+    },
 }
 
 impl TraceEvent {
@@ -1310,6 +1321,18 @@ impl TraceEvent {
             } => match partition {
                 Some(partition) => format!("{election_type} leader election for {partition}: {error}"),
                 None => format!("{election_type} leader election: {error} (no active controller answered)"),
+            },
+            TraceKind::PartitionsCreated { topic, from, to } => format!(
+                "{topic} now has {to} partitions (was {from}): clients see the new ones at their next metadata refresh"
+            ),
+            TraceKind::CreatePartitionsFailed { topic, count, error } => match error {
+                ErrorCode::InvalidPartitions => {
+                    format!("{topic} --partitions {count} refused: {error} (a topic's partitions can only grow)")
+                }
+                ErrorCode::RequestTimedOut => {
+                    format!("{topic} --partitions {count}: {error} (no active controller answered)")
+                }
+                _ => format!("{topic} --partitions {count} refused: {error}"),
             },
             TraceKind::ControllerElection {
                 controller,

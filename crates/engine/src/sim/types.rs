@@ -187,6 +187,12 @@ pub enum ErrorCode {
     EligibleLeadersNotAvailable,
     /// The topic or partition does not exist.
     UnknownTopicOrPartition,
+    /// `CreatePartitions`: the count asked for is not an increase
+    /// (`InvalidPartitionsException`).
+    InvalidPartitions,
+    /// Too few usable brokers for the replication factor
+    /// (`InvalidReplicationFactorException`).
+    InvalidReplicationFactor,
     /// A JoinGroup without a member id: the coordinator hands one out and
     /// asks the member to join again with it (KIP-394).
     MemberIdRequired,
@@ -267,6 +273,8 @@ impl std::fmt::Display for ErrorCode {
             ErrorCode::PreferredLeaderNotAvailable => "PREFERRED_LEADER_NOT_AVAILABLE",
             ErrorCode::EligibleLeadersNotAvailable => "ELIGIBLE_LEADERS_NOT_AVAILABLE",
             ErrorCode::UnknownTopicOrPartition => "UNKNOWN_TOPIC_OR_PARTITION",
+            ErrorCode::InvalidPartitions => "INVALID_PARTITIONS",
+            ErrorCode::InvalidReplicationFactor => "INVALID_REPLICATION_FACTOR",
             ErrorCode::MemberIdRequired => "MEMBER_ID_REQUIRED",
             ErrorCode::FencedInstanceId => "FENCED_INSTANCE_ID",
             ErrorCode::CoordinatorNotAvailable => "COORDINATOR_NOT_AVAILABLE",
@@ -1863,6 +1871,8 @@ mod tests {
             ErrorCode::PreferredLeaderNotAvailable,
             ErrorCode::EligibleLeadersNotAvailable,
             ErrorCode::UnknownTopicOrPartition,
+            ErrorCode::InvalidPartitions,
+            ErrorCode::InvalidReplicationFactor,
             ErrorCode::InvalidProducerEpoch,
             ErrorCode::TransactionCoordinatorFenced,
             ErrorCode::ConcurrentTransactions,

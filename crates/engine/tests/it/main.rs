@@ -4,6 +4,7 @@
 mod assignor_properties;
 mod assignors;
 mod controller_vectors;
+mod create_partitions;
 mod dead_letter;
 mod delivery;
 mod group_coordinator_vectors;
