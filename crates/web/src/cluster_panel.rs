@@ -143,7 +143,30 @@ fn download_svg() {
 /// The live cluster section.
 #[function_component(ClusterPanel)]
 pub fn cluster_panel() -> Html {
-    let session: Rc<RefCell<Session>> = use_mut_ref(|| Session::new(config_for_query(&page_query()), DEFAULT_SEED));
+    // A run link (`?run=`) replays a shared run to its moment; one that
+    // cannot open says why, over the default cluster.
+    let link_problem = use_mut_ref(|| None::<String>);
+    let restored_at = use_mut_ref(|| None::<(u64, u64)>);
+    let session: Rc<RefCell<Session>> = {
+        let link_problem = link_problem.clone();
+        let restored_at = restored_at.clone();
+        use_mut_ref(move || {
+            let query = page_query();
+            match crate::share::run_in_query(&query).map(Session::from_link) {
+                Some(Ok(session)) => {
+                    *restored_at.borrow_mut() = Some((session.simulation().now(), session.run_hash()));
+                    session
+                }
+                Some(Err(problem)) => {
+                    *link_problem.borrow_mut() = Some(problem);
+                    Session::new(config_for_query(&query), DEFAULT_SEED)
+                }
+                None => Session::new(config_for_query(&query), DEFAULT_SEED),
+            }
+        })
+    };
+    // The address of this moment, once asked for, with the run's fingerprint.
+    let shared = use_state(|| None::<(String, u64, Option<bool>)>);
     let clock: Rc<RefCell<Clock>> = use_mut_ref(Clock::default);
     let redraw = use_force_update();
     // The page opens with the cluster running (RaftScope does the same),
@@ -655,6 +678,35 @@ pub fn cluster_panel() -> Html {
         let model = model.clone();
         Callback::from(move |_: ()| mermaid(&model))
     };
+    let copy_run_link = {
+        let session = session.clone();
+        let shared = shared.clone();
+        Callback::from(move |_: MouseEvent| {
+            let base = web_sys::window()
+                .map(|window| {
+                    let location = window.location();
+                    format!(
+                        "{}{}",
+                        location.origin().unwrap_or_default(),
+                        location.pathname().unwrap_or_default()
+                    )
+                })
+                .unwrap_or_default();
+            let (url, hash) = {
+                let session = session.borrow();
+                (
+                    crate::share::run_address(&base, &session.run_link()),
+                    session.run_hash(),
+                )
+            };
+            shared.set(Some((url.clone(), hash, None)));
+            let shared = shared.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let copied = crate::export::copy_to_clipboard(&url).await;
+                shared.set(Some((url, hash, Some(copied))));
+            });
+        })
+    };
     let toggle_motion = {
         let reduced_motion = reduced_motion.clone();
         Callback::from(move |_: MouseEvent| reduced_motion.set(!*reduced_motion))
@@ -717,8 +769,36 @@ pub fn cluster_panel() -> Html {
                 } }
                 <button type="button" data-testid="cluster-produce" onclick={act(Action::Produce)}>{ "Produce 10 records per producer" }</button>
                 <button type="button" data-testid="cluster-reset" onclick={on_reset}>{ "Reset" }</button>
+                <button type="button" data-testid="copy-run-link" title="A link that opens this cluster at this moment: the same configuration, seed and every input so far, replayed" onclick={copy_run_link}>{ "Copy link to this moment" }</button>
                 <span class="clock" data-testid="cluster-time">{ format!("t = {} ms", view.time_ms) }</span>
             </div>
+            { match link_problem.borrow().as_ref() {
+                Some(problem) => html! { <p class="error" role="alert" data-testid="run-link-problem">{ format!("This run link could not open: {problem}. The default cluster is shown instead.") }</p> },
+                None => html! {},
+            } }
+            { match *restored_at.borrow() {
+                Some((at, hash)) => html! {
+                    <p class="muted" role="status" data-testid="run-restored" data-run-hash={format!("{hash:016x}")}>
+                        { format!("Opened a shared run at t = {at} ms: the same cluster, seed and inputs, replayed (run fingerprint {hash:016x}).") }
+                    </p>
+                },
+                None => html! {},
+            } }
+            { match &*shared {
+                Some((url, hash, copied)) => html! {
+                    <div class="run-share" data-testid="run-share" data-run-hash={format!("{hash:016x}")}>
+                        <label>{ "Link to this moment " }
+                            <input type="text" readonly=true data-testid="run-link" value={url.clone()} />
+                        </label>
+                        <span class="muted" role="status">{ match copied {
+                            Some(true) => format!("Copied. Run fingerprint {hash:016x}."),
+                            Some(false) => format!("Copying is not allowed here: select the link and copy it. Run fingerprint {hash:016x}."),
+                            None => String::new(),
+                        } }</span>
+                    </div>
+                },
+                None => html! {},
+            } }
             <p class="muted" data-testid="cluster-summary">
                 { format!(
                     "produced {}, acknowledged {}, failed {}, lost {}, leader elections {}, invariant violations {}",

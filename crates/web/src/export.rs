@@ -62,7 +62,7 @@ pub fn mermaid_export(props: &ExportProps) -> Html {
 /// Copies `text` to the clipboard. False where the page may not: no
 /// `navigator.clipboard` outside a secure context, a refusal in an iframe
 /// the host did not grant `clipboard-write`.
-async fn copy_to_clipboard(text: &str) -> bool {
+pub(crate) async fn copy_to_clipboard(text: &str) -> bool {
     let Some(window) = web_sys::window() else {
         return false;
     };

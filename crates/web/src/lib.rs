@@ -21,6 +21,7 @@ pub mod selection;
 pub mod sequence;
 pub mod sequence_model;
 pub mod session;
+pub mod share;
 pub mod story_cursor;
 pub mod view_model;
 pub mod voice;

@@ -319,6 +319,10 @@ pub struct Session {
     comparison: Option<Result<Vec<crate::cluster_model::ProtocolRun>, String>>,
     /// A time skip under way: (virtual time it started at, where it ends).
     skip: Option<(u64, u64)>,
+    /// The run's seed and every input given to it so far (what a link to
+    /// this moment carries, [`crate::share`]).
+    seed: u64,
+    log: Vec<crate::share::LoggedInput>,
 }
 
 /// How much virtual time one slice of a long skip runs: the page draws
@@ -351,7 +355,64 @@ impl Session {
             refusals: 0,
             lag: crate::cluster_model::LagHistory::default(),
             comparison: None,
+            seed,
+            log: Vec::new(),
         }
+    }
+
+    /// This moment of the run as a link carries it.
+    pub fn run_link(&self) -> crate::share::RunLink {
+        crate::share::RunLink {
+            v: crate::share::LINK_VERSION,
+            config: self.config.clone(),
+            seed: self.seed,
+            inputs: self.log.clone(),
+            events: self.simulation.events_processed(),
+            now_ms: self.simulation.now(),
+            stream: (self.next_record_at, self.streamed),
+        }
+    }
+
+    /// The session a run link describes, replayed to its moment, or why it
+    /// cannot open.
+    pub fn from_link(text: &str) -> Result<Session, String> {
+        let run = crate::share::decode(text)?;
+        let mut session = Session::new(default_config(), DEFAULT_SEED);
+        let mut simulation = Simulation::new(run.config.clone(), run.seed)
+            .map_err(|error| format!("this run link's cluster cannot start: {error}"))?;
+        crate::share::replay(&mut simulation, &run, &mut |simulation| {
+            session.simulation_trace_from(simulation)
+        })?;
+        session.simulation = simulation;
+        session.collect_trace();
+        session.config = run.config;
+        session.seed = run.seed;
+        session.setup.seed = run.seed;
+        session.log = run.inputs;
+        (session.next_record_at, session.streamed) = run.stream;
+        session.lag.sample(&session.simulation);
+        Ok(session)
+    }
+
+    /// Takes a replay's trace as it goes (as the page takes a live run's).
+    fn simulation_trace_from(&mut self, simulation: &mut Simulation) {
+        let events = simulation.take_trace();
+        self.keep(events);
+    }
+
+    /// A fingerprint of the run: the hash of the trace events the page
+    /// keeps (the latest [`TRACE_KEPT`]), equal for a run and its link.
+    pub fn run_hash(&self) -> u64 {
+        let kept: Vec<TraceEvent> = self.trace.iter().cloned().collect();
+        kafkascope_engine::sim::trace::hash(&kept)
+    }
+
+    fn note_input(&mut self, input: &ScheduledInput) {
+        self.log.push(crate::share::LoggedInput {
+            events: self.simulation.events_processed(),
+            at_ms: input.at_ms,
+            input: input.input.clone(),
+        });
     }
 
     /// The last side-by-side comparison of rebalance protocols.
@@ -448,6 +509,10 @@ impl Session {
 
     fn collect_trace(&mut self) {
         let events = self.simulation.take_trace();
+        self.keep(events);
+    }
+
+    fn keep(&mut self, events: Vec<TraceEvent>) {
         for event in &events {
             self.lag.note(event);
         }
@@ -494,7 +559,7 @@ impl Session {
             self.next_record_at = self.next_record_at.max(self.simulation.now());
             while self.next_record_at <= target {
                 for producer in 0..self.simulation.config().producers.len() as u32 {
-                    self.simulation.schedule(ScheduledInput {
+                    let input = ScheduledInput {
                         at_ms: self.next_record_at,
                         input: Input::Produce {
                             producer,
@@ -502,7 +567,9 @@ impl Session {
                             count: 1,
                             bytes: 100,
                         },
-                    });
+                    };
+                    self.note_input(&input);
+                    self.simulation.schedule(input);
                 }
                 self.streamed += 1;
                 self.next_record_at += every;
@@ -513,7 +580,9 @@ impl Session {
 
     fn input(&mut self, input: Input) {
         let now = self.simulation.now();
-        self.simulation.schedule(ScheduledInput { at_ms: now, input });
+        let input = ScheduledInput { at_ms: now, input };
+        self.note_input(&input);
+        self.simulation.schedule(input);
         self.simulation.run_until(now);
     }
 
@@ -947,6 +1016,52 @@ mod tests {
         assert_eq!(session.knob_error(), None);
         assert_eq!(session.simulation().view().brokers.len(), 5);
         assert_eq!(session.setup().partitions, 6, "the shape knobs stay as typed");
+    }
+
+    /// A link to this moment replays the run: after play ticks, a kill,
+    /// single steps, a knob change, a run and an added partition, the
+    /// replayed session has processed the same events, reached the same
+    /// time and kept the same trace.
+    #[test]
+    fn a_run_link_replays_to_the_same_moment_and_trace() {
+        let mut session = session();
+        for _ in 0..40 {
+            session.apply(Action::Tick {
+                virtual_ms: 100.0,
+                rate: 5,
+            });
+        }
+        session.apply(Action::Kill(2));
+        session.apply(Action::Step);
+        session.apply(Action::Step);
+        session.apply(Action::Knob(Knob::Acks, "1".into()));
+        session.apply(Action::Run(3_000));
+        let topic = session.simulation().config().topics[0].name.clone();
+        session.apply(Action::AddPartitions(topic));
+        session.apply(Action::Step);
+        let text = crate::share::encode(&session.run_link());
+        let restored = Session::from_link(&text).expect("the link opens");
+        assert_eq!(
+            restored.simulation().events_processed(),
+            session.simulation().events_processed()
+        );
+        assert_eq!(restored.simulation().now(), session.simulation().now());
+        assert_eq!(restored.simulation().summary(), session.simulation().summary());
+        assert_eq!(restored.run_hash(), session.run_hash());
+        assert_eq!(restored.trace().len(), session.trace().len());
+        // Playing on from the link continues as the run would have.
+        let mut original = session;
+        let mut copy = restored;
+        for session in [&mut original, &mut copy] {
+            session.apply(Action::Tick {
+                virtual_ms: 2_000.0,
+                rate: 5,
+            });
+        }
+        assert_eq!(copy.run_hash(), original.run_hash());
+        // A new run starts a new log.
+        copy.apply(Action::Reset);
+        assert!(copy.run_link().inputs.is_empty());
     }
 
     /// The inspector's "Add a partition" is `kafka-topics --alter

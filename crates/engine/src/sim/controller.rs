@@ -130,12 +130,12 @@ pub fn records_between(before: &Controller, after: &Controller, first_of_epoch: 
     records
 }
 
-/// A new partition: every replica in the ISR, led by the first
+/// A new partition led by the first of its ISR
 /// (`buildPartitionRegistration` for a new topic or added partition).
-fn new_partition(replicas: Vec<BrokerId>) -> PartitionRegistration {
+fn new_partition(replicas: Vec<BrokerId>, isr: Vec<BrokerId>) -> PartitionRegistration {
     PartitionRegistration {
-        leader: replicas.first().copied(),
-        isr: replicas.clone(),
+        leader: isr.first().copied(),
+        isr,
         replicas,
         leader_epoch: 0,
         partition_epoch: 0,
@@ -275,12 +275,15 @@ impl Simulation {
     /// The active controller's `createPartitions`
     /// (`ReplicationControlManager#createPartitions`): an unknown topic
     /// answers `UNKNOWN_TOPIC_OR_PARTITION`, a count that is not an
-    /// increase `INVALID_PARTITIONS`; the new partitions take the
+    /// increase `INVALID_PARTITIONS`. The new partitions take the
     /// replication factor of the topic's first partition and are placed
-    /// over the usable brokers (unfenced, not shutting down), with too few
-    /// of them `INVALID_REPLICATION_FACTOR`. Each new partition's ISR is
-    /// its replicas and its leader the first of them, as for a new topic.
-    /// The trace says so once the records commit.
+    /// over the registered brokers not shutting down, fenced ones included
+    /// (`BrokerHeartbeatManager#usableBrokers`); `StripedReplicaPlacer`
+    /// refuses with `INVALID_REPLICATION_FACTOR` when every broker is
+    /// fenced or the replication factor is above their number. Each new
+    /// partition's ISR is its active replicas and its leader the first of
+    /// them (none active: `INVALID_REPLICATION_FACTOR`). All or nothing;
+    /// the trace says so once the records commit.
     pub(crate) fn controller_create_partitions(&mut self, topic: &str, count: u32) {
         let existing: Vec<&PartitionRegistration> = self
             .controller
@@ -291,17 +294,46 @@ impl Simulation {
             .collect();
         let now = existing.len() as u32;
         let replication_factor = existing.first().map_or(0, |first| first.replicas.len() as u32);
-        let usable = self.controller_usable_brokers();
-        let error = if now == 0 {
+        let placeable: Vec<BrokerId> = self
+            .controller
+            .brokers
+            .iter()
+            .filter(|(_, registration)| !registration.in_controlled_shutdown)
+            .map(|(&broker, _)| broker)
+            .collect();
+        let active = |broker: &BrokerId| {
+            self.controller
+                .brokers
+                .get(broker)
+                .is_some_and(|registration| !registration.fenced && !registration.in_controlled_shutdown)
+        };
+        let refusal = if now == 0 {
             Some(ErrorCode::UnknownTopicOrPartition)
         } else if count <= now {
             Some(ErrorCode::InvalidPartitions)
-        } else if usable.len() < replication_factor as usize {
+        } else if !placeable.iter().any(active) || placeable.len() < replication_factor as usize {
             Some(ErrorCode::InvalidReplicationFactor)
         } else {
             None
         };
-        if let Some(error) = error {
+        let placement = match refusal {
+            Some(_) => Vec::new(),
+            None => place_replicas(count - now, replication_factor, &placeable, &mut self.placement_rng),
+        };
+        let partitions: Vec<(Vec<BrokerId>, Vec<BrokerId>)> = placement
+            .into_iter()
+            .map(|replicas| {
+                let isr = replicas.iter().copied().filter(|broker| active(broker)).collect();
+                (replicas, isr)
+            })
+            .collect();
+        let refusal = refusal.or_else(|| {
+            partitions
+                .iter()
+                .any(|(_, isr)| isr.is_empty())
+                .then_some(ErrorCode::InvalidReplicationFactor)
+        });
+        if let Some(error) = refusal {
             self.record(TraceKind::CreatePartitionsFailed {
                 topic: topic.to_string(),
                 count,
@@ -310,11 +342,10 @@ impl Simulation {
             return;
         }
         let name: std::sync::Arc<str> = self.shared_topic(topic);
-        let placement = place_replicas(count - now, replication_factor, &usable, &mut self.placement_rng);
-        for (index, replicas) in placement.into_iter().enumerate() {
+        for (index, (replicas, isr)) in partitions.into_iter().enumerate() {
             self.controller.partitions.insert(
                 TopicPartition::new(name.clone(), now + index as u32),
-                new_partition(replicas),
+                new_partition(replicas, isr),
             );
             self.controller.offset += 1;
         }
@@ -341,7 +372,7 @@ impl Simulation {
             for (partition, replicas) in placement.into_iter().enumerate() {
                 self.controller.partitions.insert(
                     TopicPartition::new(name.clone(), partition as u32),
-                    new_partition(replicas),
+                    new_partition(replicas.clone(), replicas),
                 );
                 self.controller.offset += 1;
             }

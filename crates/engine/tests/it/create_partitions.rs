@@ -192,16 +192,38 @@ fn refusals_carry_kafkas_errors() {
         .is_err());
 }
 
+/// A crashed broker still registered may get a replica (out of the ISR
+/// until it is back); with every broker fenced the placer refuses.
 #[test]
-fn too_few_live_brokers_for_the_replication_factor_is_refused() {
+fn fenced_brokers_get_replicas_but_not_the_isr_and_all_fenced_is_refused() {
     let mut simulation = Simulation::new(billing_config(2), 5).expect("valid");
     simulation.schedule(ScheduledInput {
         at_ms: 500,
         input: Input::KillBroker { broker: 3 },
     });
     // After the broker session (9 s) the controller fences it.
-    grow(&mut simulation, 20_000, "orders", 3);
+    grow(&mut simulation, 20_000, "orders", 5);
     simulation.run_until(25_000);
+    assert_eq!(created(&simulation), vec![(2, 5)]);
+    for index in 2..5 {
+        let registration = &simulation.controller().partitions
+            [&kafkascope_engine::groups::assignors::TopicPartition::new("orders", index)];
+        assert_eq!(registration.replicas.len(), 3);
+        assert!(
+            registration.replicas.contains(&3),
+            "every broker holds a replica with RF 3"
+        );
+        assert!(!registration.isr.contains(&3), "a fenced broker is not in the ISR");
+        assert_ne!(registration.leader, Some(3));
+    }
+    for broker in [1, 2] {
+        simulation.schedule(ScheduledInput {
+            at_ms: 26_000,
+            input: Input::KillBroker { broker },
+        });
+    }
+    grow(&mut simulation, 50_000, "orders", 6);
+    simulation.run_until(55_000);
     assert!(simulation.trace().iter().any(|event| matches!(
         &event.kind,
         TraceKind::CreatePartitionsFailed {
@@ -209,6 +231,7 @@ fn too_few_live_brokers_for_the_replication_factor_is_refused() {
             ..
         }
     )));
+    assert_eq!(simulation.topic_partition_count("orders"), 5);
 }
 
 /// The fault fuzzer adds partitions to a topic in some of its cases (an

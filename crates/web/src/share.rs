@@ -1,0 +1,263 @@
+//! A live run in a link: the cluster's configuration, its seed and every
+//! input the page gave it (with how many events had run when each was
+//! given), so opening the link replays the run to the same moment and the
+//! same trace. The text is `1.` (the format's version) and the run as
+//! JSON, deflated (`miniz_oxide`) and base64url-encoded (`base64`), so a
+//! minute of play fits in an address.
+//!
+//! A link is input like any other: a malformed, oversized or hostile one
+//! is refused with a sentence saying why, never by a panic, and its replay
+//! is bounded ([`MAX_LINK_EVENTS`], the engine's input limits).
+
+use base64::Engine as _;
+use kafkascope_engine::sim::config::{ClusterConfig, Input, ScheduledInput};
+use kafkascope_engine::sim::Simulation;
+use serde::{Deserialize, Serialize};
+
+/// The link format this page writes (and the only one it reads).
+pub const LINK_VERSION: u32 = 1;
+
+/// The most events a link may ask to replay (a long skip runs a few
+/// million; a link asking for more is refused, not run for minutes).
+pub const MAX_LINK_EVENTS: u64 = 20_000_000;
+
+/// The most bytes a link's JSON may inflate to.
+const MAX_LINK_JSON: usize = 8 * 1024 * 1024;
+
+/// An input the page gave the run, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LoggedInput {
+    /// Events the run had processed when the input was scheduled.
+    pub events: u64,
+    pub at_ms: u64,
+    pub input: Input,
+}
+
+impl LoggedInput {
+    pub fn scheduled(&self) -> ScheduledInput {
+        ScheduledInput {
+            at_ms: self.at_ms,
+            input: self.input.clone(),
+        }
+    }
+}
+
+/// A live run as a link carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunLink {
+    /// The format's version ([`LINK_VERSION`]).
+    pub v: u32,
+    pub config: ClusterConfig,
+    pub seed: u64,
+    /// Every input, in the order the page gave them.
+    pub inputs: Vec<LoggedInput>,
+    /// Events processed at the moment the link was made.
+    pub events: u64,
+    /// The virtual time then (it can run ahead of the last event).
+    pub now_ms: u64,
+    /// The play stream's next record time and records sent (so playing on
+    /// from the link continues as the run would have).
+    #[serde(default)]
+    pub stream: (u64, u64),
+}
+
+/// The link's text for a run.
+pub fn encode(run: &RunLink) -> String {
+    let json = serde_json::to_vec(run).unwrap_or_default();
+    let packed = miniz_oxide::deflate::compress_to_vec(&json, 9);
+    format!(
+        "{LINK_VERSION}.{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(packed)
+    )
+}
+
+/// The query parameter that carries a run.
+pub const RUN_PARAM: &str = "run";
+
+/// The run link's text in a page address's query, if any.
+pub fn run_in_query(query: &str) -> Option<&str> {
+    query
+        .trim_start_matches('?')
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(RUN_PARAM)?.strip_prefix('='))
+}
+
+/// The address that opens `run` on the map, paused, from the page at
+/// `base` (its origin and path).
+pub fn run_address(base: &str, run: &RunLink) -> String {
+    format!("{base}?play=0&{RUN_PARAM}={}#map", encode(run))
+}
+
+/// Reads a link's text, or says why it cannot.
+pub fn decode(text: &str) -> Result<RunLink, String> {
+    let (version, body) = text
+        .split_once('.')
+        .ok_or_else(|| "this run link is damaged (it has no version)".to_string())?;
+    match version.parse::<u32>() {
+        Ok(LINK_VERSION) => {}
+        Ok(other) if other > LINK_VERSION => {
+            return Err(format!(
+                "this run link was made by a newer kafkascope (link format {other}; this page reads format {LINK_VERSION})"
+            ))
+        }
+        Ok(other) => {
+            return Err(format!(
+                "this run link was made by an older kafkascope (link format {other}), whose runs this version cannot replay"
+            ))
+        }
+        Err(_) => return Err("this run link is damaged (its version is not a number)".to_string()),
+    }
+    let packed = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(body.trim_end_matches('='))
+        .map_err(|_| "this run link is damaged (it is not base64url text)".to_string())?;
+    let json = miniz_oxide::inflate::decompress_to_vec_with_limit(&packed, MAX_LINK_JSON)
+        .map_err(|_| "this run link is damaged or too large to open".to_string())?;
+    let run: RunLink =
+        serde_json::from_slice(&json).map_err(|error| format!("this run link does not describe a run: {error}"))?;
+    if run.v != LINK_VERSION {
+        return Err(format!(
+            "this run link says format {} inside format {LINK_VERSION}",
+            run.v
+        ));
+    }
+    if run.events > MAX_LINK_EVENTS {
+        return Err(format!(
+            "this run link replays {} events; kafkascope opens links of at most {MAX_LINK_EVENTS}",
+            run.events
+        ));
+    }
+    Ok(run)
+}
+
+/// Replays a run to the moment its link was made: the same configuration
+/// and seed (`simulation` starts from them), each input scheduled after
+/// the same number of events as before, then the clock moved on as it
+/// was. The simulation is the same event for event, so its trace is too.
+/// `drain` takes the trace every so often, as the page does while a run
+/// plays (a long replay would otherwise hold all of it).
+pub fn replay(
+    simulation: &mut Simulation,
+    run: &RunLink,
+    drain: &mut dyn FnMut(&mut Simulation),
+) -> Result<(), String> {
+    let mut last = 0;
+    for logged in &run.inputs {
+        if logged.events < last || logged.events > run.events {
+            return Err("this run link's inputs are out of order".to_string());
+        }
+        last = logged.events;
+        step_to(simulation, logged.events, drain)?;
+        simulation
+            .check_input(&logged.input)
+            .map_err(|exceeded| format!("this run link asks for more than kafkascope allows: {exceeded}"))?;
+        simulation.schedule(logged.scheduled());
+    }
+    step_to(simulation, run.events, drain)?;
+    // The page's last action may have moved the clock past the last event
+    // (a run of 10 s ends at its end, whatever ran).
+    if simulation.next_event_time().is_none_or(|time| time > run.now_ms) {
+        simulation.run_until(run.now_ms);
+    }
+    drain(simulation);
+    Ok(())
+}
+
+fn step_to(simulation: &mut Simulation, events: u64, drain: &mut dyn FnMut(&mut Simulation)) -> Result<(), String> {
+    while simulation.events_processed() < events {
+        if !simulation.step() {
+            return Err("this run link does not match what this version of kafkascope simulates".to_string());
+        }
+        if simulation.events_processed() % 10_000 == 0 {
+            drain(simulation);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A real run's link: two seconds, a broker killed, two more seconds.
+    fn run() -> RunLink {
+        use crate::session::{Action, Session};
+        let mut session = Session::new(crate::cluster_model::default_config(), 7);
+        session.apply(Action::Run(2_000));
+        session.apply(Action::Kill(2));
+        session.apply(Action::Run(2_000));
+        session.run_link()
+    }
+
+    fn replayed(link: &RunLink) -> Result<Simulation, String> {
+        let mut simulation = Simulation::new(link.config.clone(), link.seed)?;
+        replay(&mut simulation, link, &mut |_| {})?;
+        Ok(simulation)
+    }
+
+    #[test]
+    fn a_link_round_trips_and_replays_to_the_same_moment() {
+        let link = run();
+        let text = encode(&link);
+        assert!(text.starts_with("1."), "{text}");
+        assert!(text
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b".-_".contains(&byte)));
+        assert_eq!(decode(&text), Ok(link.clone()));
+        assert_eq!(link.inputs.len(), 1);
+        let simulation = replayed(&link).expect("replays");
+        assert_eq!(simulation.events_processed(), link.events);
+        assert_eq!(simulation.now(), 4_000);
+    }
+
+    #[test]
+    fn the_address_carries_the_run_and_the_query_gives_it_back() {
+        let link = run();
+        let address = run_address("https://example.org/kafkascope/", &link);
+        assert!(address.starts_with("https://example.org/kafkascope/?play=0&run=1."));
+        assert!(address.ends_with("#map"));
+        let query = address
+            .split_once('?')
+            .map(|(_, query)| query.trim_end_matches("#map"))
+            .unwrap_or_default();
+        assert_eq!(run_in_query(&format!("?{query}")).map(decode), Some(Ok(link)));
+        assert_eq!(run_in_query("?play=0&story=x"), None);
+        assert_eq!(run_in_query("?running=1"), None);
+    }
+
+    #[test]
+    fn bad_links_say_why() {
+        let link = encode(&run());
+        let body = link.split_once('.').map(|(_, body)| body).unwrap_or_default();
+        for (text, says) in [
+            ("garbage", "no version"),
+            (&format!("2.{body}") as &str, "newer kafkascope"),
+            (&format!("0.{body}") as &str, "older kafkascope"),
+            ("x.abc", "not a number"),
+            ("1.!!!", "not base64url"),
+            ("1.AAAA", "damaged or too large"),
+        ] {
+            let error = decode(text).expect_err(text);
+            assert!(error.contains(says), "{text}: {error}");
+        }
+        let mut huge = run();
+        huge.events = MAX_LINK_EVENTS + 1;
+        assert!(decode(&encode(&huge)).is_err_and(|error| error.contains("at most")));
+        let mut greedy = run();
+        greedy.inputs[0].input = Input::Produce {
+            producer: 0,
+            key: None,
+            count: u32::MAX,
+            bytes: 100,
+        };
+        assert!(replayed(&greedy).is_err_and(|error| error.contains("more than kafkascope allows")));
+        let mut backwards = run();
+        backwards.inputs.push(LoggedInput {
+            events: 10,
+            at_ms: 0,
+            input: Input::HealNetwork,
+        });
+        assert!(replayed(&backwards).is_err_and(|error| error.contains("out of order")));
+    }
+}

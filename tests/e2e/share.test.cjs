@@ -1,0 +1,67 @@
+// A link to a moment of the live run, as a teacher sends one: change the
+// cluster, copy the link, open it elsewhere and find the same run (the
+// same time, counts and run fingerprint); a damaged or newer link says
+// why and the page still works.
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { launch, openApp, screenshotPath } = require('./browser.cjs');
+
+const live = (page) => page.getByTestId('cluster');
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+test('a copied link to this moment opens the same run: same time, same counts, same fingerprint', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await live(page).getByTestId('cluster-produce').click();
+  await live(page).getByTestId('node-broker-2').click({ position: { x: 30, y: 10 } });
+  await live(page).getByTestId('inspector-kill-broker-2').click();
+  await live(page).getByTestId('cluster-run-10s').click();
+  await live(page).getByTestId('cluster-step').click();
+  await live(page).getByTestId('knob-acks').selectOption('1');
+  await live(page).getByTestId('cluster-produce').click();
+  await live(page).getByTestId('cluster-run-1s').click();
+  await live(page).getByTestId('copy-run-link').click();
+  const share = live(page).getByTestId('run-share');
+  await share.waitFor();
+  const url = await live(page).getByTestId('run-link').inputValue();
+  assert.match(url, /\?play=0&run=1\.[A-Za-z0-9_-]+#map$/);
+  const hash = await share.getAttribute('data-run-hash');
+  const time = await live(page).getByTestId('cluster-time').innerText();
+  const summary = await live(page).getByTestId('cluster-summary').innerText();
+  await share.screenshot({ path: screenshotPath('run-link-copied') });
+
+  const other = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const errors = [];
+  other.on('pageerror', (error) => errors.push(String(error)));
+  await other.goto(url);
+  const restored = live(other).getByTestId('run-restored');
+  await restored.waitFor();
+  assert.equal(await restored.getAttribute('data-run-hash'), hash);
+  assert.equal(await live(other).getByTestId('cluster-time').innerText(), time);
+  assert.equal(await live(other).getByTestId('cluster-summary').innerText(), summary);
+  assert.equal(await live(other).getByTestId('knob-acks').inputValue(), '1');
+  // The restored run goes on like any other.
+  await live(other).getByTestId('cluster-run-1s').click();
+  assert.notEqual(await live(other).getByTestId('cluster-time').innerText(), time);
+  assert.deepEqual(errors, []);
+  assert.deepEqual(problems, []);
+  await other.close();
+  await page.close();
+});
+
+test('a damaged or newer run link says why and the default cluster runs', async () => {
+  for (const [run, says] of [['2.AAAA', /newer kafkascope/], ['1.%%%', /damaged/], ['1.AAAA', /damaged or too large/]]) {
+    const { page, problems } = await openApp(browser, { query: `?play=0&run=${run}` });
+    const problem = live(page).getByTestId('run-link-problem');
+    await problem.waitFor();
+    assert.match(await problem.innerText(), says);
+    await live(page).getByTestId('cluster-run-1s').click();
+    assert.match(await live(page).getByTestId('cluster-time').innerText(), /t = 1000 ms/);
+    assert.deepEqual(problems.filter((problem) => !/run link/.test(problem)), []);
+    await page.close();
+  }
+});
