@@ -65,3 +65,36 @@ test('a damaged or newer run link says why and the default cluster runs', async 
     await page.close();
   }
 });
+
+test('the live run downloads as a scenario file that opens in Sequence steps; a bad file says where', async () => {
+  const fs = require('node:fs');
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await live(page).getByTestId('cluster-produce').click();
+  await live(page).getByTestId('cluster-run-1s').click();
+  const [download] = await Promise.all([page.waitForEvent('download'), live(page).getByTestId('export-scenario').click()]);
+  assert.equal(download.suggestedFilename(), 'kafkascope-run.json');
+  const scenario = fs.readFileSync(await download.path(), 'utf8');
+  assert.equal(JSON.parse(scenario).runUntilMs, 1000);
+  const [traceDownload] = await Promise.all([page.waitForEvent('download'), live(page).getByTestId('export-trace').click()]);
+  assert.ok(Array.isArray(JSON.parse(fs.readFileSync(await traceDownload.path(), 'utf8'))));
+
+  const steps = page.getByTestId('steps');
+  await steps.getByTestId('open-scenario').setInputFiles({ name: 'kafkascope-run.json', mimeType: 'application/json', buffer: Buffer.from(scenario) });
+  await page.waitForFunction(() => document.querySelector('[data-testid="steps"]').dataset.story === 'custom-custom');
+  assert.ok(Number(await steps.getAttribute('data-steps')) > 10);
+  assert.match(await steps.getByTestId('story-select').locator('option:checked').innerText(), /from kafkascope-run\.json/);
+  await steps.getByTestId('step-next').click();
+  assert.equal(await steps.getAttribute('data-step'), '2');
+  assert.equal(await steps.getByTestId('step-link').count(), 0, 'a story from a file has no link to share');
+
+  // A mistake names its line, or the field.
+  const broken = '{\n  "name": "mine",\n  "config": { "brokers": 3 },\n  "runUntilMs": 1000,\n  "inputs": [ { "atMs": 10, "input": { "type": "killBrokr", "broker": 1 } } ]\n}';
+  await steps.getByTestId('open-scenario').setInputFiles({ name: 'mine.json', mimeType: 'application/json', buffer: Buffer.from(broken) });
+  const problem = steps.getByTestId('scenario-problem');
+  await problem.waitFor();
+  assert.match(await problem.innerText(), /^mine\.json: bad scenario: unknown variant `killBrokr`.* line 5/);
+  assert.equal(await steps.getAttribute('data-story'), 'custom-custom', 'the story shown stays');
+  await steps.screenshot({ path: screenshotPath('steps-open-scenario-problem') });
+  assert.deepEqual(problems, []);
+  await page.close();
+});

@@ -121,9 +121,17 @@ fn download_svg() {
     let Ok(Some(svg)) = document.query_selector("[data-testid=\"map\"]") else {
         return;
     };
-    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(&svg.outer_html()));
+    download("kafkascope-map.svg", "image/svg+xml", &svg.outer_html());
+}
+
+/// Saves `text` as a file named `name` (the browser's download).
+fn download(name: &str, mime: &str, text: &str) {
+    let Some(document) = web_sys::window().and_then(|window| window.document()) else {
+        return;
+    };
+    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
     let options = web_sys::BlobPropertyBag::new();
-    options.set_type("image/svg+xml");
+    options.set_type(mime);
     let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else {
         return;
     };
@@ -133,7 +141,7 @@ fn download_svg() {
     if let Ok(link) = document.create_element("a") {
         if let Ok(link) = link.dyn_into::<web_sys::HtmlAnchorElement>() {
             link.set_href(&url);
-            link.set_download("kafkascope-map.svg");
+            link.set_download(name);
             link.click();
         }
     }
@@ -816,6 +824,16 @@ pub fn cluster_panel() -> Html {
                             ids={(AttrValue::from("export-mermaid"), AttrValue::from("mermaid-text"), AttrValue::from("copy-mermaid"))}
                             text={mermaid_source} />
                         <button type="button" data-testid="export-svg" onclick={Callback::from(|_: MouseEvent| download_svg())}>{ "Download the map (SVG)" }</button>
+                        <button type="button" data-testid="export-scenario" title="This run as a scenario file: its cluster, seed and every input so far, to open in Sequence steps or run with kafkascope run"
+                            onclick={{
+                                let session = session.clone();
+                                Callback::from(move |_: MouseEvent| download("kafkascope-run.json", "application/json", &session.borrow().scenario_json()))
+                            }}>{ "Download the run (scenario file)" }</button>
+                        <button type="button" data-testid="export-trace" title="The latest trace events the page keeps, as JSON"
+                            onclick={{
+                                let session = session.clone();
+                                Callback::from(move |_: MouseEvent| download("kafkascope-trace.json", "application/json", &session.borrow().trace_json()))
+                            }}>{ "Download the trace (JSON)" }</button>
                         <button type="button" data-testid="toggle-motion" aria-pressed={reduced_motion.to_string()} onclick={toggle_motion}>{ "Reduce motion" }</button>
                     </div>
 

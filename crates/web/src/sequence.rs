@@ -243,7 +243,8 @@ pub fn sequence_steps() -> Html {
     {
         let forks_made = forks_made.clone();
         use_effect_with(deep_link.clone(), move |_| {
-            if std::mem::replace(&mut *loaded_once.borrow_mut(), true) {
+            // (An opened file's story has no address: it exists only here.)
+            if std::mem::replace(&mut *loaded_once.borrow_mut(), true) && !story_def.is_custom() {
                 set_url(&merged_link(&page_query(), story_def, index, &forks_made));
             }
         });
@@ -336,6 +337,73 @@ pub fn sequence_steps() -> Html {
         let playing = playing.clone();
         Callback::from(move |_: MouseEvent| playing.set(!*playing))
     };
+    // A scenario file the learner opens (the picker or a drop on this
+    // section) plays as a story; one that is not valid says where and why.
+    let scenario_problem = use_state(|| None::<String>);
+    let open_file: Rc<dyn Fn(web_sys::File)> = {
+        let dispatch = dispatch.clone();
+        let playing = playing.clone();
+        let scenario_problem = scenario_problem.clone();
+        Rc::new(move |file: web_sys::File| {
+            let dispatch = dispatch.clone();
+            let playing = playing.clone();
+            let problem = scenario_problem.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let name = file.name();
+                if file.size() > crate::sequence_model::MAX_SCENARIO_FILE_BYTES as f64 {
+                    problem.set(Some(format!(
+                        "{name} is {} bytes; kafkascope opens scenario files of at most {}",
+                        file.size(),
+                        crate::sequence_model::MAX_SCENARIO_FILE_BYTES
+                    )));
+                    return;
+                }
+                let text = match wasm_bindgen_futures::JsFuture::from(file.text()).await {
+                    Ok(text) => text.as_string().unwrap_or_default(),
+                    Err(_) => {
+                        problem.set(Some(format!("{name} could not be read")));
+                        return;
+                    }
+                };
+                match crate::sequence_model::custom_story(&name, &text) {
+                    Ok(chosen) => {
+                        problem.set(None);
+                        playing.set(false);
+                        dispatch(CursorAction::Open {
+                            story: chosen,
+                            step: 0,
+                            filter: Filter::default(),
+                        });
+                    }
+                    Err(error) => problem.set(Some(error)),
+                }
+            });
+        })
+    };
+    let on_file = {
+        let open_file = open_file.clone();
+        Callback::from(move |event: Event| {
+            let input = event.target_unchecked_into::<web_sys::HtmlInputElement>();
+            if let Some(file) = input.files().and_then(|files| files.get(0)) {
+                open_file(file);
+            }
+            input.set_value("");
+        })
+    };
+    let on_drop = {
+        let open_file = open_file.clone();
+        Callback::from(move |event: DragEvent| {
+            if let Some(file) = event
+                .data_transfer()
+                .and_then(|data| data.files())
+                .and_then(|files| files.get(0))
+            {
+                event.prevent_default();
+                open_file(file);
+            }
+        })
+    };
+    let on_drag_over = Callback::from(|event: DragEvent| event.prevent_default());
     let on_story = {
         let dispatch = dispatch.clone();
         let playing = playing.clone();
@@ -434,7 +502,8 @@ pub fn sequence_steps() -> Html {
     html! {
         <section id="steps" class="card steps wide" aria-labelledby="steps-title" tabindex="0" onkeydown={on_keydown}
             data-testid="steps" data-story={story_def.id.clone()} data-step={(index + 1).to_string()} data-steps={total.to_string()}
-            data-trace-hash={format!("{trace_hash:016x}")} data-time={view.time_ms.to_string()}>
+            data-trace-hash={format!("{trace_hash:016x}")} data-time={view.time_ms.to_string()}
+            ondrop={on_drop} ondragover={on_drag_over}>
             <h2 id="steps-title">{ "Sequence steps: the run, message by message" }</h2>
             { if let Some(problem) = &problem { html! { <p class="error" role="alert" data-testid="link-problem">{ problem }</p> } } else { html! {} } }
             <div class="story-bar">
@@ -443,8 +512,18 @@ pub fn sequence_steps() -> Html {
                         { for stories().iter().map(|candidate| html! {
                             <option value={candidate.id.clone()} selected={candidate.id == story_def.id}>{ candidate.title() }</option>
                         }) }
+                        { if story_def.is_custom() { html! {
+                            <option value={story_def.id.clone()} selected=true>{ format!("{} (from {})", story_def.title(), story_def.file) }</option>
+                        } } else { html! {} } }
                     </select>
                 </label>
+                <label class="open-scenario" title="A scenario file (the format of scenarios/ and of the map's Download the run), played here as a story. You can also drop the file on this section.">{ "Open a scenario file " }
+                    <input type="file" accept=".json,application/json" data-testid="open-scenario" onchange={on_file} />
+                </label>
+                { match &*scenario_problem {
+                    Some(problem) => html! { <p class="error" role="alert" data-testid="scenario-problem">{ problem }</p> },
+                    None => html! {},
+                } }
                 <p class="hint"><strong>{ title }</strong>{ ": " }{ description }</p>
             </div>
             <div class="controls" role="toolbar" aria-label="step controls">
@@ -465,7 +544,11 @@ pub fn sequence_steps() -> Html {
                         value={place.min(visible.len().saturating_sub(1)).to_string()} oninput={on_scrub} aria-label="timeline: jump to any step" />
                 </label>
                 <span class="clock" data-testid="step-position">{ format!("step {} of {} · t = {} ms", index + 1, total, view.time_ms) }</span>
-                <a href={deep_link.clone()} data-testid="step-link">{ "Link to this step" }</a>
+                { if story_def.is_custom() {
+                    html! { <span class="muted" data-testid="step-link-none">{ "(a story from your file has no link: share the file)" }</span> }
+                } else {
+                    html! { <a href={deep_link.clone()} data-testid="step-link">{ "Link to this step" }</a> }
+                } }
             </div>
             <div class="controls filters" role="group" aria-label="filters">
                 <label>{ "Partition " }<select data-testid="filter-partition" onchange={filter_field(FilterField::Partition)}>

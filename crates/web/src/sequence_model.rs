@@ -34,6 +34,11 @@ pub struct StoryDef {
 }
 
 impl StoryDef {
+    /// Whether it was opened from a file (not shipped: no link opens it).
+    pub fn is_custom(&self) -> bool {
+        self.id.starts_with("custom-")
+    }
+
     /// Its story block.
     pub fn story(&self) -> &Story {
         self.scenario
@@ -87,6 +92,60 @@ pub fn stories() -> &'static [StoryDef] {
 /// The story with this id.
 pub fn story(id: &str) -> Option<&'static StoryDef> {
     stories().iter().find(|story| story.id == id)
+}
+
+/// The most bytes a scenario file opened in the page may have.
+pub const MAX_SCENARIO_FILE_BYTES: usize = 4 * 1024 * 1024;
+
+/// The most simulated time an opened scenario may play as a story (every
+/// step is kept, with snapshots to seek; a longer run belongs in the
+/// sandbox or `kafkascope run`).
+pub const MAX_STORY_RUN_MS: u64 = 600_000;
+
+/// A scenario file the learner opened, as a story: checked as every
+/// shipped scenario is (its JSON, with the line and column of a mistake
+/// and the field's name; kafkascope's limits; its story block), given a
+/// plain story block if it has none, and kept for the page's life (each
+/// opened file is a little memory, as a shipped story is). Its run is
+/// played to the end before it opens, so a cluster that cannot start says
+/// so here.
+pub fn custom_story(file_name: &str, text: &str) -> Result<&'static StoryDef, String> {
+    if text.len() > MAX_SCENARIO_FILE_BYTES {
+        return Err(format!(
+            "{file_name} is {} bytes; kafkascope opens scenario files of at most {MAX_SCENARIO_FILE_BYTES}",
+            text.len()
+        ));
+    }
+    let mut scenario = Scenario::from_json(text).map_err(|error| format!("{file_name}: {error}"))?;
+    scenario
+        .config
+        .validate()
+        .map_err(|error| format!("{file_name}: the cluster cannot start: {error}"))?;
+    if scenario.run_until_ms > MAX_STORY_RUN_MS {
+        return Err(format!(
+            "{file_name}: runUntilMs is {}; a story plays at most {MAX_STORY_RUN_MS} ms (ten minutes) of simulated time (run longer ones with kafkascope run or in the sandbox)",
+            scenario.run_until_ms
+        ));
+    }
+    let story = scenario
+        .story
+        .get_or_insert_with(|| kafkascope_engine::sim::scenario::Story {
+            id: "custom".to_string(),
+            order: u32::MAX,
+            learn: scenario.description.clone(),
+            focus: None,
+            chapters: Vec::new(),
+        });
+    // Its own id: a link to it cannot open elsewhere, so it must not
+    // shadow a shipped story's.
+    story.id = format!("custom-{}", story.id);
+    let definition: &'static StoryDef = Box::leak(Box::new(StoryDef {
+        id: story.id.clone(),
+        file: Box::leak(file_name.to_string().into_boxed_str()),
+        scenario,
+    }));
+    StoryRun::start(definition).map_err(|error| format!("{file_name}: {error}"))?;
+    Ok(definition)
 }
 
 /// The first story (where the steps open without a link).
@@ -2282,5 +2341,44 @@ mod tests {
         assert!(group_error_why(&[ErrorCode::FencedInstanceId]).contains("fatal"));
         assert!(group_error_why(&[ErrorCode::NotCoordinator]).contains("keeps reading"));
         assert_eq!(group_error_why(&[]), "");
+    }
+
+    /// A scenario file opens as a story; a bad one says where and what.
+    #[test]
+    fn a_scenario_file_opens_as_a_story_and_a_bad_one_says_where() {
+        let shipped = files::SCENARIO_FILES
+            .iter()
+            .find(|(file, _)| *file == "happy-path.json")
+            .map(|(_, text)| *text)
+            .expect("the happy path");
+        let opened = custom_story("mine.json", shipped).expect("opens");
+        assert_eq!(opened.id, "custom-happy-path");
+        assert_eq!(opened.file, "mine.json");
+        let run = StoryRun::start(opened).expect("plays");
+        assert!(!run.steps.is_empty());
+        // Without a story block it gets a plain one.
+        let mut bare: serde_json::Value = serde_json::from_str(shipped).expect("json");
+        bare.as_object_mut().expect("object").remove("story");
+        let opened = custom_story("bare.json", &bare.to_string()).expect("opens");
+        assert_eq!(opened.id, "custom-custom");
+        // Mistakes name the line and column, or the field.
+        let error = custom_story("broken.json", "{\n  \"name\": \"x\",\n  oops\n}").expect_err("broken");
+        assert!(
+            error.starts_with("broken.json: bad scenario") && error.contains("line 3"),
+            "{error}"
+        );
+        let error =
+            custom_story("typo.json", &shipped.replacen("\"runUntilMs\"", "\"runUntil\"", 1)).expect_err("typo");
+        assert!(error.contains("unknown field `runUntil`"), "{error}");
+        let mut too_big: serde_json::Value = serde_json::from_str(shipped).expect("json");
+        too_big["config"]["brokers"] = serde_json::json!(1000);
+        let error = custom_story("big.json", &too_big.to_string()).expect_err("too big");
+        assert!(error.contains("brokers"), "{error}");
+        let mut long: serde_json::Value = serde_json::from_str(shipped).expect("json");
+        long["runUntilMs"] = serde_json::json!(MAX_STORY_RUN_MS + 1);
+        let error = custom_story("long.json", &long.to_string()).expect_err("long");
+        assert!(error.contains("runUntilMs"), "{error}");
+        let error = custom_story("huge.json", &" ".repeat(MAX_SCENARIO_FILE_BYTES + 1)).expect_err("huge");
+        assert!(error.contains("at most"), "{error}");
     }
 }

@@ -400,6 +400,33 @@ impl Session {
         self.keep(events);
     }
 
+    /// This run as a scenario file (pretty JSON): its cluster, seed and
+    /// every input at its time, to the time it has reached. Opened in
+    /// Sequence steps or run with `kafkascope run`, it schedules the inputs
+    /// at their times (a run link replays them after the same events, so
+    /// only a link is the same run event for event).
+    pub fn scenario_json(&self) -> String {
+        let scenario = kafkascope_engine::sim::scenario::Scenario {
+            name: "A run from the live map".to_string(),
+            description: format!(
+                "Exported from kafkascope's live map at t = {} ms: its cluster, seed and inputs.",
+                self.simulation.now()
+            ),
+            seed: self.seed,
+            config: self.config.clone(),
+            inputs: self.log.iter().map(crate::share::LoggedInput::scheduled).collect(),
+            run_until_ms: self.simulation.now(),
+            expect: Vec::new(),
+            story: None,
+        };
+        serde_json::to_string_pretty(&scenario).unwrap_or_default()
+    }
+
+    /// The trace events the page keeps, as JSON (an array, oldest first).
+    pub fn trace_json(&self) -> String {
+        serde_json::to_string(&self.trace).unwrap_or_default()
+    }
+
     /// A fingerprint of the run: the hash of the trace events the page
     /// keeps (the latest [`TRACE_KEPT`]), equal for a run and its link.
     pub fn run_hash(&self) -> u64 {
@@ -1062,6 +1089,29 @@ mod tests {
         // A new run starts a new log.
         copy.apply(Action::Reset);
         assert!(copy.run_link().inputs.is_empty());
+    }
+
+    /// The run exported as a scenario file opens as a story and reads back
+    /// the same cluster, seed and inputs; the trace exports as JSON.
+    #[test]
+    fn the_run_exports_as_a_scenario_file_and_its_trace_as_json() {
+        let mut session = session();
+        session.apply(Action::Run(1_000));
+        session.apply(Action::Kill(2));
+        session.apply(Action::Produce);
+        session.apply(Action::Run(2_000));
+        let text = session.scenario_json();
+        let scenario = kafkascope_engine::sim::scenario::Scenario::from_json(&text).expect("a valid scenario");
+        assert_eq!(scenario.config, session.simulation().config().clone());
+        assert_eq!(scenario.run_until_ms, 3_000);
+        assert!(scenario
+            .inputs
+            .iter()
+            .any(|input| input.input == Input::KillBroker { broker: 2 } && input.at_ms == 1_000));
+        let story = crate::sequence_model::custom_story("kafkascope-run.json", &text).expect("opens as a story");
+        assert_eq!(story.id, "custom-custom");
+        let trace: serde_json::Value = serde_json::from_str(&session.trace_json()).expect("json");
+        assert_eq!(trace.as_array().map(Vec::len), Some(session.trace().len()));
     }
 
     /// The inspector's "Add a partition" is `kafka-topics --alter
