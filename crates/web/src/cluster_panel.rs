@@ -20,6 +20,7 @@ use crate::cluster_model::{
     min_insync_warning, reached_speed, speed_label, ASSIGNORS, DEFAULT_SEED,
 };
 use crate::export::MermaidExport;
+use crate::host_api::{self, HostCommand, HostEvent};
 use crate::knob::KnobInput;
 use crate::map::ClusterMap;
 use crate::map_model::{inspect, layout_fit, mermaid, Fit};
@@ -176,6 +177,7 @@ pub fn cluster_panel() -> Html {
     // The address of this moment, once asked for, with the run's fingerprint.
     let shared = use_state(|| None::<(String, u64, Option<bool>)>);
     let clock: Rc<RefCell<Clock>> = use_mut_ref(Clock::default);
+    let last_lost = use_mut_ref(|| 0u64);
     let redraw = use_force_update();
     // The page opens with the cluster running (RaftScope does the same),
     // unless the URL says `play=0` or the reader prefers reduced motion.
@@ -207,13 +209,64 @@ pub fn cluster_panel() -> Html {
         let redraw = redraw.clone();
         Rc::new(move |action: Action| {
             let moves = !matches!(action, Action::Select(_));
+            let knob = match &action {
+                Action::Knob(knob, value) => Some((knob.name().to_string(), value.clone())),
+                _ => None,
+            };
             session.borrow_mut().apply(action);
+            // The host page hears of each knob the run took.
+            if let Some((knob, value)) = knob {
+                if session.borrow().knob_error().is_none() {
+                    host_api::bridge::emit(&HostEvent::KnobChanged { knob, value });
+                }
+            }
             if moves {
                 clock.borrow_mut().progress.clear();
             }
             redraw.force_update();
         })
     };
+    // The host page API (an embedding course page): play, pause, knobs,
+    // brokers.
+    {
+        let dispatch = dispatch.clone();
+        let session = session.clone();
+        let playing = playing.clone();
+        use_effect_with((), move |_| {
+            let handler: host_api::bridge::Handler = Rc::new(move |command: &HostCommand| {
+                let brokers = session.borrow().simulation().config().brokers;
+                match command {
+                    HostCommand::Play { .. } => playing.set(true),
+                    HostCommand::Pause { .. } => playing.set(false),
+                    HostCommand::SetKnob { knob, value } => {
+                        let Some(knob) = Knob::from_name(knob) else {
+                            let names: Vec<&str> = Knob::ALL.iter().map(|knob| knob.name()).collect();
+                            return Err(format!(
+                                "the map has no live knob {knob:?}; it has {}",
+                                names.join(", ")
+                            ));
+                        };
+                        dispatch(Action::Knob(knob, value.clone()));
+                        if let Some(problem) = session.borrow().knob_error() {
+                            return Err(problem.to_string());
+                        }
+                    }
+                    HostCommand::KillBroker { broker } | HostCommand::RestartBroker { broker }
+                        if !(1..=brokers).contains(broker) =>
+                    {
+                        return Err(format!("the map has brokers 1 to {brokers}, not {broker}"));
+                    }
+                    HostCommand::KillBroker { broker } => dispatch(Action::Kill(*broker)),
+                    HostCommand::RestartBroker { broker } => dispatch(Action::Restart(*broker)),
+                    other => return Err(format!("the map does not take {}", other.name())),
+                }
+                Ok(())
+            });
+            host_api::bridge::register(host_api::Section::Map, handler);
+            host_api::bridge::install();
+            || ()
+        });
+    }
     let act = {
         let dispatch = dispatch.clone();
         move |action: Action| {
@@ -394,6 +447,17 @@ pub fn cluster_panel() -> Html {
     let simulation_ref = current.simulation();
     let view = simulation_ref.view();
     let summary = simulation_ref.summary();
+    // The host page hears when acknowledged records are lost.
+    {
+        let mut known = last_lost.borrow_mut();
+        if summary.lost > *known {
+            host_api::bridge::emit(&HostEvent::RecordLost {
+                lost: summary.lost,
+                newly: summary.lost - *known,
+            });
+        }
+        *known = summary.lost;
+    }
     let config = simulation_ref.config().clone();
     let selected = current.selected().cloned();
     let setup = current.setup().clone();

@@ -10,6 +10,7 @@ pub mod cluster_model;
 pub mod cluster_panel;
 pub mod exercise_model;
 pub mod export;
+pub mod host_api;
 pub mod knob;
 pub mod lesson;
 pub mod lesson_model;

@@ -215,6 +215,45 @@ pub fn sequence_steps() -> Html {
         })
     };
 
+    // The host page API (an embedding course page): play, pause, go to a
+    // step, load a scenario.
+    {
+        let dispatch = dispatch.clone();
+        let cursor = cursor.clone();
+        let playing = playing.clone();
+        use_effect_with((), move |_| {
+            let handler: crate::host_api::bridge::Handler = Rc::new(move |command: &crate::host_api::HostCommand| {
+                use crate::host_api::HostCommand;
+                match command {
+                    HostCommand::Play { .. } => playing.set(true),
+                    HostCommand::Pause { .. } => playing.set(false),
+                    HostCommand::GoToStep { step } => {
+                        let total = cursor.borrow().as_ref().map_or(0, |cursor| cursor.run().steps.len());
+                        if !(1..=total).contains(step) {
+                            return Err(format!("this story has steps 1 to {total}, not {step}"));
+                        }
+                        playing.set(false);
+                        dispatch(CursorAction::Go(step - 1));
+                    }
+                    HostCommand::LoadScenario { scenario, name } => {
+                        let name = name.as_deref().unwrap_or("scenario.json");
+                        let chosen = crate::sequence_model::custom_story(name, scenario)?;
+                        playing.set(false);
+                        dispatch(CursorAction::Open {
+                            story: chosen,
+                            step: 0,
+                            filter: Filter::default(),
+                        });
+                    }
+                    other => return Err(format!("the sequence steps do not take {}", other.name())),
+                }
+                Ok(())
+            });
+            crate::host_api::bridge::register(crate::host_api::Section::Steps, handler);
+            crate::host_api::bridge::install();
+            || ()
+        });
+    }
     let borrowed = cursor.borrow();
     let Some(current) = borrowed.as_ref() else {
         return html! {
@@ -229,6 +268,17 @@ pub fn sequence_steps() -> Html {
     let total = story_run.steps.len();
     let index = current.index();
     let filter = current.filter().clone();
+    // The host page hears each step, and the end of the story.
+    use_effect_with((story_def.id.clone(), index, total), |(story, index, total)| {
+        crate::host_api::bridge::emit(&crate::host_api::HostEvent::StepChanged {
+            story: story.clone(),
+            step: index + 1,
+            steps: *total,
+        });
+        if index + 1 == *total {
+            crate::host_api::bridge::emit(&crate::host_api::HostEvent::StoryFinished { story: story.clone() });
+        }
+    });
     let forks_made = current.forks().to_vec();
     let problem = current.problem().map(str::to_string);
     let why_open = current.why_open();

@@ -1,0 +1,432 @@
+//! The host page API: a course page that embeds kafkascope in an iframe
+//! drives it and hears from it with `postMessage`.
+//!
+//! Every message both ways is an object with `kafkascope: 1` (the API's
+//! version) and a `type`. The host sends commands ([`HostCommand`]); the
+//! page answers `ready` to `hello` and sends events ([`HostEvent`]) as
+//! things happen. The page takes messages only from the window that
+//! embeds it; the first one fixes the host's origin (or the embed
+//! address's `host=` parameter does, and then messages from any other
+//! origin are ignored), and events go only to that origin, never to `*`.
+//! A command the page cannot take is answered with an `error` event that
+//! says why. The parsing and wording live here and are tested natively;
+//! [`bridge`] is the browser side.
+
+use serde::{Deserialize, Serialize};
+
+/// The API's version, in every message.
+pub const HOST_API_VERSION: u32 = 1;
+
+/// What a host may ask.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
+pub enum HostCommand {
+    /// The host introduces itself; the page answers `ready`.
+    Hello,
+    /// Play the live map (or, with `section: "steps"` or on a page that
+    /// shows only the steps, the story).
+    Play {
+        #[serde(default)]
+        section: Option<Section>,
+    },
+    /// Pause it.
+    Pause {
+        #[serde(default)]
+        section: Option<Section>,
+    },
+    /// Go to a step of the story shown (1-based).
+    GoToStep { step: usize },
+    /// Open a scenario file's text as a story in the steps.
+    LoadScenario {
+        scenario: String,
+        #[serde(default)]
+        name: Option<String>,
+    },
+    /// Set a live knob of the map by its Kafka name (`acks`, `1`).
+    SetKnob { knob: String, value: String },
+    /// Crash a broker of the live map.
+    KillBroker { broker: u32 },
+    /// Start a crashed broker again.
+    RestartBroker { broker: u32 },
+}
+
+/// The part of the page a command is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Section {
+    Map,
+    Steps,
+}
+
+impl HostCommand {
+    /// Its `type`, as the host spelt it (for error events).
+    pub fn name(&self) -> &'static str {
+        match self {
+            HostCommand::Hello => "hello",
+            HostCommand::Play { .. } => "play",
+            HostCommand::Pause { .. } => "pause",
+            HostCommand::GoToStep { .. } => "goToStep",
+            HostCommand::LoadScenario { .. } => "loadScenario",
+            HostCommand::SetKnob { .. } => "setKnob",
+            HostCommand::KillBroker { .. } => "killBroker",
+            HostCommand::RestartBroker { .. } => "restartBroker",
+        }
+    }
+
+    /// The section that takes it: the map's commands, the steps', and
+    /// play/pause where the host said or, by default, the map (the steps
+    /// when the page shows only them).
+    pub fn section(&self, only_steps: bool) -> Section {
+        match self {
+            HostCommand::GoToStep { .. } | HostCommand::LoadScenario { .. } => Section::Steps,
+            HostCommand::Play { section, .. } | HostCommand::Pause { section, .. } => {
+                section.unwrap_or(if only_steps { Section::Steps } else { Section::Map })
+            }
+            _ => Section::Map,
+        }
+    }
+}
+
+/// What the page tells its host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum HostEvent {
+    /// The page is running and takes commands.
+    Ready { sections: Vec<Section> },
+    /// The story shown moved to a step (1-based, of `steps`).
+    StepChanged { story: String, step: usize, steps: usize },
+    /// The story shown reached its last step.
+    StoryFinished { story: String },
+    /// The live map lost acknowledged records (`lost`: all so far).
+    RecordLost { lost: u64, newly: u64 },
+    /// A live knob changed (by the learner or the host).
+    KnobChanged { knob: String, value: String },
+    /// A command the page could not take, and why.
+    Error { command: Option<String>, message: String },
+}
+
+impl HostEvent {
+    /// The message's JSON: the event with `kafkascope: 1`.
+    pub fn to_json(&self) -> String {
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        if let Some(object) = value.as_object_mut() {
+            object.insert("kafkascope".into(), HOST_API_VERSION.into());
+        }
+        value.to_string()
+    }
+}
+
+/// Reads a host's message (its JSON), or says why it is not one the page
+/// takes. Messages without `kafkascope` are not for this page (`None`:
+/// ignored, other scripts post messages too).
+pub fn parse_command(json: &str) -> Option<Result<HostCommand, String>> {
+    let value: serde_json::Value = serde_json::from_str(json).ok()?;
+    let version = value.get("kafkascope")?;
+    if version.as_u64() != Some(u64::from(HOST_API_VERSION)) {
+        return Some(Err(format!(
+            "this page speaks kafkascope host API version {HOST_API_VERSION}; the message says {version}"
+        )));
+    }
+    let mut value = value;
+    if let Some(object) = value.as_object_mut() {
+        object.remove("kafkascope");
+    }
+    Some(serde_json::from_value(value).map_err(|error| format!("not a command this page takes: {error}")))
+}
+
+/// The host origin an embed address pins (`host=https://course.example`).
+pub fn pinned_origin(query: &str) -> Option<String> {
+    query.trim_start_matches('?').split('&').find_map(|pair| {
+        let value = pair.strip_prefix("host=")?;
+        let value = value
+            .replace("%3A", ":")
+            .replace("%3a", ":")
+            .replace("%2F", "/")
+            .replace("%2f", "/");
+        (!value.is_empty()).then_some(value)
+    })
+}
+
+/// The browser side: the page's `message` listener, the handlers each
+/// section registers, and the events it posts to its host.
+pub mod bridge {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use wasm_bindgen::{closure::Closure, JsCast};
+
+    use super::{parse_command, pinned_origin, HostCommand, HostEvent, Section};
+
+    /// A section's handler: takes a command meant for it, or says why not.
+    pub type Handler = Rc<dyn Fn(&HostCommand) -> Result<(), String>>;
+
+    #[derive(Default)]
+    struct State {
+        installed: bool,
+        /// The host's origin once known (pinned by `host=` or the first
+        /// message from the embedding window).
+        origin: Option<String>,
+        pinned: bool,
+        handlers: Vec<(Section, Handler)>,
+    }
+
+    thread_local! {
+        static STATE: RefCell<State> = RefCell::new(State::default());
+    }
+
+    fn parent() -> Option<web_sys::Window> {
+        let window = web_sys::window()?;
+        let parent = window.parent().ok().flatten()?;
+        // Not embedded: the parent is the window itself.
+        (!js_sys::Object::is(&parent, &window)).then_some(parent)
+    }
+
+    /// Posts an event to the host, if the page is embedded and knows it.
+    pub fn emit(event: &HostEvent) {
+        let Some(origin) = STATE.with(|state| state.borrow().origin.clone()) else {
+            return;
+        };
+        let Some(parent) = parent() else { return };
+        let Ok(message) = js_sys::JSON::parse(&event.to_json()) else {
+            return;
+        };
+        let _ = parent.post_message(&message, &origin);
+    }
+
+    /// Registers a section's handler for the page's life (a section is
+    /// drawn once).
+    pub fn register(section: Section, handler: Handler) {
+        STATE.with(|state| state.borrow_mut().handlers.push((section, handler)));
+    }
+
+    fn sections() -> Vec<Section> {
+        STATE.with(|state| {
+            let mut sections: Vec<Section> = state.borrow().handlers.iter().map(|(section, _)| *section).collect();
+            sections.dedup();
+            sections
+        })
+    }
+
+    fn handle(command: &HostCommand) {
+        if matches!(command, HostCommand::Hello) {
+            emit(&HostEvent::Ready { sections: sections() });
+            return;
+        }
+        let sections = sections();
+        let only_steps = sections == [Section::Steps];
+        let section = command.section(only_steps);
+        let handler = STATE.with(|state| {
+            state
+                .borrow()
+                .handlers
+                .iter()
+                .find(|(candidate, _)| *candidate == section)
+                .map(|(_, handler)| handler.clone())
+        });
+        let result = match handler {
+            Some(handler) => handler(command),
+            None => Err(format!(
+                "this page shows no {} for {}",
+                match section {
+                    Section::Map => "live map",
+                    Section::Steps => "sequence steps",
+                },
+                command.name()
+            )),
+        };
+        if let Err(message) = result {
+            emit(&HostEvent::Error {
+                command: Some(command.name().to_string()),
+                message,
+            });
+        }
+    }
+
+    /// Listens for the host's messages (once per page).
+    pub fn install() {
+        let first = STATE.with(|state| !std::mem::replace(&mut state.borrow_mut().installed, true));
+        if !first || parent().is_none() {
+            return;
+        }
+        let query = web_sys::window()
+            .and_then(|window| window.location().search().ok())
+            .unwrap_or_default();
+        if let Some(origin) = pinned_origin(&query) {
+            STATE.with(|state| {
+                let mut state = state.borrow_mut();
+                state.origin = Some(origin);
+                state.pinned = true;
+            });
+        }
+        let listener = Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |event: web_sys::MessageEvent| {
+            // Only the window that embeds this page may drive it.
+            let from_parent = match (event.source(), parent()) {
+                (Some(source), Some(parent)) => js_sys::Object::is(&source, &parent),
+                _ => false,
+            };
+            if !from_parent {
+                return;
+            }
+            let origin = event.origin();
+            let accepted = STATE.with(|state| {
+                let mut state = state.borrow_mut();
+                match &state.origin {
+                    Some(known) => *known == origin,
+                    None => {
+                        state.origin = Some(origin.clone());
+                        true
+                    }
+                }
+            });
+            if !accepted {
+                return;
+            }
+            let json = js_sys::JSON::stringify(&event.data())
+                .ok()
+                .and_then(|text| text.as_string())
+                .unwrap_or_default();
+            match parse_command(&json) {
+                None => {}
+                Some(Ok(command)) => handle(&command),
+                Some(Err(message)) => emit(&HostEvent::Error { command: None, message }),
+            }
+        });
+        if let Some(window) = web_sys::window() {
+            let _ = window.add_event_listener_with_callback("message", listener.as_ref().unchecked_ref());
+        }
+        listener.forget();
+        // A pinned host hears `ready` without asking.
+        let pinned = STATE.with(|state| state.borrow().pinned);
+        if pinned {
+            emit(&HostEvent::Ready { sections: sections() });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_parse_with_their_version_and_fields() {
+        assert_eq!(
+            parse_command(r#"{"kafkascope":1,"type":"setKnob","knob":"acks","value":"1"}"#),
+            Some(Ok(HostCommand::SetKnob {
+                knob: "acks".into(),
+                value: "1".into()
+            }))
+        );
+        assert_eq!(
+            parse_command(r#"{"kafkascope":1,"type":"play","section":"steps"}"#)
+                .map(|command| command.map(|command| command.section(false))),
+            Some(Ok(Section::Steps))
+        );
+        let play = parse_command(r#"{"kafkascope":1,"type":"play"}"#)
+            .and_then(Result::ok)
+            .expect("play");
+        assert_eq!(play.section(false), Section::Map);
+        assert_eq!(play.section(true), Section::Steps);
+        // Other scripts' messages are not for this page.
+        assert_eq!(parse_command(r#"{"type":"play"}"#), None);
+        assert_eq!(parse_command("not json"), None);
+        let wrong_version = parse_command(r#"{"kafkascope":2,"type":"play"}"#).expect("for us");
+        assert!(wrong_version.is_err_and(|error| error.contains("version 1")));
+        let unknown = parse_command(r#"{"kafkascope":1,"type":"explode"}"#).expect("for us");
+        assert!(unknown.is_err_and(|error| error.contains("unknown variant `explode`")));
+        let extra = parse_command(r#"{"kafkascope":1,"type":"killBroker","broker":1,"now":true}"#).expect("for us");
+        assert!(extra.is_err_and(|error| error.contains("unknown field `now`")));
+    }
+
+    #[test]
+    fn events_carry_the_version_and_their_type() {
+        let json = HostEvent::StepChanged {
+            story: "happy-path".into(),
+            step: 3,
+            steps: 40,
+        }
+        .to_json();
+        let value: serde_json::Value = serde_json::from_str(&json).expect("json");
+        assert_eq!(value["kafkascope"], 1);
+        assert_eq!(value["type"], "stepChanged");
+        assert_eq!(value["step"], 3);
+        let ready: serde_json::Value = serde_json::from_str(
+            &HostEvent::Ready {
+                sections: vec![Section::Map],
+            }
+            .to_json(),
+        )
+        .expect("json");
+        assert_eq!(ready["sections"], serde_json::json!(["map"]));
+    }
+
+    #[test]
+    fn the_embed_address_may_pin_the_host_origin() {
+        assert_eq!(
+            pinned_origin("?embed=map&host=https%3A%2F%2Fcourse.example"),
+            Some("https://course.example".into())
+        );
+        assert_eq!(pinned_origin("?embed=map"), None);
+    }
+
+    /// docs/authoring.md documents every command and event by its `type`,
+    /// and its messages and scenario example are ones the page takes.
+    #[test]
+    fn the_authoring_guide_names_every_message_and_its_examples_hold() {
+        let guide = include_str!("../../../docs/authoring.md");
+        for name in [
+            "hello",
+            "play",
+            "pause",
+            "goToStep",
+            "loadScenario",
+            "setKnob",
+            "killBroker",
+            "restartBroker",
+        ] {
+            assert!(
+                guide.contains(&format!("| `{name}` |")),
+                "the guide's command table lacks {name}"
+            );
+            let message = match name {
+                "goToStep" => format!(r#"{{"kafkascope":1,"type":"{name}","step":1}}"#),
+                "loadScenario" => format!(r#"{{"kafkascope":1,"type":"{name}","scenario":"{{}}"}}"#),
+                "setKnob" => format!(r#"{{"kafkascope":1,"type":"{name}","knob":"acks","value":"1"}}"#),
+                "killBroker" | "restartBroker" => format!(r#"{{"kafkascope":1,"type":"{name}","broker":2}}"#),
+                _ => format!(r#"{{"kafkascope":1,"type":"{name}"}}"#),
+            };
+            let command = parse_command(&message).expect("for us").expect("a command");
+            assert_eq!(command.name(), name);
+        }
+        for name in [
+            "ready",
+            "stepChanged",
+            "storyFinished",
+            "recordLost",
+            "knobChanged",
+            "error",
+        ] {
+            assert!(
+                guide.contains(&format!("| `{name}` |")),
+                "the guide's event table lacks {name}"
+            );
+        }
+        // The example's sends parse as commands.
+        for example in [
+            r#"{"kafkascope":1,"type":"setKnob","knob":"acks","value":"1"}"#,
+            r#"{"kafkascope":1,"type":"killBroker","broker":2}"#,
+            r#"{"kafkascope":1,"type":"play"}"#,
+        ] {
+            assert!(
+                parse_command(example).is_some_and(|command| command.is_ok()),
+                "{example}"
+            );
+        }
+        assert!(guide.contains("send({ type: 'setKnob', knob: 'acks', value: '1' })"));
+        // The minimal scenario opens as a story.
+        let start = guide.find("```json").expect("a scenario example") + "```json".len();
+        let end = start + guide[start..].find("```").expect("its end");
+        let story =
+            crate::sequence_model::custom_story("guide.json", &guide[start..end]).expect("the guide's scenario opens");
+        assert_eq!(story.id, "custom-a-broker-dies");
+    }
+}

@@ -1,0 +1,150 @@
+// A course page on another origin embeds kafkascope and drives it over
+// postMessage: it says hello and hears ready, sets a knob and hears it
+// changed, kills a broker, plays and pauses; an embedded story goes to a
+// step, loads a scenario and says when it has finished; mistakes come
+// back as error events; an embed that pins another host origin ignores
+// this one.
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const http = require('node:http');
+const path = require('node:path');
+const { launch, listenLocal, screenshotPath, APP_URL } = require('./browser.cjs');
+
+let browser;
+let host;
+let hostUrl = '';
+
+// The course page: the app in an iframe, a list of what it heard, and a
+// send() that posts to the app's origin only.
+function coursePage(query) {
+  const appOrigin = new URL(APP_URL).origin;
+  return `<!doctype html><title>course</title><h1>A course page</h1>
+    <iframe id="app" src="${APP_URL}?${query}" title="kafkascope" style="width: 900px; height: 700px"></iframe>
+    <script>
+      window.received = [];
+      window.addEventListener('message', (event) => {
+        if (event.origin === ${JSON.stringify(appOrigin)} && event.data && event.data.kafkascope === 1) window.received.push(event.data);
+      });
+      window.send = (message) => document.getElementById('app').contentWindow.postMessage(Object.assign({ kafkascope: 1 }, message), ${JSON.stringify(appOrigin)});
+    </script>`;
+}
+
+before(async () => {
+  browser = await launch();
+  host = http.createServer((request, response) => {
+    if (request.url.startsWith('/course')) {
+      response.setHeader('Content-Type', 'text/html; charset=utf-8');
+      response.end(coursePage(decodeURIComponent(new URL(request.url, hostUrl).search.slice(1))));
+    } else {
+      response.statusCode = 404;
+      response.end();
+    }
+  });
+  hostUrl = await listenLocal(host);
+});
+after(async () => {
+  await browser?.close();
+  host?.close();
+});
+
+// Opens the course page with the app at `query` and says hello until the
+// app answers ready (its listener starts with the app).
+async function course(query) {
+  const page = await browser.newPage({ viewport: { width: 1000, height: 800 } });
+  const errors = [];
+  page.on('pageerror', (error) => errors.push(String(error)));
+  await page.goto(`${hostUrl}/course?${encodeURIComponent(query)}`);
+  const heard = (type) => page.evaluate((type) => window.received.filter((message) => message.type === type), type);
+  const waitFor = (type, test = () => true) => page.waitForFunction(
+    ([type, source]) => window.received.some((message) => message.type === type && new Function('m', `return ${source}`)(message)),
+    [type, test.toString().replace(/^\(?\w*\)?\s*=>\s*/, '')],
+  );
+  const send = (message) => page.evaluate((message) => window.send(message), message);
+  return { page, errors, heard, waitFor, send, frame: page.frameLocator('#app') };
+}
+
+async function hello({ page, send, heard }) {
+  for (let attempt = 0; attempt < 100 && (await heard('ready')).length === 0; attempt++) {
+    await send({ type: 'hello' });
+    await page.waitForTimeout(100);
+  }
+  return (await heard('ready'))[0];
+}
+
+test('a course page on another origin drives the embedded map and hears its events', async () => {
+  const app = await course('embed=map&play=0');
+  const ready = await hello(app);
+  assert.deepEqual(ready, { kafkascope: 1, type: 'ready', sections: ['map'] });
+
+  await app.send({ type: 'setKnob', knob: 'acks', value: '1' });
+  await app.waitFor('knobChanged', (m) => m.knob === 'acks' && m.value === '1');
+  assert.equal(await app.frame.getByTestId('knob-acks').inputValue(), '1');
+
+  await app.send({ type: 'setKnob', knob: 'compression.type', value: 'zstd' });
+  await app.waitFor('error', (m) => m.command === 'setKnob' && /no live knob "compression.type"/.test(m.message));
+  await app.send({ type: 'killBroker', broker: 9 });
+  await app.waitFor('error', (m) => m.command === 'killBroker' && /brokers 1 to 3, not 9/.test(m.message));
+  await app.send({ type: 'explode' });
+  await app.waitFor('error', (m) => /unknown variant `explode`/.test(m.message));
+  await app.send({ type: 'goToStep', step: 3 });
+  await app.waitFor('error', (m) => m.command === 'goToStep' && /no sequence steps/.test(m.message));
+
+  await app.send({ type: 'killBroker', broker: 2 });
+  await app.frame.getByTestId('cluster-run-1s').click();
+  assert.match(await app.frame.getByTestId('node-broker-2').getAttribute('aria-label'), /dead/);
+  await app.send({ type: 'restartBroker', broker: 2 });
+  await app.frame.getByTestId('cluster-run-10s').click();
+  assert.doesNotMatch(await app.frame.getByTestId('node-broker-2').getAttribute('aria-label'), /dead/);
+
+  await app.send({ type: 'play' });
+  await app.frame.locator('[data-testid="cluster-play"][aria-pressed="true"]').waitFor();
+  await app.send({ type: 'pause' });
+  await app.frame.locator('[data-testid="cluster-play"][aria-pressed="false"]').waitFor();
+  // A knob the learner changes in the frame is heard too.
+  await app.frame.getByTestId('knob-acks').selectOption('all');
+  await app.waitFor('knobChanged', (m) => m.knob === 'acks' && m.value === 'all');
+  await app.page.screenshot({ path: screenshotPath('host-api-map') });
+  assert.deepEqual(app.errors, []);
+  await app.page.close();
+});
+
+test('a course page drives an embedded story: steps, a loaded scenario, the end of the story', async () => {
+  const app = await course('embed=steps&play=0&story=happy-path');
+  const ready = await hello(app);
+  assert.deepEqual(ready.sections, ['steps']);
+  await app.send({ type: 'goToStep', step: 5 });
+  await app.waitFor('stepChanged', (m) => m.story === 'happy-path' && m.step === 5);
+  await app.send({ type: 'goToStep', step: 100000 });
+  await app.waitFor('error', (m) => m.command === 'goToStep' && /steps 1 to \d+, not 100000/.test(m.message));
+  // Play goes to the story on a page that shows only the steps.
+  await app.send({ type: 'play' });
+  await app.frame.locator('[data-testid="step-play"][aria-pressed="true"]').waitFor();
+  await app.send({ type: 'pause' });
+  await app.frame.locator('[data-testid="step-play"][aria-pressed="false"]').waitFor();
+
+  const scenario = fs.readFileSync(path.join(__dirname, '../../scenarios/third-consumer-idles.json'), 'utf8');
+  await app.send({ type: 'loadScenario', scenario, name: 'mine.json' });
+  await app.waitFor('stepChanged', (m) => m.story === 'custom-idle-consumer' && m.step === 1);
+  await app.send({ type: 'loadScenario', scenario: '{ "name": 1 }' });
+  await app.waitFor('error', (m) => m.command === 'loadScenario' && /scenario\.json: bad scenario/.test(m.message));
+  const steps = (await app.heard('stepChanged')).filter((m) => m.story === 'custom-idle-consumer')[0].steps;
+  await app.send({ type: 'goToStep', step: steps });
+  await app.waitFor('storyFinished', (m) => m.story === 'custom-idle-consumer');
+  assert.deepEqual(app.errors, []);
+  await app.page.close();
+});
+
+test('an embed that pins another host origin ignores this page', async () => {
+  const app = await course('embed=map&play=0&host=https%3A%2F%2Fcourse.example');
+  for (let attempt = 0; attempt < 15; attempt++) {
+    await app.send({ type: 'hello' });
+    await app.send({ type: 'setKnob', knob: 'acks', value: '1' });
+    await app.page.waitForTimeout(100);
+  }
+  assert.deepEqual(await app.page.evaluate(() => window.received), []);
+  assert.equal(await app.frame.getByTestId('knob-acks').inputValue(), 'all');
+  await app.page.close();
+});
