@@ -134,7 +134,9 @@ pub fn parse_command(json: &str) -> Option<Result<HostCommand, String>> {
     Some(serde_json::from_value(value).map_err(|error| format!("not a command this page takes: {error}")))
 }
 
-/// The host origin an embed address pins (`host=https://course.example`).
+/// The host origin an embed address pins (`host=https://course.example`):
+/// a scheme, `://` and a host with no path; anything else (`*`, `null`, a
+/// page address) pins nothing.
 pub fn pinned_origin(query: &str) -> Option<String> {
     query.trim_start_matches('?').split('&').find_map(|pair| {
         let value = pair.strip_prefix("host=")?;
@@ -143,7 +145,15 @@ pub fn pinned_origin(query: &str) -> Option<String> {
             .replace("%3a", ":")
             .replace("%2F", "/")
             .replace("%2f", "/");
-        (!value.is_empty()).then_some(value)
+        let value = value.trim_end_matches('/');
+        let (scheme, rest) = value.split_once("://")?;
+        let plain = |text: &str| {
+            !text.is_empty()
+                && text
+                    .bytes()
+                    .all(|byte| byte.is_ascii_alphanumeric() || b".-:[]".contains(&byte))
+        };
+        (matches!(scheme, "http" | "https") && plain(rest)).then(|| value.to_string())
     })
 }
 
@@ -267,6 +277,15 @@ pub mod bridge {
             if !from_parent {
                 return;
             }
+            let json = js_sys::JSON::stringify(&event.data())
+                .ok()
+                .and_then(|text| text.as_string())
+                .unwrap_or_default();
+            // Messages without `kafkascope` are other scripts': they fix
+            // no origin.
+            let Some(parsed) = parse_command(&json) else {
+                return;
+            };
             let origin = event.origin();
             let accepted = STATE.with(|state| {
                 let mut state = state.borrow_mut();
@@ -281,24 +300,20 @@ pub mod bridge {
             if !accepted {
                 return;
             }
-            let json = js_sys::JSON::stringify(&event.data())
-                .ok()
-                .and_then(|text| text.as_string())
-                .unwrap_or_default();
-            match parse_command(&json) {
-                None => {}
-                Some(Ok(command)) => handle(&command),
-                Some(Err(message)) => emit(&HostEvent::Error { command: None, message }),
+            match parsed {
+                Ok(command) => handle(&command),
+                Err(message) => emit(&HostEvent::Error { command: None, message }),
             }
         });
         if let Some(window) = web_sys::window() {
             let _ = window.add_event_listener_with_callback("message", listener.as_ref().unchecked_ref());
         }
         listener.forget();
-        // A pinned host hears `ready` without asking.
+        // A pinned host hears `ready` without asking, once every section
+        // drawn with this one has registered.
         let pinned = STATE.with(|state| state.borrow().pinned);
         if pinned {
-            emit(&HostEvent::Ready { sections: sections() });
+            gloo_timers::callback::Timeout::new(0, || emit(&HostEvent::Ready { sections: sections() })).forget();
         }
     }
 }
@@ -366,6 +381,24 @@ mod tests {
             Some("https://course.example".into())
         );
         assert_eq!(pinned_origin("?embed=map"), None);
+        assert_eq!(
+            pinned_origin("?host=https://course.example/"),
+            Some("https://course.example".into())
+        );
+        assert_eq!(
+            pinned_origin("?host=http://127.0.0.1:8080"),
+            Some("http://127.0.0.1:8080".into())
+        );
+        for bad in [
+            "*",
+            "null",
+            "https://course.example/page",
+            "javascript:alert(1)",
+            "ftp://x",
+            "https://",
+        ] {
+            assert_eq!(pinned_origin(&format!("?host={bad}")), None, "{bad}");
+        }
     }
 
     /// docs/authoring.md documents every command and event by its `type`,

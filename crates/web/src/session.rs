@@ -370,6 +370,7 @@ impl Session {
             events: self.simulation.events_processed(),
             now_ms: self.simulation.now(),
             stream: (self.next_record_at, self.streamed),
+            carry: self.carry,
         }
     }
 
@@ -390,6 +391,7 @@ impl Session {
         session.setup.seed = run.seed;
         session.log = run.inputs;
         (session.next_record_at, session.streamed) = run.stream;
+        session.carry = run.carry.clamp(0.0, 1.0);
         session.lag.sample(&session.simulation);
         Ok(session)
     }

@@ -17,9 +17,43 @@ use serde::{Deserialize, Serialize};
 /// The link format this page writes (and the only one it reads).
 pub const LINK_VERSION: u32 = 1;
 
-/// The most events a link may ask to replay (a long skip runs a few
-/// million; a link asking for more is refused, not run for minutes).
-pub const MAX_LINK_EVENTS: u64 = 20_000_000;
+/// The most events a link may ask to replay: the page replays a link
+/// before it draws, so a link asking for more is refused rather than
+/// holding the tab for minutes.
+pub const MAX_LINK_EVENTS: u64 = 5_000_000;
+
+/// The largest cluster a link may describe: what the live map's knobs
+/// make (up to 9 brokers, 24 partitions, 8 members in each group, added
+/// members), with room to spare, so a short link cannot ask for a huge
+/// cluster.
+fn check_link_config(config: &ClusterConfig) -> Result<(), String> {
+    let too_big = |what: &str, got: usize, most: usize| {
+        (got > most).then(|| format!("this run link's cluster has {got} {what}; a link may carry at most {most}"))
+    };
+    let partitions = config
+        .topics
+        .iter()
+        .map(|topic| topic.partitions as usize)
+        .max()
+        .unwrap_or(0);
+    [
+        too_big("brokers", config.brokers as usize, 9),
+        too_big("controllers", config.controllers as usize, 5),
+        too_big("topics", config.topics.len(), 4),
+        too_big("partitions in a topic", partitions, 24),
+        too_big(
+            "__consumer_offsets partitions",
+            config.offsets_topic_partitions as usize,
+            50,
+        ),
+        too_big("producers", config.producers.len(), 8),
+        too_big("consumers", config.consumers.len(), 32),
+    ]
+    .into_iter()
+    .flatten()
+    .next()
+    .map_or(Ok(()), Err)
+}
 
 /// The most bytes a link's JSON may inflate to.
 const MAX_LINK_JSON: usize = 8 * 1024 * 1024;
@@ -44,7 +78,7 @@ impl LoggedInput {
 }
 
 /// A live run as a link carries it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RunLink {
     /// The format's version ([`LINK_VERSION`]).
@@ -61,6 +95,9 @@ pub struct RunLink {
     /// from the link continues as the run would have).
     #[serde(default)]
     pub stream: (u64, u64),
+    /// The fraction of a millisecond the next play tick owes.
+    #[serde(default)]
+    pub carry: f64,
 }
 
 /// The link's text for a run.
@@ -122,6 +159,19 @@ pub fn decode(text: &str) -> Result<RunLink, String> {
             run.v
         ));
     }
+    check_link_config(&run.config)?;
+    let scenario_limits = kafkascope_engine::sim::scenario::Scenario {
+        name: String::new(),
+        description: String::new(),
+        seed: run.seed,
+        config: run.config.clone(),
+        inputs: run.inputs.iter().map(LoggedInput::scheduled).collect(),
+        run_until_ms: run.now_ms,
+        expect: Vec::new(),
+        story: None,
+    }
+    .check_limits();
+    scenario_limits.map_err(|exceeded| format!("this run link asks for more than kafkascope allows: {exceeded}"))?;
     if run.events > MAX_LINK_EVENTS {
         return Err(format!(
             "this run link replays {} events; kafkascope opens links of at most {MAX_LINK_EVENTS}",
@@ -244,6 +294,15 @@ mod tests {
         let mut huge = run();
         huge.events = MAX_LINK_EVENTS + 1;
         assert!(decode(&encode(&huge)).is_err_and(|error| error.contains("at most")));
+        let mut big = run();
+        big.config.brokers = 64;
+        assert!(decode(&encode(&big)).is_err_and(|error| error.contains("64 brokers")));
+        let mut endless = run();
+        endless.inputs[0].input = Input::PauseBroker {
+            broker: 1,
+            duration_ms: u64::MAX,
+        };
+        assert!(decode(&encode(&endless)).is_err_and(|error| error.contains("durationMs")));
         let mut greedy = run();
         greedy.inputs[0].input = Input::Produce {
             producer: 0,

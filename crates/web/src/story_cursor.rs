@@ -166,7 +166,9 @@ impl StoryCursor {
     pub fn apply(&mut self, action: CursorAction) {
         match action {
             CursorAction::Open { story, step, filter } => {
-                if self.run.story.id != story.id {
+                // Another story, or the same file opened again (its own
+                // definition, maybe edited): play it afresh.
+                if !std::ptr::eq(self.run.story, story) {
                     match StoryRun::start(story) {
                         Ok(run) => {
                             self.run = run;

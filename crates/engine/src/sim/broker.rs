@@ -910,7 +910,7 @@ impl Simulation {
             return;
         }
         broker.status = BrokerStatus::Paused {
-            until: now + duration_ms,
+            until: now.saturating_add(duration_ms),
         };
         let incarnation = broker.incarnation;
         self.record(TraceKind::BrokerStatus {

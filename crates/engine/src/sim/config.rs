@@ -1363,6 +1363,20 @@ pub enum Input {
     SetConfig(ConfigChange),
 }
 
+impl Input {
+    /// The length of time an input asks for, by its field's name (a
+    /// pause, a slow link), which kafkascope bounds like the run itself.
+    pub fn duration(&self) -> Option<(&'static str, u64)> {
+        match self {
+            Input::PauseBroker { duration_ms, .. } | Input::PauseConsumer { duration_ms, .. } => {
+                Some(("durationMs", *duration_ms))
+            }
+            Input::SlowNode { extra_latency_ms, .. } => Some(("extraLatencyMs", *extra_latency_ms)),
+            _ => None,
+        }
+    }
+}
+
 /// A partition named in an input.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

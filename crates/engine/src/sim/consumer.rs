@@ -2064,7 +2064,7 @@ impl Simulation {
         if consumer.phase == ConsumerPhase::Stopped || duration_ms == 0 {
             return;
         }
-        let until = now + duration_ms;
+        let until = now.saturating_add(duration_ms);
         consumer.paused_until = Some(consumer.paused_until.map_or(until, |current| current.max(until)));
         let incarnation = consumer.incarnation;
         self.record(TraceKind::ConsumerStatus {

@@ -469,6 +469,10 @@ impl Simulation {
                 )
             }
             Input::AddConsumer { .. } => at_most("consumers", self.consumers.len() as u64 + 1, MAX_CONSUMERS as u64),
+            Input::PauseBroker { .. } | Input::PauseConsumer { .. } | Input::SlowNode { .. } => {
+                let (what, duration) = input.duration().unwrap_or(("durationMs", 0));
+                at_most(what, duration, crate::limits::MAX_RUN_MS)
+            }
             Input::CreatePartitions { topic, count } => {
                 at_most("partitions", u64::from(*count), u64::from(MAX_PARTITIONS_PER_TOPIC))?;
                 let now = self.topic_partition_count(topic);
@@ -898,7 +902,7 @@ impl Simulation {
     pub(crate) fn schedule_timer(&mut self, node: NodeId, incarnation: u32, delay_ms: Time, timer: Timer) {
         let cause = self.current_cause;
         self.push(
-            self.now + delay_ms,
+            self.now.saturating_add(delay_ms),
             Event::Timer {
                 node,
                 incarnation,

@@ -151,8 +151,17 @@ impl Network {
         } else {
             0
         };
-        let slow = self.slow.get(&from).copied().unwrap_or(0) + self.slow.get(&to).copied().unwrap_or(0);
-        let mut arrival = now + self.config.latency_ms + jitter + slow;
+        let slow = self
+            .slow
+            .get(&from)
+            .copied()
+            .unwrap_or(0)
+            .saturating_add(self.slow.get(&to).copied().unwrap_or(0));
+        // Saturating: a latency asked for past the end of time arrives never.
+        let mut arrival = now
+            .saturating_add(self.config.latency_ms)
+            .saturating_add(jitter)
+            .saturating_add(slow);
         let last = self.last_delivery.entry((from, to)).or_insert(0);
         arrival = arrival.max(*last);
         *last = arrival;

@@ -355,6 +355,9 @@ impl Scenario {
                 super::config::Input::AddConsumer { .. } => consumers += 1,
                 _ => {}
             }
+            if let Some((what, duration)) = scheduled.input.duration() {
+                at_most(what, duration, MAX_RUN_MS)?;
+            }
         }
         at_most("records produced", records, MAX_RECORDS)?;
         at_most("consumers", consumers, MAX_CONSUMERS as u64)

@@ -1607,3 +1607,61 @@ fn the_first_consumer_added_later_gets_the_offsets_topic_created_and_reads() {
     let read: u64 = consumer.positions.values().sum();
     assert_eq!(read, 5, "it read the records sent before it existed");
 }
+
+/// A pause or a slow link asked for past the end of time neither wraps the
+/// clock around (time never goes back) nor passes kafkascope's limits.
+#[test]
+fn endless_pauses_and_latencies_are_refused_and_never_wrap_time() {
+    use kafkascope_engine::sim::config::ScheduledInput;
+    use kafkascope_engine::sim::types::NodeId;
+    let endless = [
+        Input::PauseBroker {
+            broker: 1,
+            duration_ms: u64::MAX,
+        },
+        Input::PauseConsumer {
+            consumer: 0,
+            duration_ms: u64::MAX,
+        },
+        Input::SlowNode {
+            node: NodeId::Broker(2),
+            extra_latency_ms: u64::MAX,
+        },
+    ];
+    let mut simulation = Simulation::new(billing_config(3), 3).expect("valid");
+    for input in &endless {
+        assert!(simulation.check_input(input).is_err(), "{input:?}");
+        let scenario = kafkascope_engine::sim::scenario::Scenario {
+            name: "endless".into(),
+            description: String::new(),
+            seed: 3,
+            config: billing_config(3),
+            inputs: vec![ScheduledInput {
+                at_ms: 10,
+                input: input.clone(),
+            }],
+            run_until_ms: 1_000,
+            expect: Vec::new(),
+            story: None,
+        };
+        assert!(scenario.check_limits().is_err(), "{input:?}");
+        // Applied anyway (a driver that did not ask first), time still only
+        // moves forward.
+        simulation.schedule(ScheduledInput {
+            at_ms: 100,
+            input: input.clone(),
+        });
+    }
+    let mut last = 0;
+    for _ in 0..20_000 {
+        if !simulation.step() {
+            break;
+        }
+        assert!(
+            simulation.now() >= last,
+            "time went back from {last} to {}",
+            simulation.now()
+        );
+        last = simulation.now();
+    }
+}
