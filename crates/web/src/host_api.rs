@@ -138,8 +138,8 @@ pub fn parse_command(json: &str) -> Option<Result<HostCommand, String>> {
 /// a scheme, `://` and a host with no path; anything else (`*`, `null`, a
 /// page address) pins nothing.
 pub fn pinned_origin(query: &str) -> Option<String> {
-    query.trim_start_matches('?').split('&').find_map(|pair| {
-        let value = pair.strip_prefix("host=")?;
+    {
+        let value = crate::view_model::query_param(query, "host")?;
         let value = value
             .replace("%3A", ":")
             .replace("%3a", ":")
@@ -154,7 +154,7 @@ pub fn pinned_origin(query: &str) -> Option<String> {
                     .all(|byte| byte.is_ascii_alphanumeric() || b".-:[]".contains(&byte))
         };
         (matches!(scheme, "http" | "https") && plain(rest)).then(|| value.to_string())
-    })
+    }
 }
 
 /// The browser side: the page's `message` listener, the handlers each

@@ -62,12 +62,10 @@ impl LessonLink {
 
 /// A knob link's knob and value, from a page address (`knob=acks:1`).
 pub fn knob_in_query(query: &str) -> Option<(Knob, String)> {
-    query.trim_start_matches('?').split('&').find_map(|pair| {
-        let value = pair.strip_prefix(KNOB_PARAM)?.strip_prefix('=')?;
-        let value = value.replace("%3A", ":").replace("%3a", ":");
-        let (name, setting) = value.split_once(':')?;
-        Some((Knob::from_name(name)?, setting.to_string()))
-    })
+    let value = crate::view_model::query_param(query, KNOB_PARAM)?;
+    let value = value.replace("%3A", ":").replace("%3a", ":");
+    let (name, setting) = value.split_once(':')?;
+    Some((Knob::from_name(name)?, setting.to_string()))
 }
 
 /// A page address without its knob parameter (`?` alone when nothing is

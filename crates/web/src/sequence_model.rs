@@ -1792,11 +1792,7 @@ fn fork_param(forks: &[ForkLink]) -> Option<String> {
 
 /// The forks a link names, in order; `Err` says what is wrong with them.
 pub fn parse_forks(query: &str) -> Result<Vec<ForkLink>, String> {
-    let Some(value) = query
-        .trim_start_matches('?')
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("fork="))
-    else {
+    let Some(value) = crate::view_model::query_param(query, "fork") else {
         return Ok(Vec::new());
     };
     value

@@ -115,10 +115,7 @@ pub const RUN_PARAM: &str = "run";
 
 /// The run link's text in a page address's query, if any.
 pub fn run_in_query(query: &str) -> Option<&str> {
-    query
-        .trim_start_matches('?')
-        .split('&')
-        .find_map(|pair| pair.strip_prefix(RUN_PARAM)?.strip_prefix('='))
+    crate::view_model::query_param(query, RUN_PARAM)
 }
 
 /// The address that opens `run` on the map, paused, from the page at

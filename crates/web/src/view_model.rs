@@ -75,14 +75,19 @@ impl Embed {
     }
 }
 
+/// The value of one parameter of a page address's query (`?a=1&b=2`),
+/// as written (the first, if it is repeated).
+pub fn query_param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
+    query
+        .trim_start_matches('?')
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+}
+
 /// The embed mode an address asks for: none, one of [`Embed::ALL`], or a
 /// message naming the ones there are.
 pub fn embed_mode(query: &str) -> Result<Option<Embed>, String> {
-    let Some(value) = query
-        .trim_start_matches('?')
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("embed="))
-    else {
+    let Some(value) = query_param(query, "embed") else {
         return Ok(None);
     };
     Embed::ALL
@@ -358,24 +363,15 @@ pub fn record_strip(records: &[kafkascope_engine::sim::view::LogRecordView]) -> 
 mod record_strip_tests {
     use super::*;
     use kafkascope_engine::groups::assignors::TopicPartition;
-    use kafkascope_engine::sim::config::{ClusterConfig, Input, ProducerConfig, ScheduledInput, TopicConfig};
+    use kafkascope_engine::sim::config::{Input, ScheduledInput};
     use kafkascope_engine::sim::Simulation;
 
     /// The strip lists a partition's records in offset order, each key
     /// with one hue, and only the latest ones.
     #[test]
     fn the_strip_shows_the_latest_records_in_order_with_a_hue_per_key() {
-        let config = ClusterConfig {
-            topics: vec![TopicConfig {
-                name: "orders".into(),
-                partitions: 1,
-                replication_factor: 3,
-                min_insync_replicas: 2,
-                ..TopicConfig::default()
-            }],
-            producers: vec![ProducerConfig::new("orders")],
-            ..ClusterConfig::default()
-        };
+        let mut config = crate::cluster_model::default_config();
+        config.topics[0].partitions = 1;
         let mut simulation = Simulation::new(config, 1).expect("valid");
         for (at_ms, key) in [(100, "alice"), (200, "bob"), (300, "alice")] {
             simulation.schedule(ScheduledInput {
