@@ -161,16 +161,27 @@ pub fn cluster_panel() -> Html {
         let restored_at = restored_at.clone();
         use_mut_ref(move || {
             let query = page_query();
+            // `?seed=N` starts the map with that seed (a run link carries its own).
+            let seed = match crate::view_model::seed_in_query(&query) {
+                None => DEFAULT_SEED,
+                Some(Ok(seed)) => seed,
+                Some(Err(problem)) => {
+                    *link_problem.borrow_mut() = Some(format!("{problem}; the map uses seed {DEFAULT_SEED}."));
+                    DEFAULT_SEED
+                }
+            };
             match crate::share::run_in_query(&query).map(Session::from_link) {
                 Some(Ok(session)) => {
                     *restored_at.borrow_mut() = Some((session.simulation().now(), session.run_hash()));
                     session
                 }
                 Some(Err(problem)) => {
-                    *link_problem.borrow_mut() = Some(problem);
-                    Session::new(config_for_query(&query), DEFAULT_SEED)
+                    *link_problem.borrow_mut() = Some(format!(
+                        "This run link could not open: {problem}. The default cluster is shown instead."
+                    ));
+                    Session::new(config_for_query(&query), seed)
                 }
-                None => Session::new(config_for_query(&query), DEFAULT_SEED),
+                None => Session::new(config_for_query(&query), seed),
             }
         })
     };
@@ -845,7 +856,7 @@ pub fn cluster_panel() -> Html {
                 <span class="clock" data-testid="cluster-time">{ format!("t = {} ms", view.time_ms) }</span>
             </div>
             { match link_problem.borrow().as_ref() {
-                Some(problem) => html! { <p class="error" role="alert" data-testid="run-link-problem">{ format!("This run link could not open: {problem}. The default cluster is shown instead.") }</p> },
+                Some(problem) => html! { <p class="error" role="alert" data-testid="run-link-problem">{ problem }</p> },
                 None => html! {},
             } }
             { match *restored_at.borrow() {

@@ -401,32 +401,103 @@ mod tests {
         }
     }
 
+    /// Every command's `type`.
+    const COMMANDS: [&str; 8] = [
+        "hello",
+        "play",
+        "pause",
+        "goToStep",
+        "loadScenario",
+        "setKnob",
+        "killBroker",
+        "restartBroker",
+    ];
+
+    /// A well-formed message of command `name`, with the fields it needs.
+    fn example_message(name: &str) -> String {
+        match name {
+            "goToStep" => format!(r#"{{"kafkascope":1,"type":"{name}","step":1}}"#),
+            "loadScenario" => format!(r#"{{"kafkascope":1,"type":"{name}","scenario":"{{}}"}}"#),
+            "setKnob" => format!(r#"{{"kafkascope":1,"type":"{name}","knob":"acks","value":"1"}}"#),
+            "killBroker" | "restartBroker" => format!(r#"{{"kafkascope":1,"type":"{name}","broker":2}}"#),
+            _ => format!(r#"{{"kafkascope":1,"type":"{name}"}}"#),
+        }
+    }
+
+    /// The drop-in elements (web/kafkascope-element.js) send only commands
+    /// the page takes, speak this API's version, and the guide names each
+    /// element, method and attribute they have.
+    #[test]
+    fn the_custom_elements_send_commands_the_page_takes() {
+        let element = include_str!("../../../web/kafkascope-element.js");
+        let guide = include_str!("../../../docs/authoring.md");
+        assert!(element.contains(&format!("const API_VERSION = {HOST_API_VERSION};")));
+        let mut sent = Vec::new();
+        for piece in element.split("type: '").skip(1) {
+            let name = &piece[..piece.find('\'').expect("a closing quote")];
+            let message = example_message(name);
+            let command = parse_command(&message)
+                .expect("for us")
+                .unwrap_or_else(|error| panic!("{name}: {error}"));
+            assert_eq!(command.name(), name);
+            sent.push(name.to_string());
+        }
+        for command in COMMANDS {
+            assert!(
+                sent.iter().any(|name| name == command),
+                "the elements cannot send {command}"
+            );
+        }
+        for method in [
+            "play(",
+            "pause(",
+            "goToStep(",
+            "loadScenario(",
+            "setKnob(",
+            "killBroker(",
+            "restartBroker(",
+            "send(",
+        ] {
+            assert!(element.contains(&format!("  {method}")), "the element lacks {method}");
+            assert!(
+                guide.contains(&format!("`{method}")),
+                "the guide does not name {method}"
+            );
+        }
+        for tag in [
+            "kafkascope-map",
+            "kafkascope-steps",
+            "kafkascope-lesson",
+            "kafkascope-sandbox",
+        ] {
+            assert!(
+                element.contains(&format!("'{tag}'")) && guide.contains(&format!("<{tag}>")),
+                "{tag}"
+            );
+        }
+        for attribute in ["story", "step", "seed", "scenario", "knob", "play"] {
+            assert!(
+                element.contains(&format!("'{attribute}'")),
+                "the element lacks {attribute}"
+            );
+            assert!(
+                guide.contains(&format!("`{attribute}`")),
+                "the guide does not name {attribute}"
+            );
+        }
+    }
+
     /// docs/authoring.md documents every command and event by its `type`,
     /// and its messages and scenario example are ones the page takes.
     #[test]
     fn the_authoring_guide_names_every_message_and_its_examples_hold() {
         let guide = include_str!("../../../docs/authoring.md");
-        for name in [
-            "hello",
-            "play",
-            "pause",
-            "goToStep",
-            "loadScenario",
-            "setKnob",
-            "killBroker",
-            "restartBroker",
-        ] {
+        for name in COMMANDS {
             assert!(
                 guide.contains(&format!("| `{name}` |")),
                 "the guide's command table lacks {name}"
             );
-            let message = match name {
-                "goToStep" => format!(r#"{{"kafkascope":1,"type":"{name}","step":1}}"#),
-                "loadScenario" => format!(r#"{{"kafkascope":1,"type":"{name}","scenario":"{{}}"}}"#),
-                "setKnob" => format!(r#"{{"kafkascope":1,"type":"{name}","knob":"acks","value":"1"}}"#),
-                "killBroker" | "restartBroker" => format!(r#"{{"kafkascope":1,"type":"{name}","broker":2}}"#),
-                _ => format!(r#"{{"kafkascope":1,"type":"{name}"}}"#),
-            };
+            let message = example_message(name);
             let command = parse_command(&message).expect("for us").expect("a command");
             assert_eq!(command.name(), name);
         }

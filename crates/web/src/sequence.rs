@@ -193,6 +193,40 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
     }
 }
 
+/// GETs `url` and returns its text: at most
+/// [`crate::sequence_model::MAX_SCENARIO_FILE_BYTES`], from a `200`; the
+/// browser refuses another site's file unless it allows it (CORS).
+async fn fetch_text(url: &str) -> Result<String, String> {
+    use wasm_bindgen_futures::JsFuture;
+    let window = web_sys::window().ok_or("there is no window")?;
+    let refused = || {
+        format!(
+            "{url} could not be fetched (the network failed, or its site does not send Access-Control-Allow-Origin)"
+        )
+    };
+    let response: web_sys::Response = JsFuture::from(window.fetch_with_str(url))
+        .await
+        .map_err(|_| refused())?
+        .dyn_into()
+        .map_err(|_| refused())?;
+    if !response.ok() {
+        return Err(format!("{url} answered HTTP {}", response.status()));
+    }
+    let text = JsFuture::from(response.text().map_err(|_| refused())?)
+        .await
+        .map_err(|_| refused())?
+        .as_string()
+        .unwrap_or_default();
+    if text.len() > crate::sequence_model::MAX_SCENARIO_FILE_BYTES {
+        return Err(format!(
+            "{url} is {} bytes; kafkascope opens scenario files of at most {}",
+            text.len(),
+            crate::sequence_model::MAX_SCENARIO_FILE_BYTES
+        ));
+    }
+    Ok(text)
+}
+
 /// The section.
 #[function_component(SequenceSteps)]
 pub fn sequence_steps() -> Html {
@@ -430,6 +464,58 @@ pub fn sequence_steps() -> Html {
             });
         })
     };
+    // `?scenario=URL`: a course page's own scenario, fetched once and played
+    // as a story (at `&step=N` if given); one that cannot be fetched or is
+    // not valid says why, over the story the address would otherwise open.
+    let scenario_loading = use_state(|| false);
+    {
+        let dispatch = dispatch.clone();
+        let problem = scenario_problem.clone();
+        let loading = scenario_loading.clone();
+        use_effect_with((), move |_| {
+            let query = page_query();
+            if let Some(raw) = crate::view_model::query_param(&query, crate::sequence_model::SCENARIO_PARAM) {
+                let decoded = js_sys::decode_uri_component(raw)
+                    .ok()
+                    .and_then(|text| text.as_string())
+                    .unwrap_or_default();
+                let page = web_sys::window()
+                    .and_then(|window| window.location().href().ok())
+                    .unwrap_or_default();
+                let resolved = web_sys::Url::new_with_base(&decoded, &page).map(|url| url.href());
+                match resolved
+                    .map_err(|_| format!("{decoded} is not a web address"))
+                    .and_then(|url| crate::sequence_model::scenario_url_name(&url).map(|name| (url, name)))
+                {
+                    Err(error) => problem.set(Some(format!("The scenario in this link could not open: {error}."))),
+                    Ok((url, name)) => {
+                        let step = parse_link(&query).1.map_or(0, |step| step.saturating_sub(1));
+                        loading.set(true);
+                        wasm_bindgen_futures::spawn_local(async move {
+                            let result = fetch_text(&url)
+                                .await
+                                .and_then(|text| crate::sequence_model::custom_story(&name, &text));
+                            loading.set(false);
+                            match result {
+                                Ok(chosen) => {
+                                    problem.set(None);
+                                    dispatch(CursorAction::Open {
+                                        story: chosen,
+                                        step,
+                                        filter: Filter::default(),
+                                    });
+                                }
+                                Err(error) => {
+                                    problem.set(Some(format!("The scenario in this link could not open: {error}.")))
+                                }
+                            }
+                        });
+                    }
+                }
+            }
+            || ()
+        });
+    }
     let on_file = {
         let open_file = open_file.clone();
         Callback::from(move |event: Event| {
@@ -553,6 +639,7 @@ pub fn sequence_steps() -> Html {
         <section id="steps" class="card steps wide" aria-labelledby="steps-title" tabindex="0" onkeydown={on_keydown}
             data-testid="steps" data-story={story_def.id.clone()} data-step={(index + 1).to_string()} data-steps={total.to_string()}
             data-trace-hash={format!("{trace_hash:016x}")} data-time={view.time_ms.to_string()}
+            data-scenario-loading={scenario_loading.to_string()}
             ondrop={on_drop} ondragover={on_drag_over}>
             <h2 id="steps-title">{ "Sequence steps: the run, message by message" }</h2>
             { if let Some(problem) = &problem { html! { <p class="error" role="alert" data-testid="link-problem">{ problem }</p> } } else { html! {} } }

@@ -102,6 +102,38 @@ pub const MAX_SCENARIO_FILE_BYTES: usize = 4 * 1024 * 1024;
 /// sandbox or `kafkascope run`).
 pub const MAX_STORY_RUN_MS: u64 = 600_000;
 
+/// The address parameter naming a scenario file to fetch and play as a
+/// story: `?scenario=https%3A%2F%2Fcourse.example%2Fmine.json#steps` (a
+/// course page's own scenario; the host must allow the fetch with
+/// `Access-Control-Allow-Origin`).
+pub const SCENARIO_PARAM: &str = "scenario";
+
+/// Checks a scenario address (already resolved against the page's): only
+/// `http:` and `https:` are fetched. Returns the name the story is shown
+/// under: the file's name, else `scenario.json`.
+pub fn scenario_url_name(url: &str) -> Result<String, String> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err(format!("{url} is not a web address"));
+    };
+    if !matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") {
+        return Err(format!(
+            "{url} is not an http or https address, and kafkascope fetches scenarios only from those"
+        ));
+    }
+    let path = rest.split(['?', '#']).next().unwrap_or_default();
+    let name = path
+        .split_once('/')
+        .map_or("", |(_, path)| path)
+        .rsplit('/')
+        .next()
+        .unwrap_or_default();
+    Ok(if name.is_empty() {
+        "scenario.json".to_string()
+    } else {
+        name.to_string()
+    })
+}
+
 /// A scenario file the learner opened, as a story: checked as every
 /// shipped scenario is (its JSON, with the line and column of a mistake
 /// and the field's name; kafkascope's limits; its story block), given a
@@ -1965,6 +1997,25 @@ mod tests {
         );
         assert!(link_problem("?story=happy-path&step=99", 40).is_some_and(|text| text.contains("steps 1 to 40")));
         assert!(link_problem("?step=x", 40).is_some_and(|text| text.contains("\"x\" is not a step number")));
+    }
+
+    #[test]
+    fn a_scenario_address_is_fetched_only_over_http_and_names_its_story() {
+        assert_eq!(
+            scenario_url_name("https://course.example/week-2/mine.json?v=3").unwrap(),
+            "mine.json"
+        );
+        assert_eq!(scenario_url_name("http://127.0.0.1:8080/").unwrap(), "scenario.json");
+        assert_eq!(scenario_url_name("HTTPS://course.example").unwrap(), "scenario.json");
+        for refused in [
+            "javascript:alert(1)",
+            "data:application/json,{}",
+            "file:///etc/passwd",
+            "blob:https://x/1",
+            "mine.json",
+        ] {
+            assert!(scenario_url_name(refused).is_err(), "{refused}");
+        }
     }
 
     #[test]

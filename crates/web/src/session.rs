@@ -350,7 +350,11 @@ impl Session {
             streamed: 0,
             selected: None,
             skip: None,
-            setup: Setup::default(),
+            // The seed knob shows the run's seed (`?seed=N`, a run link).
+            setup: Setup {
+                seed,
+                ..Setup::default()
+            },
             knob_error: None,
             refusals: 0,
             lag: crate::cluster_model::LagHistory::default(),

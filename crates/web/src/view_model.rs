@@ -84,6 +84,24 @@ pub fn query_param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
         .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
 }
 
+/// `?seed=N` on the page's address: the live map's seed, from 0 to
+/// 4294967295 as the seed knob takes it; `None` without one.
+pub fn seed_in_query(query: &str) -> Option<Result<u64, String>> {
+    let value = query_param(query, "seed")?;
+    Some(
+        value
+            .parse::<u64>()
+            .ok()
+            .filter(|seed| *seed <= u64::from(u32::MAX))
+            .ok_or_else(|| {
+                format!(
+                    "the seed in this address, {value:?}, is not a whole number from 0 to {}",
+                    u32::MAX
+                )
+            }),
+    )
+}
+
 /// The embed mode an address asks for: none, one of [`Embed::ALL`], or a
 /// message naming the ones there are.
 pub fn embed_mode(query: &str) -> Result<Option<Embed>, String> {
@@ -257,6 +275,19 @@ pub fn key_distribution(keys_text: &str, partitions_text: &str, after_text: &str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_seed_in_the_address_is_the_seed_knobs_range() {
+        assert_eq!(seed_in_query("?embed=map&seed=42"), Some(Ok(42)));
+        assert_eq!(seed_in_query("?seed=4294967295"), Some(Ok(u64::from(u32::MAX))));
+        assert_eq!(seed_in_query("?story=x"), None);
+        for bad in ["?seed=-1", "?seed=4294967296", "?seed=abc", "?seed="] {
+            assert!(
+                seed_in_query(bad).unwrap().unwrap_err().contains("not a whole number"),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn embed_mode_reads_the_address_and_refuses_unknown_parts() {

@@ -84,7 +84,8 @@ pub fn build_package(toolchain: &WebToolchain) -> Outcome<PathBuf> {
       "node": "./node/kafkascope_js.js",
       "import": "./web/kafkascope_js.js",
       "require": "./node/kafkascope_js.js"
-    }}
+    }},
+    "./element": "./web/kafkascope-element.js"
   }},
   "files": ["web", "node"]
 }}
@@ -101,6 +102,13 @@ pub fn build_package(toolchain: &WebToolchain) -> Outcome<PathBuf> {
         )
         .map_err(|error| format!("cannot write the {folder} package marker: {error}"))?;
     }
+    // The custom elements (`<kafkascope-map>`, `<kafkascope-steps>`) for
+    // course pages; from the package they need a `src` naming the hosted site.
+    std::fs::copy(
+        root.join("web/kafkascope-element.js"),
+        package.join("web").join("kafkascope-element.js"),
+    )
+    .map_err(|error| format!("cannot copy the custom elements into the package: {error}"))?;
     println!("xtask: the JavaScript package is in {}", package.display());
     Ok(package)
 }

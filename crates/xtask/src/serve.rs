@@ -1,16 +1,29 @@
-//! A small static file server for `dist/`, for `serve` and the browser
-//! tests. It can mount the site under a sub-path (`--base /kafkascope/`) to
-//! prove the build works on a static host that is not at the root.
+//! The static file server for `dist/`, for `serve` and the browser tests:
+//! tower-http's `ServeDir` on axum, serving each file's precompressed `.br`
+//! or `.gz` neighbour (written by `cargo xtask build`) with the matching
+//! `Content-Encoding` when the browser accepts it. It can mount the site
+//! under a sub-path (`--base /kafkascope/`) to prove the build works on a
+//! static host that is not at the root.
 //!
-//! Like GitHub Pages, it sends `Access-Control-Allow-Origin: *` with every
-//! file: a page embedded in an iframe sandboxed with `allow-scripts` only
-//! has an opaque origin, so even its own module script and wasm are CORS
-//! requests (`Origin: null`) that fail without that header.
+//! Headers, as a static host such as GitHub Pages or a CDN would send them:
+//! - `Access-Control-Allow-Origin: *` with every file: a page embedded in an
+//!   iframe sandboxed with `allow-scripts` only has an opaque origin, so even
+//!   its own module script and wasm are CORS requests (`Origin: null`) that
+//!   fail without that header;
+//! - `Cache-Control: public, max-age=31536000, immutable` for files whose
+//!   names carry trunk's content hash (a new build has new names), and
+//!   `no-cache` (revalidate every time) for the rest: `index.html`, the
+//!   service worker, and the JavaScript API under `pkg/`.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::net::TcpListener;
+use std::path::PathBuf;
+
+use axum::body::Body;
+use axum::http::{header, HeaderValue, Request, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use tower_http::services::ServeDir;
 
 use crate::{setup, site, Options, Outcome};
 
@@ -40,172 +53,178 @@ pub fn bind(port: Option<u16>) -> Outcome<TcpListener> {
     }
 }
 
-/// Serves `root` under `base` on `listener`, one thread per connection.
+/// Serves `root` under `base` (`/` or `/name/`) on `listener` until the
+/// process ends.
 pub fn serve_forever(listener: TcpListener, root: PathBuf, base: String) {
-    let root = Arc::new(root);
-    let base = Arc::new(base);
-    for stream in listener.incoming().flatten() {
-        let root = Arc::clone(&root);
-        let base = Arc::clone(&base);
-        std::thread::spawn(move || {
-            let _ = handle(stream, &root, &base);
-        });
+    if let Err(error) = serve(listener, root, base) {
+        eprintln!("xtask: the file server stopped: {error}");
     }
 }
 
-fn handle(mut stream: TcpStream, root: &Path, base: &str) -> std::io::Result<()> {
-    let mut reader = BufReader::new(stream.try_clone()?);
-    loop {
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line)? == 0 {
-            return Ok(());
-        }
-        // Skip the headers; we need none of them.
-        let mut keep_alive = true;
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header)? == 0 || header == "\r\n" || header == "\n" {
-                break;
-            }
-            if header.to_ascii_lowercase().starts_with("connection: close") {
-                keep_alive = false;
-            }
-        }
-        let mut parts = request_line.split_whitespace();
-        let method = parts.next().unwrap_or("");
-        let target = parts.next().unwrap_or("/");
-        let response = respond(method, target, root, base);
-        stream.write_all(&response)?;
-        if !keep_alive {
-            return Ok(());
-        }
-    }
+fn serve(listener: TcpListener, root: PathBuf, base: String) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_io().build()?;
+    runtime.block_on(async move {
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        axum::serve(listener, site_router(root, base)).await
+    })
 }
 
-fn respond(method: &str, target: &str, root: &Path, base: &str) -> Vec<u8> {
-    if method != "GET" && method != "HEAD" {
-        return plain(405, "Method Not Allowed", "only GET and HEAD");
-    }
-    let path = target.split(['?', '#']).next().unwrap_or("/");
+/// The whole site: `dist/` under `base`, with the headers of the module
+/// comment.
+fn site_router(root: PathBuf, base: String) -> Router {
+    let files = ServeDir::new(root)
+        .precompressed_br()
+        .precompressed_gzip()
+        .append_index_html_on_directories(true);
+    Router::new()
+        .fallback_service(files)
+        .layer(middleware::from_fn(move |request, next| {
+            let base = base.clone();
+            async move { under_base(&base, request, next).await }
+        }))
+}
+
+/// Maps `base` to the folder's root, redirects the base without its slash,
+/// refuses everything else, and adds the CORS, cache and `Vary` headers.
+async fn under_base(base: &str, mut request: Request<Body>, next: Next) -> Response {
+    let path = request.uri().path().to_string();
     if format!("{path}/") == base {
-        return redirect(base);
+        return (StatusCode::MOVED_PERMANENTLY, [(header::LOCATION, base.to_string())]).into_response();
     }
     let Some(relative) = path.strip_prefix(base) else {
-        return plain(404, "Not Found", "not under the site's base path");
+        return (StatusCode::NOT_FOUND, "not under the site's base path").into_response();
     };
-    let Some(file) = resolve(root, relative) else {
-        return plain(404, "Not Found", "no such file");
+    let query = request
+        .uri()
+        .query()
+        .map(|query| format!("?{query}"))
+        .unwrap_or_default();
+    let Ok(uri) = format!("/{relative}{query}").parse() else {
+        return (StatusCode::BAD_REQUEST, "not a path").into_response();
     };
-    match std::fs::read(&file) {
-        Ok(body) => {
-            let mut response = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-cache\r\n{ALLOW_ANY_ORIGIN}\r\n",
-                content_type(&file),
-                body.len()
-            )
-            .into_bytes();
-            if method == "GET" {
-                response.extend(body);
-            }
-            response
-        }
-        Err(_) => plain(404, "Not Found", "no such file"),
-    }
+    *request.uri_mut() = uri;
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    headers.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    let cache = if has_content_hash(&path) {
+        "public, max-age=31536000, immutable"
+    } else {
+        "no-cache"
+    };
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    response
 }
 
-/// The CORS header every file is served with (see the module comment).
-const ALLOW_ANY_ORIGIN: &str = "Access-Control-Allow-Origin: *\r\n";
-
-/// Maps a URL path below the base to a file under `root`, refusing `..`.
-fn resolve(root: &Path, relative: &str) -> Option<PathBuf> {
-    let decoded = percent_decode(relative)?;
-    let mut path = root.to_path_buf();
-    for component in Path::new(&decoded).components() {
-        match component {
-            Component::Normal(part) => path.push(part),
-            Component::CurDir => {}
-            _ => return None,
-        }
-    }
-    if path.is_dir() {
-        path.push("index.html");
-    }
-    path.is_file().then_some(path)
-}
-
-fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        if bytes[index] == b'%' {
-            let hex = text.get(index + 1..index + 3)?;
-            decoded.push(u8::from_str_radix(hex, 16).ok()?);
-            index += 3;
-        } else {
-            decoded.push(bytes[index]);
-            index += 1;
-        }
-    }
-    String::from_utf8(decoded).ok()
-}
-
-fn content_type(path: &Path) -> &'static str {
-    match path.extension().and_then(|extension| extension.to_str()) {
-        Some("html") => "text/html; charset=utf-8",
-        Some("js" | "mjs") => "text/javascript; charset=utf-8",
-        Some("css") => "text/css; charset=utf-8",
-        Some("wasm") => "application/wasm",
-        Some("json") => "application/json",
-        Some("svg") => "image/svg+xml",
-        Some("png") => "image/png",
-        Some("ico") => "image/x-icon",
-        Some("txt" | "md") => "text/plain; charset=utf-8",
-        _ => "application/octet-stream",
-    }
-}
-
-fn plain(status: u16, reason: &str, body: &str) -> Vec<u8> {
-    format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .into_bytes()
-}
-
-fn redirect(location: &str) -> Vec<u8> {
-    format!("HTTP/1.1 301 Moved Permanently\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n").into_bytes()
+/// Whether a file name carries trunk's content hash, such as
+/// `styles-a67b8fc232b2103b.css` or `kafkascope-web-ee7e4fe63b824edc_bg.wasm`:
+/// sixteen hex digits after a dash, then `.` or `_bg.`.
+pub fn has_content_hash(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.match_indices('-').any(|(dash, _)| {
+        let rest = &name[dash + 1..];
+        rest.len() > 16
+            && rest[..16]
+                .bytes()
+                .all(|byte| byte.is_ascii_hexdigit() && !byte.is_ascii_uppercase())
+            && (rest[16..].starts_with('.') || rest[16..].starts_with("_bg."))
+    })
 }
 
 #[cfg(test)]
 mod tests {
+    use std::io::{Read, Write};
+
     use super::*;
 
-    #[test]
-    fn refuses_paths_that_climb_out_of_the_root() {
-        let root = std::env::temp_dir();
-        assert!(resolve(&root, "../etc/passwd").is_none());
-        assert!(resolve(&root, "%2e%2e/etc/passwd").is_none());
-    }
-
-    #[test]
-    fn serves_only_under_the_base() {
-        let root = std::env::temp_dir();
-        let response = String::from_utf8(respond("GET", "/elsewhere/x", &root, "/kafkascope/")).unwrap();
-        assert!(response.starts_with("HTTP/1.1 404"));
-        let response = String::from_utf8(respond("GET", "/kafkascope", &root, "/kafkascope/")).unwrap();
-        assert!(response.starts_with("HTTP/1.1 301"));
-    }
-
-    #[test]
-    fn lets_an_opaque_origin_load_the_files() {
-        let root = std::env::temp_dir().join(format!("kafkascope-serve-test-{}", std::process::id()));
+    /// A site folder (`name` keeps the tests apart) with one hashed file and its precompressed copies, served
+    /// under `/kafkascope/`; returns the address.
+    fn serve_test_site(name: &str) -> (std::net::SocketAddr, PathBuf) {
+        let root = std::env::temp_dir().join(format!("kafkascope-serve-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&root).unwrap();
         std::fs::write(root.join("index.html"), "<!doctype html>").unwrap();
-        let response = String::from_utf8(respond("GET", "/kafkascope/", &root, "/kafkascope/")).unwrap();
+        std::fs::write(root.join("app-0123456789abcdef_bg.wasm"), b"\0asm raw").unwrap();
+        std::fs::write(root.join("app-0123456789abcdef_bg.wasm.gz"), b"gzipped").unwrap();
+        std::fs::write(root.join("app-0123456789abcdef_bg.wasm.br"), b"brotli").unwrap();
+        let listener = bind(Some(0)).unwrap();
+        let address = listener.local_addr().unwrap();
+        let served = root.clone();
+        std::thread::spawn(move || serve_forever(listener, served, "/kafkascope/".into()));
+        (address, root)
+    }
+
+    /// One HTTP/1.1 request; returns the head (lower-cased) and the body.
+    fn get(address: std::net::SocketAddr, path: &str, accept_encoding: &str) -> (String, Vec<u8>) {
+        let mut stream = std::net::TcpStream::connect(address).unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: {accept_encoding}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).unwrap();
+        let split = response.windows(4).position(|window| window == b"\r\n\r\n").unwrap();
+        let head = String::from_utf8_lossy(&response[..split]).to_ascii_lowercase();
+        (head, response[split + 4..].to_vec())
+    }
+
+    #[test]
+    fn serves_the_precompressed_file_the_browser_accepts_with_long_caching_for_hashed_names() {
+        let (address, root) = serve_test_site("encoding");
+        let wasm = "/kafkascope/app-0123456789abcdef_bg.wasm";
+        let (head, body) = get(address, wasm, "gzip, deflate, br");
+        assert!(head.starts_with("http/1.1 200"), "{head}");
+        assert!(head.contains("\r\ncontent-encoding: br"), "{head}");
+        assert!(head.contains("\r\ncontent-type: application/wasm"), "{head}");
+        assert!(
+            head.contains("\r\ncache-control: public, max-age=31536000, immutable"),
+            "{head}"
+        );
+        assert!(head.contains("\r\nvary: accept-encoding"), "{head}");
+        assert_eq!(body, b"brotli");
+        let (head, body) = get(address, wasm, "gzip");
+        assert!(head.contains("\r\ncontent-encoding: gzip"), "{head}");
+        assert_eq!(body, b"gzipped");
+        let (head, body) = get(address, wasm, "identity");
+        assert!(!head.contains("content-encoding"), "{head}");
+        assert_eq!(body, b"\0asm raw");
+        // The page itself is revalidated every time, and an opaque origin may
+        // load it (see the module comment).
+        let (head, _) = get(address, "/kafkascope/", "gzip");
+        assert!(head.starts_with("http/1.1 200"), "{head}");
+        assert!(head.contains("\r\ncache-control: no-cache"), "{head}");
+        assert!(head.contains("\r\naccess-control-allow-origin: *"), "{head}");
         std::fs::remove_dir_all(&root).unwrap();
-        let head = response.split("\r\n\r\n").next().unwrap();
-        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-        assert!(head.contains("\r\nAccess-Control-Allow-Origin: *"), "{head}");
+    }
+
+    #[test]
+    fn serves_only_under_the_base_and_never_above_the_folder() {
+        let (address, root) = serve_test_site("base");
+        assert!(get(address, "/elsewhere/x", "").0.starts_with("http/1.1 404"));
+        let (head, _) = get(address, "/kafkascope", "");
+        assert!(head.starts_with("http/1.1 301"), "{head}");
+        assert!(head.contains("\r\nlocation: /kafkascope/"), "{head}");
+        for climb in ["/kafkascope/../Cargo.toml", "/kafkascope/%2e%2e/Cargo.toml"] {
+            let (head, _) = get(address, climb, "");
+            assert!(!head.starts_with("http/1.1 200"), "{climb}: {head}");
+        }
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn knows_which_names_carry_a_content_hash() {
+        assert!(has_content_hash("/kafkascope/styles-a67b8fc232b2103b.css"));
+        assert!(has_content_hash("kafkascope-web-ee7e4fe63b824edc_bg.wasm"));
+        assert!(has_content_hash("kafkascope-web-ee7e4fe63b824edc.js"));
+        assert!(!has_content_hash("/kafkascope/index.html"));
+        assert!(!has_content_hash("/kafkascope/sw.js"));
+        assert!(!has_content_hash("/kafkascope/pkg/kafkascope_js_bg.wasm"));
+        assert!(!has_content_hash("app-0123456789ABCDEF.js"));
+        // wasm-bindgen's snippet folders are named after the crate, not the
+        // content: their files are revalidated.
+        assert!(!has_content_hash(
+            "snippets/kafkascope-web-42bda7d74a9816d8/js/sandbox.js"
+        ));
     }
 }

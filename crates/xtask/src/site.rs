@@ -11,8 +11,10 @@ use crate::setup::WebToolchain;
 use crate::{repo_root, Outcome};
 
 /// Builds the app with `trunk build --release` (wasm-opt -Oz through
-/// index.html's `data-wasm-opt`) into `dist/`, then prints every artifact's
-/// raw and gzipped size. Returns the `dist/` folder.
+/// index.html's `data-wasm-opt`) into `dist/`, adds the sandbox's JavaScript
+/// API (`pkg/`) and the service worker (`sw.js`), writes a `.gz` and a `.br`
+/// next to every compressible file, then prints every artifact's raw and
+/// compressed sizes. Returns the `dist/` folder.
 pub fn build_release(toolchain: &WebToolchain) -> Outcome<PathBuf> {
     let root = repo_root();
     let package = crate::package::build_package(toolchain)?;
@@ -28,6 +30,8 @@ pub fn build_release(toolchain: &WebToolchain) -> Outcome<PathBuf> {
         std::fs::copy(package.join("web").join(file), pkg.join(file))
             .map_err(|error| format!("cannot copy {file} into {}: {error}", pkg.display()))?;
     }
+    write_service_worker(&dist)?;
+    precompress(&dist)?;
     print_sizes(&dist)?;
     Ok(dist)
 }
@@ -48,27 +52,135 @@ fn files_under(folder: &Path) -> Outcome<Vec<PathBuf>> {
     Ok(files)
 }
 
-fn print_sizes(dist: &Path) -> Outcome {
-    let artifacts: Vec<PathBuf> = files_under(dist)?
-        .into_iter()
-        .filter(|path| matches!(path.extension().and_then(|e| e.to_str()), Some("wasm" | "js" | "css")))
-        .collect();
-    println!("xtask: artifact sizes (raw, gzipped):");
-    for path in artifacts {
+/// The file types worth compressing; the server sends their `.br` or `.gz`.
+const COMPRESSIBLE: [&str; 8] = ["html", "js", "css", "wasm", "svg", "json", "md", "txt"];
+
+/// Writes `dist/sw.js`, the offline mode (web/sw.js with this build's version
+/// and file list filled in).
+fn write_service_worker(dist: &Path) -> Outcome {
+    let root = repo_root();
+    let template =
+        std::fs::read_to_string(root.join("web/sw.js")).map_err(|error| format!("cannot read web/sw.js: {error}"))?;
+    let mut files = vec!["./".to_string()];
+    // FNV-1a over every name and byte: a new build, a new version.
+    let mut version: u64 = 0xcbf2_9ce4_8422_2325;
+    for path in files_under(dist)? {
+        let name = relative_name(dist, &path);
+        if name == "sw.js" || name.ends_with(".gz") || name.ends_with(".br") {
+            continue;
+        }
         let bytes = std::fs::read(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-        let mut encoder = GzEncoder::new(Vec::new(), Compression::best());
-        encoder
-            .write_all(&bytes)
-            .and_then(|_| encoder.flush())
-            .map_err(|error| error.to_string())?;
-        let gzipped = encoder.finish().map_err(|error| error.to_string())?;
+        for byte in name.bytes().chain(bytes) {
+            version = (version ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        files.push(name);
+    }
+    let list = serde_json::to_string(&files).map_err(|error| error.to_string())?;
+    if !template.contains("__KAFKASCOPE_VERSION__") || !template.contains("__KAFKASCOPE_FILES__") {
+        return Err("web/sw.js lost its __KAFKASCOPE_VERSION__ or __KAFKASCOPE_FILES__ placeholder".into());
+    }
+    let worker = template
+        .replace("__KAFKASCOPE_VERSION__", &format!("{version:016x}"))
+        .replace("__KAFKASCOPE_FILES__", &list);
+    std::fs::write(dist.join("sw.js"), worker).map_err(|error| format!("cannot write sw.js: {error}"))
+}
+
+/// Writes `NAME.gz` (gzip, best) and `NAME.br` (brotli, quality 11) next to
+/// every compressible file, for hosts and `xtask serve` to send as they are.
+fn precompress(dist: &Path) -> Outcome {
+    for path in files_under(dist)? {
+        if !is_compressible(&path) {
+            continue;
+        }
+        let bytes = std::fs::read(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        let gz = gzip(&bytes)?;
+        let br = brotli_best(&bytes)?;
+        for (suffix, compressed) in [("gz", gz), ("br", br)] {
+            let mut name = path.clone().into_os_string();
+            name.push(format!(".{suffix}"));
+            std::fs::write(&name, compressed)
+                .map_err(|error| format!("cannot write {}: {error}", Path::new(&name).display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn is_compressible(path: &Path) -> bool {
+    path.extension()
+        .and_then(|extension| extension.to_str())
+        .is_some_and(|extension| COMPRESSIBLE.contains(&extension))
+}
+
+fn gzip(bytes: &[u8]) -> Outcome<Vec<u8>> {
+    let mut encoder = GzEncoder::new(Vec::new(), Compression::best());
+    encoder.write_all(bytes).map_err(|error| error.to_string())?;
+    encoder.finish().map_err(|error| error.to_string())
+}
+
+fn brotli_best(bytes: &[u8]) -> Outcome<Vec<u8>> {
+    let mut out = Vec::new();
+    let params = brotli::enc::BrotliEncoderParams {
+        quality: 11,
+        lgwin: 22,
+        ..Default::default()
+    };
+    brotli::BrotliCompress(&mut &bytes[..], &mut out, &params).map_err(|error| error.to_string())?;
+    Ok(out)
+}
+
+fn relative_name(dist: &Path, path: &Path) -> String {
+    path.strip_prefix(dist)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+/// What the page loads before it runs: every file but the service worker
+/// (registered once the app runs) and `pkg/` (the sandbox's worker loads it
+/// when a snippet first runs).
+fn is_first_download(name: &str) -> bool {
+    name != "sw.js" && !name.starts_with("pkg/")
+}
+
+/// Prints every file's size raw, gzipped and brotli-compressed, and the
+/// first download's total: the figures BENCHMARKS.md reports.
+fn print_sizes(dist: &Path) -> Outcome {
+    println!("xtask: artifact sizes (raw, gzip, brotli; * = first download):");
+    let mut first = [0usize; 3];
+    for path in files_under(dist)? {
+        if !is_compressible(&path) {
+            continue;
+        }
+        let name = relative_name(dist, &path);
+        let read = |suffix: &str| -> Outcome<usize> {
+            let mut file = path.clone().into_os_string();
+            file.push(suffix);
+            std::fs::metadata(&file)
+                .map(|metadata| metadata.len() as usize)
+                .map_err(|error| format!("cannot read {}: {error}", Path::new(&file).display()))
+        };
+        let sizes = [read("")?, read(".gz")?, read(".br")?];
+        let mark = if is_first_download(&name) {
+            for (total, size) in first.iter_mut().zip(sizes) {
+                *total += size;
+            }
+            "*"
+        } else {
+            " "
+        };
         println!(
-            "  {:<48} {:>10} {:>10}",
-            path.strip_prefix(dist).unwrap_or(&path).to_string_lossy(),
-            human_size(bytes.len()),
-            human_size(gzipped.len())
+            "  {mark} {name:<56} {:>10} {:>10} {:>10}",
+            human_size(sizes[0]),
+            human_size(sizes[1]),
+            human_size(sizes[2])
         );
     }
+    println!(
+        "  first download (what the page loads before it runs): {} raw, {} gzip, {} brotli",
+        human_size(first[0]),
+        human_size(first[1]),
+        human_size(first[2])
+    );
     Ok(())
 }
 

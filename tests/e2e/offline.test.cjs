@@ -1,0 +1,90 @@
+// Hosting anywhere: the server sends each file precompressed with the right
+// Content-Encoding and long caching where names carry a content hash; once
+// opened, the page works offline (a learner on a train): it reloads, a story
+// opens at a step, the live map runs and a snippet runs, with no network.
+'use strict';
+
+const http = require('node:http');
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { launch, APP_URL, screenshotPath } = require('./browser.cjs');
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+/** GET without decompressing; resolves with the status, headers and size. */
+function head(url, acceptEncoding) {
+  return new Promise((resolve, reject) => {
+    http.get(url, { headers: { 'accept-encoding': acceptEncoding } }, (response) => {
+      let size = 0;
+      response.on('data', (chunk) => { size += chunk.length; });
+      response.on('end', () => resolve({ status: response.statusCode, headers: response.headers, size }));
+    }).on('error', reject);
+  });
+}
+
+test('files come precompressed, hashed names are cached for a year and the page is revalidated', async () => {
+  const page = await head(APP_URL, 'br, gzip');
+  assert.equal(page.status, 200);
+  assert.equal(page.headers['content-encoding'], 'br');
+  assert.equal(page.headers['cache-control'], 'no-cache');
+  const html = await (await fetch(APP_URL)).text();
+  const wasm = html.match(/'\.\/([^']+_bg\.wasm)'/)?.[1];
+  assert.ok(wasm, 'the page names its wasm');
+  const raw = await head(APP_URL + wasm, 'identity');
+  for (const [encoding, expected] of [['br', 'br'], ['gzip', 'gzip'], ['gzip, deflate, br', 'br']]) {
+    const compressed = await head(APP_URL + wasm, encoding);
+    assert.equal(compressed.status, 200);
+    assert.equal(compressed.headers['content-encoding'], expected, encoding);
+    assert.equal(compressed.headers['content-type'], 'application/wasm');
+    assert.equal(compressed.headers['cache-control'], 'public, max-age=31536000, immutable');
+    assert.ok(compressed.size < raw.size / 2, `${encoding}: ${compressed.size} of ${raw.size}`);
+  }
+  assert.equal(raw.headers['content-encoding'], undefined);
+  const worker = await head(APP_URL + 'sw.js', 'gzip');
+  assert.equal(worker.headers['cache-control'], 'no-cache');
+});
+
+test('once opened, the page reloads and works offline: a story at a step, the live map, a snippet', async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (error) => errors.push(String(error)));
+  await page.goto(APP_URL, { waitUntil: 'networkidle' });
+  await page.getByTestId('partition').waitFor({ timeout: 30000 });
+  // The service worker installs once the app runs and keeps every file.
+  await page.evaluate(() => navigator.serviceWorker.ready.then(() => undefined));
+  await page.waitForFunction(() => navigator.serviceWorker.controller !== null, null, { timeout: 30000 });
+  const cached = await page.evaluate(async () => {
+    const names = await caches.keys();
+    const cache = await caches.open(names.find((name) => name.startsWith('kafkascope-')));
+    return (await cache.keys()).map((request) => new URL(request.url).pathname);
+  });
+  assert.ok(cached.some((file) => file.endsWith('_bg.wasm')), cached.join(', '));
+  assert.ok(cached.some((file) => file.endsWith('pkg/kafkascope_js_bg.wasm')), cached.join(', '));
+
+  await context.setOffline(true);
+  await page.reload();
+  await page.getByTestId('partition').waitFor({ timeout: 30000 });
+  const live = page.getByTestId('cluster');
+  const before = await live.getByTestId('cluster-time').innerText();
+  await live.getByTestId('cluster-run-1s').click();
+  assert.notEqual(await live.getByTestId('cluster-time').innerText(), before);
+
+  const finished = Number(await page.getByTestId('sandbox').getAttribute('data-finished-runs'));
+  await page.getByTestId('sandbox-editor').fill("console.log('offline', partitionFor('alice', 6))");
+  await page.getByTestId('sandbox-run').click();
+  await page.locator(`[data-testid="sandbox"][data-finished-runs="${finished + 1}"]`).waitFor({ timeout: 30000 });
+  assert.match(await page.getByTestId('sandbox-console').innerText(), /offline \d/);
+
+  // A link with its own query (a story at a step) opens from the cache too.
+  const story = await context.newPage();
+  await story.goto(APP_URL + '?story=happy-path&step=3#steps');
+  const steps = story.getByTestId('steps');
+  await steps.waitFor({ timeout: 30000 });
+  await story.waitForFunction(() => document.querySelector('[data-testid="steps"]').dataset.story === 'happy-path');
+  await story.screenshot({ path: screenshotPath('offline-story') });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
