@@ -98,3 +98,55 @@ test('the live run downloads as a scenario file that opens in Sequence steps; a 
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('a link to the sandbox\'s code opens it in the editor, ready to run; a damaged one says why', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const sandbox = page.getByTestId('sandbox');
+  const code = "// shared with a learner\nconsole.log('user-42 ->', partitionFor('user-42', 6));\n";
+  await sandbox.getByTestId('sandbox-editor').fill(code);
+  await sandbox.getByTestId('copy-code-link').click();
+  const url = await sandbox.getByTestId('code-link').inputValue();
+  assert.match(url, /\?code=1\.[A-Za-z0-9_-]+#sandbox$/);
+  await sandbox.getByTestId('code-share').screenshot({ path: screenshotPath('sandbox-code-link') });
+
+  const other = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await other.goto(url);
+  const opened = other.getByTestId('sandbox');
+  await opened.getByTestId('sandbox-editor').waitFor();
+  assert.equal(await opened.getByTestId('sandbox-editor').inputValue(), code);
+  assert.equal(await opened.getByTestId('sandbox-example').inputValue(), '', 'no example is claimed');
+  assert.equal(await opened.getAttribute('data-finished-runs'), '0', 'a link never runs code by itself');
+  await opened.getByTestId('sandbox-run').click();
+  await other.locator('[data-testid="sandbox"][data-finished-runs="1"]').waitFor({ timeout: 30000 });
+  assert.match(await opened.getByTestId('sandbox-console').innerText(), /user-42 -> \d/);
+  await other.close();
+
+  const damaged = await browser.newPage();
+  await damaged.goto(url.replace(/code=1\.[^#]+/, 'code=1.AAAA'));
+  const problem = damaged.getByTestId('code-link-problem');
+  await problem.waitFor({ timeout: 30000 });
+  assert.match(await problem.innerText(), /damaged/);
+  await damaged.close();
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the scenario format reference and its JSON Schema are published with the site', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const link = page.getByTestId('steps').getByTestId('scenario-format-link');
+  const [reference] = await Promise.all([page.context().waitForEvent('page'), link.click()]);
+  await reference.waitForLoadState();
+  assert.match(await reference.locator('h1').innerText(), /scenario file format/);
+  for (const kind of ['killBroker', 'createPartitions', 'setConfig']) {
+    assert.ok(await reference.locator(`h3:has-text('"${kind}"')`).count() > 0, kind);
+  }
+  await reference.locator('a[href="#clusterconfig"]').first().click();
+  assert.equal(new URL(reference.url()).hash, '#clusterconfig');
+  await reference.screenshot({ path: screenshotPath('scenario-format-reference') });
+  const schema = await (await fetch(new URL('scenario.schema.json', reference.url()))).json();
+  assert.equal(schema.title, 'Scenario');
+  assert.ok(schema.$defs.Input.oneOf.length > 20);
+  await reference.close();
+  assert.deepEqual(problems, []);
+  await page.close();
+});

@@ -4,6 +4,8 @@
 //! the answer. Anything it computes, the web app and the JavaScript API
 //! compute the same way, because all three call the same engine functions.
 
+mod reference;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -58,6 +60,13 @@ enum Command {
         /// expectations' failures.
         #[arg(long)]
         json: bool,
+    },
+    /// Print the scenario file format: its JSON Schema, or its reference as
+    /// Markdown or HTML (generated from the types the parser reads).
+    Schema {
+        /// json, markdown or html.
+        #[arg(long, value_name = "F", default_value = "json", value_parser = ["json", "markdown", "html"])]
+        format: String,
     },
     /// Run random fault schedules and check safety and recovery; each
     /// failure prints its seed and writes a minimised scenario file.
@@ -130,6 +139,11 @@ fn run(command: Command) -> Result<String, String> {
         }
         Command::Run { file, json } => run_scenario(&file, json),
         Command::Fuzz { seeds, from, mix, out } => fuzz(seeds, from, mix, out),
+        Command::Schema { format } => Ok(match format.as_str() {
+            "markdown" => reference::markdown(),
+            "html" => reference::html(),
+            _ => reference::schema_json(),
+        }),
     }
 }
 

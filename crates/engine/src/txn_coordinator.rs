@@ -51,6 +51,7 @@ pub const ABORT_TIMED_OUT_INTERVAL_MS: u64 = 10_000;
 
 /// A transaction's state (`TransactionState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub enum TxnState {
     /// No transaction open (a producer id, no partitions).

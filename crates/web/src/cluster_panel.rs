@@ -15,6 +15,8 @@ use kafkascope_engine::sim::view::{ConsumerPhase, ProcessStatus};
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
+use crate::export::page_query;
+
 use crate::cluster_model::{
     config_for_query, describe_config, describe_groups, describe_quorum, describe_topics, is_notable,
     min_insync_warning, reached_speed, speed_label, ASSIGNORS, DEFAULT_SEED,
@@ -27,12 +29,6 @@ use crate::map_model::{inspect, layout_fit, mermaid, Fit};
 use crate::selection::Selection;
 use crate::session::{Action, Knob, Session, SetupField};
 use kafkascope_engine::sim::config::{OffsetReset, StorageSetting};
-
-fn page_query() -> String {
-    web_sys::window()
-        .and_then(|window| window.location().search().ok())
-        .unwrap_or_default()
-}
 
 /// Real milliseconds between two play ticks: one tick per frame at 60
 /// frames a second, so messages move smoothly and each tick's work fits
@@ -765,16 +761,7 @@ pub fn cluster_panel() -> Html {
         let session = session.clone();
         let shared = shared.clone();
         Callback::from(move |_: MouseEvent| {
-            let base = web_sys::window()
-                .map(|window| {
-                    let location = window.location();
-                    format!(
-                        "{}{}",
-                        location.origin().unwrap_or_default(),
-                        location.pathname().unwrap_or_default()
-                    )
-                })
-                .unwrap_or_default();
+            let base = crate::export::page_base();
             let (url, hash) = {
                 let session = session.borrow();
                 (

@@ -6,6 +6,28 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use yew::prelude::*;
 
+/// The page address's query (`?…`), or nothing.
+pub fn page_query() -> String {
+    web_sys::window()
+        .and_then(|window| window.location().search().ok())
+        .unwrap_or_default()
+}
+
+/// The page's origin and path, without its query or fragment: the base of
+/// a link to share.
+pub fn page_base() -> String {
+    web_sys::window()
+        .map(|window| {
+            let location = window.location();
+            format!(
+                "{}{}",
+                location.origin().unwrap_or_default(),
+                location.pathname().unwrap_or_default()
+            )
+        })
+        .unwrap_or_default()
+}
+
 #[derive(Properties, PartialEq)]
 pub struct ExportProps {
     /// The toggle's label.

@@ -12,6 +12,8 @@ use wasm_bindgen::JsCast;
 use web_sys::{HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 use yew::prelude::*;
 
+use crate::export::page_query;
+
 use crate::sandbox_model::{
     api_reference, diagram, parse_timeout, Diagram, RunResult, Shown, DEFAULT_TIMEOUT_MS, EXAMPLES,
 };
@@ -35,8 +37,23 @@ enum Outcome {
 /// The sandbox panel.
 #[function_component(Sandbox)]
 pub fn sandbox() -> Html {
-    let example = use_state(|| EXAMPLES[0].id.to_string());
-    let code = use_state(|| EXAMPLES[0].code.to_string());
+    // A code link (`?code=1.…#sandbox`) puts its snippet in the editor (it
+    // runs when the learner presses Run); one that cannot be read says why.
+    let linked = use_memo((), |_| crate::share::code_in_query(&page_query()));
+    let example = use_state(|| match &*linked {
+        Some(Ok(_)) => String::new(),
+        _ => EXAMPLES[0].id.to_string(),
+    });
+    let code = use_state(|| match &*linked {
+        Some(Ok(code)) => code.clone(),
+        _ => EXAMPLES[0].code.to_string(),
+    });
+    let link_problem = match &*linked {
+        Some(Err(problem)) => Some(format!("{problem}; the first example is shown instead.")),
+        _ => None,
+    };
+    // The link to the editor's code, once asked for, and whether it was copied.
+    let shared = use_state(|| None::<(Result<String, String>, Option<bool>)>);
     let timeout_text = use_state(|| DEFAULT_TIMEOUT_MS.to_string());
     let outcome = use_state(|| Outcome::Idle);
     let finished_runs = use_mut_ref(|| 0_u32);
@@ -130,6 +147,22 @@ pub fn sandbox() -> Html {
         let run = run.clone();
         Callback::from(move |_: MouseEvent| run.emit(()))
     };
+    let copy_code_link = {
+        let code = code.clone();
+        let shared = shared.clone();
+        Callback::from(move |_: MouseEvent| {
+            let base = crate::export::page_base();
+            let address = crate::share::code_address(&base, &page_query(), &code);
+            shared.set(Some((address.clone(), None)));
+            if let Ok(url) = address {
+                let shared = shared.clone();
+                wasm_bindgen_futures::spawn_local(async move {
+                    let copied = crate::export::copy_to_clipboard(&url).await;
+                    shared.set(Some((Ok(url), Some(copied))));
+                });
+            }
+        })
+    };
     let on_try = {
         let code = code.clone();
         let outcome = outcome.clone();
@@ -161,6 +194,7 @@ pub fn sandbox() -> Html {
             <div class="form-row">
                 <label for="sandbox-example">{ "Example" }</label>
                 <select id="sandbox-example" data-testid="sandbox-example" onchange={on_example}>
+                    { if example.is_empty() { html! { <option value="" selected=true>{ "Code from a link" }</option> } } else { html! {} } }
                     { for EXAMPLES.iter().map(|candidate| html! {
                         <option value={candidate.id} selected={*example == candidate.id}>{ candidate.title() }</option>
                     }) }
@@ -172,8 +206,26 @@ pub fn sandbox() -> Html {
                     disabled={running || timeout_error.is_some()}>
                     { if running { "Running…" } else { "Run ▶" } }
                 </button>
+                <button type="button" data-testid="copy-code-link" title="A link that opens the sandbox with this code in the editor" onclick={copy_code_link}>{ "Copy link to this code" }</button>
             </div>
             { for timeout_error.map(|message| html! { <p class="error" role="alert">{ message }</p> }) }
+            { for link_problem.map(|problem| html! { <p class="error" role="alert" data-testid="code-link-problem">{ problem }</p> }) }
+            { match &*shared {
+                Some((Ok(url), copied)) => html! {
+                    <div class="run-share" data-testid="code-share">
+                        <label>{ "Link to this code " }
+                            <input type="text" readonly=true data-testid="code-link" value={url.clone()} />
+                        </label>
+                        <span class="muted" role="status">{ match copied {
+                            Some(true) => "Copied.",
+                            Some(false) => "Copying is not allowed here: select the link and copy it.",
+                            None => "",
+                        } }</span>
+                    </div>
+                },
+                Some((Err(problem), _)) => html! { <p class="error" role="alert" data-testid="code-share-problem">{ problem }</p> },
+                None => html! {},
+            } }
             <div class="editor">
                 <pre class="gutter" aria-hidden="true">
                     { (1..=line_count).map(|line| format!("{line}\n")).collect::<String>() }

@@ -12,6 +12,8 @@ use kafkascope_engine::sim::types::NodeId;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
+use crate::export::page_query;
+
 use crate::export::MermaidExport;
 use crate::map::{activate, ClusterMap};
 use crate::map_model::{layout_fit, requester_first};
@@ -20,12 +22,6 @@ use crate::sequence_model::{
     lifelines, link, merged_link, mermaid, parse_link, stories, story, Filter, Step, StepKind, NAVIGATE_EVENT,
 };
 use crate::story_cursor::{fork_choices, CursorAction, FilterField, StoryCursor};
-
-fn page_query() -> String {
-    web_sys::window()
-        .and_then(|window| window.location().search().ok())
-        .unwrap_or_default()
-}
 
 fn set_url(query: &str) {
     if let Some(history) = web_sys::window().and_then(|window| window.history().ok()) {
@@ -657,6 +653,7 @@ pub fn sequence_steps() -> Html {
                 <label class="open-scenario" title="A scenario file (the format of scenarios/ and of the map's Download the run), played here as a story. You can also drop the file on this section.">{ "Open a scenario file " }
                     <input type="file" accept=".json,application/json" data-testid="open-scenario" onchange={on_file} />
                 </label>
+                <a class="format-link" href="scenario-format.html" target="_blank" rel="noopener" data-testid="scenario-format-link">{ "the file format" }</a>
                 { match &*scenario_problem {
                     Some(problem) => html! { <p class="error" role="alert" data-testid="scenario-problem">{ problem }</p> },
                     None => html! {},

@@ -102,12 +102,65 @@ pub struct RunLink {
 
 /// The link's text for a run.
 pub fn encode(run: &RunLink) -> String {
-    let json = serde_json::to_vec(run).unwrap_or_default();
-    let packed = miniz_oxide::deflate::compress_to_vec(&json, 9);
     format!(
         "{LINK_VERSION}.{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(packed)
+        pack(&serde_json::to_string(run).unwrap_or_default())
     )
+}
+
+/// Text deflated and base64url-encoded, for an address.
+fn pack(text: &str) -> String {
+    let packed = miniz_oxide::deflate::compress_to_vec(text.as_bytes(), 9);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(packed)
+}
+
+/// The text [`pack`] made, at most `limit` bytes once inflated; `what`
+/// names the link in the reason it cannot be read.
+fn unpack(body: &str, limit: usize, what: &str) -> Result<String, String> {
+    let packed = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(body.trim_end_matches('='))
+        .map_err(|_| format!("this {what} is damaged (it is not base64url text)"))?;
+    let bytes = miniz_oxide::inflate::decompress_to_vec_with_limit(&packed, limit)
+        .map_err(|_| format!("this {what} is damaged or too large to open"))?;
+    String::from_utf8(bytes).map_err(|_| format!("this {what} is damaged (it is not UTF-8 text)"))
+}
+
+/// The query parameter that carries a sandbox snippet's code.
+pub const CODE_PARAM: &str = "code";
+
+/// The most bytes of code a link carries (the sandbox's examples are
+/// about 2 KiB).
+pub const MAX_LINK_CODE: usize = 64 * 1024;
+
+/// The address that opens the sandbox with `code` in its editor (not
+/// run: the learner presses Run), from the page at `base`, keeping an
+/// embed mode.
+pub fn code_address(base: &str, query: &str, code: &str) -> Result<String, String> {
+    if code.len() > MAX_LINK_CODE {
+        return Err(format!(
+            "this snippet is {} bytes; a link carries at most {MAX_LINK_CODE}",
+            code.len()
+        ));
+    }
+    let embed = crate::view_model::query_param(query, "embed")
+        .map(|part| format!("embed={part}&"))
+        .unwrap_or_default();
+    Ok(format!(
+        "{base}?{embed}{CODE_PARAM}={LINK_VERSION}.{}#sandbox",
+        pack(code)
+    ))
+}
+
+/// The snippet a page address carries, if any, or why it cannot be read.
+pub fn code_in_query(query: &str) -> Option<Result<String, String>> {
+    let text = crate::view_model::query_param(query, CODE_PARAM)?;
+    Some(match text.split_once('.') {
+        Some((version, body)) if version == LINK_VERSION.to_string() => unpack(body, MAX_LINK_CODE, "code link"),
+        Some((version, _)) if version.parse::<u32>().is_ok_and(|version| version > LINK_VERSION) => {
+            Err("this code link was made by a newer kafkascope".to_string())
+        }
+        _ => Err("this code link is damaged (it has no version this page reads)".to_string()),
+    })
 }
 
 /// The query parameter that carries a run.
@@ -143,13 +196,11 @@ pub fn decode(text: &str) -> Result<RunLink, String> {
         }
         Err(_) => return Err("this run link is damaged (its version is not a number)".to_string()),
     }
-    let packed = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(body.trim_end_matches('='))
-        .map_err(|_| "this run link is damaged (it is not base64url text)".to_string())?;
-    let json = miniz_oxide::inflate::decompress_to_vec_with_limit(&packed, MAX_LINK_JSON)
-        .map_err(|_| "this run link is damaged or too large to open".to_string())?;
+    // As text: `from_str` is the parser the scenarios use, so the app holds
+    // one copy of every type's JSON reader, not two.
+    let text = unpack(body, MAX_LINK_JSON, "run link")?;
     let run: RunLink =
-        serde_json::from_slice(&json).map_err(|error| format!("this run link does not describe a run: {error}"))?;
+        serde_json::from_str(&text).map_err(|error| format!("this run link does not describe a run: {error}"))?;
     if run.v != LINK_VERSION {
         return Err(format!(
             "this run link says format {} inside format {LINK_VERSION}",
@@ -271,6 +322,34 @@ mod tests {
         assert_eq!(run_in_query(&format!("?{query}")).map(decode), Some(Ok(link)));
         assert_eq!(run_in_query("?play=0&story=x"), None);
         assert_eq!(run_in_query("?running=1"), None);
+    }
+
+    #[test]
+    fn a_snippet_travels_in_a_link_and_a_bad_one_says_why() {
+        let code = "// Keys stick\nconsole.log(partitionFor('user-42', 6));\n";
+        let address = code_address("https://x.example/kafkascope/", "?embed=sandbox&play=0", code).unwrap();
+        assert!(
+            address.starts_with("https://x.example/kafkascope/?embed=sandbox&code=1."),
+            "{address}"
+        );
+        assert!(address.ends_with("#sandbox"));
+        let query = &address[address.find('?').unwrap()..address.find('#').unwrap()];
+        assert_eq!(code_in_query(query), Some(Ok(code.to_string())));
+        assert_eq!(code_in_query("?story=x"), None);
+        let too_long = "x".repeat(MAX_LINK_CODE + 1);
+        assert!(code_address("/", "", &too_long).unwrap_err().contains("at most"));
+        for (bad, says) in [
+            ("?code=2.AAAA", "newer"),
+            ("?code=1.%%%", "damaged"),
+            ("?code=abc", "damaged"),
+            ("?code=1.AAAA", "damaged"),
+        ] {
+            let error = code_in_query(bad).unwrap().unwrap_err();
+            assert!(error.contains(says), "{bad}: {error}");
+        }
+        // A bomb: inflating past the limit is refused.
+        let bomb = format!("?code=1.{}", pack(&"a".repeat(MAX_LINK_CODE * 4)));
+        assert!(code_in_query(&bomb).unwrap().unwrap_err().contains("too large"));
     }
 
     #[test]

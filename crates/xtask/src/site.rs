@@ -135,17 +135,28 @@ fn relative_name(dist: &Path, path: &Path) -> String {
         .replace('\\', "/")
 }
 
-/// What the page loads before it runs: every file but the service worker
-/// (registered once the app runs) and `pkg/` (the sandbox's worker loads it
-/// when a snippet first runs).
-fn is_first_download(name: &str) -> bool {
-    name != "sw.js" && !name.starts_with("pkg/")
+/// What the page loads before it runs: `index.html`, every file it names
+/// (the app's script, wasm, stylesheet and icon), and the snippets the
+/// app's script imports. Not the service worker (registered once the app
+/// runs), `pkg/` (the sandbox's worker loads it when a snippet first
+/// runs), nor the files for other pages (the custom elements, the format
+/// reference).
+fn first_download(dist: &Path) -> Outcome<Vec<String>> {
+    let page =
+        std::fs::read_to_string(dist.join("index.html")).map_err(|error| format!("cannot read index.html: {error}"))?;
+    Ok(files_under(dist)?
+        .iter()
+        .map(|path| relative_name(dist, path))
+        .filter(|name| !name.ends_with(".gz") && !name.ends_with(".br") && name != "sw.js")
+        .filter(|name| name == "index.html" || name.starts_with("snippets/") || page.contains(&format!("./{name}")))
+        .collect())
 }
 
 /// Prints every file's size raw, gzipped and brotli-compressed, and the
 /// first download's total: the figures BENCHMARKS.md reports.
 fn print_sizes(dist: &Path) -> Outcome {
     println!("xtask: artifact sizes (raw, gzip, brotli; * = first download):");
+    let first_files = first_download(dist)?;
     let mut first = [0usize; 3];
     for path in files_under(dist)? {
         if !is_compressible(&path) {
@@ -160,7 +171,7 @@ fn print_sizes(dist: &Path) -> Outcome {
                 .map_err(|error| format!("cannot read {}: {error}", Path::new(&file).display()))
         };
         let sizes = [read("")?, read(".gz")?, read(".br")?];
-        let mark = if is_first_download(&name) {
+        let mark = if first_files.contains(&name) {
             for (total, size) in first.iter_mut().zip(sizes) {
                 *total += size;
             }

@@ -325,3 +325,46 @@ fn run_json_prints_typed_events_then_the_summary() {
         .expect("an input");
     assert_eq!(input["event"]["kind"]["input"]["type"], "produce");
 }
+
+/// The scenario format's schema and reference are generated from the types
+/// (`kafkascope schema`), and the copies the site publishes and docs/ keeps
+/// are what it prints now: the reference cannot drift from the parser.
+/// `KAFKASCOPE_BLESS=1` rewrites them.
+#[test]
+fn the_published_scenario_format_is_generated_from_the_types() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for (format, file) in [
+        ("json", "docs/scenario.schema.json"),
+        ("markdown", "docs/scenario-format.md"),
+        ("html", "web/scenario-format.html"),
+    ] {
+        let (ok, generated, stderr) = kafkascope(&["schema", "--format", format]);
+        assert!(ok, "{stderr}");
+        let path = root.join(file);
+        if std::env::var_os("KAFKASCOPE_BLESS").is_some() {
+            std::fs::write(&path, &generated).expect("write the reference");
+        }
+        let kept = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            kept == generated,
+            "{file} is not what `kafkascope schema --format {format}` prints; rewrite it with KAFKASCOPE_BLESS=1 cargo test -p kafkascope-cli"
+        );
+    }
+    // Every kind of input and every knob is in the reference, by its tag.
+    let (_, markdown, _) = kafkascope(&["schema", "--format", "markdown"]);
+    for tag in ["produce", "killBroker", "createPartitions", "partition", "setConfig"] {
+        assert!(
+            markdown.contains(&format!("### `type`: `\"{tag}\"`")),
+            "the reference lacks input {tag}"
+        );
+    }
+    for section in [
+        "## Scenario",
+        "## ClusterConfig",
+        "## Input",
+        "## Expectation",
+        "## Story",
+    ] {
+        assert!(markdown.contains(section), "the reference lacks {section}");
+    }
+}

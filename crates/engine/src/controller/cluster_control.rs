@@ -208,6 +208,7 @@ pub struct HeartbeatReply {
 /// enum (`PREFERRED`) or as `kafka-leader-election --election-type`
 /// takes it (`preferred`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "UPPERCASE")]
 pub enum ElectionType {
     /// Move leadership back to the preferred replica.

@@ -26,6 +26,7 @@ use crate::random::Rng;
 
 /// Which null-key behaviour to reproduce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum NullKeyStrategy {
     /// KIP-794 uniform sticky partitioning (Kafka 3.3 and later, the default).
@@ -44,6 +45,7 @@ pub enum NullKeyStrategy {
 
 /// The producer settings the null-key behaviours read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct NullKeyConfig {
     /// `batch.size` (16384 by default): the sticky partitioner's switch

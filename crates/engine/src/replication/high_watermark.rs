@@ -158,6 +158,21 @@ impl Serialize for Acks {
     }
 }
 
+/// `acks` as a scenario file writes it (`"all"`, `"1"`, `"0"`, or the
+/// numbers -1, 1, 0), for the format's schema.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Acks {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Acks".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "The producer's acks: \"all\" (or -1) waits for every in-sync replica, \"1\" for the leader only, \"0\" for nothing.",
+            "enum": ["all", "1", "0", -1, 1, 0]
+        })
+    }
+}
+
 impl<'de> serde::Deserialize<'de> for Acks {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Acks, D::Error> {
         struct Visitor;

@@ -27,6 +27,7 @@ use super::Offset;
 
 /// A control batch's kind (`ControlRecordType`): how a transaction ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ControlType {
     /// `COMMIT`: the transaction's records become readable to `read_committed`.
@@ -142,6 +143,7 @@ pub fn last_stable_offset(first_unstable: Option<Offset>, high_watermark: Offset
 
 /// `isolation.level`: what a consumer may read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum IsolationLevel {
     /// `read_uncommitted` (the default): everything below the high watermark,

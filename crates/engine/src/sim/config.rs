@@ -14,6 +14,7 @@ use super::types::{NodeId, Time};
 
 /// A topic to create when the run starts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TopicConfig {
     /// The topic's name.
@@ -136,6 +137,7 @@ impl TopicConfig {
 /// A ratio between 0 and 1 (`min.cleanable.dirty.ratio`), comparable
 /// exactly so that configurations can be compared.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(transparent)]
 pub struct Ratio(pub f64);
 
@@ -181,6 +183,7 @@ fn one() -> u32 {
 
 /// A producer client.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProducerConfig {
     /// The topic it writes to.
@@ -389,6 +392,7 @@ impl ProducerConfig {
 /// Where a consumer starts when its group has no committed offset
 /// (`auto.offset.reset`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum OffsetReset {
     /// From the first record.
@@ -413,6 +417,7 @@ impl std::fmt::Display for OffsetReset {
 
 /// Which rebalance protocol a consumer speaks (`group.protocol`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum GroupProtocol {
     /// JoinGroup / SyncGroup with a client-side assignor (Kafka 4.1's
@@ -440,6 +445,7 @@ impl std::fmt::Display for GroupProtocol {
 
 /// When the application commits its offsets.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum CommitMode {
     /// `enable.auto.commit=true` (Kafka's default): positions are committed
@@ -488,6 +494,7 @@ impl std::fmt::Display for CommitMode {
 
 /// What the handler does once its retries on a failing record are spent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum AfterFailures {
     /// The exception leaves the poll loop and the app closes its consumer
@@ -516,6 +523,7 @@ impl std::fmt::Display for AfterFailures {
 /// `errors.retry.*`, `errors.tolerance` and
 /// `errors.deadletterqueue.topic.name` are the nearest).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FailurePolicy {
     /// Attempts after the first that fails.
@@ -545,6 +553,7 @@ pub const REMOTE_ASSIGNORS: [&str; 2] = ["uniform", "range"];
 
 /// A consumer client, member of a group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ConsumerConfig {
     /// `group.id`.
@@ -703,6 +712,7 @@ impl ConsumerConfig {
 
 /// The network between nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NetworkConfig {
     /// One-way latency of every message.
@@ -732,6 +742,7 @@ impl Default for NetworkConfig {
 
 /// The whole cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterConfig {
     /// Number of brokers (ids 1..=n).
@@ -1161,6 +1172,7 @@ impl ClusterConfig {
 
 /// A user action or fault, applied at a scheduled time.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Input {
     /// A producer sends `count` records (key as given; `None` = no key).
@@ -1379,6 +1391,7 @@ impl Input {
 
 /// A partition named in an input.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PartitionRef {
     /// The topic.
@@ -1393,6 +1406,7 @@ fn default_record_bytes() -> u32 {
 
 /// A knob changed mid-run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "knob", rename_all = "camelCase", deny_unknown_fields)]
 pub enum ConfigChange {
     /// A producer's `acks`.
@@ -1510,6 +1524,7 @@ pub enum ConfigChange {
 /// One client quota (`ClientQuotaManager`): the bytes a second each broker
 /// lets a client id produce before it throttles it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClientQuota {
     /// The client id it applies to; none: every client id without a
@@ -1527,6 +1542,7 @@ pub struct ClientQuota {
 
 /// Which of a client's byte rates a quota limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum QuotaType {
     /// `producer_byte_rate`: the bytes of its produce requests.
     #[serde(rename = "producer_byte_rate")]
@@ -1594,6 +1610,7 @@ impl ClusterConfig {
 
 /// A topic storage setting a run can change, with Kafka's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum StorageSetting {
     /// `retention.ms` (-1: forever).
     #[serde(rename = "retention.ms")]
@@ -1652,6 +1669,7 @@ impl TopicConfig {
 
 /// An input and when it happens.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScheduledInput {
     /// Virtual time of the input.

@@ -10,8 +10,17 @@ use super::types::{ErrorCode, NodeId, Time};
 use super::{Simulation, Summary};
 use crate::groups::assignors::TopicPartition;
 
+/// The scenario format's JSON Schema, generated from these types (and so
+/// from what the parser takes): `kafkascope schema` prints it and the
+/// format reference is written from it.
+#[cfg(feature = "schema")]
+pub fn json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Scenario)).unwrap_or_default()
+}
+
 /// A scenario as authors write it (JSON).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Scenario {
     /// A short title.
@@ -41,6 +50,7 @@ pub struct Scenario {
 /// What makes a scenario a guided story: a new story is one scenario file
 /// with this block, plus its golden trace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Story {
     /// Its id in links (`?story=acks1-loss`): lower-case letters, digits
@@ -61,6 +71,7 @@ pub struct Story {
 
 /// A chapter caption, shown on the step where an input happens.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Chapter {
     /// Which input opens it: its index in `inputs`, from 0.
@@ -71,6 +82,7 @@ pub struct Chapter {
 
 /// An outcome the author expects.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Expectation {
     /// Exactly these acknowledged records are lost (record ids, as the

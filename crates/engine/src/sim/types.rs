@@ -16,6 +16,7 @@ pub type Time = u64;
 
 /// A node of the simulated system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", content = "id", rename_all = "kebab-case")]
 pub enum NodeId {
     /// A KRaft controller.
@@ -125,6 +126,7 @@ pub const MARKER_RECORD_BASE: u64 = 1 << 61;
 
 /// Which offset a `ListOffsets` asks for (`OffsetSpec`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum OffsetSpec {
     /// The log start offset: the first record still on disk.
@@ -144,6 +146,7 @@ impl std::fmt::Display for OffsetSpec {
 
 /// Kafka error codes the simulation produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
     /// The broker is not the partition's leader.
@@ -457,6 +460,7 @@ pub struct MetadataImage {
 /// [`Message`]s share a name (a follower's, a consumer's and a metadata
 /// fetch are all `Fetch`). JSON spells it as Kafka does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum MessageName {
     #[allow(missing_docs)]
     BrokerRegistration,

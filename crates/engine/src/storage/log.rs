@@ -67,6 +67,22 @@ impl Serialize for CleanupPolicy {
     }
 }
 
+/// `cleanup.policy` as a scenario file writes it, for the format's schema.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for CleanupPolicy {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CleanupPolicy".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "The topic's cleanup.policy: delete (by retention), compact (keep each key's latest value), or both.",
+            "type": "string",
+            "pattern": "^\\s*(delete|compact)\\s*(,\\s*(delete|compact)\\s*)*$",
+            "examples": ["delete", "compact", "compact,delete"]
+        })
+    }
+}
+
 impl<'de> serde::Deserialize<'de> for CleanupPolicy {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;

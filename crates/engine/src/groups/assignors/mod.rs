@@ -98,6 +98,20 @@ impl Serialize for TopicPartition {
     }
 }
 
+/// A topic partition as a string (`orders-0`), for the format's schema.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for TopicPartition {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TopicPartition".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A topic and a partition as TOPIC-N, such as orders-0.",
+            "type": "string"
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for TopicPartition {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
@@ -115,6 +129,7 @@ impl fmt::Display for TopicPartition {
 /// One member of a group as an assignor sees it. In JSON (the CLI's and
 /// the JavaScript API's input) fields are camelCase, as in the vector files.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Member {
     /// The member id the coordinator gave it.
@@ -134,6 +149,7 @@ pub struct Member {
 
 /// Everything an assignor needs to decide.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GroupInput {
     /// Topic name to partition count, as the metadata knows them.
@@ -151,6 +167,7 @@ pub struct GroupInput {
 
 /// Options that mirror how Kafka's server-side assignor tests build a group.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ServerOptions {
     /// The map that holds the members: production uses a `HashMap`, Kafka's
@@ -165,6 +182,7 @@ pub struct ServerOptions {
 
 /// The Java map type holding a group's members on the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum MemberMap {
     /// `java.util.TreeMap`: iteration sorted by member id.
@@ -175,6 +193,7 @@ pub enum MemberMap {
 
 /// KIP-848's subscription type (`SubscriptionType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "UPPERCASE")]
 pub enum SubscriptionType {
     /// Every member subscribes to the same topics.

@@ -9,6 +9,7 @@ use super::{assign_explained, AssignError, AssignmentReport, GroupInput, Member,
 
 /// A change to the group's membership.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MembershipChange {
     /// Members that join (their `owned` is ignored: new members own nothing).
