@@ -15,21 +15,31 @@
 //
 // Attributes: `story`, `step`, `seed`, `scenario` (an address, resolved
 // against the course page), `knob` (`name:value`), `play` (`0` starts
-// paused), `height` (CSS, default 600px), `src` (where kafkascope is hosted;
-// by default the folder this script was loaded from).
-'use strict';
+// paused), `code` (a sandbox code link's `1.…`), `height` (CSS, default
+// 600px), `title`, `src` (where kafkascope is hosted; by default the folder
+// this script was loaded from).
+//
+// A course page that is itself in an iframe sandboxed without
+// allow-same-origin has an opaque origin: kafkascope cannot answer it, so
+// there the element shows its part from its attributes and reports a
+// `kafkascope:error` for commands instead of sending them.
 
 const API_VERSION = 1;
 const HERE = new URL('./', import.meta.url).href;
 // The attributes that become the embedded page's address parameters.
-const PARAMS = ['story', 'step', 'seed', 'scenario', 'knob', 'play'];
+const PARAMS = ['story', 'step', 'seed', 'scenario', 'knob', 'play', 'code'];
+// How long to say hello before giving up (the page answers once it runs).
+const HELLO_FOR_MS = 60000;
 const STYLE = `
   :host { display: block; position: relative; width: 100%; height: 600px; contain: content; }
   :host([hidden]) { display: none; }
   iframe { display: block; width: 100%; height: 100%; border: 0; margin: 0; padding: 0; }
 `;
 
-class KafkascopeSection extends HTMLElement {
+// In a server-side render (no DOM) the module defines nothing.
+const Base = typeof HTMLElement === 'undefined' ? class {} : HTMLElement;
+
+class KafkascopeSection extends Base {
   static get observedAttributes() {
     return ['src', 'height', 'title', ...PARAMS];
   }
@@ -50,6 +60,9 @@ class KafkascopeSection extends HTMLElement {
   disconnectedCallback() {
     window.removeEventListener('message', this._onMessage);
     clearInterval(this._hello);
+    // A moved element's frame loads again: it must say hello again.
+    this._ready = false;
+    this._frame = null;
   }
 
   attributeChangedCallback() {
@@ -57,16 +70,24 @@ class KafkascopeSection extends HTMLElement {
   }
 
   /** The part of kafkascope this element shows (`map`, `steps`, …). */
-  get part() {
-    return this.constructor.part;
+  get section() {
+    return this.constructor.section;
+  }
+
+  /** Whether this page can hear kafkascope (not an opaque origin). */
+  get canTalk() {
+    return self.origin !== 'null';
   }
 
   /** The embedded page's address for the current attributes. */
   get url() {
-    const site = new URL(this.getAttribute('src') || HERE, document.baseURI);
-    const url = new URL('./', site);
+    let src = this.getAttribute('src') || HERE;
+    // `src` names a folder: `…/kafkascope` is `…/kafkascope/`.
+    const last = new URL(src, document.baseURI).pathname.split('/').pop();
+    if (last && !last.includes('.')) src += '/';
+    const url = new URL('./', new URL(src, document.baseURI));
     url.search = '';
-    url.searchParams.set('embed', this.part);
+    url.searchParams.set('embed', this.section);
     for (const name of PARAMS) {
       let value = this.getAttribute(name);
       if (value === null) continue;
@@ -74,14 +95,16 @@ class KafkascopeSection extends HTMLElement {
       url.searchParams.set(name, value);
     }
     // Pin this page as the only host the embedded page listens to.
-    if (window.location.origin !== 'null') url.searchParams.set('host', window.location.origin);
+    if (this.canTalk) url.searchParams.set('host', self.origin);
     return url;
   }
 
   /** Sends a host API command (`{ type: 'play' }`); queued until ready. */
   send(command) {
     const message = { kafkascope: API_VERSION, ...command };
-    if (this._ready) {
+    if (!this.canTalk) {
+      this._fail(command.type, 'this page has an opaque origin (an iframe sandboxed without allow-same-origin), so kafkascope cannot take its commands');
+    } else if (this._ready && this._frame?.contentWindow) {
       this._frame.contentWindow.postMessage(message, this._origin);
     } else {
       this._queue.push(message);
@@ -90,14 +113,24 @@ class KafkascopeSection extends HTMLElement {
 
   play(section) { this.send(section ? { type: 'play', section } : { type: 'play' }); }
   pause(section) { this.send(section ? { type: 'pause', section } : { type: 'pause' }); }
-  goToStep(step) { this.send({ type: 'goToStep', step }); }
+  goToStep(step) { this.send({ type: 'goToStep', step: Number(step) }); }
   loadScenario(scenario, name) { this.send(name ? { type: 'loadScenario', scenario, name } : { type: 'loadScenario', scenario }); }
   setKnob(knob, value) { this.send({ type: 'setKnob', knob, value: String(value) }); }
-  killBroker(broker) { this.send({ type: 'killBroker', broker }); }
-  restartBroker(broker) { this.send({ type: 'restartBroker', broker }); }
+  killBroker(broker) { this.send({ type: 'killBroker', broker: Number(broker) }); }
+  restartBroker(broker) { this.send({ type: 'restartBroker', broker: Number(broker) }); }
+
+  _fail(command, message) {
+    this.dispatchEvent(new CustomEvent('kafkascope:error', {
+      detail: { kafkascope: API_VERSION, type: 'error', command: command ?? null, message },
+      bubbles: true,
+      composed: true,
+    }));
+  }
 
   _render() {
     const url = this.url;
+    this.style.height = this.getAttribute('height') || '';
+    if (this._frame) this._frame.title = this.getAttribute('title') || `kafkascope: ${this.section}`;
     if (this._frame && this._frame.dataset.url === url.href) return;
     clearInterval(this._hello);
     this._ready = false;
@@ -107,17 +140,25 @@ class KafkascopeSection extends HTMLElement {
     const frame = document.createElement('iframe');
     frame.src = url.href;
     frame.dataset.url = url.href;
-    frame.title = this.getAttribute('title') || `kafkascope: ${this.part}`;
+    frame.title = this.getAttribute('title') || `kafkascope: ${this.section}`;
     frame.setAttribute('sandbox', 'allow-scripts allow-same-origin allow-popups allow-popups-to-escape-sandbox allow-downloads');
     frame.setAttribute('allow', 'clipboard-write');
     frame.setAttribute('part', 'frame');
-    this.style.height = this.getAttribute('height') || '';
     this.shadowRoot.replaceChildren(style, frame);
     this._frame = frame;
+    if (!this.canTalk) return;
     // Say hello until the page answers `ready` (it listens once it has
     // loaded); then send what was queued.
     const hello = { kafkascope: API_VERSION, type: 'hello' };
-    this._hello = setInterval(() => frame.contentWindow?.postMessage(hello, this._origin), 200);
+    const since = Date.now();
+    this._hello = setInterval(() => {
+      if (Date.now() - since > HELLO_FOR_MS) {
+        clearInterval(this._hello);
+        this._fail(null, `kafkascope at ${this._origin} did not answer within ${HELLO_FOR_MS / 1000} s`);
+        return;
+      }
+      frame.contentWindow?.postMessage(hello, this._origin);
+    }, 200);
   }
 
   _receive(event) {
@@ -136,8 +177,8 @@ class KafkascopeSection extends HTMLElement {
 
 const PARTS = { 'kafkascope-map': 'map', 'kafkascope-steps': 'steps', 'kafkascope-lesson': 'lesson', 'kafkascope-sandbox': 'sandbox' };
 for (const [tag, part] of Object.entries(PARTS)) {
-  if (!customElements.get(tag)) {
-    customElements.define(tag, class extends KafkascopeSection { static part = part; });
+  if (typeof customElements !== 'undefined' && !customElements.get(tag)) {
+    customElements.define(tag, class extends KafkascopeSection { static section = part; });
   }
 }
 

@@ -7,16 +7,25 @@
 // files (relative to this file). A new build has a new version: the new worker
 // caches the new files, and once it takes over it deletes the old cache.
 //
-// - The page (a navigation): the network first, so a new build is seen at
-//   once; the cached page when the network fails.
-// - Every other file of the list: the cache first (their names carry a
-//   content hash, or they belong to this version), else the network.
+// - Files whose names carry trunk's content hash (`…-0123456789abcdef.js`,
+//   `…_bg.wasm`, `….css`): the cache first, since a name never changes
+//   content.
+// - Everything else of the site (the page, `pkg/`, the format reference,
+//   `snippets/`, whose names stay the same from build to build): the
+//   network first, so a new build is never mixed with an old one, and the
+//   cache when the network fails or answers with an error.
 // - Anything else (another origin, another method): not touched.
+//
+// The cache is named after this copy's scope, so two copies of kafkascope
+// on one origin (two paths of a GitHub Pages site) keep their own.
 'use strict';
 
 const VERSION = '__KAFKASCOPE_VERSION__';
 const FILES = __KAFKASCOPE_FILES__;
-const CACHE = 'kafkascope-' + VERSION;
+const PREFIX = 'kafkascope ' + self.registration.scope + ' ';
+const CACHE = PREFIX + VERSION;
+// trunk's content hash: a dash, sixteen hex digits, then `.` or `_bg.`.
+const HASHED = /-[0-9a-f]{16}(\.|_bg\.)[^/]*$/;
 
 self.addEventListener('install', (event) => {
   event.waitUntil(
@@ -30,30 +39,47 @@ self.addEventListener('activate', (event) => {
   event.waitUntil(
     caches.keys()
       .then((names) => Promise.all(
-        names.filter((name) => name.startsWith('kafkascope-') && name !== CACHE).map((name) => caches.delete(name)),
+        names.filter((name) => name.startsWith(PREFIX) && name !== CACHE).map((name) => caches.delete(name)),
       ))
       .then(() => self.clients.claim()),
   );
 });
 
+/** The network's answer when it is a good one, else the cached copy. */
+function networkFirst(request, fallback) {
+  return fetch(request)
+    .then((response) => {
+      if (response.ok) return response;
+      return fallback().then((cached) => cached || response);
+    })
+    .catch(() => fallback().then((cached) => cached || Response.error()));
+}
+
+/** A cached response as a plain one: a redirected response cannot answer a navigation. */
+function plain(response) {
+  if (!response || !response.redirected) return response;
+  return response.blob().then((body) => new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers }));
+}
+
 self.addEventListener('fetch', (event) => {
   const request = event.request;
-  if (request.method !== 'GET' || new URL(request.url).origin !== self.location.origin) {
+  const url = new URL(request.url);
+  if (request.method !== 'GET' || url.origin !== self.location.origin || !url.href.startsWith(self.registration.scope)) {
     return;
   }
+  const cached = (options) => caches.open(CACHE).then((cache) => cache.match(request, options));
   if (request.mode === 'navigate') {
     // The page's address carries its state (?story=…&step=…, ?run=…), so the
     // cached page is the same index.html for every query.
-    event.respondWith(
-      fetch(request).catch(() => caches.open(CACHE).then((cache) =>
-        cache.match(request, { ignoreSearch: true })
-          .then((page) => page || cache.match(new URL('index.html', self.registration.scope).href))
-          .then((page) => page || Response.error()))),
-    );
+    event.respondWith(networkFirst(request, () => caches.open(CACHE).then((cache) =>
+      cache.match(request, { ignoreSearch: true })
+        .then((page) => page || cache.match(new URL('index.html', self.registration.scope).href))
+        .then(plain))));
     return;
   }
-  event.respondWith(
-    caches.open(CACHE).then((cache) => cache.match(request, { ignoreSearch: true }))
-      .then((cached) => cached || fetch(request)),
-  );
+  if (HASHED.test(url.pathname)) {
+    event.respondWith(cached().then((hit) => hit || fetch(request)));
+    return;
+  }
+  event.respondWith(networkFirst(request, () => cached()));
 });

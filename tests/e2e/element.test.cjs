@@ -50,6 +50,8 @@ function coursePage(body) {
 }
 
 const PAGES = {
+  '/outer': '<iframe sandbox="allow-scripts" src="/opaque" title="a sandboxed course page" style="width: 900px; height: 760px"></iframe>',
+  '/opaque': '<kafkascope-map id="map" play="0"></kafkascope-map>',
   '/map': '<kafkascope-map id="map" seed="7" knob="acks:1" play="0" height="640px"></kafkascope-map>',
   '/steps': '<kafkascope-steps id="steps" story="happy-path" step="3"></kafkascope-steps>',
   '/scenario': '<kafkascope-steps id="mine" scenario="/scenarios/broker-dies.json"></kafkascope-steps>'
@@ -117,6 +119,10 @@ test('<kafkascope-map> renders the map from its attributes in its own style scop
   await page.evaluate(() => document.getElementById('map').killBroker(99));
   await waitFor('error', 'map', (m) => m.command === 'killBroker');
   await page.screenshot({ path: screenshotPath('element-map') });
+  // Moved in the page, the element's part loads again and still takes commands.
+  await page.evaluate(() => { document.body.append(document.getElementById('map')); document.getElementById('map').setKnob('acks', 'all'); });
+  await page.waitForFunction(() => window.heard.filter((m) => m.type === 'knobChanged' && m.value === 'all').length >= 2, null, { timeout: 30000 });
+  await page.waitForFunction(() => window.heard.filter((m) => m.type === 'ready').length >= 2);
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -145,6 +151,17 @@ test('a scenario attribute plays the course page\'s own file as a story; a broke
   await missing.waitFor({ timeout: 30000 });
   assert.match(await missing.innerText(), /HTTP 404/);
   await page.screenshot({ path: screenshotPath('element-scenario'), fullPage: true });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('on a course page with an opaque origin the part still shows, and a command says why it cannot be sent', async () => {
+  const { page, errors } = await open('/outer');
+  const inner = page.frameLocator('iframe[title="a sandboxed course page"]');
+  await inner.frameLocator('kafkascope-map iframe').getByTestId('cluster').waitFor({ timeout: 30000 });
+  const course = page.frames().find((frame) => frame.url().endsWith('/opaque'));
+  await course.evaluate(() => document.getElementById('map').killBroker(1));
+  await course.waitForFunction(() => window.heard.some((m) => m.type === 'error' && m.command === 'killBroker' && /opaque origin/.test(m.message)));
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -148,3 +148,46 @@ test('an embed that pins another host origin ignores this page', async () => {
   assert.equal(await app.frame.getByTestId('knob-acks').inputValue(), 'all');
   await app.page.close();
 });
+
+test('an embedded lesson or sandbox answers ready too, and says it takes no map or story commands', async () => {
+  for (const [query, ready] of [['embed=lesson', 'lesson'], ['embed=sandbox', 'sandbox']]) {
+    const app = await course(query);
+    await app.frame.getByTestId(ready).waitFor({ timeout: 30000 });
+    const answer = await hello(app);
+    assert.ok(answer, `${query} answered ready`);
+    assert.deepEqual(answer.sections, []);
+    await app.send({ type: 'killBroker', broker: 1 });
+    await app.waitFor('error', (m) => m.command === 'killBroker');
+    const [error] = await app.heard('error');
+    assert.match(error.message, /no live map/);
+    assert.deepEqual(app.errors, []);
+    await app.page.close();
+  }
+});
+
+test('the course page hears recordLost when acks=1 loses acknowledged records on the embedded map', async () => {
+  // The sequence session.rs's acks_1_loses_… test plays: acks=1, the
+  // followers in a GC pause, keyed records acknowledged by broker 1 alone,
+  // broker 1 killed; a follower without them becomes the leader.
+  const app = await course('embed=map&play=0');
+  await hello(app);
+  await app.send({ type: 'setKnob', knob: 'acks', value: '1' });
+  await app.waitFor('knobChanged', (m) => m.knob === 'acks' && m.value === '1');
+  const clickNode = (id) => app.frame.getByTestId(id).click({ position: { x: 30, y: 10 } });
+  for (let second = 0; second < 3; second++) await app.frame.getByTestId('cluster-run-1s').click();
+  for (const broker of [2, 3]) {
+    await clickNode(`node-broker-${broker}`);
+    await app.frame.getByTestId(`inspector-pause-broker-${broker}`).click();
+  }
+  await clickNode('node-producer-0');
+  await app.frame.getByTestId('inspector-produce-keyed').click();
+  await app.frame.getByTestId('cluster-run-1s').click();
+  await app.send({ type: 'killBroker', broker: 1 });
+  await app.frame.locator('[data-testid="node-broker-1"][aria-label*="dead"]').waitFor();
+  for (let step = 0; step < 3; step++) await app.frame.getByTestId('cluster-run-10s').click();
+  await app.waitFor('recordLost', (m) => m.newly > 0 && m.lost >= m.newly);
+  const [lost] = await app.heard('recordLost');
+  assert.equal(lost.lost, 10);
+  assert.deepEqual(app.errors, []);
+  await app.page.close();
+});

@@ -58,7 +58,7 @@ test('once opened, the page reloads and works offline: a story at a step, the li
   await page.waitForFunction(() => navigator.serviceWorker.controller !== null, null, { timeout: 30000 });
   const cached = await page.evaluate(async () => {
     const names = await caches.keys();
-    const cache = await caches.open(names.find((name) => name.startsWith('kafkascope-')));
+    const cache = await caches.open(names.find((name) => name.startsWith('kafkascope ')));
     return (await cache.keys()).map((request) => new URL(request.url).pathname);
   });
   assert.ok(cached.some((file) => file.endsWith('_bg.wasm')), cached.join(', '));

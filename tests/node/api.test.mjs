@@ -289,3 +289,14 @@ test('odd arguments never trap the wasm module: every refusal is an Error with a
   // Still alive.
   assert.equal(kafkascope.partitionFor('foobar', 12), 6);
 });
+
+test('the package ships the custom elements for course pages as kafkascope/element', () => {
+  const manifest = JSON.parse(readFileSync(path.join(packageDir, 'package.json'), 'utf8'));
+  assert.equal(manifest.exports['./element'], './web/kafkascope-element.js');
+  const element = readFileSync(path.join(packageDir, manifest.exports['./element']), 'utf8');
+  for (const tag of ['kafkascope-map', 'kafkascope-steps']) {
+    assert.ok(element.includes(`'${tag}'`), tag);
+  }
+  // An ES module with no imports: a course page loads it as it is.
+  assert.doesNotMatch(element, /^\s*import\s/m);
+});

@@ -39,9 +39,37 @@ pub fn markdown() -> String {
 /// The reference as a standalone HTML page for the site.
 pub fn html() -> String {
     let markdown = markdown();
+    use pulldown_cmark::{CowStr, Event, Tag, TagEnd};
     let mut body = String::new();
     let parser = pulldown_cmark::Parser::new_ext(&markdown, pulldown_cmark::Options::ENABLE_TABLES);
-    pulldown_cmark::html::push_html(&mut body, parser);
+    // Only the anchors this file writes pass as HTML, and links only to
+    // this page or the web: any other markup in a doc comment is text.
+    let mut dropped_links = Vec::new();
+    let events = parser.filter_map(|event| match event {
+        Event::Html(html) | Event::InlineHtml(html) => Some(if is_anchor(&html) {
+            Event::Html(html)
+        } else {
+            Event::Text(html)
+        }),
+        Event::Start(Tag::Link { dest_url, .. }) if !safe_link(&dest_url) => {
+            dropped_links.push(());
+            None
+        }
+        Event::Start(Tag::Link {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) => Some(Event::Start(Tag::Link {
+            link_type,
+            dest_url: CowStr::from(dest_url.to_string()),
+            title,
+            id,
+        })),
+        Event::End(TagEnd::Link) if dropped_links.pop().is_some() => None,
+        other => Some(other),
+    });
+    pulldown_cmark::html::push_html(&mut body, events);
     format!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
@@ -60,6 +88,54 @@ a { color: #0550ae; }
 h2 { border-top: 1px solid #c9d1d9; padding-top: 1rem; }
 ";
 
+/// `<a id="name"></a>`, the one piece of HTML the reference writes.
+fn is_anchor(html: &str) -> bool {
+    html.trim()
+        .strip_prefix("<a id=\"")
+        .and_then(|rest| rest.strip_suffix("\"></a>"))
+        .is_some_and(|id| !id.is_empty() && id.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-'))
+}
+
+/// A link target the page may keep: this page's anchors or the web.
+fn safe_link(target: &str) -> bool {
+    target.starts_with('#') || target.starts_with("https://") || target.starts_with("http://")
+}
+
+/// A doc comment as the reference shows it: rustdoc's links to other
+/// items (`` [`Name`] ``, `` [`Name`](path) ``) become plain code.
+fn plain_doc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("[`") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        let Some(close) = after.find("`]") else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        let code = &after[..close + 1];
+        rest = &after[close + 2..];
+        // A target in parentheses: a web link stays a link, an intra-doc
+        // path goes.
+        let target = rest
+            .strip_prefix('(')
+            .and_then(|target| Some(&target[..target.find(')')?]));
+        match target {
+            Some(target) if safe_link(target) => {
+                out.push_str(&format!("[{code}]({target})"));
+                rest = &rest[target.len() + 2..];
+            }
+            Some(target) => {
+                out.push_str(code);
+                rest = &rest[target.len() + 2..];
+            }
+            None => out.push_str(code),
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 fn anchor(name: &str) -> String {
     name.to_ascii_lowercase()
 }
@@ -72,8 +148,8 @@ fn cell(text: &str) -> String {
         .replace('|', "\\|")
 }
 
-fn description(schema: &Value) -> &str {
-    schema.get("description").and_then(Value::as_str).unwrap_or_default()
+fn description(schema: &Value) -> String {
+    plain_doc(schema.get("description").and_then(Value::as_str).unwrap_or_default())
 }
 
 fn write_definition(out: &mut String, name: &str, schema: &Value) {
@@ -137,7 +213,7 @@ fn write_variant(out: &mut String, variant: &Value, level: usize) {
                 ));
                 let text = description(variant);
                 if !text.is_empty() {
-                    out.push_str(&format!(": {}", cell(text)));
+                    out.push_str(&format!(": {}", cell(&text)));
                 }
                 out.push_str("\n\n");
                 return;
@@ -198,7 +274,7 @@ fn write_fields(out: &mut String, schema: &Value, tag: Option<&str>) {
             "| `{field}` | {} | {} | {} |\n",
             type_of(property),
             cell(&need),
-            cell(description(property))
+            cell(&description(property))
         ));
     }
     out.push('\n');
@@ -261,4 +337,33 @@ fn type_of(schema: &Value) -> String {
         })
         .collect();
     words.join(" or ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doc_links_become_code_and_markup_stays_text() {
+        assert_eq!(
+            plain_doc("See [`ProducerConfig::delivery_timeout`] and [`OutputAudit`](super::ledger::OutputAudit)."),
+            "See `ProducerConfig::delivery_timeout` and `OutputAudit`."
+        );
+        assert_eq!(
+            plain_doc("[`KIP`](https://kafka.apache.org)"),
+            "[`KIP`](https://kafka.apache.org)"
+        );
+        assert!(is_anchor("<a id=\"clusterconfig\"></a>\n"));
+        assert!(!is_anchor("<img src=x onerror=alert(1)>"));
+        assert!(!is_anchor("<a id=\"x\" onclick=\"y\"></a>"));
+        assert!(safe_link("#scenario") && safe_link("https://kafka.apache.org/"));
+        assert!(!safe_link("javascript:alert(1)") && !safe_link("super::ledger"));
+    }
+
+    #[test]
+    fn the_page_keeps_no_markup_or_links_a_doc_comment_could_carry() {
+        let page = html();
+        assert!(!page.contains("<img") && !page.contains("javascript:"));
+        assert!(!page.contains("href=\"super::") && !page.contains("href=\"crate::"));
+    }
 }

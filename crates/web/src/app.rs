@@ -12,6 +12,12 @@ use crate::view_model::{key_placement, KeyPlacement};
 /// link to the whole page), for a course page's iframe.
 #[function_component(App)]
 pub fn app() -> Html {
+    // The host page API answers `hello` whatever the page shows (an embedded
+    // lesson or sandbox too); the map and the steps add their commands.
+    use_effect_with((), |_| {
+        crate::host_api::bridge::install();
+        || ()
+    });
     let window = web_sys::window();
     let query = window
         .as_ref()

@@ -159,6 +159,8 @@ pub fn cluster_panel() -> Html {
             let query = page_query();
             // `?seed=N` starts the map with that seed (a run link carries its own).
             let seed = match crate::view_model::seed_in_query(&query) {
+                // A run link carries its own seed.
+                _ if crate::share::run_in_query(&query).is_some() => DEFAULT_SEED,
                 None => DEFAULT_SEED,
                 Some(Ok(seed)) => seed,
                 Some(Err(problem)) => {

@@ -178,6 +178,10 @@ pub mod bridge {
         origin: Option<String>,
         pinned: bool,
         handlers: Vec<(Section, Handler)>,
+        /// Sections still loading (a `?scenario=` file): until none is,
+        /// commands wait in `waiting` and `ready` is not said.
+        holds: u32,
+        waiting: Vec<HostCommand>,
     }
 
     thread_local! {
@@ -217,7 +221,40 @@ pub mod bridge {
         })
     }
 
+    /// A section is loading what the address asks for: the host hears
+    /// `ready`, and its commands run, only once it is done ([`release`]).
+    pub fn hold() {
+        STATE.with(|state| state.borrow_mut().holds += 1);
+    }
+
+    /// The section has loaded (or failed to): commands that waited run now,
+    /// in order.
+    pub fn release() {
+        let waiting = STATE.with(|state| {
+            let mut state = state.borrow_mut();
+            state.holds = state.holds.saturating_sub(1);
+            if state.holds == 0 {
+                std::mem::take(&mut state.waiting)
+            } else {
+                Vec::new()
+            }
+        });
+        for command in waiting {
+            handle(&command);
+        }
+    }
+
     fn handle(command: &HostCommand) {
+        let held = STATE.with(|state| {
+            let mut state = state.borrow_mut();
+            if state.holds > 0 {
+                state.waiting.push(command.clone());
+            }
+            state.holds > 0
+        });
+        if held {
+            return;
+        }
         if matches!(command, HostCommand::Hello) {
             emit(&HostEvent::Ready { sections: sections() });
             return;
@@ -313,7 +350,7 @@ pub mod bridge {
         // drawn with this one has registered.
         let pinned = STATE.with(|state| state.borrow().pinned);
         if pinned {
-            gloo_timers::callback::Timeout::new(0, || emit(&HostEvent::Ready { sections: sections() })).forget();
+            gloo_timers::callback::Timeout::new(0, || handle(&HostCommand::Hello)).forget();
         }
     }
 }
@@ -435,6 +472,10 @@ mod tests {
         let mut sent = Vec::new();
         for piece in element.split("type: '").skip(1) {
             let name = &piece[..piece.find('\'').expect("a closing quote")];
+            if name == "error" {
+                // The element's own error event, for commands it cannot send.
+                continue;
+            }
             let message = example_message(name);
             let command = parse_command(&message)
                 .expect("for us")

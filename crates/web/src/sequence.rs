@@ -200,13 +200,29 @@ async fn fetch_text(url: &str) -> Result<String, String> {
             "{url} could not be fetched (the network failed, or its site does not send Access-Control-Allow-Origin)"
         )
     };
-    let response: web_sys::Response = JsFuture::from(window.fetch_with_str(url))
+    // No cookies or credentials go with it, even to kafkascope's own site.
+    let init = web_sys::RequestInit::new();
+    init.set_credentials(web_sys::RequestCredentials::Omit);
+    init.set_mode(web_sys::RequestMode::Cors);
+    let response: web_sys::Response = JsFuture::from(window.fetch_with_str_and_init(url, &init))
         .await
         .map_err(|_| refused())?
         .dyn_into()
         .map_err(|_| refused())?;
     if !response.ok() {
         return Err(format!("{url} answered HTTP {}", response.status()));
+    }
+    let declared = response
+        .headers()
+        .get("content-length")
+        .ok()
+        .flatten()
+        .and_then(|length| length.parse::<usize>().ok());
+    if let Some(length) = declared.filter(|length| *length > crate::sequence_model::MAX_SCENARIO_FILE_BYTES) {
+        return Err(format!(
+            "{url} is {length} bytes; kafkascope opens scenario files of at most {}",
+            crate::sequence_model::MAX_SCENARIO_FILE_BYTES
+        ));
     }
     let text = JsFuture::from(response.text().map_err(|_| refused())?)
         .await
@@ -463,9 +479,12 @@ pub fn sequence_steps() -> Html {
     // `?scenario=URL`: a course page's own scenario, fetched once and played
     // as a story (at `&step=N` if given); one that cannot be fetched or is
     // not valid says why, over the story the address would otherwise open.
+    // Until it has loaded, a host page's commands wait and it hears no
+    // `ready` (so a `goToStep` is for this story, not the one before).
     let scenario_loading = use_state(|| false);
     {
         let dispatch = dispatch.clone();
+        let cursor = cursor.clone();
         let problem = scenario_problem.clone();
         let loading = scenario_loading.clone();
         use_effect_with((), move |_| {
@@ -474,25 +493,35 @@ pub fn sequence_steps() -> Html {
                 let decoded = js_sys::decode_uri_component(raw)
                     .ok()
                     .and_then(|text| text.as_string())
-                    .unwrap_or_default();
+                    .filter(|text| !text.trim().is_empty())
+                    .ok_or_else(|| "the link names no scenario address".to_string());
                 let page = web_sys::window()
                     .and_then(|window| window.location().href().ok())
                     .unwrap_or_default();
-                let resolved = web_sys::Url::new_with_base(&decoded, &page).map(|url| url.href());
-                match resolved
-                    .map_err(|_| format!("{decoded} is not a web address"))
+                match decoded
+                    .and_then(|decoded| {
+                        web_sys::Url::new_with_base(&decoded, &page)
+                            .map(|url| url.href())
+                            .map_err(|_| format!("{decoded} is not a web address"))
+                    })
                     .and_then(|url| crate::sequence_model::scenario_url_name(&url).map(|name| (url, name)))
                 {
                     Err(error) => problem.set(Some(format!("The scenario in this link could not open: {error}."))),
                     Ok((url, name)) => {
                         let step = parse_link(&query).1.map_or(0, |step| step.saturating_sub(1));
+                        let shown_before = cursor.borrow().as_ref().map(|cursor| cursor.story().id.clone());
                         loading.set(true);
+                        crate::host_api::bridge::hold();
                         wasm_bindgen_futures::spawn_local(async move {
                             let result = fetch_text(&url)
                                 .await
                                 .and_then(|text| crate::sequence_model::custom_story(&name, &text));
                             loading.set(false);
+                            // A story the learner picked meanwhile stays.
+                            let moved =
+                                cursor.borrow().as_ref().map(|cursor| cursor.story().id.clone()) != shown_before;
                             match result {
+                                Ok(_) if moved => {}
                                 Ok(chosen) => {
                                     problem.set(None);
                                     dispatch(CursorAction::Open {
@@ -505,6 +534,7 @@ pub fn sequence_steps() -> Html {
                                     problem.set(Some(format!("The scenario in this link could not open: {error}.")))
                                 }
                             }
+                            crate::host_api::bridge::release();
                         });
                     }
                 }

@@ -1860,7 +1860,8 @@ pub fn merged_link(current_query: &str, story: &StoryDef, step: usize, forks: &[
         .filter(|pair| !pair.is_empty())
         .filter(|pair| {
             let key = pair.split('=').next().unwrap_or_default();
-            key != "story" && key != "step" && key != "fork"
+            // A shipped story's link no longer opens the fetched scenario.
+            key != "story" && key != "step" && key != "fork" && key != SCENARIO_PARAM
         })
         .map(str::to_string)
         .collect();
@@ -1997,6 +1998,13 @@ mod tests {
         );
         assert!(link_problem("?story=happy-path&step=99", 40).is_some_and(|text| text.contains("steps 1 to 40")));
         assert!(link_problem("?step=x", 40).is_some_and(|text| text.contains("\"x\" is not a step number")));
+    }
+
+    #[test]
+    fn a_shipped_storys_link_drops_the_fetched_scenario() {
+        let happy = story("happy-path").unwrap();
+        let link = merged_link("?embed=steps&scenario=https%3A%2F%2Fx%2Fa.json&step=4", happy, 1, &[]);
+        assert_eq!(link, "?embed=steps&story=happy-path&step=2#steps");
     }
 
     #[test]

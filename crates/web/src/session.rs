@@ -333,12 +333,12 @@ impl Session {
     /// A session on `config` (falls back to the default cluster if the
     /// config cannot start).
     pub fn new(config: ClusterConfig, seed: u64) -> Session {
-        let (config, simulation) = match Simulation::new(config.clone(), seed) {
-            Ok(simulation) => (config, simulation),
+        let (config, simulation, seed) = match Simulation::new(config.clone(), seed) {
+            Ok(simulation) => (config, simulation, seed),
             Err(_) => {
                 let simulation = Simulation::new(default_config(), DEFAULT_SEED)
                     .unwrap_or_else(|_| unreachable!("the default cluster is valid"));
-                (default_config(), simulation)
+                (default_config(), simulation, DEFAULT_SEED)
             }
         };
         Session {
@@ -1150,6 +1150,24 @@ mod tests {
             (before as usize + 1) * groups.len(),
             "every group owns every partition"
         );
+    }
+
+    #[test]
+    fn acks_1_loses_acknowledged_records_when_the_leader_dies_before_its_followers_fetch() {
+        // The sequence the host page test plays on the map (recordLost).
+        let mut session = session();
+        session.apply(Action::Knob(Knob::Acks, "1".into()));
+        session.apply(Action::Run(3_000));
+        session.apply(Action::Pause(2));
+        session.apply(Action::Pause(3));
+        session.apply(Action::ProduceKeyed);
+        session.apply(Action::Run(1_000));
+        session.apply(Action::Kill(1));
+        for _ in 0..3 {
+            session.apply(Action::Run(10_000));
+        }
+        let summary = session.simulation().summary();
+        assert_eq!(summary.lost, 10, "{summary:?}");
     }
 
     #[test]

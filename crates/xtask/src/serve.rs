@@ -89,26 +89,46 @@ fn site_router(root: PathBuf, base: String) -> Router {
 /// refuses everything else, and adds the CORS, cache and `Vary` headers.
 async fn under_base(base: &str, mut request: Request<Body>, next: Next) -> Response {
     let path = request.uri().path().to_string();
-    if format!("{path}/") == base {
-        return (StatusCode::MOVED_PERMANENTLY, [(header::LOCATION, base.to_string())]).into_response();
-    }
-    let Some(relative) = path.strip_prefix(base) else {
-        return (StatusCode::NOT_FOUND, "not under the site's base path").into_response();
-    };
     let query = request
         .uri()
         .query()
         .map(|query| format!("?{query}"))
         .unwrap_or_default();
+    if format!("{path}/") == base {
+        // The page's state is in its query: keep it.
+        return (
+            StatusCode::MOVED_PERMANENTLY,
+            [(header::LOCATION, format!("{base}{query}"))],
+        )
+            .into_response();
+    }
+    let Some(relative) = path.strip_prefix(base) else {
+        return (StatusCode::NOT_FOUND, "not under the site's base path").into_response();
+    };
     let Ok(uri) = format!("/{relative}{query}").parse() else {
         return (StatusCode::BAD_REQUEST, "not a path").into_response();
     };
     *request.uri_mut() = uri;
     let mut response = next.run(request).await;
+    let status = response.status();
     let headers = response.headers_mut();
+    // ServeDir redirects a folder to its slash form from the path it saw,
+    // which no longer has the base.
+    if status.is_redirection() {
+        let moved = headers
+            .get(header::LOCATION)
+            .and_then(|location| location.to_str().ok())
+            .filter(|location| location.starts_with('/') && !location.starts_with(base))
+            .and_then(|location| HeaderValue::from_str(&format!("{}{location}", base.trim_end_matches('/'))).ok());
+        if let Some(location) = moved {
+            headers.insert(header::LOCATION, location);
+        }
+    }
     headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
     headers.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
-    let cache = if has_content_hash(&path) {
+    // Only a file found may be kept for a year: a missing one may appear.
+    let found = status.is_success() || status == StatusCode::NOT_MODIFIED;
+    let cache = if found && has_content_hash(&path) {
         "public, max-age=31536000, immutable"
     } else {
         "no-cache"
@@ -144,6 +164,8 @@ mod tests {
         let root = std::env::temp_dir().join(format!("kafkascope-serve-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&root).unwrap();
         std::fs::write(root.join("index.html"), "<!doctype html>").unwrap();
+        std::fs::create_dir_all(root.join("pkg")).unwrap();
+        std::fs::write(root.join("pkg/index.html"), "<!doctype html>").unwrap();
         std::fs::write(root.join("app-0123456789abcdef_bg.wasm"), b"\0asm raw").unwrap();
         std::fs::write(root.join("app-0123456789abcdef_bg.wasm.gz"), b"gzipped").unwrap();
         std::fs::write(root.join("app-0123456789abcdef_bg.wasm.br"), b"brotli").unwrap();
@@ -202,9 +224,19 @@ mod tests {
     fn serves_only_under_the_base_and_never_above_the_folder() {
         let (address, root) = serve_test_site("base");
         assert!(get(address, "/elsewhere/x", "").0.starts_with("http/1.1 404"));
-        let (head, _) = get(address, "/kafkascope", "");
+        let (head, _) = get(address, "/kafkascope?story=happy-path&step=3", "");
         assert!(head.starts_with("http/1.1 301"), "{head}");
-        assert!(head.contains("\r\nlocation: /kafkascope/"), "{head}");
+        assert!(
+            head.contains("\r\nlocation: /kafkascope/?story=happy-path&step=3\r\n"),
+            "{head}"
+        );
+        // A folder without its slash is sent to its slash form under the base.
+        let (head, _) = get(address, "/kafkascope/pkg", "");
+        assert!(head.contains("\r\nlocation: /kafkascope/pkg/"), "{head}");
+        // A missing hashed name is not cached for a year.
+        let (head, _) = get(address, "/kafkascope/app-fedcba9876543210.js", "");
+        assert!(head.starts_with("http/1.1 404"), "{head}");
+        assert!(head.contains("\r\ncache-control: no-cache"), "{head}");
         for climb in ["/kafkascope/../Cargo.toml", "/kafkascope/%2e%2e/Cargo.toml"] {
             let (head, _) = get(address, climb, "");
             assert!(!head.starts_with("http/1.1 200"), "{climb}: {head}");
