@@ -66,7 +66,13 @@ class KafkascopeSection extends Base {
   }
 
   attributeChangedCallback() {
-    if (this.isConnected) this._render();
+    // Several attributes set in a row reload the part once.
+    if (!this.isConnected || this._renderQueued) return;
+    this._renderQueued = true;
+    queueMicrotask(() => {
+      this._renderQueued = false;
+      if (this.isConnected) this._render();
+    });
   }
 
   /** The part of kafkascope this element shows (`map`, `steps`, …). */

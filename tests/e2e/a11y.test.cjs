@@ -73,3 +73,19 @@ test('the first Tab stops are links to every section, each moving focus there; o
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('axe finds no serious or critical violation on the scenario format reference, at desktop and phone width, nor in the shared-code field', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await page.getByTestId('sandbox').getByTestId('copy-code-link').click();
+  await page.getByTestId('sandbox').getByTestId('code-share').waitFor();
+  assert.deepEqual(await seriousViolations(page), []);
+  for (const [width, height] of [[1280, 900], [390, 844]]) {
+    await page.setViewportSize({ width, height });
+    await page.goto(new URL('scenario-format.html', page.url()).href);
+    await page.locator('h1').waitFor();
+    assert.deepEqual(await seriousViolations(page), [], `at ${width} px`);
+  }
+  await page.screenshot({ path: screenshotPath('scenario-format-phone') });
+  assert.deepEqual(problems, []);
+  await page.close();
+});

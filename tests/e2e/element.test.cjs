@@ -150,6 +150,13 @@ test('a scenario attribute plays the course page\'s own file as a story; a broke
   const missing = page.frameLocator('#missing iframe').getByTestId('scenario-problem');
   await missing.waitFor({ timeout: 30000 });
   assert.match(await missing.innerText(), /HTTP 404/);
+  // The course page hears it too: an error without a command, after ready.
+  for (const id of ['broken', 'missing']) {
+    await page.waitForFunction((id) => window.heard.some((m) => m.id === id && m.type === 'error' && m.command === null), id);
+    const order = await page.evaluate((id) => window.heard.filter((m) => m.id === id).map((m) => m.type), id);
+    assert.ok(order.indexOf('ready') < order.indexOf('error'), order.join(' '));
+    assert.ok(!order.includes('stepChanged') || order.indexOf('stepChanged') > order.indexOf('ready'), `nothing before ready: ${order.join(' ')}`);
+  }
   await page.screenshot({ path: screenshotPath('element-scenario'), fullPage: true });
   assert.deepEqual(errors, []);
   await page.close();

@@ -150,3 +150,17 @@ test('the scenario format reference and its JSON Schema are published with the s
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('an address with a #section opens there: a story step, a seed, a code link', async () => {
+  const inView = (page, id) => page.waitForFunction((id) => {
+    const box = document.getElementById(id)?.getBoundingClientRect();
+    return box && box.top < innerHeight && box.bottom > 0;
+  }, id, { timeout: 10000 });
+  for (const [query, id] of [['?story=happy-path&step=28#steps', 'steps'], ['?play=0&seed=42#map', 'map'], ['?code=1.AAAA#sandbox', 'sandbox']]) {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const { APP_URL } = require('./browser.cjs');
+    await page.goto(APP_URL + query);
+    await inView(page, id);
+    await page.close();
+  }
+});

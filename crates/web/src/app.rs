@@ -16,6 +16,22 @@ pub fn app() -> Html {
     // lesson or sandbox too); the map and the steps add their commands.
     use_effect_with((), |_| {
         crate::host_api::bridge::install();
+        // The browser jumps to an address's #section before the app has
+        // drawn it: once every section is drawn, go there.
+        gloo_timers::callback::Timeout::new(0, || {
+            let Some(document) = web_sys::window().and_then(|window| window.document()) else {
+                return;
+            };
+            let hash = document
+                .location()
+                .and_then(|location| location.hash().ok())
+                .unwrap_or_default();
+            let id = hash.trim_start_matches('#');
+            if let Some(target) = (!id.is_empty()).then(|| document.get_element_by_id(id)).flatten() {
+                target.scroll_into_view();
+            }
+        })
+        .forget();
         || ()
     });
     let window = web_sys::window();

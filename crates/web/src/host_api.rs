@@ -197,7 +197,12 @@ pub mod bridge {
 
     /// Posts an event to the host, if the page is embedded and knows it.
     pub fn emit(event: &HostEvent) {
-        let Some(origin) = STATE.with(|state| state.borrow().origin.clone()) else {
+        // While a section loads what the address asks for, what the page
+        // shows is not yet what the host asked for: it hears nothing.
+        let Some(origin) = STATE.with(|state| {
+            let state = state.borrow();
+            (state.holds == 0).then(|| state.origin.clone()).flatten()
+        }) else {
             return;
         };
         let Some(parent) = parent() else { return };

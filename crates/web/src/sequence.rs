@@ -243,6 +243,15 @@ async fn fetch_text(url: &str) -> Result<String, String> {
 #[function_component(SequenceSteps)]
 pub fn sequence_steps() -> Html {
     let cursor: Rc<RefCell<Option<StoryCursor>>> = use_mut_ref(|| StoryCursor::from_link(&page_query()).ok());
+    // A `?scenario=` address: the host page hears nothing, and its commands
+    // wait, from the first render until the file has loaded or failed.
+    use_mut_ref(|| {
+        let held = crate::view_model::query_param(&page_query(), crate::sequence_model::SCENARIO_PARAM).is_some();
+        if held {
+            crate::host_api::bridge::hold();
+        }
+        held
+    });
     let redraw = use_force_update();
     let playing = use_state(|| false);
     // Real milliseconds per step while the story plays.
@@ -288,7 +297,7 @@ pub fn sequence_steps() -> Html {
                         dispatch(CursorAction::Open {
                             story: chosen,
                             step: 0,
-                            filter: Filter::default(),
+                            filter: Filter::opening(chosen, false),
                         });
                     }
                     other => return Err(format!("the sequence steps do not take {}", other.name())),
@@ -360,7 +369,7 @@ pub fn sequence_steps() -> Html {
                 dispatch(CursorAction::Open {
                     story: chosen,
                     step: step.map_or(0, |step| step.saturating_sub(1)),
-                    filter: Filter::default(),
+                    filter: Filter::opening(chosen, step.is_some()),
                 });
             });
             let window = web_sys::window();
@@ -468,7 +477,7 @@ pub fn sequence_steps() -> Html {
                         dispatch(CursorAction::Open {
                             story: chosen,
                             step: 0,
-                            filter: Filter::default(),
+                            filter: Filter::opening(chosen, false),
                         });
                     }
                     Err(error) => problem.set(Some(error)),
@@ -506,12 +515,19 @@ pub fn sequence_steps() -> Html {
                     })
                     .and_then(|url| crate::sequence_model::scenario_url_name(&url).map(|name| (url, name)))
                 {
-                    Err(error) => problem.set(Some(format!("The scenario in this link could not open: {error}."))),
+                    Err(error) => {
+                        problem.set(Some(format!("The scenario in this link could not open: {error}.")));
+                        crate::host_api::bridge::release();
+                        crate::host_api::bridge::emit(&crate::host_api::HostEvent::Error {
+                            command: None,
+                            message: format!("the scenario in the address could not open: {error}"),
+                        });
+                    }
                     Ok((url, name)) => {
-                        let step = parse_link(&query).1.map_or(0, |step| step.saturating_sub(1));
+                        let linked_step = parse_link(&query).1;
+                        let step = linked_step.map_or(0, |step| step.saturating_sub(1));
                         let shown_before = cursor.borrow().as_ref().map(|cursor| cursor.story().id.clone());
                         loading.set(true);
-                        crate::host_api::bridge::hold();
                         wasm_bindgen_futures::spawn_local(async move {
                             let result = fetch_text(&url)
                                 .await
@@ -520,14 +536,14 @@ pub fn sequence_steps() -> Html {
                             // A story the learner picked meanwhile stays.
                             let moved =
                                 cursor.borrow().as_ref().map(|cursor| cursor.story().id.clone()) != shown_before;
-                            match result {
+                            match &result {
                                 Ok(_) if moved => {}
                                 Ok(chosen) => {
                                     problem.set(None);
                                     dispatch(CursorAction::Open {
                                         story: chosen,
                                         step,
-                                        filter: Filter::default(),
+                                        filter: Filter::opening(chosen, linked_step.is_some()),
                                     });
                                 }
                                 Err(error) => {
@@ -535,6 +551,13 @@ pub fn sequence_steps() -> Html {
                                 }
                             }
                             crate::host_api::bridge::release();
+                            // The host hears why, after `ready`.
+                            if let Err(error) = result {
+                                crate::host_api::bridge::emit(&crate::host_api::HostEvent::Error {
+                                    command: None,
+                                    message: format!("the scenario in the address could not open: {error}"),
+                                });
+                            }
                         });
                     }
                 }
@@ -576,10 +599,7 @@ pub fn sequence_steps() -> Html {
                 dispatch(CursorAction::Open {
                     story: chosen,
                     step: 0,
-                    filter: Filter {
-                        partition: chosen.focus().map(str::to_string),
-                        ..Filter::default()
-                    },
+                    filter: Filter::opening(chosen, false),
                 });
             }
         })
@@ -650,7 +670,11 @@ pub fn sequence_steps() -> Html {
     );
     let forks = story_run.forks.clone();
     let brokers = story_run.scenario.config.brokers;
-    let description = story_run.scenario.description.clone();
+    // A scenario without a description says what its story teaches.
+    let description = match story_run.scenario.description.trim() {
+        "" => story_def.story().learn.clone(),
+        text => text.to_string(),
+    };
     let title = story_run.scenario.name.clone();
     let mermaid_source = {
         let shown: Vec<Step> = rows.iter().map(|(_, step)| step.clone()).collect();
@@ -688,7 +712,7 @@ pub fn sequence_steps() -> Html {
                     Some(problem) => html! { <p class="error" role="alert" data-testid="scenario-problem">{ problem }</p> },
                     None => html! {},
                 } }
-                <p class="hint"><strong>{ title }</strong>{ ": " }{ description }</p>
+                <p class="hint"><strong>{ title }</strong>{ if description.is_empty() { String::new() } else { format!(": {description}") } }</p>
             </div>
             <div class="controls" role="toolbar" aria-label="step controls">
                 <button type="button" data-testid="step-first" onclick={first}>{ "« First" }</button>

@@ -246,6 +246,15 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// The filter a story opens with: its focus partition, unless a link
+    /// named a step (then none, so that step is in view).
+    pub fn opening(story: &StoryDef, linked_step: bool) -> Filter {
+        Filter {
+            partition: (!linked_step).then(|| story.focus().map(str::to_string)).flatten(),
+            ..Filter::default()
+        }
+    }
+
     /// Whether the filter keeps `step`. A step without partitions (an
     /// input, a rebalance, a fencing) passes the partition filter.
     pub fn keeps(&self, step: &Step) -> bool {
@@ -2411,6 +2420,17 @@ mod tests {
         assert_eq!(opened.file, "mine.json");
         let run = StoryRun::start(opened).expect("plays");
         assert!(!run.steps.is_empty());
+        // It opens on its focus partition as a shipped story does, and
+        // unfiltered at a linked step.
+        let focused = files::SCENARIO_FILES
+            .iter()
+            .find(|(file, _)| *file == "acks1-leader-crash-loses-records.json")
+            .map(|(_, text)| *text)
+            .expect("a story with a focus");
+        let focused = custom_story("focused.json", focused).expect("opens");
+        assert_eq!(focused.focus(), Some("orders-0"));
+        assert_eq!(Filter::opening(focused, false).partition.as_deref(), Some("orders-0"));
+        assert_eq!(Filter::opening(focused, true), Filter::default());
         // Without a story block it gets a plain one.
         let mut bare: serde_json::Value = serde_json::from_str(shipped).expect("json");
         bare.as_object_mut().expect("object").remove("story");

@@ -92,13 +92,7 @@ impl StoryCursor {
         }
         let problem = link_problem(query, run.steps.len()).or(fork_problem);
         // A link to a step opens unfiltered, so the step is in view.
-        let filter = Filter {
-            partition: linked_step
-                .is_none()
-                .then(|| story.focus().map(str::to_string))
-                .flatten(),
-            ..Filter::default()
-        };
+        let filter = Filter::opening(story, linked_step.is_some());
         let mut cursor = StoryCursor {
             run,
             forks,
