@@ -81,8 +81,10 @@ pub fn api_reference() -> Vec<ReferenceEntry> {
         .unwrap_or_default()
 }
 
-/// The time limit when the learner has not chosen one.
-pub const DEFAULT_TIMEOUT_MS: u32 = 2_000;
+/// The time limit when the learner has not chosen one: enough for the
+/// longest example (a few minutes of a cluster) on a slow laptop, short
+/// enough that an endless loop is stopped while the learner still waits.
+pub const DEFAULT_TIMEOUT_MS: u32 = 5_000;
 
 /// Reads the time-limit box: whole milliseconds from 100 to 60 000.
 pub fn parse_timeout(text: &str) -> Result<u32, String> {
