@@ -271,11 +271,19 @@ test('knob fields take typing while the map plays, and a value that is not a num
 
 test('the speed menu says when this device cannot keep up with the speed asked for', async () => {
   const { page, problems } = await openApp(browser, { query: '?preset=bench' });
-  // A device six times slower cannot play the bench cluster at 100×.
+  // A device some times slower cannot play the bench cluster at 100×. How
+  // much slower depends on the machine the test runs on, so the throttle
+  // grows until the page says it cannot keep up.
   await live(page).getByTestId('cluster-speed').selectOption('100000');
   const cdp = await page.context().newCDPSession(page);
-  await cdp.send('Emulation.setCPUThrottlingRate', { rate: 6 });
-  await page.waitForFunction(() => document.querySelector('[data-testid="speed-reached"]'), null, { timeout: 20000 });
+  let shown = false;
+  for (const rate of [6, 12, 24, 48]) {
+    await cdp.send('Emulation.setCPUThrottlingRate', { rate });
+    shown = await page.waitForFunction(() => document.querySelector('[data-testid="speed-reached"]'), null, { timeout: 15000 })
+      .then(() => true, () => false);
+    if (shown) break;
+  }
+  assert.ok(shown, 'the page never said it could not keep up, even 48 times slower');
   const [reached, note] = await page.evaluate(() => {
     const section = document.querySelector('[data-testid="cluster"]');
     return [Number(section.dataset.speedReached), section.querySelector('[data-testid="speed-reached"]')?.textContent];

@@ -102,7 +102,9 @@ fn tick(session: &mut Session, clock: &mut Clock, speed: u64, rate: u32) {
     // Play, pause, a new speed and actions start the measure over.
     let finished = now_ms();
     clock.progress.push_back((finished, session.simulation().now()));
-    while clock.progress.front().is_some_and(|&(at, _)| finished - at > 2_000.0) {
+    // The last two seconds, but never fewer than two samples: on a device
+    // so slow that one tick takes longer, the speed reached is still measured.
+    while clock.progress.len() > 2 && clock.progress.front().is_some_and(|&(at, _)| finished - at > 2_000.0) {
         clock.progress.pop_front();
     }
     clock.simulation_costs.push_back(finished - started);
