@@ -10,8 +10,9 @@
 // - Files whose names carry trunk's content hash (`…-0123456789abcdef.js`,
 //   `…_bg.wasm`, `….css`): the cache first, since a name never changes
 //   content.
-// - Everything else of the site (the page, `pkg/`, the format reference,
-//   `snippets/`, whose names stay the same from build to build): the
+// - Everything else of the site (the page, `pkg/`, the simulator's `sim/`,
+//   the format reference, `snippets/`, whose names stay the same from build
+//   to build): the
 //   network first, so a new build is never mixed with an old one, and the
 //   cache when the network fails or answers with an error.
 // - Anything else (another origin, another method): not touched.

@@ -33,7 +33,7 @@ async function launch() {
  * Opens the app in a new page and collects its problems: console errors,
  * uncaught exceptions, failed requests and HTTP errors.
  */
-async function openApp(browser, { width = 1280, height = 900, query = '', ready = 'partition' } = {}) {
+async function openApp(browser, { width = 1280, height = 900, query = '', ready = 'partition', simulator = true } = {}) {
   const page = await browser.newPage({ viewport: { width, height } });
   const problems = [];
   page.on('console', (message) => {
@@ -51,7 +51,29 @@ async function openApp(browser, { width = 1280, height = 900, query = '', ready 
   // The wasm app has started once the first card is on the page (or, for
   // an embedded part, whatever `ready` names).
   await page.getByTestId(ready).waitFor({ timeout: 30000 });
+  if (simulator) await withSimulator(page);
   return { page, problems };
+}
+
+/**
+ * Makes sure the simulator's module has drawn the map and the steps. It
+ * loads when they come near the screen (or at once when the address needs
+ * them): as a learner would, this scrolls to the map, waits, and scrolls
+ * back to the top. A page without the simulator's parts is left alone.
+ */
+async function withSimulator(page) {
+  const state = await page.evaluate(() => document.documentElement.dataset.simulator);
+  if (state === undefined) return;
+  if (state === 'waiting') {
+    await page.evaluate(() => document.querySelector('[data-sim-stand-in]')?.scrollIntoView());
+    await page.waitForFunction(() => document.documentElement.dataset.simulator !== 'waiting', null, { timeout: 10000 });
+    await page.evaluate(() => window.scrollTo(0, 0));
+  }
+  await page.waitForFunction(() => document.documentElement.dataset.simulator !== 'loading'
+    && !document.querySelector('[data-sim-stand-in]'), null, { timeout: 30000 })
+    .catch(() => {});
+  const failed = await page.evaluate(() => document.documentElement.dataset.simulator);
+  if (failed !== 'ready') throw new Error(`the simulator did not load (${failed})`);
 }
 
 // Starts `server` on 127.0.0.1 at a free port and resolves with its base URL.
@@ -64,4 +86,4 @@ function screenshotPath(name) {
   return path.join(ARTIFACTS, `${name}.png`);
 }
 
-module.exports = { launch, openApp, screenshotPath, listenLocal, APP_URL };
+module.exports = { launch, openApp, withSimulator, screenshotPath, listenLocal, APP_URL };

@@ -6,7 +6,7 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { launch, openApp, screenshotPath } = require('./browser.cjs');
+const { launch, openApp, withSimulator, screenshotPath } = require('./browser.cjs');
 
 // The live cluster section (the sequence steps section draws a map too).
 const live = (page) => page.getByTestId('cluster');
@@ -337,6 +337,7 @@ test('messages move along the edges while playing slowly, and not with reduced m
   await page.emulateMedia({ reducedMotion: 'reduce' });
   await page.reload({ waitUntil: 'networkidle' });
   await page.getByTestId('partition').waitFor();
+  await withSimulator(page);
   await live(page).getByTestId('cluster-speed').selectOption('10');
   await live(page).getByTestId('cluster-play').click();
   await page.waitForTimeout(1500);

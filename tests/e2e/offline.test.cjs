@@ -7,7 +7,7 @@
 const http = require('node:http');
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { launch, APP_URL, screenshotPath } = require('./browser.cjs');
+const { launch, APP_URL, withSimulator, screenshotPath } = require('./browser.cjs');
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -63,10 +63,14 @@ test('once opened, the page reloads and works offline: a story at a step, the li
   });
   assert.ok(cached.some((file) => file.endsWith('_bg.wasm')), cached.join(', '));
   assert.ok(cached.some((file) => file.endsWith('pkg/kafkascope_js_bg.wasm')), cached.join(', '));
+  // The simulator's module too, though this visit never scrolled to the map.
+  assert.ok(cached.some((file) => file.endsWith('sim/kafkascope-sim_bg.wasm')), cached.join(', '));
 
   await context.setOffline(true);
   await page.reload();
   await page.getByTestId('partition').waitFor({ timeout: 30000 });
+  // The map loads its module from the cache when the learner scrolls to it.
+  await withSimulator(page);
   const live = page.getByTestId('cluster');
   const before = await live.getByTestId('cluster-time').innerText();
   await live.getByTestId('cluster-run-1s').click();

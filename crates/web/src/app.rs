@@ -6,16 +6,29 @@
 use web_sys::HtmlInputElement;
 use yew::prelude::*;
 
+use crate::sim_slot::{SimPart, SimSlot};
 use crate::view_model::{key_placement, KeyPlacement};
 
 /// The whole page, or one part of it alone (`?embed=map`: compact, with a
 /// link to the whole page), for a course page's iframe.
 #[function_component(App)]
 pub fn app() -> Html {
-    // The host page API answers `hello` whatever the page shows (an embedded
-    // lesson or sandbox too); the map and the steps add their commands.
+    // The host page API answers `hello` whatever the page shows. The map
+    // and the steps are the simulator's module, which installs it where
+    // they are (a page in a frame loads it at once); an embedded lesson or
+    // sandbox installs it here, without the simulator.
     use_effect_with((), |_| {
-        crate::host_api::bridge::install();
+        let query = web_sys::window()
+            .and_then(|window| window.location().search().ok())
+            .unwrap_or_default();
+        if matches!(
+            crate::view_model::embed_mode(&query),
+            Ok(Some(
+                crate::view_model::Embed::Lesson | crate::view_model::Embed::Sandbox
+            ))
+        ) {
+            crate::host_api::bridge::install();
+        }
         // The browser jumps to an address's #section before the app has
         // drawn it: once every section is drawn, go there.
         gloo_timers::callback::Timeout::new(0, || {
@@ -52,8 +65,8 @@ pub fn app() -> Html {
         let whole = format!("{path}{}{hash}", crate::view_model::without_embed(&query));
         let section = match part {
             crate::view_model::Embed::Lesson => html! { <crate::lesson::Lesson /> },
-            crate::view_model::Embed::Map => html! { <crate::cluster_panel::ClusterPanel /> },
-            crate::view_model::Embed::Steps => html! { <crate::sequence::SequenceSteps /> },
+            crate::view_model::Embed::Map => html! { <SimSlot part={SimPart::Map} /> },
+            crate::view_model::Embed::Steps => html! { <SimSlot part={SimPart::Steps} /> },
             crate::view_model::Embed::Sandbox => html! { <crate::sandbox::Sandbox /> },
         };
         return html! {
@@ -85,8 +98,9 @@ pub fn app() -> Html {
             <main class="app-main">
                 { embed_problem.map(|problem| html! { <p class="error" role="alert" data-testid="embed-problem">{ problem }</p> }).unwrap_or_default() }
                 <crate::lesson::Lesson />
-                <crate::cluster_panel::ClusterPanel />
-                <crate::sequence::SequenceSteps />
+                // The simulator's module draws these two when first needed.
+                <SimSlot part={SimPart::Map} />
+                <SimSlot part={SimPart::Steps} />
                 <KeyPartitioner />
                 <crate::sandbox::Sandbox />
                 <Learn />
@@ -260,10 +274,8 @@ pub fn learn() -> Html {
             event.prevent_default();
             let Some(window) = web_sys::window() else { return };
             let query = window.location().search().unwrap_or_default();
-            if let Some(story) = crate::sequence_model::story(id) {
-                let url = crate::sequence_model::merged_link(&query, story, 0, &[]);
-                crate::lesson::open_in_page(&url, "steps");
-            }
+            let url = crate::sequence_model::merged_link_to(&query, id, 0, &[]);
+            crate::lesson::open_in_page(&url, "steps");
         })
     };
     html! {
@@ -271,11 +283,10 @@ pub fn learn() -> Html {
             <h2 id="learn-title">{ "Learn" }</h2>
             <p class="hint">{ "A path through the stories; each opens in Sequence steps at its first step. Then try the same on the live map: kill a leader, turn acks down, add a consumer." }</p>
             <ol>
-                { for crate::sequence_model::stories().iter().map(|story| {
-                    let id = story.id.as_str();
+                { for crate::sequence_model::story_index().iter().map(|&(id, learn)| {
                     html! {
                         <li><a href={format!("?story={id}&step=1#steps")} data-testid={format!("learn-{id}")}
-                            onclick={open_story(id)}>{ id }</a>{ format!(" — {}", story.story().learn) }</li>
+                            onclick={open_story(id)}>{ id }</a>{ format!(" — {learn}") }</li>
                     }
                 }) }
             </ol>

@@ -7,12 +7,12 @@
 
 use kafkascope_engine::sim::trace::{MemberAssignment, TraceEvent, TraceKind};
 use kafkascope_engine::sim::types::{ErrorCode, NodeId};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::sequence_model::{story, StoryRun};
 
 /// What a case ends in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     /// A consumer gets no partition.
@@ -124,8 +124,9 @@ pub struct Exercise {
     pub cases: Vec<Case>,
 }
 
-/// What a case turned out to be in the run, and the run's evidence.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a case turned out to be in the run, and the run's evidence (the
+/// simulator's module sends it to the page's first module as JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 pub struct Revealed {
     pub outcome: Outcome,
     pub evidence: String,

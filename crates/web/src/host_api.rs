@@ -294,10 +294,28 @@ pub mod bridge {
         }
     }
 
+    /// The messages index.html kept from before the app ran (in a frame, at
+    /// most 100), and no more from now on.
+    fn take_early_messages() -> Vec<web_sys::MessageEvent> {
+        let Some(window) = web_sys::window() else {
+            return Vec::new();
+        };
+        let key = wasm_bindgen::JsValue::from_str("__kafkascopeEarlyMessages");
+        let kept = js_sys::Reflect::get(&window, &key).unwrap_or(wasm_bindgen::JsValue::NULL);
+        let _ = js_sys::Reflect::set(&window, &key, &wasm_bindgen::JsValue::NULL);
+        kept.dyn_into::<js_sys::Array>()
+            .map(|kept| kept.iter().filter_map(|event| event.dyn_into().ok()).collect())
+            .unwrap_or_default()
+    }
+
     /// Listens for the host's messages (once per page).
     pub fn install() {
         let first = STATE.with(|state| !std::mem::replace(&mut state.borrow_mut().installed, true));
-        if !first || parent().is_none() {
+        if !first {
+            return;
+        }
+        if parent().is_none() {
+            take_early_messages();
             return;
         }
         let query = web_sys::window()
@@ -349,6 +367,12 @@ pub mod bridge {
         });
         if let Some(window) = web_sys::window() {
             let _ = window.add_event_listener_with_callback("message", listener.as_ref().unchecked_ref());
+            // What the host said before this module ran (index.html keeps
+            // it): heard now, in order.
+            let function: &js_sys::Function = listener.as_ref().unchecked_ref();
+            for event in take_early_messages() {
+                let _ = function.call1(&wasm_bindgen::JsValue::NULL, &event);
+            }
         }
         listener.forget();
         // A pinned host hears `ready` without asking, once every section

@@ -341,7 +341,7 @@ struct ExerciseProps {
 /// outcome with its numbers, and the answers are scored.
 #[function_component(ExerciseView)]
 fn exercise_view(props: &ExerciseProps) -> Html {
-    use crate::exercise_model::{reveal, score, Outcome};
+    use crate::exercise_model::{score, Outcome};
     let index = props.index;
     let exercise = &lesson().exercises[index];
     let answers = use_state(|| vec![None::<Outcome>; exercise.cases.len()]);
@@ -357,9 +357,23 @@ fn exercise_view(props: &ExerciseProps) -> Html {
             revealed.set(None);
         })
     };
+    // The run happens in the simulator's module, loaded on the first run.
+    let running = use_state(|| false);
     let run = {
         let revealed = revealed.clone();
-        Callback::from(move |_: MouseEvent| revealed.set(Some(reveal(&lesson().exercises[index]))))
+        let running = running.clone();
+        Callback::from(move |_: MouseEvent| {
+            if *running {
+                return;
+            }
+            running.set(true);
+            let revealed = revealed.clone();
+            let running = running.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                revealed.set(Some(crate::sim_slot::reveal_exercise(index).await));
+                running.set(false);
+            });
+        })
     };
     let all_answered = answers.iter().all(Option::is_some);
     html! {
@@ -401,8 +415,8 @@ fn exercise_view(props: &ExerciseProps) -> Html {
                     }
                 }) }
             </ol>
-            <button type="button" data-testid="exercise-run" disabled={!all_answered} onclick={run}>
-                { if all_answered { "Run it and check my answers" } else { "Answer every case, then run it" } }
+            <button type="button" data-testid="exercise-run" disabled={!all_answered || *running} onclick={run}>
+                { if *running { "Running…" } else if all_answered { "Run it and check my answers" } else { "Answer every case, then run it" } }
             </button>
             { match revealed.as_ref() {
                 Some(Ok(cases)) => html! {

@@ -23,6 +23,7 @@ pub mod sequence;
 pub mod sequence_model;
 pub mod session;
 pub mod share;
+pub mod sim_slot;
 pub mod story_cursor;
 pub mod view_model;
 pub mod voice;

@@ -89,6 +89,13 @@ pub fn stories() -> &'static [StoryDef] {
     })
 }
 
+/// The stories in their order, as (id, Learn sentence): what [`stories`]
+/// gives, read at build time, so listing them needs neither the scenario
+/// files nor their reader.
+pub fn story_index() -> &'static [(&'static str, &'static str)] {
+    files::STORY_INDEX
+}
+
 /// The story with this id.
 pub fn story(id: &str) -> Option<&'static StoryDef> {
     stories().iter().find(|story| story.id == id)
@@ -1863,6 +1870,12 @@ pub fn link(story: &StoryDef, step: usize, forks: &[ForkLink]) -> String {
 /// (a preset, `play=0` …) kept in their order, `story`, `step` and the
 /// forks set.
 pub fn merged_link(current_query: &str, story: &StoryDef, step: usize, forks: &[ForkLink]) -> String {
+    merged_link_to(current_query, &story.id, step, forks)
+}
+
+/// [`merged_link`] by the story's id (the page's first module knows the
+/// stories only by their index, [`story_index`]).
+pub fn merged_link_to(current_query: &str, story_id: &str, step: usize, forks: &[ForkLink]) -> String {
     let mut pairs: Vec<String> = current_query
         .trim_start_matches('?')
         .split('&')
@@ -1874,7 +1887,7 @@ pub fn merged_link(current_query: &str, story: &StoryDef, step: usize, forks: &[
         })
         .map(str::to_string)
         .collect();
-    pairs.push(format!("story={}", story.id));
+    pairs.push(format!("story={story_id}"));
     pairs.push(format!("step={}", step + 1));
     pairs.extend(fork_param(forks));
     format!("?{}#steps", pairs.join("&"))
@@ -2007,6 +2020,15 @@ mod tests {
         );
         assert!(link_problem("?story=happy-path&step=99", 40).is_some_and(|text| text.contains("steps 1 to 40")));
         assert!(link_problem("?step=x", 40).is_some_and(|text| text.contains("\"x\" is not a step number")));
+    }
+
+    #[test]
+    fn the_story_index_built_with_the_page_lists_the_stories_in_their_order() {
+        let parsed: Vec<(&str, &str)> = stories()
+            .iter()
+            .map(|story| (story.id.as_str(), story.story().learn.as_str()))
+            .collect();
+        assert_eq!(story_index(), parsed.as_slice());
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::{repo_root, target_dir, Outcome};
 /// The features rustc's wasm32 output uses; never `--all-features`, whose
 /// output Chromium rejects. Keep in step with index.html's
 /// `data-wasm-opt-params`.
-const WASM_OPT_FEATURES: [&str; 7] = [
+pub(crate) const WASM_OPT_FEATURES: [&str; 7] = [
     "--enable-bulk-memory",
     "--enable-bulk-memory-opt",
     "--enable-nontrapping-float-to-int",
@@ -30,19 +30,7 @@ const WASM_OPT_FEATURES: [&str; 7] = [
 /// Returns the package folder.
 pub fn build_package(toolchain: &WebToolchain) -> Outcome<PathBuf> {
     let root = repo_root();
-    run(toolchain
-        .command("cargo")
-        .args([
-            "build",
-            "--profile",
-            "web",
-            "--lib",
-            "--target",
-            "wasm32-unknown-unknown",
-            "--package",
-            "kafkascope-js",
-        ])
-        .current_dir(&root))?;
+    build_for_the_web(toolchain, &["--package", "kafkascope-js", "--lib"])?;
     let wasm = target_dir().join("wasm32-unknown-unknown/web/kafkascope_js.wasm");
     let package = target_dir().join("pkg");
     for (target, folder) in [("web", "web"), ("nodejs", "node")] {
@@ -113,9 +101,19 @@ pub fn build_package(toolchain: &WebToolchain) -> Outcome<PathBuf> {
     Ok(package)
 }
 
+/// `cargo build` for wasm32 with the `web` profile (what trunk uses for the
+/// page), of the package and target `which` names.
+pub(crate) fn build_for_the_web(toolchain: &WebToolchain, which: &[&str]) -> Outcome {
+    run(toolchain
+        .command("cargo")
+        .args(["build", "--profile", "web", "--target", "wasm32-unknown-unknown"])
+        .args(which)
+        .current_dir(repo_root()))
+}
+
 /// Whether `output` exists and was written after `input` (so regenerating it
 /// would give the same file).
-fn is_newer(output: &std::path::Path, input: &std::path::Path) -> bool {
+pub(crate) fn is_newer(output: &std::path::Path, input: &std::path::Path) -> bool {
     let modified = |path: &std::path::Path| std::fs::metadata(path).and_then(|metadata| metadata.modified()).ok();
     matches!((modified(output), modified(input)), (Some(output), Some(input)) if output > input)
 }

@@ -30,10 +30,47 @@ pub fn build_release(toolchain: &WebToolchain) -> Outcome<PathBuf> {
         std::fs::copy(package.join("web").join(file), pkg.join(file))
             .map_err(|error| format!("cannot copy {file} into {}: {error}", pkg.display()))?;
     }
+    build_simulator(toolchain, &dist)?;
     write_service_worker(&dist)?;
     precompress(&dist)?;
     print_sizes(&dist)?;
     Ok(dist)
+}
+
+/// Builds the simulator's module (the web crate's `kafkascope-sim` binary:
+/// the map, the steps and the exercises' runs) with the same profile and
+/// target as trunk's build of the page, so they share the library's
+/// compilation, and puts it in `dist/sim/`, where the page's first module
+/// loads it when first needed (`crates/web/js/simulator.js`).
+fn build_simulator(toolchain: &WebToolchain, dist: &Path) -> Outcome {
+    let root = repo_root();
+    crate::package::build_for_the_web(toolchain, &["--package", "kafkascope-web", "--bin", "kafkascope-sim"])?;
+    let wasm = crate::target_dir().join("wasm32-unknown-unknown/web/kafkascope-sim.wasm");
+    let out = crate::target_dir().join("sim");
+    let output = out.join("kafkascope-sim_bg.wasm");
+    if !crate::package::is_newer(&output, &wasm) {
+        run(toolchain
+            .command("wasm-bindgen")
+            .args(["--target", "web", "--no-typescript", "--out-dir"])
+            .arg(&out)
+            .arg(&wasm)
+            .current_dir(&root))?;
+        run(toolchain
+            .command("wasm-opt")
+            .arg("-Oz")
+            .args(crate::package::WASM_OPT_FEATURES)
+            .arg(&output)
+            .arg("-o")
+            .arg(&output)
+            .current_dir(&root))?;
+    }
+    let sim = dist.join("sim");
+    std::fs::create_dir_all(&sim).map_err(|error| format!("cannot create {}: {error}", sim.display()))?;
+    for file in ["kafkascope-sim.js", "kafkascope-sim_bg.wasm"] {
+        std::fs::copy(out.join(file), sim.join(file))
+            .map_err(|error| format!("cannot copy {file} into {}: {error}", sim.display()))?;
+    }
+    Ok(())
 }
 
 /// Every file under `folder`, sorted.
@@ -187,13 +224,24 @@ fn print_sizes(dist: &Path) -> Outcome {
         );
     }
     println!(
-        "  first download (what the page loads before it runs): {} raw, {} gzip, {} brotli",
+        "  first download (what the page loads before it runs; the simulator's sim/ comes when needed): {} raw, {} gzip, {} brotli",
         human_size(first[0]),
         human_size(first[1]),
         human_size(first[2])
     );
+    if first[1] > FIRST_DOWNLOAD_BUDGET {
+        return Err(format!(
+            "the first download is {} bytes gzipped, over its budget of {FIRST_DOWNLOAD_BUDGET} bytes (#18): \
+             keep what the page needs before the map or the steps out of the first module (see ARCHITECTURE.md, \
+             \"Two modules\")",
+            first[1]
+        ));
+    }
     Ok(())
 }
+
+/// The most bytes the first download may have, gzipped (#18: 400 KB).
+const FIRST_DOWNLOAD_BUDGET: usize = 400_000;
 
 fn human_size(bytes: usize) -> String {
     if bytes >= 1024 * 1024 {

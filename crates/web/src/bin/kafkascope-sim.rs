@@ -1,0 +1,72 @@
+//! The simulator's module: the live map, the sequence steps and the
+//! exercises' runs, loaded by the page's first module when first needed
+//! (`js/simulator.js`, see `sim_slot`). `cargo xtask build` builds it with
+//! wasm-bindgen into `dist/sim/`.
+
+use wasm_bindgen::prelude::*;
+
+fn main() {}
+
+/// How many of Yew's app ids this module skips before its first app.
+///
+/// Yew numbers its apps from 1 in each module, brands each app's elements
+/// with the number, and lets the innermost app's root handle an event.
+/// The page's first module has one app, whose root (the page's body) holds
+/// the slots this module draws into. Were this module's first app numbered
+/// 1 too, the first module would take events inside the map for its own
+/// and look its own handlers up by this module's handler numbers. Starting
+/// far above the first module's few apps keeps the numbers apart.
+const SKIPPED_APP_IDS: usize = 256;
+
+#[yew::function_component(Nothing)]
+fn nothing() -> yew::Html {
+    yew::Html::default()
+}
+
+fn skip_app_ids() {
+    thread_local! {
+        static SKIPPED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    if SKIPPED.with(|skipped| skipped.replace(true)) {
+        return;
+    }
+    let Some(document) = web_sys::window().and_then(|window| window.document()) else {
+        return;
+    };
+    for _ in 0..SKIPPED_APP_IDS {
+        if let Ok(host) = document.create_element("div") {
+            yew::Renderer::<Nothing>::with_root(host).render().destroy();
+        }
+    }
+}
+
+/// Draws `part` (`map` or `steps`) into `element`, an empty slot of the
+/// page's first module, for the page's life. The part answers the host
+/// page (it installs the host API and registers its commands).
+#[wasm_bindgen]
+pub fn mount(part: &str, element: web_sys::Element) -> Result<(), JsValue> {
+    skip_app_ids();
+    match part {
+        "map" => {
+            std::mem::forget(yew::Renderer::<kafkascope_web::cluster_panel::ClusterPanel>::with_root(element).render())
+        }
+        "steps" => {
+            std::mem::forget(yew::Renderer::<kafkascope_web::sequence::SequenceSteps>::with_root(element).render())
+        }
+        other => return Err(JsValue::from_str(&format!("the simulator draws no part {other:?}"))),
+    }
+    Ok(())
+}
+
+/// Runs the lesson's exercise `index`: each case's outcome, or why the run
+/// failed, as JSON (`{"Ok":[…]}` or `{"Err":"…"}`).
+#[wasm_bindgen(js_name = revealExercise)]
+pub fn reveal_exercise(index: usize) -> String {
+    let result = kafkascope_web::lesson_model::lesson()
+        .exercises
+        .get(index)
+        .ok_or_else(|| format!("the lesson has no exercise {index}"))
+        .and_then(kafkascope_web::exercise_model::reveal);
+    // A list of plain structs and strings: writing it cannot fail.
+    serde_json::to_string(&result).unwrap_or_default()
+}

@@ -1,0 +1,132 @@
+// The first download: the page starts with its first module (the lesson, the
+// partitioner, the sandbox's panel, Learn) and fetches the simulator's
+// module (the map, the steps, the exercises' runs) only when it is needed:
+// when the map comes near the screen, when the learner asks, when an
+// exercise runs. What the browser downloads before that is at most 400 KB,
+// counted as it came over the wire.
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { launch, openApp, screenshotPath } = require('./browser.cjs');
+
+const BUDGET_BYTES = 400 * 1000;
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+/** Records every response of `page`: its path and its body's size on the wire. */
+function recordDownloads(page) {
+  const downloads = [];
+  page.on('requestfinished', async (request) => {
+    const sizes = await request.sizes().catch(() => null);
+    downloads.push({ path: new URL(request.url()).pathname, bytes: sizes ? Math.max(0, sizes.responseBodySize) : 0 });
+  });
+  return downloads;
+}
+
+test('the page opens with at most 400 KB and fetches the simulator when the learner scrolls to the map', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const downloads = recordDownloads(page);
+  const problems = [];
+  page.on('pageerror', (error) => problems.push(String(error)));
+  await page.goto(process.env.KAFKASCOPE_URL || 'http://127.0.0.1:8080/', { waitUntil: 'networkidle' });
+  await page.getByTestId('partition').waitFor({ timeout: 30000 });
+  await page.waitForLoadState('networkidle');
+  // The lesson works without the simulator; the map and the steps wait.
+  assert.equal(await page.evaluate(() => document.documentElement.dataset.simulator), 'waiting');
+  assert.equal(await page.getByTestId('map-stand-in').count(), 1);
+  assert.equal(await page.getByTestId('steps-stand-in').count(), 1);
+  const first = downloads.filter((download) => !download.path.endsWith('/sw.js'));
+  const total = first.reduce((sum, download) => sum + download.bytes, 0);
+  console.log(`first download: ${total} bytes over the wire in ${first.length} files:\n${first.map((d) => `  ${d.path} ${d.bytes}`).join('\n')}`);
+  assert.ok(!first.some((download) => download.path.includes('/sim/')), 'the simulator came with the first download');
+  assert.ok(first.some((download) => download.path.endsWith('_bg.wasm')), 'the first module was downloaded');
+  assert.ok(total <= BUDGET_BYTES, `the first download is ${total} bytes, over ${BUDGET_BYTES}`);
+
+  // Scrolling towards the map fetches the simulator once and draws both parts.
+  await page.getByTestId('map-stand-in').scrollIntoViewIfNeeded();
+  await page.getByTestId('cluster').waitFor({ timeout: 30000 });
+  await page.getByTestId('steps').waitFor({ timeout: 30000 });
+  assert.equal(await page.evaluate(() => document.documentElement.dataset.simulator), 'ready');
+  assert.equal(await page.locator('[data-sim-stand-in]').count(), 0, 'the stand-ins are gone');
+  assert.equal(await page.locator('#map').count(), 1, 'one element is #map');
+  assert.equal(downloads.filter((download) => download.path.endsWith('/sim/kafkascope-sim_bg.wasm')).length, 1);
+  // The two modules live side by side: the map plays, the partitioner answers.
+  const before = await page.getByTestId('cluster-time').innerText();
+  await page.getByTestId('cluster-run-1s').click();
+  assert.notEqual(await page.getByTestId('cluster-time').innerText(), before);
+  await page.getByTestId('key-input').fill('foobar');
+  await page.getByTestId('partitions-input').fill('12');
+  await page.waitForFunction(() => document.querySelector('[data-testid="partition"]').textContent === '6');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+/**
+ * Opens the page as a learner who has not scrolled near the map: the
+ * browser's IntersectionObserver never reports the stand-ins (whatever the
+ * lesson's height on this screen), so only a click or a run loads the
+ * simulator.
+ */
+async function openUnscrolled(options) {
+  const page = await browser.newPage({ viewport: { width: options.width, height: options.height } });
+  const problems = [];
+  page.on('pageerror', (error) => problems.push(String(error)));
+  page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()); });
+  await page.addInitScript(() => {
+    window.IntersectionObserver = class { observe() {} disconnect() {} };
+  });
+  await page.goto((process.env.KAFKASCOPE_URL || 'http://127.0.0.1:8080/') + (options.query || ''), { waitUntil: 'networkidle' });
+  await page.getByTestId('partition').waitFor({ timeout: 30000 });
+  return { page, problems };
+}
+
+test('a phone learner can load the map and the steps with one button', async () => {
+  const { page, problems } = await openUnscrolled({ width: 390, height: 844 });
+  assert.equal(await page.evaluate(() => document.documentElement.dataset.simulator), 'waiting');
+  await page.getByTestId('steps-stand-in').screenshot({ path: screenshotPath('simulator-stand-in') });
+  assert.match(await page.getByTestId('steps-stand-in').innerText(), /The simulator loads when you scroll here/);
+  await page.getByTestId('steps-load').click();
+  await page.getByTestId('steps').waitFor({ timeout: 30000 });
+  await page.getByTestId('cluster').waitFor({ timeout: 30000 });
+  assert.equal(await page.locator('[data-sim-stand-in]').count(), 0);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('an exercise runs in the simulator before the map was ever drawn', async () => {
+  const { page, problems } = await openUnscrolled({ width: 1280, height: 900, query: '#exercise' });
+  assert.equal(await page.evaluate(() => document.documentElement.dataset.simulator), 'waiting');
+  const exercise = page.getByTestId('exercise-pitfalls');
+  const answers = { 'fourth-member': 'idle', 'leader-dies': 'continue', 'second-leader-dies': 'error', 'unclean': 'loss' };
+  for (const [id, answer] of Object.entries(answers)) await exercise.getByTestId(`case-${id}-${answer}`).check();
+  await exercise.getByTestId('exercise-run').click();
+  assert.equal(await exercise.getByTestId('exercise-score').innerText(), '4 of 4 right.');
+  assert.equal(await page.evaluate(() => document.documentElement.dataset.simulator), 'ready');
+  assert.equal(await page.getByTestId('map-stand-in').count(), 1, 'the run drew nothing');
+  // A verdict's link opens the steps: the simulator draws them then.
+  await exercise.getByTestId('verdict-unclean').locator('.lesson-link').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="steps"]')?.dataset.story === 'exercise', null, { timeout: 30000 });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('when the simulator cannot load, the map says so and loads on a second try', async () => {
+  // No service worker: the test's own network answers every request.
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, serviceWorkers: 'block' });
+  const page = await context.newPage();
+  await page.route('**/sim/kafkascope-sim.js', (route) => route.fulfill({ status: 503, body: 'down for a minute' }));
+  await page.goto(process.env.KAFKASCOPE_URL || 'http://127.0.0.1:8080/', { waitUntil: 'networkidle' });
+  await page.getByTestId('map-load').click();
+  const failed = page.getByTestId('map-load-failed');
+  await failed.waitFor({ timeout: 30000 });
+  await page.getByTestId('map-stand-in').screenshot({ path: screenshotPath('simulator-failed') });
+  assert.match(await failed.innerText(), /^The simulator could not load: .+\. Try again$/);
+  await page.unroute('**/sim/kafkascope-sim.js');
+  await failed.getByRole('button', { name: 'Try again' }).click();
+  await page.getByTestId('cluster').waitFor({ timeout: 30000 });
+  await page.getByTestId('steps').waitFor({ timeout: 30000 });
+  await context.close();
+});
