@@ -7,12 +7,12 @@
 // files (relative to this file). A new build has a new version: the new worker
 // caches the new files, and once it takes over it deletes the old cache.
 //
-// - Files whose names carry trunk's content hash (`…-0123456789abcdef.js`,
-//   `…_bg.wasm`, `….css`): the cache first, since a name never changes
-//   content.
-// - Everything else of the site (the page, `pkg/`, the simulator's `sim/`,
-//   the format reference, `snippets/`, whose names stay the same from build
-//   to build): the
+// - Files whose names carry a content hash (trunk's `…-0123456789abcdef.js`,
+//   `…_bg.wasm`, `….css`, and the simulator's `sim/kafkascope-sim-….js` and
+//   its wasm, named by `cargo xtask build`): the cache first, since a name
+//   never changes content.
+// - Everything else of the site (the page, `pkg/`, the format reference,
+//   `snippets/`, whose names stay the same from build to build): the
 //   network first, so a new build is never mixed with an old one, and the
 //   cache when the network fails or answers with an error.
 // - Anything else (another origin, another method): not touched.
@@ -31,7 +31,9 @@ const HASHED = /-[0-9a-f]{16}(\.|_bg\.)[^/]*$/;
 self.addEventListener('install', (event) => {
   event.waitUntil(
     caches.open(CACHE)
-      .then((cache) => cache.addAll(FILES.map((file) => new Request(file, { cache: 'reload' }))))
+      // `no-cache`: asked of the server again, but a file the page has just
+      // downloaded (the simulator's module, say) is not downloaded twice.
+      .then((cache) => cache.addAll(FILES.map((file) => new Request(file, { cache: 'no-cache' }))))
       .then(() => self.skipWaiting()),
   );
 });
@@ -79,7 +81,9 @@ self.addEventListener('fetch', (event) => {
     return;
   }
   if (HASHED.test(url.pathname)) {
-    event.respondWith(cached().then((hit) => hit || fetch(request)));
+    // A hashed name never changes content, whatever its query (the page
+    // asks for the simulator again as `?try=N` after a failed load).
+    event.respondWith(cached({ ignoreSearch: true }).then((hit) => hit || fetch(request)));
     return;
   }
   event.respondWith(networkFirst(request, () => cached()));

@@ -58,16 +58,16 @@ async function openApp(browser, { width = 1280, height = 900, query = '', ready 
 /**
  * Makes sure the simulator's module has drawn the map and the steps. It
  * loads when they come near the screen (or at once when the address needs
- * them): as a learner would, this scrolls to the map, waits, and scrolls
- * back to the top. A page without the simulator's parts is left alone.
+ * them); here the map's "Load it now" is pressed, without scrolling or
+ * moving the focus, so the test goes on from the top of the page. A page
+ * without the simulator's parts is left alone.
  */
 async function withSimulator(page) {
   const state = await page.evaluate(() => document.documentElement.dataset.simulator);
   if (state === undefined) return;
   if (state === 'waiting') {
-    await page.evaluate(() => document.querySelector('[data-sim-stand-in]')?.scrollIntoView());
+    await page.evaluate(() => document.querySelector('[data-sim-stand-in] button')?.click());
     await page.waitForFunction(() => document.documentElement.dataset.simulator !== 'waiting', null, { timeout: 10000 });
-    await page.evaluate(() => window.scrollTo(0, 0));
   }
   await page.waitForFunction(() => document.documentElement.dataset.simulator !== 'loading'
     && !document.querySelector('[data-sim-stand-in]'), null, { timeout: 30000 })

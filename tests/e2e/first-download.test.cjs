@@ -52,7 +52,21 @@ test('the page opens with at most 400 KB and fetches the simulator when the lear
   assert.equal(await page.evaluate(() => document.documentElement.dataset.simulator), 'ready');
   assert.equal(await page.locator('[data-sim-stand-in]').count(), 0, 'the stand-ins are gone');
   assert.equal(await page.locator('#map').count(), 1, 'one element is #map');
-  assert.equal(downloads.filter((download) => download.path.endsWith('/sim/kafkascope-sim_bg.wasm')).length, 1);
+  assert.equal(downloads.filter((download) => /\/sim\/kafkascope-sim-[0-9a-f]{16}_bg\.wasm$/.test(download.path)).length, 1);
+  // Each module's Yew numbers its apps apart: the first module's marks stay
+  // outside the slots, the simulator's inside (else one would take the
+  // other's events).
+  const marks = await page.evaluate(() => {
+    const outside = new Set();
+    const inside = new Set();
+    for (const element of document.querySelectorAll('*')) {
+      const mark = element.__yew_subtree_id;
+      if (mark !== undefined) (element.closest('.sim-slot') ? inside : outside).add(mark);
+    }
+    return { outside: [...outside], inside: [...inside] };
+  });
+  assert.ok(marks.inside.length > 0 && marks.outside.length > 0, JSON.stringify(marks));
+  assert.ok(marks.outside.every((mark) => !marks.inside.includes(mark)), JSON.stringify(marks));
   // The two modules live side by side: the map plays, the partitioner answers.
   const before = await page.getByTestId('cluster-time').innerText();
   await page.getByTestId('cluster-run-1s').click();
@@ -117,14 +131,19 @@ test('when the simulator cannot load, the map says so and loads on a second try'
   // No service worker: the test's own network answers every request.
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, serviceWorkers: 'block' });
   const page = await context.newPage();
-  await page.route('**/sim/kafkascope-sim.js', (route) => route.fulfill({ status: 503, body: 'down for a minute' }));
+  // Not scrolled near the map: only the button loads it (see openUnscrolled).
+  await page.addInitScript(() => {
+    window.IntersectionObserver = class { observe() {} disconnect() {} };
+  });
+  const simulator = /\/sim\/kafkascope-sim-[0-9a-f]{16}\.js(\?|$)/;
+  await page.route(simulator, (route) => route.fulfill({ status: 503, body: 'down for a minute' }));
   await page.goto(process.env.KAFKASCOPE_URL || 'http://127.0.0.1:8080/', { waitUntil: 'networkidle' });
   await page.getByTestId('map-load').click();
   const failed = page.getByTestId('map-load-failed');
   await failed.waitFor({ timeout: 30000 });
   await page.getByTestId('map-stand-in').screenshot({ path: screenshotPath('simulator-failed') });
   assert.match(await failed.innerText(), /^The simulator could not load: .+\. Try again$/);
-  await page.unroute('**/sim/kafkascope-sim.js');
+  await page.unroute(simulator);
   await failed.getByRole('button', { name: 'Try again' }).click();
   await page.getByTestId('cluster').waitFor({ timeout: 30000 });
   await page.getByTestId('steps').waitFor({ timeout: 30000 });

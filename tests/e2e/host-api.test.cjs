@@ -191,3 +191,19 @@ test('the course page hears recordLost when acks=1 loses acknowledged records on
   assert.deepEqual(app.errors, []);
   await app.page.close();
 });
+
+test('a host that says hello once, as the frame loads, hears ready with both parts of the whole page', async () => {
+  const app = await course('play=0');
+  // Sent before the app has started (the simulator's module comes later):
+  // the page keeps it and answers once the map and the steps are drawn.
+  await app.page.evaluate(() => window.send({ type: 'hello' }));
+  await app.waitFor('ready');
+  const ready = await app.heard('ready');
+  assert.equal(ready.length, 1, JSON.stringify(ready));
+  assert.deepEqual([...ready[0].sections].sort(), ['map', 'steps']);
+  await app.send({ type: 'goToStep', step: 3 });
+  await app.waitFor('stepChanged', (m) => m.step === 3);
+  assert.deepEqual(await app.heard('error'), []);
+  assert.deepEqual(app.errors, []);
+  await app.page.close();
+});

@@ -3,7 +3,8 @@
 // The page's first module (the shell: the lesson, the partitioner, the
 // sandbox's panel, Learn) does not hold the simulator. The live map, the
 // sequence steps and the exercises' runs are a second wasm module,
-// `sim/kafkascope-sim.js` next to the page, fetched once: when the map or the
+// `sim/kafkascope-sim-<content hash>.js` next to the page (index.html's
+// `kafkascope-simulator` meta names it), fetched once: when the map or the
 // steps come near the screen, when a link or the address asks for them, or
 // when an exercise runs. See ARCHITECTURE.md ("Two modules").
 //
@@ -28,11 +29,14 @@ export function loadSimulator() {
   if (!loading) {
     setState('loading');
     loading = (async () => {
-      const address = new URL('sim/kafkascope-sim.js', document.baseURI);
+      // The build names the module after its content (index.html's meta).
+      const named = document.querySelector('meta[name="kafkascope-simulator"]')?.content || 'sim/kafkascope-sim.js';
+      const address = new URL(named, document.baseURI);
+      const wasm = new URL(address.pathname.replace(/\.js$/, '_bg.wasm'), address);
       if (tries > 0) address.searchParams.set('try', String(tries));
       tries += 1;
       const module = await import(address.href);
-      await module.default();
+      await module.default({ module_or_path: wasm });
       setState('ready');
       return module;
     })().catch((error) => {

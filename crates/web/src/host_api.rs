@@ -308,6 +308,31 @@ pub mod bridge {
             .unwrap_or_default()
     }
 
+    /// The simulator's module could not load, so the parts a host drives
+    /// will not answer: a host the address names (`host=`, as the custom
+    /// elements do) hears why, once, as an `error` without a command.
+    pub fn report_unavailable(reason: &str) {
+        thread_local! {
+            static SAID: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        }
+        if SAID.with(|said| said.replace(true)) {
+            return;
+        }
+        let query = web_sys::window()
+            .and_then(|window| window.location().search().ok())
+            .unwrap_or_default();
+        let (Some(parent), Some(origin)) = (parent(), pinned_origin(&query)) else {
+            return;
+        };
+        let event = HostEvent::Error {
+            command: None,
+            message: format!("the simulator could not load: {reason}"),
+        };
+        if let Ok(message) = js_sys::JSON::parse(&event.to_json()) {
+            let _ = parent.post_message(&message, &origin);
+        }
+    }
+
     /// Listens for the host's messages (once per page).
     pub fn install() {
         let first = STATE.with(|state| !std::mem::replace(&mut state.borrow_mut().installed, true));
@@ -368,10 +393,18 @@ pub mod bridge {
         if let Some(window) = web_sys::window() {
             let _ = window.add_event_listener_with_callback("message", listener.as_ref().unchecked_ref());
             // What the host said before this module ran (index.html keeps
-            // it): heard now, in order.
-            let function: &js_sys::Function = listener.as_ref().unchecked_ref();
-            for event in take_early_messages() {
-                let _ = function.call1(&wasm_bindgen::JsValue::NULL, &event);
+            // it): heard in order, once every part drawn with this one has
+            // registered (the map and the steps are two apps, each
+            // installing this in its first effect).
+            let function: js_sys::Function = listener.as_ref().unchecked_ref::<js_sys::Function>().clone();
+            let early = take_early_messages();
+            if !early.is_empty() {
+                gloo_timers::callback::Timeout::new(0, move || {
+                    for event in early {
+                        let _ = function.call1(&wasm_bindgen::JsValue::NULL, &event);
+                    }
+                })
+                .forget();
             }
         }
         listener.forget();

@@ -30,6 +30,19 @@ extern "C" {
     fn when_near(element: &web_sys::Element, callback: &js_sys::Function) -> js_sys::Function;
 }
 
+/// The address parameters the map or the steps read: any of them loads
+/// the simulator as the page opens.
+pub const SIMULATOR_PARAMS: [&str; 8] = [
+    "story",
+    "step",
+    "fork",
+    crate::share::RUN_PARAM,
+    "seed",
+    "preset",
+    crate::lesson_model::KNOB_PARAM,
+    crate::sequence_model::SCENARIO_PARAM,
+];
+
 /// Said on `window` when something needs the simulator: every slot loads.
 pub const WANTED_EVENT: &str = "kafkascope-simulator-wanted";
 
@@ -64,8 +77,9 @@ impl SimPart {
 /// when the map or the steps come near the screen:
 /// - an embedded map or steps (`embed=map|steps`), or the whole page inside
 ///   another page's frame (its host drives the map and the steps);
-/// - any parameter but a code link's, the host's origin and the embed mode
-///   (a story, a step, a run link, a seed, a preset, a knob, a scenario);
+/// - a parameter the map or the steps read ([`SIMULATOR_PARAMS`]: a story,
+///   a step, forks, a run link, a seed, a preset, a knob, a scenario; not
+///   `play=0` alone, a code link or a stranger's `utm_source`);
 /// - an address fragment that names no element of the first module
 ///   (`#map`, `#steps`, or something inside them).
 ///
@@ -80,8 +94,8 @@ pub fn needed_at_once(query: &str, in_a_frame: bool, fragment_in_shell: bool) ->
     let asks = query
         .trim_start_matches('?')
         .split('&')
-        .filter(|pair| !pair.is_empty())
-        .any(|pair| !matches!(pair.split('=').next(), Some("code" | "host" | "embed")));
+        .filter_map(|pair| pair.split('=').next())
+        .any(|key| SIMULATOR_PARAMS.contains(&key));
     in_a_frame || asks || !fragment_in_shell
 }
 
@@ -131,6 +145,11 @@ pub fn sim_slot(props: &SimSlotProps) -> Html {
     let current = use_mut_ref(|| Phase::Waiting);
     let root = use_node_ref();
     let stand_in = use_node_ref();
+    // Whether the address asked for this part (its #fragment is inside it),
+    // and whether the learner has scrolled, pressed a key or touched the
+    // page since: only then does the page go to the fragment once drawn.
+    let by_address = use_mut_ref(|| false);
+    let learner_moved = use_mut_ref(|| false);
     let start = {
         let phase = phase.clone();
         let current = current.clone();
@@ -152,13 +171,16 @@ pub fn sim_slot(props: &SimSlotProps) -> Html {
             wasm_bindgen_futures::spawn_local(async move {
                 let next = match mount_simulator(part.id(), element).await {
                     Ok(_) => Phase::Ready,
-                    Err(error) => Phase::Failed(
-                        error
+                    Err(error) => {
+                        let reason = error
                             .dyn_ref::<js_sys::Error>()
                             .map(|error| String::from(error.message()))
                             .or_else(|| error.as_string())
-                            .unwrap_or_else(|| "its code did not load".to_string()),
-                    ),
+                            .unwrap_or_else(|| "its code did not load".to_string());
+                        // No part the host drives will answer it.
+                        crate::host_api::bridge::report_unavailable(&reason);
+                        Phase::Failed(reason)
+                    }
                 };
                 *current.borrow_mut() = next.clone();
                 phase.set(next);
@@ -168,8 +190,15 @@ pub fn sim_slot(props: &SimSlotProps) -> Html {
     {
         let start = start.clone();
         let stand_in = stand_in.clone();
+        let by_address = by_address.clone();
+        let learner_moved = learner_moved.clone();
         use_effect_with((), move |_| {
             simulator_waiting();
+            let moved = Closure::<dyn Fn()>::new(move || *learner_moved.borrow_mut() = true);
+            let stop_moved: Vec<_> = ["wheel", "touchstart", "keydown"]
+                .into_iter()
+                .map(|name| window_event_listener(name, moved.as_ref().unchecked_ref()))
+                .collect();
             let wanted = {
                 let start = start.clone();
                 Closure::<dyn Fn()>::new(move || start.emit(()))
@@ -209,11 +238,16 @@ pub fn sim_slot(props: &SimSlotProps) -> Html {
                 })
                 .unwrap_or(false);
             if needed_at_once(&query, in_a_frame, fragment_in_shell) {
+                *by_address.borrow_mut() = !fragment_in_shell;
                 start.emit(());
             }
             move || {
                 stop_wanted();
                 stop_navigate();
+                for stop in stop_moved {
+                    stop();
+                }
+                drop(moved);
                 if let Some(stop) = stop_near {
                     let _ = stop.call0(&JsValue::NULL);
                 }
@@ -222,9 +256,10 @@ pub fn sim_slot(props: &SimSlotProps) -> Html {
         });
     }
     // Once drawn, an address's fragment inside this part comes into view
-    // (the browser looked for it before it existed).
+    // (the browser looked for it before it existed), unless the learner
+    // has moved on meanwhile.
     use_effect_with((*phase).clone(), move |phase| {
-        if *phase == Phase::Ready {
+        if *phase == Phase::Ready && *by_address.borrow() && !*learner_moved.borrow() {
             let document = web_sys::window().and_then(|window| window.document());
             let hash = document
                 .as_ref()
@@ -316,6 +351,8 @@ mod tests {
             "?code=1.abc#sandbox",
             "?embed=lesson",
             "?embed=sandbox&host=https%3A%2F%2Fx",
+            "?play=0",
+            "?utm_source=course&fbclid=x",
         ] {
             assert!(!needed_at_once(query, false, true), "{query}");
         }
@@ -329,7 +366,8 @@ mod tests {
             "?knob=acks:1",
             "?embed=map",
             "?embed=steps",
-            "?play=0",
+            "?play=0&preset=bench",
+            "?scenario=https%3A%2F%2Fx%2Fa.json",
         ] {
             assert!(needed_at_once(query, false, true), "{query}");
         }

@@ -40,21 +40,28 @@ pub fn build_release(toolchain: &WebToolchain) -> Outcome<PathBuf> {
 /// Builds the simulator's module (the web crate's `kafkascope-sim` binary:
 /// the map, the steps and the exercises' runs) with the same profile and
 /// target as trunk's build of the page, so they share the library's
-/// compilation, and puts it in `dist/sim/`, where the page's first module
-/// loads it when first needed (`crates/web/js/simulator.js`).
+/// compilation, and puts it in `dist/sim/` under names that carry its
+/// content hash (`kafkascope-sim-0123456789abcdef.js` and its `_bg.wasm`),
+/// which `dist/index.html`'s `kafkascope-simulator` meta then names: the
+/// page's first module loads it from there when first needed
+/// (`crates/web/js/simulator.js`), and a page never meets another build's
+/// simulator under the same name.
 fn build_simulator(toolchain: &WebToolchain, dist: &Path) -> Outcome {
     let root = repo_root();
     crate::package::build_for_the_web(toolchain, &["--package", "kafkascope-web", "--bin", "kafkascope-sim"])?;
     let wasm = crate::target_dir().join("wasm32-unknown-unknown/web/kafkascope-sim.wasm");
     let out = crate::target_dir().join("sim");
-    let output = out.join("kafkascope-sim_bg.wasm");
-    if !crate::package::is_newer(&output, &wasm) {
+    // Written once wasm-bindgen and wasm-opt have both succeeded.
+    let done = out.join(".built");
+    if !crate::package::is_newer(&done, &wasm) {
+        let _ = std::fs::remove_dir_all(&out);
         run(toolchain
             .command("wasm-bindgen")
             .args(["--target", "web", "--no-typescript", "--out-dir"])
             .arg(&out)
             .arg(&wasm)
             .current_dir(&root))?;
+        let output = out.join("kafkascope-sim_bg.wasm");
         run(toolchain
             .command("wasm-opt")
             .arg("-Oz")
@@ -63,14 +70,49 @@ fn build_simulator(toolchain: &WebToolchain, dist: &Path) -> Outcome {
             .arg("-o")
             .arg(&output)
             .current_dir(&root))?;
+        std::fs::write(&done, b"").map_err(|error| format!("cannot write {}: {error}", done.display()))?;
     }
+    let read = |name: &str| std::fs::read(out.join(name)).map_err(|error| format!("cannot read {name}: {error}"));
+    let (script, module) = (read("kafkascope-sim.js")?, read("kafkascope-sim_bg.wasm")?);
+    let hash = format!("{:016x}", fnv1a(script.iter().chain(&module).copied()));
     let sim = dist.join("sim");
     std::fs::create_dir_all(&sim).map_err(|error| format!("cannot create {}: {error}", sim.display()))?;
-    for file in ["kafkascope-sim.js", "kafkascope-sim_bg.wasm"] {
-        std::fs::copy(out.join(file), sim.join(file))
-            .map_err(|error| format!("cannot copy {file} into {}: {error}", sim.display()))?;
+    for (name, bytes) in [
+        (format!("kafkascope-sim-{hash}.js"), &script),
+        (format!("kafkascope-sim-{hash}_bg.wasm"), &module),
+    ] {
+        std::fs::write(sim.join(&name), bytes).map_err(|error| format!("cannot write sim/{name}: {error}"))?;
     }
-    Ok(())
+    // JavaScript the module imports (`./snippets/…`), if it ever has any
+    // (wasm-bindgen writes the whole crate's snippets; the module uses none today).
+    if out.join("snippets").is_dir() && String::from_utf8_lossy(&script).contains("./snippets/") {
+        for path in files_under(&out.join("snippets"))? {
+            let target = sim.join(path.strip_prefix(&out).map_err(|error| error.to_string())?);
+            if let Some(folder) = target.parent() {
+                std::fs::create_dir_all(folder)
+                    .map_err(|error| format!("cannot create {}: {error}", folder.display()))?;
+            }
+            std::fs::copy(&path, &target).map_err(|error| format!("cannot copy {}: {error}", path.display()))?;
+        }
+    }
+    let page_path = dist.join("index.html");
+    let page = std::fs::read_to_string(&page_path).map_err(|error| format!("cannot read dist/index.html: {error}"))?;
+    const NAMED: &str = "content=\"sim/kafkascope-sim.js\"";
+    if !page.contains(NAMED) {
+        return Err(format!("index.html lost its kafkascope-simulator meta ({NAMED})"));
+    }
+    std::fs::write(
+        &page_path,
+        page.replace(NAMED, &format!("content=\"sim/kafkascope-sim-{hash}.js\"")),
+    )
+    .map_err(|error| format!("cannot write dist/index.html: {error}"))
+}
+
+/// FNV-1a (64 bits) over `bytes`: a build's version, a file's content name.
+fn fnv1a(bytes: impl Iterator<Item = u8>) -> u64 {
+    bytes.fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Every file under `folder`, sorted.
@@ -99,19 +141,18 @@ fn write_service_worker(dist: &Path) -> Outcome {
     let template =
         std::fs::read_to_string(root.join("web/sw.js")).map_err(|error| format!("cannot read web/sw.js: {error}"))?;
     let mut files = vec!["./".to_string()];
-    // FNV-1a over every name and byte: a new build, a new version.
-    let mut version: u64 = 0xcbf2_9ce4_8422_2325;
+    // Every name and byte: a new build, a new version.
+    let mut everything = Vec::new();
     for path in files_under(dist)? {
         let name = relative_name(dist, &path);
         if name == "sw.js" || name.ends_with(".gz") || name.ends_with(".br") {
             continue;
         }
         let bytes = std::fs::read(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-        for byte in name.bytes().chain(bytes) {
-            version = (version ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
-        }
+        everything.extend(name.bytes().chain(bytes));
         files.push(name);
     }
+    let version = fnv1a(everything.into_iter());
     let list = serde_json::to_string(&files).map_err(|error| error.to_string())?;
     if !template.contains("__KAFKASCOPE_VERSION__") || !template.contains("__KAFKASCOPE_FILES__") {
         return Err("web/sw.js lost its __KAFKASCOPE_VERSION__ or __KAFKASCOPE_FILES__ placeholder".into());

@@ -33,9 +33,10 @@ fn skip_app_ids() {
     let Some(document) = web_sys::window().and_then(|window| window.document()) else {
         return;
     };
+    // Each empty app takes a number and is kept (a few bytes each).
     for _ in 0..SKIPPED_APP_IDS {
         if let Ok(host) = document.create_element("div") {
-            yew::Renderer::<Nothing>::with_root(host).render().destroy();
+            std::mem::forget(yew::Renderer::<Nothing>::with_root(host).render());
         }
     }
 }
@@ -45,6 +46,14 @@ fn skip_app_ids() {
 /// page (it installs the host API and registers its commands).
 #[wasm_bindgen]
 pub fn mount(part: &str, element: web_sys::Element) -> Result<(), JsValue> {
+    // A part is drawn once a page: a second copy would run unseen and take
+    // the host's commands.
+    thread_local! {
+        static DRAWN: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    if DRAWN.with(|drawn| drawn.borrow().iter().any(|each| each == part)) {
+        return Err(JsValue::from_str(&format!("the {part} is already drawn on this page")));
+    }
     skip_app_ids();
     match part {
         "map" => {
@@ -55,6 +64,7 @@ pub fn mount(part: &str, element: web_sys::Element) -> Result<(), JsValue> {
         }
         other => return Err(JsValue::from_str(&format!("the simulator draws no part {other:?}"))),
     }
+    DRAWN.with(|drawn| drawn.borrow_mut().push(part.to_string()));
     Ok(())
 }
 
