@@ -144,6 +144,12 @@ test('a scenario attribute plays the course page\'s own file as a story; a broke
   await section('mine').and(page.frameLocator('#mine iframe').locator('[data-story^="custom-"]')).waitFor({ timeout: 30000 });
   const shown = await page.frameLocator('#mine iframe').getByTestId('story-select').evaluate((select) => select.selectedOptions[0].textContent);
   assert.match(shown, /broker-dies\.json/);
+  // Its step has a link: the same scenario address at that step.
+  const stepLink = await page.frameLocator('#mine iframe').getByTestId('step-link').getAttribute('href');
+  const linked = new URL(stepLink, 'http://x/');
+  assert.match(linked.searchParams.get('scenario'), /\/scenarios\/broker-dies\.json$/);
+  assert.equal(linked.searchParams.get('step'), '1');
+  assert.equal(linked.searchParams.get('story'), null);
   const broken = page.frameLocator('#broken iframe').getByTestId('scenario-problem');
   await broken.waitFor({ timeout: 30000 });
   assert.match(await broken.innerText(), /broken\.json.*seeed.*line 3/s);

@@ -340,17 +340,38 @@ pub fn sequence_steps() -> Html {
     let visible = current.visible();
     let place = visible.partition_point(|&shown| shown < index);
     let next_shown = current.next_shown();
-    let deep_link = link(story_def, index, &forks_made);
+    // A story fetched from the address (`?scenario=…`) has a link: the same
+    // address at a step. (The story and the address as the query has it.)
+    let from_address = use_mut_ref(|| None::<(&'static crate::sequence_model::StoryDef, String)>);
+    let scenario_raw = from_address
+        .borrow()
+        .as_ref()
+        .filter(|(story, _)| std::ptr::eq(*story, story_def))
+        .map(|(_, raw)| raw.clone());
+    let deep_link = match &scenario_raw {
+        Some(raw) => crate::sequence_model::merged_scenario_link("", raw, index, &forks_made),
+        None => link(story_def, index, &forks_made),
+    };
     // The address bar follows the step once the learner moves, so it can be
     // shared; loading the page never rewrites it (a preset, `play=0` or a
     // section's #anchor stay as they were).
     let loaded_once = use_mut_ref(|| false);
     {
         let forks_made = forks_made.clone();
+        let scenario_raw = scenario_raw.clone();
         use_effect_with(deep_link.clone(), move |_| {
             // (An opened file's story has no address: it exists only here.)
-            if std::mem::replace(&mut *loaded_once.borrow_mut(), true) && !story_def.is_custom() {
-                set_url(&merged_link(&page_query(), story_def, index, &forks_made));
+            if std::mem::replace(&mut *loaded_once.borrow_mut(), true) {
+                if let Some(raw) = &scenario_raw {
+                    set_url(&crate::sequence_model::merged_scenario_link(
+                        &page_query(),
+                        raw,
+                        index,
+                        &forks_made,
+                    ));
+                } else if !story_def.is_custom() {
+                    set_url(&merged_link(&page_query(), story_def, index, &forks_made));
+                }
             }
         });
     }
@@ -496,9 +517,11 @@ pub fn sequence_steps() -> Html {
         let cursor = cursor.clone();
         let problem = scenario_problem.clone();
         let loading = scenario_loading.clone();
+        let from_address = from_address.clone();
         use_effect_with((), move |_| {
             let query = page_query();
             if let Some(raw) = crate::view_model::query_param(&query, crate::sequence_model::SCENARIO_PARAM) {
+                let raw_kept = raw.to_string();
                 let decoded = js_sys::decode_uri_component(raw)
                     .ok()
                     .and_then(|text| text.as_string())
@@ -540,6 +563,7 @@ pub fn sequence_steps() -> Html {
                                 Ok(_) if moved => {}
                                 Ok(chosen) => {
                                     problem.set(None);
+                                    *from_address.borrow_mut() = Some((*chosen, raw_kept));
                                     dispatch(CursorAction::Open {
                                         story: chosen,
                                         step,
@@ -732,7 +756,7 @@ pub fn sequence_steps() -> Html {
                         value={place.min(visible.len().saturating_sub(1)).to_string()} oninput={on_scrub} aria-label="timeline: jump to any step" />
                 </label>
                 <span class="clock" data-testid="step-position">{ format!("step {} of {} · t = {} ms", index + 1, total, view.time_ms) }</span>
-                { if story_def.is_custom() {
+                { if story_def.is_custom() && scenario_raw.is_none() {
                     html! { <span class="muted" data-testid="step-link-none">{ "(a story from your file has no link: share the file)" }</span> }
                 } else {
                     html! { <a href={deep_link.clone()} data-testid="step-link">{ "Link to this step" }</a> }

@@ -1893,6 +1893,27 @@ pub fn merged_link_to(current_query: &str, story_id: &str, step: usize, forks: &
     format!("?{}#steps", pairs.join("&"))
 }
 
+/// The address of a step of a story opened from `?scenario=ADDRESS`: the
+/// same scenario address (`raw`, as the page's query has it), the step and
+/// the forks, the page's other parameters kept, so the link opens the same
+/// file at the same step.
+pub fn merged_scenario_link(current_query: &str, raw: &str, step: usize, forks: &[ForkLink]) -> String {
+    let mut pairs: Vec<String> = current_query
+        .trim_start_matches('?')
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .filter(|pair| {
+            let key = pair.split('=').next().unwrap_or_default();
+            key != "story" && key != "step" && key != "fork" && key != SCENARIO_PARAM
+        })
+        .map(str::to_string)
+        .collect();
+    pairs.push(format!("{SCENARIO_PARAM}={raw}"));
+    pairs.push(format!("step={}", step + 1));
+    pairs.extend(fork_param(forks));
+    format!("?{}#steps", pairs.join("&"))
+}
+
 /// The shown step nearest to `index` (the earlier one on a tie), when a
 /// filter hides `index` itself; `None` when it is shown or nothing is.
 pub fn nearest_shown(visible: &[usize], index: usize) -> Option<usize> {
@@ -2029,6 +2050,17 @@ mod tests {
             .map(|story| (story.id.as_str(), story.story().learn.as_str()))
             .collect();
         assert_eq!(story_index(), parsed.as_slice());
+    }
+
+    #[test]
+    fn a_fetched_scenarios_step_link_keeps_its_address() {
+        let link = merged_scenario_link(
+            "?embed=steps&scenario=https%3A%2F%2Fx%2Fa.json&step=4&story=happy-path",
+            "https%3A%2F%2Fx%2Fa.json",
+            6,
+            &[],
+        );
+        assert_eq!(link, "?embed=steps&scenario=https%3A%2F%2Fx%2Fa.json&step=7#steps");
     }
 
     #[test]
