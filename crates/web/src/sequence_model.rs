@@ -1874,23 +1874,10 @@ pub fn merged_link(current_query: &str, story: &StoryDef, step: usize, forks: &[
 }
 
 /// [`merged_link`] by the story's id (the page's first module knows the
-/// stories only by their index, [`story_index`]).
+/// stories only by their index, [`story_index`]). A shipped story's link no
+/// longer opens a fetched scenario.
 pub fn merged_link_to(current_query: &str, story_id: &str, step: usize, forks: &[ForkLink]) -> String {
-    let mut pairs: Vec<String> = current_query
-        .trim_start_matches('?')
-        .split('&')
-        .filter(|pair| !pair.is_empty())
-        .filter(|pair| {
-            let key = pair.split('=').next().unwrap_or_default();
-            // A shipped story's link no longer opens the fetched scenario.
-            key != "story" && key != "step" && key != "fork" && key != SCENARIO_PARAM
-        })
-        .map(str::to_string)
-        .collect();
-    pairs.push(format!("story={story_id}"));
-    pairs.push(format!("step={}", step + 1));
-    pairs.extend(fork_param(forks));
-    format!("?{}#steps", pairs.join("&"))
+    step_address(current_query, format!("story={story_id}"), step, forks)
 }
 
 /// The address of a step of a story opened from `?scenario=ADDRESS`: the
@@ -1898,6 +1885,12 @@ pub fn merged_link_to(current_query: &str, story_id: &str, step: usize, forks: &
 /// the forks, the page's other parameters kept, so the link opens the same
 /// file at the same step.
 pub fn merged_scenario_link(current_query: &str, raw: &str, step: usize, forks: &[ForkLink]) -> String {
+    step_address(current_query, format!("{SCENARIO_PARAM}={raw}"), step, forks)
+}
+
+/// The page's other parameters in their order, then `which` (the story or
+/// the scenario), the step and the forks.
+fn step_address(current_query: &str, which: String, step: usize, forks: &[ForkLink]) -> String {
     let mut pairs: Vec<String> = current_query
         .trim_start_matches('?')
         .split('&')
@@ -1908,7 +1901,7 @@ pub fn merged_scenario_link(current_query: &str, raw: &str, step: usize, forks: 
         })
         .map(str::to_string)
         .collect();
-    pairs.push(format!("{SCENARIO_PARAM}={raw}"));
+    pairs.push(which);
     pairs.push(format!("step={}", step + 1));
     pairs.extend(fork_param(forks));
     format!("?{}#steps", pairs.join("&"))
