@@ -2457,11 +2457,14 @@ mod tests {
     /// A scenario file opens as a story; a bad one says where and what.
     #[test]
     fn a_scenario_file_opens_as_a_story_and_a_bad_one_says_where() {
-        let shipped = files::SCENARIO_FILES
-            .iter()
-            .find(|(file, _)| *file == "happy-path.json")
-            .map(|(_, text)| *text)
-            .expect("the happy path");
+        let shipped_file = |name: &str| {
+            files::SCENARIO_FILES
+                .iter()
+                .find(|(file, _)| *file == name)
+                .map(|(_, text)| *text)
+                .unwrap_or_else(|| panic!("no shipped scenario {name}"))
+        };
+        let shipped = shipped_file("happy-path.json");
         let opened = custom_story("mine.json", shipped).expect("opens");
         assert_eq!(opened.id, "custom-happy-path");
         assert_eq!(opened.file, "mine.json");
@@ -2469,12 +2472,8 @@ mod tests {
         assert!(!run.steps.is_empty());
         // It opens on its focus partition as a shipped story does, and
         // unfiltered at a linked step.
-        let focused = files::SCENARIO_FILES
-            .iter()
-            .find(|(file, _)| *file == "acks1-leader-crash-loses-records.json")
-            .map(|(_, text)| *text)
-            .expect("a story with a focus");
-        let focused = custom_story("focused.json", focused).expect("opens");
+        let focused =
+            custom_story("focused.json", shipped_file("acks1-leader-crash-loses-records.json")).expect("opens");
         assert_eq!(focused.focus(), Some("orders-0"));
         assert_eq!(Filter::opening(focused, false).partition.as_deref(), Some("orders-0"));
         assert_eq!(Filter::opening(focused, true), Filter::default());
