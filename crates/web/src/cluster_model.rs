@@ -3,6 +3,8 @@
 //! --describe`, `kafka-consumer-groups --describe`, `kafka-metadata-quorum
 //! describe --status`), all derived from the engine's [`ClusterView`].
 
+use std::collections::BTreeMap;
+
 use kafkascope_engine::sim::config::{
     ClusterConfig, CommitMode, ConsumerConfig, GroupProtocol, OffsetReset, ProducerConfig, TopicConfig,
 };
@@ -304,46 +306,101 @@ pub struct GroupRow {
     pub group: String,
     pub topic: String,
     pub partition: u32,
-    /// The committed offset, `-` before the first commit.
+    /// The group's committed offset (`-` before the first commit).
     pub current_offset: String,
-    /// What the member last saw as the end of the log (its high watermark).
+    /// What `kafka-consumer-groups` calls the log end offset: the latest
+    /// offset `ListOffsets` gives a `read_uncommitted` client, the
+    /// leader's high watermark.
     pub log_end_offset: u64,
+    /// `LOG-END-OFFSET − CURRENT-OFFSET`, as the tool computes it
+    /// (`ConsumerGroupCommand`); `-` before the first commit.
     pub lag: String,
+    /// The member that owns the partition now (`-` for none).
     pub consumer_id: String,
+    /// The owner's position (the next offset it reads; not a column of
+    /// Kafka's tool, which reads only committed offsets).
+    pub position: String,
     /// The member's last position reset after `OFFSET_OUT_OF_RANGE` (not
     /// a column of Kafka's tool; its consumer logs it).
     pub reset: String,
 }
 
-/// Every owned partition of every running member, by group and partition.
-pub fn describe_groups(view: &ClusterView) -> Vec<GroupRow> {
-    let mut rows: Vec<GroupRow> = view
-        .consumers
+/// The high watermark of `partition` on its leader, as `ListOffsets`
+/// (latest, `read_uncommitted`) answers it; 0 without a leader.
+pub fn leader_high_watermark(view: &ClusterView, partition: &str) -> u64 {
+    let leader = view
+        .partitions
         .iter()
-        .flat_map(|consumer| {
-            consumer.partitions.iter().map(move |owned| {
-                let (topic, partition) = (owned.topic.clone(), owned.index);
-                GroupRow {
-                    group: consumer.group.clone(),
-                    topic,
-                    partition,
-                    current_offset: owned.committed.map_or("-".to_string(), |offset| offset.to_string()),
-                    log_end_offset: owned.high_watermark,
-                    lag: owned.committed.map_or("-".to_string(), |offset| {
-                        owned.high_watermark.saturating_sub(offset).to_string()
-                    }),
-                    consumer_id: consumer.member_id.clone().unwrap_or_else(|| "-".to_string()),
-                    reset: owned.last_reset.map_or(String::new(), |(from, to)| {
-                        format!("{from} → {to} (OFFSET_OUT_OF_RANGE)")
-                    }),
-                }
-            })
+        .find(|candidate| candidate.partition == partition)
+        .and_then(|found| found.leader);
+    view.brokers
+        .iter()
+        .filter(|broker| Some(broker.id) == leader)
+        .flat_map(|broker| broker.replicas.iter())
+        .find(|replica| replica.partition == partition)
+        .map_or(0, |replica| replica.high_watermark)
+}
+
+/// The group's committed offset for a partition, as its members know
+/// their commits: the highest any member committed (the coordinator keeps
+/// the latest, which is the highest unless a reset moved a member back).
+pub fn group_committed(view: &ClusterView, group: &str, partition: &str) -> Option<u64> {
+    view.consumers
+        .iter()
+        .filter(|consumer| consumer.group == group)
+        .flat_map(|consumer| consumer.partitions.iter())
+        .filter(|owned| owned.partition == partition)
+        .filter_map(|owned| owned.committed)
+        .max()
+}
+
+/// A group's lag on a partition as `kafka-consumer-groups` reports it:
+/// the leader's high watermark minus the committed offset; `None` before
+/// the first commit. The map's member rows, the group inspector and the
+/// tool's panel all read this one function.
+pub fn kafka_lag(view: &ClusterView, group: &str, partition: &str) -> Option<u64> {
+    group_committed(view, group, partition)
+        .map(|committed| leader_high_watermark(view, partition).saturating_sub(committed))
+}
+
+/// `kafka-consumer-groups --describe` for every group: one row per
+/// partition a member owns, with its owner (the member of the newest
+/// generation, when a rebalance in flight leaves two claiming it).
+pub fn describe_groups(view: &ClusterView) -> Vec<GroupRow> {
+    let mut owners: BTreeMap<(String, String, u32), &kafkascope_engine::sim::view::ConsumerView> = BTreeMap::new();
+    let mut owned_views = BTreeMap::new();
+    for consumer in &view.consumers {
+        for owned in &consumer.partitions {
+            let key = (consumer.group.clone(), owned.topic.clone(), owned.index);
+            let newer = owners
+                .get(&key)
+                .is_none_or(|current| (consumer.generation, consumer.id) > (current.generation, current.id));
+            if newer {
+                owners.insert(key.clone(), consumer);
+                owned_views.insert(key, owned);
+            }
+        }
+    }
+    owners
+        .into_iter()
+        .map(|((group, topic, partition), owner)| {
+            let owned = owned_views[&(group.clone(), topic.clone(), partition)];
+            let committed = group_committed(view, &group, &owned.partition);
+            GroupRow {
+                current_offset: committed.map_or("-".to_string(), |offset| offset.to_string()),
+                log_end_offset: leader_high_watermark(view, &owned.partition),
+                lag: kafka_lag(view, &group, &owned.partition).map_or("-".to_string(), |lag| lag.to_string()),
+                consumer_id: owner.member_id.clone().unwrap_or_else(|| "-".to_string()),
+                position: owned.position.map_or("-".to_string(), |offset| offset.to_string()),
+                reset: owned.last_reset.map_or(String::new(), |(from, to)| {
+                    format!("{from} → {to} (OFFSET_OUT_OF_RANGE)")
+                }),
+                group,
+                topic,
+                partition,
+            }
         })
-        .collect();
-    rows.sort_by(|left, right| {
-        (&left.group, &left.topic, left.partition).cmp(&(&right.group, &right.topic, right.partition))
-    });
-    rows
+        .collect()
 }
 
 /// `kafka-metadata-quorum describe --status`, reduced to what the

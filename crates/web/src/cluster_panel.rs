@@ -56,17 +56,12 @@ fn now_ms() -> f64 {
         .map_or(0.0, |performance| performance.now())
 }
 
-/// Whether the page is as narrow as a phone: the map lays itself out in
-/// one column ([`Fit::Narrow`]).
-pub fn map_fit() -> Fit {
-    let narrow = web_sys::window()
+/// Whether the page is as narrow as a phone (the steps then read as a
+/// list).
+pub fn is_phone() -> bool {
+    web_sys::window()
         .and_then(|window| window.match_media("(max-width: 700px)").ok().flatten())
-        .is_some_and(|query| query.matches());
-    if narrow {
-        Fit::Narrow
-    } else {
-        Fit::Wide
-    }
+        .is_some_and(|query| query.matches())
 }
 
 fn prefers_reduced_motion() -> bool {
@@ -196,6 +191,11 @@ pub fn cluster_panel() -> Html {
     let speed = use_state(|| SPEEDS[2].0);
     let rate = use_state(|| if page_query().contains("preset=bench") { 5 } else { 1 });
     let reduced_motion = use_state(prefers_reduced_motion);
+    // The map is laid out for its box's width; Kafka's internal topics are
+    // folded into a line per broker until the learner asks for them.
+    let map_box = use_node_ref();
+    let map_width = crate::map::use_map_width(map_box.clone());
+    let internal_topics = use_state(|| false);
 
     // A render after a play tick closes that tick's cost sample.
     {
@@ -554,7 +554,14 @@ pub fn cluster_panel() -> Html {
         .take(12)
         .map(TraceEvent::line)
         .collect();
-    let model = Rc::new(layout_fit(&view, view.time_ms as f64 + current.carry(), map_fit()));
+    let model = Rc::new(layout_fit(
+        &view,
+        view.time_ms as f64 + current.carry(),
+        Fit {
+            width: map_width,
+            internal_topics: *internal_topics,
+        },
+    ));
     drop(current);
     let topics = describe_topics(&view);
     let groups = describe_groups(&view);
@@ -881,9 +888,10 @@ pub fn cluster_panel() -> Html {
             </p>
             <div class="map-layout">
                 <div class="map-frame">
-                    <div class="map-scroll"><ClusterMap model={model.clone()} selected={selected.clone()} on_select={on_select} reduced_motion={*reduced_motion} /></div>
+                    <div class="map-scroll" ref={map_box}><ClusterMap model={model.clone()} selected={selected.clone()} on_select={on_select} reduced_motion={*reduced_motion}
+                        on_expand_internal={{ let internal_topics = internal_topics.clone(); Callback::from(move |()| internal_topics.set(true)) }} /></div>
                     <p class="legend muted">
-                        { "L leader · F follower · ISR in sync · OSR out of sync · bar = log end offset, | = high watermark (numbers: HW/LEO), dashed stretch = deleted by retention, dark tick = compacted up to · dots = messages in flight (hollow: responses)" }
+                        { "L leader · F follower · ISR in sync · OSR out of sync · bar = log end offset, | = high watermark (numbers: HW/LEO), ¦ = last stable offset, dashed stretch = deleted by retention, dark tick = compacted up to · dots = messages in flight (hollow: responses) · a member's @N = its committed offset" }
                     </p>
                     <div class="controls" role="toolbar" aria-label="export and display">
                         <MermaidExport label="Mermaid flowchart" description="the topology as a Mermaid flowchart"
@@ -900,6 +908,9 @@ pub fn cluster_panel() -> Html {
                                 let session = session.clone();
                                 Callback::from(move |_: MouseEvent| download("kafkascope-trace.json", "application/json", &session.borrow().trace_json()))
                             }}>{ "Download the trace (JSON)" }</button>
+                        <button type="button" data-testid="toggle-internal" aria-pressed={internal_topics.to_string()}
+                            title="Draw every replica of __consumer_offsets and __transaction_state, the topics Kafka keeps for itself"
+                            onclick={{ let internal_topics = internal_topics.clone(); Callback::from(move |_: MouseEvent| internal_topics.set(!*internal_topics)) }}>{ "Show internal topics" }</button>
                         <button type="button" data-testid="toggle-motion" aria-pressed={reduced_motion.to_string()} onclick={toggle_motion}>{ "Reduce motion" }</button>
                     </div>
 

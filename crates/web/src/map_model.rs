@@ -14,24 +14,44 @@ use kafkascope_engine::sim::view::{
     ClusterView, ConsumerPhase, ConsumerView, MessageView, ProcessStatus, ProducerView, ReplicaRole, Role,
 };
 
-/// The map's width in SVG units (it scales to its container).
+/// The width of the wide layout that the native tests and the exports
+/// use (the page lays the map out for the width its box has).
 pub const WIDTH: f64 = 1000.0;
 const MARGIN: f64 = 10.0;
-const PRODUCER_X: f64 = MARGIN;
-const PRODUCER_W: f64 = 170.0;
-const GROUP_W: f64 = 175.0;
-const GROUP_X: f64 = WIDTH - MARGIN - GROUP_W;
-const BROKERS_X: f64 = PRODUCER_X + PRODUCER_W + 30.0;
-const BROKERS_W: f64 = GROUP_X - 30.0 - BROKERS_X;
-const GAP: f64 = 12.0;
-const CONTROLLER_H: f64 = 54.0;
-const BROKER_HEADER: f64 = 34.0;
-/// Height of one replica row in a broker.
-pub const ROW_H: f64 = 14.0;
-const BROKERS_PER_ROW: usize = 3;
-const PRODUCER_H: f64 = 150.0;
-const MEMBER_H: f64 = 46.0;
-const GROUP_HEADER: f64 = 38.0;
+/// Above the controllers: the lane their quorum edges run in.
+const TOP_LANE: f64 = 26.0;
+const PRODUCER_W: f64 = 196.0;
+const GROUP_W: f64 = 224.0;
+/// Between the producers and the brokers, and the brokers and the groups:
+/// the vertical lanes edges run in.
+const LANE: f64 = 44.0;
+/// Between two columns of brokers (a vertical lane too).
+const COLUMN_GAP: f64 = 30.0;
+/// Between two rows of brokers (a horizontal lane).
+const ROW_GAP: f64 = 44.0;
+/// Between the quorum and the first row of brokers: the election note and
+/// the brokers' edges to the active controller.
+const QUORUM_GAP: f64 = 58.0;
+const GAP: f64 = 14.0;
+const CONTROLLER_H: f64 = 64.0;
+const CONTROLLER_MIN_W: f64 = 168.0;
+const CONTROLLER_MAX_W: f64 = 200.0;
+const BROKER_HEADER: f64 = 44.0;
+/// The narrowest a broker box may be: a replica row's name, badge, bar and
+/// `HW/LEO` at 12 px.
+const MIN_BROKER_W: f64 = 244.0;
+const MAX_BROKER_W: f64 = 420.0;
+/// Height of one replica row in a broker: a 24 px target (WCAG 2.2's
+/// minimum target size).
+pub const ROW_H: f64 = 24.0;
+const MAX_BROKERS_PER_ROW: usize = 3;
+const PRODUCER_H: f64 = 178.0;
+const MEMBER_H: f64 = 52.0;
+const GROUP_HEADER: f64 = 44.0;
+/// One column (a phone): the lane on the right that every edge runs in.
+const NARROW_LANE: f64 = 28.0;
+/// The narrowest map drawn; a narrower box scrolls.
+const MIN_WIDTH: f64 = 280.0;
 
 /// A point in SVG units.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -47,39 +67,6 @@ pub struct Rect {
     pub y: f64,
     pub w: f64,
     pub h: f64,
-}
-
-impl Rect {
-    fn center(&self) -> Point {
-        Point {
-            x: self.x + self.w / 2.0,
-            y: self.y + self.h / 2.0,
-        }
-    }
-
-    /// Where a line from the centre towards `toward` leaves the box.
-    fn border_toward(&self, toward: Point) -> Point {
-        let center = self.center();
-        let (dx, dy) = (toward.x - center.x, toward.y - center.y);
-        if dx == 0.0 && dy == 0.0 {
-            return center;
-        }
-        let scale_x = if dx == 0.0 {
-            f64::INFINITY
-        } else {
-            (self.w / 2.0) / dx.abs()
-        };
-        let scale_y = if dy == 0.0 {
-            f64::INFINITY
-        } else {
-            (self.h / 2.0) / dy.abs()
-        };
-        let scale = scale_x.min(scale_y).min(1.0);
-        Point {
-            x: center.x + dx * scale,
-            y: center.y + dy * scale,
-        }
-    }
 }
 
 /// One replica row inside a broker box.
@@ -113,6 +100,8 @@ pub struct ReplicaRow {
     pub leader_epoch: Option<u32>,
     /// Row position.
     pub rect: Rect,
+    /// The width of the broker's name column (its longest drawn name).
+    pub name_w: f64,
 }
 
 impl ReplicaRow {
@@ -133,14 +122,17 @@ impl ReplicaRow {
         format!("{}/{}", compact(self.high_watermark), compact(self.log_end_offset))
     }
 
-    /// Where the log bar goes and where the offsets text starts: the text
-    /// gets the width it needs at the row's monospace size, the bar the rest.
-    pub fn bar_and_text(&self) -> (f64, f64, f64) {
+    /// Where the badge, the log bar and the offsets text go: the name
+    /// column is as wide as the broker's longest drawn name, the text gets
+    /// the width it needs at the row's monospace size, the bar the rest.
+    /// Returns `(badge_x, bar_x, bar_w, text_x)`.
+    pub fn columns(&self) -> (f64, f64, f64, f64) {
         let text_w = self.offsets_text().chars().count() as f64 * MONO_CHAR_W + 4.0;
-        let bar_x = self.rect.x + 90.0;
+        let badge_x = self.rect.x + 4.0 + self.name_w + 8.0;
+        let bar_x = badge_x + BADGE_W + 6.0;
         let text_x = self.rect.x + self.rect.w - text_w;
-        let bar_w = (text_x - 4.0 - bar_x).max(10.0);
-        (bar_x, bar_w, text_x)
+        let bar_w = (text_x - 6.0 - bar_x).max(MIN_BAR_W);
+        (badge_x, bar_x, bar_w, text_x)
     }
 
     /// The accessible name of the row.
@@ -174,9 +166,31 @@ impl ReplicaRow {
     }
 }
 
-/// The width of one character of the map's 9 px monospace text (a
-/// monospace digit is at most 0.6 em wide).
-pub const MONO_CHAR_W: f64 = 5.4;
+/// The width of one character of the map's 12 px monospace text (a
+/// monospace glyph is about 0.6 em wide; a little over, so text never runs
+/// out of its box).
+pub const MONO_CHAR_W: f64 = 7.4;
+/// An upper bound on the width of one character of the map's 12 px
+/// proportional text (system-ui: about 0.5 em on average).
+pub const TEXT_CHAR_W: f64 = 6.9;
+/// The badge (`L ISR`): five monospace characters.
+const BADGE_W: f64 = 5.0 * MONO_CHAR_W;
+/// The narrowest log bar.
+const MIN_BAR_W: f64 = 28.0;
+/// The most characters of a replica's name a row draws (more are cut with
+/// `…`; the accessible name and the inspector have the whole name).
+const NAME_CHARS_MAX: usize = 12;
+
+/// `text` cut to what fits in `width` at `char_w` a character, with `…`
+/// when cut.
+pub fn fit_text(text: &str, width: f64, char_w: f64) -> String {
+    let fits = (width / char_w).floor().max(1.0) as usize;
+    if text.chars().count() <= fits {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(fits.saturating_sub(1)).collect::<String>())
+    }
+}
 
 /// An offset in at most four characters: whole up to 9999, then `12k`,
 /// `4.6M`, `460M` (rounded down, so a number never shows as more than it is).
@@ -213,6 +227,15 @@ pub struct MemberRow {
     pub rect: Rect,
 }
 
+/// A broker's replicas of Kafka's internal topics, folded into one line
+/// (the beginner view).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoldedInternal {
+    pub replicas: usize,
+    pub leads: usize,
+    pub rect: Rect,
+}
+
 /// What a node box holds.
 #[derive(Debug, Clone, PartialEq)]
 pub enum NodeBody {
@@ -231,6 +254,9 @@ pub enum NodeBody {
         leads: usize,
         follows: usize,
         replicas: Vec<ReplicaRow>,
+        /// The beginner view's one line for the broker's replicas of
+        /// Kafka's internal topics.
+        folded_internal: Option<FoldedInternal>,
     },
     Group {
         name: String,
@@ -287,31 +313,48 @@ pub struct MapEdge {
     pub from: NodeId,
     pub to: NodeId,
     pub kind: EdgeKind,
-    pub start: Point,
-    pub control: Point,
-    pub end: Point,
+    /// Its route through the lanes between boxes: straight stretches
+    /// from the requester's box to the other's.
+    pub points: Vec<Point>,
     /// Messages on it now.
     pub messages: usize,
     pub label: String,
 }
 
 impl MapEdge {
-    /// The point at `t` (0 at `from`, 1 at `to`) on the edge's curve.
+    /// The point at `t` (0 at `from`, 1 at `to`) along the route, by length.
     pub fn at(&self, t: f64) -> Point {
         let t = t.clamp(0.0, 1.0);
-        let u = 1.0 - t;
-        Point {
-            x: u * u * self.start.x + 2.0 * u * t * self.control.x + t * t * self.end.x,
-            y: u * u * self.start.y + 2.0 * u * t * self.control.y + t * t * self.end.y,
+        let lengths: Vec<f64> = self
+            .points
+            .windows(2)
+            .map(|pair| (pair[1].x - pair[0].x).hypot(pair[1].y - pair[0].y))
+            .collect();
+        let total: f64 = lengths.iter().sum();
+        let Some(first) = self.points.first() else {
+            return Point { x: 0.0, y: 0.0 };
+        };
+        let mut left = t * total;
+        for (pair, length) in self.points.windows(2).zip(&lengths) {
+            if left <= *length && *length > 0.0 {
+                let share = left / length;
+                return Point {
+                    x: pair[0].x + (pair[1].x - pair[0].x) * share,
+                    y: pair[0].y + (pair[1].y - pair[0].y) * share,
+                };
+            }
+            left -= length;
         }
+        *self.points.last().unwrap_or(first)
     }
 
     /// The SVG path.
     pub fn path(&self) -> String {
-        format!(
-            "M{:.1},{:.1} Q{:.1},{:.1} {:.1},{:.1}",
-            self.start.x, self.start.y, self.control.x, self.control.y, self.end.x, self.end.y
-        )
+        self.points
+            .iter()
+            .enumerate()
+            .map(|(index, point)| format!("{}{:.1},{:.1}", if index == 0 { "M" } else { " L" }, point.x, point.y))
+            .collect()
     }
 }
 
@@ -375,23 +418,46 @@ pub fn requester_first(a: NodeId, b: NodeId) -> (NodeId, NodeId) {
     }
 }
 
-/// How the map is laid out: side by side for a wide screen, or in one
-/// column for a phone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fit {
-    /// Producers left, brokers in rows of three, groups right; 1000 units wide.
-    Wide,
-    /// Everything in one column, 240 units wide: the controllers, then
-    /// producers, brokers one per row, groups. Drawn at 1.25 px per unit
-    /// (300 px, a 390 px phone's card), the smallest text is over 11 px.
-    Narrow,
+/// How the map is laid out: for the width its box has on screen, drawn at
+/// one SVG unit a CSS pixel, so every text is the size the map's style
+/// says (12 px and up) at any width.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fit {
+    /// The width of the map's box in CSS pixels.
+    pub width: f64,
+    /// Draw each replica of Kafka's internal topics (`__consumer_offsets`,
+    /// `__transaction_state`) as its own row (the full view), rather than
+    /// one folded line per broker (the beginner view).
+    pub internal_topics: bool,
 }
 
-/// The narrow layout's width in SVG units.
-pub const NARROW_WIDTH: f64 = 240.0;
+impl Fit {
+    /// The wide layout the native tests and exports use, every row drawn.
+    pub fn wide() -> Fit {
+        Fit {
+            width: WIDTH,
+            internal_topics: true,
+        }
+    }
 
-/// Pixels per SVG unit of the narrow layout on screen.
-pub const NARROW_SCALE: f64 = 1.25;
+    /// A 390 px phone's map box.
+    pub fn phone() -> Fit {
+        Fit {
+            width: 340.0,
+            internal_topics: true,
+        }
+    }
+
+    /// Whether everything goes in one column (the box is too narrow for the
+    /// producers, a broker and the groups side by side).
+    pub fn stacked(&self) -> bool {
+        wide_brokers_w(self.width.max(MIN_WIDTH)) < MIN_BROKER_W
+    }
+}
+
+fn wide_brokers_w(width: f64) -> f64 {
+    width - 2.0 * MARGIN - PRODUCER_W - GROUP_W - 2.0 * LANE
+}
 
 /// Where each part of the map goes.
 struct Frame {
@@ -400,54 +466,58 @@ struct Frame {
     brokers_x: f64,
     brokers_w: f64,
     brokers_per_row: usize,
-    controllers_per_row: usize,
     producer_x: f64,
     producer_w: f64,
     group_x: f64,
     group_w: f64,
-    /// Producers, brokers and groups one below the other.
+    /// Producers, brokers and groups one below the other, edges in a lane
+    /// on the right.
     stacked: bool,
-    /// How many characters of the election note fit.
-    note_chars: usize,
+    internal_topics: bool,
 }
 
 impl Frame {
-    fn of(fit: Fit) -> Frame {
-        match fit {
-            Fit::Wide => Frame {
-                width: WIDTH,
-                brokers_x: BROKERS_X,
-                brokers_w: BROKERS_W,
-                brokers_per_row: BROKERS_PER_ROW,
-                controllers_per_row: usize::MAX,
-                producer_x: PRODUCER_X,
+    fn of(fit: Fit, brokers: usize) -> Frame {
+        let width = fit.width.max(MIN_WIDTH).floor();
+        let wide = wide_brokers_w(width);
+        if wide >= MIN_BROKER_W {
+            let fit_per_row = ((wide + COLUMN_GAP) / (MIN_BROKER_W + COLUMN_GAP)).floor() as usize;
+            let per_row = fit_per_row.clamp(1, MAX_BROKERS_PER_ROW).min(brokers.max(1));
+            // Boxes no wider than they need; the columns stay centred.
+            let broker_w = ((wide - COLUMN_GAP * (per_row as f64 - 1.0)) / per_row as f64).min(MAX_BROKER_W);
+            let brokers_w = broker_w * per_row as f64 + COLUMN_GAP * (per_row as f64 - 1.0);
+            let width = (width).min(2.0 * MARGIN + PRODUCER_W + GROUP_W + 2.0 * LANE + brokers_w);
+            Frame {
+                width,
+                brokers_x: MARGIN + PRODUCER_W + LANE,
+                brokers_w,
+                brokers_per_row: per_row,
+                producer_x: MARGIN,
                 producer_w: PRODUCER_W,
-                group_x: GROUP_X,
+                group_x: width - MARGIN - GROUP_W,
                 group_w: GROUP_W,
                 stacked: false,
-                note_chars: 150,
-            },
-            Fit::Narrow => {
-                let inner = NARROW_WIDTH - 2.0 * MARGIN;
-                Frame {
-                    width: NARROW_WIDTH,
-                    brokers_x: MARGIN,
-                    brokers_w: inner,
-                    brokers_per_row: 1,
-                    controllers_per_row: 1,
-                    producer_x: MARGIN,
-                    producer_w: inner,
-                    group_x: MARGIN,
-                    group_w: inner,
-                    stacked: true,
-                    note_chars: 42,
-                }
+                internal_topics: fit.internal_topics,
+            }
+        } else {
+            let inner = width - 2.0 * MARGIN - NARROW_LANE;
+            Frame {
+                width,
+                brokers_x: MARGIN,
+                brokers_w: inner,
+                brokers_per_row: 1,
+                producer_x: MARGIN,
+                producer_w: inner,
+                group_x: MARGIN,
+                group_w: inner,
+                stacked: true,
+                internal_topics: fit.internal_topics,
             }
         }
     }
 }
 
-/// Lays the view out.
+/// Lays the view out (wide, every row drawn).
 pub fn layout(view: &ClusterView) -> MapModel {
     layout_at(view, view.time_ms as f64)
 }
@@ -456,26 +526,112 @@ pub fn layout(view: &ClusterView) -> MapModel {
 /// between the whole milliseconds the simulation has reached (smooth
 /// motion at slow speeds).
 pub fn layout_at(view: &ClusterView, time_ms: f64) -> MapModel {
-    layout_fit(view, time_ms, Fit::Wide)
+    layout_fit(view, time_ms, Fit::wide())
 }
 
-/// [`layout_at`] for a wide screen or a phone.
+/// One broker's replica rows, user topics first; Kafka's internal topics
+/// folded into one line unless the fit draws them.
+fn replica_rows(
+    broker: &kafkascope_engine::sim::view::BrokerView,
+    scale: &BTreeMap<&str, u64>,
+    frame: &Frame,
+) -> (Vec<ReplicaRow>, Option<FoldedInternal>) {
+    let mut rows: Vec<ReplicaRow> = broker
+        .replicas
+        .iter()
+        .map(|replica| ReplicaRow {
+            partition: replica.partition.clone(),
+            short: if replica.internal {
+                format!("{}-{}", internal_short(&replica.topic), replica.index)
+            } else {
+                replica.partition.clone()
+            },
+            internal: replica.internal,
+            role: replica.role,
+            in_sync: replica.in_isr,
+            log_end_offset: replica.log_end_offset,
+            high_watermark: replica.high_watermark,
+            last_stable_offset: replica.last_stable_offset,
+            markers: replica.marker_offsets.clone(),
+            log_start_offset: replica.log_start_offset,
+            cleaned_up_to: replica.cleaned_up_to,
+            scale: scale.get(replica.partition.as_str()).copied().unwrap_or(1),
+            leader_epoch: replica.leader_epoch,
+            rect: Rect {
+                x: 0.0,
+                y: 0.0,
+                w: 0.0,
+                h: 0.0,
+            },
+            name_w: 0.0,
+        })
+        .collect();
+    rows.sort_by_key(|replica| replica.internal);
+    if frame.internal_topics {
+        return (rows, None);
+    }
+    let internal: Vec<ReplicaRow> = rows.iter().filter(|row| row.internal).cloned().collect();
+    rows.retain(|row| !row.internal);
+    let folded = (!internal.is_empty()).then(|| FoldedInternal {
+        replicas: internal.len(),
+        leads: internal.iter().filter(|row| row.role == ReplicaRole::Leader).count(),
+        rect: Rect {
+            x: 0.0,
+            y: 0.0,
+            w: 0.0,
+            h: 0.0,
+        },
+    });
+    (rows, folded)
+}
+
+/// What a row calls an internal topic's partition: `offsets-17`, `txn-3`.
+fn internal_short(topic: &str) -> &'static str {
+    if topic == "__transaction_state" {
+        "txn"
+    } else {
+        "offsets"
+    }
+}
+
+/// [`layout_at`] for the box the map has on screen.
 pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
-    let frame = Frame::of(fit);
+    let frame = Frame::of(fit, view.brokers.len());
     let mut nodes = Vec::new();
     // The KRaft quorum across the top of the broker column.
     let controllers = view.controllers.len().max(1);
-    let abreast = controllers.min(frame.controllers_per_row);
-    let controller_w = ((frame.brokers_w - GAP * (abreast as f64 - 1.0)) / abreast as f64).min(170.0);
+    // Wide, the quorum spans the map over the producers and groups (which
+    // start below it), as many abreast as fit.
+    let (quorum_left, quorum_room) = if frame.stacked {
+        (frame.brokers_x, frame.brokers_w)
+    } else {
+        (MARGIN + GAP, frame.width - 2.0 * (MARGIN + GAP))
+    };
+    let abreast = if frame.stacked {
+        1
+    } else {
+        (((quorum_room + GAP) / (CONTROLLER_MIN_W + GAP)).floor() as usize).clamp(1, controllers)
+    };
+    let controller_w = ((quorum_room - GAP * (abreast as f64 - 1.0)) / abreast as f64).min(if frame.stacked {
+        frame.brokers_w
+    } else {
+        CONTROLLER_MAX_W
+    });
     let quorum_w = controller_w * abreast as f64 + GAP * (abreast as f64 - 1.0);
-    let quorum_x = frame.brokers_x + (frame.brokers_w - quorum_w) / 2.0;
+    let quorum_x = if frame.stacked {
+        quorum_left
+    } else {
+        // Over the broker column when it fits there.
+        (frame.brokers_x + (frame.brokers_w - quorum_w) / 2.0).clamp(quorum_left, quorum_left + quorum_room - quorum_w)
+    };
     let quorum_rows = controllers.div_ceil(abreast);
-    let quorum_bottom = MARGIN + quorum_rows as f64 * (CONTROLLER_H + GAP) - GAP;
-    let top = quorum_bottom + 46.0;
+    let quorum_top = MARGIN + TOP_LANE;
+    let quorum_bottom = quorum_top + quorum_rows as f64 * (CONTROLLER_H + GAP) - GAP;
+    let top = quorum_bottom + QUORUM_GAP;
     for (index, controller) in view.controllers.iter().enumerate() {
         let rect = Rect {
             x: quorum_x + (index % abreast) as f64 * (controller_w + GAP),
-            y: MARGIN + (index / abreast) as f64 * (CONTROLLER_H + GAP),
+            y: quorum_top + (index / abreast) as f64 * (CONTROLLER_H + GAP),
             w: controller_w,
             h: CONTROLLER_H,
         };
@@ -509,19 +665,30 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
             *entry = (*entry).max(replica.log_end_offset);
         }
     }
-    let per_row = frame.brokers_per_row.min(view.brokers.len().max(1));
-    let broker_w = (frame.brokers_w - GAP * (per_row as f64 - 1.0)) / per_row as f64;
+    let per_row = frame.brokers_per_row;
+    let broker_w = (frame.brokers_w - COLUMN_GAP * (per_row as f64 - 1.0)) / per_row as f64;
     // Stacked, the producers come first (they write to the brokers).
     let producers_h = view.producers.len() as f64 * (PRODUCER_H + GAP);
-    let mut y = if frame.stacked { top + producers_h + 30.0 } else { top };
-    for row in view.brokers.chunks(per_row) {
-        let row_h = row
+    let mut y = if frame.stacked {
+        top + producers_h + ROW_GAP - GAP
+    } else {
+        top
+    };
+    let mut row_tops = Vec::new();
+    let laid: Vec<(Vec<ReplicaRow>, Option<FoldedInternal>)> = view
+        .brokers
+        .iter()
+        .map(|broker| replica_rows(broker, &scale, &frame))
+        .collect();
+    for (row, rows_of) in view.brokers.chunks(per_row).zip(laid.chunks(per_row)) {
+        let row_h = rows_of
             .iter()
-            .map(|broker| BROKER_HEADER + broker.replicas.len() as f64 * ROW_H + 6.0)
+            .map(|(rows, folded)| BROKER_HEADER + (rows.len() + usize::from(folded.is_some())) as f64 * ROW_H + 6.0)
             .fold(0.0, f64::max);
-        for (index, broker) in row.iter().enumerate() {
+        row_tops.push(y);
+        for (index, (broker, (rows, folded))) in row.iter().zip(rows_of).enumerate() {
             let rect = Rect {
-                x: frame.brokers_x + index as f64 * (broker_w + GAP),
+                x: frame.brokers_x + index as f64 * (broker_w + COLUMN_GAP),
                 y,
                 w: broker_w,
                 h: row_h,
@@ -534,50 +701,52 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
             } else {
                 broker.status.to_string()
             };
-            let mut replicas: Vec<ReplicaRow> = broker
-                .replicas
+            let mut replicas = rows.clone();
+            let mut folded = folded.clone();
+            // The name column: the longest drawn name, leaving the badge,
+            // a bar and the widest offsets text room.
+            let row_w = rect.w - 8.0;
+            let widest_offsets = replicas
                 .iter()
-                .map(|replica| ReplicaRow {
-                    partition: replica.partition.clone(),
-                    short: if replica.internal {
-                        format!("offsets-{}", replica.index)
-                    } else {
-                        replica.partition.clone()
-                    },
-                    internal: replica.internal,
-                    role: replica.role,
-                    in_sync: replica.in_isr,
-                    log_end_offset: replica.log_end_offset,
-                    high_watermark: replica.high_watermark,
-                    last_stable_offset: replica.last_stable_offset,
-                    markers: replica.marker_offsets.clone(),
-                    log_start_offset: replica.log_start_offset,
-                    cleaned_up_to: replica.cleaned_up_to,
-                    scale: scale.get(replica.partition.as_str()).copied().unwrap_or(1),
-                    leader_epoch: replica.leader_epoch,
-                    rect: Rect {
-                        x: 0.0,
-                        y: 0.0,
-                        w: 0.0,
-                        h: 0.0,
-                    },
-                })
-                .collect();
-            // User topics first, then __consumer_offsets.
-            replicas.sort_by_key(|replica| replica.internal);
+                .map(|row| row.offsets_text().chars().count())
+                .max()
+                .unwrap_or(3) as f64
+                * MONO_CHAR_W
+                + 4.0;
+            let room = row_w - 4.0 - 8.0 - BADGE_W - 6.0 - MIN_BAR_W - 6.0 - widest_offsets;
+            let name_chars = replicas
+                .iter()
+                .map(|row| row.short.chars().count())
+                .max()
+                .unwrap_or(1)
+                .min(NAME_CHARS_MAX)
+                .min(((room / MONO_CHAR_W).floor().max(3.0)) as usize);
+            let name_w = name_chars as f64 * MONO_CHAR_W;
             for (row_index, replica) in replicas.iter_mut().enumerate() {
+                replica.short = fit_text(&replica.short, name_w + 0.5, MONO_CHAR_W);
+                replica.name_w = name_w;
                 replica.rect = Rect {
                     x: rect.x + 4.0,
                     y: rect.y + BROKER_HEADER + row_index as f64 * ROW_H,
-                    w: rect.w - 8.0,
+                    w: row_w,
                     h: ROW_H,
                 };
             }
-            let leads = replicas
+            if let Some(folded) = folded.as_mut() {
+                folded.rect = Rect {
+                    x: rect.x + 4.0,
+                    y: rect.y + BROKER_HEADER + replicas.len() as f64 * ROW_H,
+                    w: row_w,
+                    h: ROW_H,
+                };
+            }
+            let leads = broker
+                .replicas
                 .iter()
                 .filter(|replica| replica.role == ReplicaRole::Leader)
                 .count();
-            let follows = replicas
+            let follows = broker
+                .replicas
                 .iter()
                 .filter(|replica| replica.role == ReplicaRole::Follower)
                 .count();
@@ -596,13 +765,14 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
                     leads,
                     follows,
                     replicas,
+                    folded_internal: folded,
                 },
             });
         }
-        y += row_h + 40.0;
+        y += row_h + ROW_GAP;
     }
-    let bottom = y;
-    // Producers down the left.
+    let bottom = y - ROW_GAP + GAP;
+    // Producers down the left (stacked: above the brokers).
     for (index, producer) in view.producers.iter().enumerate() {
         let rect = Rect {
             x: frame.producer_x,
@@ -626,12 +796,12 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
             body: NodeBody::Producer(producer.clone()),
         });
     }
-    // Consumer groups down the right.
+    // Consumer groups down the right (stacked: below the brokers).
     let mut groups: BTreeMap<&str, Vec<&ConsumerView>> = BTreeMap::new();
     for consumer in &view.consumers {
         groups.entry(consumer.group.as_str()).or_default().push(consumer);
     }
-    let mut group_y = if frame.stacked { bottom } else { top };
+    let mut group_y = if frame.stacked { bottom + ROW_GAP - GAP } else { top };
     for (group, members) in groups {
         let rect = Rect {
             x: frame.group_x,
@@ -639,81 +809,143 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
             w: frame.group_w,
             h: GROUP_HEADER + members.len() as f64 * (MEMBER_H + 4.0) + 4.0,
         };
-        let member_rows: Vec<MemberRow> = members
-            .iter()
-            .enumerate()
-            .map(|(index, consumer)| MemberRow {
-                name: NodeId::Consumer(consumer.id).to_string(),
-                id: consumer.id,
-                member_id: consumer.member_id.clone(),
-                phase: consumer.phase,
-                partitions: consumer
-                    .partitions
-                    .iter()
-                    .map(|owned| {
-                        format!(
-                            "{} @{} lag {}",
-                            owned.partition,
-                            owned.committed.map_or("-".to_string(), |offset| offset.to_string()),
-                            owned.lag
-                        )
-                    })
-                    .collect(),
-                total_lag: consumer.partitions.iter().map(|owned| owned.lag).sum(),
-                throttled: consumer.throttled_until.is_some(),
-                rect: Rect {
-                    x: rect.x + 4.0,
-                    y: rect.y + GROUP_HEADER + index as f64 * (MEMBER_H + 4.0),
-                    w: rect.w - 8.0,
-                    h: MEMBER_H,
-                },
-            })
-            .collect();
-        let active: Vec<&&ConsumerView> = members
-            .iter()
-            .filter(|member| member.phase != ConsumerPhase::Stopped)
-            .collect();
-        let modern = members
-            .iter()
-            .any(|member| member.group_protocol == kafkascope_engine::sim::config::GroupProtocol::Consumer);
-        let cooperative = members.iter().any(|member| member.cooperative);
-        let rebalancing = !modern
-            && active.iter().any(|member| {
-                matches!(
-                    member.phase,
-                    ConsumerPhase::Joining | ConsumerPhase::Syncing | ConsumerPhase::FindingCoordinator
-                )
-            });
-        let mut offsets: Vec<(String, Option<u64>, u64)> = members
-            .iter()
-            .flat_map(|member| member.partitions.iter())
-            .map(|owned| (owned.partition.clone(), owned.committed, owned.lag))
-            .collect();
-        offsets.sort();
+        nodes.push(group_node(view, group, &members, rect));
         group_y += rect.h + GAP;
-        let id = Selection::Group(group.to_string());
-        nodes.push(MapNode {
-            name: id.key(),
-            id,
-            rect,
-            label: format!(
-                "consumer group {group}, {}{}",
-                count_of(active.len() as u64, "member", "members"),
-                if rebalancing { ", rebalancing" } else { "" }
-            ),
-            body: NodeBody::Group {
-                name: group.to_string(),
-                generation: active.iter().map(|member| member.generation).max().unwrap_or(0),
-                modern,
-                cooperative,
-                rebalancing,
-                coordinator: active.iter().find_map(|member| member.coordinator),
-                members: member_rows,
-                offsets,
-            },
-        });
     }
-    let height = bottom.max(group_y + MARGIN).max(top + producers_h);
+    let height = bottom.max(group_y).max(top + producers_h) - GAP + MARGIN;
+    let election_note = election_note(view, &frame, quorum_x, quorum_bottom);
+    let mut model = MapModel {
+        width: frame.width,
+        height,
+        election_note,
+        nodes,
+        edges: Vec::new(),
+        messages: Vec::new(),
+    };
+    let lanes = Lanes {
+        stacked: frame.stacked,
+        right_lane_x: frame.width - MARGIN - NARROW_LANE / 2.0,
+        producer_lane_x: frame.brokers_x - LANE / 2.0,
+        group_lane_x: frame.brokers_x + frame.brokers_w + LANE / 2.0,
+        column_lane_x: if per_row > 1 {
+            frame.brokers_x + broker_w + COLUMN_GAP / 2.0
+        } else {
+            frame.brokers_x + frame.brokers_w + LANE / 4.0
+        },
+        row_tops,
+        quorum_top,
+        quorum_bottom,
+        quorum_side_x: quorum_x - GAP / 2.0,
+    };
+    model.edges = edges(view, &model, &lanes);
+    model.messages = messages(view, &model, time_ms);
+    for edge in &mut model.edges {
+        edge.messages = view
+            .in_flight
+            .iter()
+            .filter(|message| requester_first(message.from, message.to) == (edge.from, edge.to))
+            .count();
+        edge.label = edge_label(edge);
+    }
+    model
+}
+
+/// A group's box with a row per member.
+fn group_node(view: &ClusterView, group: &str, members: &[&ConsumerView], rect: Rect) -> MapNode {
+    // Lag as `kafka-consumer-groups` reports it: the leader's high
+    // watermark minus the committed offset (`-` before the first commit).
+    let lag = |partition: &str| crate::cluster_model::kafka_lag(view, group, partition);
+    let shown = |lag: Option<u64>| lag.map_or("-".to_string(), |lag| lag.to_string());
+    let member_rows: Vec<MemberRow> = members
+        .iter()
+        .enumerate()
+        .map(|(index, consumer)| MemberRow {
+            name: NodeId::Consumer(consumer.id).to_string(),
+            id: consumer.id,
+            member_id: consumer.member_id.clone(),
+            phase: consumer.phase,
+            partitions: consumer
+                .partitions
+                .iter()
+                .map(|owned| {
+                    format!(
+                        "{} @{} lag {}",
+                        owned.partition,
+                        owned.committed.map_or("-".to_string(), |offset| offset.to_string()),
+                        shown(lag(&owned.partition))
+                    )
+                })
+                .collect(),
+            total_lag: consumer
+                .partitions
+                .iter()
+                .filter_map(|owned| lag(&owned.partition))
+                .sum(),
+            throttled: consumer.throttled_until.is_some(),
+            rect: Rect {
+                x: rect.x + 4.0,
+                y: rect.y + GROUP_HEADER + index as f64 * (MEMBER_H + 4.0),
+                w: rect.w - 8.0,
+                h: MEMBER_H,
+            },
+        })
+        .collect();
+    let active: Vec<&&ConsumerView> = members
+        .iter()
+        .filter(|member| member.phase != ConsumerPhase::Stopped)
+        .collect();
+    let modern = members
+        .iter()
+        .any(|member| member.group_protocol == kafkascope_engine::sim::config::GroupProtocol::Consumer);
+    let cooperative = members.iter().any(|member| member.cooperative);
+    let rebalancing = !modern
+        && active.iter().any(|member| {
+            matches!(
+                member.phase,
+                ConsumerPhase::Joining | ConsumerPhase::Syncing | ConsumerPhase::FindingCoordinator
+            )
+        });
+    let mut offsets: Vec<(String, Option<u64>, u64)> = members
+        .iter()
+        .flat_map(|member| member.partitions.iter())
+        .map(|owned| {
+            (
+                owned.partition.clone(),
+                owned.committed,
+                lag(&owned.partition).unwrap_or(0),
+            )
+        })
+        .collect();
+    offsets.sort();
+    let id = Selection::Group(group.to_string());
+    MapNode {
+        name: id.key(),
+        id,
+        rect,
+        label: format!(
+            "consumer group {group}, {}{}",
+            count_of(active.len() as u64, "member", "members"),
+            match (rebalancing, cooperative) {
+                (true, true) => ", rebalancing cooperatively (members still reading)",
+                (true, false) => ", rebalancing (members paused)",
+                _ => "",
+            }
+        ),
+        body: NodeBody::Group {
+            name: group.to_string(),
+            generation: active.iter().map(|member| member.generation).max().unwrap_or(0),
+            modern,
+            cooperative,
+            rebalancing,
+            coordinator: active.iter().find_map(|member| member.coordinator),
+            members: member_rows,
+            offsets,
+        },
+    }
+}
+
+/// Under the quorum: the last leader election and why, cut to the width.
+fn election_note(view: &ClusterView, frame: &Frame, quorum_x: f64, quorum_bottom: f64) -> Option<(Point, String)> {
     let fenced: Vec<String> = view
         .brokers
         .iter()
@@ -725,47 +957,34 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
     } else {
         format!("fenced: {} · ", fenced.join(", "))
     };
-    let election_note = view.highlights.last_leader_election.as_ref().map(|election| {
+    let x = if frame.stacked {
+        MARGIN
+    } else {
+        quorum_x.min(frame.brokers_x)
+    };
+    view.highlights.last_leader_election.as_ref().map(|election| {
         (
             Point {
-                x: if frame.stacked { MARGIN } else { quorum_x },
-                y: quorum_bottom + 13.0,
+                x,
+                y: quorum_bottom + 18.0,
             },
-            format!(
-                "{fenced}last election: {} → {} (epoch {}{}) at {} ms: {}",
-                election.partition,
-                election
-                    .leader
-                    .map_or("no leader".to_string(), |leader| as_broker(leader).to_string()),
-                election.leader_epoch,
-                if election.unclean { ", UNCLEAN" } else { "" },
-                election.time_ms,
-                election.reason
-            )
-            .chars()
-            .take(frame.note_chars)
-            .collect(),
+            fit_text(
+                &format!(
+                    "{fenced}last election: {} → {} (epoch {}{}) at {} ms: {}",
+                    election.partition,
+                    election
+                        .leader
+                        .map_or("no leader".to_string(), |leader| as_broker(leader).to_string()),
+                    election.leader_epoch,
+                    if election.unclean { ", UNCLEAN" } else { "" },
+                    election.time_ms,
+                    election.reason
+                ),
+                frame.width - x - MARGIN,
+                TEXT_CHAR_W,
+            ),
         )
-    });
-    let mut model = MapModel {
-        width: frame.width,
-        height,
-        election_note,
-        nodes,
-        edges: Vec::new(),
-        messages: Vec::new(),
-    };
-    model.edges = edges(view, &model);
-    model.messages = messages(view, &model, time_ms);
-    for edge in &mut model.edges {
-        edge.messages = view
-            .in_flight
-            .iter()
-            .filter(|message| requester_first(message.from, message.to) == (edge.from, edge.to))
-            .count();
-        edge.label = edge_label(edge);
-    }
-    model
+    })
 }
 
 /// Where a node (or a member row inside a group) is.
@@ -784,7 +1003,171 @@ fn rect_of(model: &MapModel, node_id: NodeId) -> Option<Rect> {
     })
 }
 
-fn edges(view: &ClusterView, model: &MapModel) -> Vec<MapEdge> {
+/// The gaps between boxes that edges run in, so that no edge crosses a box
+/// (only its two ends touch theirs).
+struct Lanes {
+    stacked: bool,
+    /// One column: the lane right of the boxes.
+    right_lane_x: f64,
+    /// Between the producers and the brokers.
+    producer_lane_x: f64,
+    /// Between the brokers and the groups.
+    group_lane_x: f64,
+    /// Where edges go from one row of brokers to another: between the first
+    /// two columns, or beside a single column.
+    column_lane_x: f64,
+    /// The top of each row of brokers (the lane above it is `ROW_GAP`, or
+    /// `QUORUM_GAP` over the first).
+    row_tops: Vec<f64>,
+    quorum_top: f64,
+    quorum_bottom: f64,
+    /// Left of the quorum: how edges reach a controller above its last row.
+    quorum_side_x: f64,
+}
+
+impl Lanes {
+    /// The lane under the bottom of a controller at `bottom`: the gap to
+    /// the next row of the quorum, or the lane under the quorum.
+    fn under_controller(&self, bottom: f64, spread: f64) -> f64 {
+        if bottom + 1.0 >= self.quorum_bottom {
+            self.quorum_bottom + (QUORUM_GAP * 0.6).min(30.0) + spread * 0.5
+        } else {
+            bottom + GAP / 2.0 + spread * 0.15
+        }
+    }
+
+    /// The lane over the top of a controller at `top`.
+    fn over_controller(&self, top: f64, spread: f64) -> f64 {
+        if top <= self.quorum_top + 1.0 {
+            self.quorum_top - TOP_LANE / 2.0 + spread * 0.4
+        } else {
+            top - GAP / 2.0 + spread * 0.15
+        }
+    }
+
+    /// The horizontal lane just above the broker row that starts at `top`.
+    fn above(&self, top: f64, spread: f64) -> f64 {
+        let first = self.row_tops.first().copied().unwrap_or(top);
+        if (top - first).abs() < 0.5 {
+            // Under the election note.
+            top - QUORUM_GAP * 0.4 + spread
+        } else {
+            top - ROW_GAP / 2.0 + spread
+        }
+    }
+
+    /// The route of an edge from `a` to `b` (their boxes), in the lanes.
+    fn route(&self, kind: EdgeKind, from: NodeId, a: Rect, b: Rect, spread: f64) -> Vec<Point> {
+        let p = |x: f64, y: f64| Point { x, y };
+        if self.stacked {
+            // Out of the right side, along the lane, into the right side.
+            let ay = a.y + (a.h / 2.0).min(16.0) + spread * 0.5;
+            let by = b.y + (b.h / 2.0).min(16.0) - spread * 0.5;
+            let x = self.right_lane_x + spread;
+            return vec![p(a.x + a.w, ay), p(x, ay), p(x, by), p(b.x + b.w, by)];
+        }
+        match kind {
+            EdgeKind::Produce | EdgeKind::Consumer => {
+                // Clients sit beside the broker column: out of their side
+                // into their lane, then to the broker's near side (first or
+                // last column) or down into its top through the lane above
+                // its row.
+                let producer = matches!(from, NodeId::Producer(_));
+                let (side_x, lane_x) = if producer {
+                    (a.x + a.w, self.producer_lane_x + spread)
+                } else {
+                    (a.x, self.group_lane_x + spread)
+                };
+                let ay = a.y + (a.h / 2.0).min(20.0);
+                let near = if producer {
+                    (b.x - (self.producer_lane_x + LANE / 2.0)).abs() < 1.0
+                } else {
+                    (b.x + b.w - (self.group_lane_x - LANE / 2.0)).abs() < 1.0
+                };
+                if near {
+                    let by = b.y + 14.0 + spread * 0.6;
+                    let bx = if producer { b.x } else { b.x + b.w };
+                    vec![p(side_x, ay), p(lane_x, ay), p(lane_x, by), p(bx, by)]
+                } else {
+                    let lane_y = self.above(b.y, spread * 0.5);
+                    let bx = if producer {
+                        b.x + 24.0 + spread
+                    } else {
+                        b.x + b.w - 24.0 + spread
+                    };
+                    vec![
+                        p(side_x, ay),
+                        p(lane_x, ay),
+                        p(lane_x, lane_y),
+                        p(bx, lane_y),
+                        p(bx, b.y),
+                    ]
+                }
+            }
+            EdgeKind::Replication | EdgeKind::BrokerToController => {
+                // Up out of the broker's top into the lane above its row;
+                // along it (through the column lane to another row's lane
+                // when the other end is on another row); down into the
+                // other broker's top, or up into the controller's bottom.
+                let to_controller = kind == EdgeKind::BrokerToController;
+                let ax = a.x + a.w / 2.0 + if to_controller { a.w / 4.0 } else { -a.w / 6.0 } + spread;
+                let a_lane = self.above(a.y, spread * 0.5);
+                let (b_lane, bx, by) = if to_controller {
+                    (
+                        self.under_controller(b.y + b.h, spread),
+                        b.x + b.w / 2.0 + spread * 2.0,
+                        b.y + b.h,
+                    )
+                } else {
+                    (self.above(b.y, -spread * 0.5), b.x + b.w / 2.0 + spread, b.y)
+                };
+                let under_quorum = self.under_controller(self.quorum_bottom, spread);
+                let mut route = vec![p(ax, a.y), p(ax, a_lane)];
+                if to_controller && b.y + b.h + 1.0 < self.quorum_bottom {
+                    // A controller above the quorum's last row: under the
+                    // quorum to its left side, up, and along the gap under
+                    // the controller's row.
+                    if (a_lane - under_quorum).abs() >= 12.0 {
+                        let cx = self.column_lane_x + spread;
+                        route.extend([p(cx, a_lane), p(cx, under_quorum)]);
+                    }
+                    let side = self.quorum_side_x + spread * 0.2;
+                    let last = route.last().copied().unwrap_or(p(ax, a_lane));
+                    route.extend([p(side, last.y), p(side, b_lane), p(bx, b_lane), p(bx, by)]);
+                } else if (a_lane - b_lane).abs() < 12.0 || (!to_controller && (a.y - b.y).abs() < 0.5) {
+                    route.extend([p(bx, a_lane), p(bx, by)]);
+                } else {
+                    let cx = self.column_lane_x + spread;
+                    route.extend([p(cx, a_lane), p(cx, b_lane), p(bx, b_lane), p(bx, by)]);
+                }
+                route
+            }
+            EdgeKind::Quorum => {
+                // Over the top of the quorum row; between rows of a quorum
+                // on more than one, by its left side.
+                let ax = a.x + a.w / 2.0 + spread;
+                let bx = b.x + b.w / 2.0 - spread;
+                let a_lane = self.over_controller(a.y, spread);
+                if (a.y - b.y).abs() < 0.5 {
+                    vec![p(ax, a.y), p(ax, a_lane), p(bx, a_lane), p(bx, b.y)]
+                } else {
+                    let b_lane = self.over_controller(b.y, spread);
+                    let side = self.quorum_side_x + spread * 0.2;
+                    vec![
+                        p(ax, a.y),
+                        p(ax, a_lane),
+                        p(side, a_lane),
+                        p(side, b_lane),
+                        p(bx, b_lane),
+                        p(bx, b.y),
+                    ]
+                }
+            }
+        }
+    }
+}
+
+fn edges(view: &ClusterView, model: &MapModel, lanes: &Lanes) -> Vec<MapEdge> {
     let mut pairs: BTreeMap<(NodeId, NodeId), ()> = BTreeMap::new();
     let leaders: BTreeMap<&str, u32> = view
         .partitions
@@ -857,55 +1240,23 @@ fn edges(view: &ClusterView, model: &MapModel) -> Vec<MapEdge> {
     for message in &view.in_flight {
         pairs.insert(requester_first(message.from, message.to), ());
     }
+    // Edges sharing a lane are spread a few units apart.
+    let mut in_kind: BTreeMap<EdgeKind, usize> = BTreeMap::new();
     pairs
         .into_keys()
         .filter_map(|(from, to)| {
-            let from_rect = rect_of(model, from)?;
-            let to_rect = rect_of(model, to)?;
+            let a = rect_of(model, from)?;
+            let b = rect_of(model, to)?;
             let kind = edge_kind(from, to);
-            let (a, b) = (from_rect.center(), to_rect.center());
-            // Edges between boxes of one row bow upwards so they stay
-            // visible; others are straight (the control point midway).
-            let mid = Point {
-                x: (a.x + b.x) / 2.0,
-                y: (a.y + b.y) / 2.0,
-            };
-            let same_row = (a.y - b.y).abs() < 1.0;
-            let (start, control, end) = if same_row {
-                // Boxes of one row: bow into the gap above them (below, for
-                // the controllers on the top row), further for one
-                // direction so both directions between a pair show.
-                let downward = from_rect.y <= MARGIN;
-                let bow = if a.x < b.x { 56.0 } else { 74.0 };
-                let (edge_y, control_y) = if downward {
-                    let bottom = from_rect.y + from_rect.h;
-                    (bottom, bottom + bow)
-                } else {
-                    (from_rect.y, from_rect.y - bow)
-                };
-                let inset = if a.x < b.x { 12.0 } else { -12.0 };
-                (
-                    Point {
-                        x: a.x + inset,
-                        y: edge_y,
-                    },
-                    Point { x: mid.x, y: control_y },
-                    Point {
-                        x: b.x - inset,
-                        y: edge_y,
-                    },
-                )
-            } else {
-                (from_rect.border_toward(b), mid, to_rect.border_toward(a))
-            };
+            let index = in_kind.entry(kind).or_insert(0);
+            let spread = (*index % 7) as f64 * 3.0 - 9.0;
+            *index += 1;
             Some(MapEdge {
                 key: Selection::Edge { from, to }.key(),
                 from,
                 to,
                 kind,
-                start,
-                control,
-                end,
+                points: lanes.route(kind, from, a, b, spread),
                 messages: 0,
                 label: String::new(),
             })
@@ -1262,7 +1613,7 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
             files: Vec::new(),
             lookup: Vec::new(),
             },
-            NodeBody::Broker { id, state, leads, follows, replicas } => Inspection {
+            NodeBody::Broker { id, state, leads, follows, replicas, .. } => Inspection {
                 title: node.name.clone(),
                 why: "A broker stores partition replicas. For each partition it either leads (takes produce requests and serves fetches) or follows (fetches from the leader). It heartbeats to the active controller, which fences it if the heartbeats stop.".into(),
                 facts: vec![
@@ -1330,7 +1681,7 @@ fn inspect_member(view: &ClusterView, id: u32) -> Option<Inspection> {
                 ("Generation".into(), consumer.generation.to_string())
             },
             ("Partitions".into(), if consumer.partitions.is_empty() { "none (idle)".into() } else {
-                consumer.partitions.iter().map(|owned| format!("{} position {} committed {} lag {}", owned.partition, owned.position.map_or("-".into(), |offset| offset.to_string()), owned.committed.map_or("-".into(), |offset| offset.to_string()), owned.lag)).collect::<Vec<_>>().join("; ")
+                consumer.partitions.iter().map(|owned| format!("{} position {} (next offset it reads) · committed {} · lag {} (high watermark − committed)", owned.partition, owned.position.map_or("-".into(), |offset| offset.to_string()), owned.committed.map_or("-".into(), |offset| offset.to_string()), crate::cluster_model::kafka_lag(view, &consumer.group, &owned.partition).map_or("-".to_string(), |lag| lag.to_string()))).collect::<Vec<_>>().join("; ")
             }),
             ("Records read".into(), consumer.records_read.to_string()),
             ("auto.offset.reset".into(), match consumer.auto_offset_reset {
@@ -1510,12 +1861,14 @@ mod tests {
         for config in [default_config(), bench_config()] {
             let mut simulation = Simulation::new(config, DEFAULT_SEED).expect("valid");
             simulation.run_until(3_000);
-            let model = layout_fit(&simulation.view(), 3_000.0, Fit::Narrow);
-            assert_eq!(model.width, NARROW_WIDTH);
+            let fit = Fit::phone();
+            assert!(fit.stacked());
+            let model = layout_fit(&simulation.view(), 3_000.0, fit);
+            assert_eq!(model.width, fit.width);
             for node in &model.nodes {
                 assert!(
                     node.rect.x >= 0.0
-                        && node.rect.x + node.rect.w <= NARROW_WIDTH
+                        && node.rect.x + node.rect.w <= fit.width
                         && node.rect.y + node.rect.h <= model.height,
                     "{} {:?}",
                     node.name,
@@ -1547,12 +1900,10 @@ mod tests {
             assert!(bottom_of(controller) < top_of(producer));
             assert!(bottom_of(producer) < top_of(broker));
             assert!(bottom_of(broker) < top_of(group));
-            // The map's smallest text (9 units) is drawn over 11 px.
-            assert!(9.0 * NARROW_SCALE >= 11.0);
             assert!(model
                 .election_note
                 .as_ref()
-                .is_none_or(|(_, note)| note.chars().count() as f64 * 9.5 * 0.55 <= NARROW_WIDTH));
+                .is_none_or(|(at, note)| at.x + note.chars().count() as f64 * TEXT_CHAR_W <= fit.width));
         }
     }
 
@@ -1748,8 +2099,14 @@ mod tests {
                     log_end_offset: leo,
                     ..row.clone()
                 };
-                let (bar_x, bar_w, text_x) = row.bar_and_text();
+                let (badge_x, bar_x, bar_w, text_x) = row.columns();
                 let text_w = row.offsets_text().chars().count() as f64 * MONO_CHAR_W;
+                assert!(
+                    row.rect.x + 4.0 + row.short.chars().count() as f64 * MONO_CHAR_W <= badge_x,
+                    "{} runs into its badge",
+                    row.short
+                );
+                assert!(badge_x + BADGE_W < bar_x, "the badge runs into the bar");
                 assert!(
                     text_x + text_w <= row.rect.x + row.rect.w,
                     "{} overflows {:?}",
@@ -1785,5 +2142,173 @@ mod tests {
         let first = model.node(&sel("broker-1")).expect("b1").rect;
         let fourth = model.node(&sel("broker-4")).expect("b4").rect;
         assert!(fourth.y > first.y + first.h);
+    }
+
+    /// Whether the straight stretch `a`–`b` passes through the inside of `rect`.
+    fn crosses(a: Point, b: Point, rect: Rect) -> bool {
+        let inset = 1.0;
+        let (x0, x1) = (rect.x + inset, rect.x + rect.w - inset);
+        let (y0, y1) = (rect.y + inset, rect.y + rect.h - inset);
+        // Sample the stretch (every route is made of short straight runs).
+        let steps = 200;
+        (0..=steps).any(|step| {
+            let t = f64::from(step) / f64::from(steps);
+            let (x, y) = (a.x + (b.x - a.x) * t, a.y + (b.y - a.y) * t);
+            x > x0 && x < x1 && y > y0 && y < y1
+        })
+    }
+
+    /// The boxes an edge may touch: its two ends (a member's group too).
+    fn ends_of(model: &MapModel, edge: &MapEdge) -> Vec<String> {
+        let mut ends = Vec::new();
+        for node in &model.nodes {
+            let end = [edge.from, edge.to].iter().any(|id| {
+                node.id == Selection::Node(*id)
+                    || matches!((&node.body, id), (NodeBody::Group { members, .. }, NodeId::Consumer(consumer)) if members.iter().any(|member| member.id == *consumer))
+            });
+            if end {
+                ends.push(node.name.clone());
+            }
+        }
+        ends
+    }
+
+    #[test]
+    fn at_every_size_boxes_fit_the_width_and_edges_run_between_boxes_never_through_one() {
+        for brokers in [1, 2, 3, 5, 9] {
+            for partitions in [1, 6, 24] {
+                let mut config = default_config();
+                config.brokers = brokers;
+                // Quorums of three, five and seven (the most a run may have).
+                config.controllers = match brokers {
+                    9 => 7,
+                    5 => 5,
+                    _ => 3,
+                };
+                config.topics[0].partitions = partitions;
+                config.topics[0].replication_factor = brokers.min(3);
+                config.topics[0].min_insync_replicas = 1;
+                let mut simulation = Simulation::new(config, DEFAULT_SEED).expect("valid");
+                simulation.schedule(ScheduledInput {
+                    at_ms: 0,
+                    input: Input::Produce {
+                        producer: 0,
+                        key: Some("user-42".into()),
+                        count: 5,
+                        bytes: 100,
+                    },
+                });
+                simulation.run_until(6_000);
+                let view = simulation.view();
+                for width in [280.0, 300.0, 340.0, 700.0, 760.0, 882.0, 1000.0, 1280.0, 1600.0] {
+                    for internal_topics in [false, true] {
+                        let fit = Fit { width, internal_topics };
+                        let model = layout_fit(&view, 6_000.0, fit);
+                        let case = format!(
+                            "{brokers} brokers, {partitions} partitions, {width} px, internal {internal_topics}"
+                        );
+                        assert!(model.width <= width.max(MIN_WIDTH), "{case}: {} wide", model.width);
+                        for node in &model.nodes {
+                            let r = node.rect;
+                            assert!(
+                                r.x >= 0.0 && r.x + r.w <= model.width && r.y >= 0.0 && r.y + r.h <= model.height,
+                                "{case}: {} at {r:?} outside {}×{}",
+                                node.name,
+                                model.width,
+                                model.height
+                            );
+                            if let NodeBody::Broker { replicas, .. } = &node.body {
+                                let least = if fit.stacked() {
+                                    MIN_WIDTH - 2.0 * MARGIN - NARROW_LANE
+                                } else {
+                                    MIN_BROKER_W
+                                };
+                                assert!(r.w >= least, "{case}: {} is {} wide", node.name, r.w);
+                                for row in replicas {
+                                    let (badge_x, bar_x, bar_w, text_x) = row.columns();
+                                    assert!(
+                                        row.rect.x + 4.0 + row.short.chars().count() as f64 * MONO_CHAR_W
+                                            <= badge_x + 0.5,
+                                        "{case}: {}",
+                                        row.short
+                                    );
+                                    assert!(
+                                        bar_x + bar_w <= text_x && bar_w >= MIN_BAR_W,
+                                        "{case}: {}",
+                                        row.partition
+                                    );
+                                    assert!(
+                                        text_x + row.offsets_text().chars().count() as f64 * MONO_CHAR_W
+                                            <= row.rect.x + row.rect.w,
+                                        "{case}"
+                                    );
+                                }
+                            }
+                        }
+                        assert_no_two_boxes_overlap(&model);
+                        for edge in &model.edges {
+                            let ends = ends_of(&model, edge);
+                            for node in model.nodes.iter().filter(|node| !ends.contains(&node.name)) {
+                                for pair in edge.points.windows(2) {
+                                    assert!(
+                                        !crosses(pair[0], pair[1], node.rect),
+                                        "{case}: {} runs through {} ({:?})",
+                                        edge.key,
+                                        node.name,
+                                        edge.points
+                                    );
+                                }
+                            }
+                            assert!(
+                                edge.points.iter().all(|point| point.x >= 0.0
+                                    && point.x <= model.width
+                                    && point.y >= 0.0
+                                    && point.y <= model.height),
+                                "{case}: {} leaves the map",
+                                edge.key
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_beginner_view_folds_internal_topics_into_one_line_per_broker() {
+        let view = settled().view();
+        let folded = layout_fit(
+            &view,
+            0.0,
+            Fit {
+                width: WIDTH,
+                internal_topics: false,
+            },
+        );
+        let full = layout_fit(&view, 0.0, Fit::wide());
+        for (node, whole) in folded.nodes.iter().zip(&full.nodes) {
+            if let (
+                NodeBody::Broker {
+                    replicas,
+                    folded_internal,
+                    ..
+                },
+                NodeBody::Broker { replicas: all, .. },
+            ) = (&node.body, &whole.body)
+            {
+                assert!(replicas.iter().all(|row| !row.internal));
+                let internal = all.iter().filter(|row| row.internal).count();
+                assert!(internal > 0);
+                let line = folded_internal.as_ref().expect("a folded line");
+                assert_eq!(line.replicas, internal);
+                assert_eq!(
+                    line.leads,
+                    all.iter()
+                        .filter(|row| row.internal && row.role == ReplicaRole::Leader)
+                        .count()
+                );
+                assert_eq!(replicas.len() + internal, all.len());
+            }
+        }
     }
 }

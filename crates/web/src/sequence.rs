@@ -254,6 +254,14 @@ pub fn sequence_steps() -> Html {
     });
     let redraw = use_force_update();
     let playing = use_state(|| false);
+    // The side map is laid out for its own box.
+    let map_box = use_node_ref();
+    let map_width = crate::map::use_map_width(map_box.clone());
+    {
+        // What the step touched stays in view in the side map's box.
+        let map_box = map_box.clone();
+        use_effect(move || crate::map::scroll_to_selected(&map_box));
+    }
     // Real milliseconds per step while the story plays.
     let pace = use_state(|| 900u32);
     let fork_choice = use_state(|| "kill-1".to_string());
@@ -705,7 +713,18 @@ pub fn sequence_steps() -> Html {
         Callback::from(move |_: ()| mermaid(&shown.iter().collect::<Vec<_>>()))
     };
     drop(borrowed);
-    let model = Rc::new(layout_fit(&view, view.time_ms as f64, crate::cluster_panel::map_fit()));
+    // Kafka's internal topics are drawn when the step is about one of them.
+    let internal_topics = step.as_ref().and_then(highlight).is_some_and(
+        |selection| matches!(&selection, Selection::Replica { partition, .. } if partition.starts_with("__")),
+    );
+    let model = Rc::new(layout_fit(
+        &view,
+        view.time_ms as f64,
+        crate::map_model::Fit {
+            width: map_width,
+            internal_topics,
+        },
+    ));
     let groups = crate::cluster_model::describe_groups(&view);
     let on_map_select = Callback::from(|_: Selection| {});
 
@@ -800,21 +819,21 @@ pub fn sequence_steps() -> Html {
             </div>
             <div class="steps-layout">
                 <div class="diagram-frame">
-                    <SequenceDiagram rows={rows} roles={roles} current={index} on_pick={go.clone()} narrow={crate::cluster_panel::map_fit() == crate::map_model::Fit::Narrow} />
+                    <SequenceDiagram rows={rows} roles={roles} current={index} on_pick={go.clone()} narrow={crate::cluster_panel::is_phone()} />
                 </div>
-                <div class="steps-map">
+                <div class="steps-map" ref={map_box}>
                     <ClusterMap model={model} selected={step.as_ref().and_then(highlight)} on_select={on_map_select} reduced_motion={true} />
                     <p class="legend muted">{ "The cluster right after this step; the highlighted edge or replica is what the step touched." }</p>
                     { if groups.is_empty() { html! {} } else { html! {
                         <details class="step-groups" data-testid="step-groups">
                             <summary>{ "kafka-consumer-groups --describe at this step" }</summary>
                             <table class="tool" tabindex="0" aria-label="kafka-consumer-groups --describe at this step (scrolls sideways)">
-                                <thead><tr><th>{ "GROUP" }</th><th>{ "PARTITION" }</th><th>{ "CURRENT-OFFSET" }</th><th>{ "LOG-END-OFFSET" }</th><th>{ "LAG" }</th><th>{ "RESET (consumer log)" }</th></tr></thead>
+                                <thead><tr><th>{ "GROUP" }</th><th>{ "PARTITION" }</th><th>{ "CURRENT-OFFSET" }</th><th>{ "LOG-END-OFFSET" }</th><th>{ "LAG" }</th><th>{ "CONSUMER-ID" }</th><th>{ "RESET (consumer log)" }</th></tr></thead>
                                 <tbody>
                                     { for groups.iter().map(|row| html! {
                                         <tr>
                                             <td>{ &row.group }</td><td>{ format!("{}-{}", row.topic, row.partition) }</td>
-                                            <td>{ &row.current_offset }</td><td>{ row.log_end_offset }</td><td>{ &row.lag }</td>
+                                            <td>{ &row.current_offset }</td><td>{ row.log_end_offset }</td><td>{ &row.lag }</td><td>{ &row.consumer_id }</td>
                                             <td data-testid={format!("step-reset-{}-{}-{}", row.group, row.topic, row.partition)}>{ &row.reset }</td>
                                         </tr>
                                     }) }

@@ -1,0 +1,164 @@
+// The map as a beginner meets it (#32): every text on the live map and on
+// the steps' side map is at least 12 px on screen (the font size times the
+// SVG's screen transform), at desktop and phone width; the side map shows
+// the whole cluster in its box; a click at the centre of any box or row
+// selects that box or row (edges never take it), on the default cluster and
+// the largest one the knobs make; Kafka's internal topics are one folded
+// line per broker until the learner asks for them.
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { launch, openApp, screenshotPath } = require('./browser.cjs');
+
+const live = (page) => page.getByTestId('cluster');
+const steps = (page) => page.getByTestId('steps');
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+// The smallest rendered text of an SVG map, and whether it fits its box.
+const measure = (svg) => {
+  const sizes = [...svg.querySelectorAll('text')]
+    .filter((text) => text.textContent.trim() && text.getBoundingClientRect().width > 0)
+    .map((text) => ({
+      size: parseFloat(getComputedStyle(text).fontSize) * Math.abs(text.getScreenCTM().a),
+      text: text.textContent,
+    }));
+  const smallest = sizes.reduce((least, item) => (item.size < least.size ? item : least), { size: Infinity, text: '' });
+  // Texts that run out of the box (or row) they are drawn in.
+  const outside = [...svg.querySelectorAll('.node')].flatMap((node) => {
+    const frame = node.querySelector(':scope > .frame')?.getBoundingClientRect();
+    if (!frame) return [];
+    return [...node.querySelectorAll('text')]
+      .filter((text) => text.textContent.trim())
+      .filter((text) => {
+        const box = text.getBoundingClientRect();
+        return box.left < frame.left - 0.5 || box.right > frame.right + 0.5;
+      })
+      .map((text) => `${node.dataset.testid}: ${text.textContent}`);
+  });
+  const frame = svg.parentElement;
+  return {
+    smallest,
+    count: sizes.length,
+    outside,
+    clipped: frame.scrollWidth > frame.clientWidth + 1,
+    width: svg.getBoundingClientRect().width,
+    frame: frame.clientWidth,
+  };
+};
+
+for (const [width, height] of [[1280, 800], [390, 844]]) {
+  test(`at ${width} px every text of the live map and the side map is at least 12 px and none leaves its box`, async () => {
+    const { page, problems } = await openApp(browser, { width, height, query: '?play=0&story=happy-path&step=30' });
+    await live(page).getByTestId('cluster-run-10s').click();
+    const map = await live(page).getByTestId('map').evaluate(measure);
+    assert.ok(map.count > 30, `${map.count} texts`);
+    assert.ok(map.smallest.size >= 11.95, `live map text "${map.smallest.text}" at ${map.smallest.size.toFixed(2)} px`);
+    assert.deepEqual(map.outside, []);
+    assert.ok(!map.clipped, `the live map scrolls sideways (${map.width} px in ${map.frame} px)`);
+    const side = await steps(page).getByTestId('map').evaluate(measure);
+    assert.ok(side.smallest.size >= 11.95, `side map text "${side.smallest.text}" at ${side.smallest.size.toFixed(2)} px`);
+    assert.deepEqual(side.outside, []);
+    assert.ok(!side.clipped, `the side map is cut (${side.width} px in ${side.frame} px)`);
+    // Every broker and controller of the story is in the side map.
+    for (const name of ['broker-1', 'broker-2', 'broker-3', 'controller-1', 'controller-2', 'controller-3']) {
+      const box = await steps(page).getByTestId(`node-${name}`).boundingBox();
+      const frame = await steps(page).locator('.steps-map').boundingBox();
+      assert.ok(box && box.x >= frame.x - 0.5 && box.x + box.width <= frame.x + frame.width + 0.5, `${name} is cut off the side map`);
+    }
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(overflow <= width, `the page scrolls sideways (${overflow} px)`);
+    await live(page).getByTestId('map').screenshot({ path: screenshotPath(`legible-map-${width}`) });
+    await steps(page).locator('.steps-map').screenshot({ path: screenshotPath(`legible-side-map-${width}`) });
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+}
+
+// Clicks the centre of every box (a broker's or a group's header, which
+// their rows do not cover) and every replica and member row, and checks
+// each selected itself: never an edge drawn near it.
+async function clickEveryCentre(page) {
+  return live(page).getByTestId('map').evaluate((svg) => {
+    const targets = [];
+    for (const node of svg.querySelectorAll('.nodes > .node')) {
+      const frame = node.querySelector(':scope > .frame');
+      // A box with rows: its header (left, middle, right); else its centre.
+      const points = node.querySelector('.header-hit')
+        ? [[0.1, 10], [0.5, 10], [0.9, 10]]
+        : [[0.5, null]];
+      for (const [share, top] of points) targets.push({ id: node.dataset.testid, element: frame, share, top });
+    }
+    for (const row of svg.querySelectorAll('.replica, .member')) targets.push({ id: row.dataset.testid, element: row.querySelector('.row'), share: 0.5, top: null });
+    const missed = [];
+    for (const target of targets) {
+      target.element.scrollIntoView({ block: 'center', inline: 'center' });
+      const box = target.element.getBoundingClientRect();
+      const x = box.left + box.width * target.share;
+      const y = target.top === null ? box.top + box.height / 2 : box.top + target.top;
+      const element = document.elementFromPoint(x, y);
+      const owner = element?.closest('.replica, .member, .edge, .node, .folded');
+      const hit = owner?.dataset.testid ?? element?.tagName;
+      if (hit !== target.id) missed.push(`${target.id} → ${hit}`);
+    }
+    return { targets: targets.length, missed };
+  });
+}
+
+test('a click at the centre of every box and row selects it, on the default cluster and on nine brokers, at desktop and phone width', async () => {
+  for (const [width, height] of [[1280, 800], [390, 844]]) {
+    const { page, problems } = await openApp(browser, { width, height, query: '?play=0' });
+    await live(page).getByTestId('cluster-run-10s').click();
+    const small = await clickEveryCentre(page);
+    assert.ok(small.targets > 15, `${small.targets} targets`);
+    assert.deepEqual(small.missed, [], `at ${width} px`);
+    // Real clicks: a replica row, a member row and a broker's header.
+    const row = live(page).locator('.replica').first();
+    await row.scrollIntoViewIfNeeded();
+    const box = await row.locator('.row').boundingBox();
+    await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+    assert.match(await row.getAttribute('class'), /selected/);
+    await live(page).getByTestId('node-broker-2').scrollIntoViewIfNeeded();
+    const broker = await live(page).getByTestId('node-broker-2').locator(':scope > .frame').boundingBox();
+    await page.mouse.click(broker.x + broker.width / 2, broker.y + 10);
+    assert.equal(await live(page).getByTestId('inspector-title').innerText(), 'broker-2');
+    // The largest cluster the knobs make.
+    await live(page).getByTestId('knob-brokers').fill('9');
+    await live(page).getByTestId('knob-brokers').dispatchEvent('change');
+    await live(page).getByTestId('knob-partitions').fill('24');
+    await live(page).getByTestId('knob-partitions').dispatchEvent('change');
+    await live(page).getByTestId('knob-apply').click();
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="cluster"] [data-testid^="node-broker-"]').length === 9);
+    await live(page).getByTestId('cluster-run-10s').click();
+    const large = await clickEveryCentre(page);
+    assert.ok(large.targets > 60, `${large.targets} targets`);
+    assert.deepEqual(large.missed, [], `nine brokers at ${width} px`);
+    const text = await live(page).getByTestId('map').evaluate(measure);
+    assert.ok(text.smallest.size >= 11.95, `nine brokers: "${text.smallest.text}" at ${text.smallest.size.toFixed(2)} px`);
+    assert.deepEqual(text.outside, []);
+    await live(page).getByTestId('map').screenshot({ path: screenshotPath(`legible-map-nine-${width}`) });
+    assert.deepEqual(problems, []);
+    await page.close();
+  }
+});
+
+test('Kafka\'s internal topics are one folded line per broker until the learner shows them', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  await live(page).getByTestId('cluster-run-10s').click();
+  const internalRows = () => live(page).locator('[data-testid^="replica-"][data-testid*="-__consumer_offsets-"]').count();
+  assert.equal(await internalRows(), 0);
+  const folded = await live(page).locator('.folded').evaluateAll((lines) => lines.map((line) => line.querySelector('text').textContent));
+  assert.equal(folded.length, 3);
+  for (const line of folded) assert.match(line, /^\+ \d+ internal replicas? · leads \d+ ▸$/);
+  const total = folded.reduce((sum, line) => sum + Number(line.match(/\d+/)[0]), 0);
+  await live(page).getByTestId('folded-1').click();
+  assert.equal(await internalRows(), total);
+  assert.equal(await live(page).getByTestId('toggle-internal').getAttribute('aria-pressed'), 'true');
+  await live(page).getByTestId('toggle-internal').click();
+  assert.equal(await internalRows(), 0);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
