@@ -19,6 +19,7 @@ mod retention;
 mod simulator;
 mod storage_properties;
 mod tidy;
+mod trace_hashes;
 mod transactions;
 mod txn_offsets;
 mod vectors;
