@@ -29,8 +29,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::groups::assignors::TopicPartition;
 use crate::partitioning::{partition_for_key, RecordKey};
+use crate::protocol::TopicPartition;
 use crate::random::Rng;
 use crate::replication::high_watermark::Acks;
 

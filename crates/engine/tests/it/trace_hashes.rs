@@ -42,29 +42,11 @@ fn expected() -> BTreeMap<u64, u64> {
         .collect()
 }
 
-/// The trace hash of each seed's run, on up to four threads.
+/// The trace hash of each seed's run.
 fn hashes(seeds: &[u64]) -> BTreeMap<u64, u64> {
-    let threads = std::thread::available_parallelism()
-        .map_or(2, |count| count.get())
-        .min(4);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|thread| {
-                scope.spawn(move || {
-                    seeds
-                        .iter()
-                        .skip(thread)
-                        .step_by(threads)
-                        .map(|&seed| (seed, FuzzCase::generate(seed, Mix::All).trace_hash()))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|handle| handle.join().expect("a trace-hash thread panicked"))
-            .collect()
-    })
+    crate::per_seed_on_threads(seeds, |seed| FuzzCase::generate(seed, Mix::All).trace_hash())
+        .into_iter()
+        .collect()
 }
 
 /// Compares the hashes of `seeds` with the committed ones and names every
