@@ -19,6 +19,7 @@ pub mod groups;
 pub mod java;
 pub mod limits;
 pub mod partitioning;
+pub mod protocol;
 pub mod random;
 pub mod replication;
 pub mod sim;

@@ -37,8 +37,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::groups::assignors::TopicPartition;
-use crate::replication::idempotence::{ProducerEpoch, ProducerId};
+use crate::protocol::{ProducerEpoch, ProducerId, TopicPartition};
 use crate::replication::transactions::ControlType;
 
 /// `transaction.max.timeout.ms` (900000): the longest `transaction.timeout.ms`

@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::partition_change::{Election, PartitionChange, PartitionChangeRecord, PartitionRegistration};
-use crate::replication::BrokerId;
+use crate::protocol::BrokerId;
 
 /// `broker.session.timeout.ms` (9000).
 pub const BROKER_SESSION_TIMEOUT_MS_DEFAULT: u64 = 9000;

@@ -25,7 +25,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::replication::BrokerId;
+use crate::protocol::BrokerId;
 
 /// Whether the partition's leader has recovered its log after an unclean
 /// election (`LeaderRecoveryState`).

@@ -29,9 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::timer::CoordinatorTimer;
-use crate::groups::assignors::TopicPartition;
-use crate::sim::trace::RebalanceReason;
-use crate::sim::types::ErrorCode;
+use crate::protocol::{ErrorCode, RebalanceReason, TopicPartition};
 
 /// Who sent a request and is waiting for its answer: the caller's handle.
 pub type RequestId = u64;

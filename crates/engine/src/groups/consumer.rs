@@ -35,7 +35,7 @@ use super::assignors::{
     assign, GroupInput, Member, MemberMap, ServerOptions, Strategy, SubscriptionType, TopicPartition,
 };
 use super::timer::CoordinatorTimer;
-use crate::sim::types::ErrorCode;
+use crate::protocol::ErrorCode;
 
 /// A partition: topic name and index.
 pub type Partition = (String, u32);

@@ -41,11 +41,7 @@ use super::Offset;
 /// (`ProducerStateEntry.NUM_BATCHES_TO_RETAIN`).
 pub const BATCHES_RETAINED: usize = 5;
 
-/// A producer id (`long` in Kafka).
-pub type ProducerId = u64;
-
-/// A producer epoch (`short` in Kafka).
-pub type ProducerEpoch = i16;
+pub use crate::protocol::{ProducerEpoch, ProducerId};
 
 /// The epoch of an entry that has seen no batch (`RecordBatch.NO_PRODUCER_EPOCH`).
 pub const NO_PRODUCER_EPOCH: ProducerEpoch = -1;

@@ -21,8 +21,4 @@ pub mod idempotence;
 pub mod replica;
 pub mod transactions;
 
-/// A broker's id (`node.id`).
-pub type BrokerId = u32;
-
-/// An offset in a partition's log.
-pub type Offset = u64;
+pub use crate::protocol::{BrokerId, Offset};

@@ -22,8 +22,8 @@
 
 use serde::Serialize;
 
-use super::idempotence::ProducerId;
 use super::Offset;
+use crate::protocol::ProducerId;
 
 /// A control batch's kind (`ControlRecordType`): how a transaction ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::groups::assignors::TopicPartition;
+use crate::protocol::{BrokerId, Offset, TopicPartition};
 use crate::replication::epoch_cache::LeaderEpochCache;
 use crate::replication::high_watermark::{
     admit_produce, check_parked_produce, evaluate, Acks, HighWatermarkDecision, HighWatermarkInputs, ParkedProduce,
@@ -17,7 +17,6 @@ use crate::replication::high_watermark::{
 use crate::replication::idempotence::{AppendOrigin, DataBatch, ProducerStateTable, SequenceCheck, NO_TIMESTAMP};
 use crate::replication::replica::ReplicaState;
 use crate::replication::transactions::{last_stable_offset, IsolationLevel, TransactionIndex};
-use crate::replication::{BrokerId, Offset};
 use crate::storage::{BatchProducer, Log as StorageLog, LogBatch, LogConfig};
 
 use super::config::QuotaType;

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 pub use crate::controller::cluster_control::ElectionType;
 
 use crate::partitioning::null_key::NullKeyStrategy;
+use crate::protocol::BrokerId;
 use crate::replication::high_watermark::Acks;
-use crate::replication::BrokerId;
 
 use super::types::{NodeId, Time};
 

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::groups::assignors::{assign, GroupInput, Member, Strategy, TopicPartition};
-use crate::replication::{BrokerId, Offset};
+use crate::protocol::{BrokerId, Offset};
 
 use super::config::{AfterFailures, CommitMode, ConsumerConfig, OffsetReset, QuotaType};
 use super::trace::{ConsumerChange, Invariant, TraceKind};

@@ -12,8 +12,7 @@ use serde::Serialize;
 use crate::controller::partition_change::{
     Election, LeaderRecovery, PartitionChange, PartitionChangeRecord, PartitionRegistration,
 };
-use crate::groups::assignors::TopicPartition;
-use crate::replication::BrokerId;
+use crate::protocol::{BrokerId, TopicPartition};
 
 use super::config::{ElectionType, PartitionRef};
 use super::trace::{BrokerChange, ChangeReason, FencingReason, TraceKind};

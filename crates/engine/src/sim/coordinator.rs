@@ -38,7 +38,6 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::groups::assignors::TopicPartition;
 use crate::groups::classic::{
     AppendCallback, ClassicConfig, ClassicShard, CoordinatorRecord, JoinRequest, MemberIdentity, Output, Protocol,
     RequestId, Response, SyncRequest, Write,
@@ -47,7 +46,7 @@ use crate::groups::consumer::{
     self as modern, ConsumerOutput, ConsumerRecord, ConsumerShard, HeartbeatRequest, HeartbeatResponse,
 };
 use crate::groups::coordinator_partition;
-use crate::replication::{BrokerId, Offset};
+use crate::protocol::{BrokerId, Offset, TopicPartition};
 
 use super::broker::ParkedReply;
 use super::trace::{HighWatermarkTrigger, MemberAssignment, RebalanceReason, TraceKind};

@@ -29,8 +29,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::groups::assignors::TopicPartition;
 use crate::partitioning::{partition_for_key, RecordKey};
+use crate::protocol::TopicPartition;
 use crate::random::Rng;
 use crate::replication::high_watermark::Acks;
 
@@ -623,15 +623,26 @@ impl FuzzCase {
 
     /// Runs the case and judges it.
     pub fn run(&self) -> Verdict {
-        let mut simulation = match Simulation::new(self.config.clone(), self.seed) {
-            Ok(simulation) => simulation,
-            Err(error) => {
-                return Verdict {
-                    safety: vec![format!("the generated cluster is invalid: {error}")],
-                    ..Verdict::default()
-                }
-            }
-        };
+        match self.simulate() {
+            Ok((_, verdict)) => verdict,
+            Err(error) => Verdict {
+                safety: vec![format!("the generated cluster is invalid: {error}")],
+                ..Verdict::default()
+            },
+        }
+    }
+
+    /// The hash of the trace the case's run records (see
+    /// [`Simulation::trace_hash`]), 0 for an invalid cluster: equal
+    /// hashes before and after a change to the engine mean the change
+    /// moved no behaviour (the trace-hash test keeps one per seed).
+    pub fn trace_hash(&self) -> u64 {
+        self.simulate().map_or(0, |(simulation, _)| simulation.trace_hash())
+    }
+
+    /// Runs the case to its check and judges it, keeping the simulation.
+    fn simulate(&self) -> Result<(Simulation, Verdict), String> {
+        let mut simulation = Simulation::new(self.config.clone(), self.seed)?;
         simulation.set_trace_options(super::TraceOptions { messages: false });
         for input in &self.inputs {
             simulation.schedule(input.clone());
@@ -659,7 +670,7 @@ impl FuzzCase {
         };
         verdict.safety.truncate(10);
         verdict.liveness.truncate(10);
-        verdict
+        Ok((simulation, verdict))
     }
 
     /// Whether the inputs already hold the operator's elections.

@@ -14,8 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::groups::assignors::TopicPartition;
-use crate::replication::Offset;
+use crate::protocol::{Offset, TopicPartition};
 
 use super::types::RecordId;
 

@@ -18,7 +18,7 @@
 //! up (with a listener Kafka runs the callbacks in the application's next
 //! `poll()`).
 
-use crate::groups::assignors::TopicPartition;
+use crate::protocol::TopicPartition;
 
 use super::consumer::ConsumerPhase;
 use super::trace::{ConsumerChange, TraceKind};

@@ -34,9 +34,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::groups::assignors::TopicPartition;
+use crate::protocol::{BrokerId, TopicPartition};
 use crate::random::Rng;
-use crate::replication::BrokerId;
 
 use broker::Broker;
 use config::{ClusterConfig, ConfigChange, Input, ScheduledInput};
@@ -225,7 +224,7 @@ pub struct DeadLetterHeaders {
     /// Its partition.
     pub partition: u32,
     /// Its offset.
-    pub offset: crate::replication::Offset,
+    pub offset: crate::protocol::Offset,
     /// What the handler failed with.
     pub error: String,
     /// Attempts made before giving up.
@@ -1347,7 +1346,7 @@ impl Simulation {
     /// The topic configuration of a partition.
     /// A partition's high watermark at its current leader, if it has one
     /// that is running.
-    pub fn partition_high_watermark(&self, partition: &TopicPartition) -> Option<crate::replication::Offset> {
+    pub fn partition_high_watermark(&self, partition: &TopicPartition) -> Option<crate::protocol::Offset> {
         let leader = self.controller.partitions.get(partition)?.leader?;
         Some(self.brokers.get(&leader)?.logs.get(partition)?.high_watermark)
     }

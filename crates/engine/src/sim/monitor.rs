@@ -6,9 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::groups::assignors::TopicPartition;
+use crate::protocol::{BrokerId, TopicPartition};
 use crate::replication::high_watermark::Acks;
-use crate::replication::BrokerId;
 
 use super::broker::BrokerStatus;
 use super::trace::{ranges, Invariant, LossCause, LossReason, TraceKind};

@@ -7,12 +7,11 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::Serialize;
 
-use crate::groups::assignors::TopicPartition;
 use crate::partitioning::null_key::{NullKeyConfig, NullKeyPartitioner, PartitionState};
 use crate::partitioning::partition_for_key;
+use crate::protocol::{BrokerId, TopicPartition};
 use crate::random::Rng;
 use crate::replication::high_watermark::Acks;
-use crate::replication::BrokerId;
 
 use super::config::{ProducerConfig, QuotaType};
 use super::trace::TraceKind;

@@ -32,8 +32,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::protocol::BrokerId;
 use crate::random::Rng;
-use crate::replication::BrokerId;
 
 use super::controller::Controller;
 use super::trace::{CandidacyReason, ControllerChange, Invariant, TraceKind};

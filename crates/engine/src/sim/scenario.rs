@@ -8,7 +8,7 @@ use super::config::{ClusterConfig, ScheduledInput};
 use super::trace::{TraceEvent, TraceKind};
 use super::types::{ErrorCode, NodeId, Time};
 use super::{Simulation, Summary};
-use crate::groups::assignors::TopicPartition;
+use crate::protocol::TopicPartition;
 
 /// The scenario format's JSON Schema, generated from these types (and so
 /// from what the parser takes): `kafkascope schema` prints it and the

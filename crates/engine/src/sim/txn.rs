@@ -30,9 +30,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::groups::assignors::TopicPartition;
 use crate::groups::coordinator_partition;
-use crate::replication::BrokerId;
+use crate::protocol::{BrokerId, TopicPartition};
 use crate::txn_coordinator::{
     Decision, MarkerRequest, TxnError, TxnRecord, TxnReply, TxnShard, ABORT_TIMED_OUT_INTERVAL_MS,
 };

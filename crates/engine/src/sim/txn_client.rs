@@ -25,7 +25,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::replication::BrokerId;
+use crate::protocol::BrokerId;
 
 use super::producer::PendingBatch;
 use super::trace::{TraceKind, TransactionOutcome};
@@ -90,7 +90,7 @@ pub struct SendOffsets {
     /// `group.instance.id`.
     pub instance: Option<String>,
     /// The positions to commit.
-    pub offsets: Vec<(crate::groups::assignors::TopicPartition, crate::replication::Offset)>,
+    pub offsets: Vec<(crate::protocol::TopicPartition, crate::protocol::Offset)>,
     /// The group's partition joined the transaction (`AddOffsetsToTxn`
     /// answered); next is the `TxnOffsetCommit`.
     pub added: bool,
@@ -277,7 +277,7 @@ impl Simulation {
                 epoch,
                 partitions: partitions
                     .iter()
-                    .map(|&partition| crate::groups::assignors::TopicPartition {
+                    .map(|&partition| crate::protocol::TopicPartition {
                         topic: state.topic_name(),
                         partition,
                     })

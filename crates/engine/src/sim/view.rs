@@ -6,9 +6,8 @@
 use serde::Serialize;
 
 use crate::controller::partition_change::LeaderRecovery;
-use crate::groups::assignors::TopicPartition;
+use crate::protocol::{BrokerId, Offset, TopicPartition};
 use crate::replication::high_watermark::Acks;
-use crate::replication::{BrokerId, Offset};
 
 /// How many of a producer's latest records the view lists.
 const RECENT_RECORDS: usize = 8;

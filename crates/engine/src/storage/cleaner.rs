@@ -19,7 +19,7 @@ use serde::Serialize;
 use super::log::Log;
 use super::record::{LogBatch, StoredRecord, RECORD_BATCH_OVERHEAD};
 use super::segment::{Segment, OFFSET_INDEX_ENTRY_BYTES, TIME_INDEX_ENTRY_BYTES};
-use crate::replication::Offset;
+use crate::protocol::Offset;
 
 /// The cleaner's view of a log before a pass (`LogToClean`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

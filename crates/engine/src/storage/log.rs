@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::record::{LogBatch, StoredRecord};
 use super::segment::Segment;
-use crate::replication::Offset;
+use crate::protocol::Offset;
 
 /// `cleanup.policy`: what happens to old records. Written as Kafka spells
 /// it (`delete`, `compact`, `compact,delete`).

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::replication::Offset;
+use crate::protocol::Offset;
 
 /// Kafka's `RecordBatch.NO_TIMESTAMP`.
 pub const NO_TIMESTAMP: i64 = -1;

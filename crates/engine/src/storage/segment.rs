@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::record::{LogBatch, StoredRecord, NO_TIMESTAMP};
 use crate::chunked::ChunkedVec;
-use crate::replication::Offset;
+use crate::protocol::Offset;
 
 /// Bytes of one offset-index entry (relative offset, position).
 pub const OFFSET_INDEX_ENTRY_BYTES: u32 = 8;

@@ -591,28 +591,7 @@ fn the_fault_fuzzer_finds_every_cluster_safe_and_recovered() {
             (0..count).collect()
         }
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(2, |count| count.get())
-        .min(4);
-    let verdicts: Vec<(u64, kafkascope_engine::sim::fuzz::Verdict)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|thread| {
-                let seeds = &seeds;
-                scope.spawn(move || {
-                    seeds
-                        .iter()
-                        .skip(thread)
-                        .step_by(threads)
-                        .map(|&seed| (seed, FuzzCase::generate(seed, Mix::All).run()))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|handle| handle.join().expect("a fuzz thread panicked"))
-            .collect()
-    });
+    let verdicts = crate::per_seed_on_threads(&seeds, |seed| FuzzCase::generate(seed, Mix::All).run());
     let mut safety = Vec::new();
     let mut liveness = Vec::new();
     for (seed, verdict) in &verdicts {

@@ -11,8 +11,12 @@
 //! functions over 100 lines.
 //!
 //! Failing too: web code that reads meaning out of text the engine wrote
-//! for people (summaries, trace lines, node names, roles as strings).
+//! for people (summaries, trace lines, node names, roles as strings); a
+//! module below `sim` that imports it, `protocol` importing any other
+//! engine module, and a circle of imports among the engine's modules
+//! other than the ones `SIM_CIRCLES_ALLOWED` lists.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 fn repo() -> PathBuf {
@@ -278,4 +282,299 @@ fn report_long_files_and_functions() {
     // A list to shrink, printed with `--nocapture`; it never fails.
     eprintln!("tidy report ({} items):\n{}", report.len(), report.join("\n"));
     assert!(long_functions("fn a() {\n}\n", 1).len() == 1);
+}
+
+// ----- imports between the engine's modules -----
+
+/// The engine's modules by path (`sim::broker`, `groups::assignors`; the
+/// crate root is ``), each with its code: comments dropped, and its tests
+/// (whose `super` is the file itself, not its parent).
+fn engine_modules() -> BTreeMap<String, String> {
+    let source = repo().join("crates/engine/src");
+    rust_files(&source)
+        .into_iter()
+        .map(|file| {
+            let mut parts: Vec<String> = file
+                .strip_prefix(&source)
+                .expect("under src")
+                .with_extension("")
+                .components()
+                .map(|part| part.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            if parts.last().is_some_and(|last| last == "mod" || last == "lib") {
+                parts.pop();
+            }
+            let text = std::fs::read_to_string(&file).expect("source");
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            let code: Vec<&str> = code_lines(code).map(|(_, line)| line).collect();
+            (parts.join("::"), code.join("\n"))
+        })
+        .collect()
+}
+
+fn is_identifier(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'_'
+}
+
+/// Parses a path at `start` of `code`, with its `{…}` groups expanded
+/// (`super::{a::B, c}` gives `super::a::B` and `super::c`): the paths and
+/// where the text after them begins.
+fn parse_path(code: &[u8], start: usize) -> (Vec<Vec<String>>, usize) {
+    let skip_spaces = |mut at: usize| {
+        while at < code.len() && code[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        at
+    };
+    let mut segments = Vec::new();
+    let mut at = start;
+    loop {
+        at = skip_spaces(at);
+        if code.get(at) == Some(&b'{') {
+            // A group: each item is a path of its own after the prefix.
+            let mut paths = Vec::new();
+            at += 1;
+            loop {
+                at = skip_spaces(at);
+                match code.get(at) {
+                    None => return (paths, at),
+                    Some(b'}') => return (paths, at + 1),
+                    Some(b',') => at += 1,
+                    Some(_) => {
+                        let (items, end) = parse_path(code, at);
+                        for item in items {
+                            paths.push(segments.iter().cloned().chain(item).collect());
+                        }
+                        at = end.max(at + 1);
+                    }
+                }
+            }
+        }
+        let end = if code.get(at) == Some(&b'*') {
+            at + 1
+        } else {
+            (at..code.len())
+                .find(|&index| !is_identifier(code[index]))
+                .unwrap_or(code.len())
+        };
+        if end == at {
+            return (vec![segments], at);
+        }
+        segments.push(String::from_utf8_lossy(&code[at..end]).into_owned());
+        at = end;
+        if code[at..].starts_with(b"::") {
+            at += 2;
+        } else {
+            return (vec![segments], at);
+        }
+    }
+}
+
+/// The modules `module`'s code refers to through `crate::`, `super::`,
+/// `self::` or a child module's name, other than itself and its own
+/// children (a module that uses what it contains is how Rust modules are
+/// composed; a circle is two modules each needing the other from outside).
+fn imports_of(module: &str, code: &str, modules: &BTreeMap<String, String>) -> BTreeSet<String> {
+    let own: Vec<&str> = if module.is_empty() {
+        Vec::new()
+    } else {
+        module.split("::").collect()
+    };
+    let is_child = |name: &str| {
+        let child = own.iter().copied().chain([name]).collect::<Vec<_>>().join("::");
+        modules.contains_key(&child)
+    };
+    let code = code.as_bytes();
+    let mut imports = BTreeSet::new();
+    let mut at = 0;
+    while at < code.len() {
+        let starts_path = is_identifier(code[at]) && (at == 0 || !is_identifier(code[at - 1]) && code[at - 1] != b':');
+        if !starts_path {
+            at += 1;
+            continue;
+        }
+        let (paths, end) = parse_path(code, at);
+        at = end.max(at + 1);
+        for path in paths.into_iter().filter(|path| path.len() > 1) {
+            let mut base: Vec<&str> = own.clone();
+            let rest = match path[0].as_str() {
+                "crate" => {
+                    base.clear();
+                    &path[1..]
+                }
+                "self" => &path[1..],
+                "super" => {
+                    let supers = path.iter().take_while(|segment| *segment == "super").count();
+                    base.truncate(own.len().saturating_sub(supers));
+                    &path[supers..]
+                }
+                name if is_child(name) => &path[..],
+                _ => continue,
+            };
+            let full: Vec<&str> = base.into_iter().chain(rest.iter().map(String::as_str)).collect();
+            let target = (1..=full.len())
+                .rev()
+                .map(|length| full[..length].join("::"))
+                .find(|candidate| modules.contains_key(candidate));
+            if let Some(target) = target {
+                let inside = module.is_empty() || target == module || target.starts_with(&format!("{module}::"));
+                if !inside {
+                    imports.insert(target);
+                }
+            }
+        }
+    }
+    imports
+}
+
+/// Each engine module with the modules it imports.
+fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let modules = engine_modules();
+    modules
+        .iter()
+        .map(|(module, code)| (module.clone(), imports_of(module, code, &modules)))
+        .collect()
+}
+
+/// The circles of `graph`: its strongly connected components of more
+/// than one module (two modules are in one when each reaches the other).
+fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
+    let reachable = |from: &String| {
+        let mut seen = BTreeSet::new();
+        let mut pending = vec![from];
+        while let Some(module) = pending.pop() {
+            for next in graph.get(module).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    pending.push(next);
+                }
+            }
+        }
+        seen
+    };
+    let reach: BTreeMap<&String, BTreeSet<String>> = graph.keys().map(|module| (module, reachable(module))).collect();
+    let mut circles: Vec<BTreeSet<String>> = Vec::new();
+    for (module, reached) in &reach {
+        if circles.iter().any(|circle| circle.contains(*module)) {
+            continue;
+        }
+        let circle: BTreeSet<String> = reached
+            .iter()
+            .filter(|other| reach.get(other).is_some_and(|back| back.contains(*module)))
+            .cloned()
+            .collect();
+        if circle.len() > 1 {
+            circles.push(circle);
+        }
+    }
+    circles
+}
+
+fn in_sim(module: &str) -> bool {
+    module == "sim" || module.starts_with("sim::")
+}
+
+/// Architecture Invariant: nothing below the simulator imports it. The
+/// layers under `sim` (`protocol`, `groups`, `storage`, `replication`,
+/// `controller`, `txn_coordinator`, …) take Kafka's vocabulary from
+/// `protocol`, so each can be read and tested without the simulator.
+#[test]
+fn nothing_below_the_simulator_imports_it() {
+    let found: Vec<String> = import_graph()
+        .iter()
+        .filter(|(module, _)| !in_sim(module))
+        .flat_map(|(module, imports)| {
+            imports
+                .iter()
+                .filter(|target| in_sim(target))
+                .map(move |target| format!("{module} imports {target}"))
+        })
+        .collect();
+    assert!(found.is_empty(), "modules below sim import it:\n{}", found.join("\n"));
+}
+
+/// `protocol` is the bottom layer: it imports nothing of the engine but itself.
+#[test]
+fn the_protocol_imports_nothing_of_the_engine() {
+    let found: Vec<String> = import_graph()
+        .iter()
+        .filter(|(module, _)| module.starts_with("protocol"))
+        .flat_map(|(module, imports)| {
+            imports
+                .iter()
+                .filter(|target| !target.starts_with("protocol"))
+                .map(move |target| format!("{module} imports {target}"))
+        })
+        .collect();
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// The circles of imports among `sim`'s modules today: the processes, the
+/// network, the trace and the messages all reach each other (and the
+/// fuzzer and the scenario format each other). Issue 33's later slices
+/// (each process its own state machine, the simulation only scheduling)
+/// break them up: shrink this list as they do. Anywhere else, a circle
+/// fails the test.
+const SIM_CIRCLES_ALLOWED: &[&[&str]] = &[
+    &[
+        "sim::broker",
+        "sim::config",
+        "sim::consumer",
+        "sim::controller",
+        "sim::coordinator",
+        "sim::ledger",
+        "sim::network",
+        "sim::producer",
+        "sim::quorum",
+        "sim::trace",
+        "sim::txn",
+        "sim::txn_client",
+        "sim::types",
+    ],
+    &["sim::fuzz", "sim::scenario"],
+];
+
+#[test]
+fn modules_import_each_other_in_no_new_circle() {
+    let found = circles(&import_graph());
+    let outside: Vec<String> = found
+        .iter()
+        .filter(|circle| !circle.iter().all(|module| in_sim(module)))
+        .map(|circle| circle.iter().cloned().collect::<Vec<_>>().join(", "))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "circles of imports outside sim:\n{}",
+        outside.join("\n")
+    );
+    let allowed: Vec<BTreeSet<String>> = SIM_CIRCLES_ALLOWED
+        .iter()
+        .map(|circle| circle.iter().map(|module| module.to_string()).collect())
+        .collect();
+    let inside: Vec<BTreeSet<String>> = found
+        .into_iter()
+        .filter(|circle| circle.iter().all(|module| in_sim(module)))
+        .collect();
+    assert!(
+        inside == allowed,
+        "the circles of imports among sim's modules changed (a new one or a bigger one is a regression; \
+         if one shrank, shrink SIM_CIRCLES_ALLOWED to it):\nnow {inside:#?}\nallowed {allowed:#?}"
+    );
+    // The check itself finds what it is for.
+    let modules: BTreeMap<String, String> = [
+        ("a", "use super::{b::Thing, c};"),
+        ("b", "fn f() -> crate::a::X { todo!() }"),
+        ("c", "use crate::a::{\n    Y,\n};"),
+        ("d", "use crate::a::Y;"),
+    ]
+    .into_iter()
+    .map(|(module, code)| (module.to_string(), code.to_string()))
+    .collect();
+    let graph: BTreeMap<String, BTreeSet<String>> = modules
+        .iter()
+        .map(|(module, code)| (module.clone(), imports_of(module, code, &modules)))
+        .collect();
+    assert_eq!(
+        circles(&graph),
+        vec![["a", "b", "c"].map(String::from).into_iter().collect::<BTreeSet<_>>()]
+    );
 }
