@@ -86,4 +86,30 @@ function screenshotPath(name) {
   return path.join(ARTIFACTS, `${name}.png`);
 }
 
-module.exports = { launch, openApp, withSimulator, screenshotPath, listenLocal, APP_URL };
+// The "Sequence steps" section and its parts, for the tests that read a
+// story: the section, a part by test id, one of its data attributes, and
+// picking a story in its picker.
+const steps = (page) => page.getByTestId('steps');
+const within = (page, id) => steps(page).getByTestId(id);
+const stepsAttr = async (page, name) => steps(page).getAttribute(name);
+const chooseStory = async (page, id) => {
+  await within(page, 'story-select').selectOption(id);
+  await page.waitForFunction((wanted) => document.querySelector('[data-testid="steps"]').dataset.story === wanted, id);
+};
+
+// The shipped stories: the scenario files with a `story` block, in their
+// stated order.
+function shippedStories() {
+  const fs = require('node:fs');
+  const folder = path.join(__dirname, '..', '..', 'scenarios');
+  return fs.readdirSync(folder)
+    .filter((file) => file.endsWith('.json'))
+    .map((file) => JSON.parse(fs.readFileSync(path.join(folder, file), 'utf8')))
+    .filter((scenario) => scenario.story)
+    .sort((a, b) => a.story.order - b.story.order);
+}
+
+module.exports = {
+  launch, openApp, withSimulator, screenshotPath, listenLocal, APP_URL,
+  steps, within, stepsAttr, chooseStory, shippedStories,
+};

@@ -148,7 +148,9 @@ test('a scenario attribute plays the course page\'s own file as a story; a broke
   const stepLink = await page.frameLocator('#mine iframe').getByTestId('step-link').getAttribute('href');
   const linked = new URL(stepLink, 'http://x/');
   assert.match(linked.searchParams.get('scenario'), /\/scenarios\/broker-dies\.json$/);
-  assert.equal(linked.searchParams.get('step'), '1');
+  // (The story opens on its first chapter, and the link names that step.)
+  const opening = await page.frameLocator('#mine iframe').getByTestId('steps').getAttribute('data-opening');
+  assert.equal(linked.searchParams.get('step'), opening);
   assert.equal(linked.searchParams.get('story'), null);
   const broken = page.frameLocator('#broken iframe').getByTestId('scenario-problem');
   await broken.waitFor({ timeout: 30000 });

@@ -121,6 +121,9 @@ test('a click at the centre of every box and row selects it, on the default clus
     const box = await row.locator('.row').boundingBox();
     await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
     assert.match(await row.getAttribute('class'), /selected/);
+    // (On a phone the selection's summary sheet now covers the foot of the
+    // screen; closing it is the learner's way back to the whole map.)
+    if (await page.getByTestId('sheet-close').count()) await page.getByTestId('sheet-close').click();
     await live(page).getByTestId('node-broker-2').scrollIntoViewIfNeeded();
     const broker = await live(page).getByTestId('node-broker-2').locator(':scope > .frame').boundingBox();
     await page.mouse.click(broker.x + broker.width / 2, broker.y + 10);
@@ -159,6 +162,45 @@ test('Kafka\'s internal topics are one folded line per broker until the learner 
   assert.equal(await live(page).getByTestId('toggle-internal').getAttribute('aria-pressed'), 'true');
   await live(page).getByTestId('toggle-internal').click();
   assert.equal(await internalRows(), 0);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('on a phone a tap on a broker shows its summary on screen, actions first; the inspector puts Kill before the facts', async () => {
+  const { page, problems } = await openApp(browser, { width: 390, height: 844, query: '?play=0#map' });
+  const broker = live(page).getByTestId('node-broker-2');
+  await broker.scrollIntoViewIfNeeded();
+  // A tap on its header.
+  const header = async () => {
+    const frame = await broker.locator(':scope > .frame').boundingBox();
+    await page.mouse.click(frame.x + frame.width / 2, frame.y + 10);
+  };
+  await header();
+  const sheet = page.getByTestId('selection-sheet');
+  await sheet.waitFor();
+  assert.equal(await sheet.getByTestId('sheet-title').innerText(), 'broker-2');
+  // On screen: inside the viewport, not 1,270 px below it.
+  const box = await sheet.boundingBox();
+  assert.ok(box && box.y >= 0 && box.y + box.height <= 844 + 0.5, JSON.stringify(box));
+  assert.ok(await sheet.getByTestId('sheet-kill').isVisible());
+  await page.screenshot({ path: screenshotPath('phone-selection-sheet') });
+  // Its way into the full inspector, where the actions come before the facts.
+  await sheet.getByTestId('sheet-more').click();
+  const inspector = live(page).getByTestId('inspector');
+  const order = await inspector.evaluate((element) => {
+    const kill = element.querySelector('[data-testid="inspector-kill-broker-2"]');
+    const facts = element.querySelector('[data-testid="inspector-facts"]');
+    return kill.compareDocumentPosition(facts) & Node.DOCUMENT_POSITION_FOLLOWING ? 'kill first' : 'facts first';
+  });
+  assert.equal(order, 'kill first');
+  await sheet.getByTestId('sheet-close').click();
+  assert.equal(await page.getByTestId('selection-sheet').count(), 0);
+  // At desktop width there is no sheet: the inspector is beside the map.
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await broker.scrollIntoViewIfNeeded();
+  await header();
+  assert.equal(await live(page).getByTestId('inspector-title').innerText(), 'broker-2');
+  assert.equal(await page.getByTestId('selection-sheet').isVisible().catch(() => false), false);
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -83,8 +83,9 @@ test('the live run downloads as a scenario file that opens in Sequence steps; a 
   await page.waitForFunction(() => document.querySelector('[data-testid="steps"]').dataset.story === 'custom-custom');
   assert.ok(Number(await steps.getAttribute('data-steps')) > 10);
   assert.match(await steps.getByTestId('story-select').locator('option:checked').innerText(), /from kafkascope-run\.json/);
+  const opened = Number(await steps.getAttribute('data-step'));
   await steps.getByTestId('step-next').click();
-  assert.equal(await steps.getAttribute('data-step'), '2');
+  assert.ok(Number(await steps.getAttribute('data-step')) > opened);
   assert.equal(await steps.getByTestId('step-link').count(), 0, 'a story from a file has no link to share');
 
   // A mistake names its line, or the field.

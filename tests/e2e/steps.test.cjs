@@ -5,22 +5,13 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const path = require('node:path');
-const { launch, openApp, screenshotPath } = require('./browser.cjs');
+const { launch, openApp, screenshotPath, steps, within, stepsAttr: attr, chooseStory, shippedStories } = require('./browser.cjs');
 
 let browser;
 before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
 
-const steps = (page) => page.getByTestId('steps');
-const within = (page, id) => steps(page).getByTestId(id);
-const attr = async (page, name) => steps(page).getAttribute(name);
 const caption = async (page) => within(page, 'step-caption').innerText();
-const chooseStory = async (page, id) => {
-  await within(page, 'story-select').selectOption(id);
-  await page.waitForFunction((wanted) => document.querySelector('[data-testid="steps"]').dataset.story === wanted, id);
-};
 // Sets the timeline scrubber to a position among the shown steps.
 const scrub = async (page, position) => {
   await within(page, 'step-scrubber').evaluate((input, value) => {
@@ -32,12 +23,7 @@ const filterName = async (page, name) => within(page, 'filter-name').selectOptio
 
 // The stories are the scenario files with a `story` block, in their order:
 // a new story is one scenario file, and it is tested here with no change.
-const SCENARIOS = path.join(__dirname, '..', '..', 'scenarios');
-const scenarios = fs.readdirSync(SCENARIOS)
-  .filter((file) => file.endsWith('.json'))
-  .map((file) => JSON.parse(fs.readFileSync(path.join(SCENARIOS, file), 'utf8')))
-  .filter((scenario) => scenario.story)
-  .sort((a, b) => a.story.order - b.story.order);
+const scenarios = shippedStories();
 // What a story must show beyond its chapters and the outcome its
 // expectations imply.
 const EXTRA = {
@@ -124,15 +110,16 @@ test('every story opens at the step its link names, from Learn or from an addres
   const mapTime = await page.getByTestId('cluster').getByTestId('cluster-time').textContent();
   await page.getByTestId('learn-exercise').click();
   await page.waitForFunction(() => document.querySelector('[data-testid="steps"]')?.dataset.story === 'exercise');
-  assert.equal(await attr(page, 'data-step'), '1');
+  // A story opens on its first chapter.
+  assert.equal(await attr(page, 'data-step'), await attr(page, 'data-opening'));
   assert.equal(await page.getByTestId('cluster').getByTestId('cluster-time').textContent(), mapTime, 'the page reloaded');
-  assert.match(page.url(), /\?play=0&story=exercise&step=1#steps$/);
+  assert.ok(page.url().endsWith(`?play=0&story=exercise&step=${await attr(page, 'data-step')}#steps`), page.url());
   for (const id of Object.keys(STORIES)) {
     await page.goto(`${page.url().split('?')[0]}?play=0&story=${id}&step=4`, { waitUntil: 'networkidle' });
     await steps(page).waitFor();
     assert.equal(await attr(page, 'data-story'), id);
     assert.equal(await attr(page, 'data-step'), '4', id);
-    assert.match(await within(page, 'step-position').textContent(), /^step 4 of \d+/);
+    assert.match(await within(page, 'step-position').textContent(), /^step \d+ of \d+/);
     assert.ok((await caption(page)).length > 10, id);
   }
   assert.deepEqual(problems, []);
@@ -205,7 +192,7 @@ test('deep links open at their step; rewinding and replaying reach the same trac
   assert.match(page.url(), /story=acks1-loss&step=30/);
   // Rewind to the start with the timeline, then come back step by step.
   await scrub(page, 0);
-  assert.equal(await attr(page, 'data-step'), '1');
+  assert.ok(Number(await attr(page, 'data-step')) < 30);
   assert.notEqual(await attr(page, 'data-trace-hash'), hash);
   await scrub(page, 20);
   for (let step = Number(await attr(page, 'data-step')); step < 30; step++) await within(page, 'step-next').click();

@@ -274,18 +274,18 @@ pub fn learn() -> Html {
             event.prevent_default();
             let Some(window) = web_sys::window() else { return };
             let query = window.location().search().unwrap_or_default();
-            let url = crate::sequence_model::merged_link_to(&query, id, 0, &[]);
+            let url = crate::sequence_model::merged_story_link(&query, id);
             crate::lesson::open_in_page(&url, "steps");
         })
     };
     html! {
         <section id="learn" class="card learn" aria-labelledby="learn-title" data-testid="learn" tabindex="-1">
             <h2 id="learn-title">{ "Learn" }</h2>
-            <p class="hint">{ "A path through the stories; each opens in Sequence steps at its first step. Then try the same on the live map: kill a leader, turn acks down, add a consumer." }</p>
+            <p class="hint">{ "A path through the stories; each opens in Sequence steps on its first chapter. Then try the same on the live map: kill a leader, turn acks down, add a consumer." }</p>
             <ol>
                 { for crate::sequence_model::story_index().iter().map(|&(id, learn)| {
                     html! {
-                        <li><a href={format!("?story={id}&step=1#steps")} data-testid={format!("learn-{id}")}
+                        <li><a href={format!("?story={id}#steps")} data-testid={format!("learn-{id}")}
                             onclick={open_story(id)}>{ id }</a>{ format!(" — {learn}") }</li>
                     }
                 }) }

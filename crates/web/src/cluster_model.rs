@@ -453,24 +453,40 @@ impl std::fmt::Display for QuorumMember {
     }
 }
 
+/// The offset of controllers' node ids in the tools' output. Node ids are
+/// unique across a KRaft cluster (a controller and a broker never share
+/// one); the map names processes `controller-N` and `broker-N`, so the
+/// tools number controller-N as node 3000+N, as Kafka's own test clusters
+/// do (`TestKitNodes`: controllers from 3000, brokers from 0).
+pub const CONTROLLER_NODE_ID_BASE: u32 = 3000;
+
+/// A controller's node id in the tools' output.
+pub fn controller_node_id(controller: u32) -> u32 {
+    CONTROLLER_NODE_ID_BASE + controller
+}
+
 pub fn describe_quorum(view: &ClusterView) -> QuorumStatus {
     let leader = view
         .controllers
         .iter()
         .filter(|controller| controller.alive && controller.role == Role::Leader)
         .max_by_key(|controller| controller.epoch);
-    let voters: Vec<u32> = view.controllers.iter().map(|controller| controller.id).collect();
+    let voters: Vec<u32> = view
+        .controllers
+        .iter()
+        .map(|controller| controller_node_id(controller.id))
+        .collect();
     let down: Vec<u32> = view
         .controllers
         .iter()
         .filter(|controller| !controller.alive)
-        .map(|controller| controller.id)
+        .map(|controller| controller_node_id(controller.id))
         .collect();
     let mut replication = Vec::new();
     let mut observers = Vec::new();
     if let Some(leader) = leader {
         replication.push(QuorumReplicaRow {
-            node_id: leader.id,
+            node_id: controller_node_id(leader.id),
             log_end_offset: leader.log_length,
             lag: 0,
             last_fetch_ms: view.time_ms.to_string(),
@@ -479,7 +495,7 @@ pub fn describe_quorum(view: &ClusterView) -> QuorumStatus {
         });
         for fetcher in &leader.fetchers {
             let (node_id, status) = match fetcher.node {
-                NodeId::Controller(id) => (id, QuorumMember::Follower),
+                NodeId::Controller(id) => (controller_node_id(id), QuorumMember::Follower),
                 NodeId::Broker(id) => {
                     observers.push(id);
                     (id, QuorumMember::Observer)
@@ -506,7 +522,7 @@ pub fn describe_quorum(view: &ClusterView) -> QuorumStatus {
         observers: join(&observers),
         max_follower_lag,
         replication,
-        leader_id: leader.map_or("none".to_string(), |leader| leader.id.to_string()),
+        leader_id: leader.map_or("none".to_string(), |leader| controller_node_id(leader.id).to_string()),
         leader_epoch: view
             .controllers
             .iter()
@@ -1396,7 +1412,14 @@ mod tests {
         );
         let quorum = describe_quorum(&simulation.view());
         assert_ne!(quorum.leader_id, "none");
-        assert_eq!(quorum.voters, "1,2,3");
+        // Node ids are unique: no voter is also an observer.
+        assert_eq!(quorum.voters, "3001,3002,3003");
+        let voters: Vec<&str> = quorum.voters.split(',').collect();
+        assert!(
+            quorum.observers.split(',').all(|observer| !voters.contains(&observer)),
+            "{quorum:?}"
+        );
+        assert_eq!(quorum.observers, "1,2,3");
     }
 
     #[test]

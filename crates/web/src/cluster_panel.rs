@@ -620,6 +620,36 @@ pub fn cluster_panel() -> Html {
         rate_text(default_quota.and_then(|quota| quota.consumer_byte_rate)),
     );
 
+    let phone = is_phone();
+    // The phone sheet's few actions: what a learner does to a process.
+    let sheet_actions = selected.as_ref().and_then(Selection::node).map(|node| {
+        let button = |label: &'static str, test: &str, action: Action| {
+            html! { <button type="button" data-testid={format!("sheet-{test}")} onclick={act(action)}>{ label }</button> }
+        };
+        match node {
+            NodeId::Broker(id) => {
+                let dead = view.brokers.iter().any(|broker| broker.id == id && broker.status == ProcessStatus::Dead);
+                if dead {
+                    button("Restart", "restart", Action::Restart(id))
+                } else {
+                    html! { <>{ button("Kill", "kill", Action::Kill(id)) }{ button("Pause 5 s (GC)", "pause", Action::Pause(id)) }</> }
+                }
+            }
+            NodeId::Controller(id) => {
+                let alive = view.controllers.iter().any(|controller| controller.id == id && controller.alive);
+                if alive {
+                    button("Kill", "kill", Action::KillController(id))
+                } else {
+                    button("Restart", "restart", Action::RestartController(id))
+                }
+            }
+            NodeId::Consumer(id) => html! { <>
+                { button("Crash (no goodbye)", "crash", Action::CrashConsumer(id)) }
+                { button("Remove (leave the group)", "remove", Action::StopConsumer(id)) }
+            </> },
+            NodeId::Producer(_) => button("Produce 10 (no key)", "produce", Action::Produce),
+        }
+    });
     // The inspector's actions for the selection.
     let actions = selected.as_ref().map(|selection| {
         let button = |label: &'static str, test: String, action: Action| {
@@ -888,7 +918,7 @@ pub fn cluster_panel() -> Html {
             </p>
             <div class="map-layout">
                 <div class="map-frame">
-                    <div class="map-scroll" ref={map_box}><ClusterMap model={model.clone()} selected={selected.clone()} on_select={on_select} reduced_motion={*reduced_motion}
+                    <div class="map-scroll" ref={map_box}><ClusterMap model={model.clone()} selected={selected.clone()} on_select={on_select.clone()} reduced_motion={*reduced_motion}
                         on_expand_internal={{ let internal_topics = internal_topics.clone(); Callback::from(move |()| internal_topics.set(true)) }} /></div>
                     <p class="legend muted">
                         { "L leader · F follower · ISR in sync · OSR out of sync · bar = log end offset, | = high watermark (numbers: HW/LEO), ¦ = last stable offset, dashed stretch = deleted by retention, dark tick = compacted up to · dots = messages in flight (hollow: responses) · a member's @N = its committed offset" }
@@ -915,8 +945,36 @@ pub fn cluster_panel() -> Html {
                     </div>
 
                 </div>
+                { match (&inspection, phone) {
+                    // On a phone the inspector is far below the map: a tap
+                    // shows the selection's summary at the foot of the
+                    // screen, with its actions and a way to the rest.
+                    (Some(inspection), true) => html! {
+                        <div class="selection-sheet" data-testid="selection-sheet" role="region" aria-label={format!("selected: {}", inspection.title)}>
+                            <div class="sheet-head">
+                                <strong data-testid="sheet-title">{ &inspection.title }</strong>
+                                <button type="button" data-testid="sheet-close" aria-label="close the summary" onclick={{
+                                    let on_select = on_select.clone();
+                                    let selected = selected.clone();
+                                    Callback::from(move |_: MouseEvent| if let Some(selection) = selected.clone() { on_select.emit(selection) })
+                                }}>{ "✕" }</button>
+                            </div>
+                            <dl class="sheet-facts">
+                                { for inspection.facts.iter().take(3).map(|(name, value)| html! { <><dt>{ name }</dt><dd>{ value }</dd></> }) }
+                            </dl>
+                            <div class="controls" role="toolbar" aria-label="actions">{ sheet_actions.clone().unwrap_or_default() }</div>
+                            <a href="#inspector-full" data-testid="sheet-more" onclick={Callback::from(|event: MouseEvent| {
+                                event.prevent_default();
+                                if let Some(element) = web_sys::window().and_then(|window| window.document()).and_then(|document| document.get_element_by_id("inspector-full")) {
+                                    element.scroll_into_view();
+                                }
+                            })}>{ "Everything about it ↓" }</a>
+                        </div>
+                    },
+                    _ => html! {},
+                } }
                 <aside class="side">
-                    <div class="inspector" data-testid="inspector" aria-live="polite">
+                    <div class="inspector" id="inspector-full" data-testid="inspector" aria-live="polite">
                         <h3>{ "Inspector" }</h3>
                         { match &inspection {
                             Some(inspection) => {
@@ -925,6 +983,8 @@ pub fn cluster_panel() -> Html {
                                 let gloss = |text: &str| crate::lesson::glossed(text, &mut seen.borrow_mut());
                                 html! { <>
                                 <h4 data-testid="inspector-title">{ &inspection.title }</h4>
+                                // What a learner does comes first: Kill, Restart, Pause.
+                                <div class="controls" role="toolbar" aria-label="actions" data-testid="inspector-actions">{ actions.unwrap_or_default() }</div>
                                 <p class="why">{ gloss(&inspection.why) }</p>
                                 <dl data-testid="inspector-facts">
                                     { for inspection.facts.iter().map(|(name, value)| html! { <><dt>{ gloss(name) }</dt><dd>{ value }</dd></> }) }
@@ -969,7 +1029,6 @@ pub fn cluster_panel() -> Html {
                                         <ol>{ for inspection.lookup.iter().map(|step| html! { <li>{ step }</li> }) }</ol>
                                     </details>
                                 } } }
-                                <div class="controls" role="toolbar" aria-label="actions">{ actions.unwrap_or_default() }</div>
                             </> }
                             }
                             None => html! { <p class="muted">{ "Select a broker, a replica row, a controller, the producer, a group, a member or an edge." }</p> },
@@ -1133,7 +1192,7 @@ fn lag_charts(props: &LagProps) -> Html {
                     </figcaption>
                 </figure>
             }) }
-            <p class="muted">{ "Lag is, for each partition the group reads, its high watermark minus the owner's position (or minus the committed offset while no member holds it), summed over the group (the solid line); the dashed lines are each member's own partitions. Shaded: members were rejoining (a rebalance)." }</p>
+            <p class="muted">{ "These charts count what the members have still to read, as it happens: for each partition, its high watermark minus the owner's position (minus the committed offset while no member holds it), summed over the group (the solid line); the dashed lines are each member's own partitions. Shaded: members were rejoining (a rebalance). Kafka's lag, in kafka-consumer-groups and on the map's member rows, counts from the committed offset instead, so it trails this line until the next commit." }</p>
         </div>
     }
 }
@@ -1268,7 +1327,7 @@ fn tool_panels(props: &ToolProps) -> Html {
                             }) }
                         </tbody>
                     </table>
-                    <p class="muted">{ "Brokers are observers of the controller quorum: they fetch the metadata log like the follower controllers do, but never vote. Timestamps are simulated milliseconds." }</p>
+                    <p class="muted">{ "Brokers are observers of the controller quorum: they fetch the metadata log like the follower controllers do, but never vote. Node ids are unique in a KRaft cluster: here broker-N is node N and controller-N is node 3000+N (Kafka's own test clusters number controllers from 3000). Timestamps are simulated milliseconds." }</p>
         </div>
     }
 }

@@ -5,6 +5,7 @@
 //! choices offered are lesson data (`exercises` in `web/lesson.json`); the
 //! outcomes are never written down, only read from the run.
 
+use kafkascope_engine::replication::high_watermark::Acks;
 use kafkascope_engine::sim::trace::{MemberAssignment, TraceEvent, TraceKind};
 use kafkascope_engine::sim::types::{ErrorCode, NodeId};
 use serde::{Deserialize, Serialize};
@@ -158,11 +159,20 @@ pub fn reveal(exercise: &Exercise) -> Result<Vec<Revealed>, String> {
             .filter(|event| event.time >= from && event.time < until)
             .collect();
         let (outcome, evidence) = judge_case(case, &window, &run, (from, until))?;
-        let step = run
-            .steps
-            .iter()
-            .position(|step| step.time >= from)
-            .map_or(1, |index| index + 1);
+        // "Watch it" opens the step that shows the outcome (the loss, the
+        // refusal), else the case's first step.
+        let shown = |label: &str| {
+            run.steps
+                .iter()
+                .position(|step| step.time >= from && step.time < until && step.outcome == Some(label))
+        };
+        let step = match outcome {
+            Outcome::Loss => shown("loss"),
+            Outcome::Error => shown("error"),
+            _ => None,
+        }
+        .or_else(|| run.steps.iter().position(|step| step.time >= from))
+        .map_or(1, |index| index + 1);
         revealed.push(Revealed {
             outcome,
             evidence,
@@ -202,7 +212,7 @@ fn judge_case(
             .ok_or_else(|| format!("case {}: which group?", case.id))?;
         return Ok(judge_failure(group, window));
     }
-    Ok(judge(window))
+    Ok(judge(window, trace))
 }
 
 /// Where `key`'s records went when sent before `from`, and from then on.
@@ -366,23 +376,26 @@ fn judge_failure(group: &str, window: &[&TraceEvent]) -> (Outcome, String) {
 
 /// A case's outcome from its events: a loss outweighs an error, which
 /// outweighs an idle member; otherwise writes went on.
-fn judge(window: &[&TraceEvent]) -> (Outcome, String) {
+fn judge(window: &[&TraceEvent], trace: &[TraceEvent]) -> (Outcome, String) {
+    // A loss is told by the records' own history: which acks each was
+    // written with, and which election discarded them.
     for event in window {
-        if let TraceKind::RecordsLost {
-            partition,
-            records,
-            reason,
-            ..
-        } = &event.kind
-        {
-            return (
-                Outcome::Loss,
-                format!(
-                    "At {} ms {} acknowledged record(s) of {partition} were gone: {reason}",
-                    event.time,
-                    records.len()
-                ),
+        if let Some(history) = crate::sequence_model::LossHistory::of(trace, event) {
+            let mut evidence = format!(
+                "At {} ms {} acknowledged record(s) of {} were gone",
+                history.time, history.lost, history.partition
             );
+            if let Some(election) = history.election_line() {
+                evidence.push_str(&format!(": {election}"));
+            }
+            let batches = history.batch_lines();
+            if !batches.is_empty() {
+                evidence.push_str(&format!(". They were {}", batches.join("; ")));
+            }
+            if history.batches.iter().any(|batch| batch.acks == Some(Acks::All)) {
+                evidence.push_str(". An unclean election discards records written with acks=all too");
+            }
+            return (Outcome::Loss, evidence);
         }
     }
     for event in window {
@@ -488,6 +501,15 @@ mod tests {
             revealed[2].evidence
         );
         assert!(revealed.windows(2).all(|pair| pair[0].step < pair[1].step));
+        // The loss is told by the records' real history, and "watch it"
+        // opens the loss itself.
+        let loss = &revealed[3].evidence;
+        assert!(loss.contains("in an unclean election"), "{loss}");
+        assert!(loss.contains("acknowledged with acks=all"), "{loss}");
+        assert!(loss.contains("acknowledged with acks=1"), "{loss}");
+        assert!(loss.contains("NOT_ENOUGH_REPLICAS at"), "{loss}");
+        let run = StoryRun::start(story("exercise").expect("story")).expect("plays");
+        assert_eq!(run.steps[revealed[3].step - 1].outcome, Some("loss"));
         let answers = [Some(Outcome::Idle), Some(Outcome::Error), None, Some(Outcome::Loss)];
         assert_eq!(score(&answers, &revealed), 2);
     }

@@ -41,7 +41,11 @@ impl LessonLink {
     /// The address it opens, relative to the page.
     pub fn href(&self) -> String {
         match self {
-            LessonLink::Story { story, step, .. } => format!("?story={story}&step={}#steps", step.unwrap_or(1)),
+            // (Without a step a story opens on its first chapter.)
+            LessonLink::Story { story, step, .. } => match step {
+                Some(step) => format!("?story={story}&step={step}#steps"),
+                None => format!("?story={story}#steps"),
+            },
             LessonLink::Knob { knob, value } => format!("?{KNOB_PARAM}={knob}:{value}#map"),
             LessonLink::Section { section } => format!("#{section}"),
             LessonLink::Anchor { anchor } => format!("#lesson-{anchor}"),

@@ -16,6 +16,8 @@ pub mod lesson;
 pub mod lesson_model;
 pub mod map;
 pub mod map_model;
+#[cfg(test)]
+mod numbers_agree;
 pub mod sandbox;
 pub mod sandbox_model;
 pub mod selection;
@@ -25,5 +27,7 @@ pub mod session;
 pub mod share;
 pub mod sim_slot;
 pub mod story_cursor;
+pub mod story_timeline;
+pub mod story_view;
 pub mod view_model;
 pub mod voice;

@@ -1623,7 +1623,7 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                     ("Metadata log".into(), view.brokers.iter().find(|broker| broker.id == *id).map_or("-".into(), |broker| {
                         let metadata = &broker.metadata;
                         format!(
-                            "an observer fetching __cluster_metadata from {}: {} entries, {} committed; applied offset {}",
+                            "an observer fetching __cluster_metadata from {}: it holds {} of its entries (record batches), {} of them committed; its metadata image includes every record up to offset {}",
                             as_controller(metadata.controller),
                             metadata.log_end_offset,
                             metadata.high_watermark,

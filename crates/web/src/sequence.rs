@@ -262,8 +262,9 @@ pub fn sequence_steps() -> Html {
         let map_box = map_box.clone();
         use_effect(move || crate::map::scroll_to_selected(&map_box));
     }
-    // Real milliseconds per step while the story plays.
-    let pace = use_state(|| 900u32);
+    // How fast the story plays: twice the multiple of its default pace
+    // (1 is 0.5×, 2 is 1×, 4 is 2×, 8 is 4×).
+    let pace = use_state(|| 2u32);
     let fork_choice = use_state(|| "kill-1".to_string());
     // Every move goes through the cursor, which keeps the recording at
     // the step shown.
@@ -304,8 +305,8 @@ pub fn sequence_steps() -> Html {
                         playing.set(false);
                         dispatch(CursorAction::Open {
                             story: chosen,
-                            step: 0,
-                            filter: Filter::opening(chosen, false),
+                            step: None,
+                            filter: Filter::default(),
                         });
                     }
                     other => return Err(format!("the sequence steps do not take {}", other.name())),
@@ -348,6 +349,9 @@ pub fn sequence_steps() -> Html {
     let visible = current.visible();
     let place = visible.partition_point(|&shown| shown < index);
     let next_shown = current.next_shown();
+    let every_step = current.every_step();
+    let outline = story_run.outline.clone();
+    let pace_ms = outline.pace_ms() * 2 / (*pace).max(1);
     // A story fetched from the address (`?scenario=…`) has a link: the same
     // address at a step. (The story and the address as the query has it.)
     let from_address = use_mut_ref(|| None::<(&'static crate::sequence_model::StoryDef, String)>);
@@ -397,8 +401,8 @@ pub fn sequence_steps() -> Html {
                 playing.set(false);
                 dispatch(CursorAction::Open {
                     story: chosen,
-                    step: step.map_or(0, |step| step.saturating_sub(1)),
-                    filter: Filter::opening(chosen, step.is_some()),
+                    step: step.map(|step| step.saturating_sub(1)),
+                    filter: Filter::default(),
                 });
             });
             let window = web_sys::window();
@@ -426,24 +430,19 @@ pub fn sequence_steps() -> Html {
         Callback::from(move |target: usize| dispatch(CursorAction::Go(target)))
     };
     let step_by = |delta: isize| on(CursorAction::By(delta));
+    let on_action = {
+        let dispatch = dispatch.clone();
+        Callback::from(move |action: CursorAction| dispatch(action))
+    };
     let first = on(CursorAction::First);
     let last = on(CursorAction::Last);
     let toggle_why = on(CursorAction::ToggleWhy);
-    let on_scrub = {
-        let dispatch = dispatch.clone();
-        Callback::from(move |event: InputEvent| {
-            let value = event.target_unchecked_into::<web_sys::HtmlInputElement>().value();
-            if let Ok(place) = value.parse::<usize>() {
-                dispatch(CursorAction::Scrub(place));
-            }
-        })
-    };
     // Auto-advance while playing.
     {
         let go = go.clone();
         let playing_handle = playing.clone();
         use_effect_with(
-            (*playing, index, filter.clone(), *pace),
+            (*playing, index, filter.clone(), pace_ms),
             move |&(playing, _, _, pace)| {
                 let timer = playing.then(|| {
                     gloo_timers::callback::Timeout::new(pace, move || match next_shown {
@@ -505,8 +504,8 @@ pub fn sequence_steps() -> Html {
                         playing.set(false);
                         dispatch(CursorAction::Open {
                             story: chosen,
-                            step: 0,
-                            filter: Filter::opening(chosen, false),
+                            step: None,
+                            filter: Filter::default(),
                         });
                     }
                     Err(error) => problem.set(Some(error)),
@@ -556,7 +555,7 @@ pub fn sequence_steps() -> Html {
                     }
                     Ok((url, name)) => {
                         let linked_step = parse_link(&query).1;
-                        let step = linked_step.map_or(0, |step| step.saturating_sub(1));
+                        let step = linked_step.map(|step| step.saturating_sub(1));
                         let shown_before = cursor.borrow().as_ref().map(|cursor| cursor.story().id.clone());
                         loading.set(true);
                         wasm_bindgen_futures::spawn_local(async move {
@@ -575,7 +574,7 @@ pub fn sequence_steps() -> Html {
                                     dispatch(CursorAction::Open {
                                         story: chosen,
                                         step,
-                                        filter: Filter::opening(chosen, linked_step.is_some()),
+                                        filter: Filter::default(),
                                     });
                                 }
                                 Err(error) => {
@@ -630,8 +629,8 @@ pub fn sequence_steps() -> Html {
                 playing.set(false);
                 dispatch(CursorAction::Open {
                     story: chosen,
-                    step: 0,
-                    filter: Filter::opening(chosen, false),
+                    step: None,
+                    filter: Filter::default(),
                 });
             }
         })
@@ -666,13 +665,17 @@ pub fn sequence_steps() -> Html {
             if in_control || !any {
                 return;
             }
-            let delta = match event.key().as_str() {
-                "ArrowRight" => 1,
-                "ArrowLeft" => -1,
+            let action = match (event.key().as_str(), event.shift_key()) {
+                ("ArrowRight", false) => CursorAction::By(1),
+                ("ArrowLeft", false) => CursorAction::By(-1),
+                ("ArrowRight", true) => CursorAction::Moment(true),
+                ("ArrowLeft", true) => CursorAction::Moment(false),
+                ("]" | "PageDown", _) => CursorAction::Chapter(true),
+                ("[" | "PageUp", _) => CursorAction::Chapter(false),
                 _ => return,
             };
             event.prevent_default();
-            dispatch(CursorAction::By(delta));
+            dispatch(action);
         })
     };
 
@@ -686,7 +689,15 @@ pub fn sequence_steps() -> Html {
         .iter()
         .skip(window_start)
         .take(BEFORE + AFTER + 1)
-        .map(|&shown| (shown, story_run.steps[shown].clone()))
+        .map(|&shown| {
+            let mut row = story_run.steps[shown].clone();
+            if let Some(startup) = story_run.outline.folded_startup(shown, filter.startup_open) {
+                row.kind = StepKind::Input {
+                    text: format!("the cluster starts ({} steps folded)", startup.folded.len()),
+                };
+            }
+            (shown, row)
+        })
         .collect();
     let partitions: std::collections::BTreeSet<String> = story_run
         .steps
@@ -730,7 +741,8 @@ pub fn sequence_steps() -> Html {
 
     html! {
         <section id="steps" class="card steps wide" aria-labelledby="steps-title" tabindex="0" onkeydown={on_keydown}
-            data-testid="steps" data-story={story_def.id.clone()} data-step={(index + 1).to_string()} data-steps={total.to_string()}
+            data-testid="steps" data-story={story_def.id.clone()} data-step={(index + 1).to_string()} data-steps={total.to_string()} data-shown={visible.len().to_string()} data-pace-ms={pace_ms.to_string()}
+            data-opening={(outline.opening_step() + 1).to_string()}
             data-trace-hash={format!("{trace_hash:016x}")} data-time={view.time_ms.to_string()}
             data-scenario-loading={scenario_loading.to_string()}
             ondrop={on_drop} ondragover={on_drag_over}>
@@ -765,22 +777,20 @@ pub fn sequence_steps() -> Html {
                 <button type="button" data-testid="step-play" aria-pressed={playing.to_string()} onclick={toggle_play}>{ if *playing { "❚❚ Pause" } else { "▶ Play the story" } }</button>
                 <label>{ "Pace " }
                     <select data-testid="step-pace" onchange={on_pace}>
-                        { for [(1800u32, "0.5×"), (900, "1×"), (450, "2×"), (225, "4×")].iter().map(|(value, label)| html! {
+                        { for [(1u32, "0.5×"), (2, "1×"), (4, "2×"), (8, "4×")].iter().map(|(value, label)| html! {
                             <option value={value.to_string()} selected={*pace == *value}>{ *label }</option>
                         }) }
                     </select>
                 </label>
-                <label class="scrubber">{ "Timeline " }
-                    <input type="range" data-testid="step-scrubber" min="0" max={visible.len().saturating_sub(1).to_string()}
-                        value={place.min(visible.len().saturating_sub(1)).to_string()} oninput={on_scrub} aria-label="timeline: jump to any step" />
-                </label>
-                <span class="clock" data-testid="step-position">{ format!("step {} of {} · t = {} ms", index + 1, total, view.time_ms) }</span>
+                <span class="clock" data-testid="step-position">{ format!("step {} of {} · t = {} ms", place + 1, visible.len(), view.time_ms) }</span>
                 { if story_def.is_custom() && scenario_raw.is_none() {
                     html! { <span class="muted" data-testid="step-link-none">{ "(a story from your file has no link: share the file)" }</span> }
                 } else {
                     html! { <a href={deep_link.clone()} data-testid="step-link">{ "Link to this step" }</a> }
                 } }
             </div>
+            <crate::story_timeline::StoryTimeline outline={outline.clone()} visible={visible.clone()} current={index} total={total}
+                every={filter.every} filtered={every_step && !filter.every} on_action={on_action.clone()} />
             <div class="controls filters" role="group" aria-label="filters">
                 <label>{ "Partition " }<select data-testid="filter-partition" onchange={filter_field(FilterField::Partition)}>
                     <option value="" selected={filter.partition.is_none()}>{ "all" }</option>
@@ -800,16 +810,27 @@ pub fn sequence_steps() -> Html {
                 { match &step {
                     Some(step) => html! { <>
                         { if let Some(chapter) = &step.chapter { html! { <p class="chapter" data-testid="step-chapter">{ chapter }</p> } } else { html! {} } }
-                        <p data-read="step-caption">
-                            { if let Some(outcome) = step.outcome { html! { <span class={classes!("outcome", outcome)} data-testid="step-outcome">{ outcome }</span> } } else { html! {} } }
-                            { crate::lesson::glossed(&step.caption, &mut Default::default()) }
-                        </p>
+                        { match outline.folded_startup(index, filter.startup_open) {
+                            Some(startup) => html! { <>
+                                <p data-read="step-caption" data-testid="startup-caption">{ &startup.text }</p>
+                                <button type="button" data-testid="startup-open" onclick={on(CursorAction::Startup(true))}>{ format!("Show these {} steps", startup.folded.len()) }</button>
+                            </> },
+                            None => html! {
+                                <p data-read="step-caption">
+                                    { if let Some(outcome) = step.outcome { html! { <span class={classes!("outcome", outcome)} data-testid="step-outcome">{ outcome }</span> } } else { html! {} } }
+                                    { crate::lesson::glossed(&step.caption, &mut Default::default()) }
+                                </p>
+                            },
+                        } }
+                        { if filter.startup_open && !filter.every && outline.startup.as_ref().is_some_and(|startup| startup.folded.contains(&index)) { html! {
+                            <button type="button" data-testid="startup-fold" onclick={on(CursorAction::Startup(false))}>{ "Fold the start-up" }</button>
+                        } } else { html! {} } }
                         <crate::voice::ReadAloud id="step-caption" label="Read this step" text={format!("{}{}", step.chapter.as_ref().map(|chapter| format!("{chapter} ")).unwrap_or_default(), step.caption)} />
                         { if step.explainable { html! {
                             <button type="button" data-testid="step-why" aria-expanded={why_open.to_string()} onclick={toggle_why}>{ "Why?" }</button>
                         } } else { html! {} } }
                         { if why.is_empty() { html! {} } else { html! {
-                            <ol class="why-chain" data-testid="why-chain" aria-label="causes, newest first">
+                            <ol class="why-chain" data-testid="why-chain" aria-label="causes, oldest first">
                                 { for why.iter().map(|line| html! { <li>{ line }</li> }) }
                             </ol>
                         } } }

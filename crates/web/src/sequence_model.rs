@@ -244,24 +244,23 @@ impl Step {
     }
 }
 
-/// Filters over the steps; `None` keeps everything.
+/// Filters over the steps; `None` keeps everything. Every story opens
+/// with the default (its outline's default view, nothing filtered), however
+/// it was opened: a filter is only ever the learner's own choice, shown in
+/// its control.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
     pub partition: Option<String>,
     pub node: Option<NodeId>,
     pub name: Option<String>,
+    /// Every step, not only the story's default view (the "Every step"
+    /// switch).
+    pub every: bool,
+    /// The start-up's steps unfolded.
+    pub startup_open: bool,
 }
 
 impl Filter {
-    /// The filter a story opens with: its focus partition, unless a link
-    /// named a step (then none, so that step is in view).
-    pub fn opening(story: &StoryDef, linked_step: bool) -> Filter {
-        Filter {
-            partition: (!linked_step).then(|| story.focus().map(str::to_string)).flatten(),
-            ..Filter::default()
-        }
-    }
-
     /// Whether the filter keeps `step`. A step without partitions (an
     /// input, a rebalance, a fencing) passes the partition filter.
     pub fn keeps(&self, step: &Step) -> bool {
@@ -289,6 +288,8 @@ pub struct StoryRun {
     /// current point).
     trace: Vec<TraceEvent>,
     pub steps: Vec<Step>,
+    /// Its chapters, key moments, folded start-up and default view.
+    pub outline: crate::story_view::Outline,
     /// What was changed at forks, in order.
     pub forks: Vec<String>,
 }
@@ -312,6 +313,7 @@ impl StoryRun {
             trace: Vec::new(),
             recording,
             steps: Vec::new(),
+            outline: Default::default(),
             forks: Vec::new(),
         };
         run.play_to_end();
@@ -333,6 +335,7 @@ impl StoryRun {
         }
         self.trace = self.recording.trace().to_vec();
         self.steps = steps_of(&self.trace, &self.positions, self.story);
+        self.outline = crate::story_view::Outline::of(&self.steps);
     }
 
     /// The whole run's trace.
@@ -369,33 +372,121 @@ impl StoryRun {
         hash(self.recording.trace())
     }
 
-    /// The chain of causes of step `index`, newest first, as lines.
+    /// The causes of step `index` in causal order, oldest first, as lines:
+    /// the input that started the chain (a broker killed, paused or cut
+    /// off), what the controller concluded from it (a fencing, an ISR
+    /// shrink), the messages that carried the decision, and the step.
     pub fn why(&self, index: usize) -> Vec<String> {
         let Some(step) = self.steps.get(index) else {
             return Vec::new();
         };
         let by_id: BTreeMap<u64, &TraceEvent> = self.trace.iter().map(|event| (event.id, event)).collect();
-        let mut chain = by_id
-            .get(&step.trace_id)
-            .map_or_else(Vec::new, |event| self.loss_story(event));
+        let Some(&event) = by_id.get(&step.trace_id) else {
+            return Vec::new();
+        };
+        // (time, trace id, line): sorted, that is causal order.
+        let mut lines: Vec<(u64, u64, String)> = self.loss_story(event);
+        let mut chain: Vec<&TraceEvent> = Vec::new();
         let mut next = Some(step.trace_id);
         while let Some(id) = next {
-            let Some(event) = by_id.get(&id) else { break };
-            if !matches!(event.kind, TraceKind::Delivered { .. }) {
-                chain.push(format!("{} ms: {}", event.time, describe(event)));
+            let Some(link) = by_id.get(&id) else { break };
+            if !matches!(link.kind, TraceKind::Delivered { .. }) {
+                chain.push(link);
             }
-            next = event.cause;
+            next = link.cause;
             if chain.len() >= 12 {
                 break;
             }
         }
-        chain
+        let oldest = chain.last().copied().unwrap_or(event);
+        if !matches!(oldest.kind, TraceKind::Input { .. }) {
+            lines.extend(self.root_causes(event));
+        }
+        lines.extend(chain.iter().map(|link| (link.time, link.id, describe(link))));
+        lines.sort_by_key(|(time, id, _)| (*time, *id));
+        lines.dedup_by_key(|(_, id, _)| *id);
+        lines
+            .into_iter()
+            .map(|(time, _, line)| format!("{time} ms: {line}"))
+            .collect()
+    }
+
+    /// What started a chain whose cause links stop short of an input (at a
+    /// timer, a session that ran out): from the typed reasons of `event`,
+    /// the brokers it concerns, their fencing or the ISR shrink, and the
+    /// last input that touched them before.
+    fn root_causes(&self, event: &TraceEvent) -> Vec<(u64, u64, String)> {
+        let before = |limit: u64| self.trace.iter().take_while(move |earlier| earlier.id < limit);
+        let mut lines = Vec::new();
+        let mut brokers: BTreeSet<u32> = BTreeSet::new();
+        let mut from_reason = |reason: &kafkascope_engine::sim::trace::ChangeReason, from: &[u32], to: &[u32]| {
+            use kafkascope_engine::sim::trace::ChangeReason;
+            match reason {
+                ChangeReason::BrokerFenced { broker }
+                | ChangeReason::BrokerShuttingDown { broker }
+                | ChangeReason::UncleanRestart { broker } => {
+                    brokers.insert(*broker);
+                }
+                ChangeReason::FollowersFellBehind => {
+                    brokers.extend(from.iter().filter(|broker| !to.contains(broker)));
+                }
+                _ => {}
+            }
+        };
+        // (The controller records a fencing when it applies its own record,
+        // which may come after the messages that carried it: look before
+        // the step itself.)
+        let mut limit = event.id;
+        match &event.kind {
+            TraceKind::LeaderElected { reason, isr, .. } => from_reason(reason, isr, isr),
+            TraceKind::IsrChanged { reason, from, to, .. } => from_reason(reason, from, to),
+            TraceKind::ProduceFailed { partition, error, .. }
+                if matches!(
+                    error,
+                    ErrorCode::NotEnoughReplicas | ErrorCode::NotEnoughReplicasAfterAppend
+                ) =>
+            {
+                // The ISR shrink that put it below min.insync.replicas.
+                let shrink = before(limit).filter(|earlier| {
+                    matches!(&earlier.kind, TraceKind::IsrChanged { partition: changed, from, to, .. }
+                        if changed == partition && to.len() < from.len())
+                });
+                if let Some(shrink) = shrink.last() {
+                    if let TraceKind::IsrChanged { reason, from, to, .. } = &shrink.kind {
+                        from_reason(reason, from, to);
+                    }
+                    lines.push((shrink.time, shrink.id, describe(shrink)));
+                    limit = shrink.id;
+                }
+            }
+            _ => {}
+        }
+        for broker in brokers {
+            let fencing = before(limit)
+                .filter(|earlier| matches!(&earlier.kind, TraceKind::BrokerFencing { broker: fenced, fenced: true, .. } if *fenced == broker))
+                .last();
+            let mut until = limit;
+            if let Some(fencing) = fencing {
+                lines.push((fencing.time, fencing.id, describe(fencing)));
+                until = fencing.id;
+            }
+            let input = before(until)
+                .filter(|earlier| match &earlier.kind {
+                    TraceKind::Input { input, .. } => input_touches(input, NodeId::Broker(broker)),
+                    _ => false,
+                })
+                .last();
+            if let Some(input) = input {
+                lines.push((input.time, input.id, format!("{} (where this starts)", describe(input))));
+            }
+        }
+        lines
     }
 
     /// For a loss: when the lost records were acknowledged, which replicas
     /// held them then and which never fetched them (and why, where the
     /// trace shows their fetches being lost). Empty for any other event.
-    fn loss_story(&self, loss: &TraceEvent) -> Vec<String> {
+    fn loss_story(&self, loss: &TraceEvent) -> Vec<(u64, u64, String)> {
         let TraceKind::RecordsLost { partition, records, .. } = &loss.kind else {
             return Vec::new();
         };
@@ -412,10 +503,10 @@ impl StoryRun {
             } = &event.kind
             {
                 if acked == partition && records.iter().any(|record| lost.contains(record)) {
-                    lines.push(format!(
-                        "{} ms: {}: the producer was told these records were written.",
+                    lines.push((
                         event.time,
-                        event.text()
+                        event.id,
+                        format!("{}: the producer was told these records were written.", event.text()),
                     ));
                     if let Some(base) = base_offset {
                         offsets.extend(
@@ -471,11 +562,14 @@ impl StoryRun {
         };
         let missing: BTreeSet<u32> = replicas.difference(&holders).copied().collect();
         if !missing.is_empty() && !holders.is_empty() {
-            lines.push(format!(
-                "{} ms: offsets {first}–{last} of {partition} were only on {}; {} never fetched them.",
+            lines.push((
                 loss.time,
-                names(&holders),
-                names(&missing)
+                loss.id,
+                format!(
+                    "offsets {first}–{last} of {partition} were only on {}; {} never fetched them.",
+                    names(&holders),
+                    names(&missing)
+                ),
             ));
         }
         // Why they never fetched them, where the trace says.
@@ -489,11 +583,14 @@ impl StoryRun {
             } = &event.kind
             {
                 if missing.contains(follower) && holders.contains(leader) && cut.insert((*follower, *leader)) {
-                    lines.push(format!(
-                        "{} ms: {}'s fetch from {} is lost ({reason}): it is cut off from the leader.",
+                    lines.push((
                         event.time,
-                        as_broker(follower),
-                        as_broker(leader)
+                        event.id,
+                        format!(
+                            "{}'s fetch from {} is lost ({reason}): it is cut off from the leader.",
+                            as_broker(follower),
+                            as_broker(leader)
+                        ),
                     ));
                 }
             }
@@ -506,6 +603,185 @@ impl StoryRun {
         self.steps
             .partition_point(|step| step.trace_id < trace_id)
             .min(self.steps.len().saturating_sub(1))
+    }
+}
+
+/// One acknowledgement among a loss's records: what the producer was
+/// told, when, and with which `acks`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostBatch {
+    /// When the producer was told they were written.
+    pub acknowledged_at: u64,
+    /// How many of the lost records it covered.
+    pub count: usize,
+    /// Their offsets in the partition (first, last), where the answer said.
+    pub offsets: Option<(u64, u64)>,
+    /// The `acks` of the produce request that was answered.
+    pub acks: Option<Acks>,
+    /// How the same records were refused before (a retried batch): each
+    /// error the first time it came.
+    pub refusals: Vec<(u64, ErrorCode)>,
+}
+
+/// A loss's history from the trace: each acknowledgement of the records it
+/// lost, with the `acks` each was written with, and the election that
+/// discarded them (the leader that now leads without them: its epoch, and
+/// whether it came from outside the ISR).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LossHistory {
+    pub time: u64,
+    pub partition: String,
+    pub lost: usize,
+    pub batches: Vec<LostBatch>,
+    /// (leader, leader epoch, unclean) of the election that discarded them.
+    pub election: Option<(u32, u32, bool)>,
+}
+
+impl LossHistory {
+    /// The history of the loss `loss` (a `RecordsLost` event of `trace`).
+    pub fn of(trace: &[TraceEvent], loss: &TraceEvent) -> Option<LossHistory> {
+        let TraceKind::RecordsLost {
+            partition,
+            records,
+            reason,
+        } = &loss.kind
+        else {
+            return None;
+        };
+        let lost: BTreeSet<u64> = records.iter().copied().collect();
+        let before: Vec<&TraceEvent> = trace.iter().take_while(|event| event.id < loss.id).collect();
+        let mut batches = Vec::new();
+        for (at, event) in before.iter().enumerate() {
+            let TraceKind::Acknowledged {
+                producer,
+                partition: acked,
+                base_offset,
+                records,
+            } = &event.kind
+            else {
+                continue;
+            };
+            let ours: Vec<usize> = (0..records.len())
+                .filter(|index| lost.contains(&records[*index]))
+                .collect();
+            if acked != partition || ours.is_empty() {
+                continue;
+            }
+            // The request answered: the producer's last produce of this
+            // partition before the answer.
+            let acks = before[..at].iter().rev().find_map(|earlier| match &earlier.kind {
+                TraceKind::Sent {
+                    from: NodeId::Producer(sender),
+                    name: MessageName::Produce,
+                    facts,
+                    ..
+                } if sender == producer && facts.partitions.contains(partition) => facts.acks,
+                _ => None,
+            });
+            let mut refusals: Vec<(u64, ErrorCode)> = Vec::new();
+            for earlier in &before[..at] {
+                if let TraceKind::ProduceFailed {
+                    producer: refused,
+                    records: failed,
+                    error,
+                    ..
+                } = &earlier.kind
+                {
+                    let again = refusals.iter().any(|(_, seen)| seen == error);
+                    if refused == producer && !again && failed.iter().any(|record| records.contains(record)) {
+                        refusals.push((earlier.time, *error));
+                    }
+                }
+            }
+            batches.push(LostBatch {
+                acknowledged_at: event.time,
+                count: ours.len(),
+                offsets: base_offset.map(|base| (base + ours[0] as u64, base + ours[ours.len() - 1] as u64)),
+                acks,
+                refusals,
+            });
+        }
+        let election = before.iter().rev().find_map(|event| match &event.kind {
+            TraceKind::LeaderElected {
+                partition: elected,
+                leader: Some(leader),
+                leader_epoch,
+                unclean,
+                ..
+            } if elected == partition && *leader == reason.leader && *leader_epoch == reason.leader_epoch => {
+                Some((*leader, *leader_epoch, *unclean))
+            }
+            _ => None,
+        });
+        Some(LossHistory {
+            time: loss.time,
+            partition: partition.to_string(),
+            lost: records.len(),
+            batches,
+            election,
+        })
+    }
+
+    /// Each acknowledgement in words, in order.
+    pub fn batch_lines(&self) -> Vec<String> {
+        self.batches
+            .iter()
+            .map(|batch| {
+                let offsets = batch
+                    .offsets
+                    .map_or(String::new(), |(first, last)| format!(" (offsets {first}–{last})"));
+                let acks = batch
+                    .acks
+                    .map_or("acks unknown".to_string(), |acks| format!("acks={acks}"));
+                let refused = if batch.refusals.is_empty() {
+                    String::new()
+                } else {
+                    let each: Vec<String> = batch
+                        .refusals
+                        .iter()
+                        .map(|(time, error)| format!("{error} at {time} ms"))
+                        .collect();
+                    format!(", after being refused ({}) and retried", each.join(", "))
+                };
+                format!(
+                    "{} record(s){offsets} acknowledged with {acks} at {} ms{refused}",
+                    batch.count, batch.acknowledged_at
+                )
+            })
+            .collect()
+    }
+
+    /// The election that discarded them, in words.
+    pub fn election_line(&self) -> Option<String> {
+        self.election.map(|(leader, epoch, unclean)| {
+            format!(
+                "{} became the leader of {} at leader epoch {epoch}{} and did not have them",
+                as_broker(leader),
+                self.partition,
+                if unclean {
+                    " in an unclean election (from outside the ISR)"
+                } else {
+                    ""
+                }
+            )
+        })
+    }
+}
+
+/// Whether an input acts on `node` (kills, pauses, cuts off or slows it).
+fn input_touches(input: &Input, node: NodeId) -> bool {
+    match input {
+        Input::KillBroker { broker }
+        | Input::RestartBroker { broker }
+        | Input::StopBroker { broker }
+        | Input::PauseBroker { broker, .. } => node == NodeId::Broker(*broker),
+        Input::CutLink { a, b } | Input::HealLink { a, b } => node == *a || node == *b,
+        Input::Partition { side } => side.contains(&node),
+        Input::SlowNode { node: slowed, .. } => node == *slowed,
+        Input::KillController { controller } | Input::RestartController { controller } => {
+            node == NodeId::Controller(*controller)
+        }
+        _ => false,
     }
 }
 
@@ -1877,7 +2153,13 @@ pub fn merged_link(current_query: &str, story: &StoryDef, step: usize, forks: &[
 /// stories only by their index, [`story_index`]). A shipped story's link no
 /// longer opens a fetched scenario.
 pub fn merged_link_to(current_query: &str, story_id: &str, step: usize, forks: &[ForkLink]) -> String {
-    step_address(current_query, format!("story={story_id}"), step, forks)
+    step_address(current_query, format!("story={story_id}"), Some(step), forks)
+}
+
+/// The address of a story with no step: it opens on its first chapter.
+/// The page's other parameters are kept.
+pub fn merged_story_link(current_query: &str, story_id: &str) -> String {
+    step_address(current_query, format!("story={story_id}"), None, &[])
 }
 
 /// The address of a step of a story opened from `?scenario=ADDRESS`: the
@@ -1885,12 +2167,12 @@ pub fn merged_link_to(current_query: &str, story_id: &str, step: usize, forks: &
 /// the forks, the page's other parameters kept, so the link opens the same
 /// file at the same step.
 pub fn merged_scenario_link(current_query: &str, raw: &str, step: usize, forks: &[ForkLink]) -> String {
-    step_address(current_query, format!("{SCENARIO_PARAM}={raw}"), step, forks)
+    step_address(current_query, format!("{SCENARIO_PARAM}={raw}"), Some(step), forks)
 }
 
 /// The page's other parameters in their order, then `which` (the story or
 /// the scenario), the step and the forks.
-fn step_address(current_query: &str, which: String, step: usize, forks: &[ForkLink]) -> String {
+fn step_address(current_query: &str, which: String, step: Option<usize>, forks: &[ForkLink]) -> String {
     let mut pairs: Vec<String> = current_query
         .trim_start_matches('?')
         .split('&')
@@ -1902,7 +2184,7 @@ fn step_address(current_query: &str, which: String, step: usize, forks: &[ForkLi
         .map(str::to_string)
         .collect();
     pairs.push(which);
-    pairs.push(format!("step={}", step + 1));
+    pairs.extend(step.map(|step| format!("step={}", step + 1)));
     pairs.extend(fork_param(forks));
     format!("?{}#steps", pairs.join("&"))
 }
@@ -2470,13 +2752,10 @@ mod tests {
         assert_eq!(opened.file, "mine.json");
         let run = StoryRun::start(opened).expect("plays");
         assert!(!run.steps.is_empty());
-        // It opens on its focus partition as a shipped story does, and
-        // unfiltered at a linked step.
+        // Its focus partition names the roles drawn, and filters nothing.
         let focused =
             custom_story("focused.json", shipped_file("acks1-leader-crash-loses-records.json")).expect("opens");
         assert_eq!(focused.focus(), Some("orders-0"));
-        assert_eq!(Filter::opening(focused, false).partition.as_deref(), Some("orders-0"));
-        assert_eq!(Filter::opening(focused, true), Filter::default());
         // Without a story block it gets a plain one.
         let mut bare: serde_json::Value = serde_json::from_str(shipped).expect("json");
         bare.as_object_mut().expect("object").remove("story");

@@ -592,11 +592,22 @@ impl Session {
             self.next_record_at = self.next_record_at.max(self.simulation.now());
             while self.next_record_at <= target {
                 for producer in 0..self.simulation.config().producers.len() as u32 {
+                    let partitions = self
+                        .simulation
+                        .config()
+                        .producers
+                        .get(producer as usize)
+                        .and_then(|config| {
+                            let topics = &self.simulation.config().topics;
+                            topics.iter().find(|topic| topic.name == config.topic)
+                        })
+                        .map_or(1, |topic| topic.partitions);
+                    let keys = covering_keys(partitions);
                     let input = ScheduledInput {
                         at_ms: self.next_record_at,
                         input: Input::Produce {
                             producer,
-                            key: Some(format!("user-{}", self.streamed % 7)),
+                            key: Some(keys[(self.streamed % keys.len() as u64) as usize].clone()),
                             count: 1,
                             bytes: 100,
                         },
@@ -784,6 +795,28 @@ impl Session {
     }
 }
 
+/// The keys the live map streams for a topic of `partitions` partitions:
+/// `user-N`, one for each partition (the smallest N whose murmur2 hash
+/// picks it, as Kafka's partitioner does), so every partition gets records.
+pub fn covering_keys(partitions: u32) -> Vec<String> {
+    let partitions = partitions.max(1);
+    let mut keys: Vec<Option<String>> = vec![None; partitions as usize];
+    let mut missing = partitions as usize;
+    let mut n = 0u32;
+    while missing > 0 && n < 100_000 {
+        let key = format!("user-{n}");
+        if let Some(partition) = kafkascope_engine::partitioning::partition_for_key(key.as_bytes(), partitions) {
+            let slot = &mut keys[partition as usize];
+            if slot.is_none() {
+                *slot = Some(key);
+                missing -= 1;
+            }
+        }
+        n += 1;
+    }
+    keys.into_iter().flatten().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use kafkascope_engine::sim::trace::TraceKind;
@@ -792,6 +825,35 @@ mod tests {
 
     fn session() -> Session {
         Session::new(default_config(), DEFAULT_SEED)
+    }
+
+    /// The live map's stream reaches every partition of its topic, at
+    /// every partition count the knobs allow (it streamed user-0 to user-6,
+    /// which all hash to two of three partitions).
+    #[test]
+    fn the_default_streams_keys_cover_every_partition() {
+        for partitions in 1..=24 {
+            let keys = covering_keys(partitions);
+            let hit: std::collections::BTreeSet<u32> = keys
+                .iter()
+                .filter_map(|key| kafkascope_engine::partitioning::partition_for_key(key.as_bytes(), partitions))
+                .collect();
+            assert_eq!(hit.len() as u32, partitions, "{partitions}: {keys:?}");
+        }
+        let mut session = session();
+        session.apply(Action::Tick {
+            virtual_ms: 20_000.0,
+            rate: 5,
+        });
+        let view = session.simulation.view();
+        let topic = &session.simulation.config().producers[0].topic;
+        for broker in &view.brokers {
+            for replica in broker.replicas.iter().filter(|replica| {
+                replica.topic == *topic && replica.role == kafkascope_engine::sim::view::ReplicaRole::Leader
+            }) {
+                assert!(replica.log_end_offset > 0, "{} got no records", replica.partition);
+            }
+        }
     }
 
     fn inputs(session: &Session) -> Vec<String> {

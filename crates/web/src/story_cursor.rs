@@ -25,11 +25,12 @@ pub enum FilterField {
 /// Everything that moves the cursor.
 #[derive(Debug, Clone)]
 pub enum CursorAction {
-    /// Open a story at a step with a filter; the same story keeps its run
-    /// and forks, another starts afresh.
+    /// Open a story at a step (`None`: on its first chapter) with a
+    /// filter; the same story keeps its run and forks, another starts
+    /// afresh.
     Open {
         story: &'static StoryDef,
-        step: usize,
+        step: Option<usize>,
         filter: Filter,
     },
     /// Go to a step (an index into all steps).
@@ -48,6 +49,14 @@ pub enum CursorAction {
     Fork(String),
     /// Open or close "Why?".
     ToggleWhy,
+    /// The next (`true`) or previous chapter: its input step.
+    Chapter(bool),
+    /// The next or previous key moment shown.
+    Moment(bool),
+    /// Show every step, or only the story's default view.
+    Every(bool),
+    /// Unfold or fold the start-up's steps.
+    Startup(bool),
 }
 
 /// A story being read.
@@ -91,16 +100,18 @@ impl StoryCursor {
             }
         }
         let problem = link_problem(query, run.steps.len()).or(fork_problem);
-        // A link to a step opens unfiltered, so the step is in view.
-        let filter = Filter::opening(story, linked_step.is_some());
+        // A story opens on its first chapter; a link to a step opens there
+        // (with every step shown if the default view leaves it out).
+        let current = linked_step.map_or(run.outline.opening_step(), |step| step.saturating_sub(1));
         let mut cursor = StoryCursor {
             run,
             forks,
-            current: linked_step.map_or(0, |step| step.saturating_sub(1)),
-            filter,
+            current,
+            filter: Filter::default(),
             why_open: false,
             problem,
         };
+        cursor.show(current);
         cursor.settle();
         Ok(cursor)
     }
@@ -137,15 +148,46 @@ impl StoryCursor {
         self.problem.as_deref()
     }
 
-    /// The steps the filter keeps, as indices into all steps.
+    /// The steps shown, as indices into all steps: the story's default
+    /// view (or every step), less what the filters leave out.
     pub fn visible(&self) -> Vec<usize> {
         self.run
             .steps
             .iter()
             .enumerate()
-            .filter(|(_, step)| self.filter.keeps(step))
+            .filter(|(index, step)| self.in_view(*index) && self.filter.keeps(step))
             .map(|(index, _)| index)
             .collect()
+    }
+
+    /// Whether step `index` is in the view chosen: the default view, or
+    /// every step (the switch, or a filter: a filter picks from every step,
+    /// so a message the default view leaves out can still be found).
+    fn in_view(&self, index: usize) -> bool {
+        self.filter.every
+            || self.filter.partition.is_some()
+            || self.filter.node.is_some()
+            || self.filter.name.is_some()
+            || self.run.outline.in_default_view(index, self.filter.startup_open)
+    }
+
+    /// Whether every step is in view (the switch on, or a filter set).
+    pub fn every_step(&self) -> bool {
+        self.filter.every || self.filter.partition.is_some() || self.filter.node.is_some() || self.filter.name.is_some()
+    }
+
+    /// Makes step `index` part of the view: a step the default view leaves
+    /// out (a link to it, a host page's `goToStep`) shows every step, or
+    /// opens the start-up, and the switch says so.
+    fn show(&mut self, index: usize) {
+        if self.in_view(index) {
+            return;
+        }
+        if self.run.outline.in_default_view(index, true) {
+            self.filter.startup_open = true;
+        } else {
+            self.filter.every = true;
+        }
     }
 
     /// The next shown step after the current one, for auto-play (`None`
@@ -175,9 +217,14 @@ impl StoryCursor {
                     }
                 }
                 self.filter = filter;
-                self.move_to(step);
+                let target = step.unwrap_or(self.run.outline.opening_step());
+                self.show(target);
+                self.move_to(target);
             }
-            CursorAction::Go(target) => self.move_to(target),
+            CursorAction::Go(target) => {
+                self.show(target);
+                self.move_to(target);
+            }
             CursorAction::By(delta) => {
                 let visible = self.visible();
                 if visible.is_empty() {
@@ -213,9 +260,7 @@ impl StoryCursor {
                     FilterField::Node => self.filter.node = value.as_deref().and_then(parse_node),
                     FilterField::Name => self.filter.name = value,
                 }
-                if let Some(nearest) = nearest_shown(&self.visible(), self.current) {
-                    self.move_to(nearest);
-                }
+                self.keep_in_view();
             }
             CursorAction::Fork(choice) => {
                 let Some(at) = self.run.steps.get(self.current).map(|step| step.trace_id) else {
@@ -225,9 +270,50 @@ impl StoryCursor {
                 self.run.fork(self.current, fork_inputs(&choice), label);
                 self.forks.push((self.current, choice));
                 let next = self.run.step_at_or_after(at);
+                self.show(next);
                 self.move_to(next);
             }
             CursorAction::ToggleWhy => self.why_open = !self.why_open,
+            CursorAction::Chapter(forward) => {
+                if let Some(target) = self.run.outline.chapter_jump(self.current, forward) {
+                    // A chapter's input is always in the default view; a
+                    // filter may hide it, and then the jump clears it.
+                    if !self.visible().contains(&target) {
+                        self.filter.partition = None;
+                        self.filter.node = None;
+                        self.filter.name = None;
+                    }
+                    self.move_to(target);
+                }
+            }
+            CursorAction::Moment(forward) => {
+                if let Some(target) = self.run.outline.moment_jump(self.current, forward, &self.visible()) {
+                    self.move_to(target);
+                }
+            }
+            CursorAction::Every(every) => {
+                self.filter.every = every;
+                self.keep_in_view();
+            }
+            CursorAction::Startup(open) => {
+                self.filter.startup_open = open;
+                let target = match (open, &self.run.outline.startup) {
+                    // Opening it goes to its first step.
+                    (true, Some(startup)) if !self.filter.every => Some(startup.folded.start),
+                    _ => None,
+                };
+                match target {
+                    Some(target) => self.move_to(target),
+                    None => self.keep_in_view(),
+                }
+            }
+        }
+    }
+
+    /// After the view changed: the current step, or the nearest shown one.
+    fn keep_in_view(&mut self) {
+        if let Some(nearest) = nearest_shown(&self.visible(), self.current) {
+            self.move_to(nearest);
         }
     }
 
@@ -329,12 +415,17 @@ mod tests {
         let cursor = StoryCursor::from_link("?story=exercise&step=5&fork=3:kill-1").expect("opens");
         assert_eq!(cursor.story().id, "exercise");
         assert_eq!(cursor.forks(), [(2, "kill-1".to_string())]);
-        assert_eq!(cursor.filter(), &Filter::default(), "a link to a step opens unfiltered");
+        assert_eq!(cursor.filter().partition, None, "a link to a step opens unfiltered");
         let cursor = StoryCursor::from_link("?story=exercise").expect("opens");
         assert_eq!(
-            cursor.filter().partition.as_deref(),
-            Some("orders-1"),
-            "a story opens on its focus"
+            cursor.filter(),
+            &Filter::default(),
+            "a story opens unfiltered, however it is opened"
+        );
+        assert_eq!(
+            cursor.index(),
+            cursor.run().outline.opening_step(),
+            "on its first chapter"
         );
         let mut cursor = StoryCursor::from_link("?story=nope&step=2").expect("opens the first story");
         assert!(cursor.problem().is_some_and(|problem| problem.contains("\"nope\"")));
@@ -372,18 +463,61 @@ mod tests {
         let same = story("acks1-loss").expect("story");
         cursor.apply(CursorAction::Open {
             story: same,
-            step: 0,
+            step: Some(0),
             filter: Filter::default(),
         });
         assert_eq!(cursor.forks().len(), 1, "the same story keeps its forks");
         assert!(!cursor.why_open());
         cursor.apply(CursorAction::Open {
             story: story("happy-path").expect("story"),
-            step: 3,
+            step: Some(3),
             filter: Filter::default(),
         });
         assert!(cursor.forks().is_empty());
         assert_eq!((cursor.story().id.as_str(), cursor.index()), ("happy-path", 3));
         assert_eq!(cursor.next_shown(), Some(4));
+        assert!(
+            cursor.filter().startup_open,
+            "a step of the folded start-up opens it, visibly"
+        );
+    }
+
+    #[test]
+    fn a_story_opens_the_same_however_it_is_opened_and_jumps_by_chapter_and_moment() {
+        let exercise = story("exercise").expect("story");
+        let linked = StoryCursor::from_link("?story=exercise").expect("opens");
+        let mut picked = StoryCursor::from_link("?story=happy-path").expect("opens");
+        picked.apply(CursorAction::Open {
+            story: exercise,
+            step: None,
+            filter: Filter::default(),
+        });
+        assert_eq!(linked.index(), picked.index());
+        assert_eq!(linked.visible(), picked.visible());
+        let outline = picked.run().outline.clone();
+        assert!(picked.visible().len() <= crate::story_view::MAX_DEFAULT_STEPS);
+        for chapter in &outline.chapters[1..] {
+            picked.apply(CursorAction::Chapter(true));
+            assert_eq!(picked.index(), chapter.index);
+        }
+        picked.apply(CursorAction::Chapter(false));
+        assert_eq!(picked.index(), outline.chapters[outline.chapters.len() - 2].index);
+        picked.apply(CursorAction::Moment(true));
+        assert!(outline.moments.iter().any(|(at, _)| *at == picked.index()));
+        // Every step is one switch away, and back.
+        let default_view = picked.visible();
+        picked.apply(CursorAction::Every(true));
+        assert_eq!(picked.visible().len(), picked.run().steps.len());
+        picked.apply(CursorAction::Go(1));
+        picked.apply(CursorAction::Every(false));
+        assert_eq!(picked.visible(), default_view);
+        assert!(default_view.contains(&picked.index()));
+        // A linked step the default view leaves out shows every step.
+        let hidden = (0..picked.run().steps.len())
+            .find(|index| !outline.in_default_view(*index, true))
+            .expect("the exercise is abridged");
+        let cursor = StoryCursor::from_link(&format!("?story=exercise&step={}", hidden + 1)).expect("opens");
+        assert_eq!(cursor.index(), hidden);
+        assert!(cursor.filter().every && cursor.visible().contains(&hidden));
     }
 }

@@ -1,0 +1,115 @@
+// Stories that get to the point, as a learner meets them at 1280×800 and on
+// a 390×844 phone: every shipped story opens on its first chapter with at
+// most 150 steps in view and its start-up folded into one step; chapter and
+// key-moment jumps land where they say, by button and by key; every step is
+// one switch away; a story looks the same from the picker as from a link;
+// "Why?" runs in causal order back to the input.
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { launch, openApp, screenshotPath, steps, within, stepsAttr: attr, chooseStory, shippedStories } = require('./browser.cjs');
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+const number = async (page, name) => Number(await attr(page, name));
+const stories = shippedStories();
+
+for (const [label, width, height] of [['desktop', 1280, 800], ['phone', 390, 844]]) {
+  test(`${label}: every story opens on its first chapter with at most 150 steps, and its chapter jumps land on the chapter's input`, async () => {
+    const { page, problems } = await openApp(browser, { width, height, query: '?play=0#steps' });
+    for (const scenario of stories) {
+      const id = scenario.story.id;
+      await chooseStory(page, id);
+      assert.equal(await attr(page, 'data-step'), await attr(page, 'data-opening'), `${id} does not open on its first chapter`);
+      assert.ok(await number(page, 'data-shown') <= 150, `${id} shows ${await attr(page, 'data-shown')} steps`);
+      assert.ok(await number(page, 'data-pace-ms') * await number(page, 'data-shown') <= 90000, `${id} plays longer than 90 s`);
+      assert.equal(await within(page, 'step-chapter').count(), 1, `${id}: the first step shown is not a chapter`);
+      const chapters = (scenario.story.chapters || []).map((chapter) => chapter.text);
+      // Each chapter button lands on that chapter's input step, whose
+      // caption is the chapter's text.
+      const buttons = await within(page, 'story-timeline').locator('.chapter-button').count();
+      assert.equal(buttons, Math.max(1, chapters.length), id);
+      for (let chapter = 0; chapter < chapters.length; chapter++) {
+        await within(page, `chapter-${chapter + 1}`).click();
+        assert.equal(await within(page, 'step-chapter').innerText(), chapters[chapter], `${id} chapter ${chapter + 1}`);
+        assert.equal(await within(page, `chapter-${chapter + 1}`).getAttribute('aria-current'), 'step');
+      }
+    }
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(overflow <= width, `the page scrolls sideways at ${width} px (${overflow} px)`);
+    await steps(page).screenshot({ path: screenshotPath(`stories-${label}`) });
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+}
+
+test('the start-up folds into one step that opens on demand; every step is one switch away; keys jump by chapter and key moment', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0&story=exercise#steps' });
+  const opening = await number(page, 'data-step');
+  const shown = await number(page, 'data-shown');
+  const all = await number(page, 'data-steps');
+  assert.ok(shown < all, 'the exercise shows every step by default');
+  // One step before the first chapter: the folded start-up.
+  await within(page, 'step-first').click();
+  assert.match(await within(page, 'startup-caption').innerText(), /^The cluster starts \(0–\d+ ms\): \d+ steps before the story's first input are folded into this one/);
+  await within(page, 'startup-open').click();
+  assert.equal(await attr(page, 'data-step'), '1', 'opening the start-up goes to its first step');
+  assert.ok(await number(page, 'data-shown') > shown);
+  await within(page, 'startup-fold').click();
+  assert.equal(await number(page, 'data-shown'), shown);
+  // Every step, and back.
+  await within(page, 'every-step').click();
+  assert.equal(await within(page, 'every-step').getAttribute('aria-pressed'), 'true');
+  assert.equal(await number(page, 'data-shown'), all);
+  await within(page, 'every-step').click();
+  assert.equal(await number(page, 'data-shown'), shown);
+  // Keys: ] next chapter, [ back, Shift+→ the next key moment.
+  await within(page, 'chapter-1').click();
+  assert.equal(await number(page, 'data-step'), opening);
+  await steps(page).focus();
+  await page.keyboard.press(']');
+  assert.equal(await within(page, 'chapter-2').getAttribute('aria-current'), 'step');
+  await page.keyboard.press('[');
+  assert.equal(await number(page, 'data-step'), opening);
+  await page.keyboard.press('Shift+ArrowRight');
+  assert.ok(await number(page, 'data-step') > opening);
+  const moment = await number(page, 'data-step');
+  await within(page, 'moment-next').click();
+  assert.ok(await number(page, 'data-step') > moment);
+  await within(page, 'moment-prev').click();
+  assert.equal(await number(page, 'data-step'), moment);
+  assert.match(await within(page, 'moment-counts').innerText(), /election/);
+  await steps(page).screenshot({ path: screenshotPath('stories-exercise-timeline') });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('a story looks the same from the picker as from a link, with no filter applied', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0&story=acks1-loss#steps' });
+  const linked = [await attr(page, 'data-step'), await attr(page, 'data-shown')];
+  assert.equal(await within(page, 'filter-partition').inputValue(), '');
+  await chooseStory(page, 'happy-path');
+  await chooseStory(page, 'acks1-loss');
+  assert.deepEqual([await attr(page, 'data-step'), await attr(page, 'data-shown')], linked);
+  assert.equal(await within(page, 'filter-partition').inputValue(), '');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('"Why?" on an election runs oldest first, from the input that started it', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0&story=acks1-loss#steps' });
+  await within(page, 'filter-name').selectOption('leader-elected');
+  await within(page, 'step-first').click();
+  await within(page, 'step-why').click();
+  const chain = await within(page, 'why-chain').locator('li').allInnerTexts();
+  assert.match(chain[0], /input: kill broker-3 \(where this starts\)/, JSON.stringify(chain));
+  assert.ok(chain.some((line) => /fenced broker-3/.test(line)), JSON.stringify(chain));
+  assert.match(chain[chain.length - 1], /leader broker-1/, JSON.stringify(chain));
+  const times = chain.map((line) => Number(line.match(/^(\d+) ms/)[1]));
+  assert.deepEqual(times, [...times].sort((a, b) => a - b), 'not in causal order');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
