@@ -67,6 +67,9 @@ test('"Show the embed code" gives an iframe that works when pasted into a course
   await host.setContent(`<!doctype html><title>a course</title><h1>Lesson 3</h1>${code.replace('loading="lazy"', '')}`);
   const frame = host.frameLocator('iframe');
   await frame.getByTestId('embedded').waitFor();
+  // (The steps come with the simulator's module, which loads after the
+  // page's first module: wait for them rather than count at once.)
+  await frame.getByTestId('steps').waitFor({ timeout: 30000 });
   assert.equal(await frame.getByTestId('steps').count(), 1);
   assert.deepEqual(problems, []);
   await host.close();

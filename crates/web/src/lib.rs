@@ -26,6 +26,7 @@ pub mod sequence_model;
 pub mod session;
 pub mod share;
 pub mod sim_slot;
+pub mod step_parts;
 pub mod story_cursor;
 pub mod story_timeline;
 pub mod story_view;

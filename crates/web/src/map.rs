@@ -576,7 +576,14 @@ fn outside_boxes(model: &MapModel) -> String {
 #[function_component(ClusterMap)]
 pub fn cluster_map(props: &MapProps) -> Html {
     let model = &props.model;
-    html! {
+    // A stacked (phone) map has no room under its quorum for the last
+    // election: the whole sentence is drawn above the map instead.
+    let election_above = match (&model.election_note, &model.election_text) {
+        (None, Some(text)) => html! { <p class="election-note-text" data-testid="last-election">{ text }</p> },
+        _ => html! {},
+    };
+    html! { <>
+        { election_above }
         <svg class="map" data-testid="map" viewBox={format!("0 0 {:.0} {:.0}", model.width, model.height)}
             // Drawn at one unit a pixel: the model is laid out for the
             // width of the map's box, so its text is the size its style says.
@@ -624,5 +631,5 @@ pub fn cluster_map(props: &MapProps) -> Html {
                 </g>
             } } }
         </svg>
-    }
+    </> }
 }

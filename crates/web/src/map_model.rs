@@ -373,8 +373,11 @@ pub struct MapModel {
     /// The width in SVG units (the viewBox).
     pub width: f64,
     pub height: f64,
-    /// Under the quorum: the last leader election and why.
+    /// Under the quorum: the last leader election and why (cut to fit;
+    /// none on a stacked map).
     pub election_note: Option<(Point, String)>,
+    /// The last leader election and why, whole (drawn beside a stacked map).
+    pub election_text: Option<String>,
     pub nodes: Vec<MapNode>,
     pub edges: Vec<MapEdge>,
     pub messages: Vec<MapMessage>,
@@ -818,6 +821,7 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
         width: frame.width,
         height,
         election_note,
+        election_text: election_text(view),
         nodes,
         edges: Vec::new(),
         messages: Vec::new(),
@@ -945,7 +949,8 @@ fn group_node(view: &ClusterView, group: &str, members: &[&ConsumerView], rect: 
 }
 
 /// Under the quorum: the last leader election and why, cut to the width.
-fn election_note(view: &ClusterView, frame: &Frame, quorum_x: f64, quorum_bottom: f64) -> Option<(Point, String)> {
+/// The last leader election in one sentence (and the fenced brokers).
+fn election_text(view: &ClusterView) -> Option<String> {
     let fenced: Vec<String> = view
         .brokers
         .iter()
@@ -957,32 +962,36 @@ fn election_note(view: &ClusterView, frame: &Frame, quorum_x: f64, quorum_bottom
     } else {
         format!("fenced: {} · ", fenced.join(", "))
     };
-    let x = if frame.stacked {
-        MARGIN
-    } else {
-        quorum_x.min(frame.brokers_x)
-    };
     view.highlights.last_leader_election.as_ref().map(|election| {
+        format!(
+            "{fenced}last election: {} → {} (epoch {}{}) at {} ms: {}",
+            election.partition,
+            election
+                .leader
+                .map_or("no leader".to_string(), |leader| as_broker(leader).to_string()),
+            election.leader_epoch,
+            if election.unclean { ", UNCLEAN" } else { "" },
+            election.time_ms,
+            election.reason
+        )
+    })
+}
+
+/// The election's line under the quorum, cut to the map's width. A stacked
+/// (phone) map has no room for it there: the page shows the whole sentence
+/// beside the map instead ([`MapModel::election_text`]).
+fn election_note(view: &ClusterView, frame: &Frame, quorum_x: f64, quorum_bottom: f64) -> Option<(Point, String)> {
+    if frame.stacked {
+        return None;
+    }
+    let x = quorum_x.min(frame.brokers_x);
+    election_text(view).map(|text| {
         (
             Point {
                 x,
                 y: quorum_bottom + 18.0,
             },
-            fit_text(
-                &format!(
-                    "{fenced}last election: {} → {} (epoch {}{}) at {} ms: {}",
-                    election.partition,
-                    election
-                        .leader
-                        .map_or("no leader".to_string(), |leader| as_broker(leader).to_string()),
-                    election.leader_epoch,
-                    if election.unclean { ", UNCLEAN" } else { "" },
-                    election.time_ms,
-                    election.reason
-                ),
-                frame.width - x - MARGIN,
-                TEXT_CHAR_W,
-            ),
+            fit_text(&text, frame.width - x - MARGIN, TEXT_CHAR_W),
         )
     })
 }
@@ -2048,6 +2057,12 @@ mod tests {
             .find(|(name, _)| name == "Fenced brokers")
             .expect("fenced");
         assert_eq!(fenced.1, "broker-1");
+        // On a phone the sentence is whole, beside the map, not cut short.
+        let phone = layout_fit(&view, view.time_ms as f64, Fit::phone());
+        assert_eq!(phone.election_note, None);
+        let whole = phone.election_text.as_deref().expect("the election is told");
+        assert!(whole.contains("broker-1 was fenced") && !whole.contains('…'), "{whole}");
+        assert!(note.ends_with('…') || whole.contains(note.as_str()), "{note} / {whole}");
     }
 
     #[test]

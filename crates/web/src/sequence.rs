@@ -14,14 +14,13 @@ use yew::prelude::*;
 
 use crate::export::page_query;
 
-use crate::export::MermaidExport;
 use crate::map::{activate, ClusterMap};
 use crate::map_model::{layout_fit, requester_first};
 use crate::selection::Selection;
 use crate::sequence_model::{
-    lifelines, link, merged_link, mermaid, parse_link, stories, story, Filter, Step, StepKind, NAVIGATE_EVENT,
+    lifelines, link, merged_link, mermaid, parse_link, story, Filter, Step, StepKind, NAVIGATE_EVENT,
 };
-use crate::story_cursor::{fork_choices, CursorAction, FilterField, StoryCursor};
+use crate::story_cursor::{CursorAction, FilterField, StoryCursor};
 
 fn set_url(query: &str) {
     if let Some(history) = web_sys::window().and_then(|window| window.history().ok()) {
@@ -240,291 +239,97 @@ async fn fetch_text(url: &str) -> Result<String, String> {
 }
 
 /// The section.
-#[function_component(SequenceSteps)]
-pub fn sequence_steps() -> Html {
-    let cursor: Rc<RefCell<Option<StoryCursor>>> = use_mut_ref(|| StoryCursor::from_link(&page_query()).ok());
-    // A `?scenario=` address: the host page hears nothing, and its commands
-    // wait, from the first render until the file has loaded or failed.
-    use_mut_ref(|| {
-        let held = crate::view_model::query_param(&page_query(), crate::sequence_model::SCENARIO_PARAM).is_some();
-        if held {
-            crate::host_api::bridge::hold();
-        }
-        held
-    });
-    let redraw = use_force_update();
-    let playing = use_state(|| false);
-    // The side map is laid out for its own box.
-    let map_box = use_node_ref();
-    let map_width = crate::map::use_map_width(map_box.clone());
-    {
-        // What the step touched stays in view in the side map's box.
-        let map_box = map_box.clone();
-        use_effect(move || crate::map::scroll_to_selected(&map_box));
-    }
-    // How fast the story plays: twice the multiple of its default pace
-    // (1 is 0.5×, 2 is 1×, 4 is 2×, 8 is 4×).
-    let pace = use_state(|| 2u32);
-    let fork_choice = use_state(|| "kill-1".to_string());
-    // Every move goes through the cursor, which keeps the recording at
-    // the step shown.
-    let dispatch: Rc<dyn Fn(CursorAction)> = {
-        let cursor = cursor.clone();
-        let redraw = redraw.clone();
-        Rc::new(move |action: CursorAction| {
-            if let Some(cursor) = cursor.borrow_mut().as_mut() {
-                cursor.apply(action);
-            }
-            redraw.force_update();
-        })
-    };
+/// What the story is for the rest of the section: where every move goes.
+type Dispatch = Rc<dyn Fn(CursorAction)>;
 
-    // The host page API (an embedding course page): play, pause, go to a
-    // step, load a scenario.
-    {
-        let dispatch = dispatch.clone();
-        let cursor = cursor.clone();
-        let playing = playing.clone();
-        use_effect_with((), move |_| {
-            let handler: crate::host_api::bridge::Handler = Rc::new(move |command: &crate::host_api::HostCommand| {
-                use crate::host_api::HostCommand;
-                match command {
-                    HostCommand::Play { .. } => playing.set(true),
-                    HostCommand::Pause { .. } => playing.set(false),
-                    HostCommand::GoToStep { step } => {
-                        let total = cursor.borrow().as_ref().map_or(0, |cursor| cursor.run().steps.len());
-                        if !(1..=total).contains(step) {
-                            return Err(format!("this story has steps 1 to {total}, not {step}"));
-                        }
-                        playing.set(false);
-                        dispatch(CursorAction::Go(step - 1));
+/// The host page API (an embedding course page): play, pause, go to a
+/// step, load a scenario.
+#[hook]
+fn use_host_commands(dispatch: Dispatch, cursor: Rc<RefCell<Option<StoryCursor>>>, playing: UseStateHandle<bool>) {
+    use_effect_with((), move |_| {
+        let handler: crate::host_api::bridge::Handler = Rc::new(move |command: &crate::host_api::HostCommand| {
+            use crate::host_api::HostCommand;
+            match command {
+                HostCommand::Play { .. } => playing.set(true),
+                HostCommand::Pause { .. } => playing.set(false),
+                HostCommand::GoToStep { step } => {
+                    let total = cursor.borrow().as_ref().map_or(0, |cursor| cursor.run().steps.len());
+                    if !(1..=total).contains(step) {
+                        return Err(format!("this story has steps 1 to {total}, not {step}"));
                     }
-                    HostCommand::LoadScenario { scenario, name } => {
-                        let name = name.as_deref().unwrap_or("scenario.json");
-                        let chosen = crate::sequence_model::custom_story(name, scenario)?;
-                        playing.set(false);
-                        dispatch(CursorAction::Open {
-                            story: chosen,
-                            step: None,
-                            filter: Filter::default(),
-                        });
-                    }
-                    other => return Err(format!("the sequence steps do not take {}", other.name())),
+                    playing.set(false);
+                    dispatch(CursorAction::Go(step - 1));
                 }
-                Ok(())
-            });
-            crate::host_api::bridge::register(crate::host_api::Section::Steps, handler);
-            crate::host_api::bridge::install();
-            || ()
-        });
-    }
-    let borrowed = cursor.borrow();
-    let Some(current) = borrowed.as_ref() else {
-        return html! {
-            <section id="steps" class="card wide" data-testid="steps">
-                <h2>{ "Sequence steps" }</h2>
-                <p class="error" role="alert">{ "This story could not be loaded." }</p>
-            </section>
-        };
-    };
-    let story_def = current.story();
-    let story_run = current.run();
-    let total = story_run.steps.len();
-    let index = current.index();
-    let filter = current.filter().clone();
-    // The host page hears each step, and the end of the story.
-    use_effect_with((story_def.id.clone(), index, total), |(story, index, total)| {
-        crate::host_api::bridge::emit(&crate::host_api::HostEvent::StepChanged {
-            story: story.clone(),
-            step: index + 1,
-            steps: *total,
-        });
-        if index + 1 == *total {
-            crate::host_api::bridge::emit(&crate::host_api::HostEvent::StoryFinished { story: story.clone() });
-        }
-    });
-    let forks_made = current.forks().to_vec();
-    let problem = current.problem().map(str::to_string);
-    let why_open = current.why_open();
-    let visible = current.visible();
-    let place = visible.partition_point(|&shown| shown < index);
-    let next_shown = current.next_shown();
-    let every_step = current.every_step();
-    let outline = story_run.outline.clone();
-    let pace_ms = outline.pace_ms() * 2 / (*pace).max(1);
-    // A story fetched from the address (`?scenario=…`) has a link: the same
-    // address at a step. (The story and the address as the query has it.)
-    let from_address = use_mut_ref(|| None::<(&'static crate::sequence_model::StoryDef, String)>);
-    let scenario_raw = from_address
-        .borrow()
-        .as_ref()
-        .filter(|(story, _)| std::ptr::eq(*story, story_def))
-        .map(|(_, raw)| raw.clone());
-    let deep_link = match &scenario_raw {
-        Some(raw) => crate::sequence_model::merged_scenario_link("", raw, index, &forks_made),
-        None => link(story_def, index, &forks_made),
-    };
-    // The address bar follows the step once the learner moves, so it can be
-    // shared; loading the page never rewrites it (a preset, `play=0` or a
-    // section's #anchor stay as they were).
-    let loaded_once = use_mut_ref(|| false);
-    {
-        let forks_made = forks_made.clone();
-        let scenario_raw = scenario_raw.clone();
-        use_effect_with(deep_link.clone(), move |_| {
-            // (An opened file's story has no address: it exists only here.)
-            if std::mem::replace(&mut *loaded_once.borrow_mut(), true) {
-                if let Some(raw) = &scenario_raw {
-                    set_url(&crate::sequence_model::merged_scenario_link(
-                        &page_query(),
-                        raw,
-                        index,
-                        &forks_made,
-                    ));
-                } else if !story_def.is_custom() {
-                    set_url(&merged_link(&page_query(), story_def, index, &forks_made));
+                HostCommand::LoadScenario { scenario, name } => {
+                    let name = name.as_deref().unwrap_or("scenario.json");
+                    let chosen = crate::sequence_model::custom_story(name, scenario)?;
+                    playing.set(false);
+                    dispatch(CursorAction::Open {
+                        story: chosen,
+                        step: None,
+                        filter: Filter::default(),
+                    });
                 }
+                other => return Err(format!("the sequence steps do not take {}", other.name())),
             }
+            Ok(())
         });
-    }
-    // A Learn link changes the address without loading the page again and
-    // says so with NAVIGATE_EVENT; the back button too (`popstate`). Either
-    // way the story and step the address names open here, unfiltered so the
-    // step is in view.
-    {
-        let dispatch = dispatch.clone();
-        let playing = playing.clone();
-        use_effect_with((), move |_| {
-            let follow = wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || {
-                let (linked, step) = parse_link(&page_query());
-                let Some(chosen) = linked else { return };
-                playing.set(false);
-                dispatch(CursorAction::Open {
-                    story: chosen,
-                    step: step.map(|step| step.saturating_sub(1)),
-                    filter: Filter::default(),
-                });
+        crate::host_api::bridge::register(crate::host_api::Section::Steps, handler);
+        crate::host_api::bridge::install();
+        || ()
+    });
+}
+
+/// A Learn link changes the address without loading the page again and
+/// says so with NAVIGATE_EVENT; the back button too (`popstate`). Either
+/// way the story and step the address names open here, unfiltered so the
+/// step is in view.
+#[hook]
+fn use_follow_links(dispatch: Dispatch, playing: UseStateHandle<bool>) {
+    use_effect_with((), move |_| {
+        let follow = wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || {
+            let (linked, step) = parse_link(&page_query());
+            let Some(chosen) = linked else { return };
+            playing.set(false);
+            dispatch(CursorAction::Open {
+                story: chosen,
+                step: step.map(|step| step.saturating_sub(1)),
+                filter: Filter::default(),
             });
-            let window = web_sys::window();
+        });
+        let window = web_sys::window();
+        if let Some(window) = &window {
+            for name in [NAVIGATE_EVENT, "popstate"] {
+                let _ = window.add_event_listener_with_callback(name, follow.as_ref().unchecked_ref());
+            }
+        }
+        move || {
             if let Some(window) = &window {
                 for name in [NAVIGATE_EVENT, "popstate"] {
-                    let _ = window.add_event_listener_with_callback(name, follow.as_ref().unchecked_ref());
+                    let _ = window.remove_event_listener_with_callback(name, follow.as_ref().unchecked_ref());
                 }
             }
-            move || {
-                if let Some(window) = &window {
-                    for name in [NAVIGATE_EVENT, "popstate"] {
-                        let _ = window.remove_event_listener_with_callback(name, follow.as_ref().unchecked_ref());
-                    }
-                }
-                drop(follow);
-            }
-        });
-    }
-    let on = |action: CursorAction| {
-        let dispatch = dispatch.clone();
-        Callback::from(move |_: MouseEvent| dispatch(action.clone()))
-    };
-    let go = {
-        let dispatch = dispatch.clone();
-        Callback::from(move |target: usize| dispatch(CursorAction::Go(target)))
-    };
-    let step_by = |delta: isize| on(CursorAction::By(delta));
-    let on_action = {
-        let dispatch = dispatch.clone();
-        Callback::from(move |action: CursorAction| dispatch(action))
-    };
-    let first = on(CursorAction::First);
-    let last = on(CursorAction::Last);
-    let toggle_why = on(CursorAction::ToggleWhy);
-    // Auto-advance while playing.
+            drop(follow);
+        }
+    });
+}
+
+/// `?scenario=URL`: a course page's own scenario, fetched once and played
+/// as a story (at `&step=N` if given); one that cannot be fetched or is not
+/// valid says why, over the story the address would otherwise open. Until
+/// it has loaded, a host page's commands wait and it hears no `ready` (so a
+/// `goToStep` is for this story, not the one before). Gives whether it is
+/// loading.
+#[hook]
+fn use_scenario_from_address(
+    dispatch: Dispatch,
+    cursor: Rc<RefCell<Option<StoryCursor>>>,
+    problem: UseStateHandle<Option<String>>,
+    from_address: FromAddress,
+) -> bool {
+    let loading = use_state(|| false);
     {
-        let go = go.clone();
-        let playing_handle = playing.clone();
-        use_effect_with(
-            (*playing, index, filter.clone(), pace_ms),
-            move |&(playing, _, _, pace)| {
-                let timer = playing.then(|| {
-                    gloo_timers::callback::Timeout::new(pace, move || match next_shown {
-                        Some(next) => go.emit(next),
-                        None => playing_handle.set(false),
-                    })
-                });
-                move || drop(timer)
-            },
-        );
-    }
-    let on_pace = {
-        let pace = pace.clone();
-        Callback::from(move |event: Event| {
-            if let Ok(value) = event
-                .target_unchecked_into::<web_sys::HtmlSelectElement>()
-                .value()
-                .parse()
-            {
-                pace.set(value);
-            }
-        })
-    };
-    let toggle_play = {
-        let playing = playing.clone();
-        Callback::from(move |_: MouseEvent| playing.set(!*playing))
-    };
-    // A scenario file the learner opens (the picker or a drop on this
-    // section) plays as a story; one that is not valid says where and why.
-    let scenario_problem = use_state(|| None::<String>);
-    let open_file: Rc<dyn Fn(web_sys::File)> = {
-        let dispatch = dispatch.clone();
-        let playing = playing.clone();
-        let scenario_problem = scenario_problem.clone();
-        Rc::new(move |file: web_sys::File| {
-            let dispatch = dispatch.clone();
-            let playing = playing.clone();
-            let problem = scenario_problem.clone();
-            wasm_bindgen_futures::spawn_local(async move {
-                let name = file.name();
-                if file.size() > crate::sequence_model::MAX_SCENARIO_FILE_BYTES as f64 {
-                    problem.set(Some(format!(
-                        "{name} is {} bytes; kafkascope opens scenario files of at most {}",
-                        file.size(),
-                        crate::sequence_model::MAX_SCENARIO_FILE_BYTES
-                    )));
-                    return;
-                }
-                let text = match wasm_bindgen_futures::JsFuture::from(file.text()).await {
-                    Ok(text) => text.as_string().unwrap_or_default(),
-                    Err(_) => {
-                        problem.set(Some(format!("{name} could not be read")));
-                        return;
-                    }
-                };
-                match crate::sequence_model::custom_story(&name, &text) {
-                    Ok(chosen) => {
-                        problem.set(None);
-                        playing.set(false);
-                        dispatch(CursorAction::Open {
-                            story: chosen,
-                            step: None,
-                            filter: Filter::default(),
-                        });
-                    }
-                    Err(error) => problem.set(Some(error)),
-                }
-            });
-        })
-    };
-    // `?scenario=URL`: a course page's own scenario, fetched once and played
-    // as a story (at `&step=N` if given); one that cannot be fetched or is
-    // not valid says why, over the story the address would otherwise open.
-    // Until it has loaded, a host page's commands wait and it hears no
-    // `ready` (so a `goToStep` is for this story, not the one before).
-    let scenario_loading = use_state(|| false);
-    {
-        let dispatch = dispatch.clone();
-        let cursor = cursor.clone();
-        let problem = scenario_problem.clone();
-        let loading = scenario_loading.clone();
-        let from_address = from_address.clone();
+        let loading = loading.clone();
         use_effect_with((), move |_| {
             let query = page_query();
             if let Some(raw) = crate::view_model::query_param(&query, crate::sequence_model::SCENARIO_PARAM) {
@@ -596,6 +401,256 @@ pub fn sequence_steps() -> Html {
             || ()
         });
     }
+    *loading
+}
+
+/// The address bar follows the step once the learner moves, so it can be
+/// shared; loading the page never rewrites it (a preset, `play=0` or a
+/// section's #anchor stay as they were). An opened file's story has no
+/// address: it exists only here.
+#[hook]
+fn use_address_bar(
+    deep_link: String,
+    scenario_raw: Option<String>,
+    story: &'static crate::sequence_model::StoryDef,
+    index: usize,
+    forks: Vec<crate::sequence_model::ForkLink>,
+) {
+    let loaded_once = use_mut_ref(|| false);
+    use_effect_with(deep_link, move |_| {
+        if std::mem::replace(&mut *loaded_once.borrow_mut(), true) {
+            if let Some(raw) = &scenario_raw {
+                set_url(&crate::sequence_model::merged_scenario_link(
+                    &page_query(),
+                    raw,
+                    index,
+                    &forks,
+                ));
+            } else if !story.is_custom() {
+                set_url(&merged_link(&page_query(), story, index, &forks));
+            }
+        }
+    });
+}
+
+/// While the story plays, the next shown step comes after the pace's
+/// milliseconds; at the end it stops. (`at`: the step, the view and the
+/// pace, which restart the timer when they change.)
+#[hook]
+fn use_auto_play(
+    playing: UseStateHandle<bool>,
+    at: (usize, Filter, u32),
+    next_shown: Option<usize>,
+    go: Callback<usize>,
+) {
+    use_effect_with((*playing, at), move |&(on, (_, _, pace))| {
+        let timer = on.then(|| {
+            gloo_timers::callback::Timeout::new(pace, move || match next_shown {
+                Some(next) => go.emit(next),
+                None => playing.set(false),
+            })
+        });
+        move || drop(timer)
+    });
+}
+
+/// A scenario file the learner opens (the picker or a drop on the section)
+/// plays as a story; one that is not valid says where and why.
+fn file_opener(
+    dispatch: Dispatch,
+    playing: UseStateHandle<bool>,
+    scenario_problem: UseStateHandle<Option<String>>,
+) -> Rc<dyn Fn(web_sys::File)> {
+    Rc::new(move |file: web_sys::File| {
+        let dispatch = dispatch.clone();
+        let playing = playing.clone();
+        let problem = scenario_problem.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            let name = file.name();
+            if file.size() > crate::sequence_model::MAX_SCENARIO_FILE_BYTES as f64 {
+                problem.set(Some(format!(
+                    "{name} is {} bytes; kafkascope opens scenario files of at most {}",
+                    file.size(),
+                    crate::sequence_model::MAX_SCENARIO_FILE_BYTES
+                )));
+                return;
+            }
+            let text = match wasm_bindgen_futures::JsFuture::from(file.text()).await {
+                Ok(text) => text.as_string().unwrap_or_default(),
+                Err(_) => {
+                    problem.set(Some(format!("{name} could not be read")));
+                    return;
+                }
+            };
+            match crate::sequence_model::custom_story(&name, &text) {
+                Ok(chosen) => {
+                    problem.set(None);
+                    playing.set(false);
+                    dispatch(CursorAction::Open {
+                        story: chosen,
+                        step: None,
+                        filter: Filter::default(),
+                    });
+                }
+                Err(error) => problem.set(Some(error)),
+            }
+        });
+    })
+}
+
+/// The section's keys: ← → a step, Shift+← → a key moment, [ ] (or Page
+/// Up and Down) a chapter; not while a control has the focus.
+fn step_keys(dispatch: Dispatch, any: bool) -> Callback<KeyboardEvent> {
+    Callback::from(move |event: KeyboardEvent| {
+        let in_control = event
+            .target()
+            .and_then(|target| target.dyn_into::<web_sys::Element>().ok())
+            .is_some_and(|element| matches!(element.tag_name().as_str(), "SELECT" | "INPUT" | "TEXTAREA"));
+        if in_control || !any {
+            return;
+        }
+        let action = match (event.key().as_str(), event.shift_key()) {
+            ("ArrowRight", false) => CursorAction::By(1),
+            ("ArrowLeft", false) => CursorAction::By(-1),
+            ("ArrowRight", true) => CursorAction::Moment(true),
+            ("ArrowLeft", true) => CursorAction::Moment(false),
+            ("]" | "PageDown", _) => CursorAction::Chapter(true),
+            ("[" | "PageUp", _) => CursorAction::Chapter(false),
+            _ => return,
+        };
+        event.prevent_default();
+        dispatch(action);
+    })
+}
+
+/// A story fetched from the address, and the address as the query has it.
+type FromAddress = Rc<RefCell<Option<(&'static crate::sequence_model::StoryDef, String)>>>;
+
+#[function_component(SequenceSteps)]
+pub fn sequence_steps() -> Html {
+    let cursor: Rc<RefCell<Option<StoryCursor>>> = use_mut_ref(|| StoryCursor::from_link(&page_query()).ok());
+    // A `?scenario=` address: the host page hears nothing, and its commands
+    // wait, from the first render until the file has loaded or failed.
+    use_mut_ref(|| {
+        let held = crate::view_model::query_param(&page_query(), crate::sequence_model::SCENARIO_PARAM).is_some();
+        if held {
+            crate::host_api::bridge::hold();
+        }
+        held
+    });
+    let redraw = use_force_update();
+    let playing = use_state(|| false);
+    // The side map is laid out for its own box.
+    let map_box = use_node_ref();
+    let map_width = crate::map::use_map_width(map_box.clone());
+    {
+        // What the step touched stays in view in the side map's box.
+        let map_box = map_box.clone();
+        use_effect(move || crate::map::scroll_to_selected(&map_box));
+    }
+    // How fast the story plays: twice the multiple of its default pace
+    // (1 is 0.5×, 2 is 1×, 4 is 2×, 8 is 4×).
+    let pace = use_state(|| 2u32);
+    // Every move goes through the cursor, which keeps the recording at
+    // the step shown.
+    let dispatch: Rc<dyn Fn(CursorAction)> = {
+        let cursor = cursor.clone();
+        let redraw = redraw.clone();
+        Rc::new(move |action: CursorAction| {
+            if let Some(cursor) = cursor.borrow_mut().as_mut() {
+                cursor.apply(action);
+            }
+            redraw.force_update();
+        })
+    };
+
+    use_host_commands(dispatch.clone(), cursor.clone(), playing.clone());
+    let borrowed = cursor.borrow();
+    let Some(current) = borrowed.as_ref() else {
+        return html! {
+            <section id="steps" class="card wide" data-testid="steps">
+                <h2>{ "Sequence steps" }</h2>
+                <p class="error" role="alert">{ "This story could not be loaded." }</p>
+            </section>
+        };
+    };
+    let story_def = current.story();
+    let story_run = current.run();
+    let total = story_run.steps.len();
+    let index = current.index();
+    let filter = current.filter().clone();
+    // The host page hears each step, and the end of the story.
+    use_effect_with((story_def.id.clone(), index, total), |(story, index, total)| {
+        crate::host_api::bridge::emit(&crate::host_api::HostEvent::StepChanged {
+            story: story.clone(),
+            step: index + 1,
+            steps: *total,
+        });
+        if index + 1 == *total {
+            crate::host_api::bridge::emit(&crate::host_api::HostEvent::StoryFinished { story: story.clone() });
+        }
+    });
+    let forks_made = current.forks().to_vec();
+    let problem = current.problem().map(str::to_string);
+    let why_open = current.why_open();
+    let visible = current.visible();
+    let place = visible.partition_point(|&shown| shown < index);
+    let next_shown = current.next_shown();
+    let every_step = current.every_step();
+    let outline = story_run.outline.clone();
+    let pace_ms = outline.pace_ms() * 2 / (*pace).max(1);
+    // A story fetched from the address (`?scenario=…`) has a link: the same
+    // address at a step. (The story and the address as the query has it.)
+    let from_address = use_mut_ref(|| None::<(&'static crate::sequence_model::StoryDef, String)>);
+    let scenario_raw = from_address
+        .borrow()
+        .as_ref()
+        .filter(|(story, _)| std::ptr::eq(*story, story_def))
+        .map(|(_, raw)| raw.clone());
+    let deep_link = match &scenario_raw {
+        Some(raw) => crate::sequence_model::merged_scenario_link("", raw, index, &forks_made),
+        None => link(story_def, index, &forks_made),
+    };
+    use_address_bar(
+        deep_link.clone(),
+        scenario_raw.clone(),
+        story_def,
+        index,
+        forks_made.clone(),
+    );
+    use_follow_links(dispatch.clone(), playing.clone());
+    let go = {
+        let dispatch = dispatch.clone();
+        Callback::from(move |target: usize| dispatch(CursorAction::Go(target)))
+    };
+    let on_action = {
+        let dispatch = dispatch.clone();
+        Callback::from(move |action: CursorAction| dispatch(action))
+    };
+    use_auto_play(
+        playing.clone(),
+        (index, filter.clone(), pace_ms),
+        next_shown,
+        go.clone(),
+    );
+    let on_pace = {
+        let pace = pace.clone();
+        Callback::from(move |value: u32| pace.set(value))
+    };
+    let on_play = {
+        let playing = playing.clone();
+        Callback::from(move |_: ()| playing.set(!*playing))
+    };
+    // A scenario file the learner opens (the picker or a drop on this
+    // section) plays as a story; one that is not valid says where and why.
+    let scenario_problem = use_state(|| None::<String>);
+    let open_file = file_opener(dispatch.clone(), playing.clone(), scenario_problem.clone());
+    let scenario_loading = use_scenario_from_address(
+        dispatch.clone(),
+        cursor.clone(),
+        scenario_problem.clone(),
+        from_address.clone(),
+    );
     let on_file = {
         let open_file = open_file.clone();
         Callback::from(move |event: Event| {
@@ -636,48 +691,13 @@ pub fn sequence_steps() -> Html {
         })
     };
     // A filter that hides the current step moves to the nearest shown one.
-    let filter_field = |field: FilterField| {
+    let on_filter = {
         let dispatch = dispatch.clone();
-        Callback::from(move |event: Event| {
-            let value = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
-            dispatch(CursorAction::Filter(field, (!value.is_empty()).then_some(value)));
+        Callback::from(move |(field, value): (FilterField, Option<String>)| {
+            dispatch(CursorAction::Filter(field, value))
         })
     };
-    let on_fork_choice = {
-        let fork_choice = fork_choice.clone();
-        Callback::from(move |event: Event| {
-            fork_choice.set(event.target_unchecked_into::<web_sys::HtmlSelectElement>().value());
-        })
-    };
-    let on_fork = {
-        let dispatch = dispatch.clone();
-        let fork_choice = fork_choice.clone();
-        Callback::from(move |_: MouseEvent| dispatch(CursorAction::Fork(fork_choice.to_string())))
-    };
-    let on_keydown = {
-        let dispatch = dispatch.clone();
-        let any = !visible.is_empty();
-        Callback::from(move |event: KeyboardEvent| {
-            let in_control = event
-                .target()
-                .and_then(|target| target.dyn_into::<web_sys::Element>().ok())
-                .is_some_and(|element| matches!(element.tag_name().as_str(), "SELECT" | "INPUT" | "TEXTAREA"));
-            if in_control || !any {
-                return;
-            }
-            let action = match (event.key().as_str(), event.shift_key()) {
-                ("ArrowRight", false) => CursorAction::By(1),
-                ("ArrowLeft", false) => CursorAction::By(-1),
-                ("ArrowRight", true) => CursorAction::Moment(true),
-                ("ArrowLeft", true) => CursorAction::Moment(false),
-                ("]" | "PageDown", _) => CursorAction::Chapter(true),
-                ("[" | "PageUp", _) => CursorAction::Chapter(false),
-                _ => return,
-            };
-            event.prevent_default();
-            dispatch(action);
-        })
-    };
+    let on_keydown = step_keys(dispatch.clone(), !visible.is_empty());
 
     // The run at the current step (the cursor keeps its recording there).
     let step = story_run.steps.get(index).cloned();
@@ -748,96 +768,18 @@ pub fn sequence_steps() -> Html {
             ondrop={on_drop} ondragover={on_drag_over}>
             <h2 id="steps-title">{ "Sequence steps: the run, message by message" }</h2>
             { if let Some(problem) = &problem { html! { <p class="error" role="alert" data-testid="link-problem">{ problem }</p> } } else { html! {} } }
-            <div class="story-bar">
-                <label>{ "Story " }
-                    <select data-testid="story-select" onchange={on_story}>
-                        { for stories().iter().map(|candidate| html! {
-                            <option value={candidate.id.clone()} selected={candidate.id == story_def.id}>{ candidate.title() }</option>
-                        }) }
-                        { if story_def.is_custom() { html! {
-                            <option value={story_def.id.clone()} selected=true>{ format!("{} (from {})", story_def.title(), story_def.file) }</option>
-                        } } else { html! {} } }
-                    </select>
-                </label>
-                <label class="open-scenario" title="A scenario file (the format of scenarios/ and of the map's Download the run), played here as a story. You can also drop the file on this section.">{ "Open a scenario file " }
-                    <input type="file" accept=".json,application/json" data-testid="open-scenario" onchange={on_file} />
-                </label>
-                <a class="format-link" href="scenario-format.html" target="_blank" rel="noopener" data-testid="scenario-format-link">{ "the file format" }</a>
-                { match &*scenario_problem {
-                    Some(problem) => html! { <p class="error" role="alert" data-testid="scenario-problem">{ problem }</p> },
-                    None => html! {},
-                } }
-                <p class="hint"><strong>{ title }</strong>{ if description.is_empty() { String::new() } else { format!(": {description}") } }</p>
-            </div>
-            <div class="controls" role="toolbar" aria-label="step controls">
-                <button type="button" data-testid="step-first" onclick={first}>{ "« First" }</button>
-                <button type="button" data-testid="step-prev" onclick={step_by(-1)}>{ "◀ Previous" }</button>
-                <button type="button" data-testid="step-next" onclick={step_by(1)}>{ "Next ▶" }</button>
-                <button type="button" data-testid="step-last" onclick={last}>{ "Last »" }</button>
-                <button type="button" data-testid="step-play" aria-pressed={playing.to_string()} onclick={toggle_play}>{ if *playing { "❚❚ Pause" } else { "▶ Play the story" } }</button>
-                <label>{ "Pace " }
-                    <select data-testid="step-pace" onchange={on_pace}>
-                        { for [(1u32, "0.5×"), (2, "1×"), (4, "2×"), (8, "4×")].iter().map(|(value, label)| html! {
-                            <option value={value.to_string()} selected={*pace == *value}>{ *label }</option>
-                        }) }
-                    </select>
-                </label>
-                <span class="clock" data-testid="step-position">{ format!("step {} of {} · t = {} ms", place + 1, visible.len(), view.time_ms) }</span>
-                { if story_def.is_custom() && scenario_raw.is_none() {
-                    html! { <span class="muted" data-testid="step-link-none">{ "(a story from your file has no link: share the file)" }</span> }
-                } else {
-                    html! { <a href={deep_link.clone()} data-testid="step-link">{ "Link to this step" }</a> }
-                } }
-            </div>
+            <crate::step_parts::StoryBar story={story_def.id.clone()} custom={story_def.is_custom().then(|| format!("{} (from {})", story_def.title(), story_def.file))}
+                title={title} description={description} problem={(*scenario_problem).clone()} on_story={on_story} on_file={on_file} />
+            <crate::step_parts::StepControls playing={*playing} pace={*pace} on_action={on_action.clone()} on_play={on_play} on_pace={on_pace}
+                position={format!("step {} of {} · t = {} ms", place + 1, visible.len(), view.time_ms)}
+                link={(!(story_def.is_custom() && scenario_raw.is_none())).then(|| deep_link.clone())} />
             <crate::story_timeline::StoryTimeline outline={outline.clone()} visible={visible.clone()} current={index} total={total}
                 every={filter.every} filtered={every_step && !filter.every} on_action={on_action.clone()} />
-            <div class="controls filters" role="group" aria-label="filters">
-                <label>{ "Partition " }<select data-testid="filter-partition" onchange={filter_field(FilterField::Partition)}>
-                    <option value="" selected={filter.partition.is_none()}>{ "all" }</option>
-                    { for partitions.iter().map(|partition| html! { <option value={partition.clone()} selected={filter.partition.as_ref() == Some(partition)}>{ partition }</option> }) }
-                </select></label>
-                <label>{ "Client or node " }<select data-testid="filter-node" onchange={filter_field(FilterField::Node)}>
-                    <option value="" selected={filter.node.is_none()}>{ "all" }</option>
-                    { for nodes.iter().map(|node| html! { <option value={node.to_string()} selected={filter.node.as_ref() == Some(node)}>{ node.to_string() }</option> }) }
-                </select></label>
-                <label>{ "Message or event " }<select data-testid="filter-name" onchange={filter_field(FilterField::Name)}>
-                    <option value="" selected={filter.name.is_none()}>{ "all" }</option>
-                    { for names.iter().map(|name| html! { <option value={name.clone()} selected={filter.name.as_ref() == Some(name)}>{ name }</option> }) }
-                </select></label>
-                <span class="muted">{ format!("{} of {} steps shown", visible.len(), total) }</span>
-            </div>
-            <div class="caption" aria-live="polite" data-testid="step-caption">
-                { match &step {
-                    Some(step) => html! { <>
-                        { if let Some(chapter) = &step.chapter { html! { <p class="chapter" data-testid="step-chapter">{ chapter }</p> } } else { html! {} } }
-                        { match outline.folded_startup(index, filter.startup_open) {
-                            Some(startup) => html! { <>
-                                <p data-read="step-caption" data-testid="startup-caption">{ &startup.text }</p>
-                                <button type="button" data-testid="startup-open" onclick={on(CursorAction::Startup(true))}>{ format!("Show these {} steps", startup.folded.len()) }</button>
-                            </> },
-                            None => html! {
-                                <p data-read="step-caption">
-                                    { if let Some(outcome) = step.outcome { html! { <span class={classes!("outcome", outcome)} data-testid="step-outcome">{ outcome }</span> } } else { html! {} } }
-                                    { crate::lesson::glossed(&step.caption, &mut Default::default()) }
-                                </p>
-                            },
-                        } }
-                        { if filter.startup_open && !filter.every && outline.startup.as_ref().is_some_and(|startup| startup.folded.contains(&index)) { html! {
-                            <button type="button" data-testid="startup-fold" onclick={on(CursorAction::Startup(false))}>{ "Fold the start-up" }</button>
-                        } } else { html! {} } }
-                        <crate::voice::ReadAloud id="step-caption" label="Read this step" text={format!("{}{}", step.chapter.as_ref().map(|chapter| format!("{chapter} ")).unwrap_or_default(), step.caption)} />
-                        { if step.explainable { html! {
-                            <button type="button" data-testid="step-why" aria-expanded={why_open.to_string()} onclick={toggle_why}>{ "Why?" }</button>
-                        } } else { html! {} } }
-                        { if why.is_empty() { html! {} } else { html! {
-                            <ol class="why-chain" data-testid="why-chain" aria-label="causes, oldest first">
-                                { for why.iter().map(|line| html! { <li>{ line }</li> }) }
-                            </ol>
-                        } } }
-                    </> },
-                    None => html! { <p>{ "No steps." }</p> },
-                } }
-            </div>
+            <crate::step_parts::StepFilters partitions={partitions.iter().cloned().collect::<Vec<_>>()} nodes={nodes.clone()}
+                names={names.iter().cloned().collect::<Vec<_>>()} filter={filter.clone()} shown={visible.len()} total={total} on_filter={on_filter} />
+            <crate::step_parts::StepCaption step={step.clone()} folded_startup={outline.folded_startup(index, filter.startup_open).cloned()}
+                in_open_startup={filter.startup_open && !filter.every && outline.startup.as_ref().is_some_and(|startup| startup.folded.contains(&index))}
+                why_open={why_open} why={why.clone()} on_action={on_action.clone()} />
             <div class="steps-layout">
                 <div class="diagram-frame">
                     <SequenceDiagram rows={rows} roles={roles} current={index} on_pick={go.clone()} narrow={crate::cluster_panel::is_phone()} />
@@ -845,37 +787,10 @@ pub fn sequence_steps() -> Html {
                 <div class="steps-map" ref={map_box}>
                     <ClusterMap model={model} selected={step.as_ref().and_then(highlight)} on_select={on_map_select} reduced_motion={true} />
                     <p class="legend muted">{ "The cluster right after this step; the highlighted edge or replica is what the step touched." }</p>
-                    { if groups.is_empty() { html! {} } else { html! {
-                        <details class="step-groups" data-testid="step-groups">
-                            <summary>{ "kafka-consumer-groups --describe at this step" }</summary>
-                            <table class="tool" tabindex="0" aria-label="kafka-consumer-groups --describe at this step (scrolls sideways)">
-                                <thead><tr><th>{ "GROUP" }</th><th>{ "PARTITION" }</th><th>{ "CURRENT-OFFSET" }</th><th>{ "LOG-END-OFFSET" }</th><th>{ "LAG" }</th><th>{ "CONSUMER-ID" }</th><th>{ "RESET (consumer log)" }</th></tr></thead>
-                                <tbody>
-                                    { for groups.iter().map(|row| html! {
-                                        <tr>
-                                            <td>{ &row.group }</td><td>{ format!("{}-{}", row.topic, row.partition) }</td>
-                                            <td>{ &row.current_offset }</td><td>{ row.log_end_offset }</td><td>{ &row.lag }</td><td>{ &row.consumer_id }</td>
-                                            <td data-testid={format!("step-reset-{}-{}-{}", row.group, row.topic, row.partition)}>{ &row.reset }</td>
-                                        </tr>
-                                    }) }
-                                </tbody>
-                            </table>
-                        </details>
-                    } } }
+                    <crate::step_parts::StepGroups groups={groups} />
                 </div>
             </div>
-            <div class="controls fork" role="group" aria-label="fork">
-                <label>{ "Fork here: " }
-                    <select data-testid="fork-input" onchange={on_fork_choice}>
-                        { for fork_choices(brokers).into_iter().map(|(value, label)| html! { <option value={value.clone()} selected={*fork_choice == value}>{ label }</option> }) }
-                    </select>
-                </label>
-                <button type="button" data-testid="fork-apply" onclick={on_fork}>{ "Fork: discard the future and replay" }</button>
-                { if forks.is_empty() { html! {} } else { html! { <span class="muted" data-testid="fork-list">{ format!("forked: {}", forks.join(", then ")) }</span> } } }
-                <MermaidExport label="Mermaid sequenceDiagram" description="the shown steps as a Mermaid sequence diagram"
-                    ids={(AttrValue::from("export-sequence"), AttrValue::from("sequence-mermaid"), AttrValue::from("copy-sequence"))}
-                    text={mermaid_source} />
-            </div>
+            <crate::step_parts::ForkBar brokers={brokers} forks={forks} on_action={on_action.clone()} mermaid={mermaid_source} />
 
         </section>
     }
