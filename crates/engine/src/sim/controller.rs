@@ -5,9 +5,7 @@
 //! Every change moves the metadata log offset forward; brokers learn it by
 //! fetching the metadata log once it is committed (see [`super::quorum`]).
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use serde::Serialize;
+use std::collections::BTreeSet;
 
 use crate::controller::partition_change::{
     Election, LeaderRecovery, PartitionChange, PartitionChangeRecord, PartitionRegistration,
@@ -16,64 +14,10 @@ use crate::protocol::{BrokerId, TopicPartition};
 
 use super::config::{ElectionType, PartitionRef};
 use super::trace::{BrokerChange, ChangeReason, FencingReason, TraceKind};
-use super::types::{ErrorCode, Message, MetadataImage, MetadataRecord, NodeId};
+use super::types::{ErrorCode, Message, MetadataRecord, NodeId};
 use super::Simulation;
 
-/// What the controller knows about a broker.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct BrokerRegistrationState {
-    /// The broker epoch: the metadata offset of its registration.
-    pub epoch: u64,
-    /// Fenced brokers lead nothing and are in no ISR.
-    pub fenced: bool,
-    /// The process incarnation that registered (a restart is a new one).
-    pub incarnation: u32,
-    /// In a controlled shutdown: leadership and ISR membership are moving
-    /// off it, and it may not be elected.
-    pub in_controlled_shutdown: bool,
-}
-
-/// The controller's state.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Controller {
-    /// The metadata log offset.
-    pub offset: u64,
-    /// Every partition.
-    pub partitions: BTreeMap<TopicPartition, PartitionRegistration>,
-    /// Registered brokers.
-    pub brokers: BTreeMap<BrokerId, BrokerRegistrationState>,
-    /// Leader elections committed.
-    pub elections: u64,
-    /// `unclean.leader.election.enable`, cluster-wide.
-    pub unclean_leader_election_enable: bool,
-}
-
-impl Controller {
-    /// Brokers that may lead: registered, unfenced and not shutting down
-    /// (`ClusterControlManager#isActive`).
-    pub fn acceptable(&self) -> BTreeSet<BrokerId> {
-        self.brokers
-            .iter()
-            .filter(|(_, state)| !state.fenced && !state.in_controlled_shutdown)
-            .map(|(&id, _)| id)
-            .collect()
-    }
-
-    /// The image brokers receive.
-    pub fn image(&self) -> MetadataImage {
-        MetadataImage {
-            offset: self.offset,
-            partitions: self.partitions.clone(),
-            fenced: self
-                .brokers
-                .iter()
-                .filter(|(_, state)| state.fenced)
-                .map(|(&id, _)| id)
-                .collect(),
-            registered: self.brokers.keys().copied().collect(),
-        }
-    }
-}
+pub use crate::protocol::metadata::{BrokerRegistrationState, Controller};
 
 /// The records that turn `before` into `after` (what one metadata log entry
 /// stands for); a new leader's first entry with no change is its

@@ -40,6 +40,8 @@ use super::trace::{CandidacyReason, ControllerChange, Invariant, TraceKind};
 use super::types::{ErrorCode, Message, MetadataFetchAnswer, MetadataRecord, NodeId};
 use super::{Simulation, Timer};
 
+pub use crate::protocol::metadata::LogEntry;
+
 /// `controller.quorum.election.timeout.ms` (1000).
 pub const ELECTION_TIMEOUT_MS: u64 = 1_000;
 /// `controller.quorum.fetch.timeout.ms` (2000).
@@ -84,18 +86,6 @@ impl std::fmt::Display for Role {
             Role::Leader => "leader",
         })
     }
-}
-
-/// One metadata log entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LogEntry {
-    /// The epoch it was written in.
-    pub epoch: u32,
-    /// The records it stands for.
-    pub records: Arc<[MetadataRecord]>,
-    /// The controller state after it.
-    #[serde(skip)]
-    pub state: Arc<Controller>,
 }
 
 /// The largest epoch at or below `epoch` in `log` and the offset just past
