@@ -20,9 +20,12 @@
 //! (`CompletedFetch#nextFetchedRecord`). Control records are never returned
 //! to the application.
 
+use std::collections::BTreeSet;
+
 use serde::Serialize;
 
 use super::Offset;
+use crate::protocol::records::Record;
 use crate::protocol::ProducerId;
 
 pub use crate::protocol::transactions::{ControlType, IsolationLevel};
@@ -184,6 +187,40 @@ pub fn consume_batches(
         next_fetch_offset = batch.last_offset + 1;
     }
     (returned, next_fetch_offset)
+}
+
+/// What a consumer at `isolation` returns from fetched records from
+/// `position` on, and where its position goes once they are returned
+/// (`CompletedFetch#fetchRecords`): control records never, and for
+/// `read_committed` no record of an aborted transaction (see
+/// [`consume_batches`]).
+pub fn returned_records(
+    records: Vec<Record>,
+    isolation: IsolationLevel,
+    aborted: &[(u64, Offset)],
+    position: Offset,
+) -> (Vec<Record>, Offset) {
+    let mut batches: Vec<FetchedBatch> = Vec::new();
+    for (index, record) in records.iter().enumerate() {
+        let continues = index > 0 && record.batch.is_some() && records[index - 1].batch == record.batch;
+        match batches.last_mut() {
+            Some(batch) if continues => batch.last_offset = record.offset,
+            _ => batches.push(FetchedBatch {
+                base_offset: record.offset,
+                last_offset: record.offset,
+                producer_id: record.batch.map(|batch| batch.producer_id),
+                transactional: record.batch.is_some_and(|batch| batch.transactional),
+                control: record.batch.and_then(|batch| batch.marker).map(|marker| marker.control),
+            }),
+        }
+    }
+    let (offsets, next_offset) = consume_batches(&batches, isolation, aborted, position);
+    let returned: BTreeSet<Offset> = offsets.into_iter().collect();
+    let records = records
+        .into_iter()
+        .filter(|record| returned.contains(&record.offset))
+        .collect();
+    (records, next_offset.max(position))
 }
 
 #[cfg(test)]

@@ -27,6 +27,8 @@ use super::types::{
 };
 use super::{Simulation, Timer};
 
+pub use super::purgatory::{Parked, ParkedReply};
+
 /// Records a follower gets per fetch at most (`replica.fetch.max.bytes`,
 /// counted in records here).
 const FETCH_MAX_RECORDS: usize = 500;
@@ -383,48 +385,6 @@ pub struct FollowerInfo {
     pub last_fetch: Option<TraceId>,
 }
 
-/// Who waits for a parked append, and how to answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub enum ParkedReply {
-    /// One partition's part of a producer's acks=all request.
-    Produce {
-        /// The request id.
-        request: u64,
-        /// The request's `timeoutMs` (the producer's `request.timeout.ms`).
-        timeout_ms: u64,
-    },
-    /// A group coordinator's write (offset commits, group metadata).
-    CoordinatorWrite {
-        /// The write's id on its coordinator.
-        write: u64,
-    },
-    /// A transaction coordinator's write (a transaction's new state).
-    TxnWrite {
-        /// The write's id on its coordinator.
-        write: u64,
-    },
-    /// A transaction marker the coordinator (the parked client) asked for.
-    TxnMarker {
-        /// Whose transaction.
-        transactional_id: String,
-    },
-}
-
-/// An append waiting for the high watermark (acks=all, offset commits).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Parked {
-    /// How to answer.
-    pub reply: ParkedReply,
-    /// Who to answer.
-    pub client: NodeId,
-    /// The id of its expiry timer.
-    pub timer: u64,
-    /// The batch's base offset.
-    pub base_offset: Offset,
-    /// Last offset + 1.
-    pub required_offset: Offset,
-}
-
 /// A fetch held until data arrives or the wait ends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HeldFetch {
@@ -501,7 +461,7 @@ pub struct MetadataReplica {
 
 impl MetadataReplica {
     /// The committed controller state it has fetched, if any.
-    pub fn committed(&self) -> Option<&super::controller::Controller> {
+    pub fn committed(&self) -> Option<&crate::protocol::metadata::Controller> {
         self.log
             .get(self.high_watermark.checked_sub(1)?)
             .map(|entry| &*entry.state)
@@ -627,6 +587,12 @@ impl Broker {
 }
 
 impl Simulation {
+    /// `partition`'s log on its leader.
+    pub(crate) fn leader_log(&self, partition: &TopicPartition) -> Option<&PartitionLog> {
+        let leader = self.controller.partitions.get(partition)?.leader?;
+        self.brokers.get(&leader)?.logs.get(partition)
+    }
+
     /// The controller broker `id` talks to.
     fn controller_of(&self, id: BrokerId) -> NodeId {
         NodeId::Controller(self.brokers[&id].controller)

@@ -7,7 +7,7 @@
 //! If its coordinator is lost it keeps reading its partitions while it
 //! looks for the new one, then heartbeats on in the same generation.
 
-use crate::replication::transactions::{consume_batches, FetchedBatch, IsolationLevel};
+use crate::replication::transactions::{returned_records, IsolationLevel};
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -2088,11 +2088,6 @@ impl Simulation {
     }
 }
 
-/// What a consumer at `isolation` returns from fetched records from
-/// `position` on, and where its position goes once they are returned
-/// (`CompletedFetch#fetchRecords`): control records never, and for
-/// `read_committed` no record of an aborted transaction (see
-/// [`consume_batches`]).
 /// A consumer fetch's answer, as `consumer_fetched` takes it.
 #[derive(Debug, Default)]
 struct FetchAnswer {
@@ -2102,35 +2097,6 @@ struct FetchAnswer {
     aborted: Vec<(u64, Offset)>,
     fetch_offset: Offset,
     next_offset: Offset,
-}
-
-pub(crate) fn returned_records(
-    records: Vec<super::types::Record>,
-    isolation: IsolationLevel,
-    aborted: &[(u64, Offset)],
-    position: Offset,
-) -> (Vec<super::types::Record>, Offset) {
-    let mut batches: Vec<FetchedBatch> = Vec::new();
-    for (index, record) in records.iter().enumerate() {
-        let continues = index > 0 && record.batch.is_some() && records[index - 1].batch == record.batch;
-        match batches.last_mut() {
-            Some(batch) if continues => batch.last_offset = record.offset,
-            _ => batches.push(FetchedBatch {
-                base_offset: record.offset,
-                last_offset: record.offset,
-                producer_id: record.batch.map(|batch| batch.producer_id),
-                transactional: record.batch.is_some_and(|batch| batch.transactional),
-                control: record.batch.and_then(|batch| batch.marker).map(|marker| marker.control),
-            }),
-        }
-    }
-    let (offsets, next_offset) = consume_batches(&batches, isolation, aborted, position);
-    let returned: std::collections::BTreeSet<Offset> = offsets.into_iter().collect();
-    let records = records
-        .into_iter()
-        .filter(|record| returned.contains(&record.offset))
-        .collect();
-    (records, next_offset.max(position))
 }
 
 #[cfg(test)]

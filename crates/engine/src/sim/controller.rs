@@ -14,64 +14,10 @@ use crate::protocol::{BrokerId, TopicPartition};
 
 use super::config::{ElectionType, PartitionRef};
 use super::trace::{BrokerChange, ChangeReason, FencingReason, TraceKind};
-use super::types::{ErrorCode, Message, MetadataRecord, NodeId};
+use super::types::{ErrorCode, Message, NodeId};
 use super::Simulation;
 
-pub use crate::protocol::metadata::{BrokerRegistrationState, Controller};
-
-/// The records that turn `before` into `after` (what one metadata log entry
-/// stands for); a new leader's first entry with no change is its
-/// `LeaderChangeMessage`.
-pub fn records_between(before: &Controller, after: &Controller, first_of_epoch: bool) -> Vec<MetadataRecord> {
-    let mut records = Vec::new();
-    if first_of_epoch {
-        records.push(MetadataRecord::LeaderChange);
-    }
-    if before.unclean_leader_election_enable != after.unclean_leader_election_enable {
-        records.push(MetadataRecord::Config {
-            name: "unclean.leader.election.enable".to_string(),
-            value: after.unclean_leader_election_enable.to_string(),
-        });
-    }
-    for (&broker, state) in &after.brokers {
-        match before.brokers.get(&broker) {
-            Some(old) if old.epoch == state.epoch => {
-                let fenced = (old.fenced != state.fenced).then_some(state.fenced);
-                let in_controlled_shutdown = (old.in_controlled_shutdown != state.in_controlled_shutdown)
-                    .then_some(state.in_controlled_shutdown);
-                if fenced.is_some() || in_controlled_shutdown.is_some() {
-                    records.push(MetadataRecord::BrokerRegistrationChange {
-                        broker,
-                        fenced,
-                        in_controlled_shutdown,
-                    });
-                }
-            }
-            _ => records.push(MetadataRecord::RegisterBroker {
-                broker,
-                broker_epoch: state.epoch,
-            }),
-        }
-    }
-    for (partition, registration) in &after.partitions {
-        match before.partitions.get(partition) {
-            None => records.push(MetadataRecord::Partition {
-                partition: partition.clone(),
-                replicas: registration.replicas.clone(),
-            }),
-            Some(old) if old != registration => records.push(MetadataRecord::PartitionChange {
-                partition: partition.clone(),
-                leader: registration.leader,
-                isr: registration.isr.clone(),
-                elr: registration.elr.clone(),
-                leader_epoch: registration.leader_epoch,
-                partition_epoch: registration.partition_epoch,
-            }),
-            Some(_) => {}
-        }
-    }
-    records
-}
+pub use crate::protocol::metadata::{records_between, BrokerRegistrationState, Controller};
 
 /// A new partition led by the first of its ISR
 /// (`buildPartitionRegistration` for a new topic or added partition).

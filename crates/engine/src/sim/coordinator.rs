@@ -48,7 +48,7 @@ use crate::groups::consumer::{
 use crate::groups::coordinator_partition;
 use crate::protocol::{BrokerId, Offset, TopicPartition};
 
-use super::broker::ParkedReply;
+use super::purgatory::ParkedReply;
 use super::trace::{HighWatermarkTrigger, MemberAssignment, RebalanceReason, TraceKind};
 use super::types::{BatchSequence, ErrorCode, JoinResult, MemberEpochAnswer, Message, NodeId, Record};
 use super::{Simulation, Timer};

@@ -1082,6 +1082,28 @@ impl Simulation {
         });
     }
 
+    /// Fails every record `producer` has not sent yet with `error`: its
+    /// queued batches, the records waiting for metadata, and those its
+    /// transaction holds for the next one.
+    pub(crate) fn producer_fail_unsent(&mut self, producer: u32, error: ErrorCode) {
+        let state = &mut self.producers[producer as usize];
+        let queued: Vec<(u32, PendingBatch)> = std::mem::take(&mut state.batches)
+            .into_iter()
+            .flat_map(|(partition, queue)| queue.into_iter().map(move |batch| (partition, batch)))
+            .collect();
+        let mut waiting: Vec<RecordId> = state.waiting.drain(..).map(|(record, _, _)| record).collect();
+        if let Some(txn) = state.txn.as_mut() {
+            waiting.extend(txn.held.drain(..).map(|(record, _, _)| record));
+        }
+        for (partition, batch) in queued {
+            let records = batch.records.iter().map(|&(record, _)| record).collect();
+            self.producer_fail_records(producer, partition, records, error);
+        }
+        if !waiting.is_empty() {
+            self.producer_fail_records(producer, 0, waiting, error);
+        }
+    }
+
     fn producer_retry_or_fail(&mut self, producer: u32, number: u32, batch: PendingBatch, error: ErrorCode) {
         let index = producer as usize;
         if self.producers[index].txn.is_some()

@@ -35,12 +35,12 @@ use serde::Serialize;
 use crate::protocol::BrokerId;
 use crate::random::Rng;
 
-use super::controller::Controller;
 use super::trace::{CandidacyReason, ControllerChange, Invariant, TraceKind};
 use super::types::{ErrorCode, Message, MetadataFetchAnswer, MetadataRecord, NodeId};
 use super::{Simulation, Timer};
 
 pub use crate::protocol::metadata::LogEntry;
+use crate::protocol::metadata::{records_between, Controller};
 
 /// `controller.quorum.election.timeout.ms` (1000).
 pub const ELECTION_TIMEOUT_MS: u64 = 1_000;
@@ -456,7 +456,7 @@ impl Simulation {
         }
         let now = self.now;
         let node = self.quorum.nodes.get_mut(&id).expect("known");
-        let records = super::controller::records_between(&before, &working, node.log.len() == node.epoch_start);
+        let records = records_between(&before, &working, node.log.len() == node.epoch_start);
         node.log.push(LogEntry {
             epoch: node.epoch,
             records: Arc::from(records),
@@ -485,7 +485,7 @@ impl Simulation {
     /// each decision, when some partition is not led by its first replica
     /// and no balance is scheduled, one is scheduled
     /// `leader.imbalance.check.interval.seconds` later.
-    fn quorum_maybe_schedule_balance(&mut self, id: u32, state: &super::controller::Controller) {
+    fn quorum_maybe_schedule_balance(&mut self, id: u32, state: &Controller) {
         if !self.config.auto_leader_rebalance_enable {
             return;
         }

@@ -730,7 +730,7 @@ pub enum TraceKind {
         from: Offset,
         to: Offset,
         count: u64,
-        reason: super::ledger::DuplicateReason,
+        reason: DuplicateReason,
         skipped: bool,
     },
     /// A consumer crashed in the middle of a batch: how many records its
@@ -1362,4 +1362,29 @@ fn member_assignments(assignment: &[MemberAssignment]) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// Why a record was processed more than once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DuplicateReason {
+    /// The producer retried without idempotence and the log holds the
+    /// record twice, at two offsets.
+    ProducerRetry,
+    /// The member that processed it crashed before its offset was
+    /// committed; the group read it again from the last commit.
+    CrashBeforeCommit,
+    /// Its partition moved (a rebalance, a fenced or timed-out member)
+    /// before its offset was committed; the next owner read it again.
+    RebalanceBeforeCommit,
+}
+
+impl std::fmt::Display for DuplicateReason {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            DuplicateReason::ProducerRetry => "the producer retried without idempotence, so the log holds it twice",
+            DuplicateReason::CrashBeforeCommit => "its member crashed after processing it and before committing",
+            DuplicateReason::RebalanceBeforeCommit => "its partition moved before its offset was committed",
+        })
+    }
 }

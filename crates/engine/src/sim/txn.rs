@@ -36,8 +36,8 @@ use crate::txn_coordinator::{
     Decision, MarkerRequest, TxnError, TxnRecord, TxnReply, TxnShard, ABORT_TIMED_OUT_INTERVAL_MS,
 };
 
-use super::broker::ParkedReply;
 use super::coordinator::{CommitRecord, COMMIT_RECORD_BASE};
+use super::purgatory::ParkedReply;
 use super::trace::{HighWatermarkTrigger, TraceKind};
 use super::types::{ErrorCode, Message, NodeId, TxnMarker};
 use super::{Simulation, Timer};

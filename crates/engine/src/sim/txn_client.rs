@@ -27,7 +27,6 @@ use serde::Serialize;
 
 use crate::protocol::BrokerId;
 
-use super::producer::PendingBatch;
 use super::trace::{TraceKind, TransactionOutcome};
 use super::types::{ErrorCode, Message, NodeId, RecordId, Time};
 use super::{Simulation, Timer};
@@ -584,22 +583,7 @@ impl Simulation {
             transactional_id,
             outcome: TransactionOutcome::Fenced,
         });
-        let state = &mut self.producers[index];
-        let queued: Vec<(u32, PendingBatch)> = std::mem::take(&mut state.batches)
-            .into_iter()
-            .flat_map(|(partition, queue)| queue.into_iter().map(move |batch| (partition, batch)))
-            .collect();
-        let mut waiting: Vec<RecordId> = state.waiting.drain(..).map(|(record, _, _)| record).collect();
-        if let Some(txn) = state.txn.as_mut() {
-            waiting.extend(txn.held.drain(..).map(|(record, _, _)| record));
-        }
-        for (partition, batch) in queued {
-            let records = batch.records.iter().map(|&(record, _)| record).collect();
-            self.producer_fail_records(producer, partition, records, ErrorCode::ProducerFenced);
-        }
-        if !waiting.is_empty() {
-            self.producer_fail_records(producer, 0, waiting, ErrorCode::ProducerFenced);
-        }
+        self.producer_fail_unsent(producer, ErrorCode::ProducerFenced);
         self.consumer_output_transaction_ended(producer, None);
     }
 
