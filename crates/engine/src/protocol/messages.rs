@@ -718,10 +718,6 @@ impl Message {
 
     /// The typed facts of [`Message::summary`].
     pub fn facts(&self) -> MessageFacts {
-        let metadata = || TopicPartition {
-            topic: std::sync::Arc::from("__cluster_metadata"),
-            partition: 0,
-        };
         let mut facts = MessageFacts::default();
         match self {
             Message::BrokerRegistration { .. }
@@ -731,6 +727,162 @@ impl Message {
             | Message::MetadataResponse { .. }
             | Message::Vote { .. }
             | Message::ConnectionClosed => {}
+            Message::BrokerRegistrationResponse { .. }
+            | Message::MetadataFetch { .. }
+            | Message::MetadataFetchResponse(..)
+            | Message::BeginQuorumEpoch { .. }
+            | Message::VoteResponse { .. }
+            | Message::NotController { .. } => self.controller_facts(&mut facts),
+            Message::AlterPartition { .. }
+            | Message::ListOffsets { .. }
+            | Message::AlterPartitionResponse { .. }
+            | Message::ListOffsetsResponse { .. }
+            | Message::Fetch { .. }
+            | Message::ConsumerFetch { .. }
+            | Message::FetchResponse { .. }
+            | Message::ConsumerFetchResponse { .. }
+            | Message::Produce { .. }
+            | Message::ProduceResponse { .. } => self.partition_facts(&mut facts),
+            Message::InitProducerId { .. }
+            | Message::FindTxnCoordinator { .. }
+            | Message::EndTxn { .. }
+            | Message::FindTxnCoordinatorResponse { .. }
+            | Message::AddPartitionsToTxn { .. }
+            | Message::AddPartitionsToTxnResponse { .. }
+            | Message::EndTxnResponse { .. }
+            | Message::AddOffsetsToTxnResponse { .. }
+            | Message::AddOffsetsToTxn { .. }
+            | Message::TxnOffsetCommit { .. }
+            | Message::TxnOffsetCommitResponse { .. }
+            | Message::WriteTxnMarkers { .. }
+            | Message::WriteTxnMarkersResponse { .. }
+            | Message::InitProducerIdResponse { .. } => self.transaction_facts(&mut facts),
+            Message::FindCoordinator { .. }
+            | Message::JoinGroup { .. }
+            | Message::SyncGroup { .. }
+            | Message::Heartbeat { .. }
+            | Message::LeaveGroup { .. }
+            | Message::FindCoordinatorResponse { .. }
+            | Message::JoinGroupResponse { .. }
+            | Message::SyncGroupResponse { .. }
+            | Message::HeartbeatResponse { .. }
+            | Message::OffsetCommit { .. }
+            | Message::OffsetCommitResponse { .. }
+            | Message::OffsetFetch { .. }
+            | Message::ConsumerGroupHeartbeat { .. }
+            | Message::ConsumerGroupHeartbeatResponse { .. }
+            | Message::OffsetFetchResponse { .. } => self.group_facts(&mut facts),
+        }
+        facts
+    }
+
+    /// [`Message::facts`] of the controller's and the quorum's messages.
+    fn controller_facts(&self, facts: &mut MessageFacts) {
+        let metadata = || TopicPartition {
+            topic: std::sync::Arc::from("__cluster_metadata"),
+            partition: 0,
+        };
+        match self {
+            Message::BrokerRegistrationResponse { result } => facts.errors.extend(result.as_ref().err()),
+            Message::MetadataFetch { fetch_offset, .. } => {
+                facts.partitions.push(metadata());
+                facts.fetch_offset = Some(*fetch_offset as u64);
+            }
+            Message::MetadataFetchResponse(answer) => {
+                facts.partitions.push(metadata());
+                facts.leader = answer.leader;
+                facts.errors.extend(answer.error);
+                if answer.error.is_none() && answer.diverging.is_none() {
+                    facts.high_watermark = Some(answer.high_watermark as u64);
+                    for record in answer.entries.iter().flat_map(|entry| entry.records.iter()) {
+                        if let MetadataRecord::Partition { partition, .. }
+                        | MetadataRecord::PartitionChange { partition, .. } = record
+                        {
+                            facts.partitions.push(partition.clone());
+                        }
+                    }
+                }
+            }
+            Message::BeginQuorumEpoch { leader, .. } => facts.leader = Some(*leader),
+            Message::VoteResponse { leader, .. } | Message::NotController { leader } => facts.leader = *leader,
+            _ => unreachable!("Message::facts routes no other Message here"),
+        }
+    }
+
+    /// [`Message::facts`] of the messages about a partition's records: fetches,
+    /// produces, ISR changes and offset lookups.
+    fn partition_facts(&self, facts: &mut MessageFacts) {
+        match self {
+            Message::AlterPartition { partition, .. } | Message::ListOffsets { partition, .. } => {
+                facts.partitions.push(partition.clone())
+            }
+            Message::AlterPartitionResponse { partition, result } => {
+                facts.partitions.push(partition.clone());
+                facts.errors.extend(result.as_ref().err());
+            }
+            Message::ListOffsetsResponse { partition, result } => {
+                facts.partitions.push(partition.clone());
+                facts.errors.extend(result.as_ref().err());
+            }
+            Message::Fetch {
+                partition,
+                fetch_offset,
+                ..
+            }
+            | Message::ConsumerFetch {
+                partition,
+                offset: fetch_offset,
+                ..
+            } => {
+                facts.partitions.push(partition.clone());
+                facts.fetch_offset = Some(*fetch_offset);
+            }
+            Message::FetchResponse {
+                partition,
+                batches,
+                high_watermark,
+                error,
+                ..
+            } => {
+                facts.partitions.push(partition.clone());
+                facts.errors.extend(*error);
+                facts.records = Some(batches.iter().map(|batch| batch.records.len() as u64).sum());
+                facts.high_watermark = Some(*high_watermark);
+            }
+            Message::ConsumerFetchResponse {
+                partition,
+                records,
+                high_watermark,
+                error,
+                last_stable_offset,
+                ..
+            } => {
+                facts.partitions.push(partition.clone());
+                facts.errors.extend(*error);
+                facts.records = Some(records.len() as u64);
+                facts.high_watermark = Some(*high_watermark);
+                facts.last_stable_offset = (last_stable_offset < high_watermark).then_some(*last_stable_offset);
+            }
+            Message::Produce { acks, batches, .. } => {
+                facts.acks = Some(*acks);
+                facts
+                    .partitions
+                    .extend(batches.iter().map(|(partition, _)| partition.clone()));
+            }
+            Message::ProduceResponse { responses, .. } => {
+                for (partition, result) in responses {
+                    facts.partitions.push(partition.clone());
+                    facts.errors.extend(result.as_ref().err());
+                }
+            }
+            _ => unreachable!("Message::facts routes no other Message here"),
+        }
+    }
+
+    /// [`Message::facts`] of the producer id and transaction protocol's
+    /// messages.
+    fn transaction_facts(&self, facts: &mut MessageFacts) {
+        match self {
             Message::InitProducerId { transactional_id, .. } => facts.transactional_id = transactional_id.clone(),
             Message::FindTxnCoordinator { transactional_id } => facts.transactional_id = Some(transactional_id.clone()),
             Message::EndTxn {
@@ -805,91 +957,14 @@ impl Message {
                 facts.partitions.push(partition.clone());
                 facts.errors.extend(*error);
             }
-            Message::BrokerRegistrationResponse { result } => facts.errors.extend(result.as_ref().err()),
             Message::InitProducerIdResponse { result, .. } => facts.errors.extend(result.as_ref().err()),
-            Message::MetadataFetch { fetch_offset, .. } => {
-                facts.partitions.push(metadata());
-                facts.fetch_offset = Some(*fetch_offset as u64);
-            }
-            Message::MetadataFetchResponse(answer) => {
-                facts.partitions.push(metadata());
-                facts.leader = answer.leader;
-                facts.errors.extend(answer.error);
-                if answer.error.is_none() && answer.diverging.is_none() {
-                    facts.high_watermark = Some(answer.high_watermark as u64);
-                    for record in answer.entries.iter().flat_map(|entry| entry.records.iter()) {
-                        if let MetadataRecord::Partition { partition, .. }
-                        | MetadataRecord::PartitionChange { partition, .. } = record
-                        {
-                            facts.partitions.push(partition.clone());
-                        }
-                    }
-                }
-            }
-            Message::BeginQuorumEpoch { leader, .. } => facts.leader = Some(*leader),
-            Message::VoteResponse { leader, .. } | Message::NotController { leader } => facts.leader = *leader,
-            Message::AlterPartition { partition, .. } | Message::ListOffsets { partition, .. } => {
-                facts.partitions.push(partition.clone())
-            }
-            Message::AlterPartitionResponse { partition, result } => {
-                facts.partitions.push(partition.clone());
-                facts.errors.extend(result.as_ref().err());
-            }
-            Message::ListOffsetsResponse { partition, result } => {
-                facts.partitions.push(partition.clone());
-                facts.errors.extend(result.as_ref().err());
-            }
-            Message::Fetch {
-                partition,
-                fetch_offset,
-                ..
-            }
-            | Message::ConsumerFetch {
-                partition,
-                offset: fetch_offset,
-                ..
-            } => {
-                facts.partitions.push(partition.clone());
-                facts.fetch_offset = Some(*fetch_offset);
-            }
-            Message::FetchResponse {
-                partition,
-                batches,
-                high_watermark,
-                error,
-                ..
-            } => {
-                facts.partitions.push(partition.clone());
-                facts.errors.extend(*error);
-                facts.records = Some(batches.iter().map(|batch| batch.records.len() as u64).sum());
-                facts.high_watermark = Some(*high_watermark);
-            }
-            Message::ConsumerFetchResponse {
-                partition,
-                records,
-                high_watermark,
-                error,
-                last_stable_offset,
-                ..
-            } => {
-                facts.partitions.push(partition.clone());
-                facts.errors.extend(*error);
-                facts.records = Some(records.len() as u64);
-                facts.high_watermark = Some(*high_watermark);
-                facts.last_stable_offset = (last_stable_offset < high_watermark).then_some(*last_stable_offset);
-            }
-            Message::Produce { acks, batches, .. } => {
-                facts.acks = Some(*acks);
-                facts
-                    .partitions
-                    .extend(batches.iter().map(|(partition, _)| partition.clone()));
-            }
-            Message::ProduceResponse { responses, .. } => {
-                for (partition, result) in responses {
-                    facts.partitions.push(partition.clone());
-                    facts.errors.extend(result.as_ref().err());
-                }
-            }
+            _ => unreachable!("Message::facts routes no other Message here"),
+        }
+    }
+
+    /// [`Message::facts`] of the group protocols' messages.
+    fn group_facts(&self, facts: &mut MessageFacts) {
+        match self {
             Message::FindCoordinator { group }
             | Message::JoinGroup { group, .. }
             | Message::SyncGroup { group, .. }
@@ -954,12 +1029,70 @@ impl Message {
                     Err(error) => facts.errors.push(*error),
                 }
             }
+            _ => unreachable!("Message::facts routes no other Message here"),
         }
-        facts
     }
 
     /// A one-line summary with this run's numbers.
     pub fn summary(&self) -> String {
+        match self {
+            Message::BrokerRegistration { .. }
+            | Message::BrokerRegistrationResponse { .. }
+            | Message::BrokerHeartbeat { .. }
+            | Message::BrokerHeartbeatResponse { .. }
+            | Message::AlterPartition { .. }
+            | Message::AlterPartitionResponse { .. } => self.controller_summary(),
+            Message::MetadataFetch { .. }
+            | Message::MetadataFetchResponse(..)
+            | Message::BeginQuorumEpoch { .. }
+            | Message::Vote { .. }
+            | Message::VoteResponse { .. }
+            | Message::NotController { .. } => self.quorum_summary(),
+            Message::Fetch { .. } | Message::FetchResponse { .. } => self.replication_summary(),
+            Message::MetadataRequest
+            | Message::MetadataResponse { .. }
+            | Message::Produce { .. }
+            | Message::ProduceResponse { .. }
+            | Message::InitProducerId { .. }
+            | Message::InitProducerIdResponse { .. } => self.producer_summary(),
+            Message::FindTxnCoordinator { .. }
+            | Message::FindTxnCoordinatorResponse { .. }
+            | Message::AddPartitionsToTxn { .. }
+            | Message::AddOffsetsToTxn { .. }
+            | Message::TxnOffsetCommit { .. }
+            | Message::TxnOffsetCommitResponse { .. }
+            | Message::AddPartitionsToTxnResponse { .. }
+            | Message::EndTxnResponse { .. }
+            | Message::AddOffsetsToTxnResponse { .. }
+            | Message::EndTxn { .. }
+            | Message::WriteTxnMarkers { .. }
+            | Message::WriteTxnMarkersResponse { .. } => self.transaction_summary(),
+            Message::FindCoordinator { .. }
+            | Message::FindCoordinatorResponse { .. }
+            | Message::JoinGroup { .. }
+            | Message::JoinGroupResponse { .. }
+            | Message::SyncGroup { .. }
+            | Message::SyncGroupResponse { .. }
+            | Message::Heartbeat { .. }
+            | Message::HeartbeatResponse { .. }
+            | Message::LeaveGroup { .. } => self.classic_group_summary(),
+            Message::ConsumerGroupHeartbeat { .. }
+            | Message::ConsumerGroupHeartbeatResponse { .. }
+            | Message::OffsetCommit { .. }
+            | Message::OffsetCommitResponse { .. }
+            | Message::OffsetFetch { .. }
+            | Message::OffsetFetchResponse { .. } => self.member_summary(),
+            Message::ConsumerFetch { .. }
+            | Message::ListOffsets { .. }
+            | Message::ListOffsetsResponse { .. }
+            | Message::ConsumerFetchResponse { .. }
+            | Message::ConnectionClosed => self.consumer_fetch_summary(),
+        }
+    }
+
+    /// [`Message::summary`] of a broker's requests to the controller and
+    /// their answers.
+    fn controller_summary(&self) -> String {
         match self {
             Message::BrokerRegistration {
                 broker,
@@ -1001,6 +1134,29 @@ impl Message {
                 }
                 text
             }
+            Message::AlterPartition {
+                partition,
+                leader_epoch,
+                partition_epoch,
+                new_isr,
+                ..
+            } => format!(
+                "AlterPartition {partition} leaderEpoch={leader_epoch} partitionEpoch={partition_epoch} isr={new_isr:?}"
+            ),
+            Message::AlterPartitionResponse { partition, result } => match result {
+                Ok(registration) => format!(
+                    "AlterPartitionResponse {partition} isr={:?} partitionEpoch={}",
+                    registration.isr, registration.partition_epoch
+                ),
+                Err(error) => format!("AlterPartitionResponse {partition} error={error}"),
+            },
+            _ => unreachable!("Message::summary routes no other Message here"),
+        }
+    }
+
+    /// [`Message::summary`] of the controller quorum's messages.
+    fn quorum_summary(&self) -> String {
+        match self {
             Message::MetadataFetch {
                 epoch,
                 fetch_offset,
@@ -1038,22 +1194,35 @@ impl Message {
             Message::BeginQuorumEpoch { epoch, leader } => {
                 format!("BeginQuorumEpoch epoch={epoch} leader=controller-{leader}")
             }
-            Message::AlterPartition {
-                partition,
-                leader_epoch,
-                partition_epoch,
-                new_isr,
-                ..
-            } => format!(
-                "AlterPartition {partition} leaderEpoch={leader_epoch} partitionEpoch={partition_epoch} isr={new_isr:?}"
+            Message::Vote {
+                epoch,
+                candidate,
+                last_epoch,
+                last_index,
+                pre_vote,
+            } => {
+                format!("Vote epoch={epoch} candidate=controller-{candidate} lastEpoch={last_epoch} lastOffset={last_index} preVote={pre_vote}")
+            }
+            Message::VoteResponse {
+                epoch,
+                leader,
+                granted,
+                pre_vote,
+            } => {
+                let leader = leader.map_or("unknown".to_string(), |leader| format!("controller-{leader}"));
+                format!("VoteResponse epoch={epoch} leader={leader} granted={granted} preVote={pre_vote}")
+            }
+            Message::NotController { leader } => format!(
+                "NotController leader={}",
+                leader.map_or("unknown".to_string(), |leader| format!("controller-{leader}"))
             ),
-            Message::AlterPartitionResponse { partition, result } => match result {
-                Ok(registration) => format!(
-                    "AlterPartitionResponse {partition} isr={:?} partitionEpoch={}",
-                    registration.isr, registration.partition_epoch
-                ),
-                Err(error) => format!("AlterPartitionResponse {partition} error={error}"),
-            },
+            _ => unreachable!("Message::summary routes no other Message here"),
+        }
+    }
+
+    /// [`Message::summary`] of a follower's fetch and its answer.
+    fn replication_summary(&self) -> String {
+        match self {
             Message::Fetch {
                 partition,
                 replica,
@@ -1081,6 +1250,14 @@ impl Message {
                 }
                 text
             }
+            _ => unreachable!("Message::summary routes no other Message here"),
+        }
+    }
+
+    /// [`Message::summary`] of a producer's metadata, produce and producer id
+    /// requests and their answers.
+    fn producer_summary(&self) -> String {
+        match self {
             Message::MetadataRequest => "Metadata".to_string(),
             Message::MetadataResponse { leaders } => format!("MetadataResponse partitions={}", leaders.len()),
             Message::Produce {
@@ -1131,8 +1308,23 @@ impl Message {
                 ..
             } => match transactional_id {
                 None => "InitProducerId transactionalId=null".to_string(),
-                Some(id) => format!("InitProducerId transactionalId={id} transactionTimeoutMs={transaction_timeout_ms}"),
+                Some(id) => {
+                    format!("InitProducerId transactionalId={id} transactionTimeoutMs={transaction_timeout_ms}")
+                }
             },
+            Message::InitProducerIdResponse { result, .. } => match result {
+                Ok((producer_id, epoch)) => {
+                    format!("InitProducerIdResponse producerId={producer_id} producerEpoch={epoch}")
+                }
+                Err(error) => format!("InitProducerIdResponse error={error}"),
+            },
+            _ => unreachable!("Message::summary routes no other Message here"),
+        }
+    }
+
+    /// [`Message::summary`] of the transaction protocol's messages.
+    fn transaction_summary(&self) -> String {
+        match self {
             Message::FindTxnCoordinator { transactional_id } => {
                 format!("FindCoordinator keyType=TRANSACTION key={transactional_id}")
             }
@@ -1215,34 +1407,13 @@ impl Message {
                 None => format!("WriteTxnMarkersResponse {partition} ok"),
                 Some(error) => format!("WriteTxnMarkersResponse {partition} error={error}"),
             },
-            Message::InitProducerIdResponse { result, .. } => match result {
-                Ok((producer_id, epoch)) => {
-                    format!("InitProducerIdResponse producerId={producer_id} producerEpoch={epoch}")
-                }
-                Err(error) => format!("InitProducerIdResponse error={error}"),
-            },
-            Message::Vote {
-                epoch,
-                candidate,
-                last_epoch,
-                last_index,
-                pre_vote,
-            } => {
-                format!("Vote epoch={epoch} candidate=controller-{candidate} lastEpoch={last_epoch} lastOffset={last_index} preVote={pre_vote}")
-            }
-            Message::VoteResponse {
-                epoch,
-                leader,
-                granted,
-                pre_vote,
-            } => {
-                let leader = leader.map_or("unknown".to_string(), |leader| format!("controller-{leader}"));
-                format!("VoteResponse epoch={epoch} leader={leader} granted={granted} preVote={pre_vote}")
-            }
-            Message::NotController { leader } => format!(
-                "NotController leader={}",
-                leader.map_or("unknown".to_string(), |leader| format!("controller-{leader}"))
-            ),
+            _ => unreachable!("Message::summary routes no other Message here"),
+        }
+    }
+
+    /// [`Message::summary`] of the classic group protocol's messages.
+    fn classic_group_summary(&self) -> String {
+        match self {
             Message::FindCoordinator { group } => format!("FindCoordinator group={group}"),
             Message::FindCoordinatorResponse { group, coordinator } => format!(
                 "FindCoordinatorResponse group={group} coordinator={}",
@@ -1310,6 +1481,14 @@ impl Message {
                 None => format!("HeartbeatResponse group={group}"),
             },
             Message::LeaveGroup { group, member_id, .. } => format!("LeaveGroup group={group} member={member_id}"),
+            _ => unreachable!("Message::summary routes no other Message here"),
+        }
+    }
+
+    /// [`Message::summary`] of KIP-848 heartbeats and of a member's offset
+    /// commits and fetches.
+    fn member_summary(&self) -> String {
+        match self {
             Message::ConsumerGroupHeartbeat {
                 group,
                 member_id,
@@ -1371,6 +1550,14 @@ impl Message {
                 ),
                 Err(error) => format!("OffsetFetchResponse group={group} error={error}"),
             },
+            _ => unreachable!("Message::summary routes no other Message here"),
+        }
+    }
+
+    /// [`Message::summary`] of a consumer's fetches and offset lookups, and of
+    /// a closed connection.
+    fn consumer_fetch_summary(&self) -> String {
+        match self {
             Message::ConsumerFetch {
                 partition,
                 offset,
@@ -1415,6 +1602,7 @@ impl Message {
                 }
             },
             Message::ConnectionClosed => "connection closed (the broker process is gone)".to_string(),
+            _ => unreachable!("Message::summary routes no other Message here"),
         }
     }
 }
