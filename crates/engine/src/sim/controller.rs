@@ -316,136 +316,13 @@ impl Simulation {
                 broker,
                 incarnation,
                 previous_broker_epoch,
-            } => {
-                let now = self.now;
-                let session = self.config.broker_session_timeout_ms;
-                let last_heartbeat = self
-                    .controller_sender
-                    .and_then(|id| self.quorum.nodes.get(&id))
-                    .and_then(|node| node.heartbeats.get(&broker).copied());
-                match self.controller.brokers.get(&broker) {
-                    // The same process registering again keeps its epoch
-                    // and fencing state (`ClusterControlManager#registerBroker`).
-                    Some(state) if state.incarnation == incarnation => {
-                        let epoch = state.epoch;
-                        self.note_heartbeat(broker);
-                        self.send(me, from, Message::BrokerRegistrationResponse { result: Ok(epoch) });
-                        return;
-                    }
-                    // Another incarnation while the old one's session is still
-                    // valid: refused until it expires, so a restarted broker
-                    // cannot take over the old one's leaderships.
-                    Some(state)
-                        if !state.fenced
-                            && last_heartbeat.is_some_and(|heard| now.saturating_sub(heard) <= session) =>
-                    {
-                        self.send(
-                            me,
-                            from,
-                            Message::BrokerRegistrationResponse {
-                                result: Err(ErrorCode::DuplicateBrokerRegistration),
-                            },
-                        );
-                        return;
-                    }
-                    // A new incarnation whose last shutdown was not a clean
-                    // one with its current epoch (`ClusterControlManager#registerBroker`
-                    // → `handleBrokerUncleanShutdown`): it may have lost
-                    // what it had not flushed, so it leaves every ISR (as
-                    // far as the ISR may shrink) and may not lead, before
-                    // its new registration is written.
-                    Some(state) if previous_broker_epoch != Some(state.epoch) => {
-                        self.controller_unclean_shutdown(broker);
-                    }
-                    _ => {}
-                }
-                self.note_heartbeat(broker);
-                self.controller.offset += 1;
-                let epoch = self.controller.offset;
-                self.controller.brokers.insert(
-                    broker,
-                    BrokerRegistrationState {
-                        epoch,
-                        fenced: true,
-                        incarnation,
-                        in_controlled_shutdown: false,
-                    },
-                );
-                self.send(me, from, Message::BrokerRegistrationResponse { result: Ok(epoch) });
-            }
+            } => self.controller_register_broker(me, from, broker, incarnation, previous_broker_epoch),
             Message::BrokerHeartbeat {
                 broker,
                 broker_epoch,
                 metadata_offset,
                 want_shut_down,
-            } => {
-                let Some(state) = self.controller.brokers.get_mut(&broker) else {
-                    return;
-                };
-                if state.epoch != broker_epoch {
-                    return;
-                }
-                self.note_heartbeat(broker);
-                let state = &self.controller.brokers[&broker];
-                let leads = |simulation: &Simulation| {
-                    simulation
-                        .controller
-                        .partitions
-                        .values()
-                        .any(|registration| registration.leader == Some(broker))
-                };
-                let mut should_shut_down = false;
-                if want_shut_down {
-                    // `BrokerHeartbeatManager#calculateNextBrokerState`: a fenced
-                    // broker, or one that leads nothing, may stop at once
-                    // (SHUTDOWN_NOW, and it is fenced); one that leads enters
-                    // CONTROLLED_SHUTDOWN: its leaderships and ISR places move
-                    // to others first.
-                    if state.fenced || !leads(self) {
-                        should_shut_down = true;
-                        if !state.fenced {
-                            self.controller_fence(broker, FencingReason::ControlledShutdownDone);
-                        }
-                    } else if !state.in_controlled_shutdown {
-                        self.controller
-                            .brokers
-                            .get_mut(&broker)
-                            .expect("registered")
-                            .in_controlled_shutdown = true;
-                        self.controller.offset += 1;
-                        self.record(TraceKind::BrokerStatus {
-                            broker,
-                            status: BrokerChange::InControlledShutdown,
-                        });
-                        self.controller_move_off(broker, ChangeReason::BrokerShuttingDown { broker });
-                    }
-                } else if state.fenced && metadata_offset >= state.epoch {
-                    // Unfence once the broker has caught up with its own registration.
-                    self.controller.brokers.get_mut(&broker).expect("registered").fenced = false;
-                    self.controller.offset += 1;
-                    self.record(TraceKind::BrokerFencing {
-                        broker,
-                        fenced: false,
-                        reason: FencingReason::CaughtUp {
-                            metadata_offset,
-                            broker_epoch,
-                        },
-                    });
-                    self.controller_elect_leaderless(ChangeReason::BrokerUnfenced { broker });
-                }
-                let state = &self.controller.brokers[&broker];
-                let (fenced, in_controlled_shutdown) = (state.fenced, state.in_controlled_shutdown);
-                self.send(
-                    me,
-                    from,
-                    Message::BrokerHeartbeatResponse {
-                        broker_epoch,
-                        fenced,
-                        in_controlled_shutdown,
-                        should_shut_down,
-                    },
-                );
-            }
+            } => self.controller_broker_heartbeat(me, from, broker, broker_epoch, metadata_offset, want_shut_down),
             Message::AlterPartition {
                 partition,
                 leader,
@@ -466,6 +343,152 @@ impl Simulation {
             }
             _ => {}
         }
+    }
+
+    /// `BrokerRegistration`: a new broker epoch, the same one for the same
+    /// process, or `DUPLICATE_BROKER_REGISTRATION` while another incarnation's
+    /// session lasts (`ClusterControlManager#registerBroker`).
+    fn controller_register_broker(
+        &mut self,
+        me: NodeId,
+        from: NodeId,
+        broker: BrokerId,
+        incarnation: u32,
+        previous_broker_epoch: Option<u64>,
+    ) {
+        let now = self.now;
+        let session = self.config.broker_session_timeout_ms;
+        let last_heartbeat = self
+            .controller_sender
+            .and_then(|id| self.quorum.nodes.get(&id))
+            .and_then(|node| node.heartbeats.get(&broker).copied());
+        match self.controller.brokers.get(&broker) {
+            // The same process registering again keeps its epoch
+            // and fencing state (`ClusterControlManager#registerBroker`).
+            Some(state) if state.incarnation == incarnation => {
+                let epoch = state.epoch;
+                self.note_heartbeat(broker);
+                self.send(me, from, Message::BrokerRegistrationResponse { result: Ok(epoch) });
+                return;
+            }
+            // Another incarnation while the old one's session is still
+            // valid: refused until it expires, so a restarted broker
+            // cannot take over the old one's leaderships.
+            Some(state)
+                if !state.fenced && last_heartbeat.is_some_and(|heard| now.saturating_sub(heard) <= session) =>
+            {
+                self.send(
+                    me,
+                    from,
+                    Message::BrokerRegistrationResponse {
+                        result: Err(ErrorCode::DuplicateBrokerRegistration),
+                    },
+                );
+                return;
+            }
+            // A new incarnation whose last shutdown was not a clean
+            // one with its current epoch (`ClusterControlManager#registerBroker`
+            // → `handleBrokerUncleanShutdown`): it may have lost
+            // what it had not flushed, so it leaves every ISR (as
+            // far as the ISR may shrink) and may not lead, before
+            // its new registration is written.
+            Some(state) if previous_broker_epoch != Some(state.epoch) => {
+                self.controller_unclean_shutdown(broker);
+            }
+            _ => {}
+        }
+        self.note_heartbeat(broker);
+        self.controller.offset += 1;
+        let epoch = self.controller.offset;
+        self.controller.brokers.insert(
+            broker,
+            BrokerRegistrationState {
+                epoch,
+                fenced: true,
+                incarnation,
+                in_controlled_shutdown: false,
+            },
+        );
+        self.send(me, from, Message::BrokerRegistrationResponse { result: Ok(epoch) });
+    }
+
+    /// `BrokerHeartbeat`: the broker's session goes on; it is unfenced once
+    /// caught up, and a controlled shutdown moves on.
+    fn controller_broker_heartbeat(
+        &mut self,
+        me: NodeId,
+        from: NodeId,
+        broker: BrokerId,
+        broker_epoch: u64,
+        metadata_offset: u64,
+        want_shut_down: bool,
+    ) {
+        let Some(state) = self.controller.brokers.get_mut(&broker) else {
+            return;
+        };
+        if state.epoch != broker_epoch {
+            return;
+        }
+        self.note_heartbeat(broker);
+        let state = &self.controller.brokers[&broker];
+        let leads = |simulation: &Simulation| {
+            simulation
+                .controller
+                .partitions
+                .values()
+                .any(|registration| registration.leader == Some(broker))
+        };
+        let mut should_shut_down = false;
+        if want_shut_down {
+            // `BrokerHeartbeatManager#calculateNextBrokerState`: a fenced
+            // broker, or one that leads nothing, may stop at once
+            // (SHUTDOWN_NOW, and it is fenced); one that leads enters
+            // CONTROLLED_SHUTDOWN: its leaderships and ISR places move
+            // to others first.
+            if state.fenced || !leads(self) {
+                should_shut_down = true;
+                if !state.fenced {
+                    self.controller_fence(broker, FencingReason::ControlledShutdownDone);
+                }
+            } else if !state.in_controlled_shutdown {
+                self.controller
+                    .brokers
+                    .get_mut(&broker)
+                    .expect("registered")
+                    .in_controlled_shutdown = true;
+                self.controller.offset += 1;
+                self.record(TraceKind::BrokerStatus {
+                    broker,
+                    status: BrokerChange::InControlledShutdown,
+                });
+                self.controller_move_off(broker, ChangeReason::BrokerShuttingDown { broker });
+            }
+        } else if state.fenced && metadata_offset >= state.epoch {
+            // Unfence once the broker has caught up with its own registration.
+            self.controller.brokers.get_mut(&broker).expect("registered").fenced = false;
+            self.controller.offset += 1;
+            self.record(TraceKind::BrokerFencing {
+                broker,
+                fenced: false,
+                reason: FencingReason::CaughtUp {
+                    metadata_offset,
+                    broker_epoch,
+                },
+            });
+            self.controller_elect_leaderless(ChangeReason::BrokerUnfenced { broker });
+        }
+        let state = &self.controller.brokers[&broker];
+        let (fenced, in_controlled_shutdown) = (state.fenced, state.in_controlled_shutdown);
+        self.send(
+            me,
+            from,
+            Message::BrokerHeartbeatResponse {
+                broker_epoch,
+                fenced,
+                in_controlled_shutdown,
+                should_shut_down,
+            },
+        );
     }
 
     fn controller_alter_partition(
