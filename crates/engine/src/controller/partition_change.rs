@@ -27,77 +27,7 @@ use serde::Serialize;
 
 use crate::protocol::BrokerId;
 
-/// Whether the partition's leader has recovered its log after an unclean
-/// election (`LeaderRecoveryState`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum LeaderRecovery {
-    /// Normal.
-    Recovered,
-    /// Elected uncleanly; the log may have lost committed records.
-    Recovering,
-}
-
-fn is_empty(list: &[BrokerId]) -> bool {
-    list.is_empty()
-}
-
-/// The controller's view of one partition (`PartitionRegistration`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PartitionRegistration {
-    /// Assigned replicas; the first is the preferred leader. During a
-    /// reassignment: the target replicas followed by those being removed.
-    pub replicas: Vec<BrokerId>,
-    /// In-sync replicas.
-    pub isr: Vec<BrokerId>,
-    /// The leader, `None` when the partition is offline (Kafka's -1).
-    pub leader: Option<BrokerId>,
-    /// Bumped whenever leadership is (re)assigned.
-    pub leader_epoch: u32,
-    /// Bumped by every change.
-    pub partition_epoch: u32,
-    /// Clean or recovering after an unclean election.
-    pub leader_recovery: LeaderRecovery,
-    /// Eligible leader replicas (KIP-966): replicas that left the ISR while
-    /// it was below `min.insync.replicas` and can still lead cleanly.
-    #[serde(skip_serializing_if = "is_empty")]
-    pub elr: Vec<BrokerId>,
-    /// The last known ELR; with balanced recovery, just the last leader
-    /// before the ISR became empty (`lastKnownElr`). `None` is Kafka's -1:
-    /// Kafka stores the leader field as it is, even when there was none.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub last_known_elr: Vec<Option<BrokerId>>,
-    /// Replicas an ongoing reassignment removes (`removingReplicas`).
-    #[serde(skip_serializing_if = "is_empty")]
-    pub removing_replicas: Vec<BrokerId>,
-    /// Replicas an ongoing reassignment adds (`addingReplicas`).
-    #[serde(skip_serializing_if = "is_empty")]
-    pub adding_replicas: Vec<BrokerId>,
-}
-
-impl PartitionRegistration {
-    /// A registration with no ELR and no reassignment in progress.
-    pub fn new(
-        replicas: Vec<BrokerId>,
-        isr: Vec<BrokerId>,
-        leader: Option<BrokerId>,
-        leader_epoch: u32,
-        partition_epoch: u32,
-    ) -> Self {
-        PartitionRegistration {
-            replicas,
-            isr,
-            leader,
-            leader_epoch,
-            partition_epoch,
-            leader_recovery: LeaderRecovery::Recovered,
-            elr: Vec::new(),
-            last_known_elr: Vec::new(),
-            removing_replicas: Vec::new(),
-            adding_replicas: Vec::new(),
-        }
-    }
-}
+pub use crate::protocol::metadata::{LeaderRecovery, PartitionRegistration};
 
 /// Which election to run (`PartitionChangeBuilder.Election`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -20,30 +20,15 @@
 //! (`CompletedFetch#nextFetchedRecord`). Control records are never returned
 //! to the application.
 
+use std::collections::BTreeSet;
+
 use serde::Serialize;
 
 use super::Offset;
+use crate::protocol::records::Record;
 use crate::protocol::ProducerId;
 
-/// A control batch's kind (`ControlRecordType`): how a transaction ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ControlType {
-    /// `COMMIT`: the transaction's records become readable to `read_committed`.
-    Commit,
-    /// `ABORT`: `read_committed` readers skip the transaction's records.
-    Abort,
-}
-
-impl std::fmt::Display for ControlType {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str(match self {
-            ControlType::Commit => "COMMIT",
-            ControlType::Abort => "ABORT",
-        })
-    }
-}
+pub use crate::protocol::transactions::{ControlType, IsolationLevel};
 
 /// A transaction on one partition (`TxnMetadata`): its producer, its first
 /// offset and, once its marker is written, the marker's offset.
@@ -141,29 +126,6 @@ pub fn last_stable_offset(first_unstable: Option<Offset>, high_watermark: Offset
     }
 }
 
-/// `isolation.level`: what a consumer may read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum IsolationLevel {
-    /// `read_uncommitted` (the default): everything below the high watermark,
-    /// open and aborted transactions included.
-    #[default]
-    ReadUncommitted,
-    /// `read_committed`: only below the last stable offset, without aborted
-    /// transactions' records.
-    ReadCommitted,
-}
-
-impl std::fmt::Display for IsolationLevel {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str(match self {
-            IsolationLevel::ReadUncommitted => "read_uncommitted",
-            IsolationLevel::ReadCommitted => "read_committed",
-        })
-    }
-}
-
 /// A batch as a fetch returns it, reduced to what the consumer's filter
 /// looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -225,6 +187,40 @@ pub fn consume_batches(
         next_fetch_offset = batch.last_offset + 1;
     }
     (returned, next_fetch_offset)
+}
+
+/// What a consumer at `isolation` returns from fetched records from
+/// `position` on, and where its position goes once they are returned
+/// (`CompletedFetch#fetchRecords`): control records never, and for
+/// `read_committed` no record of an aborted transaction (see
+/// [`consume_batches`]).
+pub fn returned_records(
+    records: Vec<Record>,
+    isolation: IsolationLevel,
+    aborted: &[(u64, Offset)],
+    position: Offset,
+) -> (Vec<Record>, Offset) {
+    let mut batches: Vec<FetchedBatch> = Vec::new();
+    for (index, record) in records.iter().enumerate() {
+        let continues = index > 0 && record.batch.is_some() && records[index - 1].batch == record.batch;
+        match batches.last_mut() {
+            Some(batch) if continues => batch.last_offset = record.offset,
+            _ => batches.push(FetchedBatch {
+                base_offset: record.offset,
+                last_offset: record.offset,
+                producer_id: record.batch.map(|batch| batch.producer_id),
+                transactional: record.batch.is_some_and(|batch| batch.transactional),
+                control: record.batch.and_then(|batch| batch.marker).map(|marker| marker.control),
+            }),
+        }
+    }
+    let (offsets, next_offset) = consume_batches(&batches, isolation, aborted, position);
+    let returned: BTreeSet<Offset> = offsets.into_iter().collect();
+    let records = records
+        .into_iter()
+        .filter(|record| returned.contains(&record.offset))
+        .collect();
+    (records, next_offset.max(position))
 }
 
 #[cfg(test)]

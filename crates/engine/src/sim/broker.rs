@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::protocol::metadata::PartitionRegistration;
 use crate::protocol::{BrokerId, Offset, TopicPartition};
 use crate::replication::epoch_cache::LeaderEpochCache;
 use crate::replication::high_watermark::{
@@ -26,6 +27,8 @@ use super::types::{
     MARKER_RECORD_BASE,
 };
 use super::{Simulation, Timer};
+
+pub use super::purgatory::{Parked, ParkedReply};
 
 /// Records a follower gets per fetch at most (`replica.fetch.max.bytes`,
 /// counted in records here).
@@ -383,48 +386,6 @@ pub struct FollowerInfo {
     pub last_fetch: Option<TraceId>,
 }
 
-/// Who waits for a parked append, and how to answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub enum ParkedReply {
-    /// One partition's part of a producer's acks=all request.
-    Produce {
-        /// The request id.
-        request: u64,
-        /// The request's `timeoutMs` (the producer's `request.timeout.ms`).
-        timeout_ms: u64,
-    },
-    /// A group coordinator's write (offset commits, group metadata).
-    CoordinatorWrite {
-        /// The write's id on its coordinator.
-        write: u64,
-    },
-    /// A transaction coordinator's write (a transaction's new state).
-    TxnWrite {
-        /// The write's id on its coordinator.
-        write: u64,
-    },
-    /// A transaction marker the coordinator (the parked client) asked for.
-    TxnMarker {
-        /// Whose transaction.
-        transactional_id: String,
-    },
-}
-
-/// An append waiting for the high watermark (acks=all, offset commits).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Parked {
-    /// How to answer.
-    pub reply: ParkedReply,
-    /// Who to answer.
-    pub client: NodeId,
-    /// The id of its expiry timer.
-    pub timer: u64,
-    /// The batch's base offset.
-    pub base_offset: Offset,
-    /// Last offset + 1.
-    pub required_offset: Offset,
-}
-
 /// A fetch held until data arrives or the wait ends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HeldFetch {
@@ -501,7 +462,7 @@ pub struct MetadataReplica {
 
 impl MetadataReplica {
     /// The committed controller state it has fetched, if any.
-    pub fn committed(&self) -> Option<&super::controller::Controller> {
+    pub fn committed(&self) -> Option<&crate::protocol::metadata::Controller> {
         self.log
             .get(self.high_watermark.checked_sub(1)?)
             .map(|entry| &*entry.state)
@@ -627,6 +588,12 @@ impl Broker {
 }
 
 impl Simulation {
+    /// `partition`'s log on its leader.
+    pub(crate) fn leader_log(&self, partition: &TopicPartition) -> Option<&PartitionLog> {
+        let leader = self.controller.partitions.get(partition)?.leader?;
+        self.brokers.get(&leader)?.logs.get(partition)
+    }
+
     /// The controller broker `id` talks to.
     fn controller_of(&self, id: BrokerId) -> NodeId {
         NodeId::Controller(self.brokers[&id].controller)
@@ -1084,54 +1051,14 @@ impl Simulation {
                 offset,
                 isolation,
             } => self.leader_consumer_fetch(id, from, &partition, offset, isolation),
-            Message::ListOffsets { partition, spec } => {
-                let result = match self.brokers[&id].leading.get(&partition) {
-                    Some(_) => {
-                        let log = &self.brokers[&id].logs[&partition];
-                        Ok(match spec {
-                            OffsetSpec::Earliest => log.log_start_offset(),
-                            OffsetSpec::Latest => log.high_watermark,
-                        })
-                    }
-                    None => Err(ErrorCode::NotLeaderOrFollower),
-                };
-                self.send(node, from, Message::ListOffsetsResponse { partition, result });
-            }
+            Message::ListOffsets { partition, spec } => self.broker_list_offsets(id, from, partition, spec),
             Message::BrokerHeartbeatResponse {
                 broker_epoch,
                 fenced,
                 should_shut_down,
                 ..
-            } => {
-                let broker = self.broker(id);
-                broker.heartbeat_outstanding = false;
-                if let NodeId::Controller(controller) = from {
-                    broker.controller = controller;
-                }
-                if broker.broker_epoch != Some(broker_epoch) {
-                    return;
-                }
-                broker.fenced = fenced;
-                if should_shut_down && broker.shutting_down.is_some() {
-                    // `BrokerServer#shutdown` writes the clean-shutdown
-                    // file with the broker epoch.
-                    broker.clean_shutdown_epoch = Some(broker_epoch);
-                    self.broker_stop(id, BrokerChange::StoppedAfterControlledShutdown);
-                }
-            }
-            Message::BrokerRegistrationResponse { result } => {
-                let broker = self.broker(id);
-                broker.heartbeat_outstanding = false;
-                if let NodeId::Controller(controller) = from {
-                    broker.controller = controller;
-                }
-                // Refused (DUPLICATE_BROKER_REGISTRATION): the next
-                // heartbeat interval registers again.
-                if let Ok(epoch) = result {
-                    broker.broker_epoch = Some(epoch);
-                    self.broker_publish_metadata(id);
-                }
-            }
+            } => self.broker_heartbeat_answer(id, from, broker_epoch, fenced, should_shut_down),
+            Message::BrokerRegistrationResponse { result } => self.broker_registration_answer(id, from, result),
             Message::MetadataFetchResponse(answer) => {
                 if let NodeId::Controller(controller) = from {
                     self.broker_metadata_response(id, controller, &answer);
@@ -1141,31 +1068,8 @@ impl Simulation {
             // `NOT_CONTROLLER`: the request goes again to the controller
             // named as leader (`NodeToControllerChannelManager`), at once;
             // with no name, the next heartbeat tries another one.
-            Message::NotController { leader } => {
-                let controllers = self.config.controllers;
-                let broker = self.broker(id);
-                broker.heartbeat_outstanding = false;
-                broker.controller = leader.unwrap_or(broker.controller % controllers + 1);
-                if leader.is_some_and(|leader| NodeId::Controller(leader) != from) {
-                    self.broker_send_heartbeat(id);
-                }
-            }
-            Message::MetadataRequest => {
-                let leaders = self.brokers[&id]
-                    .metadata
-                    .as_ref()
-                    .map(|image| {
-                        image
-                            .partitions
-                            .iter()
-                            .map(|(partition, registration)| {
-                                (partition.clone(), (registration.leader, registration.leader_epoch))
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                self.send(node, from, Message::MetadataResponse { leaders });
-            }
+            Message::NotController { leader } => self.broker_not_controller(id, from, leader),
+            Message::MetadataRequest => self.broker_metadata_answer(id, from),
             Message::Produce {
                 request,
                 acks,
@@ -1211,23 +1115,126 @@ impl Simulation {
                 diverging,
             ),
             Message::AlterPartitionResponse { partition, result } => {
-                let broker = self.broker(id);
-                let Some(leader) = broker.leading.get_mut(&partition) else {
-                    return;
-                };
-                leader.pending_isr = None;
-                if let Ok(registration) = result {
-                    if registration.leader_epoch == leader.leader_epoch
-                        && registration.partition_epoch >= leader.partition_epoch
-                    {
-                        leader.isr = registration.isr;
-                        leader.partition_epoch = registration.partition_epoch;
-                    }
-                }
-                self.leader_maybe_advance_hw(id, &partition, HighWatermarkTrigger::IsrChanged);
+                self.broker_alter_partition_answer(id, partition, result)
             }
             _ => {}
         }
+    }
+
+    /// `ListOffsets`: a partition's log start offset or high watermark, from
+    /// its leader.
+    fn broker_list_offsets(&mut self, id: BrokerId, from: NodeId, partition: TopicPartition, spec: OffsetSpec) {
+        let result = match self.brokers[&id].leading.get(&partition) {
+            Some(_) => {
+                let log = &self.brokers[&id].logs[&partition];
+                Ok(match spec {
+                    OffsetSpec::Earliest => log.log_start_offset(),
+                    OffsetSpec::Latest => log.high_watermark,
+                })
+            }
+            None => Err(ErrorCode::NotLeaderOrFollower),
+        };
+        self.send(
+            NodeId::Broker(id),
+            from,
+            Message::ListOffsetsResponse { partition, result },
+        );
+    }
+
+    /// The controller's `BrokerHeartbeatResponse`: fenced or not, and at the
+    /// end of a controlled shutdown, stop.
+    fn broker_heartbeat_answer(
+        &mut self,
+        id: BrokerId,
+        from: NodeId,
+        broker_epoch: u64,
+        fenced: bool,
+        should_shut_down: bool,
+    ) {
+        let broker = self.broker(id);
+        broker.heartbeat_outstanding = false;
+        if let NodeId::Controller(controller) = from {
+            broker.controller = controller;
+        }
+        if broker.broker_epoch != Some(broker_epoch) {
+            return;
+        }
+        broker.fenced = fenced;
+        if should_shut_down && broker.shutting_down.is_some() {
+            // `BrokerServer#shutdown` writes the clean-shutdown
+            // file with the broker epoch.
+            broker.clean_shutdown_epoch = Some(broker_epoch);
+            self.broker_stop(id, BrokerChange::StoppedAfterControlledShutdown);
+        }
+    }
+
+    /// The controller's `BrokerRegistrationResponse`: the broker's new epoch.
+    fn broker_registration_answer(&mut self, id: BrokerId, from: NodeId, result: Result<u64, ErrorCode>) {
+        let broker = self.broker(id);
+        broker.heartbeat_outstanding = false;
+        if let NodeId::Controller(controller) = from {
+            broker.controller = controller;
+        }
+        // Refused (DUPLICATE_BROKER_REGISTRATION): the next
+        // heartbeat interval registers again.
+        if let Ok(epoch) = result {
+            broker.broker_epoch = Some(epoch);
+            self.broker_publish_metadata(id);
+        }
+    }
+
+    /// `NOT_CONTROLLER` from the controller the broker asked.
+    fn broker_not_controller(&mut self, id: BrokerId, from: NodeId, leader: Option<u32>) {
+        let controllers = self.config.controllers;
+        let broker = self.broker(id);
+        broker.heartbeat_outstanding = false;
+        broker.controller = leader.unwrap_or(broker.controller % controllers + 1);
+        if leader.is_some_and(|leader| NodeId::Controller(leader) != from) {
+            self.broker_send_heartbeat(id);
+        }
+    }
+
+    /// A client's `Metadata`: leaders and epochs as this broker's metadata
+    /// knows them.
+    fn broker_metadata_answer(&mut self, id: BrokerId, from: NodeId) {
+        let leaders = self.brokers[&id]
+            .metadata
+            .as_ref()
+            .map(|image| {
+                image
+                    .partitions
+                    .iter()
+                    .map(|(partition, registration)| {
+                        (partition.clone(), (registration.leader, registration.leader_epoch))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.send(NodeId::Broker(id), from, Message::MetadataResponse { leaders });
+    }
+
+    /// The controller's `AlterPartitionResponse`: the leader's new ISR, if it
+    /// is still current.
+    fn broker_alter_partition_answer(
+        &mut self,
+        id: BrokerId,
+        partition: TopicPartition,
+        result: Result<PartitionRegistration, ErrorCode>,
+    ) {
+        let broker = self.broker(id);
+        let Some(leader) = broker.leading.get_mut(&partition) else {
+            return;
+        };
+        leader.pending_isr = None;
+        if let Ok(registration) = result {
+            if registration.leader_epoch == leader.leader_epoch
+                && registration.partition_epoch >= leader.partition_epoch
+            {
+                leader.isr = registration.isr;
+                leader.partition_epoch = registration.partition_epoch;
+            }
+        }
+        self.leader_maybe_advance_hw(id, &partition, HighWatermarkTrigger::IsrChanged);
     }
 
     /// Takes on the roles the new metadata gives this broker

@@ -7,7 +7,7 @@
 //! If its coordinator is lost it keeps reading its partitions while it
 //! looks for the new one, then heartbeats on in the same generation.
 
-use crate::replication::transactions::{consume_batches, FetchedBatch, IsolationLevel};
+use crate::replication::transactions::{returned_records, IsolationLevel};
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -1010,162 +1010,16 @@ impl Simulation {
                 queue.pop_front();
             }
         }
-        let consumer = &self.consumers[id as usize];
         match message {
-            Message::MetadataResponse { leaders } => {
-                let topics = consumer.config.topics.clone();
-                let consumer = &mut self.consumers[id as usize];
-                consumer.metadata_in_flight = None;
-                consumer.metadata_at = self.now;
-                let mut counts: BTreeMap<String, u32> = BTreeMap::new();
-                for (partition, (leader, _)) in leaders {
-                    if topics.iter().any(|topic| **topic == *partition.topic) {
-                        let count = counts.entry(partition.topic.to_string()).or_insert(0);
-                        *count = (*count).max(partition.partition + 1);
-                        consumer.leaders.insert(partition, leader);
-                    }
-                }
-                if !counts.is_empty() {
-                    consumer.partition_counts = counts;
-                }
-                if self.consumer_metadata_changed(id) {
-                    return;
-                }
-                self.consumer_fetch_all(id);
-            }
-            Message::FindCoordinatorResponse { coordinator, .. } => {
-                let consumer = &mut self.consumers[id as usize];
-                if consumer.coordinator.is_some() {
-                    return;
-                }
-                if let Some(coordinator) = coordinator {
-                    consumer.coordinator = Some(coordinator);
-                    // A member that kept consuming while its coordinator was
-                    // unknown just heartbeats to the new one, which loaded
-                    // the group from __consumer_offsets: no rejoin.
-                    if consumer.phase == ConsumerPhase::FindingCoordinator {
-                        self.consumer_join(id);
-                    } else {
-                        self.consumer_fetch_positions(id);
-                        if self.consumers[id as usize].config.consumer_protocol() {
-                            self.member_heartbeat(id);
-                        }
-                    }
-                }
-            }
-            Message::JoinGroupResponse { result, member_id, .. } => match result {
-                Ok(join) => self.consumer_joined(id, join),
-                Err(ErrorCode::MemberIdRequired) => {
-                    // KIP-394: join again, with the id the coordinator gave.
-                    let consumer = &mut self.consumers[id as usize];
-                    if consumer.phase == ConsumerPhase::Joining {
-                        consumer.member_id = Some(member_id);
-                        self.consumer_join(id);
-                    }
-                }
-                Err(ErrorCode::UnknownMemberId) => {
-                    // The coordinator does not know this member (a new
-                    // coordinator without its group, or it expired): join
-                    // again as a new member (`resetStateAndGeneration`).
-                    let consumer = &mut self.consumers[id as usize];
-                    if consumer.phase == ConsumerPhase::Joining {
-                        consumer.member_id = None;
-                        self.consumer_join(id);
-                    }
-                }
-                Err(error) => self.consumer_group_error(id, error),
-            },
-            Message::SyncGroupResponse { result, .. } => match result {
-                Ok(partitions) => {
-                    let consumer = &mut self.consumers[id as usize];
-                    if consumer.phase != ConsumerPhase::Syncing {
-                        return;
-                    }
-                    consumer.phase = ConsumerPhase::Consuming;
-                    consumer.offset_fetch_in_flight = false;
-                    if consumer.cooperative() {
-                        // KIP-429 (`ConsumerCoordinator#onJoinComplete`): keep
-                        // what stays, start on what was added, and give up
-                        // what moves; if anything was given up, join again
-                        // so the next round hands it to its new owner.
-                        let revoked: Vec<TopicPartition> = consumer
-                            .assignment
-                            .iter()
-                            .filter(|partition| !partitions.contains(partition))
-                            .cloned()
-                            .collect();
-                        if !revoked.is_empty() {
-                            self.consumer_commit(id);
-                        }
-                        let consumer = &mut self.consumers[id as usize];
-                        consumer.positions.retain(|partition, _| partitions.contains(partition));
-                        consumer.resetting.retain(|partition, _| partitions.contains(partition));
-                        consumer.fetching.retain(|partition, _| partitions.contains(partition));
-                        consumer.buffer.retain(|partition, _| partitions.contains(partition));
-                        consumer.assignment = partitions;
-                        self.consumer_fetch_positions(id);
-                        self.consumer_fetch_all(id);
-                        if !revoked.is_empty() {
-                            self.consumer_join(id);
-                        }
-                    } else {
-                        consumer.assignment = partitions;
-                        // Eager protocol: every partition was revoked before
-                        // the join, so each one assigned starts from its
-                        // committed offset (`SubscriptionState#assignFromSubscribed`).
-                        consumer.positions.clear();
-                        consumer.resetting.clear();
-                        consumer.buffer.clear();
-                        self.consumer_fetch_positions(id);
-                    }
-                }
-                Err(error) => self.consumer_group_error(id, error),
-            },
+            Message::MetadataResponse { leaders } => self.consumer_metadata_answer(id, leaders),
+            Message::FindCoordinatorResponse { coordinator, .. } => self.consumer_coordinator_found(id, coordinator),
+            Message::JoinGroupResponse { result, member_id, .. } => self.consumer_join_answer(id, member_id, result),
+            Message::SyncGroupResponse { result, .. } => self.consumer_sync_answer(id, result),
             Message::HeartbeatResponse { error: Some(error), .. } => self.consumer_group_error(id, error),
             Message::ConsumerGroupHeartbeatResponse { result, .. } => self.member_answer(id, result),
             Message::OffsetFetchResponse {
                 result: Ok(offsets), ..
-            } => {
-                let reset = consumer.config.auto_offset_reset;
-                self.consumers[id as usize].offset_fetch_in_flight = false;
-                for (partition, committed) in offsets {
-                    if self.consumers[id as usize].resetting.contains_key(&partition) {
-                        continue;
-                    }
-                    match committed {
-                        Some(offset) => {
-                            let consumer = &mut self.consumers[id as usize];
-                            consumer.positions.insert(partition.clone(), offset);
-                            consumer.committed.insert(partition, offset);
-                        }
-                        None if reset == OffsetReset::Earliest => {
-                            self.consumers[id as usize].positions.insert(partition, 0);
-                        }
-                        None if reset == OffsetReset::None => {
-                            self.record(TraceKind::NoOffsetForPartition {
-                                client: Self::consumer_node(id),
-                                partition,
-                            });
-                            self.consumer_exception_stops(id);
-                            return;
-                        }
-                        None => {
-                            // Start at the end: ask the leader for its high watermark.
-                            if let Some(Some(leader)) = self.consumers[id as usize].leaders.get(&partition).copied() {
-                                self.send(
-                                    Self::consumer_node(id),
-                                    NodeId::Broker(leader),
-                                    Message::ListOffsets {
-                                        partition,
-                                        spec: OffsetSpec::Latest,
-                                    },
-                                );
-                            }
-                        }
-                    }
-                }
-                self.consumer_fetch_all(id);
-            }
+            } => self.consumer_committed_offsets(id, offsets),
             Message::OffsetFetchResponse {
                 result: Err(ErrorCode::UnstableOffsetCommit),
                 ..
@@ -1179,23 +1033,7 @@ impl Simulation {
             Message::ListOffsetsResponse {
                 partition,
                 result: Ok(offset),
-            } => {
-                let consumer = &mut self.consumers[id as usize];
-                if let Some((_, from)) = consumer.resetting.remove(&partition) {
-                    if consumer.assignment.contains(&partition) {
-                        consumer.positions.insert(partition.clone(), offset);
-                        consumer.last_resets.insert(partition.clone(), (from, offset));
-                        self.record(TraceKind::OffsetReset {
-                            client: Self::consumer_node(id),
-                            partition,
-                            offset,
-                        });
-                    }
-                } else if consumer.assignment.contains(&partition) {
-                    consumer.positions.entry(partition).or_insert(offset);
-                }
-                self.consumer_fetch_all(id);
-            }
+            } => self.consumer_list_offsets_answer(id, partition, offset),
             Message::OffsetCommitResponse { result: Ok(()), .. } => {
                 let consumer = &mut self.consumers[id as usize];
                 if let Some(offsets) = consumer.pending_commits.pop_front() {
@@ -1204,21 +1042,7 @@ impl Simulation {
                 self.member_commit_settled(id);
                 self.consumer_sync_commit_settled(id);
             }
-            Message::OffsetCommitResponse { result: Err(error), .. } => {
-                let consumer = &mut self.consumers[id as usize];
-                consumer.pending_commits.pop_front();
-                self.consumer_sync_commit_settled(id);
-                let consumer = &mut self.consumers[id as usize];
-                let modern = consumer.config.consumer_protocol();
-                self.member_commit_settled(id);
-                // A consumer-protocol member learns about its membership
-                // from its heartbeats: a commit refused with a stale epoch
-                // or an unknown member is only a failed commit.
-                let membership = matches!(error, ErrorCode::StaleMemberEpoch | ErrorCode::UnknownMemberId);
-                if !(modern && membership) {
-                    self.consumer_group_error(id, error);
-                }
-            }
+            Message::OffsetCommitResponse { result: Err(error), .. } => self.consumer_commit_failed(id, error),
             Message::ConsumerFetchResponse {
                 partition,
                 records,
@@ -1250,6 +1074,209 @@ impl Simulation {
             }
             Message::ConnectionClosed => self.consumer_connection_closed(id, from),
             _ => {}
+        }
+    }
+
+    /// A `MetadataResponse`: the leaders and partition counts of the
+    /// consumer's topics.
+    fn consumer_metadata_answer(&mut self, id: u32, leaders: BTreeMap<TopicPartition, (Option<BrokerId>, u32)>) {
+        let topics = self.consumers[id as usize].config.topics.clone();
+        let consumer = &mut self.consumers[id as usize];
+        consumer.metadata_in_flight = None;
+        consumer.metadata_at = self.now;
+        let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+        for (partition, (leader, _)) in leaders {
+            if topics.iter().any(|topic| **topic == *partition.topic) {
+                let count = counts.entry(partition.topic.to_string()).or_insert(0);
+                *count = (*count).max(partition.partition + 1);
+                consumer.leaders.insert(partition, leader);
+            }
+        }
+        if !counts.is_empty() {
+            consumer.partition_counts = counts;
+        }
+        if self.consumer_metadata_changed(id) {
+            return;
+        }
+        self.consumer_fetch_all(id);
+    }
+
+    /// A `FindCoordinatorResponse`: join the group, or go on with a
+    /// coordinator found again.
+    fn consumer_coordinator_found(&mut self, id: u32, coordinator: Option<BrokerId>) {
+        let consumer = &mut self.consumers[id as usize];
+        if consumer.coordinator.is_some() {
+            return;
+        }
+        if let Some(coordinator) = coordinator {
+            consumer.coordinator = Some(coordinator);
+            // A member that kept consuming while its coordinator was
+            // unknown just heartbeats to the new one, which loaded
+            // the group from __consumer_offsets: no rejoin.
+            if consumer.phase == ConsumerPhase::FindingCoordinator {
+                self.consumer_join(id);
+            } else {
+                self.consumer_fetch_positions(id);
+                if self.consumers[id as usize].config.consumer_protocol() {
+                    self.member_heartbeat(id);
+                }
+            }
+        }
+    }
+
+    /// A `JoinGroupResponse`: the new generation, or what its error asks for.
+    fn consumer_join_answer(&mut self, id: u32, member_id: String, result: Result<JoinResult, ErrorCode>) {
+        match result {
+            Ok(join) => self.consumer_joined(id, join),
+            Err(ErrorCode::MemberIdRequired) => {
+                // KIP-394: join again, with the id the coordinator gave.
+                let consumer = &mut self.consumers[id as usize];
+                if consumer.phase == ConsumerPhase::Joining {
+                    consumer.member_id = Some(member_id);
+                    self.consumer_join(id);
+                }
+            }
+            Err(ErrorCode::UnknownMemberId) => {
+                // The coordinator does not know this member (a new
+                // coordinator without its group, or it expired): join
+                // again as a new member (`resetStateAndGeneration`).
+                let consumer = &mut self.consumers[id as usize];
+                if consumer.phase == ConsumerPhase::Joining {
+                    consumer.member_id = None;
+                    self.consumer_join(id);
+                }
+            }
+            Err(error) => self.consumer_group_error(id, error),
+        }
+    }
+
+    /// A `SyncGroupResponse`: the member's partitions for the generation.
+    fn consumer_sync_answer(&mut self, id: u32, result: Result<Vec<TopicPartition>, ErrorCode>) {
+        match result {
+            Ok(partitions) => {
+                let consumer = &mut self.consumers[id as usize];
+                if consumer.phase != ConsumerPhase::Syncing {
+                    return;
+                }
+                consumer.phase = ConsumerPhase::Consuming;
+                consumer.offset_fetch_in_flight = false;
+                if consumer.cooperative() {
+                    // KIP-429 (`ConsumerCoordinator#onJoinComplete`): keep
+                    // what stays, start on what was added, and give up
+                    // what moves; if anything was given up, join again
+                    // so the next round hands it to its new owner.
+                    let revoked: Vec<TopicPartition> = consumer
+                        .assignment
+                        .iter()
+                        .filter(|partition| !partitions.contains(partition))
+                        .cloned()
+                        .collect();
+                    if !revoked.is_empty() {
+                        self.consumer_commit(id);
+                    }
+                    let consumer = &mut self.consumers[id as usize];
+                    consumer.positions.retain(|partition, _| partitions.contains(partition));
+                    consumer.resetting.retain(|partition, _| partitions.contains(partition));
+                    consumer.fetching.retain(|partition, _| partitions.contains(partition));
+                    consumer.buffer.retain(|partition, _| partitions.contains(partition));
+                    consumer.assignment = partitions;
+                    self.consumer_fetch_positions(id);
+                    self.consumer_fetch_all(id);
+                    if !revoked.is_empty() {
+                        self.consumer_join(id);
+                    }
+                } else {
+                    consumer.assignment = partitions;
+                    // Eager protocol: every partition was revoked before
+                    // the join, so each one assigned starts from its
+                    // committed offset (`SubscriptionState#assignFromSubscribed`).
+                    consumer.positions.clear();
+                    consumer.resetting.clear();
+                    consumer.buffer.clear();
+                    self.consumer_fetch_positions(id);
+                }
+            }
+            Err(error) => self.consumer_group_error(id, error),
+        }
+    }
+
+    /// An `OffsetFetchResponse`: each partition starts at its committed
+    /// offset, or where `auto.offset.reset` says.
+    fn consumer_committed_offsets(&mut self, id: u32, offsets: Vec<(TopicPartition, Option<Offset>)>) {
+        let reset = self.consumers[id as usize].config.auto_offset_reset;
+        self.consumers[id as usize].offset_fetch_in_flight = false;
+        for (partition, committed) in offsets {
+            if self.consumers[id as usize].resetting.contains_key(&partition) {
+                continue;
+            }
+            match committed {
+                Some(offset) => {
+                    let consumer = &mut self.consumers[id as usize];
+                    consumer.positions.insert(partition.clone(), offset);
+                    consumer.committed.insert(partition, offset);
+                }
+                None if reset == OffsetReset::Earliest => {
+                    self.consumers[id as usize].positions.insert(partition, 0);
+                }
+                None if reset == OffsetReset::None => {
+                    self.record(TraceKind::NoOffsetForPartition {
+                        client: Self::consumer_node(id),
+                        partition,
+                    });
+                    self.consumer_exception_stops(id);
+                    return;
+                }
+                None => {
+                    // Start at the end: ask the leader for its high watermark.
+                    if let Some(Some(leader)) = self.consumers[id as usize].leaders.get(&partition).copied() {
+                        self.send(
+                            Self::consumer_node(id),
+                            NodeId::Broker(leader),
+                            Message::ListOffsets {
+                                partition,
+                                spec: OffsetSpec::Latest,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        self.consumer_fetch_all(id);
+    }
+
+    /// A `ListOffsetsResponse`: where a partition being reset starts.
+    fn consumer_list_offsets_answer(&mut self, id: u32, partition: TopicPartition, offset: Offset) {
+        let consumer = &mut self.consumers[id as usize];
+        if let Some((_, from)) = consumer.resetting.remove(&partition) {
+            if consumer.assignment.contains(&partition) {
+                consumer.positions.insert(partition.clone(), offset);
+                consumer.last_resets.insert(partition.clone(), (from, offset));
+                self.record(TraceKind::OffsetReset {
+                    client: Self::consumer_node(id),
+                    partition,
+                    offset,
+                });
+            }
+        } else if consumer.assignment.contains(&partition) {
+            consumer.positions.entry(partition).or_insert(offset);
+        }
+        self.consumer_fetch_all(id);
+    }
+
+    /// An `OffsetCommitResponse` with an error.
+    fn consumer_commit_failed(&mut self, id: u32, error: ErrorCode) {
+        let consumer = &mut self.consumers[id as usize];
+        consumer.pending_commits.pop_front();
+        self.consumer_sync_commit_settled(id);
+        let consumer = &mut self.consumers[id as usize];
+        let modern = consumer.config.consumer_protocol();
+        self.member_commit_settled(id);
+        // A consumer-protocol member learns about its membership
+        // from its heartbeats: a commit refused with a stale epoch
+        // or an unknown member is only a failed commit.
+        let membership = matches!(error, ErrorCode::StaleMemberEpoch | ErrorCode::UnknownMemberId);
+        if !(modern && membership) {
+            self.consumer_group_error(id, error);
         }
     }
 
@@ -2088,11 +2115,6 @@ impl Simulation {
     }
 }
 
-/// What a consumer at `isolation` returns from fetched records from
-/// `position` on, and where its position goes once they are returned
-/// (`CompletedFetch#fetchRecords`): control records never, and for
-/// `read_committed` no record of an aborted transaction (see
-/// [`consume_batches`]).
 /// A consumer fetch's answer, as `consumer_fetched` takes it.
 #[derive(Debug, Default)]
 struct FetchAnswer {
@@ -2102,35 +2124,6 @@ struct FetchAnswer {
     aborted: Vec<(u64, Offset)>,
     fetch_offset: Offset,
     next_offset: Offset,
-}
-
-pub(crate) fn returned_records(
-    records: Vec<super::types::Record>,
-    isolation: IsolationLevel,
-    aborted: &[(u64, Offset)],
-    position: Offset,
-) -> (Vec<super::types::Record>, Offset) {
-    let mut batches: Vec<FetchedBatch> = Vec::new();
-    for (index, record) in records.iter().enumerate() {
-        let continues = index > 0 && record.batch.is_some() && records[index - 1].batch == record.batch;
-        match batches.last_mut() {
-            Some(batch) if continues => batch.last_offset = record.offset,
-            _ => batches.push(FetchedBatch {
-                base_offset: record.offset,
-                last_offset: record.offset,
-                producer_id: record.batch.map(|batch| batch.producer_id),
-                transactional: record.batch.is_some_and(|batch| batch.transactional),
-                control: record.batch.and_then(|batch| batch.marker).map(|marker| marker.control),
-            }),
-        }
-    }
-    let (offsets, next_offset) = consume_batches(&batches, isolation, aborted, position);
-    let returned: std::collections::BTreeSet<Offset> = offsets.into_iter().collect();
-    let records = records
-        .into_iter()
-        .filter(|record| returned.contains(&record.offset))
-        .collect();
-    (records, next_offset.max(position))
 }
 
 #[cfg(test)]

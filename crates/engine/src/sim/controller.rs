@@ -5,9 +5,7 @@
 //! Every change moves the metadata log offset forward; brokers learn it by
 //! fetching the metadata log once it is committed (see [`super::quorum`]).
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use serde::Serialize;
+use std::collections::BTreeSet;
 
 use crate::controller::partition_change::{
     Election, LeaderRecovery, PartitionChange, PartitionChangeRecord, PartitionRegistration,
@@ -16,118 +14,10 @@ use crate::protocol::{BrokerId, TopicPartition};
 
 use super::config::{ElectionType, PartitionRef};
 use super::trace::{BrokerChange, ChangeReason, FencingReason, TraceKind};
-use super::types::{ErrorCode, Message, MetadataImage, MetadataRecord, NodeId};
+use super::types::{ErrorCode, Message, NodeId};
 use super::Simulation;
 
-/// What the controller knows about a broker.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct BrokerRegistrationState {
-    /// The broker epoch: the metadata offset of its registration.
-    pub epoch: u64,
-    /// Fenced brokers lead nothing and are in no ISR.
-    pub fenced: bool,
-    /// The process incarnation that registered (a restart is a new one).
-    pub incarnation: u32,
-    /// In a controlled shutdown: leadership and ISR membership are moving
-    /// off it, and it may not be elected.
-    pub in_controlled_shutdown: bool,
-}
-
-/// The controller's state.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Controller {
-    /// The metadata log offset.
-    pub offset: u64,
-    /// Every partition.
-    pub partitions: BTreeMap<TopicPartition, PartitionRegistration>,
-    /// Registered brokers.
-    pub brokers: BTreeMap<BrokerId, BrokerRegistrationState>,
-    /// Leader elections committed.
-    pub elections: u64,
-    /// `unclean.leader.election.enable`, cluster-wide.
-    pub unclean_leader_election_enable: bool,
-}
-
-impl Controller {
-    /// Brokers that may lead: registered, unfenced and not shutting down
-    /// (`ClusterControlManager#isActive`).
-    pub fn acceptable(&self) -> BTreeSet<BrokerId> {
-        self.brokers
-            .iter()
-            .filter(|(_, state)| !state.fenced && !state.in_controlled_shutdown)
-            .map(|(&id, _)| id)
-            .collect()
-    }
-
-    /// The image brokers receive.
-    pub fn image(&self) -> MetadataImage {
-        MetadataImage {
-            offset: self.offset,
-            partitions: self.partitions.clone(),
-            fenced: self
-                .brokers
-                .iter()
-                .filter(|(_, state)| state.fenced)
-                .map(|(&id, _)| id)
-                .collect(),
-            registered: self.brokers.keys().copied().collect(),
-        }
-    }
-}
-
-/// The records that turn `before` into `after` (what one metadata log entry
-/// stands for); a new leader's first entry with no change is its
-/// `LeaderChangeMessage`.
-pub fn records_between(before: &Controller, after: &Controller, first_of_epoch: bool) -> Vec<MetadataRecord> {
-    let mut records = Vec::new();
-    if first_of_epoch {
-        records.push(MetadataRecord::LeaderChange);
-    }
-    if before.unclean_leader_election_enable != after.unclean_leader_election_enable {
-        records.push(MetadataRecord::Config {
-            name: "unclean.leader.election.enable".to_string(),
-            value: after.unclean_leader_election_enable.to_string(),
-        });
-    }
-    for (&broker, state) in &after.brokers {
-        match before.brokers.get(&broker) {
-            Some(old) if old.epoch == state.epoch => {
-                let fenced = (old.fenced != state.fenced).then_some(state.fenced);
-                let in_controlled_shutdown = (old.in_controlled_shutdown != state.in_controlled_shutdown)
-                    .then_some(state.in_controlled_shutdown);
-                if fenced.is_some() || in_controlled_shutdown.is_some() {
-                    records.push(MetadataRecord::BrokerRegistrationChange {
-                        broker,
-                        fenced,
-                        in_controlled_shutdown,
-                    });
-                }
-            }
-            _ => records.push(MetadataRecord::RegisterBroker {
-                broker,
-                broker_epoch: state.epoch,
-            }),
-        }
-    }
-    for (partition, registration) in &after.partitions {
-        match before.partitions.get(partition) {
-            None => records.push(MetadataRecord::Partition {
-                partition: partition.clone(),
-                replicas: registration.replicas.clone(),
-            }),
-            Some(old) if old != registration => records.push(MetadataRecord::PartitionChange {
-                partition: partition.clone(),
-                leader: registration.leader,
-                isr: registration.isr.clone(),
-                elr: registration.elr.clone(),
-                leader_epoch: registration.leader_epoch,
-                partition_epoch: registration.partition_epoch,
-            }),
-            Some(_) => {}
-        }
-    }
-    records
-}
+pub use crate::protocol::metadata::{records_between, BrokerRegistrationState, Controller};
 
 /// A new partition led by the first of its ISR
 /// (`buildPartitionRegistration` for a new topic or added partition).
@@ -426,136 +316,13 @@ impl Simulation {
                 broker,
                 incarnation,
                 previous_broker_epoch,
-            } => {
-                let now = self.now;
-                let session = self.config.broker_session_timeout_ms;
-                let last_heartbeat = self
-                    .controller_sender
-                    .and_then(|id| self.quorum.nodes.get(&id))
-                    .and_then(|node| node.heartbeats.get(&broker).copied());
-                match self.controller.brokers.get(&broker) {
-                    // The same process registering again keeps its epoch
-                    // and fencing state (`ClusterControlManager#registerBroker`).
-                    Some(state) if state.incarnation == incarnation => {
-                        let epoch = state.epoch;
-                        self.note_heartbeat(broker);
-                        self.send(me, from, Message::BrokerRegistrationResponse { result: Ok(epoch) });
-                        return;
-                    }
-                    // Another incarnation while the old one's session is still
-                    // valid: refused until it expires, so a restarted broker
-                    // cannot take over the old one's leaderships.
-                    Some(state)
-                        if !state.fenced
-                            && last_heartbeat.is_some_and(|heard| now.saturating_sub(heard) <= session) =>
-                    {
-                        self.send(
-                            me,
-                            from,
-                            Message::BrokerRegistrationResponse {
-                                result: Err(ErrorCode::DuplicateBrokerRegistration),
-                            },
-                        );
-                        return;
-                    }
-                    // A new incarnation whose last shutdown was not a clean
-                    // one with its current epoch (`ClusterControlManager#registerBroker`
-                    // → `handleBrokerUncleanShutdown`): it may have lost
-                    // what it had not flushed, so it leaves every ISR (as
-                    // far as the ISR may shrink) and may not lead, before
-                    // its new registration is written.
-                    Some(state) if previous_broker_epoch != Some(state.epoch) => {
-                        self.controller_unclean_shutdown(broker);
-                    }
-                    _ => {}
-                }
-                self.note_heartbeat(broker);
-                self.controller.offset += 1;
-                let epoch = self.controller.offset;
-                self.controller.brokers.insert(
-                    broker,
-                    BrokerRegistrationState {
-                        epoch,
-                        fenced: true,
-                        incarnation,
-                        in_controlled_shutdown: false,
-                    },
-                );
-                self.send(me, from, Message::BrokerRegistrationResponse { result: Ok(epoch) });
-            }
+            } => self.controller_register_broker(me, from, broker, incarnation, previous_broker_epoch),
             Message::BrokerHeartbeat {
                 broker,
                 broker_epoch,
                 metadata_offset,
                 want_shut_down,
-            } => {
-                let Some(state) = self.controller.brokers.get_mut(&broker) else {
-                    return;
-                };
-                if state.epoch != broker_epoch {
-                    return;
-                }
-                self.note_heartbeat(broker);
-                let state = &self.controller.brokers[&broker];
-                let leads = |simulation: &Simulation| {
-                    simulation
-                        .controller
-                        .partitions
-                        .values()
-                        .any(|registration| registration.leader == Some(broker))
-                };
-                let mut should_shut_down = false;
-                if want_shut_down {
-                    // `BrokerHeartbeatManager#calculateNextBrokerState`: a fenced
-                    // broker, or one that leads nothing, may stop at once
-                    // (SHUTDOWN_NOW, and it is fenced); one that leads enters
-                    // CONTROLLED_SHUTDOWN: its leaderships and ISR places move
-                    // to others first.
-                    if state.fenced || !leads(self) {
-                        should_shut_down = true;
-                        if !state.fenced {
-                            self.controller_fence(broker, FencingReason::ControlledShutdownDone);
-                        }
-                    } else if !state.in_controlled_shutdown {
-                        self.controller
-                            .brokers
-                            .get_mut(&broker)
-                            .expect("registered")
-                            .in_controlled_shutdown = true;
-                        self.controller.offset += 1;
-                        self.record(TraceKind::BrokerStatus {
-                            broker,
-                            status: BrokerChange::InControlledShutdown,
-                        });
-                        self.controller_move_off(broker, ChangeReason::BrokerShuttingDown { broker });
-                    }
-                } else if state.fenced && metadata_offset >= state.epoch {
-                    // Unfence once the broker has caught up with its own registration.
-                    self.controller.brokers.get_mut(&broker).expect("registered").fenced = false;
-                    self.controller.offset += 1;
-                    self.record(TraceKind::BrokerFencing {
-                        broker,
-                        fenced: false,
-                        reason: FencingReason::CaughtUp {
-                            metadata_offset,
-                            broker_epoch,
-                        },
-                    });
-                    self.controller_elect_leaderless(ChangeReason::BrokerUnfenced { broker });
-                }
-                let state = &self.controller.brokers[&broker];
-                let (fenced, in_controlled_shutdown) = (state.fenced, state.in_controlled_shutdown);
-                self.send(
-                    me,
-                    from,
-                    Message::BrokerHeartbeatResponse {
-                        broker_epoch,
-                        fenced,
-                        in_controlled_shutdown,
-                        should_shut_down,
-                    },
-                );
-            }
+            } => self.controller_broker_heartbeat(me, from, broker, broker_epoch, metadata_offset, want_shut_down),
             Message::AlterPartition {
                 partition,
                 leader,
@@ -576,6 +343,152 @@ impl Simulation {
             }
             _ => {}
         }
+    }
+
+    /// `BrokerRegistration`: a new broker epoch, the same one for the same
+    /// process, or `DUPLICATE_BROKER_REGISTRATION` while another incarnation's
+    /// session lasts (`ClusterControlManager#registerBroker`).
+    fn controller_register_broker(
+        &mut self,
+        me: NodeId,
+        from: NodeId,
+        broker: BrokerId,
+        incarnation: u32,
+        previous_broker_epoch: Option<u64>,
+    ) {
+        let now = self.now;
+        let session = self.config.broker_session_timeout_ms;
+        let last_heartbeat = self
+            .controller_sender
+            .and_then(|id| self.quorum.nodes.get(&id))
+            .and_then(|node| node.heartbeats.get(&broker).copied());
+        match self.controller.brokers.get(&broker) {
+            // The same process registering again keeps its epoch
+            // and fencing state (`ClusterControlManager#registerBroker`).
+            Some(state) if state.incarnation == incarnation => {
+                let epoch = state.epoch;
+                self.note_heartbeat(broker);
+                self.send(me, from, Message::BrokerRegistrationResponse { result: Ok(epoch) });
+                return;
+            }
+            // Another incarnation while the old one's session is still
+            // valid: refused until it expires, so a restarted broker
+            // cannot take over the old one's leaderships.
+            Some(state)
+                if !state.fenced && last_heartbeat.is_some_and(|heard| now.saturating_sub(heard) <= session) =>
+            {
+                self.send(
+                    me,
+                    from,
+                    Message::BrokerRegistrationResponse {
+                        result: Err(ErrorCode::DuplicateBrokerRegistration),
+                    },
+                );
+                return;
+            }
+            // A new incarnation whose last shutdown was not a clean
+            // one with its current epoch (`ClusterControlManager#registerBroker`
+            // → `handleBrokerUncleanShutdown`): it may have lost
+            // what it had not flushed, so it leaves every ISR (as
+            // far as the ISR may shrink) and may not lead, before
+            // its new registration is written.
+            Some(state) if previous_broker_epoch != Some(state.epoch) => {
+                self.controller_unclean_shutdown(broker);
+            }
+            _ => {}
+        }
+        self.note_heartbeat(broker);
+        self.controller.offset += 1;
+        let epoch = self.controller.offset;
+        self.controller.brokers.insert(
+            broker,
+            BrokerRegistrationState {
+                epoch,
+                fenced: true,
+                incarnation,
+                in_controlled_shutdown: false,
+            },
+        );
+        self.send(me, from, Message::BrokerRegistrationResponse { result: Ok(epoch) });
+    }
+
+    /// `BrokerHeartbeat`: the broker's session goes on; it is unfenced once
+    /// caught up, and a controlled shutdown moves on.
+    fn controller_broker_heartbeat(
+        &mut self,
+        me: NodeId,
+        from: NodeId,
+        broker: BrokerId,
+        broker_epoch: u64,
+        metadata_offset: u64,
+        want_shut_down: bool,
+    ) {
+        let Some(state) = self.controller.brokers.get_mut(&broker) else {
+            return;
+        };
+        if state.epoch != broker_epoch {
+            return;
+        }
+        self.note_heartbeat(broker);
+        let state = &self.controller.brokers[&broker];
+        let leads = |simulation: &Simulation| {
+            simulation
+                .controller
+                .partitions
+                .values()
+                .any(|registration| registration.leader == Some(broker))
+        };
+        let mut should_shut_down = false;
+        if want_shut_down {
+            // `BrokerHeartbeatManager#calculateNextBrokerState`: a fenced
+            // broker, or one that leads nothing, may stop at once
+            // (SHUTDOWN_NOW, and it is fenced); one that leads enters
+            // CONTROLLED_SHUTDOWN: its leaderships and ISR places move
+            // to others first.
+            if state.fenced || !leads(self) {
+                should_shut_down = true;
+                if !state.fenced {
+                    self.controller_fence(broker, FencingReason::ControlledShutdownDone);
+                }
+            } else if !state.in_controlled_shutdown {
+                self.controller
+                    .brokers
+                    .get_mut(&broker)
+                    .expect("registered")
+                    .in_controlled_shutdown = true;
+                self.controller.offset += 1;
+                self.record(TraceKind::BrokerStatus {
+                    broker,
+                    status: BrokerChange::InControlledShutdown,
+                });
+                self.controller_move_off(broker, ChangeReason::BrokerShuttingDown { broker });
+            }
+        } else if state.fenced && metadata_offset >= state.epoch {
+            // Unfence once the broker has caught up with its own registration.
+            self.controller.brokers.get_mut(&broker).expect("registered").fenced = false;
+            self.controller.offset += 1;
+            self.record(TraceKind::BrokerFencing {
+                broker,
+                fenced: false,
+                reason: FencingReason::CaughtUp {
+                    metadata_offset,
+                    broker_epoch,
+                },
+            });
+            self.controller_elect_leaderless(ChangeReason::BrokerUnfenced { broker });
+        }
+        let state = &self.controller.brokers[&broker];
+        let (fenced, in_controlled_shutdown) = (state.fenced, state.in_controlled_shutdown);
+        self.send(
+            me,
+            from,
+            Message::BrokerHeartbeatResponse {
+                broker_epoch,
+                fenced,
+                in_controlled_shutdown,
+                should_shut_down,
+            },
+        );
     }
 
     fn controller_alter_partition(

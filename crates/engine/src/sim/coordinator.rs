@@ -48,7 +48,7 @@ use crate::groups::consumer::{
 use crate::groups::coordinator_partition;
 use crate::protocol::{BrokerId, Offset, TopicPartition};
 
-use super::broker::ParkedReply;
+use super::purgatory::ParkedReply;
 use super::trace::{HighWatermarkTrigger, MemberAssignment, RebalanceReason, TraceKind};
 use super::types::{BatchSequence, ErrorCode, JoinResult, MemberEpochAnswer, Message, NodeId, Record};
 use super::{Simulation, Timer};
@@ -311,25 +311,7 @@ impl Simulation {
         let now = self.now;
         let group = match message {
             Message::FindCoordinator { group } => {
-                let partition = self.offsets_partition(group);
-                let known = self.brokers[&id]
-                    .metadata
-                    .as_ref()
-                    .and_then(|image| image.partitions.get(&partition));
-                let coordinator = known.and_then(|registration| registration.leader);
-                if known.is_none() {
-                    // The first group of a cluster: `__consumer_offsets` is
-                    // created now, and found on a later lookup.
-                    self.controller_create_offsets_topic();
-                }
-                self.send(
-                    node,
-                    from,
-                    Message::FindCoordinatorResponse {
-                        group: group.clone(),
-                        coordinator,
-                    },
-                );
+                self.coordinator_find(id, from, group);
                 return true;
             }
             Message::JoinGroup { group, .. }
@@ -348,43 +330,7 @@ impl Simulation {
             return true;
         }
         if let Message::OffsetFetch { partitions, .. } = message {
-            let shard = &self.brokers[&id].coordinators[&partition].shard;
-            // Consumers fetch with `requireStable` (KIP-447): offsets a
-            // transaction has not decided yet are not answered.
-            let unstable = partitions
-                .iter()
-                .any(|tp| shard.has_pending_transactional_offsets(&group, &tp.topic, tp.partition));
-            if unstable {
-                self.send(
-                    node,
-                    from,
-                    Message::OffsetFetchResponse {
-                        group,
-                        result: Err(ErrorCode::UnstableOffsetCommit),
-                    },
-                );
-                return true;
-            }
-            let committed = self.brokers[&id].coordinators[&partition]
-                .shard
-                .committed_offsets(&group);
-            let result = partitions
-                .iter()
-                .map(|tp| {
-                    let offset = committed
-                        .get(&(tp.topic.to_string(), tp.partition))
-                        .and_then(|offset| u64::try_from(*offset).ok());
-                    (tp.clone(), offset)
-                })
-                .collect();
-            self.send(
-                node,
-                from,
-                Message::OffsetFetchResponse {
-                    group,
-                    result: Ok(result),
-                },
-            );
+            self.coordinator_offset_fetch(id, from, &partition, group, partitions);
             return true;
         }
         if let Message::JoinGroup {
@@ -434,104 +380,84 @@ impl Simulation {
         let request = coordinator.next_request;
         coordinator.requests.insert(request, (from, group.clone(), connection));
         let shard = &mut coordinator.shard;
-        let output = match message {
-            Message::JoinGroup {
-                member_id,
-                instance,
-                session_timeout_ms,
-                rebalance_timeout_ms,
-                topics,
-                owned,
-                assignor,
-                ..
-            } => {
-                let join = JoinRequest {
-                    group_id: group,
-                    member_id: member_id.clone().unwrap_or_default(),
-                    group_instance_id: instance.clone(),
-                    session_timeout_ms: *session_timeout_ms,
-                    rebalance_timeout_ms: *rebalance_timeout_ms,
-                    protocol_type: "consumer".to_string(),
-                    protocols: vec![Protocol {
-                        name: assignor.clone(),
-                        metadata: encode_subscription(topics, owned),
-                    }],
-                    client_id: from.to_string(),
-                };
-                shard.join(request, &join)
-            }
-            Message::SyncGroup {
-                generation,
-                member_id,
-                instance,
-                assignment,
-                ..
-            } => {
-                let sync = SyncRequest {
-                    group_id: group,
-                    member_id: member_id.clone(),
-                    group_instance_id: instance.clone(),
-                    generation: *generation as i32,
-                    assignments: assignment
-                        .iter()
-                        .flatten()
-                        .map(|(member, partitions)| (member.clone(), encode_assignment(partitions)))
-                        .collect(),
-                };
-                shard.sync(request, &sync)
-            }
-            Message::Heartbeat {
-                generation,
-                member_id,
-                instance,
-                ..
-            } => {
-                let identity = MemberIdentity::new(member_id, instance.as_deref());
-                shard.heartbeat(request, &group, &identity, *generation as i32)
-            }
-            Message::LeaveGroup {
-                member_id, instance, ..
-            } => {
-                let identity = MemberIdentity::new(member_id, instance.as_deref());
-                shard.leave(request, &group, &[identity])
-            }
-            Message::OffsetCommit {
-                generation,
-                member_id,
-                instance,
-                offsets,
-                ..
-            } => {
-                let identity = MemberIdentity::new(member_id, instance.as_deref());
-                let offsets = shard_offsets(offsets);
-                shard.commit(request, &group, &identity, *generation as i32, &offsets)
-            }
-            Message::TxnOffsetCommit {
-                request: client_request,
-                producer_id,
-                epoch,
-                generation,
-                member_id,
-                instance,
-                offsets,
-                ..
-            } => {
-                let identity = MemberIdentity::new(member_id, instance.as_deref());
-                let offsets = shard_offsets(offsets);
-                shard.commit_transactional(
-                    request,
-                    *client_request,
-                    &group,
-                    &identity,
-                    *generation,
-                    (*producer_id, *epoch),
-                    &offsets,
-                )
-            }
-            _ => Output::default(),
-        };
+        let output = classic_request(shard, request, group, from, message);
         self.coordinator_route(id, &partition, output);
         true
+    }
+
+    /// `FindCoordinator`: the leader of the group's `__consumer_offsets`
+    /// partition as this broker's metadata knows it.
+    fn coordinator_find(&mut self, id: BrokerId, from: NodeId, group: &str) {
+        let node = NodeId::Broker(id);
+        let partition = self.offsets_partition(group);
+        let known = self.brokers[&id]
+            .metadata
+            .as_ref()
+            .and_then(|image| image.partitions.get(&partition));
+        let coordinator = known.and_then(|registration| registration.leader);
+        if known.is_none() {
+            // The first group of a cluster: `__consumer_offsets` is
+            // created now, and found on a later lookup.
+            self.controller_create_offsets_topic();
+        }
+        self.send(
+            node,
+            from,
+            Message::FindCoordinatorResponse {
+                group: group.to_string(),
+                coordinator,
+            },
+        );
+    }
+
+    /// `OffsetFetch`: the group's committed offsets for `partitions`, or
+    /// `UNSTABLE_OFFSET_COMMIT` while a transaction has some pending.
+    fn coordinator_offset_fetch(
+        &mut self,
+        id: BrokerId,
+        from: NodeId,
+        partition: &TopicPartition,
+        group: String,
+        partitions: &[TopicPartition],
+    ) {
+        let node = NodeId::Broker(id);
+        let shard = &self.brokers[&id].coordinators[partition].shard;
+        // Consumers fetch with `requireStable` (KIP-447): offsets a
+        // transaction has not decided yet are not answered.
+        let unstable = partitions
+            .iter()
+            .any(|tp| shard.has_pending_transactional_offsets(&group, &tp.topic, tp.partition));
+        if unstable {
+            self.send(
+                node,
+                from,
+                Message::OffsetFetchResponse {
+                    group,
+                    result: Err(ErrorCode::UnstableOffsetCommit),
+                },
+            );
+            return;
+        }
+        let committed = self.brokers[&id].coordinators[partition]
+            .shard
+            .committed_offsets(&group);
+        let result = partitions
+            .iter()
+            .map(|tp| {
+                let offset = committed
+                    .get(&(tp.topic.to_string(), tp.partition))
+                    .and_then(|offset| u64::try_from(*offset).ok());
+                (tp.clone(), offset)
+            })
+            .collect();
+        self.send(
+            node,
+            from,
+            Message::OffsetFetchResponse {
+                group,
+                result: Ok(result),
+            },
+        );
     }
 
     /// A `ConsumerGroupHeartbeat` goes to the consumer shard; its records
@@ -1386,6 +1312,114 @@ impl Simulation {
             self.coordinator_route_consumer(id, partition, &group, output, None, reason);
         }
         self.coordinator_arm(id, partition);
+    }
+}
+
+/// Hands a classic-protocol request (or a transactional offset commit) to
+/// the group's shard as request `request`; its answers and records come
+/// back in the output.
+fn classic_request(
+    shard: &mut ClassicShard,
+    request: RequestId,
+    group: String,
+    from: NodeId,
+    message: &Message,
+) -> Output {
+    match message {
+        Message::JoinGroup {
+            member_id,
+            instance,
+            session_timeout_ms,
+            rebalance_timeout_ms,
+            topics,
+            owned,
+            assignor,
+            ..
+        } => {
+            let join = JoinRequest {
+                group_id: group,
+                member_id: member_id.clone().unwrap_or_default(),
+                group_instance_id: instance.clone(),
+                session_timeout_ms: *session_timeout_ms,
+                rebalance_timeout_ms: *rebalance_timeout_ms,
+                protocol_type: "consumer".to_string(),
+                protocols: vec![Protocol {
+                    name: assignor.clone(),
+                    metadata: encode_subscription(topics, owned),
+                }],
+                client_id: from.to_string(),
+            };
+            shard.join(request, &join)
+        }
+        Message::SyncGroup {
+            generation,
+            member_id,
+            instance,
+            assignment,
+            ..
+        } => {
+            let sync = SyncRequest {
+                group_id: group,
+                member_id: member_id.clone(),
+                group_instance_id: instance.clone(),
+                generation: *generation as i32,
+                assignments: assignment
+                    .iter()
+                    .flatten()
+                    .map(|(member, partitions)| (member.clone(), encode_assignment(partitions)))
+                    .collect(),
+            };
+            shard.sync(request, &sync)
+        }
+        Message::Heartbeat {
+            generation,
+            member_id,
+            instance,
+            ..
+        } => {
+            let identity = MemberIdentity::new(member_id, instance.as_deref());
+            shard.heartbeat(request, &group, &identity, *generation as i32)
+        }
+        Message::LeaveGroup {
+            member_id, instance, ..
+        } => {
+            let identity = MemberIdentity::new(member_id, instance.as_deref());
+            shard.leave(request, &group, &[identity])
+        }
+        Message::OffsetCommit {
+            generation,
+            member_id,
+            instance,
+            offsets,
+            ..
+        } => {
+            let identity = MemberIdentity::new(member_id, instance.as_deref());
+            let offsets = shard_offsets(offsets);
+            shard.commit(request, &group, &identity, *generation as i32, &offsets)
+        }
+        Message::TxnOffsetCommit {
+            request: client_request,
+            producer_id,
+            epoch,
+            generation,
+            member_id,
+            instance,
+            offsets,
+            ..
+        } => {
+            let identity = MemberIdentity::new(member_id, instance.as_deref());
+            let offsets = shard_offsets(offsets);
+            shard.commit_transactional(
+                request,
+                *client_request,
+                &group,
+                &identity,
+                *generation,
+                (*producer_id, *epoch),
+                &offsets,
+            )
+        }
+        _ => Output::default(),
     }
 }
 

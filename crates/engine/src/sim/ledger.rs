@@ -18,30 +18,7 @@ use crate::protocol::{Offset, TopicPartition};
 
 use super::types::RecordId;
 
-/// Why a record was processed more than once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DuplicateReason {
-    /// The producer retried without idempotence and the log holds the
-    /// record twice, at two offsets.
-    ProducerRetry,
-    /// The member that processed it crashed before its offset was
-    /// committed; the group read it again from the last commit.
-    CrashBeforeCommit,
-    /// Its partition moved (a rebalance, a fenced or timed-out member)
-    /// before its offset was committed; the next owner read it again.
-    RebalanceBeforeCommit,
-}
-
-impl std::fmt::Display for DuplicateReason {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str(match self {
-            DuplicateReason::ProducerRetry => "the producer retried without idempotence, so the log holds it twice",
-            DuplicateReason::CrashBeforeCommit => "its member crashed after processing it and before committing",
-            DuplicateReason::RebalanceBeforeCommit => "its partition moved before its offset was committed",
-        })
-    }
-}
+pub use super::trace::DuplicateReason;
 
 /// Why an acknowledged record was never processed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -328,12 +305,6 @@ impl super::Simulation {
         Some(self.leader_log(partition)?.log_start_offset())
     }
 
-    /// `partition`'s log on its leader.
-    pub(crate) fn leader_log(&self, partition: &TopicPartition) -> Option<&super::broker::PartitionLog> {
-        let leader = self.controller.partitions.get(partition)?.leader?;
-        self.brokers.get(&leader)?.logs.get(partition)
-    }
-
     /// Whether the record at `offset` of `partition` belongs to a
     /// transaction its current leader's log has aborted.
     pub(crate) fn record_aborted(&self, partition: &TopicPartition, offset: Offset) -> bool {
@@ -422,7 +393,7 @@ impl super::Simulation {
             .iter()
             .map(|entry| (entry.producer_id, entry.first_offset))
             .collect();
-        Some(super::consumer::returned_records(records, IsolationLevel::ReadCommitted, &aborted, 0).0)
+        Some(crate::replication::transactions::returned_records(records, IsolationLevel::ReadCommitted, &aborted, 0).0)
     }
 
     /// How many records a `read_committed` reader of `partition` gets now.

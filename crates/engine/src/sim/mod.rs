@@ -10,6 +10,7 @@
 
 pub mod bench;
 pub mod broker;
+pub mod checks;
 pub use crate::chunked;
 pub mod config;
 pub mod consumer;
@@ -21,6 +22,7 @@ pub mod member;
 pub mod monitor;
 pub mod network;
 pub mod producer;
+pub mod purgatory;
 pub mod quorum;
 pub mod recording;
 pub mod scenario;

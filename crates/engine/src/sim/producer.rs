@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::partitioning::null_key::{NullKeyConfig, NullKeyPartitioner, PartitionState};
 use crate::partitioning::partition_for_key;
-use crate::protocol::{BrokerId, TopicPartition};
+use crate::protocol::{BrokerId, Offset, TopicPartition};
 use crate::random::Rng;
 use crate::replication::high_watermark::Acks;
 
@@ -821,118 +821,15 @@ impl Simulation {
             // disconnect (`NetworkClient#handleDisconnections`): produce
             // requests are retried (NETWORK_EXCEPTION, which also asks for
             // new metadata), a metadata request goes to another node.
-            Message::ConnectionClosed => {
-                let NodeId::Broker(broker) = from else { return };
-                let state = &mut self.producers[index];
-                if state.metadata_in_flight.is_some() && state.metadata_broker == Some(broker) {
-                    state.metadata_in_flight = None;
-                    self.producer_request_metadata(producer);
-                }
-                if self.producers[index].init_in_flight.is_some_and(|(_, to)| to == broker) {
-                    self.producer_init_failed(producer);
-                }
-                self.producer_txn_disconnected(producer, broker);
-                let lost: Vec<u64> = self.producers[index]
-                    .in_flight
-                    .iter()
-                    .filter(|(_, request)| request.broker == broker)
-                    .map(|(&request, _)| request)
-                    .collect();
-                for request in lost {
-                    if let Some(in_flight) = self.producers[index].in_flight.remove(&request) {
-                        for (partition, batch) in in_flight.batches {
-                            self.producer_retry_or_fail(producer, partition, batch, ErrorCode::NetworkException);
-                        }
-                    }
-                }
-                // A disconnect also asks for new metadata
-                // (`DefaultMetadataUpdater#handleServerDisconnect`): an
-                // acks=0 producer learns of a dead leader this way.
-                let leads = self.producers[index]
-                    .leaders
-                    .as_ref()
-                    .is_some_and(|leaders| leaders.values().any(|(leader, _)| *leader == Some(broker)));
-                if leads {
-                    self.producer_schedule_refresh(producer);
-                }
-                self.producer_drain(producer);
-            }
-            Message::MetadataResponse { leaders } => {
-                let state = &mut self.producers[index];
-                state.metadata_in_flight = None;
-                let topic = state.config.topic.clone();
-                let mine: BTreeMap<u32, (Option<BrokerId>, u32)> = leaders
-                    .into_iter()
-                    .filter(|(partition, _)| *partition.topic == *topic)
-                    .map(|(partition, leader)| (partition.partition, leader))
-                    .collect();
-                if mine.is_empty() {
-                    // This broker knows no metadata yet: ask again soon.
-                    self.schedule_timer(Self::producer_node(producer), 0, 100, Timer::ProducerMetadataTimeout(0));
-                    return;
-                }
-                if mine.values().all(|(leader, _)| leader.is_some()) {
-                    state.metadata_retries = 0;
-                }
-                state.metadata_at = self.now;
-                state.leaders = Some(mine);
-                self.producer_partition_waiting(producer);
-                self.producer_drain(producer);
-            }
+            Message::ConnectionClosed => self.producer_connection_closed(producer, from),
+            Message::MetadataResponse { leaders } => self.producer_metadata_answer(producer, leaders),
             // One answer for every partition of the request; each
             // partition's result is handled on its own (`Sender#handleProduceResponse`).
             Message::ProduceResponse {
                 request,
                 responses,
                 throttle_time_ms,
-            } => {
-                let Some(in_flight) = self.producers[index].in_flight.remove(&request) else {
-                    return;
-                };
-                if throttle_time_ms > 0 {
-                    // KIP-219: no request to this broker until the throttle
-                    // time is over (`NetworkClient#maybeThrottle`).
-                    let broker = in_flight.broker;
-                    let until = self.now + throttle_time_ms;
-                    let state = &mut self.producers[index];
-                    let entry = state.throttled_until.entry(broker).or_insert(until);
-                    *entry = (*entry).max(until);
-                    self.record(TraceKind::Throttled {
-                        client: Self::producer_node(producer),
-                        broker,
-                        throttle_time_ms,
-                        quota: QuotaType::Produce,
-                    });
-                    // Its other requests to that broker wait in the muted
-                    // connection: their timeouts grow by the throttle
-                    // time (`InFlightRequests#incrementThrottleTime`).
-                    for other in self.producers[index].in_flight.values_mut() {
-                        if other.broker == broker {
-                            other.throttled_ms += throttle_time_ms;
-                        }
-                    }
-                    self.schedule_timer(Self::producer_node(producer), 0, throttle_time_ms, Timer::ProducerDrain);
-                }
-                let mut batches = in_flight.batches;
-                for (partition, result) in responses {
-                    let Some(position) = batches.iter().position(|(queued, _)| {
-                        *queued == partition.partition && *partition.topic == *self.producers[index].topic
-                    }) else {
-                        continue;
-                    };
-                    let (number, batch) = batches.remove(position);
-                    match result {
-                        Ok(base_offset) => self.producer_acknowledged(producer, number, &batch, base_offset),
-                        Err(error) => self.producer_retry_or_fail(producer, number, batch, error),
-                    }
-                }
-                // A partition the answer does not name (never in this
-                // simulation) is retried.
-                for (number, batch) in batches {
-                    self.producer_retry_or_fail(producer, number, batch, ErrorCode::NetworkException);
-                }
-                self.producer_drain(producer);
-            }
+            } => self.producer_produce_answer(producer, request, responses, throttle_time_ms),
             Message::InitProducerIdResponse { request, result } => {
                 if self.producers[index]
                     .init_in_flight
@@ -956,6 +853,129 @@ impl Simulation {
             }
             _ => {}
         }
+    }
+
+    /// A broken connection to a broker: what was in flight on it fails and is
+    /// retried, and metadata is asked for again.
+    fn producer_connection_closed(&mut self, producer: u32, from: NodeId) {
+        let index = producer as usize;
+        let NodeId::Broker(broker) = from else { return };
+        let state = &mut self.producers[index];
+        if state.metadata_in_flight.is_some() && state.metadata_broker == Some(broker) {
+            state.metadata_in_flight = None;
+            self.producer_request_metadata(producer);
+        }
+        if self.producers[index].init_in_flight.is_some_and(|(_, to)| to == broker) {
+            self.producer_init_failed(producer);
+        }
+        self.producer_txn_disconnected(producer, broker);
+        let lost: Vec<u64> = self.producers[index]
+            .in_flight
+            .iter()
+            .filter(|(_, request)| request.broker == broker)
+            .map(|(&request, _)| request)
+            .collect();
+        for request in lost {
+            if let Some(in_flight) = self.producers[index].in_flight.remove(&request) {
+                for (partition, batch) in in_flight.batches {
+                    self.producer_retry_or_fail(producer, partition, batch, ErrorCode::NetworkException);
+                }
+            }
+        }
+        // A disconnect also asks for new metadata
+        // (`DefaultMetadataUpdater#handleServerDisconnect`): an
+        // acks=0 producer learns of a dead leader this way.
+        let leads = self.producers[index]
+            .leaders
+            .as_ref()
+            .is_some_and(|leaders| leaders.values().any(|(leader, _)| *leader == Some(broker)));
+        if leads {
+            self.producer_schedule_refresh(producer);
+        }
+        self.producer_drain(producer);
+    }
+
+    /// A `MetadataResponse`: the leaders of the producer's topic.
+    fn producer_metadata_answer(&mut self, producer: u32, leaders: BTreeMap<TopicPartition, (Option<BrokerId>, u32)>) {
+        let index = producer as usize;
+        let state = &mut self.producers[index];
+        state.metadata_in_flight = None;
+        let topic = state.config.topic.clone();
+        let mine: BTreeMap<u32, (Option<BrokerId>, u32)> = leaders
+            .into_iter()
+            .filter(|(partition, _)| *partition.topic == *topic)
+            .map(|(partition, leader)| (partition.partition, leader))
+            .collect();
+        if mine.is_empty() {
+            // This broker knows no metadata yet: ask again soon.
+            self.schedule_timer(Self::producer_node(producer), 0, 100, Timer::ProducerMetadataTimeout(0));
+            return;
+        }
+        if mine.values().all(|(leader, _)| leader.is_some()) {
+            state.metadata_retries = 0;
+        }
+        state.metadata_at = self.now;
+        state.leaders = Some(mine);
+        self.producer_partition_waiting(producer);
+        self.producer_drain(producer);
+    }
+
+    /// A `ProduceResponse`: each partition's batch acknowledged, retried or
+    /// failed, after the broker's throttle time.
+    fn producer_produce_answer(
+        &mut self,
+        producer: u32,
+        request: u64,
+        responses: Vec<(TopicPartition, Result<Offset, ErrorCode>)>,
+        throttle_time_ms: u64,
+    ) {
+        let index = producer as usize;
+        let Some(in_flight) = self.producers[index].in_flight.remove(&request) else {
+            return;
+        };
+        if throttle_time_ms > 0 {
+            // KIP-219: no request to this broker until the throttle
+            // time is over (`NetworkClient#maybeThrottle`).
+            let broker = in_flight.broker;
+            let until = self.now + throttle_time_ms;
+            let state = &mut self.producers[index];
+            let entry = state.throttled_until.entry(broker).or_insert(until);
+            *entry = (*entry).max(until);
+            self.record(TraceKind::Throttled {
+                client: Self::producer_node(producer),
+                broker,
+                throttle_time_ms,
+                quota: QuotaType::Produce,
+            });
+            // Its other requests to that broker wait in the muted
+            // connection: their timeouts grow by the throttle
+            // time (`InFlightRequests#incrementThrottleTime`).
+            for other in self.producers[index].in_flight.values_mut() {
+                if other.broker == broker {
+                    other.throttled_ms += throttle_time_ms;
+                }
+            }
+            self.schedule_timer(Self::producer_node(producer), 0, throttle_time_ms, Timer::ProducerDrain);
+        }
+        let mut batches = in_flight.batches;
+        for (partition, result) in responses {
+            let Some(position) = batches.iter().position(|(queued, _)| {
+                *queued == partition.partition && *partition.topic == *self.producers[index].topic
+            }) else {
+                continue;
+            };
+            let (number, batch) = batches.remove(position);
+            match result {
+                Ok(base_offset) => self.producer_acknowledged(producer, number, &batch, base_offset),
+                Err(error) => self.producer_retry_or_fail(producer, number, batch, error),
+            }
+        }
+        // A partition the answer does not name (never in this
+        // simulation) is retried.
+        for (number, batch) in batches {
+            self.producer_retry_or_fail(producer, number, batch, ErrorCode::NetworkException);
+        }
+        self.producer_drain(producer);
     }
 
     /// A partition's batch was acknowledged at `base_offset`.
@@ -1080,6 +1100,28 @@ impl Simulation {
             records,
             will_retry: false,
         });
+    }
+
+    /// Fails every record `producer` has not sent yet with `error`: its
+    /// queued batches, the records waiting for metadata, and those its
+    /// transaction holds for the next one.
+    pub(crate) fn producer_fail_unsent(&mut self, producer: u32, error: ErrorCode) {
+        let state = &mut self.producers[producer as usize];
+        let queued: Vec<(u32, PendingBatch)> = std::mem::take(&mut state.batches)
+            .into_iter()
+            .flat_map(|(partition, queue)| queue.into_iter().map(move |batch| (partition, batch)))
+            .collect();
+        let mut waiting: Vec<RecordId> = state.waiting.drain(..).map(|(record, _, _)| record).collect();
+        if let Some(txn) = state.txn.as_mut() {
+            waiting.extend(txn.held.drain(..).map(|(record, _, _)| record));
+        }
+        for (partition, batch) in queued {
+            let records = batch.records.iter().map(|&(record, _)| record).collect();
+            self.producer_fail_records(producer, partition, records, error);
+        }
+        if !waiting.is_empty() {
+            self.producer_fail_records(producer, 0, waiting, error);
+        }
     }
 
     fn producer_retry_or_fail(&mut self, producer: u32, number: u32, batch: PendingBatch, error: ErrorCode) {

@@ -35,10 +35,12 @@ use serde::Serialize;
 use crate::protocol::BrokerId;
 use crate::random::Rng;
 
-use super::controller::Controller;
 use super::trace::{CandidacyReason, ControllerChange, Invariant, TraceKind};
 use super::types::{ErrorCode, Message, MetadataFetchAnswer, MetadataRecord, NodeId};
 use super::{Simulation, Timer};
+
+pub use crate::protocol::metadata::LogEntry;
+use crate::protocol::metadata::{records_between, Controller};
 
 /// `controller.quorum.election.timeout.ms` (1000).
 pub const ELECTION_TIMEOUT_MS: u64 = 1_000;
@@ -84,18 +86,6 @@ impl std::fmt::Display for Role {
             Role::Leader => "leader",
         })
     }
-}
-
-/// One metadata log entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LogEntry {
-    /// The epoch it was written in.
-    pub epoch: u32,
-    /// The records it stands for.
-    pub records: Arc<[MetadataRecord]>,
-    /// The controller state after it.
-    #[serde(skip)]
-    pub state: Arc<Controller>,
 }
 
 /// The largest epoch at or below `epoch` in `log` and the offset just past
@@ -466,7 +456,7 @@ impl Simulation {
         }
         let now = self.now;
         let node = self.quorum.nodes.get_mut(&id).expect("known");
-        let records = super::controller::records_between(&before, &working, node.log.len() == node.epoch_start);
+        let records = records_between(&before, &working, node.log.len() == node.epoch_start);
         node.log.push(LogEntry {
             epoch: node.epoch,
             records: Arc::from(records),
@@ -495,7 +485,7 @@ impl Simulation {
     /// each decision, when some partition is not led by its first replica
     /// and no balance is scheduled, one is scheduled
     /// `leader.imbalance.check.interval.seconds` later.
-    fn quorum_maybe_schedule_balance(&mut self, id: u32, state: &super::controller::Controller) {
+    fn quorum_maybe_schedule_balance(&mut self, id: u32, state: &Controller) {
         if !self.config.auto_leader_rebalance_enable {
             return;
         }
@@ -1059,7 +1049,6 @@ impl Simulation {
     /// Handles quorum messages (from controllers, and brokers' fetches);
     /// returns `false` for other messages.
     pub(crate) fn quorum_receive(&mut self, id: u32, from: NodeId, message: &Message) -> bool {
-        let now = self.now;
         if let Message::MetadataFetch {
             epoch,
             fetch_offset,
@@ -1084,50 +1073,7 @@ impl Simulation {
                 last_epoch,
                 last_index,
                 pre_vote,
-            } => {
-                let (epoch, candidate, last_epoch, last_index, pre_vote) =
-                    (*epoch, *candidate, *last_epoch, *last_index as usize, *pre_vote);
-                // A vote or pre-vote from a newer epoch moves this voter to
-                // it, leaderless (`KafkaRaftClient#handleVoteRequest`). A
-                // prospective never bumps its own epoch, so only a voter
-                // whose earlier candidacy failed carries one this new: the
-                // quorum must move up to it, or that voter and any broker
-                // that learned its epoch would wait for ever.
-                if epoch > self.quorum.nodes[&id].epoch {
-                    self.quorum_step_down(id, epoch, None);
-                }
-                let node = self.quorum.nodes.get_mut(&id).expect("known");
-                let up_to_date = (last_epoch, last_index) >= (node.last_epoch(), node.log.len());
-                let granted = if pre_vote {
-                    // `canGrantVote(isPreVote)`: a leader refuses, and so
-                    // does a follower that has fetched from its leader;
-                    // the others grant a prospective of their epoch whose
-                    // log is as up to date as theirs.
-                    let has_leader = match node.role {
-                        Role::Leader => true,
-                        Role::Follower => node.leader.is_some() && node.fetched_from_leader,
-                        Role::Candidate | Role::Prospective => false,
-                    };
-                    epoch == node.epoch && up_to_date && !has_leader
-                } else {
-                    let granted = epoch == node.epoch
-                        && node.role != Role::Leader
-                        && node.voted_for.is_none_or(|voted| voted == candidate)
-                        && up_to_date;
-                    if granted {
-                        node.voted_for = Some(candidate);
-                        node.last_heard_ms = now;
-                    }
-                    granted
-                };
-                let reply = Message::VoteResponse {
-                    epoch: node.epoch,
-                    leader: node.leader,
-                    granted,
-                    pre_vote,
-                };
-                self.send(NodeId::Controller(id), from, reply);
-            }
+            } => self.quorum_vote(id, from, *epoch, *candidate, *last_epoch, *last_index, *pre_vote),
             Message::VoteResponse {
                 epoch,
                 leader,
@@ -1155,56 +1101,7 @@ impl Simulation {
                     self.quorum_step_down(id, *epoch, Some(*leader));
                 }
             }
-            Message::MetadataFetchResponse(MetadataFetchAnswer {
-                epoch,
-                leader,
-                error,
-                from_offset,
-                entries,
-                high_watermark,
-                diverging,
-            }) => {
-                let node = self.quorum.nodes.get_mut(&id).expect("known");
-                node.fetch_sent_ms = None;
-                if *epoch > node.epoch {
-                    self.quorum_step_down(id, *epoch, *leader);
-                    return true;
-                }
-                let node = self.quorum.nodes.get_mut(&id).expect("known");
-                if *epoch < node.epoch || !matches!(node.role, Role::Follower | Role::Prospective) {
-                    return true;
-                }
-                if error.is_some() {
-                    // The responder is not the leader of this epoch: follow
-                    // the one it names, or wait for the next tick.
-                    if let Some(leader) = leader.filter(|&leader| leader != peer && leader != id) {
-                        self.quorum_step_down(id, *epoch, Some(leader));
-                    }
-                    return true;
-                }
-                if node.leader != Some(peer) {
-                    node.leader = Some(peer);
-                }
-                node.role = Role::Follower;
-                node.votes.clear();
-                node.fetched_from_leader = true;
-                node.last_heard_ms = now;
-                let (log, committed) = (&mut node.log, &mut node.committed);
-                apply_fetched(log, committed, *from_offset, entries, *high_watermark, *diverging);
-                if let Some((epoch, end)) = diverging {
-                    let length = node.log.len();
-                    self.record(TraceKind::ControllerStatus {
-                        controller: id,
-                        status: ControllerChange::TruncatedMetadataLog {
-                            length,
-                            leader: peer,
-                            epoch: *epoch,
-                            end_offset: *end,
-                        },
-                    });
-                }
-                self.quorum_fetch(id);
-            }
+            Message::MetadataFetchResponse(answer) => self.quorum_fetched(id, peer, answer),
             Message::ConnectionClosed => {
                 let node = self.quorum.nodes.get_mut(&id).expect("known");
                 // As leader: the peer's held fetch is gone. As follower: the
@@ -1224,6 +1121,118 @@ impl Simulation {
             _ => return false,
         }
         true
+    }
+
+    /// `Vote`: grant or refuse a candidate's vote, or a prospective's
+    /// pre-vote (KIP-996), moving first to a newer epoch it names.
+    #[allow(clippy::too_many_arguments)]
+    fn quorum_vote(
+        &mut self,
+        id: u32,
+        from: NodeId,
+        epoch: u32,
+        candidate: u32,
+        last_epoch: u32,
+        last_index: u64,
+        pre_vote: bool,
+    ) {
+        let now = self.now;
+        let last_index = last_index as usize;
+        // A vote or pre-vote from a newer epoch moves this voter to
+        // it, leaderless (`KafkaRaftClient#handleVoteRequest`). A
+        // prospective never bumps its own epoch, so only a voter
+        // whose earlier candidacy failed carries one this new: the
+        // quorum must move up to it, or that voter and any broker
+        // that learned its epoch would wait for ever.
+        if epoch > self.quorum.nodes[&id].epoch {
+            self.quorum_step_down(id, epoch, None);
+        }
+        let node = self.quorum.nodes.get_mut(&id).expect("known");
+        let up_to_date = (last_epoch, last_index) >= (node.last_epoch(), node.log.len());
+        let granted = if pre_vote {
+            // `canGrantVote(isPreVote)`: a leader refuses, and so
+            // does a follower that has fetched from its leader;
+            // the others grant a prospective of their epoch whose
+            // log is as up to date as theirs.
+            let has_leader = match node.role {
+                Role::Leader => true,
+                Role::Follower => node.leader.is_some() && node.fetched_from_leader,
+                Role::Candidate | Role::Prospective => false,
+            };
+            epoch == node.epoch && up_to_date && !has_leader
+        } else {
+            let granted = epoch == node.epoch
+                && node.role != Role::Leader
+                && node.voted_for.is_none_or(|voted| voted == candidate)
+                && up_to_date;
+            if granted {
+                node.voted_for = Some(candidate);
+                node.last_heard_ms = now;
+            }
+            granted
+        };
+        let reply = Message::VoteResponse {
+            epoch: node.epoch,
+            leader: node.leader,
+            granted,
+            pre_vote,
+        };
+        self.send(NodeId::Controller(id), from, reply);
+    }
+
+    /// The leader's answer to this voter's fetch of the metadata log:
+    /// entries to append, where its log diverged, or the leader to follow.
+    fn quorum_fetched(&mut self, id: u32, peer: u32, answer: &MetadataFetchAnswer) {
+        let now = self.now;
+        let MetadataFetchAnswer {
+            epoch,
+            leader,
+            error,
+            from_offset,
+            entries,
+            high_watermark,
+            diverging,
+        } = answer;
+        let node = self.quorum.nodes.get_mut(&id).expect("known");
+        node.fetch_sent_ms = None;
+        if *epoch > node.epoch {
+            self.quorum_step_down(id, *epoch, *leader);
+            return;
+        }
+        let node = self.quorum.nodes.get_mut(&id).expect("known");
+        if *epoch < node.epoch || !matches!(node.role, Role::Follower | Role::Prospective) {
+            return;
+        }
+        if error.is_some() {
+            // The responder is not the leader of this epoch: follow
+            // the one it names, or wait for the next tick.
+            if let Some(leader) = leader.filter(|&leader| leader != peer && leader != id) {
+                self.quorum_step_down(id, *epoch, Some(leader));
+            }
+            return;
+        }
+        if node.leader != Some(peer) {
+            node.leader = Some(peer);
+        }
+        node.role = Role::Follower;
+        node.votes.clear();
+        node.fetched_from_leader = true;
+        node.last_heard_ms = now;
+        let (log, committed) = (&mut node.log, &mut node.committed);
+        apply_fetched(log, committed, *from_offset, entries, *high_watermark, *diverging);
+        if let Some((epoch, end)) = diverging {
+            let length = node.log.len();
+            self.record(TraceKind::ControllerStatus {
+                controller: id,
+                status: ControllerChange::TruncatedMetadataLog {
+                    length,
+                    leader: peer,
+                    epoch: *epoch,
+                    end_offset: *end,
+                },
+            });
+        }
+        self.quorum_fetch(id);
     }
 }
 

@@ -418,7 +418,7 @@ impl Scenario {
         let mut failures: Vec<String> = checked.iter().filter_map(|(_, failure)| failure.clone()).collect();
         if let Some(first) = first_burst_record {
             let safe = self.expect.contains(&Expectation::NoRecordsLost);
-            failures.extend(super::fuzz::liveness_failures(&simulation, first, safe));
+            failures.extend(super::checks::liveness_failures(&simulation, first, safe));
         }
         Ok(Outcome {
             simulation,

@@ -36,8 +36,8 @@ use crate::txn_coordinator::{
     Decision, MarkerRequest, TxnError, TxnRecord, TxnReply, TxnShard, ABORT_TIMED_OUT_INTERVAL_MS,
 };
 
-use super::broker::ParkedReply;
 use super::coordinator::{CommitRecord, COMMIT_RECORD_BASE};
+use super::purgatory::ParkedReply;
 use super::trace::{HighWatermarkTrigger, TraceKind};
 use super::types::{ErrorCode, Message, NodeId, TxnMarker};
 use super::{Simulation, Timer};
@@ -209,55 +209,11 @@ impl Simulation {
         let node = NodeId::Broker(id);
         let (transactional_id, waiting) = match message {
             Message::FindTxnCoordinator { transactional_id } => {
-                let partition = self.txn_partition(transactional_id);
-                let known = self.brokers[&id]
-                    .metadata
-                    .as_ref()
-                    .and_then(|image| image.partitions.get(&partition));
-                let coordinator = known.and_then(|registration| registration.leader);
-                if known.is_none() {
-                    self.controller_create_transaction_topic();
-                }
-                let reply = Message::FindTxnCoordinatorResponse {
-                    transactional_id: transactional_id.clone(),
-                    coordinator,
-                };
-                self.send(node, from, reply);
+                self.txn_find_coordinator(id, from, transactional_id);
                 return true;
             }
-            Message::WriteTxnMarkers {
-                transactional_id,
-                producer_id,
-                epoch,
-                coordinator_epoch,
-                control,
-                partition,
-            } => {
-                let marker = TxnMarker {
-                    control: *control,
-                    coordinator_epoch: *coordinator_epoch,
-                };
-                match self.write_txn_marker(id, partition, *producer_id, *epoch, marker) {
-                    Ok(offset) => self.leader_park_reply(
-                        id,
-                        partition,
-                        from,
-                        offset,
-                        1,
-                        ParkedReply::TxnMarker {
-                            transactional_id: transactional_id.clone(),
-                        },
-                    ),
-                    Err(error) => self.send(
-                        node,
-                        from,
-                        Message::WriteTxnMarkersResponse {
-                            transactional_id: transactional_id.clone(),
-                            partition: partition.clone(),
-                            error: Some(error),
-                        },
-                    ),
-                }
+            Message::WriteTxnMarkers { .. } => {
+                self.txn_marker_request(id, from, message);
                 return true;
             }
             Message::WriteTxnMarkersResponse {
@@ -302,28 +258,110 @@ impl Simulation {
             self.txn_answer(id, from, connection, waiting, Err(ErrorCode::NotCoordinator));
             return true;
         }
+        let Some((decision, waiting)) = self.txn_decide(id, &partition, &transactional_id, message, waiting) else {
+            return false;
+        };
+        match decision {
+            Decision::Answer(result) => self.txn_answer(id, from, connection, waiting, result.map_err(error_code)),
+            Decision::Write(record) => self.txn_write(id, &partition, record, Some((from, connection, waiting))),
+        }
+        true
+    }
+
+    /// `FindCoordinator` for a transactional id: the leader of its
+    /// `__transaction_state` partition as this broker's metadata knows it.
+    fn txn_find_coordinator(&mut self, id: BrokerId, from: NodeId, transactional_id: &str) {
+        let node = NodeId::Broker(id);
+        let partition = self.txn_partition(transactional_id);
+        let known = self.brokers[&id]
+            .metadata
+            .as_ref()
+            .and_then(|image| image.partitions.get(&partition));
+        let coordinator = known.and_then(|registration| registration.leader);
+        if known.is_none() {
+            self.controller_create_transaction_topic();
+        }
+        let reply = Message::FindTxnCoordinatorResponse {
+            transactional_id: transactional_id.to_string(),
+            coordinator,
+        };
+        self.send(node, from, reply);
+    }
+
+    /// `WriteTxnMarkers` on a partition this broker leads: the marker is
+    /// written and answered once replicated, or refused at once.
+    fn txn_marker_request(&mut self, id: BrokerId, from: NodeId, message: &Message) {
+        let node = NodeId::Broker(id);
+        let Message::WriteTxnMarkers {
+            transactional_id,
+            producer_id,
+            epoch,
+            coordinator_epoch,
+            control,
+            partition,
+        } = message
+        else {
+            return;
+        };
+        let marker = TxnMarker {
+            control: *control,
+            coordinator_epoch: *coordinator_epoch,
+        };
+        match self.write_txn_marker(id, partition, *producer_id, *epoch, marker) {
+            Ok(offset) => self.leader_park_reply(
+                id,
+                partition,
+                from,
+                offset,
+                1,
+                ParkedReply::TxnMarker {
+                    transactional_id: transactional_id.clone(),
+                },
+            ),
+            Err(error) => self.send(
+                node,
+                from,
+                Message::WriteTxnMarkersResponse {
+                    transactional_id: transactional_id.clone(),
+                    partition: partition.clone(),
+                    error: Some(error),
+                },
+            ),
+        }
+    }
+
+    /// What the transaction coordinator decides on a request for
+    /// `transactional_id`: an answer, or a record to write first.
+    fn txn_decide(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        transactional_id: &str,
+        message: &Message,
+        waiting: Waiting,
+    ) -> Option<(Decision, Waiting)> {
         let now = self.now;
-        let (decision, waiting) = match message {
+        Some(match message {
             Message::InitProducerId {
                 transaction_timeout_ms, ..
             } => {
-                let known = self.brokers[&id].txn_coordinators[&partition]
+                let known = self.brokers[&id].txn_coordinators[partition]
                     .shard
-                    .get(&transactional_id)
+                    .get(transactional_id)
                     .map(|txn| txn.producer_id);
                 let new_producer_id = match known {
                     Some(producer_id) => producer_id,
                     None => self.broker_next_producer_id(id),
                 };
-                let coordinator = self.broker(id).txn_coordinators.get_mut(&partition).expect("checked");
+                let coordinator = self.broker(id).txn_coordinators.get_mut(partition).expect("checked");
                 let ongoing = coordinator
                     .shard
-                    .get(&transactional_id)
+                    .get(transactional_id)
                     .is_some_and(|txn| txn.state == crate::txn_coordinator::TxnState::Ongoing);
                 let decision =
                     coordinator
                         .shard
-                        .init_producer_id(&transactional_id, *transaction_timeout_ms, new_producer_id);
+                        .init_producer_id(transactional_id, *transaction_timeout_ms, new_producer_id);
                 let Waiting::InitProducerId { request, .. } = waiting else {
                     unreachable!()
                 };
@@ -341,11 +379,11 @@ impl Simulation {
                 partitions,
                 ..
             } => {
-                let coordinator = self.broker(id).txn_coordinators.get_mut(&partition).expect("checked");
+                let coordinator = self.broker(id).txn_coordinators.get_mut(partition).expect("checked");
                 let decision =
                     coordinator
                         .shard
-                        .add_partitions(&transactional_id, *producer_id, short(*epoch), partitions, now);
+                        .add_partitions(transactional_id, *producer_id, short(*epoch), partitions, now);
                 (decision, waiting)
             }
             Message::AddOffsetsToTxn {
@@ -359,7 +397,7 @@ impl Simulation {
                 // with `partitionFor(groupId)`), so its marker settles the
                 // offsets.
                 let offsets_partition = self.offsets_partition(group);
-                let coordinator = self.broker(id).txn_coordinators.get_mut(&partition).expect("checked");
+                let coordinator = self.broker(id).txn_coordinators.get_mut(partition).expect("checked");
                 let decision = coordinator.shard.add_partitions(
                     &transactional_id,
                     *producer_id,
@@ -375,19 +413,14 @@ impl Simulation {
                 commit,
                 ..
             } => {
-                let coordinator = self.broker(id).txn_coordinators.get_mut(&partition).expect("checked");
+                let coordinator = self.broker(id).txn_coordinators.get_mut(partition).expect("checked");
                 let decision = coordinator
                     .shard
-                    .end_txn(&transactional_id, *producer_id, short(*epoch), *commit);
+                    .end_txn(transactional_id, *producer_id, short(*epoch), *commit);
                 (decision, waiting)
             }
-            _ => return false,
-        };
-        match decision {
-            Decision::Answer(result) => self.txn_answer(id, from, connection, waiting, result.map_err(error_code)),
-            Decision::Write(record) => self.txn_write(id, &partition, record, Some((from, connection, waiting))),
-        }
-        true
+            _ => return None,
+        })
     }
 
     /// Appends a transaction record and parks it until the high watermark

@@ -27,7 +27,6 @@ use serde::Serialize;
 
 use crate::protocol::BrokerId;
 
-use super::producer::PendingBatch;
 use super::trace::{TraceKind, TransactionOutcome};
 use super::types::{ErrorCode, Message, NodeId, RecordId, Time};
 use super::{Simulation, Timer};
@@ -390,23 +389,7 @@ impl Simulation {
                 true
             }
             Message::InitProducerIdResponse { request, result } => {
-                if !matches!(answered(out, *request), Some(TxnCall::InitProducerId)) {
-                    return true;
-                }
-                match result {
-                    Ok((producer_id, epoch)) => {
-                        let state = &mut self.producers[index];
-                        state.producer_id = Some(*producer_id);
-                        state.epoch = *epoch;
-                        state.sequences.clear();
-                        state.acked_sequences.clear();
-                        let txn = state.txn.as_mut().expect("transactional");
-                        txn.in_flight = None;
-                        txn.phase = TxnPhase::Ready;
-                        self.producer_drain(producer);
-                    }
-                    Err(error) => self.producer_txn_error(producer, *error),
-                }
+                self.producer_txn_init_answer(producer, out, request, result);
                 true
             }
             Message::AddPartitionsToTxnResponse { request, error } => {
@@ -441,56 +424,11 @@ impl Simulation {
                 true
             }
             Message::AddOffsetsToTxnResponse { request, error } => {
-                if !matches!(answered(out, *request), Some(TxnCall::AddOffsets(_))) {
-                    return true;
-                }
-                match error {
-                    None => {
-                        let txn = self.txn_client(producer).expect("transactional");
-                        txn.in_flight = None;
-                        txn.phase = TxnPhase::InTransaction;
-                        txn.offsets_added = true;
-                        if let Some(offsets) = txn.offsets.as_mut() {
-                            offsets.added = true;
-                        }
-                        self.producer_drain(producer);
-                    }
-                    Some(error) => self.producer_txn_error(producer, *error),
-                }
+                self.producer_txn_offsets_added(producer, out, request, error);
                 true
             }
             Message::TxnOffsetCommitResponse { request, error, .. } => {
-                if !matches!(answered(out, *request), Some(TxnCall::TxnOffsetCommit)) {
-                    return true;
-                }
-                // `TransactionManager.TxnOffsetCommitHandler`.
-                match error {
-                    None => {
-                        let txn = self.txn_client(producer).expect("transactional");
-                        txn.in_flight = None;
-                        txn.offsets = None;
-                        self.producer_drain(producer);
-                    }
-                    Some(ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable) => {
-                        self.producer_txn_lost(producer, true)
-                    }
-                    Some(
-                        ErrorCode::RequestTimedOut
-                        | ErrorCode::UnknownTopicOrPartition
-                        | ErrorCode::ConcurrentTransactions,
-                    ) => self.producer_txn_lost(producer, false),
-                    Some(ErrorCode::UnknownMemberId | ErrorCode::IllegalGeneration | ErrorCode::FencedInstanceId) => {
-                        // "consumer group metadata mismatch": the member
-                        // lost its partitions; the transaction can only
-                        // abort (`CommitFailedException`, abortable).
-                        let txn = self.txn_client(producer).expect("transactional");
-                        txn.in_flight = None;
-                        txn.offsets = None;
-                        txn.abortable = true;
-                        self.producer_drain(producer);
-                    }
-                    Some(error) => self.producer_txn_error(producer, *error),
-                }
+                self.producer_txn_offsets_committed(producer, out, request, error);
                 true
             }
             Message::EndTxnResponse { request, error } => {
@@ -506,6 +444,102 @@ impl Simulation {
                 true
             }
             _ => false,
+        }
+    }
+
+    /// An `InitProducerIdResponse` from the transaction coordinator: the
+    /// producer's id and epoch, ready for a transaction.
+    fn producer_txn_init_answer(
+        &mut self,
+        producer: u32,
+        out: Option<(u64, BrokerId, TxnCall)>,
+        request: &u64,
+        result: &Result<(u64, u16), ErrorCode>,
+    ) {
+        let index = producer as usize;
+        if !matches!(answered(out, *request), Some(TxnCall::InitProducerId)) {
+            return;
+        }
+        match result {
+            Ok((producer_id, epoch)) => {
+                let state = &mut self.producers[index];
+                state.producer_id = Some(*producer_id);
+                state.epoch = *epoch;
+                state.sequences.clear();
+                state.acked_sequences.clear();
+                let txn = state.txn.as_mut().expect("transactional");
+                txn.in_flight = None;
+                txn.phase = TxnPhase::Ready;
+                self.producer_drain(producer);
+            }
+            Err(error) => self.producer_txn_error(producer, *error),
+        }
+    }
+
+    /// An `AddOffsetsToTxnResponse`: the group's offsets partition is in the
+    /// transaction.
+    fn producer_txn_offsets_added(
+        &mut self,
+        producer: u32,
+        out: Option<(u64, BrokerId, TxnCall)>,
+        request: &u64,
+        error: &Option<ErrorCode>,
+    ) {
+        if !matches!(answered(out, *request), Some(TxnCall::AddOffsets(_))) {
+            return;
+        }
+        match error {
+            None => {
+                let txn = self.txn_client(producer).expect("transactional");
+                txn.in_flight = None;
+                txn.phase = TxnPhase::InTransaction;
+                txn.offsets_added = true;
+                if let Some(offsets) = txn.offsets.as_mut() {
+                    offsets.added = true;
+                }
+                self.producer_drain(producer);
+            }
+            Some(error) => self.producer_txn_error(producer, *error),
+        }
+    }
+
+    /// A `TxnOffsetCommitResponse`: the consumer's positions are pending in the
+    /// transaction, or what its error asks for.
+    fn producer_txn_offsets_committed(
+        &mut self,
+        producer: u32,
+        out: Option<(u64, BrokerId, TxnCall)>,
+        request: &u64,
+        error: &Option<ErrorCode>,
+    ) {
+        if !matches!(answered(out, *request), Some(TxnCall::TxnOffsetCommit)) {
+            return;
+        }
+        // `TransactionManager.TxnOffsetCommitHandler`.
+        match error {
+            None => {
+                let txn = self.txn_client(producer).expect("transactional");
+                txn.in_flight = None;
+                txn.offsets = None;
+                self.producer_drain(producer);
+            }
+            Some(ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable) => {
+                self.producer_txn_lost(producer, true)
+            }
+            Some(
+                ErrorCode::RequestTimedOut | ErrorCode::UnknownTopicOrPartition | ErrorCode::ConcurrentTransactions,
+            ) => self.producer_txn_lost(producer, false),
+            Some(ErrorCode::UnknownMemberId | ErrorCode::IllegalGeneration | ErrorCode::FencedInstanceId) => {
+                // "consumer group metadata mismatch": the member
+                // lost its partitions; the transaction can only
+                // abort (`CommitFailedException`, abortable).
+                let txn = self.txn_client(producer).expect("transactional");
+                txn.in_flight = None;
+                txn.offsets = None;
+                txn.abortable = true;
+                self.producer_drain(producer);
+            }
+            Some(error) => self.producer_txn_error(producer, *error),
         }
     }
 
@@ -584,22 +618,7 @@ impl Simulation {
             transactional_id,
             outcome: TransactionOutcome::Fenced,
         });
-        let state = &mut self.producers[index];
-        let queued: Vec<(u32, PendingBatch)> = std::mem::take(&mut state.batches)
-            .into_iter()
-            .flat_map(|(partition, queue)| queue.into_iter().map(move |batch| (partition, batch)))
-            .collect();
-        let mut waiting: Vec<RecordId> = state.waiting.drain(..).map(|(record, _, _)| record).collect();
-        if let Some(txn) = state.txn.as_mut() {
-            waiting.extend(txn.held.drain(..).map(|(record, _, _)| record));
-        }
-        for (partition, batch) in queued {
-            let records = batch.records.iter().map(|&(record, _)| record).collect();
-            self.producer_fail_records(producer, partition, records, ErrorCode::ProducerFenced);
-        }
-        if !waiting.is_empty() {
-            self.producer_fail_records(producer, 0, waiting, ErrorCode::ProducerFenced);
-        }
+        self.producer_fail_unsent(producer, ErrorCode::ProducerFenced);
         self.consumer_output_transaction_ended(producer, None);
     }
 

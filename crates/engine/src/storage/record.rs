@@ -11,6 +11,8 @@ use serde::Serialize;
 
 use crate::protocol::Offset;
 
+pub use crate::protocol::records::{BatchProducer, LogBatch};
+
 /// Kafka's `RecordBatch.NO_TIMESTAMP`.
 pub const NO_TIMESTAMP: i64 = -1;
 
@@ -102,46 +104,6 @@ pub fn headers_size(headers: &[Header]) -> u32 {
             .iter()
             .map(|header| sized(Some(header.key.len() as u32)) + sized(header.value_size))
             .sum::<u32>()
-}
-
-/// Who wrote a batch, for idempotence and transactions (KIP-98). Carried
-/// as Kafka carries it in the batch header; the storage rules only ask
-/// whether a batch is a control batch (a transaction marker).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct BatchProducer {
-    /// The producer id.
-    pub producer_id: u64,
-    /// The producer epoch.
-    pub producer_epoch: i16,
-    /// The first record's sequence.
-    pub base_sequence: i32,
-    /// Whether the batch is part of a transaction.
-    pub transactional: bool,
-    /// Whether it is a control batch (a transaction marker).
-    pub control: bool,
-}
-
-/// A record batch in a segment. Offsets are never rewritten: a batch the
-/// cleaner shrank keeps its base and last offsets even when records in
-/// between (or all of them) are gone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LogBatch<R> {
-    /// The first offset the batch was written with.
-    pub base_offset: Offset,
-    /// The last offset the batch was written with.
-    pub last_offset: Offset,
-    /// The largest record timestamp when it was written (`maxTimestamp`),
-    /// kept by an emptied batch.
-    pub max_timestamp: i64,
-    /// When the cleaner may drop its tombstones (KIP-534), stamped the
-    /// first time a cleaning keeps one; stored in the base timestamp.
-    pub delete_horizon_ms: Option<i64>,
-    /// The producer that wrote it, if idempotent or transactional.
-    pub producer: Option<BatchProducer>,
-    /// The records still in it.
-    pub records: Vec<R>,
-    /// Its size in bytes as v2 encodes it.
-    pub size_bytes: u32,
 }
 
 impl<R: StoredRecord> LogBatch<R> {

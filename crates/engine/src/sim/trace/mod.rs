@@ -13,6 +13,8 @@ use super::config::Input;
 use super::network::DropReason;
 use super::types::{ErrorCode, MessageFacts, MessageName, NodeId, RecordId, Time};
 
+mod text;
+
 /// Identifies a trace event; causes point at earlier ids.
 pub type TraceId = u64;
 
@@ -730,7 +732,7 @@ pub enum TraceKind {
         from: Offset,
         to: Offset,
         count: u64,
-        reason: super::ledger::DuplicateReason,
+        reason: DuplicateReason,
         skipped: bool,
     },
     /// A consumer crashed in the middle of a batch: how many records its
@@ -926,386 +928,6 @@ impl TraceEvent {
     pub fn line(&self) -> String {
         format!("{:>8} ms  #{:<6} {}", self.time, self.id, self.text())
     }
-
-    /// What happened, in one line without the time and id columns.
-    pub fn text(&self) -> String {
-        match &self.kind {
-            TraceKind::Input { description, .. } => format!("input: {description}"),
-            TraceKind::Sent { from, to, summary, .. } => format!("{from} -> {to}: {summary}"),
-            TraceKind::Delivered { from, to, name } => format!("{to} <- {from}: {name} delivered"),
-            TraceKind::Dropped { from, to, name, reason } => format!("{from} -x {to}: {name} dropped ({reason:?})"),
-            TraceKind::BrokerStatus { broker, status } => format!("broker-{broker} {status}"),
-            TraceKind::BrokerFencing { broker, fenced, reason } => {
-                format!(
-                    "controller {} broker-{broker}: {reason}",
-                    if *fenced { "fenced" } else { "unfenced" }
-                )
-            }
-            TraceKind::LeaderElected {
-                partition,
-                leader,
-                leader_epoch,
-                isr,
-                unclean,
-                reason,
-            } => format!(
-                "{partition}: leader {} at epoch {leader_epoch}, isr {isr:?}{} ({reason})",
-                leader.map_or("none".to_string(), |leader| format!("broker-{leader}")),
-                if *unclean { ", UNCLEAN" } else { "" }
-            ),
-            TraceKind::IsrChanged {
-                partition,
-                from,
-                to,
-                elr,
-                partition_epoch,
-                reason,
-            } => {
-                let elr = if elr.is_empty() {
-                    String::new()
-                } else {
-                    format!(", elr {elr:?}")
-                };
-                format!("{partition}: isr {from:?} -> {to:?}{elr} (partition epoch {partition_epoch}; {reason})")
-            }
-            TraceKind::Appended {
-                broker,
-                partition,
-                first_offset,
-                count,
-                leader_epoch,
-            } => format!(
-                "broker-{broker} {partition}: appended offsets {first_offset}..{} in epoch {leader_epoch}",
-                first_offset + count
-            ),
-            TraceKind::HighWatermark {
-                broker,
-                partition,
-                from,
-                to,
-                reason,
-            } => {
-                format!(
-                    "broker-{broker} {partition}: high watermark {from} -> {to} ({})",
-                    reason.text(*to)
-                )
-            }
-            TraceKind::Truncated {
-                broker,
-                partition,
-                to_offset,
-                removed,
-                reason,
-            } => {
-                format!("broker-{broker} {partition}: truncated to {to_offset}, removing {removed} records ({reason})")
-            }
-            TraceKind::Acknowledged {
-                producer,
-                partition,
-                base_offset,
-                records,
-            } => format!(
-                "producer-{producer} {partition}: {} records acknowledged{}",
-                records.len(),
-                base_offset.map_or(" (acks=0, no offset)".to_string(), |offset| format!(
-                    " at offset {offset}"
-                ))
-            ),
-            TraceKind::ProduceFailed {
-                producer,
-                partition,
-                error,
-                records,
-                will_retry,
-            } => format!(
-                "producer-{producer} {partition}: {} records failed with {error}{}",
-                records.len(),
-                if *will_retry { ", retrying" } else { ", giving up" }
-            ),
-            TraceKind::RecordsLost {
-                partition,
-                records,
-                reason,
-            } => {
-                format!("{partition}: acknowledged records {} LOST ({reason})", ranges(records))
-            }
-            TraceKind::InvariantViolated { invariant, detail } => format!("INVARIANT {invariant:?} violated: {detail}"),
-            TraceKind::GroupRebalanced {
-                group,
-                generation,
-                assignment,
-                reason,
-            } => format!(
-                "group {group} generation {generation}: {} ({reason})",
-                member_assignments(assignment)
-            ),
-            TraceKind::ProcessedAgain {
-                group,
-                consumer,
-                partition,
-                from,
-                to,
-                count,
-                reason,
-                skipped,
-            } => format!(
-                "group {group}: consumer-{consumer} {} {count} record(s) of {partition} (offsets {from}..={to}) again: {reason}",
-                if *skipped { "recognised and skipped" } else { "processed" }
-            ),
-            TraceKind::ProcessingInterrupted {
-                group,
-                consumer,
-                processed,
-                unprocessed,
-                uncommitted_processed,
-                committed_unprocessed,
-                in_transaction,
-            } => {
-                let mut text = format!(
-                    "group {group}: consumer-{consumer} crashed mid-batch after processing {processed} of {} record(s)",
-                    processed + unprocessed
-                );
-                if *in_transaction {
-                    text.push_str("; its outputs and offsets are in a transaction that will abort, so none of it counts (exactly-once)");
-                }
-                if *uncommitted_processed > 0 {
-                    text.push_str(&format!(
-                        "; {uncommitted_processed} processed but not committed will be processed again (at-least-once)"
-                    ));
-                }
-                if !committed_unprocessed.is_empty() {
-                    let ranges: Vec<String> = committed_unprocessed
-                        .iter()
-                        .map(|(partition, from, to)| format!("{partition} {from}..={to}"))
-                        .collect();
-                    text.push_str(&format!(
-                        "; {} were committed before processing and will never be processed (at-most-once)",
-                        ranges.join(", ")
-                    ));
-                }
-                text
-            }
-            TraceKind::TargetAssignment {
-                group,
-                epoch,
-                assignment,
-                reason,
-            } => format!(
-                "group {group} epoch {epoch}: target assignment {} ({reason})",
-                member_assignments(assignment)
-            ),
-            TraceKind::Consumed {
-                consumer,
-                partition,
-                from,
-                to,
-                high_watermark,
-            } => format!(
-                "consumer-{consumer} {partition}: read offsets {from}..{to} (high watermark {high_watermark}, lag {})",
-                high_watermark.saturating_sub(*to)
-            ),
-            TraceKind::OffsetsCommitted { group, offsets } => format!(
-                "group {group}: committed {}",
-                offsets
-                    .iter()
-                    .map(|(partition, offset)| format!("{partition}={offset}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ),
-            TraceKind::ConsumerStatus { consumer, status } => format!("consumer-{consumer} {status}"),
-            TraceKind::ControllerStatus { controller, status } => format!("controller-{controller} {status}"),
-            TraceKind::LimitReached { what, limit } => {
-                format!("stopped at kafkascope's limit of {limit} for {what}")
-            }
-            TraceKind::ChangeRefused { change, reason } => format!("refused to {change}: {reason}"),
-            TraceKind::TransactionState {
-                transactional_id,
-                producer_id,
-                producer_epoch,
-                state,
-                partitions,
-            } => format!(
-                "transaction {transactional_id} (producer {producer_id}, epoch {producer_epoch}) -> {state} [{}]",
-                partitions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-            ),
-            TraceKind::TransactionEnded {
-                producer,
-                transactional_id,
-                outcome,
-            } => format!("producer-{producer} ({transactional_id}): {outcome}"),
-            TraceKind::DeadLettered {
-                group,
-                consumer,
-                partition,
-                offset,
-                attempts,
-                topic,
-                dead_letter,
-            } => format!(
-                "consumer-{consumer} ({group}) failed {attempts} time{} on {partition} offset {offset} and sent it to {topic} (record #{dead_letter}, headers name the error and where it came from), then went on",
-                if *attempts == 1 { "" } else { "s" }
-            ),
-            TraceKind::HandlerFailed {
-                group,
-                consumer,
-                partition,
-                offset,
-                attempts,
-                skipped,
-            } => format!(
-                "consumer-{consumer} ({group}) failed {attempts} time{} on {partition} offset {offset}: the exception stops it ({skipped} record{} of its last poll not handled)",
-                if *attempts == 1 { "" } else { "s" },
-                if *skipped == 1 { "" } else { "s" }
-            ),
-            TraceKind::SegmentsDeleted {
-                broker,
-                partition,
-                bytes,
-                segments,
-                log_start_offset,
-            } => {
-                let reasons: std::collections::BTreeSet<String> =
-                    segments.iter().map(|(_, _, reason)| reason.to_string()).collect();
-                format!(
-                    "broker-{broker} deleted {} segment{} of {partition} ({bytes} bytes, {}); the log now starts at offset {log_start_offset}",
-                    segments.len(),
-                    if segments.len() == 1 { "" } else { "s" },
-                    reasons.into_iter().collect::<Vec<_>>().join(", ")
-                )
-            }
-            TraceKind::LogCleaned {
-                broker,
-                partition,
-                records_before,
-                records_after,
-                bytes_before,
-                bytes_after,
-                tombstones_removed,
-                checkpoint,
-            } => format!(
-                "broker-{broker}'s cleaner compacted {partition} below offset {checkpoint}: {records_before} records ({bytes_before} bytes) became {records_after} ({bytes_after} bytes), the latest of each key{}",
-                if *tombstones_removed > 0 {
-                    format!("; {tombstones_removed} tombstone(s) past delete.retention.ms removed")
-                } else {
-                    String::new()
-                }
-            ),
-            TraceKind::Throttled {
-                client,
-                broker,
-                throttle_time_ms,
-                quota,
-            } => match quota {
-                super::config::QuotaType::Produce => format!(
-                    "broker-{broker} throttles {client} for {throttle_time_ms} ms: it produced faster than its quota ({quota}), so it sends that broker nothing until then"
-                ),
-                super::config::QuotaType::Fetch => format!(
-                    "broker-{broker} throttles {client} for {throttle_time_ms} ms: its fetches took more bytes than its quota ({quota}), so the broker answers this fetch empty and it fetches nothing from that broker until then"
-                ),
-            },
-            TraceKind::NoOffsetForPartition { client, partition } => format!(
-                "{client} owns {partition}, its group has no committed offset there and auto.offset.reset=none: poll() throws NoOffsetForPartitionException"
-            ),
-            TraceKind::OffsetOutOfRange {
-                client,
-                partition,
-                position,
-                reset,
-            } if *reset == super::config::OffsetReset::None => format!(
-                "{client}'s position {position} on {partition} is no longer in the log (OFFSET_OUT_OF_RANGE) and auto.offset.reset=none: poll() throws OffsetOutOfRangeException"
-            ),
-            TraceKind::OffsetOutOfRange {
-                client,
-                partition,
-                position,
-                reset,
-            } => format!(
-                "{client}'s position {position} on {partition} is no longer in the log (OFFSET_OUT_OF_RANGE): auto.offset.reset={reset} decides where it goes"
-            ),
-            TraceKind::OffsetReset {
-                client,
-                partition,
-                offset,
-            } => format!("{client} resets its position on {partition} to offset {offset}"),
-            TraceKind::TransactionRolledBack {
-                group,
-                consumer,
-                records,
-                rewound,
-            } => format!(
-                "consumer-{consumer} ({group}): its transaction aborted; {records} record{} to process again from the committed offsets{}",
-                if *records == 1 { "" } else { "s" },
-                if rewound.is_empty() {
-                    " (by whoever owns their partitions now)".to_string()
-                } else {
-                    format!(
-                        " (it was at {})",
-                        rewound
-                            .iter()
-                            .map(|(partition, offset)| format!("{partition}={offset}"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                }
-            ),
-            TraceKind::MarkerWritten {
-                broker,
-                partition,
-                producer_id,
-                control,
-                offset,
-            } => format!("broker-{broker} wrote the {control} marker for producer {producer_id} at {partition} offset {offset}"),
-            TraceKind::DuplicateIgnored {
-                broker,
-                partition,
-                producer_id,
-                first_sequence,
-                last_sequence,
-                first_offset,
-            } => format!(
-                "broker-{broker} already has producer {producer_id}'s sequences {first_sequence}..={last_sequence} on {partition} (from offset {first_offset}): answered with the original offsets, nothing written again"
-            ),
-            TraceKind::ElectLeadersFailed {
-                election_type,
-                partition,
-                error,
-            } => match partition {
-                Some(partition) => format!("{election_type} leader election for {partition}: {error}"),
-                None => format!("{election_type} leader election: {error} (no active controller answered)"),
-            },
-            TraceKind::PartitionsCreated { topic, from, to } => format!(
-                "{topic} now has {to} partitions (was {from}): clients see the new ones at their next metadata refresh"
-            ),
-            TraceKind::CreatePartitionsFailed { topic, count, error } => match error {
-                ErrorCode::InvalidPartitions => {
-                    format!("{topic} --partitions {count} refused: {error} (a topic's partitions can only grow)")
-                }
-                ErrorCode::RequestTimedOut => {
-                    format!("{topic} --partitions {count}: {error} (no active controller answered)")
-                }
-                _ => format!("{topic} --partitions {count} refused: {error}"),
-            },
-            TraceKind::ControllerElection {
-                controller,
-                epoch,
-                reason,
-            } => {
-                format!("controller-{controller} asks for votes in epoch {epoch} ({reason})")
-            }
-            TraceKind::ControllerElected {
-                controller,
-                epoch,
-                votes,
-            } => format!(
-                "controller-{controller} is the active controller in epoch {epoch} (votes from {})",
-                votes
-                    .iter()
-                    .map(|vote| format!("controller-{vote}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }
-    }
 }
 
 /// A hash of a trace: equal hashes mean identical runs. FNV-1a over each
@@ -1362,4 +984,29 @@ fn member_assignments(assignment: &[MemberAssignment]) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// Why a record was processed more than once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DuplicateReason {
+    /// The producer retried without idempotence and the log holds the
+    /// record twice, at two offsets.
+    ProducerRetry,
+    /// The member that processed it crashed before its offset was
+    /// committed; the group read it again from the last commit.
+    CrashBeforeCommit,
+    /// Its partition moved (a rebalance, a fenced or timed-out member)
+    /// before its offset was committed; the next owner read it again.
+    RebalanceBeforeCommit,
+}
+
+impl std::fmt::Display for DuplicateReason {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            DuplicateReason::ProducerRetry => "the producer retried without idempotence, so the log holds it twice",
+            DuplicateReason::CrashBeforeCommit => "its member crashed after processing it and before committing",
+            DuplicateReason::RebalanceBeforeCommit => "its partition moved before its offset was committed",
+        })
+    }
 }
