@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 
 use kafkascope_engine::sim::trace::TraceKind;
+use kafkascope_engine::sim::types::NodeId;
 use kafkascope_engine::sim::view::{ClusterView, ReplicaRole, Role};
 
 use crate::cluster_model::{
@@ -34,11 +35,11 @@ fn disagreements(view: &ClusterView) -> Vec<String> {
                 .iter()
                 .find(|replica| replica.partition == row.partition)
             {
-                None => wrong.push(format!("broker-{id} draws {} it does not hold", row.partition)),
+                None => wrong.push(format!("{name} draws {} it does not hold", row.partition)),
                 Some(replica) => {
                     if (row.log_end_offset, row.high_watermark) != (replica.log_end_offset, replica.high_watermark) {
                         wrong.push(format!(
-                            "broker-{id} {}: the map says LEO {} HW {}, the view {} {}",
+                            "{name} {}: the map says LEO {} HW {}, the view {} {}",
                             row.partition,
                             row.log_end_offset,
                             row.high_watermark,
@@ -47,10 +48,7 @@ fn disagreements(view: &ClusterView) -> Vec<String> {
                         ));
                     }
                     if row.role != replica.role {
-                        wrong.push(format!(
-                            "broker-{id} {}: the map's role is not the view's",
-                            row.partition
-                        ));
+                        wrong.push(format!("{name} {}: the map's role is not the view's", row.partition));
                     }
                 }
             }

@@ -60,8 +60,9 @@ pub struct Story {
     pub order: u32,
     /// One sentence for Learn: what the learner will see.
     pub learn: String,
-    /// The partition the story is about (`orders-0`): its steps open
-    /// filtered to it.
+    /// The partition the story is about (`orders-0`): the steps label
+    /// the lifelines' roles for it (leader, follower). It filters nothing:
+    /// every story opens the same way, on its first chapter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub focus: Option<String>,
     /// Captions that open chapters, each on the step of one input.
