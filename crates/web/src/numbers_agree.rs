@@ -24,6 +24,7 @@ fn disagreements(view: &ClusterView) -> Vec<String> {
         let NodeBody::Broker { id, replicas, .. } = &node.body else {
             continue;
         };
+        let name = NodeId::Broker(*id);
         let broker = view
             .brokers
             .iter()
