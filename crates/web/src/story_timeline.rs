@@ -83,6 +83,9 @@ pub fn story_timeline(props: &TimelineProps) -> Html {
         .map(|(index, moment)| (percent(visible, *index), *moment))
         .collect();
     let counts = moment_counts(&props.outline.moments, visible);
+    // A jump with nowhere to go is disabled, not silent.
+    let moment_back = props.outline.moment_jump(props.current, false, visible).is_none();
+    let moment_on = props.outline.moment_jump(props.current, true, visible).is_none();
     let last = visible.len().saturating_sub(1);
     html! {
         <div class="story-timeline" data-testid="story-timeline">
@@ -110,8 +113,8 @@ pub fn story_timeline(props: &TimelineProps) -> Html {
                 <button type="button" data-testid="chapter-next" onclick={act(CursorAction::Chapter(true))} aria-label="next chapter">{ "▶" }</button>
             </nav>
             <div class="moments" role="group" aria-label="key moments">
-                <button type="button" data-testid="moment-prev" onclick={act(CursorAction::Moment(false))} disabled={marks.is_empty()}>{ "◀ Key moment" }</button>
-                <button type="button" data-testid="moment-next" onclick={act(CursorAction::Moment(true))} disabled={marks.is_empty()}>{ "Key moment ▶" }</button>
+                <button type="button" data-testid="moment-prev" onclick={act(CursorAction::Moment(false))} disabled={moment_back}>{ "◀ Key moment" }</button>
+                <button type="button" data-testid="moment-next" onclick={act(CursorAction::Moment(true))} disabled={moment_on}>{ "Key moment ▶" }</button>
                 <span class="muted" data-testid="moment-counts">{ if counts.is_empty() { "no key moments".to_string() } else { counts } }</span>
             </div>
             <div class="view-switch">

@@ -293,8 +293,13 @@ fn startup_text(steps: &[Step]) -> String {
             _ => {}
         }
     }
+    let when = if end == 0 {
+        "at 0 ms".to_string()
+    } else {
+        format!("0–{end} ms")
+    };
     let mut text = format!(
-        "The cluster starts (0–{end} ms): {} steps before the story's first input are folded into this one.",
+        "The cluster starts ({when}): {} steps before the story's first input are folded into this one.",
         steps.len()
     );
     if !happened.is_empty() {
