@@ -385,17 +385,24 @@ impl Simulation {
         true
     }
 
+    /// What broker `id`'s metadata knows of a coordinator's partition
+    /// (`__consumer_offsets` or `__transaction_state`): whether it exists
+    /// there, and its leader, the coordinator `FindCoordinator` answers.
+    pub(crate) fn coordinator_as_known(&self, id: BrokerId, partition: &TopicPartition) -> (bool, Option<BrokerId>) {
+        let known = self.brokers[&id]
+            .metadata
+            .as_ref()
+            .and_then(|image| image.partitions.get(partition));
+        (known.is_some(), known.and_then(|registration| registration.leader))
+    }
+
     /// `FindCoordinator`: the leader of the group's `__consumer_offsets`
     /// partition as this broker's metadata knows it.
     fn coordinator_find(&mut self, id: BrokerId, from: NodeId, group: &str) {
         let node = NodeId::Broker(id);
         let partition = self.offsets_partition(group);
-        let known = self.brokers[&id]
-            .metadata
-            .as_ref()
-            .and_then(|image| image.partitions.get(&partition));
-        let coordinator = known.and_then(|registration| registration.leader);
-        if known.is_none() {
+        let (known, coordinator) = self.coordinator_as_known(id, &partition);
+        if !known {
             // The first group of a cluster: `__consumer_offsets` is
             // created now, and found on a later lookup.
             self.controller_create_offsets_topic();

@@ -273,12 +273,8 @@ impl Simulation {
     fn txn_find_coordinator(&mut self, id: BrokerId, from: NodeId, transactional_id: &str) {
         let node = NodeId::Broker(id);
         let partition = self.txn_partition(transactional_id);
-        let known = self.brokers[&id]
-            .metadata
-            .as_ref()
-            .and_then(|image| image.partitions.get(&partition));
-        let coordinator = known.and_then(|registration| registration.leader);
-        if known.is_none() {
+        let (known, coordinator) = self.coordinator_as_known(id, &partition);
+        if !known {
             self.controller_create_transaction_topic();
         }
         let reply = Message::FindTxnCoordinatorResponse {
