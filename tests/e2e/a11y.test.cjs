@@ -7,7 +7,7 @@
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { readFileSync } = require('node:fs');
-const { launch, openApp, screenshotPath } = require('./browser.cjs');
+const { launch, openApp, screenshotPath, showView, showTool } = require('./browser.cjs');
 
 const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -24,12 +24,12 @@ async function seriousViolations(page) {
 }
 
 for (const [width, height] of [[1280, 900], [390, 844]]) {
-  test(`axe finds no serious or critical violation at ${width} px, with the inspector open`, async () => {
-    const { page, problems } = await openApp(browser, { width, height, query: '?play=0' });
+  test(`axe finds no serious or critical violation at ${width} px in any view, with the inspector open`, async () => {
+    const { page, problems } = await openApp(browser, { width, height, query: '?play=0', view: 'map' });
     const live = page.getByTestId('cluster');
     await live.getByTestId('cluster-run-1s').click();
     // The side-by-side comparison of rebalance protocols, open with its charts.
-    await live.getByTestId('compare-protocols').locator('summary').click();
+    await showTool(page, 'compare');
     await live.getByTestId('compare-run').click();
     await live.getByTestId('compare-2').waitFor();
     // A broker's box is a labelled group; its header button selects it
@@ -37,32 +37,35 @@ for (const [width, height] of [[1280, 900], [390, 844]]) {
     await live.getByTestId('select-broker-1').focus();
     await page.keyboard.press('Enter');
     await live.getByTestId('inspector-title').waitFor();
-    assert.deepEqual(await seriousViolations(page), []);
+    assert.deepEqual(await seriousViolations(page), [], 'the map view');
     await page.screenshot({ path: screenshotPath(`a11y-${width}`), fullPage: false });
+    for (const view of ['learn', 'stories', 'sandbox', 'partitioner']) {
+      await showView(page, view);
+      assert.deepEqual(await seriousViolations(page), [], `the ${view} view`);
+      await page.screenshot({ path: screenshotPath(`view-${view}-${width}`), fullPage: false });
+    }
     assert.deepEqual(problems, []);
     await page.close();
   });
 }
 
-test('the first Tab stops are links to every section, each moving focus there; on the map, boxes come before edges', async () => {
+test('the first Tab stops are the top bar\'s links to every view, each moving focus into its view; on the map, boxes come before edges', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
-  const sections = await page.locator('main > section[id]').evaluateAll((all) => all.map((section) => section.id));
-  // The header's links (every section, and the lesson's Q&A tab) are the
-  // first Tab stops.
-  const navigation = await page.locator('.app-nav a').evaluateAll((all) => all.map((link) => link.getAttribute('href')));
+  const views = await page.locator('main [data-view]').evaluateAll((all) => all.map((view) => view.dataset.view));
+  assert.deepEqual(views, ['learn', 'map', 'stories', 'sandbox', 'partitioner']);
+  // The brand (home) and the top bar's links are the first Tab stops.
+  const navigation = await page.locator('.app-header a').evaluateAll((all) => all.map((link) => link.getAttribute('href')));
   const links = [];
   for (let index = 0; index < navigation.length; index++) {
     await page.keyboard.press('Tab');
     links.push(await page.evaluate(() => document.activeElement.getAttribute('href')));
   }
-  assert.deepEqual(links, navigation, 'the header\'s links come first in tab order');
-  for (const id of sections) {
-    assert.ok(links.includes(`#${id}`), `no link to the section #${id}`);
-  }
-  for (const id of sections) {
-    await page.locator(`.app-nav a[href="#${id}"]`).focus();
+  assert.deepEqual(links, navigation, 'the top bar\'s links come first in tab order');
+  for (const view of views) {
+    await page.getByTestId(`nav-${view}`).focus();
     await page.keyboard.press('Enter');
-    await page.waitForFunction((wanted) => document.activeElement?.closest('section')?.id === wanted, id);
+    await page.waitForFunction((wanted) => document.activeElement?.closest('[data-view]')?.dataset.view === wanted, view);
+    assert.equal(await page.getByTestId(`nav-${view}`).getAttribute('aria-current'), 'page');
   }
   // Tab order inside the map: every box (and the rows in it) before any edge.
   const order = await page.getByTestId('cluster').getByTestId('map').evaluate((map) => [...map.querySelectorAll('[tabindex="0"]')]
@@ -75,7 +78,7 @@ test('the first Tab stops are links to every section, each moving focus there; o
 });
 
 test('axe finds no serious or critical violation on the scenario format reference, at desktop and phone width, nor in the shared-code field', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'sandbox' });
   await page.getByTestId('sandbox').getByTestId('copy-code-link').click();
   await page.getByTestId('sandbox').getByTestId('code-share').waitFor();
   assert.deepEqual(await seriousViolations(page), []);

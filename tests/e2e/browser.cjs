@@ -33,7 +33,7 @@ async function launch() {
  * Opens the app in a new page and collects its problems: console errors,
  * uncaught exceptions, failed requests and HTTP errors.
  */
-async function openApp(browser, { width = 1280, height = 900, query = '', ready = 'partition', simulator = true } = {}) {
+async function openApp(browser, { width = 1280, height = 900, query = '', ready = 'app-nav', simulator = true, view } = {}) {
   const page = await browser.newPage({ viewport: { width, height } });
   const problems = [];
   page.on('console', (message) => {
@@ -52,7 +52,24 @@ async function openApp(browser, { width = 1280, height = 900, query = '', ready 
   // an embedded part, whatever `ready` names).
   await page.getByTestId(ready).waitFor({ timeout: 30000 });
   if (simulator) await withSimulator(page);
+  if (view) await showView(page, view);
   return { page, problems };
+}
+
+/**
+ * Shows one of the page's views (learn, map, stories, sandbox,
+ * partitioner) as a learner does: with its link in the top bar.
+ */
+async function showView(page, view) {
+  const link = page.getByTestId(`nav-${view}`);
+  if (await link.getAttribute('aria-current') !== 'page') await link.click();
+  await page.getByTestId(`view-${view}`).waitFor({ state: 'visible', timeout: 10000 });
+}
+
+/** Shows one of the map's tabs (inspector, knobs, recent, lag, topics, groups, ledger, quorum, compare). */
+async function showTool(page, id) {
+  const tab = page.getByTestId('cluster').getByTestId(`tab-${id}`);
+  if (await tab.getAttribute('aria-selected') !== 'true') await tab.click();
 }
 
 /**
@@ -110,6 +127,6 @@ function shippedStories() {
 }
 
 module.exports = {
-  launch, openApp, withSimulator, screenshotPath, listenLocal, APP_URL,
+  launch, openApp, showView, showTool, withSimulator, screenshotPath, listenLocal, APP_URL,
   steps, within, stepsAttr, chooseStory, shippedStories,
 };

@@ -5,7 +5,7 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { launch, openApp, screenshotPath } = require('./browser.cjs');
+const { launch, openApp, screenshotPath, showTool } = require('./browser.cjs');
 
 // The live cluster section (the sequence steps section draws a map too).
 const live = (page) => page.getByTestId('cluster');
@@ -15,13 +15,14 @@ before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
 
 test('killing a leader elects a new one from the ISR, shown in kafka-topics --describe', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   await live(page).getByTestId('cluster-run-10s').click();
   await live(page).getByTestId('cluster-produce').click();
   await live(page).getByTestId('cluster-run-10s').click();
   const leader = await live(page).getByTestId('leader-orders-0').textContent();
   const isr = (await live(page).getByTestId('isr-orders-0').textContent()).split(',');
   assert.equal(isr.length, 3);
+  await showTool(page, 'groups');
   assert.match(await live(page).getByTestId('groups-table').innerText(), /billing\s+orders\s+0/);
 
   await live(page).getByTestId(`node-broker-${leader}`).click({ position: { x: 30, y: 10 } });
@@ -35,10 +36,12 @@ test('killing a leader elects a new one from the ISR, shown in kafka-topics --de
   assert.notEqual(newLeader, leader);
   assert.ok(isr.includes(newLeader), `${newLeader} was not in the ISR ${isr}`);
   assert.ok(!(await live(page).getByTestId('isr-orders-0').textContent()).split(',').includes(leader));
+  await showTool(page, 'topics');
   assert.match(await live(page).getByTestId('topics-table').innerText(), /under-replicated/);
   assert.match(await live(page).getByTestId('cluster-summary').innerText(), /lost 0,.*invariant violations 0/);
   await page.screenshot({ path: screenshotPath('cluster-after-leader-kill'), fullPage: true });
 
+  await showTool(page, 'inspector');
   await live(page).getByTestId(`inspector-restart-broker-${leader}`).click();
   await live(page).getByTestId('cluster-run-10s').click();
   await live(page).getByTestId('cluster-run-10s').click();
@@ -48,7 +51,7 @@ test('killing a leader elects a new one from the ISR, shown in kafka-topics --de
 });
 
 test('play advances simulated time until paused; Space plays and the right arrow steps one event', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   const time = async () => Number((await live(page).getByTestId('cluster-time').textContent()).match(/\d+/)[0]);
   const events = async () => Number(await page.getByTestId('cluster').getAttribute('data-events'));
   await live(page).getByTestId('cluster-speed').selectOption('10000');

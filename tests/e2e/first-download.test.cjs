@@ -26,13 +26,13 @@ function recordDownloads(page) {
   return downloads;
 }
 
-test('the page opens with at most 400 KB and fetches the simulator when the learner scrolls to the map', async () => {
+test('the page opens with at most 400 KB and fetches the simulator when the learner opens the map', async () => {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const downloads = recordDownloads(page);
   const problems = [];
   page.on('pageerror', (error) => problems.push(String(error)));
   await page.goto(process.env.KAFKASCOPE_URL || 'http://127.0.0.1:8080/', { waitUntil: 'networkidle' });
-  await page.getByTestId('partition').waitFor({ timeout: 30000 });
+  await page.getByTestId('app-nav').waitFor({ timeout: 30000 });
   await page.waitForLoadState('networkidle');
   // The lesson works without the simulator; the map and the steps wait.
   assert.equal(await page.evaluate(() => document.documentElement.dataset.simulator), 'waiting');
@@ -45,10 +45,10 @@ test('the page opens with at most 400 KB and fetches the simulator when the lear
   assert.ok(first.some((download) => download.path.endsWith('_bg.wasm')), 'the first module was downloaded');
   assert.ok(total <= BUDGET_BYTES, `the first download is ${total} bytes, over ${BUDGET_BYTES}`);
 
-  // Scrolling towards the map fetches the simulator once and draws both parts.
-  await page.getByTestId('map-stand-in').scrollIntoViewIfNeeded();
+  // Opening the map fetches the simulator once and draws both parts.
+  await page.getByTestId('nav-map').click();
   await page.getByTestId('cluster').waitFor({ timeout: 30000 });
-  await page.getByTestId('steps').waitFor({ timeout: 30000 });
+  await page.getByTestId('steps').waitFor({ state: 'attached', timeout: 30000 });
   assert.equal(await page.evaluate(() => document.documentElement.dataset.simulator), 'ready');
   assert.equal(await page.locator('[data-sim-stand-in]').count(), 0, 'the stand-ins are gone');
   assert.equal(await page.locator('#map').count(), 1, 'one element is #map');
@@ -71,6 +71,7 @@ test('the page opens with at most 400 KB and fetches the simulator when the lear
   const before = await page.getByTestId('cluster-time').innerText();
   await page.getByTestId('cluster-run-1s').click();
   assert.notEqual(await page.getByTestId('cluster-time').innerText(), before);
+  await page.getByTestId('nav-partitioner').click();
   await page.getByTestId('key-input').fill('foobar');
   await page.getByTestId('partitions-input').fill('12');
   await page.waitForFunction(() => document.querySelector('[data-testid="partition"]').textContent === '6');
@@ -93,18 +94,18 @@ async function openUnscrolled(options) {
     window.IntersectionObserver = class { observe() {} disconnect() {} };
   });
   await page.goto((process.env.KAFKASCOPE_URL || 'http://127.0.0.1:8080/') + (options.query || ''), { waitUntil: 'networkidle' });
-  await page.getByTestId('partition').waitFor({ timeout: 30000 });
+  await page.getByTestId('app-nav').waitFor({ timeout: 30000 });
   return { page, problems };
 }
 
-test('a phone learner can load the map and the steps with one button', async () => {
+test('on a phone, opening Stories loads the simulator and draws the map and the steps', async () => {
   const { page, problems } = await openUnscrolled({ width: 390, height: 844 });
   assert.equal(await page.evaluate(() => document.documentElement.dataset.simulator), 'waiting');
-  await page.getByTestId('steps-stand-in').screenshot({ path: screenshotPath('simulator-stand-in') });
-  assert.match(await page.getByTestId('steps-stand-in').innerText(), /The simulator loads when you scroll here/);
-  await page.getByTestId('steps-load').click();
+  assert.match(await page.getByTestId('steps-stand-in').textContent(), /The simulator loads when this view opens/);
+  await page.getByTestId('nav-stories').click();
   await page.getByTestId('steps').waitFor({ timeout: 30000 });
-  await page.getByTestId('cluster').waitFor({ timeout: 30000 });
+  await page.getByTestId('cluster').waitFor({ state: 'attached', timeout: 30000 });
+  await page.screenshot({ path: screenshotPath('simulator-stories-phone') });
   assert.equal(await page.locator('[data-sim-stand-in]').count(), 0);
   assert.deepEqual(problems, []);
   await page.close();
@@ -138,7 +139,7 @@ test('when the simulator cannot load, the map says so and loads on a second try'
   const simulator = /\/sim\/kafkascope-sim-[0-9a-f]{16}\.js(\?|$)/;
   await page.route(simulator, (route) => route.fulfill({ status: 503, body: 'down for a minute' }));
   await page.goto(process.env.KAFKASCOPE_URL || 'http://127.0.0.1:8080/', { waitUntil: 'networkidle' });
-  await page.getByTestId('map-load').click();
+  await page.getByTestId('nav-map').click();
   const failed = page.getByTestId('map-load-failed');
   await failed.waitFor({ timeout: 30000 });
   await page.getByTestId('map-stand-in').screenshot({ path: screenshotPath('simulator-failed') });
@@ -146,6 +147,6 @@ test('when the simulator cannot load, the map says so and loads on a second try'
   await page.unroute(simulator);
   await failed.getByRole('button', { name: 'Try again' }).click();
   await page.getByTestId('cluster').waitFor({ timeout: 30000 });
-  await page.getByTestId('steps').waitFor({ timeout: 30000 });
+  await page.getByTestId('steps').waitFor({ state: 'attached', timeout: 30000 });
   await context.close();
 });

@@ -104,6 +104,7 @@ test('a course page on another origin drives the embedded map and hears its even
   await app.send({ type: 'pause' });
   await app.frame.locator('[data-testid="cluster-play"][aria-pressed="false"]').waitFor();
   // A knob the learner changes in the frame is heard too.
+  await app.frame.getByTestId('tab-knobs').click();
   await app.frame.getByTestId('knob-acks').selectOption('all');
   await app.waitFor('knobChanged', (m) => m.knob === 'acks' && m.value === 'all');
   await app.page.screenshot({ path: screenshotPath('host-api-map') });

@@ -1,5 +1,5 @@
-// The map as a beginner meets it (#32): every text on the live map and on
-// the steps' side map is at least 12 px on screen (the font size times the
+// The map as a beginner meets it (#32): every text on the live map, on
+// the steps' side map and in the sequence diagram is at least 12 px on screen (the font size times the
 // SVG's screen transform), at desktop and phone width; the side map shows
 // the whole cluster in its box; a click at the centre of any box or row
 // selects that box or row (edges never take it), on the default cluster and
@@ -9,7 +9,7 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { launch, openApp, screenshotPath } = require('./browser.cjs');
+const { launch, openApp, screenshotPath, showTool, showView } = require('./browser.cjs');
 
 const live = (page) => page.getByTestId('cluster');
 const steps = (page) => page.getByTestId('steps');
@@ -52,17 +52,26 @@ const measure = (svg) => {
 
 for (const [width, height] of [[1280, 800], [390, 844]]) {
   test(`at ${width} px every text of the live map and the side map is at least 12 px and none leaves its box`, async () => {
-    const { page, problems } = await openApp(browser, { width, height, query: '?play=0&story=happy-path&step=30' });
+    const { page, problems } = await openApp(browser, { width, height, query: '?play=0&story=happy-path&step=30', view: 'map' });
     await live(page).getByTestId('cluster-run-10s').click();
     const map = await live(page).getByTestId('map').evaluate(measure);
     assert.ok(map.count > 30, `${map.count} texts`);
     assert.ok(map.smallest.size >= 11.95, `live map text "${map.smallest.text}" at ${map.smallest.size.toFixed(2)} px`);
     assert.deepEqual(map.outside, []);
     assert.ok(!map.clipped, `the live map scrolls sideways (${map.width} px in ${map.frame} px)`);
+    await live(page).getByTestId('map').screenshot({ path: screenshotPath(`legible-map-${width}`) });
+    await showView(page, 'stories');
     const side = await steps(page).getByTestId('map').evaluate(measure);
     assert.ok(side.smallest.size >= 11.95, `side map text "${side.smallest.text}" at ${side.smallest.size.toFixed(2)} px`);
     assert.deepEqual(side.outside, []);
     assert.ok(!side.clipped, `the side map is cut (${side.width} px in ${side.frame} px)`);
+    // The sequence diagram beside it is drawn unscaled: its text too is 12 px or more
+    // (on a phone the steps are a list, checked in map.test.cjs).
+    if (width >= 700) {
+      const diagram = await steps(page).getByTestId('sequence-diagram').evaluate(measure);
+      assert.ok(diagram.count > 10, `${diagram.count} diagram texts`);
+      assert.ok(diagram.smallest.size >= 11.95, `diagram text "${diagram.smallest.text}" at ${diagram.smallest.size.toFixed(2)} px`);
+    }
     // Every broker and controller of the story is in the side map.
     for (const name of ['broker-1', 'broker-2', 'broker-3', 'controller-1', 'controller-2', 'controller-3']) {
       const box = await steps(page).getByTestId(`node-${name}`).boundingBox();
@@ -71,7 +80,6 @@ for (const [width, height] of [[1280, 800], [390, 844]]) {
     }
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(overflow <= width, `the page scrolls sideways (${overflow} px)`);
-    await live(page).getByTestId('map').screenshot({ path: screenshotPath(`legible-map-${width}`) });
     await steps(page).locator('.steps-map').screenshot({ path: screenshotPath(`legible-side-map-${width}`) });
     assert.deepEqual(problems, []);
     await page.close();
@@ -110,7 +118,7 @@ async function clickEveryCentre(page) {
 
 test('a click at the centre of every box and row selects it, on the default cluster and on nine brokers, at desktop and phone width', async () => {
   for (const [width, height] of [[1280, 800], [390, 844]]) {
-    const { page, problems } = await openApp(browser, { width, height, query: '?play=0' });
+    const { page, problems } = await openApp(browser, { width, height, query: '?play=0', view: 'map' });
     await live(page).getByTestId('cluster-run-10s').click();
     const small = await clickEveryCentre(page);
     assert.ok(small.targets > 15, `${small.targets} targets`);
@@ -127,8 +135,10 @@ test('a click at the centre of every box and row selects it, on the default clus
     await live(page).getByTestId('node-broker-2').scrollIntoViewIfNeeded();
     const broker = await live(page).getByTestId('node-broker-2').locator(':scope > .frame').boundingBox();
     await page.mouse.click(broker.x + broker.width / 2, broker.y + 10);
+    await showTool(page, 'inspector');
     assert.equal(await live(page).getByTestId('inspector-title').innerText(), 'broker-2');
     // The largest cluster the knobs make.
+    await showTool(page, 'knobs');
     await live(page).getByTestId('knob-brokers').fill('9');
     await live(page).getByTestId('knob-brokers').dispatchEvent('change');
     await live(page).getByTestId('knob-partitions').fill('24');
@@ -149,7 +159,7 @@ test('a click at the centre of every box and row selects it, on the default clus
 });
 
 test('Kafka\'s internal topics are one folded line per broker until the learner shows them', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   await live(page).getByTestId('cluster-run-10s').click();
   const internalRows = () => live(page).locator('[data-testid^="replica-"][data-testid*="-__consumer_offsets-"]').count();
   assert.equal(await internalRows(), 0);
@@ -183,6 +193,8 @@ test('on a phone a tap on a broker shows its summary on screen, actions first; t
   const box = await sheet.boundingBox();
   assert.ok(box && box.y >= 0 && box.y + box.height <= 844 + 0.5, JSON.stringify(box));
   assert.ok(await sheet.getByTestId('sheet-kill').isVisible());
+  // Its actions name the process they act on.
+  assert.equal(await sheet.getByTestId('sheet-kill').innerText(), 'Kill broker-2');
   await page.screenshot({ path: screenshotPath('phone-selection-sheet') });
   // Its way into the full inspector, where the actions come before the facts.
   await sheet.getByTestId('sheet-more').click();
@@ -193,12 +205,21 @@ test('on a phone a tap on a broker shows its summary on screen, actions first; t
     return kill.compareDocumentPosition(facts) & Node.DOCUMENT_POSITION_FOLLOWING ? 'kill first' : 'facts first';
   });
   assert.equal(order, 'kill first');
-  await sheet.getByTestId('sheet-close').click();
+  // The sheet made way for the full inspector; a tap on another box brings it back, and ✕ closes it.
+  assert.equal(await page.getByTestId('selection-sheet').count(), 0, 'the sheet covers the inspector it opened');
+  const other = live(page).getByTestId('node-broker-1');
+  await other.evaluate((element) => element.scrollIntoView({ block: 'center' }));
+  const otherFrame = await other.locator(':scope > .frame').boundingBox();
+  await page.mouse.click(otherFrame.x + otherFrame.width / 2, otherFrame.y + 10);
+  assert.equal(await page.getByTestId('sheet-title').innerText(), 'broker-1');
+  await page.getByTestId('sheet-close').click();
   assert.equal(await page.getByTestId('selection-sheet').count(), 0);
   // At desktop width there is no sheet: the inspector is beside the map.
   await page.setViewportSize({ width: 1280, height: 800 });
-  await broker.scrollIntoViewIfNeeded();
+  // (In the middle of the screen, clear of the top bar and the toolbar that stay put.)
+  await broker.evaluate((element) => element.scrollIntoView({ block: 'center' }));
   await header();
+  await showTool(page, 'inspector');
   assert.equal(await live(page).getByTestId('inspector-title').innerText(), 'broker-2');
   assert.equal(await page.getByTestId('selection-sheet').isVisible().catch(() => false), false);
   assert.deepEqual(problems, []);

@@ -9,7 +9,7 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { launch, openApp, screenshotPath } = require('./browser.cjs');
+const { launch, openApp, screenshotPath, showView } = require('./browser.cjs');
 
 const lessonData = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'web', 'lesson.json'), 'utf8'));
 
@@ -21,8 +21,11 @@ const lesson = (page) => page.getByTestId('lesson');
 
 test('the page opens on the lesson\'s gist, with its objectives, the happy path and the map one click away', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0' });
-  const first = await page.locator('main > section').first().getAttribute('id');
+  // Learn is the page's home: the first view, with the lesson first in it.
+  assert.equal(await page.getByTestId('nav-learn').getAttribute('aria-current'), 'page');
+  const first = await page.getByTestId('view-learn').locator('section').first().getAttribute('id');
   assert.equal(first, 'lesson');
+  assert.ok(!(await page.getByTestId('view-map').isVisible()), 'only one view is shown');
   assert.equal(await lesson(page).getByTestId('lesson-tab-gist').getAttribute('aria-selected'), 'true');
   assert.ok(await lesson(page).getByTestId('lesson-panel-gist').isVisible());
   assert.match(await lesson(page).getByTestId('lesson-summary').innerText(), /in-sync replicas.*partitions.*one partition/);
@@ -31,8 +34,12 @@ test('the page opens on the lesson\'s gist, with its objectives, the happy path 
   await lesson(page).screenshot({ path: screenshotPath('lesson-gist') });
   await lesson(page).getByTestId('lesson-open-map').click();
   assert.equal(await page.evaluate(() => location.hash), '#map');
-  // The header's Q&A link opens that tab.
-  await page.locator('.app-nav a[href="#qa"]').click();
+  await page.getByTestId('view-map').waitFor();
+  assert.ok(!(await lesson(page).isVisible()), 'the map replaces the lesson');
+  // Back returns to the lesson; an old address of the Q&A opens that tab.
+  await page.goBack();
+  await lesson(page).waitFor();
+  await page.evaluate(() => { location.hash = '#qa'; });
   await page.waitForFunction(() => document.querySelector('[data-testid="lesson-tab-qa"]').getAttribute('aria-selected') === 'true');
   assert.ok(await lesson(page).getByTestId('lesson-panel-qa').isVisible());
   assert.deepEqual(problems, []);
@@ -44,12 +51,14 @@ test('every link in the lesson opens a step, a knob, a part of the page or a tab
   const tabs = ['gist', 'tables', 'qa', 'kraft'];
   let checked = 0;
   for (const tab of tabs) {
+    await showView(page, 'learn');
     await lesson(page).getByTestId(`lesson-tab-${tab}`).click();
     const panel = lesson(page).getByTestId(`lesson-panel-${tab}`);
     // Open every question so its link is visible.
     await panel.locator('details').evaluateAll((cards) => cards.forEach((card) => { card.open = true; }));
     const count = await panel.locator('.lesson-link').count();
     for (let index = 0; index < count; index++) {
+      await showView(page, 'learn');
       await lesson(page).getByTestId(`lesson-tab-${tab}`).click();
       const link = panel.locator('.lesson-link').nth(index);
       const kind = await link.getAttribute('data-kind');
@@ -183,10 +192,12 @@ test('voice readout reads the gist, an answer and a step aloud, pauses, resumes 
   await page.evaluate(() => window.speechSynthesis.finish());
   await lesson(page).getByTestId('read-qa-isr').waitFor();
   // The current step's caption.
+  await showView(page, 'stories');
   await page.getByTestId('steps').getByTestId('read-step-caption').click();
   const caption = await page.getByTestId('step-caption').locator('p[data-read="step-caption"]').innerText();
   assert.equal((await spoken())[2].trim().endsWith(caption.trim().slice(-40)), true);
   await page.getByTestId('steps').getByTestId('read-stop-step-caption').click();
+  await showView(page, 'learn');
   await lesson(page).getByTestId('lesson-tab-gist').click();
   await lesson(page).screenshot({ path: screenshotPath('lesson-voice') });
   assert.deepEqual(problems, []);
@@ -227,6 +238,8 @@ test('the pitfalls exercise: predict each case, run it, and get a score explaine
     const steps = document.querySelector('[data-testid="steps"]');
     return steps.dataset.story === 'exercise' && steps.dataset.step === step;
   }, step);
+  await page.getByTestId('view-stories').waitFor();
+  await page.goBack();
   // Changing an answer hides the old verdicts until it runs again.
   await exercise.getByTestId('case-second-leader-dies-error').check();
   assert.equal(await exercise.getByTestId('exercise-score').count(), 0);

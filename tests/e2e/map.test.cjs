@@ -6,7 +6,7 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { launch, openApp, withSimulator, screenshotPath } = require('./browser.cjs');
+const { launch, openApp, showView, withSimulator, screenshotPath, showTool } = require('./browser.cjs');
 
 // The live cluster section (the sequence steps section draws a map too).
 const live = (page) => page.getByTestId('cluster');
@@ -17,11 +17,13 @@ before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
 
 const facts = async (page) => {
+  await showTool(page, 'inspector');
   const text = await live(page).getByTestId('inspector-facts').innerText();
   return text;
 };
 // Types a live knob's value and commits it (Enter).
 const setKnob = async (page, id, value) => {
+  await showTool(page, 'knobs');
   await live(page).getByTestId(id).fill(value);
   await live(page).getByTestId(id).press('Enter');
 };
@@ -31,7 +33,7 @@ const summaryCount = async (page, name) =>
   Number((await live(page).getByTestId('cluster-summary').innerText()).match(new RegExp(`${name} (\\d+)`))[1]);
 
 test('the map shows brokers, replicas, the quorum, the producer and both groups, and the inspector explains them', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   await live(page).getByTestId('cluster-produce').click();
   await live(page).getByTestId('cluster-run-10s').click();
   for (const id of ['node-broker-1', 'node-broker-2', 'node-broker-3', 'node-controller-1', 'node-producer-0', 'node-group-billing', 'node-group-search']) {
@@ -44,6 +46,7 @@ test('the map shows brokers, replicas, the quorum, the producer and both groups,
   assert.match(await facts(page), /Leads\s+\d+ partitions/);
   // A replica row: LEO, HW, leader epoch, ISR and fetch times.
   await live(page).getByTestId('replica-2-orders-0').click();
+  await showTool(page, 'inspector');
   assert.equal(await live(page).getByTestId('inspector-title').innerText(), 'orders-0 on broker-2');
   const replica = await facts(page);
   for (const field of ['Log end offset', 'High watermark', 'Leader epoch', 'ISR', 'ELR', 'Leader recovery', 'Last fetch', 'Last caught up', 'Log start offset', 'On disk']) {
@@ -56,11 +59,13 @@ test('the map shows brokers, replicas, the quorum, the producer and both groups,
     .find((row) => /log end offset [1-9]/.test(row.querySelector('title').textContent)).dataset.testid);
   await live(page).getByTestId(withRecords).focus();
   await page.keyboard.press('Enter');
+  await showTool(page, 'inspector');
   const files = await live(page).getByTestId('inspector-files').innerText();
   for (const name of ['00000000000000000000.log', '00000000000000000000.index', '00000000000000000000.timeindex']) {
     assert.ok(files.includes(name), `${name} not listed in ${files}`);
   }
   assert.match(files, /active: appends go here/);
+  await showTool(page, 'inspector');
   await live(page).getByTestId('inspector-lookup').locator('summary').click();
   const lookup = await live(page).getByTestId('inspector-lookup').innerText();
   assert.match(lookup, /Segment: .*Index: .*Scan: /s);
@@ -79,16 +84,19 @@ test('the map shows brokers, replicas, the quorum, the producer and both groups,
   // Keyboard: Tab reaches map nodes and Enter selects them.
   await live(page).getByTestId('node-controller-1').focus();
   await page.keyboard.press('Enter');
+  await showTool(page, 'inspector');
   assert.equal(await live(page).getByTestId('inspector-title').innerText(), 'controller-1');
   // KRaft as Kafka runs it: the other controllers (voters) and every
   // broker (observers) fetch the metadata log from the active controller.
   assert.match(await facts(page), /Fetching from it\s+voters: controller-2 at offset \d+ \(fetched \d+ ms ago\), controller-3 at offset \d+.*; observers: broker-1 at offset \d+/);
   await clickNode(page, 'node-broker-3');
   assert.match(await facts(page), /Metadata log\s+an observer fetching __cluster_metadata from controller-1: it holds \d+ of its entries \(record batches\), \d+ of them committed; its metadata image includes every record up to offset \d+/);
+  await showTool(page, 'quorum');
   const replication = await live(page).getByTestId('quorum-replication').innerText();
   assert.match(replication, /1\s+\d+\s+0\s+\d+\s+\d+\s+Leader/);
   assert.match(replication, /2\s+\d+\s+\d+\s+\d+\s+\S+\s+Follower/);
   assert.match(replication, /3\s+\d+\s+\d+\s+\d+\s+\S+\s+Observer/);
+  await showTool(page, 'quorum');
   assert.match(await live(page).getByTestId('quorum-status').innerText(), /CurrentObservers:\s+\[1,2,3\]/);
   // The edge from a broker to the active controller carries its metadata fetches.
   const toController = live(page).locator('[data-testid="edge-broker-1-to-controller-1"]');
@@ -101,7 +109,7 @@ test('the map shows brokers, replicas, the quorum, the producer and both groups,
 });
 
 test('killing a leader from the inspector: the map and kafka-topics show a new leader from the ISR within the session timeout', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   await live(page).getByTestId('cluster-run-10s').click();
   const leader = await live(page).getByTestId('leader-orders-0').textContent();
   const isr = (await live(page).getByTestId('isr-orders-0').textContent()).split(',');
@@ -126,6 +134,7 @@ test('killing a leader from the inspector: the map and kafka-topics show a new l
   await clickNode(page, active);
   assert.match(await facts(page), new RegExp(`Fenced brokers\\s+broker-${leader}`));
   // "What just happened" lists the fencing and the election.
+  await showTool(page, 'recent');
   const recent = await live(page).getByTestId('recent-events').innerText();
   assert.match(recent, new RegExp(`controller fenced broker-${leader}`));
   assert.match(recent, new RegExp(`orders-0: leader broker-${newLeader}`));
@@ -136,7 +145,7 @@ test('killing a leader from the inspector: the map and kafka-topics show a new l
 });
 
 test('stopping a leader gracefully: leadership moves before it stops, with no session timeout to wait for', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   await live(page).getByTestId('cluster-run-10s').click();
   const leader = await live(page).getByTestId('leader-orders-0').textContent();
   await clickNode(page, `node-broker-${leader}`);
@@ -160,6 +169,7 @@ test('stopping a leader gracefully: leadership moves before it stops, with no se
     seconds += 1;
   }
   assert.match(await live(page).getByTestId(`node-broker-${leader}`).textContent(), /DEAD/);
+  await showTool(page, 'recent');
   const recent = await live(page).getByTestId('recent-events').innerText();
   assert.match(recent, new RegExp(`controlled shutdown`));
   assert.doesNotMatch(recent, /no heartbeat for more than/);
@@ -169,7 +179,7 @@ test('stopping a leader gracefully: leadership moves before it stops, with no se
 });
 
 test('acks=all with min.insync.replicas=2 refuses writes once two brokers are gone; acks=1 takes them', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   await live(page).getByTestId('cluster-run-10s').click();
   for (const broker of [2, 3]) {
     await clickNode(page, `node-broker-${broker}`);
@@ -183,6 +193,7 @@ test('acks=all with min.insync.replicas=2 refuses writes once two brokers are go
   assert.equal(await summaryCount(page, 'acknowledged'), acknowledged);
   assert.match(await live(page).getByTestId('node-producer-0').textContent(), /NOT_ENOUGH_REPLICAS/);
 
+  await showTool(page, 'knobs');
   await live(page).getByTestId('knob-acks').selectOption('1');
   assert.match(await live(page).getByTestId('node-producer-0').textContent(), /acks=1/);
   await live(page).getByTestId('cluster-produce').click();
@@ -193,11 +204,12 @@ test('acks=all with min.insync.replicas=2 refuses writes once two brokers are go
 });
 
 test('a lost produce response: a retry writes the batch twice without enable.idempotence, once with it', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   await live(page).getByTestId('cluster-run-10s').click();
   // "10 (10: the producer retried without idempotence, …)"
   const again = async () => parseInt(await live(page).getByTestId('ledger-billing-again').textContent(), 10);
   const loseAndProduce = async () => {
+    await showTool(page, 'inspector');
     const lose = live(page).getByTestId('inspector-lose-response-producer-0');
     if (!(await lose.isVisible())) await clickNode(page, 'node-producer-0');
     await lose.click();
@@ -205,13 +217,16 @@ test('a lost produce response: a retry writes the batch twice without enable.ide
     await live(page).getByTestId('cluster-run-10s').click();
   };
   // Off: the leader cannot tell the retry from new records.
+  await showTool(page, 'knobs');
   await live(page).getByTestId('knob-idempotence').uncheck();
   assert.equal(await again(), 0);
   await loseAndProduce();
   const twice = await again();
   assert.ok(twice > 0, 'the group processed the retried records twice');
+  await showTool(page, 'recent');
   assert.match(await live(page).getByTestId('recent-events').innerText(), /lose the next produce response to producer-0/);
   // Kafka refuses idempotence with acks=1, and says why.
+  await showTool(page, 'knobs');
   await live(page).getByTestId('knob-acks').selectOption('1');
   await live(page).getByTestId('knob-idempotence').click();
   assert.match(await live(page).getByTestId('knob-error').innerText(), /Must set acks to all in order to use the idempotent producer/);
@@ -222,6 +237,7 @@ test('a lost produce response: a retry writes the batch twice without enable.ide
   // On: the leader recognises the sequences and writes nothing again.
   await loseAndProduce();
   assert.equal(await again(), twice, 'no record was processed twice with idempotence on');
+  await showTool(page, 'recent');
   assert.match(await live(page).getByTestId('recent-events').innerText(), /answered with the original offsets/);
   await page.screenshot({ path: screenshotPath('map-idempotent-retry') });
   assert.deepEqual(problems, []);
@@ -229,11 +245,12 @@ test('a lost produce response: a retry writes the batch twice without enable.ide
 });
 
 test('a poison record on the live map stops the member that reads it, and the ledger says why', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   await live(page).getByTestId('cluster-run-10s').click();
   await clickNode(page, 'node-producer-0');
   await live(page).getByTestId('inspector-poison-producer-0').click();
   await live(page).getByTestId('cluster-run-10s').click();
+  await showTool(page, 'recent');
   const events = await live(page).getByTestId('recent-events').innerText();
   assert.match(events, /handlers fail on records of orders with key "poison"/);
   assert.match(events, /failed 1 time on orders-\d+ offset \d+: the exception stops it/);
@@ -245,8 +262,9 @@ test('a poison record on the live map stops the member that reads it, and the le
 
 test('knob fields take typing while the map plays, and a value that is not a number is quoted back', async () => {
   // The map plays by default and redraws every frame.
-  const { page, problems } = await openApp(browser);
+  const { page, problems } = await openApp(browser, { view: 'map' });
   assert.equal(await live(page).getByTestId('cluster-play').getAttribute('aria-pressed'), 'true');
+  await showTool(page, 'knobs');
   const lag = live(page).getByTestId('knob-lag');
   await lag.click({ clickCount: 3 });
   // One key every 80 ms: several frames redraw between keys.
@@ -256,8 +274,10 @@ test('knob fields take typing while the map plays, and a value that is not a num
   await page.keyboard.press('Enter');
   await page.waitForTimeout(300);
   assert.equal(await lag.inputValue(), '45000');
+  await showTool(page, 'recent');
   assert.match(await live(page).getByTestId('recent-events').innerText(), /set replica\.lag\.time\.max\.ms=45000/);
 
+  await showTool(page, 'knobs');
   const linger = live(page).getByTestId('knob-linger');
   await linger.click({ clickCount: 3 });
   await page.keyboard.type('4a', { delay: 80 });
@@ -270,7 +290,7 @@ test('knob fields take typing while the map plays, and a value that is not a num
 });
 
 test('the speed menu says when this device cannot keep up with the speed asked for', async () => {
-  const { page, problems } = await openApp(browser, { query: '?preset=bench' });
+  const { page, problems } = await openApp(browser, { query: '?preset=bench', view: 'map' });
   // A device some times slower cannot play the bench cluster at 100×. How
   // much slower depends on the machine the test runs on, so the throttle
   // grows until the page says it cannot keep up.
@@ -298,7 +318,8 @@ test('the speed menu says when this device cannot keep up with the speed asked f
 });
 
 test('shape knobs start a new run, bad values get a message, and the topology exports as Mermaid', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
+  await showTool(page, 'knobs');
   await live(page).getByTestId('knob-rf').fill('5');
   await live(page).getByTestId('knob-rf').dispatchEvent('change');
   await live(page).getByTestId('knob-apply').click();
@@ -312,6 +333,7 @@ test('shape knobs start a new run, bad values get a message, and the topology ex
   await live(page).getByTestId('cluster-run-10s').click();
   assert.ok(await live(page).getByTestId('node-broker-5').isVisible());
   assert.equal(await live(page).locator('[data-testid="topics-table"] tbody tr').count(), 6);
+  await showTool(page, 'knobs');
   await live(page).getByTestId('knob-linger').fill('-3');
   await live(page).getByTestId('knob-linger').dispatchEvent('change');
   assert.match(await live(page).getByTestId('knob-error').innerText(), /linger.ms/);
@@ -326,7 +348,7 @@ test('shape knobs start a new run, bad values get a message, and the topology ex
 });
 
 test('messages move along the edges while playing slowly, and not with reduced motion; phone width stacks', async () => {
-  const { page, problems } = await openApp(browser, { width: 390, height: 844, query: '?play=0' });
+  const { page, problems } = await openApp(browser, { width: 390, height: 844, query: '?play=0', view: 'map' });
   await live(page).getByTestId('cluster-speed').selectOption('10');
   await live(page).getByTestId('cluster-play').click();
   await page.waitForFunction(() => document.querySelectorAll('svg.map circle.message').length > 0, null, { timeout: 10000 });
@@ -336,7 +358,7 @@ test('messages move along the edges while playing slowly, and not with reduced m
   await page.screenshot({ path: screenshotPath('map-phone'), fullPage: true });
   await page.emulateMedia({ reducedMotion: 'reduce' });
   await page.reload({ waitUntil: 'networkidle' });
-  await page.getByTestId('partition').waitFor();
+  await page.getByTestId('view-map').waitFor();
   await withSimulator(page);
   await live(page).getByTestId('cluster-speed').selectOption('10');
   await live(page).getByTestId('cluster-play').click();
@@ -348,7 +370,8 @@ test('messages move along the edges while playing slowly, and not with reduced m
 });
 
 test('min.insync.replicas above the replication factor is explained as Kafka counts it: acks=all then needs every replica', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
+  await showTool(page, 'knobs');
   const knob = live(page).getByTestId('knob-min-insync');
   await knob.fill('4');
   await knob.press('Enter');
@@ -360,6 +383,7 @@ test('min.insync.replicas above the replication factor is explained as Kafka cou
   await live(page).getByTestId('inspector-produce').click();
   await live(page).getByTestId('cluster-run-1s').click();
   assert.match(await live(page).getByTestId('node-producer-0').textContent(), /no errors/);
+  await showTool(page, 'knobs');
   await knob.fill('2');
   await knob.press('Enter');
   await page.waitForFunction(() => !document.querySelector('[data-testid="knob-min-insync-warning"]'));
@@ -368,7 +392,8 @@ test('min.insync.replicas above the replication factor is explained as Kafka cou
 });
 
 test('every replica row\'s HW/LEO text fits inside its row on the nine-broker cluster', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
+  await showTool(page, 'knobs');
   await live(page).getByTestId('knob-brokers').fill('9');
   await live(page).getByTestId('knob-brokers').dispatchEvent('change');
   await live(page).getByTestId('knob-apply').click();
@@ -391,7 +416,7 @@ test('every replica row\'s HW/LEO text fits inside its row on the nine-broker cl
 });
 
 test('on a phone the map is one column whose smallest text is at least 11 px, with no sideways scrolling, and the steps read as a list', async () => {
-  const { page, problems } = await openApp(browser, { width: 390, height: 844, query: '?play=0&story=happy-path&step=12' });
+  const { page, problems } = await openApp(browser, { width: 390, height: 844, query: '?play=0&story=happy-path&step=12', view: 'map' });
   await live(page).getByTestId('cluster-run-1s').click();
   const measure = (svg) => {
     const box = svg.viewBox.baseVal;
@@ -405,7 +430,9 @@ test('on a phone the map is one column whose smallest text is at least 11 px, wi
   assert.ok(map.viewBox < 400, `the phone map is one column (${map.viewBox} units wide)`);
   assert.ok(map.smallest >= 11, `map text down to ${map.smallest.toFixed(1)} px`);
   assert.ok(map.width <= map.frame + 1, `the map needs panning (${map.width} px in ${map.frame} px)`);
+  await live(page).getByTestId('map').screenshot({ path: screenshotPath('map-phone-column') });
   // The steps read as a vertical list on a phone.
+  await showView(page, 'stories');
   const list = await steps(page).getByTestId('sequence-diagram').evaluate((list) => ({
     tag: list.tagName,
     smallest: Math.min(...[...list.querySelectorAll('li *')].map((element) => parseFloat(getComputedStyle(element).fontSize))),
@@ -421,14 +448,13 @@ test('on a phone the map is one column whose smallest text is at least 11 px, wi
   assert.ok(stepsMap.smallest >= 11, `the steps' map text down to ${stepsMap.smallest.toFixed(1)} px`);
   const width = await page.evaluate(() => document.documentElement.scrollWidth);
   assert.ok(width <= 390, `the page scrolls sideways (${width}px)`);
-  await live(page).getByTestId('map').screenshot({ path: screenshotPath('map-phone-column') });
   await steps(page).getByTestId('sequence-diagram').screenshot({ path: screenshotPath('steps-phone-diagram') });
   assert.deepEqual(problems, []);
   await page.close();
 });
 
 test('live storage knobs: small segments and retention.bytes make the next retention check delete old segments', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   await setKnob(page, 'knob-segment-bytes', '1024');
   await setKnob(page, 'knob-retention-bytes', '1024');
   await setKnob(page, 'knob-retention-bytes', 'lots');
@@ -451,6 +477,7 @@ test('live storage knobs: small segments and retention.bytes make the next reten
   const row = (await deleted.first().getAttribute('data-testid')).replace(/^deleted-/, 'replica-');
   await live(page).getByTestId(row).focus();
   await page.keyboard.press('Enter');
+  await showTool(page, 'inspector');
   assert.match(await live(page).getByTestId('inspector-facts').innerText(), /Log start offset\s+[1-9]\d* \(retention deleted everything below it\)/);
   assert.match(await live(page).getByTestId('inspector-files').innerText(), /\.log/);
   await live(page).getByTestId('inspector').screenshot({ path: screenshotPath('map-replica-files') });
@@ -459,7 +486,7 @@ test('live storage knobs: small segments and retention.bytes make the next reten
 });
 
 test('the live knobs are grouped as Kafka groups its settings: producer, topic, broker, consumer', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   const groups = {
     'knobs-producer': ['knob-acks', 'knob-linger', 'knob-idempotence'],
     'knobs-topic': ['knob-min-insync', 'knob-retention-ms', 'knob-retention-bytes', 'knob-segment-bytes'],
@@ -470,6 +497,7 @@ test('the live knobs are grouped as Kafka groups its settings: producer, topic, 
       assert.equal(await live(page).getByTestId(group).getByTestId(knob).count(), 1, `${knob} is not under ${group}`);
     }
   }
+  await showTool(page, 'knobs');
   assert.match(await live(page).getByTestId('knobs-consumer').innerText(), /select it on the map/);
   await live(page).getByTestId('knobs').screenshot({ path: screenshotPath('map-knobs-grouped') });
   assert.deepEqual(problems, []);
@@ -477,7 +505,7 @@ test('the live knobs are grouped as Kafka groups its settings: producer, topic, 
 });
 
 test('compaction and quota knobs, a member\'s auto.offset.reset, and skipping an hour with its progress', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   // A fetch quota for every client id: the consumers get throttled.
   await setKnob(page, 'knob-consumer-byte-rate', '0');
   assert.match(await live(page).getByTestId('knob-error').innerText(), /consumer_byte_rate must be a whole number of bytes a second, at least 1/);
@@ -486,9 +514,11 @@ test('compaction and quota knobs, a member\'s auto.offset.reset, and skipping an
     await live(page).getByTestId('cluster-produce').click();
     await live(page).getByTestId('cluster-run-10s').click();
   }
+  await showTool(page, 'recent');
   assert.match(await live(page).getByTestId('recent-events').innerText(), /throttles consumer-\d+ for \d+ ms: its fetches took more bytes than its quota \(consumer_byte_rate\)/);
   await live(page).getByTestId('knobs-quota').screenshot({ path: screenshotPath('map-knobs-quota') });
   // Compaction settings, with Kafka's names and bounds.
+  await showTool(page, 'knobs');
   await live(page).getByTestId('knob-cleanup-policy').selectOption('compact');
   assert.equal(await live(page).getByTestId('knob-error').count(), 0);
   await setKnob(page, 'knob-dirty-ratio', '2');
@@ -500,9 +530,11 @@ test('compaction and quota knobs, a member\'s auto.offset.reset, and skipping an
   // A compacted topic refuses records without a key (INVALID_RECORD).
   await live(page).getByTestId('cluster-produce').click();
   await live(page).getByTestId('cluster-run-1s').click();
+  await showTool(page, 'recent');
   assert.match(await live(page).getByTestId('recent-events').innerText(), /failed with INVALID_RECORD/);
   // A member's auto.offset.reset, from its inspector.
   await live(page).getByTestId('member-consumer-0').click();
+  await showTool(page, 'inspector');
   await live(page).getByTestId('inspector-reset-consumer-0').selectOption('none');
   assert.match(await live(page).getByTestId('inspector-facts').innerText(), /auto.offset.reset\s+none/);
   assert.match(await live(page).getByTestId('inspector-facts').innerText(), /Quota\s+/);
@@ -523,7 +555,7 @@ test('compaction and quota knobs, a member\'s auto.offset.reset, and skipping an
 });
 
 test('a replica lists its latest records, one colour per key; adding a partition grows the topic and the group takes it', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   await clickNode(page, 'node-producer-0');
   await live(page).getByTestId('inspector-produce-keyed').click();
   await live(page).getByTestId('inspector-produce').click();
@@ -554,6 +586,7 @@ test('a replica lists its latest records, one colour per key; adding a partition
   await add.click();
   await live(page).getByTestId('cluster-run-1s').click();
   await live(page).locator(`[data-testid$="-orders-${before}"][data-testid^="replica-"]`).first().waitFor();
+  await showTool(page, 'recent');
   assert.match(await live(page).getByTestId('recent-events').innerText(), new RegExp(`kafka-topics --alter --topic orders --partitions ${after}`));
   await live(page).getByTestId('cluster-skip-10m').click();
   const owned = await live(page).locator('[data-testid^="member-"]').evaluateAll((rows) => rows.map((row) => row.querySelector('title')?.textContent ?? row.textContent).join('\n'));

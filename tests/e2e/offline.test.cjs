@@ -52,7 +52,7 @@ test('once opened, the page reloads and works offline: a story at a step, the li
   const errors = [];
   page.on('pageerror', (error) => errors.push(String(error)));
   await page.goto(APP_URL, { waitUntil: 'networkidle' });
-  await page.getByTestId('partition').waitFor({ timeout: 30000 });
+  await page.getByTestId('app-nav').waitFor({ timeout: 30000 });
   // The service worker installs once the app runs and keeps every file.
   await page.evaluate(() => navigator.serviceWorker.ready.then(() => undefined));
   await page.waitForFunction(() => navigator.serviceWorker.controller !== null, null, { timeout: 30000 });
@@ -63,19 +63,21 @@ test('once opened, the page reloads and works offline: a story at a step, the li
   });
   assert.ok(cached.some((file) => file.endsWith('_bg.wasm')), cached.join(', '));
   assert.ok(cached.some((file) => file.endsWith('pkg/kafkascope_js_bg.wasm')), cached.join(', '));
-  // The simulator's module too, though this visit never scrolled to the map.
+  // The simulator's module too, though this visit never opened the map.
   assert.ok(cached.some((file) => /sim\/kafkascope-sim-[0-9a-f]{16}_bg\.wasm$/.test(file)), cached.join(', '));
 
   await context.setOffline(true);
   await page.reload();
-  await page.getByTestId('partition').waitFor({ timeout: 30000 });
-  // The map loads its module from the cache when the learner scrolls to it.
+  await page.getByTestId('app-nav').waitFor({ timeout: 30000 });
+  // The map loads its module from the cache when the learner opens it.
+  await page.getByTestId('nav-map').click();
   await withSimulator(page);
   const live = page.getByTestId('cluster');
   const before = await live.getByTestId('cluster-time').innerText();
   await live.getByTestId('cluster-run-1s').click();
   assert.notEqual(await live.getByTestId('cluster-time').innerText(), before);
 
+  await page.getByTestId('nav-sandbox').click();
   const finished = Number(await page.getByTestId('sandbox').getAttribute('data-finished-runs'));
   await page.getByTestId('sandbox-editor').fill("console.log('offline', partitionFor('alice', 6))");
   await page.getByTestId('sandbox-run').click();

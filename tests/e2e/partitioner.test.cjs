@@ -12,7 +12,7 @@ before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
 
 test('the page loads with no console error and no failed request', async () => {
-  const { page, problems } = await openApp(browser);
+  const { page, problems } = await openApp(browser, { view: 'partitioner' });
   assert.equal(await page.title(), "kafkascope: Kafka's internals in your browser");
   await page.screenshot({ path: screenshotPath('home-desktop'), fullPage: true });
   assert.deepEqual(problems, []);
@@ -21,7 +21,7 @@ test('the page loads with no console error and no failed request', async () => {
 });
 
 test('a key typed on the page lands on the partition Kafka picks', async () => {
-  const { page, problems } = await openApp(browser);
+  const { page, problems } = await openApp(browser, { view: 'partitioner' });
   // Kafka's UtilsTest: murmur2("foobar") = -790332482.
   await page.getByTestId('key-input').fill('foobar');
   await page.getByTestId('partitions-input').fill('12');
@@ -41,7 +41,7 @@ test('the page and the CLI agree on a key', async (t) => {
   const [, murmur2, partition] = execFileSync(cli, ['partition', '--partitions', '6', 'user-42'], { encoding: 'utf8' })
     .trim()
     .split('\t');
-  const { page } = await openApp(browser);
+  const { page } = await openApp(browser, { view: 'partitioner' });
   await page.getByTestId('key-input').fill('user-42');
   await page.getByTestId('partitions-input').fill('6');
   assert.equal(await page.getByTestId('murmur2').textContent(), murmur2);
@@ -50,7 +50,7 @@ test('the page and the CLI agree on a key', async (t) => {
 });
 
 test('a bad partition count gets a message, not a crash', async () => {
-  const { page, problems } = await openApp(browser);
+  const { page, problems } = await openApp(browser, { view: 'partitioner' });
   await page.getByTestId('partitions-input').fill('0');
   assert.match(await page.getByTestId('partition-error').textContent(), /1 to 64/);
   await page.getByTestId('partitions-input').fill('3');
@@ -60,7 +60,7 @@ test('a bad partition count gets a message, not a crash', async () => {
 });
 
 test('the page fits a phone-width screen', async () => {
-  const { page, problems } = await openApp(browser, { width: 390, height: 844 });
+  const { page, problems } = await openApp(browser, { width: 390, height: 844, view: 'partitioner' });
   await page.screenshot({ path: screenshotPath('home-phone'), fullPage: true });
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `page is ${overflow}px wider than the screen`);
@@ -74,7 +74,7 @@ test('many keys: a hot key makes a hot partition, and adding partitions moves th
     t.skip('the kafkascope CLI has not been built');
     return;
   }
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'partitioner' });
   const view = page.getByTestId('key-distribution');
   await view.locator('summary').click();
   const keys = ['router-1', 'router-2', 'router-3', 'router-4', 'router-5', 'router-6'];

@@ -119,7 +119,8 @@ async function openCourse(query) {
 
 test('in a cross-origin iframe, every example and API reference example runs, and snippets stay offline', async () => {
   const { page, problems, app } = await openCourse('');
-  await app.getByTestId('partition').waitFor({ timeout: 30000 });
+  await app.getByTestId('app-nav').waitFor({ timeout: 30000 });
+  await app.getByTestId('nav-sandbox').click();
   await runEverything(app, 'from-embedded');
   assert.equal(await app.getByTestId('startup-failed').count(), 0);
   assert.deepEqual(problems, []);
@@ -128,17 +129,21 @@ test('in a cross-origin iframe, every example and API reference example runs, an
 
 test('in an iframe sandboxed with allow-scripts only (an opaque origin), every example and API reference example runs, and snippets stay offline', async () => {
   const { page, problems, app } = await openCourse('sandboxed');
-  await app.getByTestId('partition').waitFor({ timeout: 30000 });
+  await app.getByTestId('app-nav').waitFor({ timeout: 30000 });
+  await app.getByTestId('nav-sandbox').click();
   const frame = page.frames().find((candidate) => candidate.url().startsWith(APP_URL));
   assert.equal(await frame.evaluate(() => self.origin), 'null', 'the app should run in an opaque origin');
   // The stylesheet applied (its integrity check needs a CORS response there).
   assert.notEqual(await app.locator('body').evaluate((body) => getComputedStyle(body).margin), '8px');
   // A deep link rewrites the address (history.replaceState) in the opaque origin.
+  await app.getByTestId('nav-stories').click();
   await app.getByTestId('step-next').click();
   // The clipboard is refused there (no clipboard-write): the copy button says so.
+  await app.getByTestId('nav-map').click();
   await app.getByTestId('export-mermaid').click();
   await app.getByTestId('copy-mermaid').click();
   await app.getByText('Not allowed here: select the text and copy it').waitFor({ timeout: 5000 });
+  await app.getByTestId('nav-sandbox').click();
   await runEverything(app, 'from-opaque');
   assert.equal(await app.getByTestId('startup-failed').count(), 0);
   assert.deepEqual(problems, []);
@@ -193,7 +198,7 @@ test('while the code downloads, a progress indicator shows; it goes once the app
   assert.equal(await loading.locator('progress').count(), 1);
   await page.screenshot({ path: screenshotPath('startup-loading'), fullPage: true });
   release();
-  await page.getByTestId('partition').waitFor({ timeout: 30000 });
+  await page.getByTestId('app-nav').waitFor({ timeout: 30000 });
   assert.equal(await page.getByTestId('startup-loading').count(), 0);
   assert.equal(await page.getByTestId('startup-failed').count(), 0);
   await page.close();
@@ -213,7 +218,7 @@ test('a load that stalls shows the message after 20 s; a started app never shows
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   await page.clock.install();
   await page.goto(APP_URL);
-  await page.getByTestId('partition').waitFor({ timeout: 30000 });
+  await page.getByTestId('app-nav').waitFor({ timeout: 30000 });
   await page.clock.fastForward(30000);
   assert.equal(await page.getByTestId('startup-failed').count(), 0);
   await page.close();

@@ -206,19 +206,21 @@ async function timedRun(page) {
   }));
 }
 
-/** The page answers: the partition card recomputes. */
+/** The page answers: its top bar switches views and the partition card recomputes. */
 async function assertResponsive(page, name) {
+  await page.getByTestId('nav-partitioner').click({ timeout: RESPONSIVE_MS });
   await page.getByTestId('partitions-input').fill('1', { timeout: RESPONSIVE_MS });
   await page.waitForFunction(() => document.querySelector('[data-testid="partition"]').textContent === '0', null, { timeout: RESPONSIVE_MS });
   await page.getByTestId('key-input').fill('foobar', { timeout: RESPONSIVE_MS });
   await page.getByTestId('partitions-input').fill('12', { timeout: RESPONSIVE_MS });
   await page.waitForFunction(() => document.querySelector('[data-testid="partition"]').textContent === '6', null, { timeout: RESPONSIVE_MS })
     .catch((error) => assert.fail(`${name}: the page stopped answering (${error.message})`));
+  await page.getByTestId('nav-sandbox').click({ timeout: RESPONSIVE_MS });
 }
 
 test(`the sandbox holds against ${ATTEMPTS.length} escape and denial attempts`, async () => {
   assert.ok(ATTEMPTS.length >= 40);
-  const { page } = await openApp(browser);
+  const { page } = await openApp(browser, { view: 'sandbox' });
   const storageBefore = await originStorage(page);
   await page.evaluate(() => {
     window.__broadcasts = [];
@@ -280,7 +282,7 @@ test('a snippet that exhausts memory takes down only the sandbox frame; the page
     response.end('ok');
   });
   await new Promise((resolve) => reporter.listen(0, '127.0.0.1', resolve));
-  const { page } = await openApp(browser);
+  const { page } = await openApp(browser, { view: 'sandbox' });
   try {
     await page.getByTestId('sandbox-timeout').fill('60000');
     await page.getByTestId('sandbox-editor').fill('const keep = []; while (true) keep.push(new Array(1e6).fill(1.5));');

@@ -42,7 +42,7 @@ async function runCode(page, code) {
 }
 
 test('every example runs in the page and prints what it promises', async () => {
-  const { page, problems } = await openApp(browser);
+  const { page, problems } = await openApp(browser, { view: 'sandbox' });
   const ids = await page.getByTestId('sandbox-example').locator('option').evaluateAll((options) => options.map((o) => o.value));
   assert.deepEqual(ids, Object.keys(EXPECTED));
   for (const id of ids) {
@@ -64,15 +64,17 @@ test('every example runs in the page and prints what it promises', async () => {
 });
 
 test('an endless loop is stopped at the time limit, the page stays responsive, and the next run works', async () => {
-  const { page, problems } = await openApp(browser);
+  const { page, problems } = await openApp(browser, { view: 'sandbox' });
   await page.getByTestId('sandbox-timeout').fill('1000');
   await page.getByTestId('sandbox-editor').fill('while (true) {}');
   const before = await finishedRuns(page);
   await page.getByTestId('sandbox-run').click();
-  // While the worker spins, the page still answers.
+  // While the worker spins, the page still answers: another view opens and works.
+  await page.getByTestId('nav-partitioner').click();
   await page.getByTestId('key-input').fill('foobar');
   await page.getByTestId('partitions-input').fill('12');
   assert.equal(await page.getByTestId('partition').textContent(), '6');
+  await page.getByTestId('nav-sandbox').click();
   await waitForRun(page, before);
   assert.match(await page.getByTestId('sandbox-error').innerText(), /stopped after 1000 ms/);
   const output = await runCode(page, "console.log('after', partitionFor('foobar', 12))");
@@ -82,7 +84,7 @@ test('an endless loop is stopped at the time limit, the page stays responsive, a
 });
 
 test('snippets cannot reach the network, storage or the page', async () => {
-  const { page, problems } = await openApp(browser);
+  const { page, problems } = await openApp(browser, { view: 'sandbox' });
   const requests = [];
   page.on('request', (request) => requests.push(request.url()));
   const refused = {
@@ -101,13 +103,14 @@ test('snippets cannot reach the network, storage or the page', async () => {
   }
   assert.deepEqual(requests.filter((url) => url.includes('example.org')), []);
   // The page is untouched.
-  await page.getByTestId('partition').waitFor();
+  await page.getByTestId('app-nav').waitFor();
+  await page.getByTestId('sandbox-run').waitFor();
   assert.deepEqual(problems, []);
   await page.close();
 });
 
 test('a syntax error shows its line and column', async () => {
-  const { page, problems } = await openApp(browser);
+  const { page, problems } = await openApp(browser, { view: 'sandbox' });
   await runCode(page, "console.log('fine');\nlet x = ;\n");
   assert.match(await page.getByTestId('sandbox-error').innerText(), /SyntaxError: .*\(line 2, column 9\)/);
   await runCode(page, "const a = 1;\nnull.property;");
@@ -117,7 +120,7 @@ test('a syntax error shows its line and column', async () => {
 });
 
 test('the editor indents with Tab, runs with Ctrl+Enter, and Escape then Tab leaves it', async () => {
-  const { page } = await openApp(browser);
+  const { page } = await openApp(browser, { view: 'sandbox' });
   const editor = page.getByTestId('sandbox-editor');
   await editor.fill('');
   await editor.focus();
@@ -138,7 +141,7 @@ test('the editor indents with Tab, runs with Ctrl+Enter, and Escape then Tab lea
 });
 
 test('every API reference example loads with "Try it" and runs in the page', async () => {
-  const { page, problems } = await openApp(browser);
+  const { page, problems } = await openApp(browser, { view: 'sandbox' });
   const { entries } = JSON.parse(fs.readFileSync(path.join(__dirname, '../../web/api-reference.json'), 'utf8'));
   await page.getByTestId('api-reference').locator('summary').click();
   for (const entry of entries) {
@@ -155,7 +158,7 @@ test('every API reference example loads with "Try it" and runs in the page', asy
 });
 
 test('console output is capped', async () => {
-  const { page, problems } = await openApp(browser);
+  const { page, problems } = await openApp(browser, { view: 'sandbox' });
   await runCode(page, 'for (let i = 0; i < 5000; i++) console.log(i);');
   assert.equal(await page.getByTestId('sandbox-capped').count(), 1);
   const lines = await page.getByTestId('sandbox-console').locator('pre.log').count();

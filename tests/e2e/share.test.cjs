@@ -6,7 +6,7 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { launch, openApp, screenshotPath } = require('./browser.cjs');
+const { launch, openApp, screenshotPath, showTool, showView } = require('./browser.cjs');
 
 const live = (page) => page.getByTestId('cluster');
 
@@ -15,12 +15,13 @@ before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
 
 test('a copied link to this moment opens the same run: same time, same counts, same fingerprint', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   await live(page).getByTestId('cluster-produce').click();
   await live(page).getByTestId('node-broker-2').click({ position: { x: 30, y: 10 } });
   await live(page).getByTestId('inspector-kill-broker-2').click();
   await live(page).getByTestId('cluster-run-10s').click();
   await live(page).getByTestId('cluster-step').click();
+  await showTool(page, 'knobs');
   await live(page).getByTestId('knob-acks').selectOption('1');
   await live(page).getByTestId('cluster-produce').click();
   await live(page).getByTestId('cluster-run-1s').click();
@@ -68,7 +69,7 @@ test('a damaged or newer run link says why and the default cluster runs', async 
 
 test('the live run downloads as a scenario file that opens in Sequence steps; a bad file says where', async () => {
   const fs = require('node:fs');
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   await live(page).getByTestId('cluster-produce').click();
   await live(page).getByTestId('cluster-run-1s').click();
   const [download] = await Promise.all([page.waitForEvent('download'), live(page).getByTestId('export-scenario').click()]);
@@ -78,6 +79,7 @@ test('the live run downloads as a scenario file that opens in Sequence steps; a 
   const [traceDownload] = await Promise.all([page.waitForEvent('download'), live(page).getByTestId('export-trace').click()]);
   assert.ok(Array.isArray(JSON.parse(fs.readFileSync(await traceDownload.path(), 'utf8'))));
 
+  await showView(page, 'stories');
   const steps = page.getByTestId('steps');
   await steps.getByTestId('open-scenario').setInputFiles({ name: 'kafkascope-run.json', mimeType: 'application/json', buffer: Buffer.from(scenario) });
   await page.waitForFunction(() => document.querySelector('[data-testid="steps"]').dataset.story === 'custom-custom');
@@ -101,7 +103,7 @@ test('the live run downloads as a scenario file that opens in Sequence steps; a 
 });
 
 test('a link to the sandbox\'s code opens it in the editor, ready to run; a damaged one says why', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'sandbox' });
   const sandbox = page.getByTestId('sandbox');
   const code = "// shared with a learner\nconsole.log('user-42 ->', partitionFor('user-42', 6));\n";
   await sandbox.getByTestId('sandbox-editor').fill(code);
@@ -133,7 +135,7 @@ test('a link to the sandbox\'s code opens it in the editor, ready to run; a dama
 });
 
 test('the scenario format reference and its JSON Schema are published with the site', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'stories' });
   const link = page.getByTestId('steps').getByTestId('scenario-format-link');
   const [reference] = await Promise.all([page.context().waitForEvent('page'), link.click()]);
   await reference.waitForLoadState();

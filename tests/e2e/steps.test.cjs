@@ -5,7 +5,7 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { launch, openApp, screenshotPath, steps, within, stepsAttr: attr, chooseStory, shippedStories } = require('./browser.cjs');
+const { launch, openApp, showView, screenshotPath, steps, within, stepsAttr: attr, chooseStory, shippedStories } = require('./browser.cjs');
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -52,7 +52,7 @@ const STORIES = Object.fromEntries(scenarios.map((scenario) => {
 }));
 
 test('the stories are the scenario files with a story block, listed in their order on Learn and in the picker', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'stories' });
   const picker = await within(page, 'story-select').locator('option').evaluateAll((options) => options.map((option) => option.value));
   assert.deepEqual(picker, Object.keys(STORIES));
   const learn = await page.getByTestId('learn').locator('a[data-testid^="learn-"]').evaluateAll((links) => links.map((link) => link.dataset.testid.slice('learn-'.length)));
@@ -63,7 +63,7 @@ test('the stories are the scenario files with a story block, listed in their ord
 });
 
 test('every story plays in the browser with its captions, chapters and outcomes', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'stories' });
   for (const [id, expected] of Object.entries(STORIES)) {
     await chooseStory(page, id);
     assert.ok(Number(await attr(page, 'data-steps')) > 5, `${id} has no steps`);
@@ -103,12 +103,14 @@ test('every story plays in the browser with its captions, chapters and outcomes'
 });
 
 test('every story opens at the step its link names, from Learn or from an address', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   // The learner's map has run for 10 s; a Learn link must not reload the
   // page and throw that away.
   await page.getByTestId('cluster').getByTestId('cluster-run-10s').click();
   const mapTime = await page.getByTestId('cluster').getByTestId('cluster-time').textContent();
+  await showView(page, 'learn');
   await page.getByTestId('learn-exercise').click();
+  await page.getByTestId('view-stories').waitFor();
   await page.waitForFunction(() => document.querySelector('[data-testid="steps"]')?.dataset.story === 'exercise');
   // A story opens on its first chapter.
   assert.equal(await attr(page, 'data-step'), await attr(page, 'data-opening'));
@@ -288,7 +290,7 @@ test('why on a loss names the acknowledgement and the followers that never had t
 });
 
 test('the map beside the steps draws the last stable offset where a transaction is open, and the markers in the log', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'stories' });
   await chooseStory(page, 'exactly-once');
   // The first COMMIT marker: the zombie's transaction on receipts-0 is
   // still open, so that partition's last stable offset is below its HW.
@@ -306,7 +308,7 @@ test('the map beside the steps draws the last stable offset where a transaction 
 });
 
 test('the retention story: deleted segments on the map, and the reset of the slow group at that step', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'stories' });
   await chooseStory(page, 'retention');
   await filterName(page, 'segments-deleted');
   await within(page, 'step-first').click();
@@ -323,7 +325,7 @@ test('the retention story: deleted segments on the map, and the reset of the slo
 });
 
 test('the compaction story: the map marks how far the log is clean, and a tombstone is removed later', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'stories' });
   await chooseStory(page, 'compaction');
   await filterName(page, 'log-cleaned');
   await within(page, 'step-first').click();
@@ -343,7 +345,7 @@ test('the compaction story: the map marks how far the log is clean, and a tombst
 });
 
 test('the quota story: the map shows the throttled producer, the other producer is never throttled', async () => {
-  const { page, problems } = await openApp(browser, { query: '?play=0' });
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'stories' });
   await chooseStory(page, 'quota');
   await filterName(page, 'throttled');
   await within(page, 'step-first').click();

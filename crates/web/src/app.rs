@@ -3,8 +3,12 @@
 //! Components here stay thin: they read a view model and dispatch user
 //! input; all computation lives in [`crate::view_model`].
 
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 use web_sys::HtmlInputElement;
 use yew::prelude::*;
+
+use crate::page_view::View;
 
 use crate::sim_slot::{SimPart, SimSlot};
 use crate::view_model::{key_placement, KeyPlacement};
@@ -29,22 +33,6 @@ pub fn app() -> Html {
         ) {
             crate::host_api::bridge::install();
         }
-        // The browser jumps to an address's #section before the app has
-        // drawn it: once every section is drawn, go there.
-        gloo_timers::callback::Timeout::new(0, || {
-            let Some(document) = web_sys::window().and_then(|window| window.document()) else {
-                return;
-            };
-            let hash = document
-                .location()
-                .and_then(|location| location.hash().ok())
-                .unwrap_or_default();
-            let id = hash.trim_start_matches('#');
-            if let Some(target) = (!id.is_empty()).then(|| document.get_element_by_id(id)).flatten() {
-                target.scroll_into_view();
-            }
-        })
-        .forget();
         || ()
     });
     let window = web_sys::window();
@@ -82,35 +70,178 @@ pub fn app() -> Html {
     let embed_problem = embed.err();
     html! {
         <>
-            <header class="app-header">
-                <h1>{ "kafkascope" }</h1>
-                <p class="tagline">{ "Apache Kafka's internals, simulated faithfully in your browser." }</p>
-                <nav class="app-nav" aria-label="sections">
-                    <a href="#lesson">{ "Gist" }</a>
-                    <a href="#map">{ "Map" }</a>
-                    <a href="#steps">{ "Sequence steps" }</a>
-                    <a href="#qa">{ "Q&A" }</a>
-                    <a href="#sandbox">{ "Sandbox" }</a>
-                    <a href="#learn">{ "Learn" }</a>
-                    <a href="#partitioner">{ "Partitioner" }</a>
-                </nav>
-            </header>
-            <main class="app-main">
-                { embed_problem.map(|problem| html! { <p class="error" role="alert" data-testid="embed-problem">{ problem }</p> }).unwrap_or_default() }
-                <crate::lesson::Lesson />
-                // The simulator's module draws these two when first needed.
-                <SimSlot part={SimPart::Map} />
-                <SimSlot part={SimPart::Steps} />
-                <KeyPartitioner />
-                <crate::sandbox::Sandbox />
-                <Learn />
-            </main>
+            <PageViews problem={embed_problem.map(AttrValue::from)} />
             <footer class="app-footer">
                 { "Every answer on this page is computed by the same Rust engine as the kafkascope CLI, following Kafka's own rules." }
                 <EmbedCode />
             </footer>
         </>
     }
+}
+
+/// The view the current address opens (see [`View::for_address`]); a
+/// fragment the address alone does not place opens the view whose
+/// container holds the element it names.
+fn current_view() -> View {
+    let Some(window) = web_sys::window() else {
+        return View::default();
+    };
+    let location = window.location();
+    let query = location.search().unwrap_or_default();
+    let hash = location.hash().unwrap_or_default();
+    if let Some(view) = View::for_fragment(&hash) {
+        return view;
+    }
+    let id = hash.trim_start_matches('#');
+    (!id.is_empty())
+        .then(|| window.document())
+        .flatten()
+        .and_then(|document| document.get_element_by_id(id))
+        .and_then(|element| element.closest("[data-view]").ok().flatten())
+        .and_then(|container| container.get_attribute("data-view"))
+        .and_then(|name| View::named(&name))
+        .unwrap_or_else(|| View::for_query(&query))
+}
+
+/// The properties of [`PageViews`].
+#[derive(Properties, PartialEq)]
+struct PageViewsProps {
+    /// Why an `?embed=` address could not be followed, shown at the top.
+    problem: Option<AttrValue>,
+}
+
+/// The top bar and the five views, one shown at a time. Every view stays
+/// mounted, so the map's run and a story's step survive a switch.
+#[function_component(PageViews)]
+fn page_views(props: &PageViewsProps) -> Html {
+    let view = use_state(current_view);
+    {
+        let view = view.setter();
+        use_effect_with((), move |_| {
+            let follow = Closure::<dyn Fn()>::new(move || view.set(current_view()));
+            let window = web_sys::window();
+            let names = ["hashchange", "popstate", crate::sequence_model::NAVIGATE_EVENT];
+            if let Some(window) = &window {
+                for name in names {
+                    let _ = window.add_event_listener_with_callback(name, follow.as_ref().unchecked_ref());
+                }
+                // Now the views are drawn, a fragment inside one of them
+                // can be placed.
+                let _ = follow
+                    .as_ref()
+                    .unchecked_ref::<js_sys::Function>()
+                    .call0(&JsValue::NULL);
+            }
+            move || {
+                if let Some(window) = &window {
+                    for name in names {
+                        let _ = window.remove_event_listener_with_callback(name, follow.as_ref().unchecked_ref());
+                    }
+                }
+                drop(follow);
+            }
+        });
+    }
+    // The page opened on this view; only a later switch moves the focus.
+    let opened = use_mut_ref(|| false);
+    use_effect_with(*view, move |&view| {
+        if view.needs_simulator() {
+            crate::sim_slot::want_simulator();
+        }
+        show_view(view, std::mem::replace(&mut *opened.borrow_mut(), true));
+    });
+    let links = View::ALL.into_iter().map(|each| {
+        let current = (*view == each).then_some("page");
+        html! {
+            <a href={each.fragment()} data-testid={format!("nav-{}", each.name())} aria-current={current}
+                title={each.description()}>{ each.label() }</a>
+        }
+    });
+    let shown = |each: View, content: Html| {
+        html! {
+            <div class="view" data-view={each.name()} data-testid={format!("view-{}", each.name())} hidden={*view != each}>
+                { content }
+            </div>
+        }
+    };
+    html! {
+        <>
+            <header class="app-header">
+                <a class="brand" href="#lesson" title="kafkascope: Apache Kafka's internals, simulated faithfully in your browser">
+                    <h1>{ "kafkascope" }</h1>
+                </a>
+                <nav class="app-nav" aria-label="views" data-testid="app-nav">{ for links }</nav>
+            </header>
+            <main class="app-main" data-view-shown={view.name()}>
+                { props.problem.clone().map(|problem| html! { <p class="error" role="alert" data-testid="embed-problem">{ problem }</p> }).unwrap_or_default() }
+                { shown(View::Learn, html! { <>
+                    <p class="tagline">{ "Apache Kafka's internals, simulated faithfully in your browser." }</p>
+                    <crate::lesson::Lesson />
+                    <Learn />
+                </> }) }
+                // The simulator's module draws these two when first needed.
+                { shown(View::Map, html! { <SimSlot part={SimPart::Map} /> }) }
+                { shown(View::Stories, html! { <SimSlot part={SimPart::Steps} /> }) }
+                { shown(View::Sandbox, html! { <crate::sandbox::Sandbox /> }) }
+                { shown(View::Partitioner, html! { <KeyPartitioner /> }) }
+            </main>
+        </>
+    }
+}
+
+/// What the page does when `view` shows: the document says which view is
+/// shown (`data-page-view` on `<html>`, for the styles and for tests), and the page goes to
+/// the element the fragment names, or to the top. On a switch (not as the
+/// page opens) the focus moves there too, so a keyboard or screen reader
+/// user lands in the view they chose.
+fn show_view(view: View, switched: bool) {
+    let Some(document) = web_sys::window().and_then(|window| window.document()) else {
+        return;
+    };
+    if let Some(root) = document.document_element() {
+        let _ = root.set_attribute("data-page-view", view.name());
+    }
+    // After this render has drawn the view.
+    gloo_timers::callback::Timeout::new(0, move || {
+        let Some(window) = web_sys::window() else { return };
+        let Some(document) = window.document() else { return };
+        let hash = window.location().hash().unwrap_or_default();
+        let id = hash.trim_start_matches('#');
+        let container = document
+            .query_selector(&format!("[data-view=\"{}\"]", view.name()))
+            .ok()
+            .flatten();
+        let named = (!id.is_empty())
+            .then(|| document.get_element_by_id(id))
+            .flatten()
+            .filter(|element| {
+                container
+                    .as_ref()
+                    .is_some_and(|container| container.contains(Some(element)))
+            });
+        let is_section = named.as_ref().is_some_and(|element| {
+            View::ALL
+                .into_iter()
+                .any(|each| each.fragment().trim_start_matches('#') == element.id())
+        });
+        match &named {
+            Some(element) if !is_section => element.scroll_into_view(),
+            _ => window.scroll_to_with_x_and_y(0.0, 0.0),
+        }
+        if switched {
+            let target = named.or_else(|| {
+                container
+                    .as_ref()
+                    .and_then(|container| container.query_selector("section[tabindex]").ok().flatten())
+            });
+            if let Some(target) = target.and_then(|target| target.dyn_into::<web_sys::HtmlElement>().ok()) {
+                let options = web_sys::FocusOptions::new();
+                options.set_prevent_scroll(true);
+                let _ = target.focus_with_options(&options);
+            }
+        }
+    })
+    .forget();
 }
 
 /// "Which partition does this key go to?": murmur2 over the key's UTF-8
@@ -281,7 +412,7 @@ pub fn learn() -> Html {
     html! {
         <section id="learn" class="card learn" aria-labelledby="learn-title" data-testid="learn" tabindex="-1">
             <h2 id="learn-title">{ "Learn" }</h2>
-            <p class="hint">{ "A path through the stories; each opens in Sequence steps on its first chapter. Then try the same on the live map: kill a leader, turn acks down, add a consumer." }</p>
+            <p class="hint">{ "A path through the stories; each opens in Stories on its first chapter. Then try the same on the live map: kill a leader, turn acks down, add a consumer." }</p>
             <ol>
                 { for crate::sequence_model::story_index().iter().map(|&(id, learn)| {
                     html! {

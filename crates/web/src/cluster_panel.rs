@@ -26,8 +26,12 @@ use crate::host_api::{self, HostCommand, HostEvent};
 use crate::knob::KnobInput;
 use crate::map::ClusterMap;
 use crate::map_model::{inspect, layout_fit, mermaid, Fit};
+use crate::map_tools::{
+    Comparison, GroupsTool, LagCharts, LedgerTool, QuorumTool, TopicsTool, LAG_CHART_H, LAG_CHART_W,
+};
 use crate::selection::Selection;
 use crate::session::{Action, Knob, Session, SetupField};
+use crate::tabs::{Tab, TabPanel, Tabs};
 use kafkascope_engine::sim::config::{OffsetReset, StorageSetting};
 
 /// Real milliseconds between two play ticks: one tick per frame at 60
@@ -196,6 +200,13 @@ pub fn cluster_panel() -> Html {
     let map_box = use_node_ref();
     let map_width = crate::map::use_map_width(map_box.clone());
     let internal_topics = use_state(|| false);
+    // The side shows the inspector or the knobs; the tools under the map
+    // are tabs too, so the view is the map, not a column of panels.
+    let side_tab = use_state(|| SIDE_INSPECTOR);
+    let tool_tab = use_state(|| TOOL_RECENT);
+    // On a phone, whether the learner went from the selection's sheet to
+    // the full inspector (the sheet then stays away until the next tap).
+    let sheet_folded = use_state(|| false);
 
     // A render after a play tick closes that tick's cost sample.
     {
@@ -309,11 +320,13 @@ pub fn cluster_panel() -> Html {
     {
         let dispatch = dispatch.clone();
         let playing = playing.clone();
+        let side_tab = side_tab.setter();
         use_effect_with((), move |_| {
             let apply = move || {
                 let query = page_query();
                 if let Some((knob, value)) = crate::lesson_model::knob_in_query(&query) {
                     playing.set(false);
+                    side_tab.set(SIDE_KNOBS);
                     dispatch(Action::Knob(knob, value));
                     // Done: the address no longer asks for it, so later
                     // navigation does not set it again.
@@ -451,7 +464,13 @@ pub fn cluster_panel() -> Html {
     // re-rendering.
     let on_select = {
         let dispatch = dispatch.clone();
-        use_callback((), move |selection: Selection, _| dispatch(Action::Select(selection)))
+        let side_tab = side_tab.setter();
+        let sheet_folded = sheet_folded.setter();
+        use_callback((), move |selection: Selection, _| {
+            side_tab.set(SIDE_INSPECTOR);
+            sheet_folded.set(false);
+            dispatch(Action::Select(selection))
+        })
     };
 
     let current = session.borrow();
@@ -622,32 +641,34 @@ pub fn cluster_panel() -> Html {
 
     let phone = is_phone();
     // The phone sheet's few actions: what a learner does to a process.
+    // Each names the process it acts on: a tap on a replica row selects
+    // the row, but Kill kills its broker, and says so.
     let sheet_actions = selected.as_ref().and_then(Selection::node).map(|node| {
-        let button = |label: &'static str, test: &str, action: Action| {
-            html! { <button type="button" data-testid={format!("sheet-{test}")} onclick={act(action)}>{ label }</button> }
+        let button = |verb: &'static str, tail: &'static str, test: &str, action: Action| {
+            html! { <button type="button" data-testid={format!("sheet-{test}")} onclick={act(action)}>{ format!("{verb} {node}{tail}") }</button> }
         };
         match node {
             NodeId::Broker(id) => {
                 let dead = view.brokers.iter().any(|broker| broker.id == id && broker.status == ProcessStatus::Dead);
                 if dead {
-                    button("Restart", "restart", Action::Restart(id))
+                    button("Restart", "", "restart", Action::Restart(id))
                 } else {
-                    html! { <>{ button("Kill", "kill", Action::Kill(id)) }{ button("Pause 5 s (GC)", "pause", Action::Pause(id)) }</> }
+                    html! { <>{ button("Kill", "", "kill", Action::Kill(id)) }{ button("Pause", " for 5 s (GC)", "pause", Action::Pause(id)) }</> }
                 }
             }
             NodeId::Controller(id) => {
                 let alive = view.controllers.iter().any(|controller| controller.id == id && controller.alive);
                 if alive {
-                    button("Kill", "kill", Action::KillController(id))
+                    button("Kill", "", "kill", Action::KillController(id))
                 } else {
-                    button("Restart", "restart", Action::RestartController(id))
+                    button("Restart", "", "restart", Action::RestartController(id))
                 }
             }
             NodeId::Consumer(id) => html! { <>
-                { button("Crash (no goodbye)", "crash", Action::CrashConsumer(id)) }
-                { button("Remove (leave the group)", "remove", Action::StopConsumer(id)) }
+                { button("Crash", " (no goodbye)", "crash", Action::CrashConsumer(id)) }
+                { button("Remove", " (it leaves the group)", "remove", Action::StopConsumer(id)) }
             </> },
-            NodeId::Producer(_) => button("Produce 10 (no key)", "produce", Action::Produce),
+            NodeId::Producer(_) => button("Produce 10 from", " (no key)", "produce", Action::Produce),
         }
     });
     // The inspector's actions for the selection.
@@ -823,6 +844,7 @@ pub fn cluster_panel() -> Html {
         Callback::from(move |_: MouseEvent| reduced_motion.set(!*reduced_motion))
     };
 
+    let skipping = session.borrow().skipping();
     html! {
         <section id="map" class="card cluster wide" aria-labelledby="cluster-title" tabindex="0" onkeydown={on_keydown}
             data-testid="cluster" data-events={view.events.to_string()}
@@ -831,7 +853,9 @@ pub fn cluster_panel() -> Html {
             <h2 id="cluster-title">{ "The map: a running cluster" }</h2>
             <p class="hint">
                 { describe_config(&config) }
-                { " Time is simulated: it moves when you play, run or step it (with this section focused: Space plays or pauses, → steps one event). Click anything on the map to inspect it." }
+                { " Time is simulated: it moves when you play, run or step it" }
+                <span class="keys">{ " (with this section focused: Space plays or pauses, → steps one event)" }</span>
+                { ". Click anything on the map to inspect it." }
             </p>
             <div class="controls run-controls" role="toolbar" aria-label="run controls">
                 <button type="button" data-testid="cluster-play" aria-pressed={playing.to_string()} onclick={toggle_play}>
@@ -844,44 +868,47 @@ pub fn cluster_panel() -> Html {
                         }) }
                     </select>
                 </label>
-                // The speed asked for is not always the speed reached: when
-                // the page cannot keep up, it says so.
-                { match reached {
-                    Some(reached) if reached < 0.9 * *speed as f64 => html! {
-                        <span class="muted" role="status" data-testid="speed-reached">
-                            { format!("reaching {} (this device cannot keep up)", speed_label(reached)) }
-                        </span>
-                    },
-                    _ => html! {},
-                } }
-                <label>{ "Records/s per producer while playing " }
+                <label title="Records a second each producer sends while playing">{ "Records/s " }
                     <select data-testid="cluster-rate" onchange={on_rate}>
                         { for RATES.iter().map(|value| html! {
                             <option value={value.to_string()} selected={*rate == *value}>{ value.to_string() }</option>
                         }) }
                     </select>
                 </label>
-                <button type="button" data-testid="cluster-step" onclick={act(Action::Step)}>{ "Step one event" }</button>
+                <button type="button" data-testid="cluster-step" title="Step one event: the next message delivered or timer fired" onclick={act(Action::Step)}>{ "Step" }</button>
                 <button type="button" data-testid="cluster-run-1s" onclick={act(Action::Run(1_000))}>{ "Run 1 s" }</button>
                 <button type="button" data-testid="cluster-run-10s" onclick={act(Action::Run(10_000))}>{ "Run 10 s" }</button>
                 <button type="button" data-testid="cluster-skip-1m" title="Time travel: run a minute of the cluster at once (retention and compaction work in minutes and hours)" onclick={act(Action::Run(60_000))}>{ "Skip 1 min" }</button>
                 <button type="button" data-testid="cluster-skip-10m" title="Time travel: run ten minutes of the cluster at once" onclick={act(Action::Run(600_000))}>{ "Skip 10 min" }</button>
-                { match session.borrow().skipping() {
-                    Some((done, total)) => html! {
-                        <span class="skip-progress" role="status" data-testid="skip-progress">
-                            <progress max={total.to_string()} value={done.to_string()} aria-label="time skipped" />
-                            { format!(" skipped {} of {} min ", done / 60_000, total / 60_000) }
-                            <button type="button" data-testid="cluster-skip-stop" onclick={act(Action::StopSkip)}>{ "Stop" }</button>
-                        </span>
-                    },
-                    None => html! {
-                        <button type="button" data-testid="cluster-skip-1h" title="Time travel: run an hour of the cluster, a minute at a time, with its progress shown (every event still runs: the cluster is never idle)" onclick={act(Action::Skip(3_600_000))}>{ "Skip 1 h" }</button>
-                    },
-                } }
-                <button type="button" data-testid="cluster-produce" onclick={act(Action::Produce)}>{ "Produce 10 records per producer" }</button>
+                <button type="button" data-testid="cluster-skip-1h" disabled={skipping.is_some()} title="Time travel: run an hour of the cluster, a minute at a time, with its progress shown (every event still runs: the cluster is never idle)" onclick={act(Action::Skip(3_600_000))}>{ "Skip 1 h" }</button>
+                <button type="button" data-testid="cluster-produce" title="Produce 10 records per producer now" onclick={act(Action::Produce)}>{ "Produce 10" }</button>
                 <button type="button" data-testid="cluster-reset" onclick={on_reset}>{ "Reset" }</button>
-                <button type="button" data-testid="copy-run-link" title="A link that opens this cluster at this moment: the same configuration, seed and every input so far, replayed" onclick={copy_run_link}>{ "Copy link to this moment" }</button>
-                <span class="clock" data-testid="cluster-time">{ format!("t = {} ms", view.time_ms) }</span>
+                <button type="button" data-testid="copy-run-link" title="A link that opens this cluster at this moment: the same configuration, seed and every input so far, replayed" onclick={copy_run_link}>{ "Copy link" }</button>
+                // A box of its own size: what changes while playing (the
+                // clock, the speed reached, an hour's skip) never moves
+                // the buttons.
+                <span class="run-status">
+                    <span class="clock" data-testid="cluster-time">{ format!("t = {} ms", view.time_ms) }</span>
+                    { match skipping {
+                        Some((done, total)) => html! {
+                            <span class="skip-progress" role="status" data-testid="skip-progress">
+                                <progress max={total.to_string()} value={done.to_string()} aria-label="time skipped" />
+                                { format!(" skipped {} of {} min ", done / 60_000, total / 60_000) }
+                                <button type="button" data-testid="cluster-skip-stop" onclick={act(Action::StopSkip)}>{ "Stop" }</button>
+                            </span>
+                        },
+                        None => match reached {
+                            // The speed asked for is not always the speed
+                            // reached: when the page cannot keep up, it says so.
+                            Some(reached) if reached < 0.9 * *speed as f64 => html! {
+                                <span class="muted" role="status" data-testid="speed-reached">
+                                    { format!("reaching {} (this device cannot keep up)", speed_label(reached)) }
+                                </span>
+                            },
+                            _ => html! {},
+                        },
+                    } }
+                </span>
             </div>
             { match link_problem.borrow().as_ref() {
                 Some(problem) => html! { <p class="error" role="alert" data-testid="run-link-problem">{ problem }</p> },
@@ -928,7 +955,7 @@ pub fn cluster_panel() -> Html {
                             ids={(AttrValue::from("export-mermaid"), AttrValue::from("mermaid-text"), AttrValue::from("copy-mermaid"))}
                             text={mermaid_source} />
                         <button type="button" data-testid="export-svg" onclick={Callback::from(|_: MouseEvent| download_svg())}>{ "Download the map (SVG)" }</button>
-                        <button type="button" data-testid="export-scenario" title="This run as a scenario file: its cluster, seed and every input so far, to open in Sequence steps or run with kafkascope run"
+                        <button type="button" data-testid="export-scenario" title="This run as a scenario file: its cluster, seed and every input so far, to open in Stories or run with kafkascope run"
                             onclick={{
                                 let session = session.clone();
                                 Callback::from(move |_: MouseEvent| download("kafkascope-run.json", "application/json", &session.borrow().scenario_json()))
@@ -949,7 +976,7 @@ pub fn cluster_panel() -> Html {
                     // On a phone the inspector is far below the map: a tap
                     // shows the selection's summary at the foot of the
                     // screen, with its actions and a way to the rest.
-                    (Some(inspection), true) => html! {
+                    (Some(inspection), true) if !*sheet_folded => html! {
                         <div class="selection-sheet" data-testid="selection-sheet" role="region" aria-label={format!("selected: {}", inspection.title)}>
                             <div class="sheet-head">
                                 <strong data-testid="sheet-title">{ &inspection.title }</strong>
@@ -963,19 +990,29 @@ pub fn cluster_panel() -> Html {
                                 { for inspection.facts.iter().take(3).map(|(name, value)| html! { <><dt>{ name }</dt><dd>{ value }</dd></> }) }
                             </dl>
                             <div class="controls" role="toolbar" aria-label="actions">{ sheet_actions.clone().unwrap_or_default() }</div>
-                            <a href="#inspector-full" data-testid="sheet-more" onclick={Callback::from(|event: MouseEvent| {
+                            <a href="#inspector-full" data-testid="sheet-more" onclick={{
+                                let sheet_folded = sheet_folded.clone();
+                                let side_tab = side_tab.clone();
+                                Callback::from(move |event: MouseEvent| {
                                 event.prevent_default();
+                                // The sheet goes: the full inspector is what the learner asked for.
+                                sheet_folded.set(true);
+                                side_tab.set(SIDE_INSPECTOR);
                                 if let Some(element) = web_sys::window().and_then(|window| window.document()).and_then(|document| document.get_element_by_id("inspector-full")) {
                                     element.scroll_into_view();
                                 }
-                            })}>{ "Everything about it ↓" }</a>
+                            })}}>{ "Everything about it ↓" }</a>
                         </div>
                     },
                     _ => html! {},
                 } }
-                <aside class="side">
+                <aside class="side" aria-label="inspector and knobs">
+                    <Tabs label="inspector and knobs" tabs={vec![
+                        Tab { id: SIDE_INSPECTOR, label: "Inspector".into() },
+                        Tab { id: SIDE_KNOBS, label: "Knobs".into() },
+                    ]} selected={*side_tab} on_select={{ let side_tab = side_tab.setter(); Callback::from(move |id| side_tab.set(id)) }} />
+                    <TabPanel id={SIDE_INSPECTOR} selected={*side_tab == SIDE_INSPECTOR}>
                     <div class="inspector" id="inspector-full" data-testid="inspector" aria-live="polite">
-                        <h3>{ "Inspector" }</h3>
                         { match &inspection {
                             Some(inspection) => {
                                 // Glossary terms, marked at their first use in the inspector.
@@ -1034,8 +1071,9 @@ pub fn cluster_panel() -> Html {
                             None => html! { <p class="muted">{ "Select a broker, a replica row, a controller, the producer, a group, a member or an edge." }</p> },
                         } }
                     </div>
+                    </TabPanel>
+                    <TabPanel id={SIDE_KNOBS} selected={*side_tab == SIDE_KNOBS}>
                     <form class="knobs" data-testid="knobs" novalidate=true onsubmit={on_apply_setup}>
-                        <h3>{ "Knobs" }</h3>
                         <fieldset>
                             <legend>{ "Live: each change is an input at this moment of the run" }</legend>
                             <fieldset class="knob-group" data-testid="knobs-producer">
@@ -1138,196 +1176,58 @@ pub fn cluster_panel() -> Html {
                         </fieldset>
                         { if let Some(message) = &knob_error { html! { <p class="error" role="alert" data-testid="knob-error">{ message }</p> } } else { html! {} } }
                     </form>
+                    </TabPanel>
                 </aside>
-                <div class="recent">
-                    <h3>{ "What just happened" }</h3>
+                <div class="tools">
+                    <Tabs label="tools" tabs={tool_tabs()} selected={*tool_tab}
+                        on_select={{ let tool_tab = tool_tab.setter(); Callback::from(move |id| tool_tab.set(id)) }} />
+                    <TabPanel id={TOOL_RECENT} selected={*tool_tab == TOOL_RECENT} class="recent">
                     { if recent.is_empty() { html! { <p class="muted">{ "Nothing yet beyond routine traffic: kill a broker, turn a knob or add a consumer." }</p> } } else { html! {
                         <ol class="recent-events" data-testid="recent-events" reversed=true tabindex="0" aria-label="what just happened, newest first">
                             { for recent.iter().map(|line| html! { <li>{ line }</li> }) }
                         </ol>
                     } } }
+                    </TabPanel>
+                    <TabPanel id={TOOL_LAG} selected={*tool_tab == TOOL_LAG}><LagCharts charts={lag_charts} /></TabPanel>
+                    <TabPanel id={TOOL_TOPICS} selected={*tool_tab == TOOL_TOPICS}><TopicsTool {topics} /></TabPanel>
+                    <TabPanel id={TOOL_GROUPS} selected={*tool_tab == TOOL_GROUPS}><GroupsTool {groups} /></TabPanel>
+                    <TabPanel id={TOOL_LEDGER} selected={*tool_tab == TOOL_LEDGER}><LedgerTool {ledger} /></TabPanel>
+                    <TabPanel id={TOOL_QUORUM} selected={*tool_tab == TOOL_QUORUM}><QuorumTool {quorum} /></TabPanel>
+                    <TabPanel id={TOOL_COMPARE} selected={*tool_tab == TOOL_COMPARE}><Comparison runs={comparison} on_run={on_compare} /></TabPanel>
                 </div>
-                <LagCharts charts={lag_charts} />
-                <Comparison runs={comparison} on_run={on_compare} />
-                <ToolPanels topics={topics} groups={groups} quorum={quorum} ledger={ledger} />
             </div>
         </section>
     }
 }
 
-/// The size of a group's lag chart.
-const LAG_CHART_W: f64 = 240.0;
-const LAG_CHART_H: f64 = 48.0;
+/// The side's tabs.
+const SIDE_INSPECTOR: &str = "inspector";
+const SIDE_KNOBS: &str = "knobs";
+/// The tools' tabs.
+const TOOL_RECENT: &str = "recent";
+const TOOL_LAG: &str = "lag";
+const TOOL_TOPICS: &str = "topics";
+const TOOL_GROUPS: &str = "groups";
+const TOOL_LEDGER: &str = "ledger";
+const TOOL_QUORUM: &str = "quorum";
+const TOOL_COMPARE: &str = "compare";
 
-#[derive(Properties, PartialEq)]
-struct LagProps {
-    charts: Vec<crate::cluster_model::LagChart>,
-}
-
-/// Each group's lag over the last minute, rebalances shaded.
-#[function_component(LagCharts)]
-fn lag_charts(props: &LagProps) -> Html {
-    if props.charts.is_empty() {
-        return html! {};
-    }
-    html! {
-        <div class="lag-charts">
-            <h3>{ "Consumer lag, last minute" }</h3>
-            { for props.charts.iter().map(|chart| html! {
-                <figure class="lag-chart" data-testid={format!("lag-chart-{}", chart.group)}>
-                    <svg viewBox={format!("0 0 {LAG_CHART_W} {LAG_CHART_H}")} width={LAG_CHART_W.to_string()} height={LAG_CHART_H.to_string()} role="img" aria-label={chart.summary.clone()}>
-                        { for chart.rebalances.iter().map(|(x, width)| html! {
-                            <rect class="lag-rebalance" data-testid="lag-rebalance" x={format!("{x:.1}")} y="0" width={format!("{width:.1}")} height={LAG_CHART_H.to_string()} />
-                        }) }
-                        { for chart.members.iter().enumerate().map(|(index, line)| html! {
-                            <polyline class={classes!("lag-member", format!("lag-member-{}", index % 4))} data-testid={format!("lag-member-{}", NodeId::Consumer(line.consumer))} points={line.points.clone()} />
-                        }) }
-                        <polyline class="lag-line" points={chart.points.clone()} />
-                    </svg>
-                    <figcaption>
-                        { format!("{}: lag {} (top of scale {})", chart.group, chart.last, chart.max) }
-                        { for chart.members.iter().enumerate().map(|(index, line)| html! {
-                            <span class={classes!("lag-key", format!("lag-member-{}", index % 4))}>{ format!(" · {} {}", NodeId::Consumer(line.consumer), line.last) }</span>
-                        }) }
-                    </figcaption>
-                </figure>
-            }) }
-            <p class="muted">{ "These charts count what the members have still to read, as it happens: for each partition, its high watermark minus the owner's position (minus the committed offset while no member holds it), summed over the group (the solid line); the dashed lines are each member's own partitions. Shaded: members were rejoining (a rebalance). Kafka's lag, in kafka-consumer-groups and on the map's member rows, counts from the committed offset instead, so it trails this line until the next commit." }</p>
-        </div>
-    }
-}
-
-#[derive(Properties, PartialEq)]
-struct ComparisonProps {
-    runs: Option<Result<Vec<crate::cluster_model::ProtocolRun>, String>>,
-    on_run: Callback<MouseEvent>,
-}
-
-/// Eager, cooperative and KIP-848 side by side on the same fault.
-#[function_component(Comparison)]
-fn comparison(props: &ComparisonProps) -> Html {
-    use crate::cluster_model::{COMPARE_HANDLER_MS, COMPARE_PAUSE_AT_MS, COMPARE_PAUSE_MS, COMPARE_RATE};
-    use crate::session::{COMPARE_CHART_H, COMPARE_CHART_W};
-    html! {
-        <details class="compare" data-testid="compare-protocols">
-            <summary>{ "Eager, cooperative and KIP-848 side by side on the same fault" }</summary>
-            <p>{ format!(
-                "Three runs of this shape (at least 3 members of billing and 6 partitions), differing only in the rebalance protocol: {COMPARE_RATE} keyed records a second, a handler taking {COMPARE_HANDLER_MS} ms per record, and at {} s consumer-0 pauses for {} s, past its 45 s session, so it is dropped and comes back.",
-                COMPARE_PAUSE_AT_MS / 1_000,
-                COMPARE_PAUSE_MS / 1_000
-            ) }</p>
-            <button type="button" data-testid="compare-run" onclick={props.on_run.clone()}>{ "Run the three" }</button>
-            { match &props.runs {
-                None => html! {},
-                Some(Err(message)) => html! { <p class="error" role="alert">{ message }</p> },
-                Some(Ok(runs)) => html! {
-                    <div class="lag-charts">
-                        { for runs.iter().enumerate().map(|(index, run)| html! {
-                            <figure class="lag-chart" data-testid={format!("compare-{index}")} data-stopped-ms={run.stopped_ms.to_string()} data-peak-lag={run.peak_lag.to_string()}>
-                                <svg viewBox={format!("0 0 {COMPARE_CHART_W} {COMPARE_CHART_H}")} width={COMPARE_CHART_W.to_string()} height={COMPARE_CHART_H.to_string()} role="img" aria-label={run.chart.summary.clone()}>
-                                    { for run.chart.rebalances.iter().map(|(x, width)| html! {
-                                        <rect class="lag-rebalance" x={format!("{x:.1}")} y="0" width={format!("{width:.1}")} height={COMPARE_CHART_H.to_string()} />
-                                    }) }
-                                    <polyline class="lag-line" points={run.chart.points.clone()} />
-                                </svg>
-                                <figcaption>
-                                    <strong>{ &run.label }</strong>
-                                    { format!(": members stopped {:.1} s, lag at most {}, {} rebalance(s)", run.stopped_ms as f64 / 1_000.0, run.peak_lag, run.rebalances) }
-                                </figcaption>
-                            </figure>
-                        }) }
-                        <p class="muted">{ "Shaded: running members stood idle, rejoining with no partitions (an eager rebalance takes every partition away). Lag counts every partition: its high watermark minus the owner's position, or minus the committed offset while nobody reads it, so the paused member's partitions count too." }</p>
-                    </div>
-                },
-            } }
-        </details>
-    }
-}
-
-#[derive(Properties, PartialEq)]
-struct ToolProps {
-    topics: Vec<crate::cluster_model::TopicRow>,
-    groups: Vec<crate::cluster_model::GroupRow>,
-    quorum: crate::cluster_model::QuorumStatus,
-    ledger: Vec<crate::cluster_model::LedgerRow>,
-}
-
-/// The panels shaped like Kafka's tools: a component, so they re-render
-/// only when a row changed.
-#[function_component(ToolPanels)]
-fn tool_panels(props: &ToolProps) -> Html {
-    let (topics, groups, quorum, ledger) = (&props.topics, &props.groups, &props.quorum, &props.ledger);
-    html! {
-        <div class="tools">
-                    <h3><code>{ "kafka-topics --describe" }</code></h3>
-                    <table class="tool" data-testid="topics-table" tabindex="0" aria-label="kafka-topics --describe (scrolls sideways)">
-                        <thead><tr><th>{ "Topic" }</th><th>{ "Partition" }</th><th>{ "Leader" }</th><th>{ "Replicas" }</th><th>{ "Isr" }</th><th>{ "Elr" }</th><th>{ "LastKnownElr" }</th><th>{ "Status" }</th></tr></thead>
-                        <tbody>
-                            { for topics.iter().map(|row| html! {
-                                <tr class={classes!(row.under_replicated.then_some("under-replicated"), row.offline.then_some("offline"))}>
-                                    <td>{ &row.topic }</td>
-                                    <td>{ row.partition }</td>
-                                    <td data-testid={format!("leader-{}", row.name)}>{ &row.leader }</td>
-                                    <td>{ &row.replicas }</td>
-                                    <td data-testid={format!("isr-{}", row.name)}>{ &row.isr }</td>
-                                    <td data-testid={format!("elr-{}", row.name)}>{ &row.elr }</td>
-                                    <td>{ &row.last_known_elr }</td>
-                                    <td>{ if row.offline { "offline" } else if row.recovering { "recovering (unclean leader)" } else if row.under_replicated { "under-replicated" } else { "" } }</td>
-                                </tr>
-                            }) }
-                        </tbody>
-                    </table>
-                    <h3><code>{ "kafka-consumer-groups --describe --all-groups" }</code></h3>
-                    <table class="tool" data-testid="groups-table" tabindex="0" aria-label="kafka-consumer-groups --describe (scrolls sideways)">
-                        <thead><tr><th>{ "GROUP" }</th><th>{ "TOPIC" }</th><th>{ "PARTITION" }</th><th>{ "CURRENT-OFFSET" }</th><th>{ "LOG-END-OFFSET" }</th><th>{ "LAG" }</th><th>{ "RESET (consumer log)" }</th><th>{ "CONSUMER-ID" }</th></tr></thead>
-                        <tbody>
-                            { for groups.iter().map(|row| html! {
-                                <tr>
-                                    <td>{ &row.group }</td><td>{ &row.topic }</td><td>{ row.partition }</td>
-                                    <td>{ &row.current_offset }</td><td>{ row.log_end_offset }</td><td>{ &row.lag }</td>
-                                    <td data-testid={format!("reset-{}-{}-{}", row.group, row.topic, row.partition)}>{ &row.reset }</td>
-                                    <td>{ &row.consumer_id }</td>
-                                </tr>
-                            }) }
-                        </tbody>
-                    </table>
-                    <h3>{ "What happened to each record (delivery semantics)" }</h3>
-                    <table class="tool" data-testid="ledger-table" tabindex="0" aria-label="What happened to each acknowledged record, per group (scrolls sideways)">
-                        <thead><tr><th>{ "GROUP" }</th><th>{ "PROCESSED ONCE" }</th><th>{ "PROCESSED AGAIN" }</th><th>{ "DUPLICATES SKIPPED" }</th><th>{ "NEVER PROCESSED" }</th><th>{ "DEAD-LETTERED" }</th><th>{ "NOT YET" }</th></tr></thead>
-                        <tbody>
-                            { for ledger.iter().map(|row| html! {
-                                <tr data-testid={format!("ledger-{}", row.group)}>
-                                    <td>{ &row.group }</td>
-                                    <td data-testid={format!("ledger-{}-once", row.group)}>{ row.once }</td>
-                                    <td data-testid={format!("ledger-{}-again", row.group)} title={row.again_why.clone()}>{ if row.again == 0 { "0".to_string() } else { format!("{} ({})", row.again, row.again_why) } }</td>
-                                    <td data-testid={format!("ledger-{}-skipped", row.group)}>{ row.skipped }</td>
-                                    <td data-testid={format!("ledger-{}-never", row.group)} title={row.never_why.clone()}>{ if row.never == 0 { "0".to_string() } else { format!("{} ({})", row.never, row.never_why) } }</td>
-                                    <td data-testid={format!("ledger-{}-dead-lettered", row.group)}>{ row.dead_lettered }</td>
-                                    <td>{ row.not_yet }</td>
-                                </tr>
-                            }) }
-                        </tbody>
-                    </table>
-                    <p class="muted">{ "Each acknowledged record of the topics a group reads: processed by the group's handlers once, more than once (and why), never (and why), or not yet. Commit before processing and a crash mid-batch loses records (at most once); commit after processing repeats them (at least once); an idempotent handler turns repeats into no-ops; a handler that gives up on a poison record can send it to a dead letter topic and go on. Pick a member to change how it commits." }</p>
-                    { if groups.is_empty() { html! { <p class="muted">{ "No member owns a partition yet (the groups are still forming: run a few seconds)." }</p> } } else { html! {} } }
-                    <h3><code>{ "kafka-metadata-quorum describe --status" }</code></h3>
-                    <pre class="tool" data-testid="quorum-status">{ format!(
-                        "LeaderId:          {}\nLeaderEpoch:       {}\nHighWatermark:     {}\nMaxFollowerLag:    {}\nCurrentVoters:     [{}]\nCurrentObservers:  [{}]\nDown:              {}",
-                        quorum.leader_id, quorum.leader_epoch, quorum.high_watermark, quorum.max_follower_lag, quorum.voters, quorum.observers, quorum.down
-                    ) }</pre>
-                    <h3><code>{ "kafka-metadata-quorum describe --replication" }</code></h3>
-                    <table class="tool" data-testid="quorum-replication" tabindex="0" aria-label="kafka-metadata-quorum describe --replication (scrolls sideways)">
-                        <thead><tr><th>{ "NodeId" }</th><th>{ "LogEndOffset" }</th><th>{ "Lag" }</th><th>{ "LastFetchTimestamp" }</th><th>{ "LastCaughtUpTimestamp" }</th><th>{ "Status" }</th></tr></thead>
-                        <tbody>
-                            { for quorum.replication.iter().map(|row| html! {
-                                <tr>
-                                    <td>{ row.node_id }</td><td>{ row.log_end_offset }</td><td>{ row.lag }</td>
-                                    <td>{ &row.last_fetch_ms }</td><td>{ &row.last_caught_up_ms }</td><td>{ row.status.to_string() }</td>
-                                </tr>
-                            }) }
-                        </tbody>
-                    </table>
-                    <p class="muted">{ "Brokers are observers of the controller quorum: they fetch the metadata log like the follower controllers do, but never vote. Node ids are unique in a KRaft cluster: here broker-N is node N and controller-N is node 3000+N (Kafka's own test clusters number controllers from 3000). Timestamps are simulated milliseconds." }</p>
-        </div>
-    }
+/// The tools under the map, each a tab: what just happened, then the
+/// panels shaped like Kafka's tools.
+fn tool_tabs() -> Vec<Tab> {
+    [
+        (TOOL_RECENT, "What just happened"),
+        (TOOL_LAG, "Lag"),
+        (TOOL_TOPICS, "kafka-topics"),
+        (TOOL_GROUPS, "kafka-consumer-groups"),
+        (TOOL_LEDGER, "Each record's fate"),
+        (TOOL_QUORUM, "kafka-metadata-quorum"),
+        (TOOL_COMPARE, "Compare protocols"),
+    ]
+    .into_iter()
+    .map(|(id, label)| Tab {
+        id,
+        label: label.into(),
+    })
+    .collect()
 }

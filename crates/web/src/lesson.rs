@@ -197,7 +197,7 @@ pub fn lesson_section() -> Html {
                 { "The live cluster is one click away: " }
                 <a href="#map" data-testid="lesson-open-map">{ "open the map" }</a>
                 { ", or follow a story step by step in " }
-                <a href="#steps">{ "Sequence steps" }</a>{ "." }
+                <a href="#steps">{ "Stories" }</a>{ "." }
             </p>
             <details class="objectives" open=true data-testid="lesson-objectives">
                 <summary>{ "You should be able to" }</summary>

@@ -16,8 +16,10 @@ pub mod lesson;
 pub mod lesson_model;
 pub mod map;
 pub mod map_model;
+pub mod map_tools;
 #[cfg(test)]
 mod numbers_agree;
+pub mod page_view;
 pub mod sandbox;
 pub mod sandbox_model;
 pub mod selection;
@@ -30,5 +32,6 @@ pub mod step_parts;
 pub mod story_cursor;
 pub mod story_timeline;
 pub mod story_view;
+pub mod tabs;
 pub mod view_model;
 pub mod voice;

@@ -73,6 +73,10 @@ struct DiagramProps {
     /// A phone: the steps as a vertical list instead of lifelines side by
     /// side (readable with no sideways scrolling).
     narrow: bool,
+    /// The width of the diagram's box, in CSS pixels: the diagram is laid
+    /// out for it and drawn unscaled, so its text is the size the styles
+    /// say (12 px and up); lifelines that do not fit scroll sideways.
+    box_width: f64,
 }
 
 /// The steps around the current one as a list, for a phone: time, then
@@ -111,14 +115,15 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
         return sequence_list(props);
     }
     let lines = lifelines(props.rows.iter().map(|(_, step)| step));
+    // A gutter on the left for the times.
+    let gutter = 66.0;
+    let room = props.box_width.max(320.0) - gutter - 12.0;
     let column = if lines.is_empty() {
         140.0
     } else {
-        (880.0 / lines.len() as f64).clamp(96.0, 150.0)
+        (room / lines.len() as f64).clamp(104.0, 170.0)
     };
-    // A gutter on the left for the times.
-    let gutter = 54.0;
-    let width = (gutter + 20.0 + column * lines.len() as f64).max(600.0);
+    let width = (gutter + 12.0 + column * lines.len() as f64).max(props.box_width.max(320.0));
     let height = TOP + props.rows.len() as f64 * ROW_H + 16.0;
     let x_of = |node: &NodeId| {
         lines
@@ -128,6 +133,7 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
     };
     html! {
         <svg class="sequence" data-testid="sequence-diagram" viewBox={format!("0 0 {width:.0} {height:.0}")}
+            width={format!("{width:.0}")} height={format!("{height:.0}")}
             role="group" aria-label="sequence diagram of the steps around the current one" xmlns="http://www.w3.org/2000/svg">
             <defs>
                 <marker id="seq-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
@@ -139,7 +145,7 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
                 html! { <g class="lifeline">
                     <rect x={format!("{:.1}", x - column / 2.0 + 4.0)} y="4" width={format!("{:.1}", column - 8.0)} height="34" rx="4" />
                     <text x={format!("{x:.1}")} y="18" class="lifeline-name">{ line.to_string() }</text>
-                    <text x={format!("{x:.1}")} y="31" class="lifeline-role">{ short(props.roles.get(line).map_or("", String::as_str), (column / 5.0) as usize) }</text>
+                    <text x={format!("{x:.1}")} y="31" class="lifeline-role">{ short(props.roles.get(line).map_or("", String::as_str), (column / 6.8) as usize) }</text>
                     <line x1={format!("{x:.1}")} x2={format!("{x:.1}")} y1="38" y2={format!("{:.1}", height - 4.0)} />
                 </g> }
             }) }
@@ -155,7 +161,7 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
                             <line class={classes!("message", dropped.then_some("dropped"))} x1={format!("{x1:.1}")} x2={format!("{end:.1}")}
                                 y1={format!("{:.1}", y + 16.0)} y2={format!("{:.1}", y + 16.0)} marker-end={(!dropped).then_some("url(#seq-arrow)")} />
                             { if *dropped { html! { <text class="lost" x={format!("{end:.1}")} y={format!("{:.1}", y + 20.0)}>{ "✗" }</text> } } else { html! {} } }
-                            <text class="label" x={format!("{:.1}", (x1 + x2) / 2.0)} y={format!("{:.1}", y + 12.0)}>{ short(label, ((x2 - x1).abs() / 5.2) as usize + 14) }</text>
+                            <text class="label" x={format!("{:.1}", (x1 + x2) / 2.0)} y={format!("{:.1}", y + 12.0)}>{ short(label, ((x2 - x1).abs() / 7.3) as usize + 6) }</text>
                         </> }
                     }
                     StepKind::Note { over, text } => {
@@ -163,12 +169,12 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
                         html! { <>
                             <rect class={classes!("note", step.outcome)} x={format!("{:.1}", x - column / 2.0 + 6.0)} y={format!("{:.1}", y + 5.0)}
                                 width={format!("{:.1}", column - 12.0)} height="18" rx="3" />
-                            <text class="note-text" x={format!("{x:.1}")} y={format!("{:.1}", y + 18.0)}>{ short(text, (column / 5.6) as usize) }</text>
+                            <text class="note-text" x={format!("{x:.1}")} y={format!("{:.1}", y + 18.0)}>{ short(text, (column / 7.0) as usize) }</text>
                         </> }
                     }
                     StepKind::Input { text } => html! { <>
                         <rect class="input" x="4" y={format!("{:.1}", y + 4.0)} width={format!("{:.1}", width - 8.0)} height="20" rx="3" />
-                        <text class="note-text" x={format!("{:.1}", width / 2.0)} y={format!("{:.1}", y + 18.0)}>{ format!("▶ {text}") }</text>
+                        <text class="note-text" x={format!("{:.1}", width / 2.0)} y={format!("{:.1}", y + 18.0)}>{ short(&format!("▶ {text}"), (width / 7.0) as usize) }</text>
                     </> },
                 };
                 html! {
@@ -543,6 +549,9 @@ pub fn sequence_steps() -> Html {
     // The side map is laid out for its own box.
     let map_box = use_node_ref();
     let map_width = crate::map::use_map_width(map_box.clone());
+    // So is the diagram: its text is drawn at its own size, never scaled down.
+    let diagram_box = use_node_ref();
+    let diagram_width = crate::map::use_map_width(diagram_box.clone());
     {
         // What the step touched stays in view in the side map's box.
         let map_box = map_box.clone();
@@ -766,7 +775,7 @@ pub fn sequence_steps() -> Html {
             data-trace-hash={format!("{trace_hash:016x}")} data-time={view.time_ms.to_string()}
             data-scenario-loading={scenario_loading.to_string()}
             ondrop={on_drop} ondragover={on_drag_over}>
-            <h2 id="steps-title">{ "Sequence steps: the run, message by message" }</h2>
+            <h2 id="steps-title">{ "Stories: a run, message by message" }</h2>
             { if let Some(problem) = &problem { html! { <p class="error" role="alert" data-testid="link-problem">{ problem }</p> } } else { html! {} } }
             <crate::step_parts::StoryBar story={story_def.id.clone()} custom={story_def.is_custom().then(|| format!("{} (from {})", story_def.title(), story_def.file))}
                 title={title} description={description} problem={(*scenario_problem).clone()} on_story={on_story} on_file={on_file} />
@@ -781,8 +790,8 @@ pub fn sequence_steps() -> Html {
                 in_open_startup={filter.startup_open && !filter.every && outline.startup.as_ref().is_some_and(|startup| startup.folded.contains(&index))}
                 why_open={why_open} why={why.clone()} on_action={on_action.clone()} />
             <div class="steps-layout">
-                <div class="diagram-frame">
-                    <SequenceDiagram rows={rows} roles={roles} current={index} on_pick={go.clone()} narrow={crate::cluster_panel::is_phone()} />
+                <div class="diagram-frame" ref={diagram_box}>
+                    <SequenceDiagram rows={rows} roles={roles} current={index} on_pick={go.clone()} narrow={crate::cluster_panel::is_phone()} box_width={diagram_width} />
                 </div>
                 <div class="steps-map" ref={map_box}>
                     <ClusterMap model={model} selected={step.as_ref().and_then(highlight)} on_select={on_map_select} reduced_motion={true} />

@@ -68,7 +68,7 @@ impl SimPart {
     pub fn title(self) -> &'static str {
         match self {
             SimPart::Map => "The map: a running cluster",
-            SimPart::Steps => "Sequence steps: the run, message by message",
+            SimPart::Steps => "Stories: a run, message by message",
         }
     }
 }
@@ -290,7 +290,7 @@ pub fn sim_slot(props: &SimSlotProps) -> Html {
                 { match phase {
                     Phase::Waiting => html! {
                         <p>
-                            { "The simulator loads when you scroll here (about a megabyte, once). " }
+                            { "The simulator loads when this view opens (about a megabyte, once). " }
                             <button type="button" data-testid={format!("{}-load", part.id())} onclick={load_now}>{ "Load it now" }</button>
                         </p>
                     },

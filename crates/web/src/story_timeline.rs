@@ -101,6 +101,8 @@ pub fn story_timeline(props: &TimelineProps) -> Html {
                     }) }
                 </div>
             </div>
+            // One chapter needs no strip: its title is the step's caption.
+            { if props.outline.chapters.len() < 2 { html! {} } else { html! {
             <nav class="chapters" aria-label="chapters">
                 <span class="muted">{ "Chapters" }</span>
                 <button type="button" data-testid="chapter-prev" onclick={act(CursorAction::Chapter(false))} aria-label="previous chapter">{ "◀" }</button>
@@ -111,7 +113,13 @@ pub fn story_timeline(props: &TimelineProps) -> Html {
                         onclick={act(CursorAction::Go(chapter.index))}>{ number + 1 }</button>
                 }) }
                 <button type="button" data-testid="chapter-next" onclick={act(CursorAction::Chapter(true))} aria-label="next chapter">{ "▶" }</button>
+                // The chapter the step is in, by its title, at every step.
+                <span class="chapter-now" data-testid="chapter-now">{ match chapter_now {
+                    Some(number) => format!("Chapter {} of {}: {}", number + 1, props.outline.chapters.len(), props.outline.chapters[number].title),
+                    None => format!("Before chapter 1 (of {})", props.outline.chapters.len()),
+                } }</span>
             </nav>
+            } } }
             <div class="moments" role="group" aria-label="key moments">
                 <button type="button" data-testid="moment-prev" onclick={act(CursorAction::Moment(false))} disabled={moment_back}>{ "◀ Key moment" }</button>
                 <button type="button" data-testid="moment-next" onclick={act(CursorAction::Moment(true))} disabled={moment_on}>{ "Key moment ▶" }</button>

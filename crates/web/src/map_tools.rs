@@ -1,0 +1,230 @@
+//! The map's tools, each a tab under the map: the lag charts, the
+//! protocols compared, and the panels shaped like Kafka's own tools
+//! (`kafka-topics`, `kafka-consumer-groups`, `kafka-metadata-quorum`) and
+//! each record's fate. Components, so each re-renders only when its rows
+//! change.
+
+use kafkascope_engine::sim::types::NodeId;
+use yew::prelude::*;
+
+/// The size of a group's lag chart.
+pub const LAG_CHART_W: f64 = 240.0;
+pub const LAG_CHART_H: f64 = 48.0;
+
+#[derive(Properties, PartialEq)]
+pub struct LagProps {
+    pub charts: Vec<crate::cluster_model::LagChart>,
+}
+
+/// Each group's lag over the last minute, rebalances shaded.
+#[function_component(LagCharts)]
+pub fn lag_charts(props: &LagProps) -> Html {
+    if props.charts.is_empty() {
+        return html! { <p class="muted">{ "No group has members yet: its lag shows here once one does." }</p> };
+    }
+    html! {
+        <div class="lag-charts">
+            <h3>{ "Consumer lag, last minute" }</h3>
+            { for props.charts.iter().map(|chart| html! {
+                <figure class="lag-chart" data-testid={format!("lag-chart-{}", chart.group)}>
+                    <svg viewBox={format!("0 0 {LAG_CHART_W} {LAG_CHART_H}")} width={LAG_CHART_W.to_string()} height={LAG_CHART_H.to_string()} role="img" aria-label={chart.summary.clone()}>
+                        { for chart.rebalances.iter().map(|(x, width)| html! {
+                            <rect class="lag-rebalance" data-testid="lag-rebalance" x={format!("{x:.1}")} y="0" width={format!("{width:.1}")} height={LAG_CHART_H.to_string()} />
+                        }) }
+                        { for chart.members.iter().enumerate().map(|(index, line)| html! {
+                            <polyline class={classes!("lag-member", format!("lag-member-{}", index % 4))} data-testid={format!("lag-member-{}", NodeId::Consumer(line.consumer))} points={line.points.clone()} />
+                        }) }
+                        <polyline class="lag-line" points={chart.points.clone()} />
+                    </svg>
+                    <figcaption>
+                        { format!("{}: lag {} (top of scale {})", chart.group, chart.last, chart.max) }
+                        { for chart.members.iter().enumerate().map(|(index, line)| html! {
+                            <span class={classes!("lag-key", format!("lag-member-{}", index % 4))}>{ format!(" · {} {}", NodeId::Consumer(line.consumer), line.last) }</span>
+                        }) }
+                    </figcaption>
+                </figure>
+            }) }
+            <p class="muted">{ "These charts count what the members have still to read, as it happens: for each partition, its high watermark minus the owner's position (minus the committed offset while no member holds it), summed over the group (the solid line); the dashed lines are each member's own partitions. Shaded: members were rejoining (a rebalance). Kafka's lag, in kafka-consumer-groups and on the map's member rows, counts from the committed offset instead, so it trails this line until the next commit." }</p>
+        </div>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct ComparisonProps {
+    pub runs: Option<Result<Vec<crate::cluster_model::ProtocolRun>, String>>,
+    pub on_run: Callback<MouseEvent>,
+}
+
+/// Eager, cooperative and KIP-848 side by side on the same fault.
+#[function_component(Comparison)]
+pub fn comparison(props: &ComparisonProps) -> Html {
+    use crate::cluster_model::{COMPARE_HANDLER_MS, COMPARE_PAUSE_AT_MS, COMPARE_PAUSE_MS, COMPARE_RATE};
+    use crate::session::{COMPARE_CHART_H, COMPARE_CHART_W};
+    html! {
+        <div class="compare" data-testid="compare-protocols">
+            <h3>{ "Eager, cooperative and KIP-848 side by side on the same fault" }</h3>
+            <p>{ format!(
+                "Three runs of this shape (at least 3 members of billing and 6 partitions), differing only in the rebalance protocol: {COMPARE_RATE} keyed records a second, a handler taking {COMPARE_HANDLER_MS} ms per record, and at {} s consumer-0 pauses for {} s, past its 45 s session, so it is dropped and comes back.",
+                COMPARE_PAUSE_AT_MS / 1_000,
+                COMPARE_PAUSE_MS / 1_000
+            ) }</p>
+            <button type="button" data-testid="compare-run" onclick={props.on_run.clone()}>{ "Run the three" }</button>
+            { match &props.runs {
+                None => html! {},
+                Some(Err(message)) => html! { <p class="error" role="alert">{ message }</p> },
+                Some(Ok(runs)) => html! {
+                    <div class="lag-charts">
+                        { for runs.iter().enumerate().map(|(index, run)| html! {
+                            <figure class="lag-chart" data-testid={format!("compare-{index}")} data-stopped-ms={run.stopped_ms.to_string()} data-peak-lag={run.peak_lag.to_string()}>
+                                <svg viewBox={format!("0 0 {COMPARE_CHART_W} {COMPARE_CHART_H}")} width={COMPARE_CHART_W.to_string()} height={COMPARE_CHART_H.to_string()} role="img" aria-label={run.chart.summary.clone()}>
+                                    { for run.chart.rebalances.iter().map(|(x, width)| html! {
+                                        <rect class="lag-rebalance" x={format!("{x:.1}")} y="0" width={format!("{width:.1}")} height={COMPARE_CHART_H.to_string()} />
+                                    }) }
+                                    <polyline class="lag-line" points={run.chart.points.clone()} />
+                                </svg>
+                                <figcaption>
+                                    <strong>{ &run.label }</strong>
+                                    { format!(": members stopped {:.1} s, lag at most {}, {} rebalance(s)", run.stopped_ms as f64 / 1_000.0, run.peak_lag, run.rebalances) }
+                                </figcaption>
+                            </figure>
+                        }) }
+                        <p class="muted">{ "Shaded: running members stood idle, rejoining with no partitions (an eager rebalance takes every partition away). Lag counts every partition: its high watermark minus the owner's position, or minus the committed offset while nobody reads it, so the paused member's partitions count too." }</p>
+                    </div>
+                },
+            } }
+        </div>
+    }
+}
+
+/// The properties of [`TopicsTool`].
+#[derive(Properties, PartialEq)]
+pub struct TopicsToolProps {
+    pub topics: Vec<crate::cluster_model::TopicRow>,
+}
+
+/// `kafka-topics --describe`.
+#[function_component(TopicsTool)]
+pub fn topics_tool(props: &TopicsToolProps) -> Html {
+    let topics = &props.topics;
+    html! {
+        <>
+                    <h3><code>{ "kafka-topics --describe" }</code></h3>
+                    <table class="tool" data-testid="topics-table" tabindex="0" aria-label="kafka-topics --describe (scrolls sideways)">
+                        <thead><tr><th>{ "Topic" }</th><th>{ "Partition" }</th><th>{ "Leader" }</th><th>{ "Replicas" }</th><th>{ "Isr" }</th><th>{ "Elr" }</th><th>{ "LastKnownElr" }</th><th>{ "Status" }</th></tr></thead>
+                        <tbody>
+                            { for topics.iter().map(|row| html! {
+                                <tr class={classes!(row.under_replicated.then_some("under-replicated"), row.offline.then_some("offline"))}>
+                                    <td>{ &row.topic }</td>
+                                    <td>{ row.partition }</td>
+                                    <td data-testid={format!("leader-{}", row.name)}>{ &row.leader }</td>
+                                    <td>{ &row.replicas }</td>
+                                    <td data-testid={format!("isr-{}", row.name)}>{ &row.isr }</td>
+                                    <td data-testid={format!("elr-{}", row.name)}>{ &row.elr }</td>
+                                    <td>{ &row.last_known_elr }</td>
+                                    <td>{ if row.offline { "offline" } else if row.recovering { "recovering (unclean leader)" } else if row.under_replicated { "under-replicated" } else { "" } }</td>
+                                </tr>
+                            }) }
+                        </tbody>
+                    </table>
+        </>
+    }
+}
+
+/// The properties of [`GroupsTool`].
+#[derive(Properties, PartialEq)]
+pub struct GroupsToolProps {
+    pub groups: Vec<crate::cluster_model::GroupRow>,
+}
+
+/// `kafka-consumer-groups --describe --all-groups`.
+#[function_component(GroupsTool)]
+pub fn groups_tool(props: &GroupsToolProps) -> Html {
+    let groups = &props.groups;
+    html! {
+        <>
+                    <h3><code>{ "kafka-consumer-groups --describe --all-groups" }</code></h3>
+                    <table class="tool" data-testid="groups-table" tabindex="0" aria-label="kafka-consumer-groups --describe (scrolls sideways)">
+                        <thead><tr><th>{ "GROUP" }</th><th>{ "TOPIC" }</th><th>{ "PARTITION" }</th><th>{ "CURRENT-OFFSET" }</th><th>{ "LOG-END-OFFSET" }</th><th>{ "LAG" }</th><th>{ "RESET (consumer log)" }</th><th>{ "CONSUMER-ID" }</th></tr></thead>
+                        <tbody>
+                            { for groups.iter().map(|row| html! {
+                                <tr>
+                                    <td>{ &row.group }</td><td>{ &row.topic }</td><td>{ row.partition }</td>
+                                    <td>{ &row.current_offset }</td><td>{ row.log_end_offset }</td><td>{ &row.lag }</td>
+                                    <td data-testid={format!("reset-{}-{}-{}", row.group, row.topic, row.partition)}>{ &row.reset }</td>
+                                    <td>{ &row.consumer_id }</td>
+                                </tr>
+                            }) }
+                        </tbody>
+                    </table>
+                    { if groups.is_empty() { html! { <p class="muted">{ "No member owns a partition yet (the groups are still forming: run a few seconds)." }</p> } } else { html! {} } }
+        </>
+    }
+}
+
+/// The properties of [`LedgerTool`].
+#[derive(Properties, PartialEq)]
+pub struct LedgerToolProps {
+    pub ledger: Vec<crate::cluster_model::LedgerRow>,
+}
+
+/// What happened to each acknowledged record, per group.
+#[function_component(LedgerTool)]
+pub fn ledger_tool(props: &LedgerToolProps) -> Html {
+    let ledger = &props.ledger;
+    html! {
+        <>
+                    <h3>{ "What happened to each record (delivery semantics)" }</h3>
+                    <table class="tool" data-testid="ledger-table" tabindex="0" aria-label="What happened to each acknowledged record, per group (scrolls sideways)">
+                        <thead><tr><th>{ "GROUP" }</th><th>{ "PROCESSED ONCE" }</th><th>{ "PROCESSED AGAIN" }</th><th>{ "DUPLICATES SKIPPED" }</th><th>{ "NEVER PROCESSED" }</th><th>{ "DEAD-LETTERED" }</th><th>{ "NOT YET" }</th></tr></thead>
+                        <tbody>
+                            { for ledger.iter().map(|row| html! {
+                                <tr data-testid={format!("ledger-{}", row.group)}>
+                                    <td>{ &row.group }</td>
+                                    <td data-testid={format!("ledger-{}-once", row.group)}>{ row.once }</td>
+                                    <td data-testid={format!("ledger-{}-again", row.group)} title={row.again_why.clone()}>{ if row.again == 0 { "0".to_string() } else { format!("{} ({})", row.again, row.again_why) } }</td>
+                                    <td data-testid={format!("ledger-{}-skipped", row.group)}>{ row.skipped }</td>
+                                    <td data-testid={format!("ledger-{}-never", row.group)} title={row.never_why.clone()}>{ if row.never == 0 { "0".to_string() } else { format!("{} ({})", row.never, row.never_why) } }</td>
+                                    <td data-testid={format!("ledger-{}-dead-lettered", row.group)}>{ row.dead_lettered }</td>
+                                    <td>{ row.not_yet }</td>
+                                </tr>
+                            }) }
+                        </tbody>
+                    </table>
+                    <p class="muted">{ "Each acknowledged record of the topics a group reads: processed by the group's handlers once, more than once (and why), never (and why), or not yet. Commit before processing and a crash mid-batch loses records (at most once); commit after processing repeats them (at least once); an idempotent handler turns repeats into no-ops; a handler that gives up on a poison record can send it to a dead letter topic and go on. Pick a member to change how it commits." }</p>
+        </>
+    }
+}
+
+/// The properties of [`QuorumTool`].
+#[derive(Properties, PartialEq)]
+pub struct QuorumToolProps {
+    pub quorum: crate::cluster_model::QuorumStatus,
+}
+
+/// `kafka-metadata-quorum describe --status` and `--replication`.
+#[function_component(QuorumTool)]
+pub fn quorum_tool(props: &QuorumToolProps) -> Html {
+    let quorum = &props.quorum;
+    html! {
+        <>
+                    <h3><code>{ "kafka-metadata-quorum describe --status" }</code></h3>
+                    <pre class="tool" data-testid="quorum-status">{ format!(
+                        "LeaderId:          {}\nLeaderEpoch:       {}\nHighWatermark:     {}\nMaxFollowerLag:    {}\nCurrentVoters:     [{}]\nCurrentObservers:  [{}]\nDown:              {}",
+                        quorum.leader_id, quorum.leader_epoch, quorum.high_watermark, quorum.max_follower_lag, quorum.voters, quorum.observers, quorum.down
+                    ) }</pre>
+                    <h3><code>{ "kafka-metadata-quorum describe --replication" }</code></h3>
+                    <table class="tool" data-testid="quorum-replication" tabindex="0" aria-label="kafka-metadata-quorum describe --replication (scrolls sideways)">
+                        <thead><tr><th>{ "NodeId" }</th><th>{ "LogEndOffset" }</th><th>{ "Lag" }</th><th>{ "LastFetchTimestamp" }</th><th>{ "LastCaughtUpTimestamp" }</th><th>{ "Status" }</th></tr></thead>
+                        <tbody>
+                            { for quorum.replication.iter().map(|row| html! {
+                                <tr>
+                                    <td>{ row.node_id }</td><td>{ row.log_end_offset }</td><td>{ row.lag }</td>
+                                    <td>{ &row.last_fetch_ms }</td><td>{ &row.last_caught_up_ms }</td><td>{ row.status.to_string() }</td>
+                                </tr>
+                            }) }
+                        </tbody>
+                    </table>
+                    <p class="muted">{ "Brokers are observers of the controller quorum: they fetch the metadata log like the follower controllers do, but never vote. Node ids are unique in a KRaft cluster: here broker-N is node N and controller-N is node 3000+N (Kafka's own test clusters number controllers from 3000). Timestamps are simulated milliseconds." }</p>
+        </>
+    }
+}
