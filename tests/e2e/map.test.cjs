@@ -338,6 +338,7 @@ test('shape knobs start a new run, bad values get a message, and the topology ex
   await live(page).getByTestId('knob-linger').dispatchEvent('change');
   assert.match(await live(page).getByTestId('knob-error').innerText(), /linger.ms/);
 
+  await showTool(page, 'export');
   await live(page).getByTestId('export-mermaid').click();
   const mermaid = await live(page).getByTestId('mermaid-text').inputValue();
   assert.match(mermaid, /^flowchart LR/);

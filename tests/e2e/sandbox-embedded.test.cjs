@@ -140,6 +140,7 @@ test('in an iframe sandboxed with allow-scripts only (an opaque origin), every e
   await app.getByTestId('step-next').click();
   // The clipboard is refused there (no clipboard-write): the copy button says so.
   await app.getByTestId('nav-map').click();
+  await app.getByTestId('tab-export').click();
   await app.getByTestId('export-mermaid').click();
   await app.getByTestId('copy-mermaid').click();
   await app.getByText('Not allowed here: select the text and copy it').waitFor({ timeout: 5000 });

@@ -72,6 +72,7 @@ test('the live run downloads as a scenario file that opens in Sequence steps; a 
   const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   await live(page).getByTestId('cluster-produce').click();
   await live(page).getByTestId('cluster-run-1s').click();
+  await showTool(page, 'export');
   const [download] = await Promise.all([page.waitForEvent('download'), live(page).getByTestId('export-scenario').click()]);
   assert.equal(download.suggestedFilename(), 'kafkascope-run.json');
   const scenario = fs.readFileSync(await download.path(), 'utf8');

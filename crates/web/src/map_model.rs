@@ -1510,13 +1510,26 @@ fn inspect_replica(view: &ClusterView, model: &MapModel, broker: u32, partition:
             .iter()
             .find(|candidate| candidate.id == *id)
             .and_then(|candidate| candidate.replicas.iter().find(|replica| replica.partition == partition));
+        let broker_down = view
+            .brokers
+            .iter()
+            .any(|candidate| candidate.id == *id && candidate.status == ProcessStatus::Dead);
         let ids = |list: &[u32]| list.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
         return Some(Inspection {
             title: format!("{partition} on {broker_id}", broker_id = as_broker(id)),
             why: "A replica is one broker's copy of a partition's log. The leader takes writes; followers fetch from it. A replica in the ISR is caught up, so the high watermark (what consumers may read and acks=all waits for) counts it.".into(),
             facts: vec![
                 ("Role".into(), replica.role.to_string()),
-                ("In sync".into(), if replica.in_sync { "yes (in the ISR)".into() } else { "no (out of sync)".into() }),
+                ("In sync".into(), match (replica.in_sync, broker_down) {
+                    (true, false) => "yes (in the ISR)".into(),
+                    // The ISR is the controller's: a dead broker's replica
+                    // stays in it until the controller fences the broker
+                    // (KRaft's broker.session.timeout.ms after its last
+                    // heartbeat, BrokerHeartbeatManager), then leaves it.
+                    (true, true) => "still in the ISR: its broker is down, but the controller keeps it there until it fences the broker (broker.session.timeout.ms after its last heartbeat)".into(),
+                    (false, true) => "no (its broker is down)".into(),
+                    (false, false) => "no (out of sync)".into(),
+                }),
                 ("Log end offset".into(), replica.log_end_offset.to_string()),
                 ("High watermark".into(), replica.high_watermark.to_string()),
                 ("Last stable offset".into(), match tracked {

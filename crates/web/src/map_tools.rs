@@ -228,3 +228,35 @@ pub fn quorum_tool(props: &QuorumToolProps) -> Html {
         </>
     }
 }
+
+/// The properties of [`ExportTool`].
+#[derive(Properties, PartialEq)]
+pub struct ExportToolProps {
+    /// The topology as a Mermaid flowchart, made when asked for.
+    pub mermaid: Callback<(), String>,
+    pub on_svg: Callback<()>,
+    pub on_scenario: Callback<()>,
+    pub on_trace: Callback<()>,
+}
+
+/// The map and the run, to take away: the topology as Mermaid, the map as
+/// SVG, the run as a scenario file, the trace as JSON.
+#[function_component(ExportTool)]
+pub fn export_tool(props: &ExportToolProps) -> Html {
+    let click = |callback: &Callback<()>| {
+        let callback = callback.clone();
+        Callback::from(move |_: MouseEvent| callback.emit(()))
+    };
+    html! {
+        <div class="controls" role="toolbar" aria-label="export">
+            <crate::export::MermaidExport label="Mermaid flowchart" description="the topology as a Mermaid flowchart"
+                ids={(AttrValue::from("export-mermaid"), AttrValue::from("mermaid-text"), AttrValue::from("copy-mermaid"))}
+                text={props.mermaid.clone()} />
+            <button type="button" data-testid="export-svg" onclick={click(&props.on_svg)}>{ "Download the map (SVG)" }</button>
+            <button type="button" data-testid="export-scenario" title="This run as a scenario file: its cluster, seed and every input so far, to open in Stories or run with kafkascope run"
+                onclick={click(&props.on_scenario)}>{ "Download the run (scenario file)" }</button>
+            <button type="button" data-testid="export-trace" title="The latest trace events the page keeps, as JSON"
+                onclick={click(&props.on_trace)}>{ "Download the trace (JSON)" }</button>
+        </div>
+    }
+}
