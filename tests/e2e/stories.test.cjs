@@ -116,3 +116,19 @@ test('"Why?" on an election runs oldest first, from the input that started it', 
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('the sequence diagram keeps its whole cast while the window of steps moves', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0&story=rebalance-storm#steps' });
+  const cast = () => within(page, 'sequence-diagram').locator('.lifeline-name').allTextContents();
+  const first = await cast();
+  assert.ok(first.length >= 4, `cast: ${first.join(', ')}`);
+  for (let move = 0; move < 6; move++) {
+    if (await within(page, 'moment-next').isDisabled()) break;
+    await within(page, 'moment-next').click();
+    assert.deepEqual(await cast(), first, `after ${move + 1} key moments`);
+  }
+  await within(page, 'step-last').click();
+  assert.deepEqual(await cast(), first, 'at the end');
+  assert.deepEqual(problems, []);
+  await page.close();
+});

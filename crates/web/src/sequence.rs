@@ -77,6 +77,9 @@ struct DiagramProps {
     /// out for it and drawn unscaled, so its text is the size the styles
     /// say (12 px and up); lifelines that do not fit scroll sideways.
     box_width: f64,
+    /// The lifelines, in order: the cast of the steps shown, not only of
+    /// this window of them.
+    cast: Vec<NodeId>,
 }
 
 /// The steps around the current one as a list, for a phone: time, then
@@ -114,7 +117,12 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
     if props.narrow {
         return sequence_list(props);
     }
-    let lines = lifelines(props.rows.iter().map(|(_, step)| step));
+    let mut lines = props.cast.clone();
+    for node in lifelines(props.rows.iter().map(|(_, step)| step)) {
+        if !lines.contains(&node) {
+            lines.push(node);
+        }
+    }
     // A gutter on the left for the times.
     let gutter = 66.0;
     let room = props.box_width.max(320.0) - gutter - 12.0;
@@ -173,8 +181,8 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
                         </> }
                     }
                     StepKind::Input { text } => html! { <>
-                        <rect class="input" x="4" y={format!("{:.1}", y + 4.0)} width={format!("{:.1}", width - 8.0)} height="20" rx="3" />
-                        <text class="note-text" x={format!("{:.1}", width / 2.0)} y={format!("{:.1}", y + 18.0)}>{ short(&format!("▶ {text}"), (width / 7.0) as usize) }</text>
+                        <rect class="input" x={format!("{:.1}", gutter - 4.0)} y={format!("{:.1}", y + 4.0)} width={format!("{:.1}", width - gutter)} height="20" rx="3" />
+                        <text class="note-text" x={format!("{:.1}", (width + gutter) / 2.0)} y={format!("{:.1}", y + 18.0)}>{ short(&format!("▶ {text}"), ((width - gutter) / 7.0) as usize) }</text>
                     </> },
                 };
                 html! {
@@ -734,6 +742,9 @@ pub fn sequence_steps() -> Html {
         .flat_map(|step| step.partitions.iter().cloned())
         .collect();
     let nodes = lifelines(story_run.steps.iter());
+    // The diagram's cast: everyone the steps shown take part in, so a
+    // lifeline stays put while the window of steps moves.
+    let cast = lifelines(visible.iter().filter_map(|&shown| story_run.steps.get(shown)));
     let names: std::collections::BTreeSet<String> = story_run.steps.iter().map(|step| step.name.clone()).collect();
     let roles = crate::sequence_model::roles(
         &view,
@@ -791,7 +802,7 @@ pub fn sequence_steps() -> Html {
                 why_open={why_open} why={why.clone()} on_action={on_action.clone()} />
             <div class="steps-layout">
                 <div class="diagram-frame" ref={diagram_box}>
-                    <SequenceDiagram rows={rows} roles={roles} current={index} on_pick={go.clone()} narrow={crate::cluster_panel::is_phone()} box_width={diagram_width} />
+                    <SequenceDiagram rows={rows} roles={roles} current={index} on_pick={go.clone()} narrow={crate::cluster_panel::is_phone()} box_width={diagram_width} cast={cast} />
                 </div>
                 <div class="steps-map" ref={map_box}>
                     <ClusterMap model={model} selected={step.as_ref().and_then(highlight)} on_select={on_map_select} reduced_motion={true} />
