@@ -57,7 +57,7 @@ test('the start-up folds into one step that opens on demand; every step is one s
   assert.ok(shown < all, 'the exercise shows every step by default');
   // One step before the first chapter: the folded start-up.
   await within(page, 'step-first').click();
-  assert.match(await within(page, 'startup-caption').innerText(), /^The cluster starts \((0–\d+|at 0) ms\): \d+ steps before the story's first input are folded into this one/);
+  assert.match(await within(page, 'startup-caption').innerText(), /^The cluster starts \((0–\d+|at 0) ms\): before the story begins, \d+ steps get it ready, shown here as this one\./);
   await within(page, 'startup-open').click();
   assert.equal(await attr(page, 'data-step'), '1', 'opening the start-up goes to its first step');
   assert.ok(await number(page, 'data-shown') > shown);
@@ -107,7 +107,9 @@ test('"Why?" on an election runs oldest first, from the input that started it', 
   await within(page, 'filter-name').selectOption('leader-elected');
   await within(page, 'step-first').click();
   await within(page, 'step-why').click();
-  const chain = await within(page, 'why-chain').locator('li').allInnerTexts();
+  // (Each line's text includes its raw message, folded beside the plain words.)
+  const chain = await within(page, 'why-chain').locator('li').allTextContents();
+  assert.ok(await within(page, 'why-chain').locator('details.why-raw').count() > 0, 'no message is said in plain words');
   assert.match(chain[0], /input: kill broker-3 \(where this starts\)/, JSON.stringify(chain));
   assert.ok(chain.some((line) => /fenced broker-3/.test(line)), JSON.stringify(chain));
   assert.match(chain[chain.length - 1], /leader broker-1/, JSON.stringify(chain));
@@ -129,6 +131,20 @@ test('the sequence diagram keeps its whole cast while the window of steps moves'
   }
   await within(page, 'step-last').click();
   assert.deepEqual(await cast(), first, 'at the end');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('on a phone the step\'s caption sits right under the step buttons, on screen while stepping', async () => {
+  const { page, problems } = await openApp(browser, { width: 390, height: 844, query: '?play=0&story=happy-path#steps' });
+  for (let move = 0; move < 3; move++) {
+    await within(page, 'step-next').click();
+    const next = await within(page, 'step-next').boundingBox();
+    const caption = await within(page, 'step-caption').boundingBox();
+    assert.ok(caption.y > next.y, 'the caption comes after the buttons');
+    assert.ok(caption.y + 60 <= 844, `the caption starts at ${caption.y} px, off a 844 px screen`);
+  }
+  await page.screenshot({ path: screenshotPath('stories-phone-caption') });
   assert.deepEqual(problems, []);
   await page.close();
 });

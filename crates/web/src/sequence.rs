@@ -720,7 +720,11 @@ pub fn sequence_steps() -> Html {
     let step = story_run.steps.get(index).cloned();
     let view = story_run.recording.simulation().view();
     let trace_hash = story_run.trace_hash();
-    let why = if why_open { story_run.why(index) } else { Vec::new() };
+    let why = if why_open {
+        story_run.why_lines(index)
+    } else {
+        Vec::new()
+    };
     let window_start = place.saturating_sub(BEFORE);
     let rows: Vec<(usize, Step)> = visible
         .iter()

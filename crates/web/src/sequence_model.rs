@@ -377,6 +377,41 @@ impl StoryRun {
     /// off), what the controller concluded from it (a fencing, an ISR
     /// shrink), the messages that carried the decision, and the step.
     pub fn why(&self, index: usize) -> Vec<String> {
+        self.why_lines(index)
+            .into_iter()
+            .map(|line| format!("{} ms: {}", line.time, line.raw))
+            .collect()
+    }
+
+    /// "Why?" as the page shows it: each cause at its time, in plain words
+    /// where the cause is a message or a state change the story has a step
+    /// for (that step's caption), with the trace's own line beside it.
+    pub fn why_lines(&self, index: usize) -> Vec<WhyLine> {
+        let lines = self.why_raw(index);
+        let by_id: BTreeMap<u64, &TraceEvent> = self.trace.iter().map(|event| (event.id, event)).collect();
+        lines
+            .into_iter()
+            .map(|(time, id, raw)| {
+                // Only a link of the chain (the trace's own line) gets plain
+                // words; the loss and root-cause lines are sentences already.
+                let is_link = by_id.get(&id).is_some_and(|event| describe(event) == raw);
+                let plain = is_link
+                    .then(|| {
+                        self.steps
+                            .iter()
+                            .find(|step| step.trace_id == id && !matches!(step.kind, StepKind::Input { .. }))
+                            .map(|step| step.caption.clone())
+                    })
+                    .flatten()
+                    .filter(|plain| *plain != raw);
+                WhyLine { time, plain, raw }
+            })
+            .collect()
+    }
+
+    /// The causes of step `index` as (time, trace id, the trace's line),
+    /// in causal order.
+    fn why_raw(&self, index: usize) -> Vec<(u64, u64, String)> {
         let Some(step) = self.steps.get(index) else {
             return Vec::new();
         };
@@ -406,9 +441,6 @@ impl StoryRun {
         lines.sort_by_key(|(time, id, _)| (*time, *id));
         lines.dedup_by_key(|(_, id, _)| *id);
         lines
-            .into_iter()
-            .map(|(time, _, line)| format!("{time} ms: {line}"))
-            .collect()
     }
 
     /// What started a chain whose cause links stop short of an input (at a
@@ -847,6 +879,18 @@ fn describe(event: &TraceEvent) -> String {
     }
 }
 
+/// One cause in a step's "Why?": when, in plain words where the story has
+/// a step for it, and the trace's own line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WhyLine {
+    pub time: u64,
+    /// The step's caption, for a cause the story shows as a step (not an
+    /// input, whose own line is plain already).
+    pub plain: Option<String>,
+    /// The trace's line: the message with its fields, or the state change.
+    pub raw: String,
+}
+
 /// Follows the run's state while scanning its trace, to caption steps with
 /// the numbers they had then.
 #[derive(Debug, Default)]
@@ -857,11 +901,17 @@ struct Captioner {
     /// Each group's coordinator as the last FindCoordinator answer named it
     /// (the broker leading the group's `__consumer_offsets` partition).
     coordinators: BTreeMap<String, NodeId>,
+    /// Each group's generation before its latest rebalance, and after it.
+    generations: BTreeMap<String, (Option<u32>, u32)>,
 }
 
 impl Captioner {
     fn observe(&mut self, event: &TraceEvent) {
         match &event.kind {
+            TraceKind::GroupRebalanced { group, generation, .. } => {
+                let before = self.generations.get(group).map(|(_, now)| *now);
+                self.generations.insert(group.clone(), (before, *generation));
+            }
             TraceKind::HighWatermark {
                 broker, partition, to, ..
             } => {
@@ -1165,9 +1215,22 @@ impl Captioner {
             } => {
                 explainable = true;
                 let owners = owners(assignment, "gets", "gets nothing and idles");
+                // A generation the coordinator began (JoinGroup complete)
+                // but left before its leader's assignment was stored: the
+                // group rebalanced again first, so it has no step of its own.
+                let skipped = match self.generations.get(group) {
+                    Some((Some(before), now)) if *now == *generation && *generation > before + 1 => {
+                        let missing: Vec<String> = (before + 1..*generation).map(|each| each.to_string()).collect();
+                        format!(
+                            " (Generation {} began but never became stable: the group rebalanced again first, so it has no step of its own and is not counted as a rebalance.)",
+                            missing.join(" and ")
+                        )
+                    }
+                    _ => String::new(),
+                };
                 (
                     self.group_note(group, assignment, format!("{group} generation {generation}")),
-                    format!("Group {group} moves to generation {generation} ({reason}): {}.", owners.join("; ")),
+                    format!("Group {group} moves to generation {generation} ({reason}): {}.{skipped}", owners.join("; ")),
                     Vec::new(),
                     "rebalance".to_string(),
                 )
@@ -2597,6 +2660,53 @@ mod tests {
         assert!(chain.len() >= 2, "{chain:?}");
         assert!(chain.iter().any(|line| line.contains("Produce")), "{chain:?}");
         assert!(chain.iter().all(|line| line.matches(" ms").count() == 1), "{chain:?}");
+    }
+
+    #[test]
+    fn a_generation_that_never_became_stable_is_named_where_the_count_skips_it() {
+        let mut gaps = 0;
+        for story in stories() {
+            let run = StoryRun::start(story).unwrap_or_else(|error| panic!("{}: {error}", story.id));
+            let mut last: BTreeMap<String, u32> = BTreeMap::new();
+            for event in &run.trace {
+                if let TraceKind::GroupRebalanced { group, generation, .. } = &event.kind {
+                    let skipped = last.get(group).is_some_and(|before| *generation > before + 1);
+                    last.insert(group.clone(), *generation);
+                    if let Some(step) = run.steps.iter().find(|step| step.trace_id == event.id) {
+                        assert_eq!(
+                            step.caption.contains("never became stable"),
+                            skipped,
+                            "{}: {}",
+                            story.id,
+                            step.caption
+                        );
+                        gaps += usize::from(skipped);
+                    }
+                }
+            }
+        }
+        // The rebalance storm is one: its count of rebalances skips a generation.
+        assert!(gaps > 0, "no story skips a generation");
+    }
+
+    #[test]
+    fn why_says_each_message_in_plain_words_with_its_raw_line_beside_it() {
+        let run = StoryRun::start(story("acks1-loss").expect("story")).expect("runs");
+        let loss = run
+            .steps
+            .iter()
+            .position(|step| step.outcome == Some("loss"))
+            .expect("a loss");
+        let lines = run.why_lines(loss);
+        assert_eq!(lines.len(), run.why(loss).len());
+        let messages: Vec<&WhyLine> = lines.iter().filter(|line| line.raw.contains(" → ")).collect();
+        assert!(!messages.is_empty(), "{lines:?}");
+        assert!(
+            messages.iter().any(|line| line.plain.is_some()),
+            "no message of the chain has plain words: {messages:?}"
+        );
+        let times: Vec<u64> = lines.iter().map(|line| line.time).collect();
+        assert!(times.windows(2).all(|pair| pair[0] <= pair[1]), "{times:?}");
     }
 
     #[test]

@@ -63,7 +63,7 @@ pub struct CaptionProps {
     pub in_open_startup: bool,
     pub why_open: bool,
     /// The causes, oldest first, while "Why?" is open.
-    pub why: Vec<String>,
+    pub why: Vec<crate::sequence_model::WhyLine>,
     pub on_action: Callback<CursorAction>,
 }
 
@@ -111,7 +111,14 @@ pub fn step_caption(props: &CaptionProps) -> Html {
             } } else { html! {} } }
             { if props.why.is_empty() { html! {} } else { html! {
                 <ol class="why-chain" data-testid="why-chain" aria-label="causes, oldest first">
-                    { for props.why.iter().map(|line| html! { <li>{ line }</li> }) }
+                    // Plain words first; the message itself one click away.
+                    { for props.why.iter().map(|line| match &line.plain {
+                        Some(plain) => html! { <li>
+                            { format!("{} ms: {plain} ", line.time) }
+                            <details class="why-raw"><summary>{ "the message" }</summary><code>{ &line.raw }</code></details>
+                        </li> },
+                        None => html! { <li>{ format!("{} ms: {}", line.time, line.raw) }</li> },
+                    }) }
                 </ol>
             } } }
         </div>

@@ -35,8 +35,9 @@ fn percent(visible: &[usize], index: usize) -> f64 {
     }
 }
 
-/// What the moments of a story are, counted: "2 elections, 1 loss".
-fn moment_counts(moments: &[(usize, Moment)], visible: &[usize]) -> String {
+/// What the moments of the steps shown are, counted, in the moments'
+/// order: each with its count and its words ("2 elections", "1 loss").
+fn moment_tally(moments: &[(usize, Moment)], visible: &[usize]) -> Vec<(Moment, String)> {
     let mut counts: std::collections::BTreeMap<Moment, usize> = std::collections::BTreeMap::new();
     for (index, moment) in moments {
         if visible.binary_search(index).is_ok() {
@@ -47,14 +48,14 @@ fn moment_counts(moments: &[(usize, Moment)], visible: &[usize]) -> String {
         .into_iter()
         .map(|(moment, count)| {
             let label = moment.label();
-            if count == 1 {
+            let words = if count == 1 {
                 format!("1 {label}")
             } else {
                 format!("{count} {label}s")
-            }
+            };
+            (moment, words)
         })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect()
 }
 
 #[function_component(StoryTimeline)]
@@ -82,7 +83,7 @@ pub fn story_timeline(props: &TimelineProps) -> Html {
         .filter(|(index, _)| visible.binary_search(index).is_ok())
         .map(|(index, moment)| (percent(visible, *index), *moment))
         .collect();
-    let counts = moment_counts(&props.outline.moments, visible);
+    let tally = moment_tally(&props.outline.moments, visible);
     // A jump with nowhere to go is disabled, not silent.
     let moment_back = props.outline.moment_jump(props.current, false, visible).is_none();
     let moment_on = props.outline.moment_jump(props.current, true, visible).is_none();
@@ -104,7 +105,7 @@ pub fn story_timeline(props: &TimelineProps) -> Html {
             // One chapter needs no strip: its title is the step's caption.
             { if props.outline.chapters.len() < 2 { html! {} } else { html! {
             <nav class="chapters" aria-label="chapters">
-                <span class="muted">{ "Chapters" }</span>
+                <span class="muted"><span class="moment-swatch chapter" aria-hidden="true"></span>{ "Chapters" }</span>
                 <button type="button" data-testid="chapter-prev" onclick={act(CursorAction::Chapter(false))} aria-label="previous chapter">{ "◀" }</button>
                 { for props.outline.chapters.iter().enumerate().map(|(number, chapter)| html! {
                     <button type="button" class="chapter-button" data-testid={format!("chapter-{}", number + 1)}
@@ -123,7 +124,16 @@ pub fn story_timeline(props: &TimelineProps) -> Html {
             <div class="moments" role="group" aria-label="key moments">
                 <button type="button" data-testid="moment-prev" onclick={act(CursorAction::Moment(false))} disabled={moment_back}>{ "◀ Key moment" }</button>
                 <button type="button" data-testid="moment-next" onclick={act(CursorAction::Moment(true))} disabled={moment_on}>{ "Key moment ▶" }</button>
-                <span class="muted" data-testid="moment-counts">{ if counts.is_empty() { "no key moments".to_string() } else { counts } }</span>
+                // The counts are the legend of the marks on the scrubber:
+                // each in its mark's colour.
+                <span class="muted moment-legend" data-testid="moment-counts">{ if tally.is_empty() { html! { "no key moments" } } else { html! {
+                    { for tally.iter().enumerate().map(|(place, (moment, words))| html! {
+                        <span class="moment-key">
+                            <span class={classes!("moment-swatch", moment.label())} aria-hidden="true"></span>
+                            { if place + 1 < tally.len() { format!("{words}, ") } else { words.clone() } }
+                        </span>
+                    }) }
+                } } }</span>
             </div>
             <div class="view-switch">
                 <button type="button" data-testid="every-step" aria-pressed={props.every.to_string()}
@@ -144,5 +154,24 @@ pub fn story_timeline(props: &TimelineProps) -> Html {
                 <span class="muted keys">{ "Keys: ← → step · Shift+← → key moment · [ ] chapter" }</span>
             </div>
         </div>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_legend_counts_only_the_moments_shown_in_their_order() {
+        let moments = [
+            (2, Moment::Election),
+            (5, Moment::Loss),
+            (7, Moment::Election),
+            (9, Moment::Rebalance),
+        ];
+        let tally = moment_tally(&moments, &[1, 2, 5, 7]);
+        let words: Vec<&str> = tally.iter().map(|(_, words)| words.as_str()).collect();
+        assert_eq!(words, ["1 loss", "2 elections"]);
+        assert!(moment_tally(&moments, &[1, 3]).is_empty());
     }
 }

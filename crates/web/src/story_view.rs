@@ -299,15 +299,15 @@ fn startup_text(steps: &[Step]) -> String {
         format!("0–{end} ms")
     };
     let mut text = format!(
-        "The cluster starts ({when}): {} steps before the story's first input are folded into this one.",
+        "The cluster starts ({when}): before the story begins, {} steps get it ready, shown here as this one.",
         steps.len()
     );
     if !happened.is_empty() {
-        text.push_str(&format!(" What happened: {}.", happened.join("; ")));
+        text.push_str(&format!(" What changed, node by node: {}.", happened.join("; ")));
     }
     if !messages.is_empty() {
         text.push_str(&format!(
-            " The messages: {}.",
+            " The requests and answers it took: {}.",
             messages.into_iter().collect::<Vec<_>>().join(", ")
         ));
     }
