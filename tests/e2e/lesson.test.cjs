@@ -42,6 +42,13 @@ test('the page opens on the lesson\'s gist, with its objectives, the happy path 
   await page.evaluate(() => { location.hash = '#qa'; });
   await page.waitForFunction(() => document.querySelector('[data-testid="lesson-tab-qa"]').getAttribute('aria-selected') === 'true');
   assert.ok(await lesson(page).getByTestId('lesson-panel-qa').isVisible());
+  // The lesson's tabs move with the arrow keys, Home and End, as WAI-ARIA's tabs do.
+  await lesson(page).getByTestId('lesson-tab-qa').focus();
+  await page.keyboard.press('ArrowRight');
+  assert.equal(await lesson(page).getByTestId('lesson-tab-exercise').getAttribute('aria-selected'), 'true');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.testid), 'lesson-tab-exercise');
+  await page.keyboard.press('Home');
+  assert.equal(await lesson(page).getByTestId('lesson-tab-gist').getAttribute('aria-selected'), 'true');
   assert.deepEqual(problems, []);
   await page.close();
 });

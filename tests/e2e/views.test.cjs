@@ -98,6 +98,13 @@ for (const [width, height] of [[1280, 800], [390, 844]]) {
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
       assert.ok(overflow <= width, `${view} scrolls sideways (${overflow} px)`);
       await page.screenshot({ path: screenshotPath(`views-${view}-${width}`) });
+      if (view === 'map') {
+        // Every run control is on the screen: none hides past its edge.
+        const controls = await page.getByTestId('cluster').locator('[aria-label="run controls"] button, [aria-label="run controls"] select')
+          .evaluateAll((all) => all.map((each) => { const box = each.getBoundingClientRect(); return { id: each.dataset.testid, left: box.left, right: box.right }; }));
+        const off = controls.filter((each) => each.left < 0 || each.right > width);
+        assert.deepEqual(off, [], 'run controls off the screen');
+      }
       // Scrolled down, the top bar is still at the top of the screen.
       await page.evaluate(() => window.scrollTo(0, 600));
       const after = await page.locator('header.app-header').boundingBox();

@@ -404,7 +404,7 @@ pub fn cluster_panel() -> Html {
             <h2 id="cluster-title">{ "The map: a running cluster" }</h2>
             <p class="hint">
                 { describe_config(&config) }
-                { " Time is simulated: it moves when you play, run or step it" }
+                { " Time is simulated: the map opens playing; pause it, step one event, or run or skip a stretch of time at once (only playing sends the steady stream of records)" }
                 <span class="keys">{ " (with this section focused: Space plays or pauses, → steps one event)" }</span>
                 { ". Click anything on the map to inspect it." }
             </p>

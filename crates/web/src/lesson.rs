@@ -183,6 +183,27 @@ pub fn lesson_section() -> Html {
         let tab = tab.clone();
         Callback::from(move |_: MouseEvent| tab.set(chosen))
     };
+    // WAI-ARIA's tabs: the arrows, Home and End move between the tabs
+    // (and select them), as the map's tabs do.
+    let on_tab_keys = {
+        let tab = tab.clone();
+        Callback::from(move |event: KeyboardEvent| {
+            let index = LessonTab::ALL.iter().position(|each| *each == *tab).unwrap_or(0);
+            let Some(next) = crate::tabs::moved(index, LessonTab::ALL.len(), &event.key()) else {
+                return;
+            };
+            event.prevent_default();
+            let chosen = LessonTab::ALL[next];
+            tab.set(chosen);
+            if let Some(button) = web_sys::window()
+                .and_then(|window| window.document())
+                .and_then(|document| document.get_element_by_id(&format!("tab-{}", chosen.id())))
+                .and_then(|button| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(button).ok())
+            {
+                let _ = button.focus();
+            }
+        })
+    };
     let link = |link: &LessonLink| html! { <Link link={link.clone()} on_anchor={on_anchor.clone()} /> };
     // Glossary terms, underlined at their first use on the page (the
     // panels are drawn in page order), each a link to its definition.
@@ -207,7 +228,7 @@ pub fn lesson_section() -> Html {
                     }) }
                 </ul>
             </details>
-            <div class="lesson-tabs" role="tablist" aria-label="the lesson's parts">
+            <div class="lesson-tabs" role="tablist" aria-label="the lesson's parts" onkeydown={on_tab_keys}>
                 { for LessonTab::ALL.into_iter().map(|each| html! {
                     <button type="button" role="tab" id={format!("tab-{}", each.id())}
                         aria-selected={(*tab == each).to_string()} aria-controls={each.id()}

@@ -77,7 +77,7 @@ pub fn run_toolbar(props: &RunToolbarProps) -> Html {
                     }) }
                 </select>
             </label>
-            <label title="Records a second each producer sends while playing">{ "Records/s " }
+            <label title="Records a second each producer sends while playing (Run and Skip move time only)">{ "Records/s while playing " }
                 <select data-testid="cluster-rate" onchange={on_rate}>
                     { for RATES.iter().map(|value| html! {
                         <option value={value.to_string()} selected={props.rate == *value}>{ value.to_string() }</option>

@@ -795,7 +795,13 @@ pub fn sequence_steps() -> Html {
             <crate::step_parts::StoryBar story={story_def.id.clone()} custom={story_def.is_custom().then(|| format!("{} (from {})", story_def.title(), story_def.file))}
                 title={title} description={description} problem={(*scenario_problem).clone()} on_story={on_story} on_file={on_file} />
             <crate::step_parts::StepControls playing={*playing} pace={*pace} on_action={on_action.clone()} on_play={on_play} on_pace={on_pace}
-                position={format!("step {} of {} · t = {} ms", place + 1, visible.len(), view.time_ms)}
+                // The step's own number (the one links and Learn name), and
+                // where it sits among the steps shown.
+                position={if visible.len() == total {
+                    format!("step {} of {} · t = {} ms", index + 1, total, view.time_ms)
+                } else {
+                    format!("step {} of {} · {} of the {} shown · t = {} ms", index + 1, total, place + 1, visible.len(), view.time_ms)
+                }}
                 link={(!(story_def.is_custom() && scenario_raw.is_none())).then(|| deep_link.clone())} />
             <crate::story_timeline::StoryTimeline outline={outline.clone()} visible={visible.clone()} current={index} total={total}
                 every={filter.every} filtered={every_step && !filter.every} on_action={on_action.clone()} />

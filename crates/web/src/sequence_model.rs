@@ -491,6 +491,39 @@ impl StoryRun {
                     limit = shrink.id;
                 }
             }
+            // A rebalance because members went quiet: the input that
+            // silenced each (a pause, a crash, a cut link), found by the
+            // member's consumer in the group's earlier assignments.
+            TraceKind::GroupRebalanced {
+                group,
+                reason: kafkascope_engine::sim::trace::RebalanceReason::SessionTimeout { members },
+                ..
+            } => {
+                for member in members {
+                    let consumer = before(limit).find_map(|earlier| match &earlier.kind {
+                        TraceKind::GroupRebalanced {
+                            group: known,
+                            assignment,
+                            ..
+                        } if known == group => assignment
+                            .iter()
+                            .find(|assigned| assigned.member_id == *member)
+                            .map(|assigned| assigned.consumer),
+                        _ => None,
+                    });
+                    let input = consumer.and_then(|consumer| {
+                        before(limit)
+                            .filter(|earlier| match &earlier.kind {
+                                TraceKind::Input { input, .. } => input_touches(input, consumer),
+                                _ => false,
+                            })
+                            .last()
+                    });
+                    if let Some(input) = input {
+                        lines.push((input.time, input.id, format!("{} (where this starts)", describe(input))));
+                    }
+                }
+            }
             _ => {}
         }
         for broker in brokers {
@@ -813,6 +846,10 @@ fn input_touches(input: &Input, node: NodeId) -> bool {
         Input::KillController { controller } | Input::RestartController { controller } => {
             node == NodeId::Controller(*controller)
         }
+        Input::StartConsumer { consumer }
+        | Input::StopConsumer { consumer }
+        | Input::CrashConsumer { consumer }
+        | Input::PauseConsumer { consumer, .. } => node == NodeId::Consumer(*consumer),
         _ => false,
     }
 }
@@ -2687,6 +2724,20 @@ mod tests {
         }
         // The rebalance storm is one: its count of rebalances skips a generation.
         assert!(gaps > 0, "no story skips a generation");
+    }
+
+    #[test]
+    fn why_on_a_session_timeout_rebalance_starts_at_the_input_that_silenced_the_member() {
+        let run = StoryRun::start(story("rebalance-storm").expect("story")).expect("runs");
+        let rebalance = run
+            .steps
+            .iter()
+            .position(|step| step.name == "rebalance" && step.caption.contains("missed its session timeout"))
+            .expect("a session-timeout rebalance");
+        let why = run.why(rebalance);
+        let first = why.first().expect("causes");
+        assert!(first.contains("(where this starts)"), "{why:?}");
+        assert!(first.contains("consumer-"), "{why:?}");
     }
 
     #[test]
