@@ -25,8 +25,10 @@ const VERSION = '__KAFKASCOPE_VERSION__';
 const FILES = __KAFKASCOPE_FILES__;
 const PREFIX = 'kafkascope ' + self.registration.scope + ' ';
 const CACHE = PREFIX + VERSION;
-// trunk's content hash: a dash, sixteen hex digits, then `.` or `_bg.`.
-const HASHED = /-[0-9a-f]{16}(\.|_bg\.)[^/]*$/;
+// trunk's content hash: a dash, up to sixteen hex digits (trunk drops
+// leading zeros, so some hashes are shorter; ten or more count), then `.`
+// or `_bg.`.
+const HASHED = /-[0-9a-f]{10,16}(\.|_bg\.)[^/]*$/;
 
 self.addEventListener('install', (event) => {
   event.waitUntil(

@@ -139,16 +139,19 @@ async fn under_base(base: &str, mut request: Request<Body>, next: Next) -> Respo
 
 /// Whether a file name carries trunk's content hash, such as
 /// `styles-a67b8fc232b2103b.css` or `kafkascope-web-ee7e4fe63b824edc_bg.wasm`:
-/// sixteen hex digits after a dash, then `.` or `_bg.`.
+/// lowercase hex digits after a dash, then `.` or `_bg.`. Trunk writes the
+/// hash, a 64-bit number, in hex without leading zeros, so it is up to
+/// sixteen digits and sometimes fewer (`kafkascope-web-c941b002064ca4c_bg.wasm`);
+/// ten or more count, which no hand-named file here has.
 pub fn has_content_hash(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     name.match_indices('-').any(|(dash, _)| {
         let rest = &name[dash + 1..];
-        rest.len() > 16
-            && rest[..16]
-                .bytes()
-                .all(|byte| byte.is_ascii_hexdigit() && !byte.is_ascii_uppercase())
-            && (rest[16..].starts_with('.') || rest[16..].starts_with("_bg."))
+        let digits = rest
+            .bytes()
+            .take_while(|byte| byte.is_ascii_hexdigit() && !byte.is_ascii_uppercase())
+            .count();
+        (10..=16).contains(&digits) && (rest[digits..].starts_with('.') || rest[digits..].starts_with("_bg."))
     })
 }
 
@@ -253,6 +256,11 @@ mod tests {
         assert!(!has_content_hash("/kafkascope/sw.js"));
         assert!(!has_content_hash("/kafkascope/pkg/kafkascope_js_bg.wasm"));
         assert!(!has_content_hash("app-0123456789ABCDEF.js"));
+        // Trunk drops a hash's leading zeros.
+        assert!(has_content_hash("kafkascope-web-c941b002064ca4c_bg.wasm"));
+        assert!(has_content_hash("/kafkascope/kafkascope-web-c941b002064ca4c.js"));
+        assert!(!has_content_hash("kafkascope-element.js"));
+        assert!(!has_content_hash("app-abc.js"));
         // wasm-bindgen's snippet folders are named after the crate, not the
         // content: their files are revalidated.
         assert!(!has_content_hash(
