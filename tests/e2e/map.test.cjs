@@ -91,6 +91,8 @@ test('the map shows brokers, replicas, the quorum, the producer and both groups,
   assert.match(await facts(page), /Fetching from it\s+voters: controller-2 at offset \d+ \(fetched \d+ ms ago\), controller-3 at offset \d+.*; observers: broker-1 at offset \d+/);
   await clickNode(page, 'node-broker-3');
   assert.match(await facts(page), /Metadata log\s+an observer fetching __cluster_metadata from controller-1: it holds \d+ of its entries \(record batches\), \d+ of them committed; its metadata image includes every record up to offset \d+/);
+  // A member id is said to be its client id with the coordinator's suffix.
+  assert.match(await live(page).getByTestId('member-id-note').textContent(), /consumer-0-3 is the member consumer-0/);
   await showTool(page, 'quorum');
   const replication = await live(page).getByTestId('quorum-replication').innerText();
   assert.match(replication, /1\s+\d+\s+0\s+\d+\s+\d+\s+Leader/);

@@ -157,6 +157,7 @@ pub fn groups_tool(props: &GroupsToolProps) -> Html {
                         </tbody>
                     </table>
                     { if groups.is_empty() { html! { <p class="muted">{ "No member owns a partition yet (the groups are still forming: run a few seconds)." }</p> } } else { html! {} } }
+                    <p class="muted" data-testid="member-id-note">{ "CONSUMER-ID is the member id the group coordinator gave the member when it joined: its client id (consumer-0), a dash and a suffix. Kafka's suffix is a UUID (GroupMetadata.generateMemberId); here it is a counter, so consumer-0-3 is the member consumer-0, and the same id appears in the event list and the stories' captions." }</p>
         </>
     }
 }
