@@ -23,7 +23,9 @@ pub struct ActionFacts<'a> {
     pub add_partition: Option<(&'a str, u32)>,
 }
 
-fn actor(dispatch: &Callback<Action>) -> impl Fn(Action) -> Callback<MouseEvent> + '_ {
+/// A button's click handler for each action: the click sends `action`
+/// to `dispatch`.
+pub fn actor(dispatch: &Callback<Action>) -> impl Fn(Action) -> Callback<MouseEvent> + '_ {
     move |action: Action| {
         let dispatch = dispatch.clone();
         Callback::from(move |_: MouseEvent| dispatch.emit(action.clone()))

@@ -43,10 +43,7 @@ pub struct RunToolbarProps {
 /// The run toolbar.
 #[function_component(RunToolbar)]
 pub fn run_toolbar(props: &RunToolbarProps) -> Html {
-    let act = |action: Action| {
-        let dispatch = props.dispatch.clone();
-        Callback::from(move |_: MouseEvent| dispatch.emit(action.clone()))
-    };
+    let act = crate::map_actions::actor(&props.dispatch);
     let on_speed = {
         let on_speed = props.on_speed.clone();
         Callback::from(move |event: Event| {

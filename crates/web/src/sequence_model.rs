@@ -2726,6 +2726,17 @@ mod tests {
         assert!(gaps > 0, "no story skips a generation");
     }
 
+    /// The acks=1 story's run and its loss step.
+    fn acks1_loss() -> (StoryRun, usize) {
+        let run = StoryRun::start(story("acks1-loss").expect("story")).expect("runs");
+        let loss = run
+            .steps
+            .iter()
+            .position(|step| step.outcome == Some("loss"))
+            .expect("a loss");
+        (run, loss)
+    }
+
     #[test]
     fn why_on_a_session_timeout_rebalance_starts_at_the_input_that_silenced_the_member() {
         let run = StoryRun::start(story("rebalance-storm").expect("story")).expect("runs");
@@ -2742,12 +2753,7 @@ mod tests {
 
     #[test]
     fn why_says_each_message_in_plain_words_with_its_raw_line_beside_it() {
-        let run = StoryRun::start(story("acks1-loss").expect("story")).expect("runs");
-        let loss = run
-            .steps
-            .iter()
-            .position(|step| step.outcome == Some("loss"))
-            .expect("a loss");
+        let (run, loss) = acks1_loss();
         let lines = run.why_lines(loss);
         assert_eq!(lines.len(), run.why(loss).len());
         let messages: Vec<&WhyLine> = lines.iter().filter(|line| line.raw.contains(" → ")).collect();
@@ -2762,12 +2768,7 @@ mod tests {
 
     #[test]
     fn why_on_a_loss_names_the_acknowledgement_and_the_cut_off_followers() {
-        let run = StoryRun::start(story("acks1-loss").expect("story")).expect("runs");
-        let loss = run
-            .steps
-            .iter()
-            .position(|step| step.outcome == Some("loss"))
-            .expect("a loss");
+        let (run, loss) = acks1_loss();
         let why = run.why(loss);
         assert!(
             why.iter().any(|line| line.contains("5 records acknowledged") && line.contains("told these records were written")),
