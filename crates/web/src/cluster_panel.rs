@@ -134,16 +134,268 @@ fn download(name: &str, mime: &str, text: &str) {
 /// The live cluster section.
 #[function_component(ClusterPanel)]
 pub fn cluster_panel() -> Html {
-    // A run link (`?run=`) replays a shared run to its moment; one that
-    // cannot open says why, over the default cluster.
+    let (session, link_problem, restored_at) = use_map_session();
+    // The address of this moment, once asked for, with the run's fingerprint.
+    let shared = use_state(|| None::<(String, u64, Option<bool>)>);
+    let clock: Rc<RefCell<Clock>> = use_mut_ref(Clock::default);
+    let last_lost = use_mut_ref(|| 0u64);
+    let redraw = use_force_update();
+    // The page opens with the cluster running (RaftScope does the same),
+    // unless the URL says `play=0` or the reader prefers reduced motion.
+    let playing = use_state(|| !page_query().contains("play=0") && !prefers_reduced_motion());
+    let speed = use_state(|| SPEEDS[2].0);
+    let rate = use_state(|| if page_query().contains("preset=bench") { 5 } else { 1 });
+    let reduced_motion = use_state(prefers_reduced_motion);
+    // The map is laid out for its box's width; Kafka's internal topics are
+    // folded into a line per broker until the learner asks for them.
+    let map_box = use_node_ref();
+    let map_width = crate::map::use_map_width(map_box.clone());
+    let internal_topics = use_state(|| false);
+    // The side shows the inspector or the knobs; the tools under the map
+    // are tabs too, so the view is the map, not a column of panels.
+    let side_tab = use_state(|| SIDE_INSPECTOR);
+    let tool_tab = use_state(|| TOOL_RECENT);
+    // On a phone, whether the learner went from the selection's sheet to
+    // the full inspector (the sheet then stays away until the next tap).
+    let sheet_folded = use_state(|| false);
+
+    use_tick_costs(clock.clone());
+    let dispatch = session_dispatch(session.clone(), clock.clone(), redraw.clone());
+    use_host_commands(dispatch.clone(), session.clone(), playing.clone());
+    use_play_loop(session.clone(), clock.clone(), redraw, (*playing, *speed, *rate));
+    use_knob_links(dispatch.clone(), playing.clone(), side_tab.setter());
+    use_skip_slices(dispatch.clone(), session.borrow().skipping().is_some());
+    let toggle_play = {
+        let playing = playing.clone();
+        Callback::from(move |_: MouseEvent| playing.set(!*playing))
+    };
+    let on_keydown = map_keys(playing.clone(), dispatch.clone());
+    // Stable while the selection stays, so unchanged map nodes skip
+    // re-rendering.
+    let on_select = {
+        let dispatch = dispatch.clone();
+        let side_tab = side_tab.setter();
+        let sheet_folded = sheet_folded.setter();
+        use_callback((), move |selection: Selection, _| {
+            side_tab.set(SIDE_INSPECTOR);
+            sheet_folded.set(false);
+            dispatch(Action::Select(selection))
+        })
+    };
+    let dispatch_callback = {
+        let dispatch = dispatch.clone();
+        Callback::from(move |action| dispatch(action))
+    };
+
+    let current = session.borrow();
+    let simulation_ref = current.simulation();
+    let view = simulation_ref.view();
+    let summary = simulation_ref.summary();
+    announce_losses(&last_lost, summary.lost);
+    let config = simulation_ref.config().clone();
+    let selected = current.selected().cloned();
+    let setup = current.setup().clone();
+    let knob_error = current.knob_error().map(str::to_string);
+    // A refused change redraws its control from the run's state.
+    let refusals = current.refusals();
+    let replica_records = replica_records(simulation_ref, &view, selected.as_ref());
+    let actions = selected.as_ref().map(|selection| {
+        actions_for(
+            simulation_ref,
+            &view,
+            selection,
+            replica_records.as_ref(),
+            &dispatch_callback,
+        )
+    });
+    let tools = ToolData::of(&current, &view);
+    let model = Rc::new(layout_fit(
+        &view,
+        view.time_ms as f64 + current.carry(),
+        Fit {
+            width: map_width,
+            internal_topics: *internal_topics,
+        },
+    ));
+    let skipping = current.skipping();
+    drop(current);
+    let inspection = selected
+        .as_ref()
+        .and_then(|selection| inspect(&view, &model, selection));
+    let (tick_ms, tick_samples, reached, simulation_ms) = clock.borrow().measures(*playing);
+    // On a phone the inspector is far below the map: a tap shows the
+    // selection's summary at the foot of the screen, with its actions
+    // (what a learner does to a process) and a way to the rest.
+    let sheet = match (&inspection, &selected) {
+        (Some(inspection), Some(selection)) if is_phone() && !*sheet_folded => phone_sheet(
+            inspection,
+            selection,
+            &view,
+            &dispatch_callback,
+            &on_select,
+            &sheet_folded,
+            &side_tab,
+        ),
+        _ => html! {},
+    };
+    let exports = ExportCallbacks {
+        mermaid: {
+            let model = model.clone();
+            Callback::from(move |_: ()| mermaid(&model))
+        },
+        session: session.clone(),
+    };
+    let on_compare = {
+        let dispatch = dispatch.clone();
+        Callback::from(move |_: MouseEvent| dispatch(Action::Compare))
+    };
+    html! {
+        <section id="map" class="card cluster wide" aria-labelledby="cluster-title" tabindex="0" onkeydown={on_keydown}
+            data-testid="cluster" data-events={view.events.to_string()}
+            data-tick-ms={format!("{tick_ms:.2}")} data-tick-samples={tick_samples.to_string()} data-simulation-ms={format!("{simulation_ms:.2}")}
+            data-speed-reached={reached.map(|reached| format!("{reached:.0}"))}>
+            <h2 id="cluster-title">{ "The map: a running cluster" }</h2>
+            { map_hint(&config) }
+            <RunToolbar playing={*playing} speed={*speed} rate={*rate} {skipping} {reached} time_ms={view.time_ms}
+                dispatch={dispatch_callback.clone()}
+                on_play={toggle_play} on_speed={{ let speed = speed.setter(); Callback::from(move |chosen| speed.set(chosen)) }}
+                on_rate={{ let rate = rate.setter(); Callback::from(move |chosen| rate.set(chosen)) }} on_copy={copy_run_link(session.clone(), shared.clone())} />
+            { run_notices(link_problem.borrow().as_deref(), *restored_at.borrow(), (*shared).as_ref()) }
+            { summary_line(&summary) }
+            <div class="map-layout">
+                <div class="map-frame">
+                    <div class="map-scroll" ref={map_box}><ClusterMap model={model.clone()} selected={selected.clone()} on_select={on_select.clone()} reduced_motion={*reduced_motion}
+                        on_expand_internal={{ let internal_topics = internal_topics.clone(); Callback::from(move |()| internal_topics.set(true)) }} /></div>
+                    <p class="legend muted">{ MAP_LEGEND }</p>
+                    { display_controls(&internal_topics, &reduced_motion) }
+                </div>
+                { sheet }
+                { side_panel(&side_tab, crate::inspector::inspector_body(inspection.as_ref(), actions.unwrap_or_default(), match &replica_records {
+                    Some((_, _, _, strip)) => strip.as_slice(),
+                    None => &[],
+                }), html! {
+                    <KnobsForm values={KnobValues::of(&view, &config)} setup={setup.clone()} knob_error={knob_error.clone()} {refusals}
+                        dispatch={dispatch_callback} />
+                }) }
+                { tool_panels(&tool_tab, tools, on_compare, exports) }
+            </div>
+        </section>
+    }
+}
+
+/// On a phone the inspector is far below the map: a tap shows the
+/// selection's summary at the foot of the screen, with its actions (what a
+/// learner does to a process) and a way to the rest.
+fn phone_sheet(
+    inspection: &crate::map_model::Inspection,
+    selection: &Selection,
+    view: &kafkascope_engine::sim::view::ClusterView,
+    dispatch: &Callback<Action>,
+    on_select: &Callback<Selection>,
+    sheet_folded: &UseStateHandle<bool>,
+    side_tab: &UseStateHandle<&'static str>,
+) -> Html {
+    let actions = selection
+        .node()
+        .map(|node| crate::map_actions::sheet_actions(view, node, dispatch));
+    let on_close = {
+        let on_select = on_select.clone();
+        let selection = selection.clone();
+        Callback::from(move |_: MouseEvent| on_select.emit(selection.clone()))
+    };
+    // The sheet goes: the full inspector is what the learner asked for.
+    let on_more = {
+        let sheet_folded = sheet_folded.clone();
+        let side_tab = side_tab.clone();
+        Callback::from(move |()| {
+            sheet_folded.set(true);
+            side_tab.set(SIDE_INSPECTOR);
+        })
+    };
+    crate::inspector::selection_sheet(inspection, actions.unwrap_or_default(), on_close, on_more)
+}
+
+/// The side beside the map: the inspector or the knobs, a tab each.
+fn side_panel(side_tab: &UseStateHandle<&'static str>, inspector: Html, knobs: Html) -> Html {
+    html! {
+        <aside class="side" aria-label="inspector and knobs">
+            <Tabs label="inspector and knobs" tabs={vec![
+                Tab { id: SIDE_INSPECTOR, label: "Inspector".into() },
+                Tab { id: SIDE_KNOBS, label: "Knobs".into() },
+            ]} selected={**side_tab} on_select={{ let side_tab = side_tab.setter(); Callback::from(move |id| side_tab.set(id)) }} />
+            <TabPanel id={SIDE_INSPECTOR} selected={**side_tab == SIDE_INSPECTOR}>
+                <div class="inspector" id="inspector-full" data-testid="inspector" aria-live="polite">{ inspector }</div>
+            </TabPanel>
+            <TabPanel id={SIDE_KNOBS} selected={**side_tab == SIDE_KNOBS}>{ knobs }</TabPanel>
+        </aside>
+    }
+}
+
+/// The inspector's actions for the selection.
+fn actions_for(
+    simulation_ref: &kafkascope_engine::sim::Simulation,
+    view: &kafkascope_engine::sim::view::ClusterView,
+    selection: &Selection,
+    replica_records: Option<&(String, u32, bool, Vec<crate::view_model::RecordChip>)>,
+    dispatch: &Callback<Action>,
+) -> Html {
+    let facts = crate::map_actions::ActionFacts {
+        view,
+        slow_handlers: &slow_handlers(simulation_ref),
+        member_settings: &member_settings(simulation_ref),
+        add_partition: match replica_records {
+            Some((topic, count, false, _)) => Some((topic.as_str(), *count)),
+            _ => None,
+        },
+    };
+    crate::map_actions::inspector_actions(&facts, selection, dispatch)
+}
+
+/// What the map is and how to drive it.
+fn map_hint(config: &kafkascope_engine::sim::config::ClusterConfig) -> Html {
+    html! {
+        <p class="hint">
+            { describe_config(config) }
+            { " Time is simulated: the map opens playing; pause it, step one event, or run or skip a stretch of time at once (only playing sends the steady stream of records)" }
+            <span class="keys">{ " (with this section focused: Space plays or pauses, → steps one event)" }</span>
+            { ". Click anything on the map to inspect it." }
+        </p>
+    }
+}
+
+/// The run's totals in one line.
+fn summary_line(summary: &kafkascope_engine::sim::Summary) -> Html {
+    html! {
+        <p class="muted" data-testid="cluster-summary">
+            { format!(
+                "produced {}, acknowledged {}, failed {}, lost {}, leader elections {}, invariant violations {}",
+                summary.produced, summary.acknowledged, summary.failed, summary.lost, summary.leader_elections, summary.invariant_violations
+            ) }
+        </p>
+    }
+}
+
+/// What the map's marks mean.
+const MAP_LEGEND: &str = "L leader · F follower · ISR in sync · OSR out of sync · bar = log end offset, | = high watermark (numbers: HW/LEO), ¦ = last stable offset, dashed stretch = deleted by retention, dark tick = compacted up to · dots = messages in flight (hollow: responses) · a member's @N = its committed offset";
+
+/// The map's session: a run link (`?run=`) replays a shared run to its
+/// moment, and one that cannot open says why, over the default cluster;
+/// `?seed=N` starts the map with that seed. Also what to say about the
+/// link (a problem, or the moment it opened at and the run's fingerprint).
+#[hook]
+#[allow(clippy::type_complexity)]
+fn use_map_session() -> (
+    Rc<RefCell<Session>>,
+    Rc<RefCell<Option<String>>>,
+    Rc<RefCell<Option<(u64, u64)>>>,
+) {
     let link_problem = use_mut_ref(|| None::<String>);
     let restored_at = use_mut_ref(|| None::<(u64, u64)>);
-    let session: Rc<RefCell<Session>> = {
+    let session = {
         let link_problem = link_problem.clone();
         let restored_at = restored_at.clone();
         use_mut_ref(move || {
             let query = page_query();
-            // `?seed=N` starts the map with that seed (a run link carries its own).
             let seed = match crate::view_model::seed_in_query(&query) {
                 // A run link carries its own seed.
                 _ if crate::share::run_in_query(&query).is_some() => DEFAULT_SEED,
@@ -169,363 +421,263 @@ pub fn cluster_panel() -> Html {
             }
         })
     };
-    // The address of this moment, once asked for, with the run's fingerprint.
-    let shared = use_state(|| None::<(String, u64, Option<bool>)>);
-    let clock: Rc<RefCell<Clock>> = use_mut_ref(Clock::default);
-    let last_lost = use_mut_ref(|| 0u64);
-    let redraw = use_force_update();
-    // The page opens with the cluster running (RaftScope does the same),
-    // unless the URL says `play=0` or the reader prefers reduced motion.
-    let playing = use_state(|| !page_query().contains("play=0") && !prefers_reduced_motion());
-    let speed = use_state(|| SPEEDS[2].0);
-    let rate = use_state(|| if page_query().contains("preset=bench") { 5 } else { 1 });
-    let reduced_motion = use_state(prefers_reduced_motion);
-    // The map is laid out for its box's width; Kafka's internal topics are
-    // folded into a line per broker until the learner asks for them.
-    let map_box = use_node_ref();
-    let map_width = crate::map::use_map_width(map_box.clone());
-    let internal_topics = use_state(|| false);
-    // The side shows the inspector or the knobs; the tools under the map
-    // are tabs too, so the view is the map, not a column of panels.
-    let side_tab = use_state(|| SIDE_INSPECTOR);
-    let tool_tab = use_state(|| TOOL_RECENT);
-    // On a phone, whether the learner went from the selection's sheet to
-    // the full inspector (the sheet then stays away until the next tap).
-    let sheet_folded = use_state(|| false);
+    (session, link_problem, restored_at)
+}
 
-    // A render after a play tick closes that tick's cost sample.
-    {
-        let clock = clock.clone();
-        use_effect(move || {
-            let mut clock = clock.borrow_mut();
-            if let Some(started) = clock.tick_started.take() {
-                let cost = now_ms() - started;
-                clock.costs.push_back(cost);
-                if clock.costs.len() > TICK_WINDOW {
-                    clock.costs.pop_front();
-                }
+/// A render after a play tick closes that tick's cost sample.
+#[hook]
+fn use_tick_costs(clock: Rc<RefCell<Clock>>) {
+    use_effect(move || {
+        let mut clock = clock.borrow_mut();
+        if let Some(started) = clock.tick_started.take() {
+            let cost = now_ms() - started;
+            clock.costs.push_back(cost);
+            if clock.costs.len() > TICK_WINDOW {
+                clock.costs.pop_front();
             }
-        });
-    }
-
-    // Every change goes through the session: one place that moves the
-    // simulation and collects its trace.
-    let dispatch: Rc<dyn Fn(Action)> = {
-        let session = session.clone();
-        let clock = clock.clone();
-        let redraw = redraw.clone();
-        Rc::new(move |action: Action| {
-            let moves = !matches!(action, Action::Select(_));
-            let knob = match &action {
-                Action::Knob(knob, value) => Some((knob.name().to_string(), value.clone())),
-                _ => None,
-            };
-            session.borrow_mut().apply(action);
-            // The host page hears of each knob the run took.
-            if let Some((knob, value)) = knob {
-                if session.borrow().knob_error().is_none() {
-                    host_api::bridge::emit(&HostEvent::KnobChanged { knob, value });
-                }
-            }
-            if moves {
-                clock.borrow_mut().progress.clear();
-            }
-            redraw.force_update();
-        })
-    };
-    use_host_commands(dispatch.clone(), session.clone(), playing.clone());
-    // While playing, advance virtual time every tick and redraw.
-    {
-        let session = session.clone();
-        let redraw = redraw.clone();
-        let clock = clock.clone();
-        use_effect_with((*playing, *speed, *rate), move |&(playing, speed, rate)| {
-            // Play, pause and a new speed start the measure of the speed reached over.
-            clock.borrow_mut().progress.clear();
-            let interval = playing.then(|| {
-                gloo_timers::callback::Interval::new(TICK_MS, move || {
-                    tick(&mut session.borrow_mut(), &mut clock.borrow_mut(), speed, rate);
-                    redraw.force_update();
-                })
-            });
-            move || drop(interval)
-        });
-    }
-    use_knob_links(dispatch.clone(), playing.clone(), side_tab.setter());
-    use_skip_slices(dispatch.clone(), session.borrow().skipping().is_some());
-    let toggle_play = {
-        let playing = playing.clone();
-        Callback::from(move |_: MouseEvent| playing.set(!*playing))
-    };
-    // Space plays or pauses and the right arrow steps, while the section
-    // has focus (so typing elsewhere on the page is never taken).
-    let on_keydown = {
-        let playing = playing.clone();
-        let dispatch = dispatch.clone();
-        Callback::from(move |event: KeyboardEvent| {
-            let in_control = event
-                .target()
-                .and_then(|target| target.dyn_into::<web_sys::Element>().ok())
-                .is_some_and(|element| {
-                    matches!(element.tag_name().as_str(), "BUTTON" | "SELECT" | "INPUT" | "TEXTAREA")
-                        || element.get_attribute("role").as_deref() == Some("button")
-                });
-            match event.key().as_str() {
-                " " if !in_control => {
-                    event.prevent_default();
-                    playing.set(!*playing);
-                }
-                "ArrowRight" if !in_control => {
-                    event.prevent_default();
-                    dispatch(Action::Step);
-                }
-                _ => {}
-            }
-        })
-    };
-    // Stable while the selection stays, so unchanged map nodes skip
-    // re-rendering.
-    let on_select = {
-        let dispatch = dispatch.clone();
-        let side_tab = side_tab.setter();
-        let sheet_folded = sheet_folded.setter();
-        use_callback((), move |selection: Selection, _| {
-            side_tab.set(SIDE_INSPECTOR);
-            sheet_folded.set(false);
-            dispatch(Action::Select(selection))
-        })
-    };
-
-    let current = session.borrow();
-    let simulation_ref = current.simulation();
-    let view = simulation_ref.view();
-    let summary = simulation_ref.summary();
-    // The host page hears when acknowledged records are lost.
-    {
-        let mut known = last_lost.borrow_mut();
-        if summary.lost > *known {
-            host_api::bridge::emit(&HostEvent::RecordLost {
-                lost: summary.lost,
-                newly: summary.lost - *known,
-            });
         }
-        *known = summary.lost;
-    }
-    let config = simulation_ref.config().clone();
-    let selected = current.selected().cloned();
-    let setup = current.setup().clone();
-    let knob_error = current.knob_error().map(str::to_string);
-    // A refused change redraws its control from the run's state.
-    let refusals = current.refusals();
-    let member_settings = member_settings(simulation_ref);
-    let ledger = crate::cluster_model::ledger_rows(&simulation_ref.ledger_views());
-    let replica_records = replica_records(simulation_ref, &view, selected.as_ref());
-    let slow_handlers = slow_handlers(simulation_ref);
-    let lag_charts = lag_charts(&current);
-    let comparison = current.comparison().cloned();
-    let on_compare = {
-        let dispatch = dispatch.clone();
-        Callback::from(move |_: MouseEvent| dispatch(Action::Compare))
-    };
-    let recent = recent_lines(&current);
-    let model = Rc::new(layout_fit(
-        &view,
-        view.time_ms as f64 + current.carry(),
-        Fit {
-            width: map_width,
-            internal_topics: *internal_topics,
-        },
-    ));
-    drop(current);
-    let topics = describe_topics(&view);
-    let groups = describe_groups(&view);
-    let quorum = describe_quorum(&view);
-    let inspection = selected
-        .as_ref()
-        .and_then(|selection| inspect(&view, &model, selection));
-    let (tick_ms, tick_samples, reached, simulation_ms) = clock.borrow().measures(*playing);
-    let phone = is_phone();
-    // The phone sheet's few actions: what a learner does to a process.
-    let dispatch_callback = {
-        let dispatch = dispatch.clone();
-        Callback::from(move |action| dispatch(action))
-    };
-    let sheet_actions = selected
-        .as_ref()
-        .and_then(Selection::node)
-        .map(|node| crate::map_actions::sheet_actions(&view, node, &dispatch_callback));
-    let actions = selected.as_ref().map(|selection| {
-        let facts = crate::map_actions::ActionFacts {
-            view: &view,
-            slow_handlers: &slow_handlers,
-            member_settings: &member_settings,
-            add_partition: match &replica_records {
-                Some((topic, count, false, _)) => Some((topic.as_str(), *count)),
-                _ => None,
-            },
-        };
-        crate::map_actions::inspector_actions(&facts, selection, &dispatch_callback)
     });
-    let mermaid_source = {
-        let model = model.clone();
-        Callback::from(move |_: ()| mermaid(&model))
-    };
-    let copy_run_link = {
-        let session = session.clone();
-        let shared = shared.clone();
-        Callback::from(move |_: MouseEvent| {
-            let base = crate::export::page_base();
-            let (url, hash) = {
-                let session = session.borrow();
-                (
-                    crate::share::run_address(&base, &session.run_link()),
-                    session.run_hash(),
-                )
-            };
-            shared.set(Some((url.clone(), hash, None)));
-            let shared = shared.clone();
-            wasm_bindgen_futures::spawn_local(async move {
-                let copied = crate::export::copy_to_clipboard(&url).await;
-                shared.set(Some((url, hash, Some(copied))));
+}
+
+/// Every change goes through the session: one place that moves the
+/// simulation and collects its trace. The host page hears of each knob the
+/// run took.
+fn session_dispatch(
+    session: Rc<RefCell<Session>>,
+    clock: Rc<RefCell<Clock>>,
+    redraw: UseForceUpdateHandle,
+) -> Rc<dyn Fn(Action)> {
+    Rc::new(move |action: Action| {
+        let moves = !matches!(action, Action::Select(_));
+        let knob = match &action {
+            Action::Knob(knob, value) => Some((knob.name().to_string(), value.clone())),
+            _ => None,
+        };
+        session.borrow_mut().apply(action);
+        if let Some((knob, value)) = knob {
+            if session.borrow().knob_error().is_none() {
+                host_api::bridge::emit(&HostEvent::KnobChanged { knob, value });
+            }
+        }
+        if moves {
+            clock.borrow_mut().progress.clear();
+        }
+        redraw.force_update();
+    })
+}
+
+/// While playing, advance virtual time every tick and redraw.
+#[hook]
+fn use_play_loop(
+    session: Rc<RefCell<Session>>,
+    clock: Rc<RefCell<Clock>>,
+    redraw: UseForceUpdateHandle,
+    play: (bool, u64, u32),
+) {
+    use_effect_with(play, move |&(playing, speed, rate)| {
+        // Play, pause and a new speed start the measure of the speed reached over.
+        clock.borrow_mut().progress.clear();
+        let interval = playing.then(|| {
+            gloo_timers::callback::Interval::new(TICK_MS, move || {
+                tick(&mut session.borrow_mut(), &mut clock.borrow_mut(), speed, rate);
+                redraw.force_update();
+            })
+        });
+        move || drop(interval)
+    });
+}
+
+/// Space plays or pauses and the right arrow steps, while the section has
+/// focus (so typing elsewhere on the page is never taken).
+fn map_keys(playing: UseStateHandle<bool>, dispatch: Rc<dyn Fn(Action)>) -> Callback<KeyboardEvent> {
+    Callback::from(move |event: KeyboardEvent| {
+        let in_control = event
+            .target()
+            .and_then(|target| target.dyn_into::<web_sys::Element>().ok())
+            .is_some_and(|element| {
+                matches!(element.tag_name().as_str(), "BUTTON" | "SELECT" | "INPUT" | "TEXTAREA")
+                    || element.get_attribute("role").as_deref() == Some("button")
             });
-        })
-    };
-    let toggle_motion = {
-        let reduced_motion = reduced_motion.clone();
-        Callback::from(move |_: MouseEvent| reduced_motion.set(!*reduced_motion))
-    };
+        match event.key().as_str() {
+            " " if !in_control => {
+                event.prevent_default();
+                playing.set(!*playing);
+            }
+            "ArrowRight" if !in_control => {
+                event.prevent_default();
+                dispatch(Action::Step);
+            }
+            _ => {}
+        }
+    })
+}
 
-    let skipping = session.borrow().skipping();
+/// The host page hears when acknowledged records are lost.
+fn announce_losses(last_lost: &RefCell<u64>, lost: u64) {
+    let mut known = last_lost.borrow_mut();
+    if lost > *known {
+        host_api::bridge::emit(&HostEvent::RecordLost {
+            lost,
+            newly: lost - *known,
+        });
+    }
+    *known = lost;
+}
+
+/// "Copy link": the address of this moment, with the run's fingerprint,
+/// shown and copied where the page may.
+fn copy_run_link(
+    session: Rc<RefCell<Session>>,
+    shared: UseStateHandle<Option<(String, u64, Option<bool>)>>,
+) -> Callback<MouseEvent> {
+    Callback::from(move |_: MouseEvent| {
+        let base = crate::export::page_base();
+        let (url, hash) = {
+            let session = session.borrow();
+            (
+                crate::share::run_address(&base, &session.run_link()),
+                session.run_hash(),
+            )
+        };
+        shared.set(Some((url.clone(), hash, None)));
+        let shared = shared.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            let copied = crate::export::copy_to_clipboard(&url).await;
+            shared.set(Some((url, hash, Some(copied))));
+        });
+    })
+}
+
+/// What the page says about a run link: why it could not open, the moment
+/// a shared run opened at, the link just copied.
+fn run_notices(
+    problem: Option<&str>,
+    restored: Option<(u64, u64)>,
+    shared: Option<&(String, u64, Option<bool>)>,
+) -> Html {
+    html! { <>
+        { match problem {
+            Some(problem) => html! { <p class="error" role="alert" data-testid="run-link-problem">{ problem }</p> },
+            None => html! {},
+        } }
+        { match restored {
+            Some((at, hash)) => html! {
+                <p class="muted" role="status" data-testid="run-restored" data-run-hash={format!("{hash:016x}")}>
+                    { format!("Opened a shared run at t = {at} ms: the same cluster, seed and inputs, replayed (run fingerprint {hash:016x}).") }
+                </p>
+            },
+            None => html! {},
+        } }
+        { match shared {
+            Some((url, hash, copied)) => html! {
+                <div class="run-share" data-testid="run-share" data-run-hash={format!("{hash:016x}")}>
+                    <label>{ "Link to this moment " }
+                        <input type="text" readonly=true data-testid="run-link" value={url.clone()} />
+                    </label>
+                    <span class="muted" role="status">{ match copied {
+                        Some(true) => format!("Copied. Run fingerprint {hash:016x}."),
+                        Some(false) => format!("Copying is not allowed here: select the link and copy it. Run fingerprint {hash:016x}."),
+                        None => String::new(),
+                    } }</span>
+                </div>
+            },
+            None => html! {},
+        } }
+    </> }
+}
+
+/// The map's display switches: internal topics drawn, reduced motion.
+fn display_controls(internal_topics: &UseStateHandle<bool>, reduced_motion: &UseStateHandle<bool>) -> Html {
+    let toggle = |state: &UseStateHandle<bool>| {
+        let state = state.clone();
+        Callback::from(move |_: MouseEvent| state.set(!*state))
+    };
     html! {
-        <section id="map" class="card cluster wide" aria-labelledby="cluster-title" tabindex="0" onkeydown={on_keydown}
-            data-testid="cluster" data-events={view.events.to_string()}
-            data-tick-ms={format!("{tick_ms:.2}")} data-tick-samples={tick_samples.to_string()} data-simulation-ms={format!("{simulation_ms:.2}")}
-            data-speed-reached={reached.map(|reached| format!("{reached:.0}"))}>
-            <h2 id="cluster-title">{ "The map: a running cluster" }</h2>
-            <p class="hint">
-                { describe_config(&config) }
-                { " Time is simulated: the map opens playing; pause it, step one event, or run or skip a stretch of time at once (only playing sends the steady stream of records)" }
-                <span class="keys">{ " (with this section focused: Space plays or pauses, → steps one event)" }</span>
-                { ". Click anything on the map to inspect it." }
-            </p>
-            <RunToolbar playing={*playing} speed={*speed} rate={*rate} {skipping} {reached} time_ms={view.time_ms}
-                dispatch={{ let dispatch = dispatch.clone(); Callback::from(move |action| dispatch(action)) }}
-                on_play={toggle_play} on_speed={{ let speed = speed.setter(); Callback::from(move |chosen| speed.set(chosen)) }}
-                on_rate={{ let rate = rate.setter(); Callback::from(move |chosen| rate.set(chosen)) }} on_copy={copy_run_link} />
-            { match link_problem.borrow().as_ref() {
-                Some(problem) => html! { <p class="error" role="alert" data-testid="run-link-problem">{ problem }</p> },
-                None => html! {},
-            } }
-            { match *restored_at.borrow() {
-                Some((at, hash)) => html! {
-                    <p class="muted" role="status" data-testid="run-restored" data-run-hash={format!("{hash:016x}")}>
-                        { format!("Opened a shared run at t = {at} ms: the same cluster, seed and inputs, replayed (run fingerprint {hash:016x}).") }
-                    </p>
-                },
-                None => html! {},
-            } }
-            { match &*shared {
-                Some((url, hash, copied)) => html! {
-                    <div class="run-share" data-testid="run-share" data-run-hash={format!("{hash:016x}")}>
-                        <label>{ "Link to this moment " }
-                            <input type="text" readonly=true data-testid="run-link" value={url.clone()} />
-                        </label>
-                        <span class="muted" role="status">{ match copied {
-                            Some(true) => format!("Copied. Run fingerprint {hash:016x}."),
-                            Some(false) => format!("Copying is not allowed here: select the link and copy it. Run fingerprint {hash:016x}."),
-                            None => String::new(),
-                        } }</span>
-                    </div>
-                },
-                None => html! {},
-            } }
-            <p class="muted" data-testid="cluster-summary">
-                { format!(
-                    "produced {}, acknowledged {}, failed {}, lost {}, leader elections {}, invariant violations {}",
-                    summary.produced, summary.acknowledged, summary.failed, summary.lost, summary.leader_elections, summary.invariant_violations
-                ) }
-            </p>
-            <div class="map-layout">
-                <div class="map-frame">
-                    <div class="map-scroll" ref={map_box}><ClusterMap model={model.clone()} selected={selected.clone()} on_select={on_select.clone()} reduced_motion={*reduced_motion}
-                        on_expand_internal={{ let internal_topics = internal_topics.clone(); Callback::from(move |()| internal_topics.set(true)) }} /></div>
-                    <p class="legend muted">
-                        { "L leader · F follower · ISR in sync · OSR out of sync · bar = log end offset, | = high watermark (numbers: HW/LEO), ¦ = last stable offset, dashed stretch = deleted by retention, dark tick = compacted up to · dots = messages in flight (hollow: responses) · a member's @N = its committed offset" }
-                    </p>
-                    <div class="controls" role="toolbar" aria-label="display">
-                        <button type="button" data-testid="toggle-internal" aria-pressed={internal_topics.to_string()}
-                            title="Draw every replica of __consumer_offsets and __transaction_state, the topics Kafka keeps for itself"
-                            onclick={{ let internal_topics = internal_topics.clone(); Callback::from(move |_: MouseEvent| internal_topics.set(!*internal_topics)) }}>{ "Show internal topics" }</button>
-                        <button type="button" data-testid="toggle-motion" aria-pressed={reduced_motion.to_string()} onclick={toggle_motion}>{ "Reduce motion" }</button>
-                    </div>
+        <div class="controls" role="toolbar" aria-label="display">
+            <button type="button" data-testid="toggle-internal" aria-pressed={internal_topics.to_string()}
+                title="Draw every replica of __consumer_offsets and __transaction_state, the topics Kafka keeps for itself"
+                onclick={toggle(internal_topics)}>{ "Show internal topics" }</button>
+            <button type="button" data-testid="toggle-motion" aria-pressed={reduced_motion.to_string()} onclick={toggle(reduced_motion)}>{ "Reduce motion" }</button>
+        </div>
+    }
+}
 
-                </div>
-                // On a phone the inspector is far below the map: a tap
-                // shows the selection's summary at the foot of the screen,
-                // with its actions and a way to the rest.
-                { match (&inspection, phone) {
-                    (Some(inspection), true) if !*sheet_folded => crate::inspector::selection_sheet(
-                        inspection,
-                        sheet_actions.clone().unwrap_or_default(),
-                        {
-                            let on_select = on_select.clone();
-                            let selected = selected.clone();
-                            Callback::from(move |_: MouseEvent| if let Some(selection) = selected.clone() { on_select.emit(selection) })
-                        },
-                        {
-                            // The sheet goes: the full inspector is what the learner asked for.
-                            let sheet_folded = sheet_folded.clone();
-                            let side_tab = side_tab.clone();
-                            Callback::from(move |()| {
-                                sheet_folded.set(true);
-                                side_tab.set(SIDE_INSPECTOR);
-                            })
-                        },
-                    ),
-                    _ => html! {},
-                } }
-                <aside class="side" aria-label="inspector and knobs">
-                    <Tabs label="inspector and knobs" tabs={vec![
-                        Tab { id: SIDE_INSPECTOR, label: "Inspector".into() },
-                        Tab { id: SIDE_KNOBS, label: "Knobs".into() },
-                    ]} selected={*side_tab} on_select={{ let side_tab = side_tab.setter(); Callback::from(move |id| side_tab.set(id)) }} />
-                    <TabPanel id={SIDE_INSPECTOR} selected={*side_tab == SIDE_INSPECTOR}>
-                    <div class="inspector" id="inspector-full" data-testid="inspector" aria-live="polite">
-                        { crate::inspector::inspector_body(inspection.as_ref(), actions.unwrap_or_default(), match &replica_records {
-                            Some((_, _, _, strip)) => strip.as_slice(),
-                            None => &[],
-                        }) }
-                    </div>
-                    </TabPanel>
-                    <TabPanel id={SIDE_KNOBS} selected={*side_tab == SIDE_KNOBS}>
-                    <KnobsForm values={KnobValues::of(&view, &config)} setup={setup.clone()} knob_error={knob_error.clone()} {refusals}
-                        dispatch={{ let dispatch = dispatch.clone(); Callback::from(move |action| dispatch(action)) }} />
-                    </TabPanel>
-                </aside>
-                <div class="tools">
-                    <Tabs label="tools" tabs={tool_tabs()} selected={*tool_tab}
-                        on_select={{ let tool_tab = tool_tab.setter(); Callback::from(move |id| tool_tab.set(id)) }} />
-                    <TabPanel id={TOOL_RECENT} selected={*tool_tab == TOOL_RECENT} class="recent">
-                    { if recent.is_empty() { html! { <p class="muted">{ "Nothing yet beyond routine traffic: kill a broker, turn a knob or add a consumer." }</p> } } else { html! {
-                        <ol class="recent-events" data-testid="recent-events" reversed=true tabindex="0" aria-label="what just happened, newest first">
-                            { for recent.iter().map(|line| html! { <li>{ line }</li> }) }
-                        </ol>
-                    } } }
-                    </TabPanel>
-                    <TabPanel id={TOOL_LAG} selected={*tool_tab == TOOL_LAG}><LagCharts charts={lag_charts} /></TabPanel>
-                    <TabPanel id={TOOL_TOPICS} selected={*tool_tab == TOOL_TOPICS}><TopicsTool {topics} /></TabPanel>
-                    <TabPanel id={TOOL_GROUPS} selected={*tool_tab == TOOL_GROUPS}><GroupsTool {groups} /></TabPanel>
-                    <TabPanel id={TOOL_LEDGER} selected={*tool_tab == TOOL_LEDGER}><LedgerTool {ledger} /></TabPanel>
-                    <TabPanel id={TOOL_QUORUM} selected={*tool_tab == TOOL_QUORUM}><QuorumTool {quorum} /></TabPanel>
-                    <TabPanel id={TOOL_COMPARE} selected={*tool_tab == TOOL_COMPARE}><Comparison runs={comparison} on_run={on_compare} /></TabPanel>
-                    <TabPanel id={TOOL_EXPORT} selected={*tool_tab == TOOL_EXPORT}>
-                        <ExportTool mermaid={mermaid_source} on_svg={Callback::from(|()| download_svg())}
-                            on_scenario={{ let session = session.clone(); Callback::from(move |()| download("kafkascope-run.json", "application/json", &session.borrow().scenario_json())) }}
-                            on_trace={{ let session = session.clone(); Callback::from(move |()| download("kafkascope-trace.json", "application/json", &session.borrow().trace_json())) }} />
-                    </TabPanel>
-                </div>
-            </div>
-        </section>
+/// What the tools under the map show, read from the session at one moment.
+struct ToolData {
+    recent: Vec<String>,
+    lag_charts: Vec<crate::cluster_model::LagChart>,
+    topics: Vec<crate::cluster_model::TopicRow>,
+    groups: Vec<crate::cluster_model::GroupRow>,
+    ledger: Vec<crate::cluster_model::LedgerRow>,
+    quorum: crate::cluster_model::QuorumStatus,
+    comparison: Option<Result<Vec<crate::cluster_model::ProtocolRun>, String>>,
+}
+
+impl ToolData {
+    fn of(current: &Session, view: &kafkascope_engine::sim::view::ClusterView) -> Self {
+        ToolData {
+            recent: recent_lines(current),
+            lag_charts: lag_charts(current),
+            topics: describe_topics(view),
+            groups: describe_groups(view),
+            ledger: crate::cluster_model::ledger_rows(&current.simulation().ledger_views()),
+            quorum: describe_quorum(view),
+            comparison: current.comparison().cloned(),
+        }
+    }
+}
+
+/// What the Export tab saves: the map's Mermaid text, and the session's
+/// scenario and trace.
+struct ExportCallbacks {
+    mermaid: Callback<(), String>,
+    session: Rc<RefCell<Session>>,
+}
+
+/// The tools under the map, a tab each.
+fn tool_panels(
+    tool_tab: &UseStateHandle<&'static str>,
+    tools: ToolData,
+    on_compare: Callback<MouseEvent>,
+    exports: ExportCallbacks,
+) -> Html {
+    let ToolData {
+        recent,
+        lag_charts,
+        topics,
+        groups,
+        ledger,
+        quorum,
+        comparison,
+    } = tools;
+    let shown = **tool_tab;
+    let save = |name: &'static str, text: fn(&Session) -> String| {
+        let session = exports.session.clone();
+        Callback::from(move |()| download(name, "application/json", &text(&session.borrow())))
+    };
+    html! {
+        <div class="tools">
+            <Tabs label="tools" tabs={tool_tabs()} selected={shown}
+                on_select={{ let tool_tab = tool_tab.setter(); Callback::from(move |id| tool_tab.set(id)) }} />
+            <TabPanel id={TOOL_RECENT} selected={shown == TOOL_RECENT} class="recent">
+            { if recent.is_empty() { html! { <p class="muted">{ "Nothing yet beyond routine traffic: kill a broker, turn a knob or add a consumer." }</p> } } else { html! {
+                <ol class="recent-events" data-testid="recent-events" reversed=true tabindex="0" aria-label="what just happened, newest first">
+                    { for recent.iter().map(|line| html! { <li>{ line }</li> }) }
+                </ol>
+            } } }
+            </TabPanel>
+            <TabPanel id={TOOL_LAG} selected={shown == TOOL_LAG}><LagCharts charts={lag_charts} /></TabPanel>
+            <TabPanel id={TOOL_TOPICS} selected={shown == TOOL_TOPICS}><TopicsTool {topics} /></TabPanel>
+            <TabPanel id={TOOL_GROUPS} selected={shown == TOOL_GROUPS}><GroupsTool {groups} /></TabPanel>
+            <TabPanel id={TOOL_LEDGER} selected={shown == TOOL_LEDGER}><LedgerTool {ledger} /></TabPanel>
+            <TabPanel id={TOOL_QUORUM} selected={shown == TOOL_QUORUM}><QuorumTool {quorum} /></TabPanel>
+            <TabPanel id={TOOL_COMPARE} selected={shown == TOOL_COMPARE}><Comparison runs={comparison} on_run={on_compare} /></TabPanel>
+            <TabPanel id={TOOL_EXPORT} selected={shown == TOOL_EXPORT}>
+                <ExportTool mermaid={exports.mermaid.clone()} on_svg={Callback::from(|()| download_svg())}
+                    on_scenario={save("kafkascope-run.json", Session::scenario_json)}
+                    on_trace={save("kafkascope-trace.json", Session::trace_json)} />
+            </TabPanel>
+        </div>
     }
 }
 

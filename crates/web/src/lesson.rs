@@ -131,44 +131,8 @@ pub fn lesson_section() -> Html {
     let tab = use_state(|| LessonTab::for_hash(&current_hash()).unwrap_or_default());
     // The element to bring into view once its tab is drawn.
     let reveal = use_state(|| None::<String>);
-    // An address that names a tab (`#qa`, a table's `#lesson-compare`)
-    // opens it, from the header's links or the back button.
-    {
-        let tab = tab.clone();
-        let reveal = reveal.clone();
-        use_effect_with((), move |_| {
-            let follow = wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || {
-                let hash = current_hash();
-                if let Some(chosen) = LessonTab::for_hash(&hash) {
-                    tab.set(chosen);
-                    reveal.set(Some(hash.trim_start_matches('#').to_string()));
-                }
-            });
-            let window = web_sys::window();
-            if let Some(window) = &window {
-                let _ = window.add_event_listener_with_callback("hashchange", follow.as_ref().unchecked_ref());
-            }
-            move || {
-                if let Some(window) = &window {
-                    let _ = window.remove_event_listener_with_callback("hashchange", follow.as_ref().unchecked_ref());
-                }
-            }
-        });
-    }
-    {
-        let reveal = reveal.clone();
-        use_effect_with(((*reveal).clone(), *tab), move |(target, _)| {
-            if let Some(target) = target {
-                if let Some(element) = web_sys::window()
-                    .and_then(|window| window.document())
-                    .and_then(|document| document.get_element_by_id(target))
-                {
-                    element.scroll_into_view();
-                }
-                reveal.set(None);
-            }
-        });
-    }
+    use_tab_from_address(tab.clone(), reveal.clone());
+    use_reveal(reveal.clone(), *tab);
     let on_anchor = {
         let tab = tab.clone();
         let reveal = reveal.clone();
@@ -183,33 +147,12 @@ pub fn lesson_section() -> Html {
         let tab = tab.clone();
         Callback::from(move |_: MouseEvent| tab.set(chosen))
     };
-    // WAI-ARIA's tabs: the arrows, Home and End move between the tabs
-    // (and select them), as the map's tabs do.
-    let on_tab_keys = {
-        let tab = tab.clone();
-        Callback::from(move |event: KeyboardEvent| {
-            let index = LessonTab::ALL.iter().position(|each| *each == *tab).unwrap_or(0);
-            let Some(next) = crate::tabs::moved(index, LessonTab::ALL.len(), &event.key()) else {
-                return;
-            };
-            event.prevent_default();
-            let chosen = LessonTab::ALL[next];
-            tab.set(chosen);
-            if let Some(button) = web_sys::window()
-                .and_then(|window| window.document())
-                .and_then(|document| document.get_element_by_id(&format!("tab-{}", chosen.id())))
-                .and_then(|button| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(button).ok())
-            {
-                let _ = button.focus();
-            }
-        })
-    };
+    let on_tab_keys = tab_keys(tab.clone());
     let link = |link: &LessonLink| html! { <Link link={link.clone()} on_anchor={on_anchor.clone()} /> };
     // Glossary terms, underlined at their first use on the page (the
     // panels are drawn in page order), each a link to its definition.
     let seen = std::cell::RefCell::new(std::collections::BTreeSet::new());
     let gloss = |text: &str| -> Html { glossed(text, &mut seen.borrow_mut()) };
-    let gist = &lesson.gist;
     html! {
         <section id="lesson" class="card lesson wide" aria-labelledby="lesson-title" data-testid="lesson" tabindex="-1">
             <h2 id="lesson-title">{ &lesson.title }</h2>
@@ -238,107 +181,16 @@ pub fn lesson_section() -> Html {
             </div>
             { for LessonTab::ALL.into_iter().map(|each| {
                 let body = match each {
-                    LessonTab::Gist => html! { <>
-                        <crate::voice::VoiceSettings />
-                        <div data-read="gist">
-                            <p>{ gloss(&gist.mental_model) }</p>
-                        </div>
-                        <crate::voice::ReadAloud id="gist" label="Read the gist aloud" text={format!("{} {} {}", lesson.title, lesson.summary, gist.mental_model)} />
-                        <h3>{ "Why each part exists" }</h3>
-                        <dl class="components">
-                            { for gist.components.iter().map(|component| html! { <>
-                                <dt>{ &component.name }</dt>
-                                <dd>{ gloss(&component.why) }{ " " }{ link(&component.link) }</dd>
-                            </> }) }
-                        </dl>
-                        <div class="prefer-alternative">
-                            { for [("Prefer", &gist.prefer), ("Alternative", &gist.alternative)].into_iter().map(|(label, choice)| html! {
-                                <div class="choice">
-                                    <h3>{ format!("{label}: {}", choice.title) }</h3>
-                                    <p>{ &choice.text }</p>
-                                    <ul>{ for choice.points.iter().map(|point| html! { <li>{ point }</li> }) }</ul>
-                                </div>
-                            }) }
-                        </div>
-                        <h3>{ "The happy path in five steps" }</h3>
-                        <ol class="happy-path" data-testid="happy-path">
-                            { for gist.happy_path.iter().enumerate().map(|(index, card)| html! {
-                                <li class="happy-card" data-testid={format!("happy-card-{}", index + 1)}>
-                                    <span class="number" aria-hidden="true">{ index + 1 }</span>
-                                    <h4>{ &card.title }</h4>
-                                    <p>{ gloss(&card.text) }</p>
-                                    { link(&card.link) }
-                                </li>
-                            }) }
-                        </ol>
-                    </> },
-                    LessonTab::Tables => html! { <>
-                        { for lesson.tables.iter().map(|table| {
-                            let linked = table.rows.iter().any(|row| row.link.is_some());
-                            html! {
-                                <div class="table-wrap">
-                                    <table id={format!("lesson-{}", table.id)} data-testid={format!("lesson-table-{}", table.id)}>
-                                        <caption>{ &table.title }</caption>
-                                        <thead><tr>
-                                            { for table.columns.iter().map(|column| html! { <th scope="col">{ column }</th> }) }
-                                            { if linked { html! { <th scope="col">{ "See it" }</th> } } else { html! {} } }
-                                        </tr></thead>
-                                        <tbody>
-                                            { for table.rows.iter().map(|row| html! {
-                                                <tr>
-                                                    { for row.cells.iter().enumerate().map(|(index, cell)| if index == 0 {
-                                                        html! { <th scope="row">{ cell }</th> }
-                                                    } else {
-                                                        html! { <td>{ cell }</td> }
-                                                    }) }
-                                                    { if linked { html! { <td>{ row.link.as_ref().map(&link).unwrap_or_default() }</td> } } else { html! {} } }
-                                                </tr>
-                                            }) }
-                                        </tbody>
-                                    </table>
-                                    { table.note.as_ref().map(|note| html! { <p class="muted hint">{ note }</p> }).unwrap_or_default() }
-                                </div>
-                            }
-                        }) }
-                    </> },
-                    LessonTab::Questions => html! {
-                        <div class="qa-list">
-                            <p class="hint">{ "Think of your answer, then open the card. Each answer links to the moment that shows it." }</p>
-                            { for lesson.qa.iter().map(|question| html! {
-                                <details class="qa" data-testid={format!("qa-{}", question.id)}>
-                                    <summary>{ &question.question }</summary>
-                                    <p data-read={format!("qa-{}", question.id)}>{ gloss(&question.answer) }</p>
-                                    <crate::voice::ReadAloud id={format!("qa-{}", question.id)} label="Read the answer" text={format!("{} {}", question.question, question.answer)} />
-                                    { question.link.as_ref().map(&link).unwrap_or_default() }
-                                </details>
-                            }) }
-                        </div>
-                    },
+                    LessonTab::Gist => gist_panel(lesson, &link, &gloss),
+                    LessonTab::Tables => tables_panel(lesson, &link),
+                    LessonTab::Questions => questions_panel(lesson, &link, &gloss),
                     LessonTab::Exercise => html! { <>
                         { for lesson.exercises.iter().enumerate().map(|(index, _)| html! {
                             <ExerciseView index={index} on_anchor={on_anchor.clone()} />
                         }) }
                     </> },
-                    LessonTab::Kraft => html! { <>
-                        { for lesson.sections.iter().map(|section| html! {
-                            <div id={format!("lesson-{}", section.id)}>
-                                <h3>{ &section.title }</h3>
-                                { for section.paragraphs.iter().map(|paragraph| html! { <p>{ gloss(paragraph) }</p> }) }
-                                { section.link.as_ref().map(&link).unwrap_or_default() }
-                            </div>
-                        }) }
-                    </> },
-                    LessonTab::Glossary => html! {
-                        <dl class="glossary" data-testid="glossary">
-                            { for lesson.glossary.iter().map(|term| html! { <>
-                                <dt id={term.anchor()}>
-                                    { &term.term }
-                                    { term.name.as_ref().map(|name| html! { <span class="muted">{ format!(" ({name})") }</span> }).unwrap_or_default() }
-                                </dt>
-                                <dd>{ &term.definition }</dd>
-                            </> }) }
-                        </dl>
-                    },
+                    LessonTab::Kraft => kraft_panel(lesson, &link, &gloss),
+                    LessonTab::Glossary => glossary_panel(lesson),
                 };
                 html! {
                     <div role="tabpanel" id={each.id()} aria-labelledby={format!("tab-{}", each.id())}
@@ -348,6 +200,196 @@ pub fn lesson_section() -> Html {
                 }
             }) }
         </section>
+    }
+}
+
+/// An address that names a tab (`#qa`, a table's `#lesson-compare`) opens
+/// it, from the header's links or the back button.
+#[hook]
+fn use_tab_from_address(tab: UseStateHandle<LessonTab>, reveal: UseStateHandle<Option<String>>) {
+    use_effect_with((), move |_| {
+        let follow = wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || {
+            let hash = current_hash();
+            if let Some(chosen) = LessonTab::for_hash(&hash) {
+                tab.set(chosen);
+                reveal.set(Some(hash.trim_start_matches('#').to_string()));
+            }
+        });
+        let window = web_sys::window();
+        if let Some(window) = &window {
+            let _ = window.add_event_listener_with_callback("hashchange", follow.as_ref().unchecked_ref());
+        }
+        move || {
+            if let Some(window) = &window {
+                let _ = window.remove_event_listener_with_callback("hashchange", follow.as_ref().unchecked_ref());
+            }
+        }
+    });
+}
+
+/// Brings the element asked for into view once its tab is drawn.
+#[hook]
+fn use_reveal(reveal: UseStateHandle<Option<String>>, tab: LessonTab) {
+    use_effect_with(((*reveal).clone(), tab), move |(target, _)| {
+        if let Some(target) = target {
+            if let Some(element) = web_sys::window()
+                .and_then(|window| window.document())
+                .and_then(|document| document.get_element_by_id(target))
+            {
+                element.scroll_into_view();
+            }
+            reveal.set(None);
+        }
+    });
+}
+
+/// WAI-ARIA's tabs: the arrows, Home and End move between the tabs (and
+/// select them), as the map's tabs do.
+fn tab_keys(tab: UseStateHandle<LessonTab>) -> Callback<KeyboardEvent> {
+    Callback::from(move |event: KeyboardEvent| {
+        let index = LessonTab::ALL.iter().position(|each| *each == *tab).unwrap_or(0);
+        let Some(next) = crate::tabs::moved(index, LessonTab::ALL.len(), &event.key()) else {
+            return;
+        };
+        event.prevent_default();
+        let chosen = LessonTab::ALL[next];
+        tab.set(chosen);
+        if let Some(button) = web_sys::window()
+            .and_then(|window| window.document())
+            .and_then(|document| document.get_element_by_id(&format!("tab-{}", chosen.id())))
+            .and_then(|button| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(button).ok())
+        {
+            let _ = button.focus();
+        }
+    })
+}
+
+/// The gist: the mental model, why each part exists, prefer or alternative, the happy path.
+fn gist_panel(
+    lesson: &'static crate::lesson_model::Lesson,
+    link: &dyn Fn(&LessonLink) -> Html,
+    gloss: &dyn Fn(&str) -> Html,
+) -> Html {
+    let gist = &lesson.gist;
+    html! { <>
+        <crate::voice::VoiceSettings />
+        <div data-read="gist">
+            <p>{ gloss(&gist.mental_model) }</p>
+        </div>
+        <crate::voice::ReadAloud id="gist" label="Read the gist aloud" text={format!("{} {} {}", lesson.title, lesson.summary, gist.mental_model)} />
+        <h3>{ "Why each part exists" }</h3>
+        <dl class="components">
+            { for gist.components.iter().map(|component| html! { <>
+                <dt>{ &component.name }</dt>
+                <dd>{ gloss(&component.why) }{ " " }{ link(&component.link) }</dd>
+            </> }) }
+        </dl>
+        <div class="prefer-alternative">
+            { for [("Prefer", &gist.prefer), ("Alternative", &gist.alternative)].into_iter().map(|(label, choice)| html! {
+                <div class="choice">
+                    <h3>{ format!("{label}: {}", choice.title) }</h3>
+                    <p>{ &choice.text }</p>
+                    <ul>{ for choice.points.iter().map(|point| html! { <li>{ point }</li> }) }</ul>
+                </div>
+            }) }
+        </div>
+        <h3>{ "The happy path in five steps" }</h3>
+        <ol class="happy-path" data-testid="happy-path">
+            { for gist.happy_path.iter().enumerate().map(|(index, card)| html! {
+                <li class="happy-card" data-testid={format!("happy-card-{}", index + 1)}>
+                    <span class="number" aria-hidden="true">{ index + 1 }</span>
+                    <h4>{ &card.title }</h4>
+                    <p>{ gloss(&card.text) }</p>
+                    { link(&card.link) }
+                </li>
+            }) }
+        </ol>
+    </> }
+}
+
+/// The comparison tables, with a link to see each row where it has one.
+fn tables_panel(lesson: &'static crate::lesson_model::Lesson, link: &dyn Fn(&LessonLink) -> Html) -> Html {
+    html! { <>
+        { for lesson.tables.iter().map(|table| {
+            let linked = table.rows.iter().any(|row| row.link.is_some());
+            html! {
+                <div class="table-wrap">
+                    <table id={format!("lesson-{}", table.id)} data-testid={format!("lesson-table-{}", table.id)}>
+                        <caption>{ &table.title }</caption>
+                        <thead><tr>
+                            { for table.columns.iter().map(|column| html! { <th scope="col">{ column }</th> }) }
+                            { if linked { html! { <th scope="col">{ "See it" }</th> } } else { html! {} } }
+                        </tr></thead>
+                        <tbody>
+                            { for table.rows.iter().map(|row| html! {
+                                <tr>
+                                    { for row.cells.iter().enumerate().map(|(index, cell)| if index == 0 {
+                                        html! { <th scope="row">{ cell }</th> }
+                                    } else {
+                                        html! { <td>{ cell }</td> }
+                                    }) }
+                                    { if linked { html! { <td>{ row.link.as_ref().map(&link).unwrap_or_default() }</td> } } else { html! {} } }
+                                </tr>
+                            }) }
+                        </tbody>
+                    </table>
+                    { table.note.as_ref().map(|note| html! { <p class="muted hint">{ note }</p> }).unwrap_or_default() }
+                </div>
+            }
+        }) }
+    </> }
+}
+
+/// The questions, each answer folded until the learner opens it.
+fn questions_panel(
+    lesson: &'static crate::lesson_model::Lesson,
+    link: &dyn Fn(&LessonLink) -> Html,
+    gloss: &dyn Fn(&str) -> Html,
+) -> Html {
+    html! {
+        <div class="qa-list">
+            <p class="hint">{ "Think of your answer, then open the card. Each answer links to the moment that shows it." }</p>
+            { for lesson.qa.iter().map(|question| html! {
+                <details class="qa" data-testid={format!("qa-{}", question.id)}>
+                    <summary>{ &question.question }</summary>
+                    <p data-read={format!("qa-{}", question.id)}>{ gloss(&question.answer) }</p>
+                    <crate::voice::ReadAloud id={format!("qa-{}", question.id)} label="Read the answer" text={format!("{} {}", question.question, question.answer)} />
+                    { question.link.as_ref().map(&link).unwrap_or_default() }
+                </details>
+            }) }
+        </div>
+    }
+}
+
+/// The sections on KRaft.
+fn kraft_panel(
+    lesson: &'static crate::lesson_model::Lesson,
+    link: &dyn Fn(&LessonLink) -> Html,
+    gloss: &dyn Fn(&str) -> Html,
+) -> Html {
+    html! { <>
+        { for lesson.sections.iter().map(|section| html! {
+            <div id={format!("lesson-{}", section.id)}>
+                <h3>{ &section.title }</h3>
+                { for section.paragraphs.iter().map(|paragraph| html! { <p>{ gloss(paragraph) }</p> }) }
+                { section.link.as_ref().map(&link).unwrap_or_default() }
+            </div>
+        }) }
+    </> }
+}
+
+/// The glossary, each term with its anchor.
+fn glossary_panel(lesson: &'static crate::lesson_model::Lesson) -> Html {
+    html! {
+        <dl class="glossary" data-testid="glossary">
+            { for lesson.glossary.iter().map(|term| html! { <>
+                <dt id={term.anchor()}>
+                    { &term.term }
+                    { term.name.as_ref().map(|name| html! { <span class="muted">{ format!(" ({name})") }</span> }).unwrap_or_default() }
+                </dt>
+                <dd>{ &term.definition }</dd>
+            </> }) }
+        </dl>
     }
 }
 

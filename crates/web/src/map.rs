@@ -324,50 +324,10 @@ fn node_view(
                 { folded_internal.as_ref().map_or(html! {}, |folded| folded_view(*id, folded, on_expand)) }
             </> },
         ),
-        NodeBody::Producer(producer) => {
-            let gauge_w = rect.w - 16.0;
-            let fill = (producer.buffered_bytes as f64 / f64::from(producer.batch_size.max(1))).min(1.0) * gauge_w;
-            let error = producer.last_error.as_ref().map(|error| {
-                format!(
-                    "⚠ {} {}{}",
-                    error.error,
-                    error.partition,
-                    if error.will_retry { " (retry)" } else { "" }
-                )
-            });
-            (
-                classes!("producer", error.is_some().then_some("has-error")),
-                html! { <>
-                    { frame("box") }
-                    { text(x, y + 20.0, "title", line(node.name.clone())) }
-                    { text(x, y + 38.0, "detail", line(format!("→ {} · acks={}", producer.topic, producer.acks))) }
-                    { text(x, y + 55.0, "detail", line(format!(
-                        "buffered {} · batches {}",
-                        producer.buffered_records, producer.buffered_batches,
-                    ))) }
-                    <rect class="bar-bg" x={format!("{x:.1}")} y={format!("{:.1}", y + 61.0)} width={format!("{gauge_w:.1}")} height="6" />
-                    <rect class="bar" x={format!("{x:.1}")} y={format!("{:.1}", y + 61.0)} width={format!("{fill:.1}")} height="6" />
-                    { text(x, y + 84.0, "detail", line(format!("in flight {} · acked {}", producer.in_flight, producer.acknowledged))) }
-                    { text(x, y + 101.0, "error-text", line(match producer.throttled_until {
-                        Some(until) => format!("⏸ THROTTLED until {until} ms"),
-                        None if producer.waiting > 0 => format!("{} await metadata", count_of(producer.waiting as u64, "record", "records")),
-                        None => error.unwrap_or_else(|| "no errors".to_string()),
-                    })) }
-                    { text(x, y + 120.0, "detail", line("recent keys → partition:".to_string())) }
-                    { for producer.recent.iter().take(3).enumerate().map(|(index, record)| text(
-                        x + 6.0,
-                        y + 138.0 + index as f64 * 16.0,
-                        "detail mono",
-                        fit_text(&format!(
-                            "{} → {}{}",
-                            record.key.as_deref().map_or("(no key)".to_string(), |key| format!("{key:?}")),
-                            record.partition.map_or("?".to_string(), |partition| format!("p{partition}")),
-                            if record.acknowledged { " ✓" } else { "" }
-                        ), inner - 6.0, MONO_CHAR_W),
-                    )) }
-                </> },
-            )
-        }
+        NodeBody::Producer(producer) => (
+            classes!("producer", producer.last_error.is_some().then_some("has-error")),
+            html! { <>{ frame("box") }{ producer_lines(producer, &node.name, x, y, inner) }</> },
+        ),
         NodeBody::Group {
             name,
             generation,
@@ -382,37 +342,7 @@ fn node_view(
                 { frame("box") }
                 { text(x, y + 19.0, "title", line(format!("group {name}"))) }
                 { text(x, y + 37.0, "state", line(if *modern { format!("KIP-848 · epoch {generation}") } else if *rebalancing && *cooperative { format!("REBALANCING (reading) · gen {generation}") } else if *rebalancing { format!("REBALANCING (paused) · gen {generation}") } else { format!("STABLE · gen {generation}") })) }
-                { for members.iter().map(|member| {
-                    let member_node = Selection::Node(NodeId::Consumer(member.id));
-                    let member_selected = selected.as_ref() == Some(&member_node);
-                    let (click, key) = activate(member_node, on_select);
-                    let r = member.rect;
-                    let label = format!(
-                        "{} in group {name}, {}{}, owns {}, total lag {}",
-                        member.name,
-                        member.phase,
-                        if member.throttled { ", fetches throttled by a quota" } else { "" },
-                        if member.partitions.is_empty() { "nothing".to_string() } else { member.partitions.join(", ") },
-                        member.total_lag
-                    );
-                    let more = member.partitions.len().saturating_sub(2);
-                    let title_w = r.w - 8.0 - if more > 0 { 30.0 } else { 0.0 };
-                    html! {
-                        <g class={classes!("member", member.phase.to_string(), member_selected.then_some("selected"))}
-                            role="button" tabindex="0" data-testid={format!("member-{}", member.name)}
-                            onclick={click} onkeydown={key}>
-                            <title>{ label }</title>
-                            <rect class="row" x={format!("{:.1}", r.x)} y={format!("{:.1}", r.y)} width={format!("{:.1}", r.w)} height={format!("{:.1}", r.h)} rx="4" />
-                            { text(r.x + 4.0, r.y + 17.0, "title small", fit_text(&format!("{} · {}{}", member.name, member.phase, if member.throttled { " · ⏸" } else { "" }), title_w, TEXT_CHAR_W + 0.5)) }
-                            { if member.partitions.is_empty() {
-                                text(r.x + 4.0, r.y + 34.0, "detail", if member.phase == ConsumerPhase::Consuming { "idle: no partition" } else { "" })
-                            } else { html! { <>
-                                { for member.partitions.iter().take(2).enumerate().map(|(index, line)| text(r.x + 4.0, r.y + 33.0 + index as f64 * 14.0, "detail mono", fit_text(line, r.w - 8.0, MONO_CHAR_W))) }
-                                { if more > 0 { text(r.x + r.w - 28.0, r.y + 17.0, "detail", format!("+{more}")) } else { html! {} } }
-                            </> } } }
-                        </g>
-                    }
-                }) }
+                { for members.iter().map(|member| member_view(member, name, selected, on_select)) }
             </> },
         ),
     };
@@ -441,6 +371,102 @@ fn node_view(
             { inner }
         </g>
     }
+}
+
+/// A member row of a group's box: a button of its own.
+fn member_view(
+    member: &crate::map_model::MemberRow,
+    name: &str,
+    selected: &Option<Selection>,
+    on_select: &Callback<Selection>,
+) -> Html {
+    let member_node = Selection::Node(NodeId::Consumer(member.id));
+    let member_selected = selected.as_ref() == Some(&member_node);
+    let (click, key) = activate(member_node, on_select);
+    let r = member.rect;
+    let label = format!(
+        "{} in group {name}, {}{}, owns {}, total lag {}",
+        member.name,
+        member.phase,
+        if member.throttled {
+            ", fetches throttled by a quota"
+        } else {
+            ""
+        },
+        if member.partitions.is_empty() {
+            "nothing".to_string()
+        } else {
+            member.partitions.join(", ")
+        },
+        member.total_lag
+    );
+    let more = member.partitions.len().saturating_sub(2);
+    let title_w = r.w - 8.0 - if more > 0 { 30.0 } else { 0.0 };
+    html! {
+        <g class={classes!("member", member.phase.to_string(), member_selected.then_some("selected"))}
+            role="button" tabindex="0" data-testid={format!("member-{}", member.name)}
+            onclick={click} onkeydown={key}>
+            <title>{ label }</title>
+            <rect class="row" x={format!("{:.1}", r.x)} y={format!("{:.1}", r.y)} width={format!("{:.1}", r.w)} height={format!("{:.1}", r.h)} rx="4" />
+            { text(r.x + 4.0, r.y + 17.0, "title small", fit_text(&format!("{} · {}{}", member.name, member.phase, if member.throttled { " · ⏸" } else { "" }), title_w, TEXT_CHAR_W + 0.5)) }
+            { if member.partitions.is_empty() {
+                text(r.x + 4.0, r.y + 34.0, "detail", if member.phase == ConsumerPhase::Consuming { "idle: no partition" } else { "" })
+            } else { html! { <>
+                { for member.partitions.iter().take(2).enumerate().map(|(index, line)| text(r.x + 4.0, r.y + 33.0 + index as f64 * 14.0, "detail mono", fit_text(line, r.w - 8.0, MONO_CHAR_W))) }
+                { if more > 0 { text(r.x + r.w - 28.0, r.y + 17.0, "detail", format!("+{more}")) } else { html! {} } }
+            </> } } }
+        </g>
+    }
+}
+
+/// The lines of a producer's box: its topic and acks, its buffer as a
+/// gauge, what is in flight, its last error, and where its recent keys went.
+fn producer_lines(
+    producer: &kafkascope_engine::sim::view::ProducerView,
+    name: &str,
+    x: f64,
+    y: f64,
+    inner: f64,
+) -> Html {
+    let line = |content: String| fit_text(&content, inner, TEXT_CHAR_W);
+    let gauge_w = inner;
+    let fill = (producer.buffered_bytes as f64 / f64::from(producer.batch_size.max(1))).min(1.0) * gauge_w;
+    let error = producer.last_error.as_ref().map(|error| {
+        format!(
+            "⚠ {} {}{}",
+            error.error,
+            error.partition,
+            if error.will_retry { " (retry)" } else { "" }
+        )
+    });
+    html! { <>
+        { text(x, y + 20.0, "title", line(name.to_string())) }
+        { text(x, y + 38.0, "detail", line(format!("→ {} · acks={}", producer.topic, producer.acks))) }
+        { text(x, y + 55.0, "detail", line(format!(
+            "buffered {} · batches {}",
+            producer.buffered_records, producer.buffered_batches,
+        ))) }
+        <rect class="bar-bg" x={format!("{x:.1}")} y={format!("{:.1}", y + 61.0)} width={format!("{gauge_w:.1}")} height="6" />
+        <rect class="bar" x={format!("{x:.1}")} y={format!("{:.1}", y + 61.0)} width={format!("{fill:.1}")} height="6" />
+        { text(x, y + 84.0, "detail", line(format!("in flight {} · acked {}", producer.in_flight, producer.acknowledged))) }
+        { text(x, y + 101.0, "error-text", line(match producer.throttled_until {
+            Some(until) => format!("⏸ THROTTLED until {until} ms"),
+            None if producer.waiting > 0 => format!("{} await metadata", count_of(producer.waiting as u64, "record", "records")),
+            None => error.unwrap_or_else(|| "no errors".to_string()),
+        })) }
+        { text(x, y + 120.0, "detail", line("recent keys → partition:".to_string())) }
+        { for producer.recent.iter().take(3).enumerate().map(|(index, record)| text(
+            x + 6.0,
+            y + 138.0 + index as f64 * 16.0,
+            "detail mono",
+            fit_text(&format!(
+                "{} → {}{}",
+                record.key.as_deref().map_or("(no key)".to_string(), |key| format!("{key:?}")),
+                record.partition.map_or("?".to_string(), |partition| format!("p{partition}")),
+                if record.acknowledged { " ✓" } else { "" }
+            ), inner - 6.0, MONO_CHAR_W),
+        )) }
+    </> }
 }
 
 #[derive(Properties, PartialEq)]

@@ -137,75 +137,7 @@ pub fn inspector_actions(facts: &ActionFacts, selection: &Selection, dispatch: &
                     Action::StartConsumer(id),
                 )
             } else {
-                let handler = if facts.slow_handlers.contains(&id) {
-                    button(
-                        "Fast handler again",
-                        format!("inspector-fast-{node}"),
-                        Action::HandlerMs(id, 0),
-                    )
-                } else {
-                    button(
-                        "Slow handler (100 ms a record)",
-                        format!("inspector-slow-{node}"),
-                        Action::HandlerMs(id, 100),
-                    )
-                };
-                let (mode, idempotent) = facts.member_settings.get(&id).copied().unwrap_or_default();
-                let reset = view
-                    .consumers
-                    .iter()
-                    .find(|consumer| consumer.id == id)
-                    .map_or(OffsetReset::Latest, |consumer| consumer.auto_offset_reset);
-                let on_reset = {
-                    let dispatch = dispatch.clone();
-                    Callback::from(move |event: Event| {
-                        let value = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
-                        let reset = [OffsetReset::Earliest, OffsetReset::Latest, OffsetReset::None]
-                            .into_iter()
-                            .find(|each| each.to_string() == value);
-                        if let Some(reset) = reset {
-                            dispatch.emit(Action::OffsetReset(id, reset));
-                        }
-                    })
-                };
-                let on_mode = {
-                    let dispatch = dispatch.clone();
-                    Callback::from(move |event: Event| {
-                        let value = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
-                        if let Some(mode) = crate::cluster_model::commit_mode(&value) {
-                            dispatch.emit(Action::CommitMode(id, mode));
-                        }
-                    })
-                };
-                html! { <>
-                    { button("Remove (leave the group)", format!("inspector-remove-{node}"), Action::StopConsumer(id)) }
-                    { button("Crash (no goodbye)", format!("inspector-crash-{node}"), Action::CrashConsumer(id)) }
-                    { button("GC pause 60 s (no polls, no heartbeats)", format!("inspector-pause-{node}"), Action::PauseConsumer(id, 60_000)) }
-                    { handler }
-                    if mode == kafkascope_engine::sim::config::CommitMode::Transactional {
-                        <p class="inspector-control" data-testid={format!("inspector-commit-{node}")}>{ "commits: its offsets go in its output producer's transactions (exactly once)" }</p>
-                    } else {
-                        <label class="inspector-control">{ "commits " }
-                            <select data-testid={format!("inspector-commit-{node}")} onchange={on_mode}>
-                                { for crate::cluster_model::COMMIT_MODES.iter().map(|(each, value, label)| html! {
-                                    <option value={*value} selected={*each == mode}>{ *label }</option>
-                                }) }
-                            </select>
-                        </label>
-                    }
-                    <label class="inspector-control">{ "auto.offset.reset " }
-                        <select data-testid={format!("inspector-reset-{node}")} onchange={on_reset}>
-                            { for [OffsetReset::Earliest, OffsetReset::Latest, OffsetReset::None].into_iter().map(|each| html! {
-                                <option value={each.to_string()} selected={each == reset}>{ each.to_string() }</option>
-                            }) }
-                        </select>
-                    </label>
-                    { if idempotent {
-                        button("Handler not idempotent", format!("inspector-idempotent-{node}"), Action::IdempotentHandler(id, false))
-                    } else {
-                        button("Idempotent handler (skips repeats)", format!("inspector-idempotent-{node}"), Action::IdempotentHandler(id, true))
-                    } }
-                </> }
+                running_consumer_actions(facts, id, &node, dispatch)
             }
         }
         (_, Selection::Group(group)) => button(
@@ -221,4 +153,85 @@ pub fn inspector_actions(facts: &ActionFacts, selection: &Selection, dispatch: &
         </> },
         _ => html! {},
     }
+}
+
+/// A running consumer's actions: leave, crash or pause it, its handler's
+/// speed and idempotence, its commit mode and auto.offset.reset.
+fn running_consumer_actions(facts: &ActionFacts, id: u32, node: &str, dispatch: &Callback<Action>) -> Html {
+    let view = facts.view;
+    let act = actor(dispatch);
+    let button = |label: &'static str, test: String, action: Action| {
+        html! {
+            <button type="button" data-testid={test} onclick={act(action)}>{ label }</button>
+        }
+    };
+    let handler = if facts.slow_handlers.contains(&id) {
+        button(
+            "Fast handler again",
+            format!("inspector-fast-{node}"),
+            Action::HandlerMs(id, 0),
+        )
+    } else {
+        button(
+            "Slow handler (100 ms a record)",
+            format!("inspector-slow-{node}"),
+            Action::HandlerMs(id, 100),
+        )
+    };
+    let (mode, idempotent) = facts.member_settings.get(&id).copied().unwrap_or_default();
+    let reset = view
+        .consumers
+        .iter()
+        .find(|consumer| consumer.id == id)
+        .map_or(OffsetReset::Latest, |consumer| consumer.auto_offset_reset);
+    let on_reset = {
+        let dispatch = dispatch.clone();
+        Callback::from(move |event: Event| {
+            let value = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
+            let reset = [OffsetReset::Earliest, OffsetReset::Latest, OffsetReset::None]
+                .into_iter()
+                .find(|each| each.to_string() == value);
+            if let Some(reset) = reset {
+                dispatch.emit(Action::OffsetReset(id, reset));
+            }
+        })
+    };
+    let on_mode = {
+        let dispatch = dispatch.clone();
+        Callback::from(move |event: Event| {
+            let value = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
+            if let Some(mode) = crate::cluster_model::commit_mode(&value) {
+                dispatch.emit(Action::CommitMode(id, mode));
+            }
+        })
+    };
+    html! { <>
+        { button("Remove (leave the group)", format!("inspector-remove-{node}"), Action::StopConsumer(id)) }
+        { button("Crash (no goodbye)", format!("inspector-crash-{node}"), Action::CrashConsumer(id)) }
+        { button("GC pause 60 s (no polls, no heartbeats)", format!("inspector-pause-{node}"), Action::PauseConsumer(id, 60_000)) }
+        { handler }
+        if mode == kafkascope_engine::sim::config::CommitMode::Transactional {
+            <p class="inspector-control" data-testid={format!("inspector-commit-{node}")}>{ "commits: its offsets go in its output producer's transactions (exactly once)" }</p>
+        } else {
+            <label class="inspector-control">{ "commits " }
+                <select data-testid={format!("inspector-commit-{node}")} onchange={on_mode}>
+                    { for crate::cluster_model::COMMIT_MODES.iter().map(|(each, value, label)| html! {
+                        <option value={*value} selected={*each == mode}>{ *label }</option>
+                    }) }
+                </select>
+            </label>
+        }
+        <label class="inspector-control">{ "auto.offset.reset " }
+            <select data-testid={format!("inspector-reset-{node}")} onchange={on_reset}>
+                { for [OffsetReset::Earliest, OffsetReset::Latest, OffsetReset::None].into_iter().map(|each| html! {
+                    <option value={each.to_string()} selected={each == reset}>{ each.to_string() }</option>
+                }) }
+            </select>
+        </label>
+        { if idempotent {
+            button("Handler not idempotent", format!("inspector-idempotent-{node}"), Action::IdempotentHandler(id, false))
+        } else {
+            button("Idempotent handler (skips repeats)", format!("inspector-idempotent-{node}"), Action::IdempotentHandler(id, true))
+        } }
+    </> }
 }

@@ -601,65 +601,12 @@ fn internal_short(topic: &str) -> &'static str {
 pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
     let frame = Frame::of(fit, view.brokers.len());
     let mut nodes = Vec::new();
-    // The KRaft quorum across the top of the broker column.
-    let controllers = view.controllers.len().max(1);
-    // Wide, the quorum spans the map over the producers and groups (which
-    // start below it), as many abreast as fit.
-    let (quorum_left, quorum_room) = if frame.stacked {
-        (frame.brokers_x, frame.brokers_w)
-    } else {
-        (MARGIN + GAP, frame.width - 2.0 * (MARGIN + GAP))
-    };
-    let abreast = if frame.stacked {
-        1
-    } else {
-        (((quorum_room + GAP) / (CONTROLLER_MIN_W + GAP)).floor() as usize).clamp(1, controllers)
-    };
-    let controller_w = ((quorum_room - GAP * (abreast as f64 - 1.0)) / abreast as f64).min(if frame.stacked {
-        frame.brokers_w
-    } else {
-        CONTROLLER_MAX_W
-    });
-    let quorum_w = controller_w * abreast as f64 + GAP * (abreast as f64 - 1.0);
-    let quorum_x = if frame.stacked {
-        quorum_left
-    } else {
-        // Over the broker column when it fits there.
-        (frame.brokers_x + (frame.brokers_w - quorum_w) / 2.0).clamp(quorum_left, quorum_left + quorum_room - quorum_w)
-    };
-    let quorum_rows = controllers.div_ceil(abreast);
-    let quorum_top = MARGIN + TOP_LANE;
-    let quorum_bottom = quorum_top + quorum_rows as f64 * (CONTROLLER_H + GAP) - GAP;
+    let Quorum {
+        x: quorum_x,
+        top: quorum_top,
+        bottom: quorum_bottom,
+    } = quorum_nodes(view, &frame, &mut nodes);
     let top = quorum_bottom + QUORUM_GAP;
-    for (index, controller) in view.controllers.iter().enumerate() {
-        let rect = Rect {
-            x: quorum_x + (index % abreast) as f64 * (controller_w + GAP),
-            y: quorum_top + (index / abreast) as f64 * (CONTROLLER_H + GAP),
-            w: controller_w,
-            h: CONTROLLER_H,
-        };
-        let state = if !controller.alive {
-            "down".to_string()
-        } else if controller.role == Role::Leader {
-            "active".to_string()
-        } else {
-            controller.role.to_string()
-        };
-        let id = Selection::Node(NodeId::Controller(controller.id));
-        nodes.push(MapNode {
-            name: id.key(),
-            id,
-            rect,
-            label: format!("{}, {state}, epoch {}", as_controller(controller.id), controller.epoch),
-            body: NodeBody::Controller {
-                id: controller.id,
-                alive: controller.alive,
-                role: state,
-                epoch: controller.epoch,
-                committed: controller.committed,
-            },
-        });
-    }
     // Brokers in rows under the quorum, each as tall as its replica list.
     let mut scale: BTreeMap<&str, u64> = BTreeMap::new();
     for broker in &view.brokers {
@@ -696,81 +643,7 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
                 w: broker_w,
                 h: row_h,
             };
-            let running = broker.status == ProcessStatus::Running;
-            let state = if running && broker.shutting_down {
-                "stopping".to_string()
-            } else if running && broker.fenced {
-                "fenced".to_string()
-            } else {
-                broker.status.to_string()
-            };
-            let mut replicas = rows.clone();
-            let mut folded = folded.clone();
-            // The name column: the longest drawn name, leaving the badge,
-            // a bar and the widest offsets text room.
-            let row_w = rect.w - 8.0;
-            let widest_offsets = replicas
-                .iter()
-                .map(|row| row.offsets_text().chars().count())
-                .max()
-                .unwrap_or(3) as f64
-                * MONO_CHAR_W
-                + 4.0;
-            let room = row_w - 4.0 - 8.0 - BADGE_W - 6.0 - MIN_BAR_W - 6.0 - widest_offsets;
-            let name_chars = replicas
-                .iter()
-                .map(|row| row.short.chars().count())
-                .max()
-                .unwrap_or(1)
-                .min(NAME_CHARS_MAX)
-                .min(((room / MONO_CHAR_W).floor().max(3.0)) as usize);
-            let name_w = name_chars as f64 * MONO_CHAR_W;
-            for (row_index, replica) in replicas.iter_mut().enumerate() {
-                replica.short = fit_text(&replica.short, name_w + 0.5, MONO_CHAR_W);
-                replica.name_w = name_w;
-                replica.rect = Rect {
-                    x: rect.x + 4.0,
-                    y: rect.y + BROKER_HEADER + row_index as f64 * ROW_H,
-                    w: row_w,
-                    h: ROW_H,
-                };
-            }
-            if let Some(folded) = folded.as_mut() {
-                folded.rect = Rect {
-                    x: rect.x + 4.0,
-                    y: rect.y + BROKER_HEADER + replicas.len() as f64 * ROW_H,
-                    w: row_w,
-                    h: ROW_H,
-                };
-            }
-            let leads = broker
-                .replicas
-                .iter()
-                .filter(|replica| replica.role == ReplicaRole::Leader)
-                .count();
-            let follows = broker
-                .replicas
-                .iter()
-                .filter(|replica| replica.role == ReplicaRole::Follower)
-                .count();
-            let id = Selection::Node(NodeId::Broker(broker.id));
-            nodes.push(MapNode {
-                name: id.key(),
-                id,
-                rect,
-                label: format!(
-                    "{}, {state}, leads {leads} and follows {follows} partitions",
-                    as_broker(broker.id)
-                ),
-                body: NodeBody::Broker {
-                    id: broker.id,
-                    state,
-                    leads,
-                    follows,
-                    replicas,
-                    folded_internal: folded,
-                },
-            });
+            nodes.push(broker_node(broker, rect, rows, folded));
         }
         y += row_h + ROW_GAP;
     }
@@ -783,21 +656,7 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
             w: frame.producer_w,
             h: PRODUCER_H,
         };
-        let id = Selection::Node(NodeId::Producer(producer.id));
-        nodes.push(MapNode {
-            name: id.key(),
-            id,
-            rect,
-            label: format!(
-                "{} writing {}, acks={}, {} buffered, {} in flight",
-                as_producer(producer.id),
-                producer.topic,
-                producer.acks,
-                count_of(producer.buffered_records as u64, "record", "records"),
-                count_of(producer.in_flight as u64, "request", "requests")
-            ),
-            body: NodeBody::Producer(producer.clone()),
-        });
+        nodes.push(producer_node(producer, rect));
     }
     // Consumer groups down the right (stacked: below the brokers).
     let mut groups: BTreeMap<&str, Vec<&ConsumerView>> = BTreeMap::new();
@@ -852,6 +711,186 @@ pub fn layout_fit(view: &ClusterView, time_ms: f64, fit: Fit) -> MapModel {
         edge.label = edge_label(edge);
     }
     model
+}
+
+/// Where the quorum was laid out.
+struct Quorum {
+    x: f64,
+    top: f64,
+    bottom: f64,
+}
+
+/// The KRaft quorum across the top of the broker column: its controllers'
+/// boxes go into `nodes`.
+fn quorum_nodes(view: &ClusterView, frame: &Frame, nodes: &mut Vec<MapNode>) -> Quorum {
+    // The KRaft quorum across the top of the broker column.
+    let controllers = view.controllers.len().max(1);
+    // Wide, the quorum spans the map over the producers and groups (which
+    // start below it), as many abreast as fit.
+    let (quorum_left, quorum_room) = if frame.stacked {
+        (frame.brokers_x, frame.brokers_w)
+    } else {
+        (MARGIN + GAP, frame.width - 2.0 * (MARGIN + GAP))
+    };
+    let abreast = if frame.stacked {
+        1
+    } else {
+        (((quorum_room + GAP) / (CONTROLLER_MIN_W + GAP)).floor() as usize).clamp(1, controllers)
+    };
+    let controller_w = ((quorum_room - GAP * (abreast as f64 - 1.0)) / abreast as f64).min(if frame.stacked {
+        frame.brokers_w
+    } else {
+        CONTROLLER_MAX_W
+    });
+    let quorum_w = controller_w * abreast as f64 + GAP * (abreast as f64 - 1.0);
+    let quorum_x = if frame.stacked {
+        quorum_left
+    } else {
+        // Over the broker column when it fits there.
+        (frame.brokers_x + (frame.brokers_w - quorum_w) / 2.0).clamp(quorum_left, quorum_left + quorum_room - quorum_w)
+    };
+    let quorum_rows = controllers.div_ceil(abreast);
+    let quorum_top = MARGIN + TOP_LANE;
+    let quorum_bottom = quorum_top + quorum_rows as f64 * (CONTROLLER_H + GAP) - GAP;
+    for (index, controller) in view.controllers.iter().enumerate() {
+        let rect = Rect {
+            x: quorum_x + (index % abreast) as f64 * (controller_w + GAP),
+            y: quorum_top + (index / abreast) as f64 * (CONTROLLER_H + GAP),
+            w: controller_w,
+            h: CONTROLLER_H,
+        };
+        let state = if !controller.alive {
+            "down".to_string()
+        } else if controller.role == Role::Leader {
+            "active".to_string()
+        } else {
+            controller.role.to_string()
+        };
+        let id = Selection::Node(NodeId::Controller(controller.id));
+        nodes.push(MapNode {
+            name: id.key(),
+            id,
+            rect,
+            label: format!("{}, {state}, epoch {}", as_controller(controller.id), controller.epoch),
+            body: NodeBody::Controller {
+                id: controller.id,
+                alive: controller.alive,
+                role: state,
+                epoch: controller.epoch,
+                committed: controller.committed,
+            },
+        });
+    }
+    Quorum {
+        x: quorum_x,
+        top: quorum_top,
+        bottom: quorum_bottom,
+    }
+}
+
+/// A broker's box: its state, what it leads and follows, and a row per
+/// replica (the name column as wide as the longest name drawn, leaving the
+/// badge, a bar and the widest offsets text room).
+fn broker_node(
+    broker: &kafkascope_engine::sim::view::BrokerView,
+    rect: Rect,
+    rows: &[ReplicaRow],
+    folded: &Option<FoldedInternal>,
+) -> MapNode {
+    let running = broker.status == ProcessStatus::Running;
+    let state = if running && broker.shutting_down {
+        "stopping".to_string()
+    } else if running && broker.fenced {
+        "fenced".to_string()
+    } else {
+        broker.status.to_string()
+    };
+    let mut replicas = rows.to_vec();
+    let mut folded = folded.clone();
+    // The name column: the longest drawn name, leaving the badge,
+    // a bar and the widest offsets text room.
+    let row_w = rect.w - 8.0;
+    let widest_offsets = replicas
+        .iter()
+        .map(|row| row.offsets_text().chars().count())
+        .max()
+        .unwrap_or(3) as f64
+        * MONO_CHAR_W
+        + 4.0;
+    let room = row_w - 4.0 - 8.0 - BADGE_W - 6.0 - MIN_BAR_W - 6.0 - widest_offsets;
+    let name_chars = replicas
+        .iter()
+        .map(|row| row.short.chars().count())
+        .max()
+        .unwrap_or(1)
+        .min(NAME_CHARS_MAX)
+        .min(((room / MONO_CHAR_W).floor().max(3.0)) as usize);
+    let name_w = name_chars as f64 * MONO_CHAR_W;
+    for (row_index, replica) in replicas.iter_mut().enumerate() {
+        replica.short = fit_text(&replica.short, name_w + 0.5, MONO_CHAR_W);
+        replica.name_w = name_w;
+        replica.rect = Rect {
+            x: rect.x + 4.0,
+            y: rect.y + BROKER_HEADER + row_index as f64 * ROW_H,
+            w: row_w,
+            h: ROW_H,
+        };
+    }
+    if let Some(folded) = folded.as_mut() {
+        folded.rect = Rect {
+            x: rect.x + 4.0,
+            y: rect.y + BROKER_HEADER + replicas.len() as f64 * ROW_H,
+            w: row_w,
+            h: ROW_H,
+        };
+    }
+    let leads = broker
+        .replicas
+        .iter()
+        .filter(|replica| replica.role == ReplicaRole::Leader)
+        .count();
+    let follows = broker
+        .replicas
+        .iter()
+        .filter(|replica| replica.role == ReplicaRole::Follower)
+        .count();
+    let id = Selection::Node(NodeId::Broker(broker.id));
+    MapNode {
+        name: id.key(),
+        id,
+        rect,
+        label: format!(
+            "{}, {state}, leads {leads} and follows {follows} partitions",
+            as_broker(broker.id)
+        ),
+        body: NodeBody::Broker {
+            id: broker.id,
+            state,
+            leads,
+            follows,
+            replicas,
+            folded_internal: folded,
+        },
+    }
+}
+
+/// A producer's box.
+fn producer_node(producer: &ProducerView, rect: Rect) -> MapNode {
+    let id = Selection::Node(NodeId::Producer(producer.id));
+    MapNode {
+        name: id.key(),
+        id,
+        rect,
+        label: format!(
+            "{} writing {}, acks={}, {} buffered, {} in flight",
+            as_producer(producer.id),
+            producer.topic,
+            producer.acks,
+            count_of(producer.buffered_records as u64, "record", "records"),
+            count_of(producer.in_flight as u64, "request", "requests")
+        ),
+        body: NodeBody::Producer(producer.clone()),
+    }
 }
 
 /// A group's box with a row per member.

@@ -19,7 +19,15 @@ use crate::sequence_model::{stories, LossHistory, StoryRun};
 fn disagreements(view: &ClusterView) -> Vec<String> {
     let mut wrong = Vec::new();
     let model = layout_fit(view, view.time_ms as f64, Fit::wide());
-    // The map's replica rows: the view's log end, high watermark and role.
+    map_rows(view, &model, &mut wrong);
+    topics(view, &mut wrong);
+    groups(view, &model, &mut wrong);
+    quorum(view, &mut wrong);
+    wrong
+}
+
+/// The map's replica rows: the view's log end, high watermark and role.
+fn map_rows(view: &ClusterView, model: &crate::map_model::MapModel, wrong: &mut Vec<String>) {
     for node in &model.nodes {
         let NodeBody::Broker { id, replicas, .. } = &node.body else {
             continue;
@@ -55,7 +63,10 @@ fn disagreements(view: &ClusterView) -> Vec<String> {
             }
         }
     }
-    // kafka-topics: the leader is the broker whose replica leads.
+}
+
+/// kafka-topics: the leader is the broker whose replica leads.
+fn topics(view: &ClusterView, wrong: &mut Vec<String>) {
     for row in describe_topics(view) {
         let leaders: Vec<String> = view
             .brokers
@@ -84,9 +95,12 @@ fn disagreements(view: &ClusterView) -> Vec<String> {
             wrong.push(format!("{} has two leading replicas: {leaders:?}", row.name));
         }
     }
-    // kafka-consumer-groups: one row per group and partition; LOG-END-OFFSET
-    // is the leader's high watermark; LAG is LOG-END-OFFSET − CURRENT-OFFSET;
-    // the map's member row for the owner says the same.
+}
+
+/// kafka-consumer-groups: one row per group and partition; LOG-END-OFFSET
+/// is the leader's high watermark; LAG is LOG-END-OFFSET − CURRENT-OFFSET;
+/// the map's member row for the owner says the same.
+fn groups(view: &ClusterView, model: &crate::map_model::MapModel, wrong: &mut Vec<String>) {
     let groups = describe_groups(view);
     let mut seen = BTreeSet::new();
     for row in &groups {
@@ -148,7 +162,10 @@ fn disagreements(view: &ClusterView) -> Vec<String> {
             }
         }
     }
-    // kafka-metadata-quorum: unique node ids; the leader is the view's.
+}
+
+/// kafka-metadata-quorum: unique node ids; the leader is the view's.
+fn quorum(view: &ClusterView, wrong: &mut Vec<String>) {
     let quorum = describe_quorum(view);
     let voters: BTreeSet<&str> = quorum.voters.split(',').filter(|id| !id.is_empty()).collect();
     if quorum.observers.split(',').any(|observer| voters.contains(observer)) {
@@ -168,7 +185,6 @@ fn disagreements(view: &ClusterView) -> Vec<String> {
             quorum.leader_id
         ));
     }
-    wrong
 }
 
 #[test]

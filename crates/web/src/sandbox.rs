@@ -34,6 +34,10 @@ enum Outcome {
     Broken(String),
 }
 
+/// The link to the editor's code once asked for (or why there is none),
+/// and whether it was copied.
+type Shared = Option<(Result<String, String>, Option<bool>)>;
+
 /// The sandbox panel.
 #[function_component(Sandbox)]
 pub fn sandbox() -> Html {
@@ -59,31 +63,12 @@ pub fn sandbox() -> Html {
     let finished_runs = use_mut_ref(|| 0_u32);
     let editor = use_node_ref();
 
-    let run = {
-        let code = code.clone();
-        let timeout_text = timeout_text.clone();
-        let outcome = outcome.clone();
-        let finished_runs = finished_runs.clone();
-        Callback::from(move |()| {
-            if *outcome == Outcome::Running {
-                return;
-            }
-            let Ok(timeout) = parse_timeout(&timeout_text) else {
-                return;
-            };
-            outcome.set(Outcome::Running);
-            let outcome = outcome.clone();
-            let finished_runs = finished_runs.clone();
-            let on_done = Closure::once_into_js(move |value: JsValue| {
-                *finished_runs.borrow_mut() += 1;
-                match serde_wasm_bindgen::from_value::<RunResult>(value) {
-                    Ok(result) => outcome.set(Outcome::Done(result)),
-                    Err(error) => outcome.set(Outcome::Broken(error.to_string())),
-                }
-            });
-            run_snippet(&code, f64::from(timeout), on_done.unchecked_ref());
-        })
-    };
+    let run = run_callback(
+        code.clone(),
+        timeout_text.clone(),
+        outcome.clone(),
+        finished_runs.clone(),
+    );
 
     let on_example = {
         let example = example.clone();
@@ -104,39 +89,8 @@ pub fn sandbox() -> Html {
             code.set(event.target_unchecked_into::<HtmlTextAreaElement>().value());
         })
     };
-    // Escape, then Tab, leaves the editor (the way out of a field that
-    // takes Tab for indenting, as WAI-ARIA's practices for editors advise).
     let escaped = use_mut_ref(|| false);
-    let on_keydown = {
-        let code = code.clone();
-        let run = run.clone();
-        let editor = editor.clone();
-        Callback::from(move |event: KeyboardEvent| {
-            let leaving = std::mem::replace(&mut *escaped.borrow_mut(), event.key() == "Escape");
-            if leaving && event.key() == "Tab" {
-                return;
-            }
-            if event.key() == "Enter" && (event.ctrl_key() || event.meta_key()) {
-                event.prevent_default();
-                run.emit(());
-            } else if event.key() == "Tab" && !event.shift_key() && !event.ctrl_key() && !event.alt_key() {
-                // Tab indents (two spaces) instead of leaving the editor;
-                // Shift+Tab and Escape-then-Tab still move focus.
-                event.prevent_default();
-                if let Some(area) = editor.cast::<HtmlTextAreaElement>() {
-                    let value = area.value();
-                    let start = area.selection_start().ok().flatten().unwrap_or(0) as usize;
-                    let end = area.selection_end().ok().flatten().unwrap_or(0) as usize;
-                    let (start, end) = (utf16_to_byte(&value, start), utf16_to_byte(&value, end));
-                    let updated = format!("{}  {}", &value[..start], &value[end..]);
-                    area.set_value(&updated);
-                    let caret = (value[..start].encode_utf16().count() + 2) as u32;
-                    let _ = area.set_selection_range(caret, caret);
-                    code.set(updated);
-                }
-            }
-        })
-    };
+    let on_keydown = editor_keys(code.clone(), run.clone(), editor.clone(), escaped);
     let on_timeout = {
         let timeout_text = timeout_text.clone();
         Callback::from(move |event: InputEvent| {
@@ -147,22 +101,7 @@ pub fn sandbox() -> Html {
         let run = run.clone();
         Callback::from(move |_: MouseEvent| run.emit(()))
     };
-    let copy_code_link = {
-        let code = code.clone();
-        let shared = shared.clone();
-        Callback::from(move |_: MouseEvent| {
-            let base = crate::export::page_base();
-            let address = crate::share::code_address(&base, &page_query(), &code);
-            shared.set(Some((address.clone(), None)));
-            if let Ok(url) = address {
-                let shared = shared.clone();
-                wasm_bindgen_futures::spawn_local(async move {
-                    let copied = crate::export::copy_to_clipboard(&url).await;
-                    shared.set(Some((Ok(url), Some(copied))));
-                });
-            }
-        })
-    };
+    let copy_code_link = copy_code_link(code.clone(), shared.clone());
     let on_try = {
         let code = code.clone();
         let outcome = outcome.clone();
@@ -210,22 +149,7 @@ pub fn sandbox() -> Html {
             </div>
             { for timeout_error.map(|message| html! { <p class="error" role="alert">{ message }</p> }) }
             { for link_problem.map(|problem| html! { <p class="error" role="alert" data-testid="code-link-problem">{ problem }</p> }) }
-            { match &*shared {
-                Some((Ok(url), copied)) => html! {
-                    <div class="run-share" data-testid="code-share">
-                        <label>{ "Link to this code " }
-                            <input type="text" readonly=true data-testid="code-link" value={url.clone()} />
-                        </label>
-                        <span class="muted" role="status">{ match copied {
-                            Some(true) => "Copied.",
-                            Some(false) => "Copying is not allowed here: select the link and copy it.",
-                            None => "",
-                        } }</span>
-                    </div>
-                },
-                Some((Err(problem), _)) => html! { <p class="error" role="alert" data-testid="code-share-problem">{ problem }</p> },
-                None => html! {},
-            } }
+            { share_view(&shared) }
             <div class="editor">
                 <pre class="gutter" aria-hidden="true">
                     { (1..=line_count).map(|line| format!("{line}\n")).collect::<String>() }
@@ -237,6 +161,109 @@ pub fn sandbox() -> Html {
             { outcome_view(&outcome) }
             { reference_view(&on_try) }
         </section>
+    }
+}
+
+/// Run: the snippet goes to its isolated worker, and the outcome comes
+/// back once (`finished_runs` counts them, for tests to wait on).
+fn run_callback(
+    code: UseStateHandle<String>,
+    timeout_text: UseStateHandle<String>,
+    outcome: UseStateHandle<Outcome>,
+    finished_runs: std::rc::Rc<std::cell::RefCell<u32>>,
+) -> Callback<()> {
+    Callback::from(move |()| {
+        if *outcome == Outcome::Running {
+            return;
+        }
+        let Ok(timeout) = parse_timeout(&timeout_text) else {
+            return;
+        };
+        outcome.set(Outcome::Running);
+        let outcome = outcome.clone();
+        let finished_runs = finished_runs.clone();
+        let on_done = Closure::once_into_js(move |value: JsValue| {
+            *finished_runs.borrow_mut() += 1;
+            match serde_wasm_bindgen::from_value::<RunResult>(value) {
+                Ok(result) => outcome.set(Outcome::Done(result)),
+                Err(error) => outcome.set(Outcome::Broken(error.to_string())),
+            }
+        });
+        run_snippet(&code, f64::from(timeout), on_done.unchecked_ref());
+    })
+}
+
+/// The editor's keys: Ctrl+Enter runs; Tab indents (two spaces) instead of
+/// leaving the editor; Shift+Tab, and Escape then Tab, still move focus
+/// (the way out of a field that takes Tab for indenting, as WAI-ARIA's
+/// practices for editors advise).
+fn editor_keys(
+    code: UseStateHandle<String>,
+    run: Callback<()>,
+    editor: NodeRef,
+    escaped: std::rc::Rc<std::cell::RefCell<bool>>,
+) -> Callback<KeyboardEvent> {
+    Callback::from(move |event: KeyboardEvent| {
+        let leaving = std::mem::replace(&mut *escaped.borrow_mut(), event.key() == "Escape");
+        if leaving && event.key() == "Tab" {
+            return;
+        }
+        if event.key() == "Enter" && (event.ctrl_key() || event.meta_key()) {
+            event.prevent_default();
+            run.emit(());
+        } else if event.key() == "Tab" && !event.shift_key() && !event.ctrl_key() && !event.alt_key() {
+            event.prevent_default();
+            if let Some(area) = editor.cast::<HtmlTextAreaElement>() {
+                let value = area.value();
+                let start = area.selection_start().ok().flatten().unwrap_or(0) as usize;
+                let end = area.selection_end().ok().flatten().unwrap_or(0) as usize;
+                let (start, end) = (utf16_to_byte(&value, start), utf16_to_byte(&value, end));
+                let updated = format!("{}  {}", &value[..start], &value[end..]);
+                area.set_value(&updated);
+                let caret = (value[..start].encode_utf16().count() + 2) as u32;
+                let _ = area.set_selection_range(caret, caret);
+                code.set(updated);
+            }
+        }
+    })
+}
+
+/// "Copy link to this code": the address, shown and copied where the page
+/// may.
+fn copy_code_link(code: UseStateHandle<String>, shared: UseStateHandle<Shared>) -> Callback<MouseEvent> {
+    Callback::from(move |_: MouseEvent| {
+        let base = crate::export::page_base();
+        let address = crate::share::code_address(&base, &page_query(), &code);
+        shared.set(Some((address.clone(), None)));
+        if let Ok(url) = address {
+            let shared = shared.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let copied = crate::export::copy_to_clipboard(&url).await;
+                shared.set(Some((Ok(url), Some(copied))));
+            });
+        }
+    })
+}
+
+/// The code's link once asked for, or why there is none.
+fn share_view(shared: &Shared) -> Html {
+    match shared {
+        Some((Ok(url), copied)) => html! {
+            <div class="run-share" data-testid="code-share">
+                <label>{ "Link to this code " }
+                    <input type="text" readonly=true data-testid="code-link" value={url.clone()} />
+                </label>
+                <span class="muted" role="status">{ match copied {
+                    Some(true) => "Copied.",
+                    Some(false) => "Copying is not allowed here: select the link and copy it.",
+                    None => "",
+                } }</span>
+            </div>
+        },
+        Some((Err(problem), _)) => {
+            html! { <p class="error" role="alert" data-testid="code-share-problem">{ problem }</p> }
+        }
+        None => html! {},
     }
 }
 

@@ -543,15 +543,7 @@ type FromAddress = Rc<RefCell<Option<(&'static crate::sequence_model::StoryDef, 
 #[function_component(SequenceSteps)]
 pub fn sequence_steps() -> Html {
     let cursor: Rc<RefCell<Option<StoryCursor>>> = use_mut_ref(|| StoryCursor::from_link(&page_query()).ok());
-    // A `?scenario=` address: the host page hears nothing, and its commands
-    // wait, from the first render until the file has loaded or failed.
-    use_mut_ref(|| {
-        let held = crate::view_model::query_param(&page_query(), crate::sequence_model::SCENARIO_PARAM).is_some();
-        if held {
-            crate::host_api::bridge::hold();
-        }
-        held
-    });
+    use_held_for_scenario();
     let redraw = use_force_update();
     let playing = use_state(|| false);
     // The side map is laid out for its own box.
@@ -560,53 +552,25 @@ pub fn sequence_steps() -> Html {
     // So is the diagram: its text is drawn at its own size, never scaled down.
     let diagram_box = use_node_ref();
     let diagram_width = crate::map::use_map_width(diagram_box.clone());
-    {
-        // What the step touched stays in view in the side map's box.
-        let map_box = map_box.clone();
-        use_effect(move || crate::map::scroll_to_selected(&map_box));
-    }
+    use_scrolled_to_selected(map_box.clone());
     // How fast the story plays: twice the multiple of its default pace
     // (1 is 0.5×, 2 is 1×, 4 is 2×, 8 is 4×).
     let pace = use_state(|| 2u32);
     // Every move goes through the cursor, which keeps the recording at
     // the step shown.
-    let dispatch: Rc<dyn Fn(CursorAction)> = {
-        let cursor = cursor.clone();
-        let redraw = redraw.clone();
-        Rc::new(move |action: CursorAction| {
-            if let Some(cursor) = cursor.borrow_mut().as_mut() {
-                cursor.apply(action);
-            }
-            redraw.force_update();
-        })
-    };
+    let dispatch = cursor_dispatch(cursor.clone(), redraw);
 
     use_host_commands(dispatch.clone(), cursor.clone(), playing.clone());
     let borrowed = cursor.borrow();
     let Some(current) = borrowed.as_ref() else {
-        return html! {
-            <section id="steps" class="card wide" data-testid="steps">
-                <h2>{ "Sequence steps" }</h2>
-                <p class="error" role="alert">{ "This story could not be loaded." }</p>
-            </section>
-        };
+        return unloaded();
     };
     let story_def = current.story();
     let story_run = current.run();
     let total = story_run.steps.len();
     let index = current.index();
     let filter = current.filter().clone();
-    // The host page hears each step, and the end of the story.
-    use_effect_with((story_def.id.clone(), index, total), |(story, index, total)| {
-        crate::host_api::bridge::emit(&crate::host_api::HostEvent::StepChanged {
-            story: story.clone(),
-            step: index + 1,
-            steps: *total,
-        });
-        if index + 1 == *total {
-            crate::host_api::bridge::emit(&crate::host_api::HostEvent::StoryFinished { story: story.clone() });
-        }
-    });
+    use_step_events(story_def.id.clone(), index, total);
     let forks_made = current.forks().to_vec();
     let problem = current.problem().map(str::to_string);
     let why_open = current.why_open();
@@ -619,15 +583,7 @@ pub fn sequence_steps() -> Html {
     // A story fetched from the address (`?scenario=…`) has a link: the same
     // address at a step. (The story and the address as the query has it.)
     let from_address = use_mut_ref(|| None::<(&'static crate::sequence_model::StoryDef, String)>);
-    let scenario_raw = from_address
-        .borrow()
-        .as_ref()
-        .filter(|(story, _)| std::ptr::eq(*story, story_def))
-        .map(|(_, raw)| raw.clone());
-    let deep_link = match &scenario_raw {
-        Some(raw) => crate::sequence_model::merged_scenario_link("", raw, index, &forks_made),
-        None => link(story_def, index, &forks_made),
-    };
+    let (scenario_raw, deep_link) = address_of(&from_address, story_def, index, &forks_made);
     use_address_bar(
         deep_link.clone(),
         scenario_raw.clone(),
@@ -636,28 +592,18 @@ pub fn sequence_steps() -> Html {
         forks_made.clone(),
     );
     use_follow_links(dispatch.clone(), playing.clone());
-    let go = {
-        let dispatch = dispatch.clone();
-        Callback::from(move |target: usize| dispatch(CursorAction::Go(target)))
-    };
     let on_action = {
         let dispatch = dispatch.clone();
         Callback::from(move |action: CursorAction| dispatch(action))
     };
+    let go = on_action.reform(CursorAction::Go);
     use_auto_play(
         playing.clone(),
         (index, filter.clone(), pace_ms),
         next_shown,
         go.clone(),
     );
-    let on_pace = {
-        let pace = pace.clone();
-        Callback::from(move |value: u32| pace.set(value))
-    };
-    let on_play = {
-        let playing = playing.clone();
-        Callback::from(move |_: ()| playing.set(!*playing))
-    };
+    let (on_play, on_pace) = play_callbacks(playing.clone(), pace.setter());
     // A scenario file the learner opens (the picker or a drop on this
     // section) plays as a story; one that is not valid says where and why.
     let scenario_problem = use_state(|| None::<String>);
@@ -668,52 +614,13 @@ pub fn sequence_steps() -> Html {
         scenario_problem.clone(),
         from_address.clone(),
     );
-    let on_file = {
-        let open_file = open_file.clone();
-        Callback::from(move |event: Event| {
-            let input = event.target_unchecked_into::<web_sys::HtmlInputElement>();
-            if let Some(file) = input.files().and_then(|files| files.get(0)) {
-                open_file(file);
-            }
-            input.set_value("");
-        })
-    };
-    let on_drop = {
-        let open_file = open_file.clone();
-        Callback::from(move |event: DragEvent| {
-            if let Some(file) = event
-                .data_transfer()
-                .and_then(|data| data.files())
-                .and_then(|files| files.get(0))
-            {
-                event.prevent_default();
-                open_file(file);
-            }
-        })
-    };
+    let on_file = file_input(open_file.clone());
+    let on_drop = file_drop(open_file);
     let on_drag_over = Callback::from(|event: DragEvent| event.prevent_default());
-    let on_story = {
-        let dispatch = dispatch.clone();
-        let playing = playing.clone();
-        Callback::from(move |event: Event| {
-            let id = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
-            if let Some(chosen) = story(&id) {
-                playing.set(false);
-                dispatch(CursorAction::Open {
-                    story: chosen,
-                    step: None,
-                    filter: Filter::default(),
-                });
-            }
-        })
-    };
+    let on_story = story_picker(dispatch.clone(), playing.clone());
     // A filter that hides the current step moves to the nearest shown one.
-    let on_filter = {
-        let dispatch = dispatch.clone();
-        Callback::from(move |(field, value): (FilterField, Option<String>)| {
-            dispatch(CursorAction::Filter(field, value))
-        })
-    };
+    let on_filter =
+        on_action.reform(|(field, value): (FilterField, Option<String>)| CursorAction::Filter(field, value));
     let on_keydown = step_keys(dispatch.clone(), !visible.is_empty());
 
     // The run at the current step (the cursor keeps its recording there).
@@ -725,31 +632,11 @@ pub fn sequence_steps() -> Html {
     } else {
         Vec::new()
     };
-    let window_start = place.saturating_sub(BEFORE);
-    let rows: Vec<(usize, Step)> = visible
-        .iter()
-        .skip(window_start)
-        .take(BEFORE + AFTER + 1)
-        .map(|&shown| {
-            let mut row = story_run.steps[shown].clone();
-            if let Some(startup) = story_run.outline.folded_startup(shown, filter.startup_open) {
-                row.kind = StepKind::Input {
-                    text: format!("the cluster starts ({} steps folded)", startup.folded.len()),
-                };
-            }
-            (shown, row)
-        })
-        .collect();
-    let partitions: std::collections::BTreeSet<String> = story_run
-        .steps
-        .iter()
-        .flat_map(|step| step.partitions.iter().cloned())
-        .collect();
-    let nodes = lifelines(story_run.steps.iter());
+    let rows = window_rows(story_run, &visible, place, filter.startup_open);
+    let (partitions, nodes, names) = filter_options(story_run);
     // The diagram's cast: everyone the steps shown take part in, so a
     // lifeline stays put while the window of steps moves.
     let cast = lifelines(visible.iter().filter_map(|&shown| story_run.steps.get(shown)));
-    let names: std::collections::BTreeSet<String> = story_run.steps.iter().map(|step| step.name.clone()).collect();
     let roles = crate::sequence_model::roles(
         &view,
         &story_run.steps,
@@ -757,31 +644,15 @@ pub fn sequence_steps() -> Html {
     );
     let forks = story_run.forks.clone();
     let brokers = story_run.scenario.config.brokers;
-    // A scenario without a description says what its story teaches.
-    let description = match story_run.scenario.description.trim() {
-        "" => story_def.story().learn.clone(),
-        text => text.to_string(),
-    };
+    let description = story_description(story_run, story_def);
     let title = story_run.scenario.name.clone();
     let mermaid_source = {
         let shown: Vec<Step> = rows.iter().map(|(_, step)| step.clone()).collect();
         Callback::from(move |_: ()| mermaid(&shown.iter().collect::<Vec<_>>()))
     };
     drop(borrowed);
-    // Kafka's internal topics are drawn when the step is about one of them.
-    let internal_topics = step.as_ref().and_then(highlight).is_some_and(
-        |selection| matches!(&selection, Selection::Replica { partition, .. } if partition.starts_with("__")),
-    );
-    let model = Rc::new(layout_fit(
-        &view,
-        view.time_ms as f64,
-        crate::map_model::Fit {
-            width: map_width,
-            internal_topics,
-        },
-    ));
+    let model = Rc::new(side_model(&view, step.as_ref(), map_width));
     let groups = crate::cluster_model::describe_groups(&view);
-    let on_map_select = Callback::from(|_: Selection| {});
 
     html! {
         <section id="steps" class="card steps wide" aria-labelledby="steps-title" tabindex="0" onkeydown={on_keydown}
@@ -797,16 +668,12 @@ pub fn sequence_steps() -> Html {
             <crate::step_parts::StepControls playing={*playing} pace={*pace} on_action={on_action.clone()} on_play={on_play} on_pace={on_pace}
                 // The step's own number (the one links and Learn name), and
                 // where it sits among the steps shown.
-                position={if visible.len() == total {
-                    format!("step {} of {} · t = {} ms", index + 1, total, view.time_ms)
-                } else {
-                    format!("step {} of {} · {} of the {} shown · t = {} ms", index + 1, total, place + 1, visible.len(), view.time_ms)
-                }}
+                position={position_text(index, total, place, visible.len(), view.time_ms)}
                 link={(!(story_def.is_custom() && scenario_raw.is_none())).then(|| deep_link.clone())} />
             <crate::story_timeline::StoryTimeline outline={outline.clone()} visible={visible.clone()} current={index} total={total}
                 every={filter.every} filtered={every_step && !filter.every} on_action={on_action.clone()} />
-            <crate::step_parts::StepFilters partitions={partitions.iter().cloned().collect::<Vec<_>>()} nodes={nodes.clone()}
-                names={names.iter().cloned().collect::<Vec<_>>()} filter={filter.clone()} shown={visible.len()} total={total} on_filter={on_filter} />
+            <crate::step_parts::StepFilters partitions={partitions} nodes={nodes.clone()}
+                names={names} filter={filter.clone()} shown={visible.len()} total={total} on_filter={on_filter} />
             <crate::step_parts::StepCaption step={step.clone()} folded_startup={outline.folded_startup(index, filter.startup_open).cloned()}
                 in_open_startup={filter.startup_open && !filter.every && outline.startup.as_ref().is_some_and(|startup| startup.folded.contains(&index))}
                 why_open={why_open} why={why.clone()} on_action={on_action.clone()} />
@@ -814,14 +681,236 @@ pub fn sequence_steps() -> Html {
                 <div class="diagram-frame" ref={diagram_box}>
                     <SequenceDiagram rows={rows} roles={roles} current={index} on_pick={go.clone()} narrow={crate::cluster_panel::is_phone()} box_width={diagram_width} cast={cast} />
                 </div>
-                <div class="steps-map" ref={map_box}>
-                    <ClusterMap model={model} selected={step.as_ref().and_then(highlight)} on_select={on_map_select} reduced_motion={true} />
-                    <p class="legend muted">{ "The cluster right after this step; the highlighted edge or replica is what the step touched." }</p>
-                    <crate::step_parts::StepGroups groups={groups} />
-                </div>
+                { side_map(map_box, model, step.as_ref().and_then(highlight), groups) }
             </div>
             <crate::step_parts::ForkBar brokers={brokers} forks={forks} on_action={on_action.clone()} mermaid={mermaid_source} />
 
         </section>
+    }
+}
+
+/// What the step touched stays in view in the side map's box.
+#[hook]
+fn use_scrolled_to_selected(map_box: NodeRef) {
+    use_effect(move || crate::map::scroll_to_selected(&map_box));
+}
+
+/// The side map: the cluster right after the step, what it touched
+/// highlighted, and the groups' positions.
+fn side_map(
+    map_box: NodeRef,
+    model: Rc<crate::map_model::MapModel>,
+    selected: Option<Selection>,
+    groups: Vec<crate::cluster_model::GroupRow>,
+) -> Html {
+    html! {
+        <div class="steps-map" ref={map_box}>
+            <ClusterMap model={model} selected={selected} on_select={Callback::from(|_: Selection| {})} reduced_motion={true} />
+            <p class="legend muted">{ "The cluster right after this step; the highlighted edge or replica is what the step touched." }</p>
+            <crate::step_parts::StepGroups groups={groups} />
+        </div>
+    }
+}
+
+/// The link to this step: a story fetched from the address (`?scenario=…`)
+/// links to the same address at a step (the address as the query has it,
+/// and the link).
+fn address_of(
+    from_address: &FromAddress,
+    story_def: &'static crate::sequence_model::StoryDef,
+    index: usize,
+    forks: &[crate::sequence_model::ForkLink],
+) -> (Option<String>, String) {
+    let scenario_raw = from_address
+        .borrow()
+        .as_ref()
+        .filter(|(story, _)| std::ptr::eq(*story, story_def))
+        .map(|(_, raw)| raw.clone());
+    let deep_link = match &scenario_raw {
+        Some(raw) => crate::sequence_model::merged_scenario_link("", raw, index, forks),
+        None => link(story_def, index, forks),
+    };
+    (scenario_raw, deep_link)
+}
+
+/// What the filters offer: every partition, lifeline and message name of
+/// the story's steps.
+fn filter_options(story_run: &crate::sequence_model::StoryRun) -> (Vec<String>, Vec<NodeId>, Vec<String>) {
+    let partitions: std::collections::BTreeSet<String> = story_run
+        .steps
+        .iter()
+        .flat_map(|step| step.partitions.iter().cloned())
+        .collect();
+    let names: std::collections::BTreeSet<String> = story_run.steps.iter().map(|step| step.name.clone()).collect();
+    (
+        partitions.into_iter().collect(),
+        lifelines(story_run.steps.iter()),
+        names.into_iter().collect(),
+    )
+}
+
+/// A scenario without a description says what its story teaches.
+fn story_description(
+    story_run: &crate::sequence_model::StoryRun,
+    story_def: &crate::sequence_model::StoryDef,
+) -> String {
+    match story_run.scenario.description.trim() {
+        "" => story_def.story().learn.clone(),
+        text => text.to_string(),
+    }
+}
+
+/// Play or pause, and the pace.
+fn play_callbacks(playing: UseStateHandle<bool>, pace: UseStateSetter<u32>) -> (Callback<()>, Callback<u32>) {
+    (
+        Callback::from(move |_: ()| playing.set(!*playing)),
+        Callback::from(move |value: u32| pace.set(value)),
+    )
+}
+
+/// The page for a story that could not be loaded.
+fn unloaded() -> Html {
+    html! {
+        <section id="steps" class="card wide" data-testid="steps">
+            <h2>{ "Sequence steps" }</h2>
+            <p class="error" role="alert">{ "This story could not be loaded." }</p>
+        </section>
+    }
+}
+
+/// A `?scenario=` address: the host page hears nothing, and its commands
+/// wait, from the first render until the file has loaded or failed.
+#[hook]
+fn use_held_for_scenario() {
+    use_mut_ref(|| {
+        let held = crate::view_model::query_param(&page_query(), crate::sequence_model::SCENARIO_PARAM).is_some();
+        if held {
+            crate::host_api::bridge::hold();
+        }
+        held
+    });
+}
+
+/// Every move goes through the cursor, which keeps the recording at the
+/// step shown.
+fn cursor_dispatch(cursor: Rc<RefCell<Option<StoryCursor>>>, redraw: UseForceUpdateHandle) -> Dispatch {
+    Rc::new(move |action: CursorAction| {
+        if let Some(cursor) = cursor.borrow_mut().as_mut() {
+            cursor.apply(action);
+        }
+        redraw.force_update();
+    })
+}
+
+/// The host page hears each step, and the end of the story.
+#[hook]
+fn use_step_events(story: String, index: usize, total: usize) {
+    use_effect_with((story, index, total), |(story, index, total)| {
+        crate::host_api::bridge::emit(&crate::host_api::HostEvent::StepChanged {
+            story: story.clone(),
+            step: index + 1,
+            steps: *total,
+        });
+        if index + 1 == *total {
+            crate::host_api::bridge::emit(&crate::host_api::HostEvent::StoryFinished { story: story.clone() });
+        }
+    });
+}
+
+/// The file picker: the chosen scenario file opens as a story.
+fn file_input(open_file: Rc<dyn Fn(web_sys::File)>) -> Callback<Event> {
+    Callback::from(move |event: Event| {
+        let input = event.target_unchecked_into::<web_sys::HtmlInputElement>();
+        if let Some(file) = input.files().and_then(|files| files.get(0)) {
+            open_file(file);
+        }
+        input.set_value("");
+    })
+}
+
+/// A scenario file dropped on the section opens as a story.
+fn file_drop(open_file: Rc<dyn Fn(web_sys::File)>) -> Callback<DragEvent> {
+    Callback::from(move |event: DragEvent| {
+        if let Some(file) = event
+            .data_transfer()
+            .and_then(|data| data.files())
+            .and_then(|files| files.get(0))
+        {
+            event.prevent_default();
+            open_file(file);
+        }
+    })
+}
+
+/// The story picker: a shipped story, opened on its first chapter.
+fn story_picker(dispatch: Dispatch, playing: UseStateHandle<bool>) -> Callback<Event> {
+    Callback::from(move |event: Event| {
+        let id = event.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
+        if let Some(chosen) = story(&id) {
+            playing.set(false);
+            dispatch(CursorAction::Open {
+                story: chosen,
+                step: None,
+                filter: Filter::default(),
+            });
+        }
+    })
+}
+
+/// The diagram's rows: a window of the steps shown around the current one,
+/// the folded start-up drawn as one step.
+fn window_rows(
+    story_run: &crate::sequence_model::StoryRun,
+    visible: &[usize],
+    place: usize,
+    startup_open: bool,
+) -> Vec<(usize, Step)> {
+    visible
+        .iter()
+        .skip(place.saturating_sub(BEFORE))
+        .take(BEFORE + AFTER + 1)
+        .map(|&shown| {
+            let mut row = story_run.steps[shown].clone();
+            if let Some(startup) = story_run.outline.folded_startup(shown, startup_open) {
+                row.kind = StepKind::Input {
+                    text: format!("the cluster starts ({} steps folded)", startup.folded.len()),
+                };
+            }
+            (shown, row)
+        })
+        .collect()
+}
+
+/// The side map after a step, laid out for its box; Kafka's internal
+/// topics are drawn when the step is about one of them.
+fn side_model(
+    view: &kafkascope_engine::sim::view::ClusterView,
+    step: Option<&Step>,
+    width: f64,
+) -> crate::map_model::MapModel {
+    let internal_topics = step.and_then(highlight).is_some_and(
+        |selection| matches!(&selection, Selection::Replica { partition, .. } if partition.starts_with("__")),
+    );
+    layout_fit(
+        view,
+        view.time_ms as f64,
+        crate::map_model::Fit { width, internal_topics },
+    )
+}
+
+/// The step's own number (the one links and Learn name), and where it
+/// sits among the steps shown.
+fn position_text(index: usize, total: usize, place: usize, shown: usize, time_ms: u64) -> String {
+    if shown == total {
+        format!("step {} of {} · t = {} ms", index + 1, total, time_ms)
+    } else {
+        format!(
+            "step {} of {} · {} of the {} shown · t = {} ms",
+            index + 1,
+            total,
+            place + 1,
+            shown,
+            time_ms
+        )
     }
 }

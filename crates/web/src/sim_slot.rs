@@ -150,43 +150,7 @@ pub fn sim_slot(props: &SimSlotProps) -> Html {
     // page since: only then does the page go to the fragment once drawn.
     let by_address = use_mut_ref(|| false);
     let learner_moved = use_mut_ref(|| false);
-    let start = {
-        let phase = phase.clone();
-        let current = current.clone();
-        let root = root.clone();
-        Callback::from(move |_: ()| {
-            if matches!(*current.borrow(), Phase::Loading | Phase::Ready) {
-                return;
-            }
-            let Some(element) = root.cast::<web_sys::Element>() else {
-                return;
-            };
-            *current.borrow_mut() = Phase::Loading;
-            phase.set(Phase::Loading);
-            // The other slot loads too: the map and the steps follow the
-            // same links and answer the same host.
-            want_simulator();
-            let phase = phase.clone();
-            let current = current.clone();
-            wasm_bindgen_futures::spawn_local(async move {
-                let next = match mount_simulator(part.id(), element).await {
-                    Ok(_) => Phase::Ready,
-                    Err(error) => {
-                        let reason = error
-                            .dyn_ref::<js_sys::Error>()
-                            .map(|error| String::from(error.message()))
-                            .or_else(|| error.as_string())
-                            .unwrap_or_else(|| "its code did not load".to_string());
-                        // No part the host drives will answer it.
-                        crate::host_api::bridge::report_unavailable(&reason);
-                        Phase::Failed(reason)
-                    }
-                };
-                *current.borrow_mut() = next.clone();
-                phase.set(next);
-            });
-        })
-    };
+    let start = start_callback(part, phase.clone(), current.clone(), root.clone());
     {
         let start = start.clone();
         let stand_in = stand_in.clone();
@@ -210,33 +174,7 @@ pub fn sim_slot(props: &SimSlotProps) -> Html {
             let stop_near = stand_in
                 .cast::<web_sys::Element>()
                 .map(|element| when_near(&element, wanted.as_ref().unchecked_ref()));
-            let window = web_sys::window();
-            let location = window.as_ref().map(|window| window.location());
-            let query = location
-                .as_ref()
-                .and_then(|location| location.search().ok())
-                .unwrap_or_default();
-            let hash = location
-                .as_ref()
-                .and_then(|location| location.hash().ok())
-                .unwrap_or_default();
-            let id = hash.trim_start_matches('#');
-            let fragment_in_shell = id.is_empty()
-                || window
-                    .as_ref()
-                    .and_then(|window| window.document())
-                    .and_then(|document| document.get_element_by_id(id))
-                    .is_some_and(|element| !element.has_attribute("data-sim-stand-in"));
-            let in_a_frame = window
-                .as_ref()
-                .and_then(|window| {
-                    window
-                        .parent()
-                        .ok()
-                        .flatten()
-                        .map(|parent| !js_sys::Object::is(&parent, window))
-                })
-                .unwrap_or(false);
+            let (query, in_a_frame, fragment_in_shell) = address_facts();
             if needed_at_once(&query, in_a_frame, fragment_in_shell) {
                 *by_address.borrow_mut() = !fragment_in_shell;
                 start.emit(());
@@ -255,10 +193,106 @@ pub fn sim_slot(props: &SimSlotProps) -> Html {
             }
         });
     }
-    // Once drawn, an address's fragment inside this part comes into view
-    // (the browser looked for it before it existed), unless the learner
-    // has moved on meanwhile.
-    use_effect_with((*phase).clone(), move |phase| {
+    use_fragment_in_view((*phase).clone(), by_address, learner_moved, part);
+    let load_now = {
+        let start = start.clone();
+        Callback::from(move |_: MouseEvent| start.emit(()))
+    };
+    let stand_in_view = stand_in_view(part, &phase, stand_in, load_now);
+    html! {
+        <>
+            <div class="sim-slot" ref={root} id={format!("{}-slot", part.id())} data-part={part.id()}></div>
+            { stand_in_view }
+        </>
+    }
+}
+
+/// Start: draw the simulator into the slot once (the other slot loads
+/// too), and say why where it cannot.
+fn start_callback(
+    part: SimPart,
+    phase: UseStateHandle<Phase>,
+    current: std::rc::Rc<std::cell::RefCell<Phase>>,
+    root: NodeRef,
+) -> Callback<()> {
+    Callback::from(move |_: ()| {
+        if matches!(*current.borrow(), Phase::Loading | Phase::Ready) {
+            return;
+        }
+        let Some(element) = root.cast::<web_sys::Element>() else {
+            return;
+        };
+        *current.borrow_mut() = Phase::Loading;
+        phase.set(Phase::Loading);
+        // The other slot loads too: the map and the steps follow the
+        // same links and answer the same host.
+        want_simulator();
+        let phase = phase.clone();
+        let current = current.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            let next = match mount_simulator(part.id(), element).await {
+                Ok(_) => Phase::Ready,
+                Err(error) => {
+                    let reason = error
+                        .dyn_ref::<js_sys::Error>()
+                        .map(|error| String::from(error.message()))
+                        .or_else(|| error.as_string())
+                        .unwrap_or_else(|| "its code did not load".to_string());
+                    // No part the host drives will answer it.
+                    crate::host_api::bridge::report_unavailable(&reason);
+                    Phase::Failed(reason)
+                }
+            };
+            *current.borrow_mut() = next.clone();
+            phase.set(next);
+        });
+    })
+}
+
+/// What the address asks for: its query, whether the page is in a frame,
+/// and whether its fragment names something outside the simulator's parts.
+fn address_facts() -> (String, bool, bool) {
+    let window = web_sys::window();
+    let location = window.as_ref().map(|window| window.location());
+    let query = location
+        .as_ref()
+        .and_then(|location| location.search().ok())
+        .unwrap_or_default();
+    let hash = location
+        .as_ref()
+        .and_then(|location| location.hash().ok())
+        .unwrap_or_default();
+    let id = hash.trim_start_matches('#');
+    let fragment_in_shell = id.is_empty()
+        || window
+            .as_ref()
+            .and_then(|window| window.document())
+            .and_then(|document| document.get_element_by_id(id))
+            .is_some_and(|element| !element.has_attribute("data-sim-stand-in"));
+    let in_a_frame = window
+        .as_ref()
+        .and_then(|window| {
+            window
+                .parent()
+                .ok()
+                .flatten()
+                .map(|parent| !js_sys::Object::is(&parent, window))
+        })
+        .unwrap_or(false);
+    (query, in_a_frame, fragment_in_shell)
+}
+
+/// Once drawn, an address's fragment inside this part comes into view (the
+/// browser looked for it before it existed), unless the learner has moved
+/// on meanwhile.
+#[hook]
+fn use_fragment_in_view(
+    phase: Phase,
+    by_address: std::rc::Rc<std::cell::RefCell<bool>>,
+    learner_moved: std::rc::Rc<std::cell::RefCell<bool>>,
+    part: SimPart,
+) {
+    use_effect_with(phase, move |phase| {
         if *phase == Phase::Ready && *by_address.borrow() && !*learner_moved.borrow() {
             let document = web_sys::window().and_then(|window| window.document());
             let hash = document
@@ -277,11 +311,12 @@ pub fn sim_slot(props: &SimSlotProps) -> Html {
             }
         }
     });
-    let load_now = {
-        let start = start.clone();
-        Callback::from(move |_: MouseEvent| start.emit(()))
-    };
-    let stand_in_view = match &*phase {
+}
+
+/// What the slot shows until the simulator has drawn: a way to load it now,
+/// the load under way, or why it failed.
+fn stand_in_view(part: SimPart, phase: &Phase, stand_in: NodeRef, load_now: Callback<MouseEvent>) -> Html {
+    match phase {
         Phase::Ready => html! {},
         phase => html! {
             <section id={part.id()} class="card wide sim-stand-in" ref={stand_in.clone()} data-sim-stand-in="true"
@@ -304,12 +339,6 @@ pub fn sim_slot(props: &SimSlotProps) -> Html {
                 } }
             </section>
         },
-    };
-    html! {
-        <>
-            <div class="sim-slot" ref={root} id={format!("{}-slot", part.id())} data-part={part.id()}></div>
-            { stand_in_view }
-        </>
     }
 }
 
