@@ -149,6 +149,14 @@ test('on a phone the happy path\'s cards stand in one column and nothing scrolls
   const width = await page.evaluate(() => document.documentElement.scrollWidth);
   assert.ok(width <= 390, `the page scrolls sideways (${width}px)`);
   await lesson(page).getByTestId('happy-path').screenshot({ path: screenshotPath('lesson-phone-cards') });
+  // Every part of the lesson fits a phone (the exercise's choices did not).
+  for (const tab of await lesson(page).locator('[role="tab"]').evaluateAll((tabs) => tabs.map((each) => each.dataset.testid))) {
+    await lesson(page).getByTestId(tab).click();
+    const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(wide <= 390, `${tab}: the page scrolls sideways (${wide}px)`);
+  }
+  await lesson(page).getByTestId('lesson-tab-exercise').click();
+  await page.screenshot({ path: screenshotPath('lesson-phone-exercise') });
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -27,6 +27,9 @@ for (const [label, width, height] of [['desktop', 1280, 800], ['phone', 390, 844
       assert.ok(await number(page, 'data-shown') <= 150, `${id} shows ${await attr(page, 'data-shown')} steps`);
       assert.ok(await number(page, 'data-pace-ms') * await number(page, 'data-shown') <= 90000, `${id} plays longer than 90 s`);
       assert.equal(await within(page, 'step-chapter').count(), 1, `${id}: the first step shown is not a chapter`);
+      // Nothing of any story scrolls sideways (a long chapter strip did).
+      const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(wide <= width, `${id}: the page scrolls sideways at ${width} px (${wide} px)`);
       const chapters = (scenario.story.chapters || []).map((chapter) => chapter.text);
       // Each chapter button lands on that chapter's input step, whose
       // caption is the chapter's text.
@@ -145,6 +148,27 @@ test('on a phone the step\'s caption sits right under the step buttons, on scree
     assert.ok(caption.y + 60 <= 844, `the caption starts at ${caption.y} px, off a 844 px screen`);
   }
   await page.screenshot({ path: screenshotPath('stories-phone-caption') });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('a click on a box of the side map shows only its steps, and the chapter arrows stop at the ends', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0&story=acks1-loss#steps' });
+  const side = steps(page).locator('.steps-map');
+  // A broker's header selects the broker: the steps are filtered to it.
+  await side.getByTestId('select-broker-2').click({ force: true });
+  await page.waitForFunction(() => document.querySelector('[data-testid="filter-node"]').value === 'broker-2');
+  const shown = Number(await attr(page, 'data-shown'));
+  assert.ok(shown < Number(await attr(page, 'data-steps')), `${shown} steps shown`);
+  // A replica row filters to its partition.
+  await side.locator('[data-testid^="replica-1-"]').first().click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="filter-partition"]').value !== '');
+  // Chapter arrows: disabled before the first chapter's start and after the last.
+  await within(page, 'chapter-1').click();
+  assert.ok(await within(page, 'chapter-prev').isDisabled(), 'previous chapter from chapter 1');
+  const chapters = await within(page, 'story-timeline').locator('.chapter-button').count();
+  await within(page, `chapter-${chapters}`).click();
+  assert.ok(await within(page, 'chapter-next').isDisabled(), 'next chapter from the last');
   assert.deepEqual(problems, []);
   await page.close();
 });

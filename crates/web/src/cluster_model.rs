@@ -403,6 +403,21 @@ pub fn describe_groups(view: &ClusterView) -> Vec<GroupRow> {
         .collect()
 }
 
+/// Each group's total LAG over its rows of `kafka-consumer-groups`
+/// (`-` while none of its partitions has a committed offset).
+pub fn group_lags(rows: &[GroupRow]) -> BTreeMap<String, String> {
+    let mut lags: BTreeMap<String, Option<u64>> = BTreeMap::new();
+    for row in rows {
+        let total = lags.entry(row.group.clone()).or_default();
+        if let Ok(lag) = row.lag.parse::<u64>() {
+            *total = Some(total.unwrap_or(0) + lag);
+        }
+    }
+    lags.into_iter()
+        .map(|(group, lag)| (group, lag.map_or("-".to_string(), |lag| lag.to_string())))
+        .collect()
+}
+
 /// `kafka-metadata-quorum describe --status`, reduced to what the
 /// simulation knows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -410,7 +425,7 @@ pub struct QuorumStatus {
     /// The active controller, `none` during an election.
     pub leader_id: String,
     pub leader_epoch: u32,
-    /// Metadata records committed by a majority.
+    /// Metadata log entries committed by a majority.
     pub high_watermark: usize,
     pub voters: String,
     /// Brokers fetching the metadata log (`CurrentObservers`).

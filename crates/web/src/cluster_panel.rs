@@ -187,6 +187,7 @@ pub fn cluster_panel() -> Html {
         Callback::from(move |action| dispatch(action))
     };
 
+    use_selection_in_view(session.borrow().selected().map(Selection::key));
     let current = session.borrow();
     let simulation_ref = current.simulation();
     let view = simulation_ref.view();
@@ -424,6 +425,40 @@ fn use_map_session() -> (
     (session, link_problem, restored_at)
 }
 
+/// A new selection stays in sight: on a phone the sheet at the foot of
+/// the screen must not cover what was tapped (the page's scroll padding
+/// leaves the sheet's room, see styles.css), so the selected box or row is
+/// scrolled just enough to show above it.
+#[hook]
+fn use_selection_in_view(selected: Option<String>) {
+    use_effect_with(selected, |selected| {
+        if selected.is_some() && is_phone() {
+            let target = web_sys::window()
+                .and_then(|window| window.document())
+                .and_then(|document| {
+                    document
+                        .query_selector("[data-testid=\"cluster\"] svg.map .selected")
+                        .ok()
+                        .flatten()
+                });
+            let height = web_sys::window()
+                .and_then(|window| window.inner_height().ok())
+                .and_then(|height| height.as_f64());
+            if let (Some(target), Some(height)) = (target, height) {
+                // Below the sheet's top (about 14rem from the foot): bring
+                // its foot up to just above the sheet.
+                if target.get_bounding_client_rect().bottom() > height - SHEET_ROOM_PX {
+                    target.scroll_into_view_with_bool(false);
+                }
+            }
+        }
+    });
+}
+
+/// How much of a phone's screen the selection's sheet may take (the page's
+/// `scroll-padding-bottom` while it shows, 14rem).
+const SHEET_ROOM_PX: f64 = 224.0;
+
 /// A render after a play tick closes that tick's cost sample.
 #[hook]
 fn use_tick_costs(clock: Rc<RefCell<Clock>>) {
@@ -611,6 +646,8 @@ struct ToolData {
     ledger: Vec<crate::cluster_model::LedgerRow>,
     quorum: crate::cluster_model::QuorumStatus,
     comparison: Option<Result<Vec<crate::cluster_model::ProtocolRun>, String>>,
+    /// Each group's total LAG as kafka-consumer-groups shows it.
+    kafka_lag: std::collections::BTreeMap<String, String>,
 }
 
 impl ToolData {
@@ -623,6 +660,7 @@ impl ToolData {
             ledger: crate::cluster_model::ledger_rows(&current.simulation().ledger_views()),
             quorum: describe_quorum(view),
             comparison: current.comparison().cloned(),
+            kafka_lag: crate::cluster_model::group_lags(&describe_groups(view)),
         }
     }
 }
@@ -649,6 +687,7 @@ fn tool_panels(
         ledger,
         quorum,
         comparison,
+        kafka_lag,
     } = tools;
     let shown = **tool_tab;
     let save = |name: &'static str, text: fn(&Session) -> String| {
@@ -666,7 +705,7 @@ fn tool_panels(
                 </ol>
             } } }
             </TabPanel>
-            <TabPanel id={TOOL_LAG} selected={shown == TOOL_LAG}><LagCharts charts={lag_charts} /></TabPanel>
+            <TabPanel id={TOOL_LAG} selected={shown == TOOL_LAG}><LagCharts charts={lag_charts} {kafka_lag} /></TabPanel>
             <TabPanel id={TOOL_TOPICS} selected={shown == TOOL_TOPICS}><TopicsTool {topics} /></TabPanel>
             <TabPanel id={TOOL_GROUPS} selected={shown == TOOL_GROUPS}><GroupsTool {groups} /></TabPanel>
             <TabPanel id={TOOL_LEDGER} selected={shown == TOOL_LEDGER}><LedgerTool {ledger} /></TabPanel>

@@ -297,7 +297,7 @@ fn node_view(
                 { frame("box") }
                 { text(x, y + 20.0, "title", line(node.name.clone())) }
                 { text(x, y + 38.0, "state", line(format!("{} · epoch {epoch}", role.to_uppercase()))) }
-                { text(x, y + 55.0, "detail", line(format!("metadata: {committed} committed"))) }
+                { text(x, y + 55.0, "detail", line(format!("metadata: {} committed", count_of(*committed as u64, "entry", "entries")))) }
             </> },
         ),
         NodeBody::Broker {

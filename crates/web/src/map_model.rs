@@ -1651,7 +1651,7 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                 facts: vec![
                     ("State".into(), if *alive { role.clone() } else { "down".into() }),
                     ("Epoch".into(), epoch.to_string()),
-                    ("Committed metadata records".into(), committed.to_string()),
+                    ("Committed metadata log entries".into(), committed.to_string()),
                     ("Fetching from it".into(), fetchers_fact(view, *id)),
                     ("Fenced brokers".into(), {
                         let fenced: Vec<String> = view.brokers.iter().filter(|broker| broker.fenced).map(|broker| as_broker(broker.id).to_string()).collect();
@@ -1683,13 +1683,17 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                     ("Follows".into(), format!("{follows} partitions")),
                     ("Metadata log".into(), view.brokers.iter().find(|broker| broker.id == *id).map_or("-".into(), |broker| {
                         let metadata = &broker.metadata;
-                        format!(
-                            "an observer fetching __cluster_metadata from {}: it holds {} of its entries (record batches), {} of them committed; its metadata image includes every record up to offset {}",
-                            as_controller(metadata.controller),
-                            metadata.log_end_offset,
+                        let held = format!(
+                            "{}, {} of them committed; it has applied {}",
+                            count_of(metadata.log_end_offset as u64, "entry", "entries"),
                             metadata.high_watermark,
-                            metadata.applied_offset.map_or("none yet (not caught up with its registration)".into(), |offset| offset.to_string())
-                        )
+                            metadata.applied_entries.map_or("none yet (not caught up with its registration)".to_string(), |applied| count_of(applied as u64, "entry", "entries"))
+                        );
+                        if broker.status == ProcessStatus::Dead {
+                            format!("not fetching: the broker is down. Its copy of __cluster_metadata holds {held}")
+                        } else {
+                            format!("an observer fetching __cluster_metadata from {}: it holds {held}", as_controller(metadata.controller))
+                        }
                     })),
                     ("Out of sync here".into(), {
                         let out: Vec<&str> = replicas.iter().filter(|replica| !replica.in_sync).map(|replica| replica.partition.as_str()).collect();

@@ -14,6 +14,10 @@ pub const LAG_CHART_H: f64 = 48.0;
 #[derive(Properties, PartialEq)]
 pub struct LagProps {
     pub charts: Vec<crate::cluster_model::LagChart>,
+    /// Each group's lag as `kafka-consumer-groups` counts it (from the
+    /// committed offsets), beside the charts' count from the positions.
+    #[prop_or_default]
+    pub kafka_lag: std::collections::BTreeMap<String, String>,
 }
 
 /// Each group's lag over the last minute, rebalances shaded.
@@ -24,7 +28,7 @@ pub fn lag_charts(props: &LagProps) -> Html {
     }
     html! {
         <div class="lag-charts">
-            <h3>{ "Consumer lag, last minute" }</h3>
+            <h3>{ "Records still to read, last minute" }</h3>
             { for props.charts.iter().map(|chart| html! {
                 <figure class="lag-chart" data-testid={format!("lag-chart-{}", chart.group)}>
                     <svg viewBox={format!("0 0 {LAG_CHART_W} {LAG_CHART_H}")} width={LAG_CHART_W.to_string()} height={LAG_CHART_H.to_string()} role="img" aria-label={chart.summary.clone()}>
@@ -37,14 +41,17 @@ pub fn lag_charts(props: &LagProps) -> Html {
                         <polyline class="lag-line" points={chart.points.clone()} />
                     </svg>
                     <figcaption>
-                        { format!("{}: lag {} (top of scale {})", chart.group, chart.last, chart.max) }
+                        { format!(
+                            "{}: {} still to read (top of scale {}); kafka-consumer-groups' LAG, from the committed offsets: {}",
+                            chart.group, chart.last, chart.max, props.kafka_lag.get(&chart.group).map_or("-", String::as_str)
+                        ) }
                         { for chart.members.iter().enumerate().map(|(index, line)| html! {
                             <span class={classes!("lag-key", format!("lag-member-{}", index % 4))}>{ format!(" · {} {}", NodeId::Consumer(line.consumer), line.last) }</span>
                         }) }
                     </figcaption>
                 </figure>
             }) }
-            <p class="muted">{ "These charts count what the members have still to read, as it happens: for each partition, its high watermark minus the owner's position (minus the committed offset while no member holds it), summed over the group (the solid line); the dashed lines are each member's own partitions. Shaded: members were rejoining (a rebalance). Kafka's lag, in kafka-consumer-groups and on the map's member rows, counts from the committed offset instead, so it trails this line until the next commit." }</p>
+            <p class="muted">{ "These charts count what the members have still to read, as it happens: for each partition, its high watermark minus the owner's position (minus the committed offset while no member holds it), summed over the group (the solid line); the dashed lines are each member's own partitions. Shaded: members were rejoining (a rebalance). Kafka's lag, in kafka-consumer-groups and on the map's member rows, counts from the committed offset instead, so it stays above this line until the members commit what they have read." }</p>
         </div>
     }
 }
@@ -225,7 +232,7 @@ pub fn quorum_tool(props: &QuorumToolProps) -> Html {
                             }) }
                         </tbody>
                     </table>
-                    <p class="muted">{ "Brokers are observers of the controller quorum: they fetch the metadata log like the follower controllers do, but never vote. Node ids are unique in a KRaft cluster: here broker-N is node N and controller-N is node 3000+N (Kafka's own test clusters number controllers from 3000). Timestamps are simulated milliseconds." }</p>
+                    <p class="muted">{ "Brokers are observers of the controller quorum: they fetch the metadata log like the follower controllers do, but never vote. Node ids are unique in a KRaft cluster: here broker-N is node N and controller-N is node 3000+N (Kafka's own test clusters number controllers from 3000). Offsets count the simulation's metadata log entries (one per controller decision, standing for its records; Kafka counts the records themselves), the same unit as the controller boxes and the broker inspector. \"Down\" lists the controllers that are down (a dead broker simply stops fetching). Timestamps are simulated milliseconds." }</p>
         </>
     }
 }

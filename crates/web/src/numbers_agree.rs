@@ -167,6 +167,32 @@ fn groups(view: &ClusterView, model: &crate::map_model::MapModel, wrong: &mut Ve
 /// kafka-metadata-quorum: unique node ids; the leader is the view's.
 fn quorum(view: &ClusterView, wrong: &mut Vec<String>) {
     let quorum = describe_quorum(view);
+    // One unit, entries: a broker applies only what it holds committed,
+    // and the tool's HighWatermark is the active controller's count.
+    for broker in &view.brokers {
+        let metadata = &broker.metadata;
+        if metadata
+            .applied_entries
+            .is_some_and(|applied| applied > metadata.high_watermark.min(metadata.log_end_offset))
+        {
+            wrong.push(format!(
+                "broker {} applied more metadata entries than it holds committed",
+                broker.id
+            ));
+        }
+    }
+    if let Some(active) = view
+        .controllers
+        .iter()
+        .find(|controller| controller.alive && controller.role == Role::Leader)
+    {
+        if quorum.high_watermark != active.committed {
+            wrong.push(format!(
+                "kafka-metadata-quorum's HighWatermark {} is not the active controller's {} committed entries",
+                quorum.high_watermark, active.committed
+            ));
+        }
+    }
     let voters: BTreeSet<&str> = quorum.voters.split(',').filter(|id| !id.is_empty()).collect();
     if quorum.observers.split(',').any(|observer| voters.contains(observer)) {
         wrong.push(format!("node ids {} are both voters and observers", quorum.observers));

@@ -34,6 +34,27 @@ const AFTER: usize = 12;
 const ROW_H: f64 = 28.0;
 const TOP: f64 = 46.0;
 
+/// About how wide a character of the diagram's 12 px text is.
+const CHAR_W: f64 = 7.3;
+
+/// Text centred near `centre` on a row of its own: as much of it as the
+/// diagram's width (`span`: from the time gutter to the right edge) holds,
+/// moved sideways so it stays inside. The centre, the text, its width.
+fn fitted(text: &str, centre: f64, (left, right): (f64, f64)) -> (f64, String, f64) {
+    let room = (right - left - 16.0).max(CHAR_W * 4.0);
+    let shown = short(text, (room / CHAR_W) as usize);
+    let text_w = shown.chars().count() as f64 * CHAR_W;
+    let half = text_w / 2.0 + 6.0;
+    let centre = centre.clamp(left + half, (right - half).max(left + half));
+    (centre, shown, text_w)
+}
+
+/// An arrow's label, [`fitted`] over the arrow.
+fn wide_text(class: &'static str, text: &str, centre: f64, y: f64, span: (f64, f64)) -> Html {
+    let (centre, shown, _) = fitted(text, centre, span);
+    html! { <text class={class} x={format!("{centre:.1}")} y={format!("{y:.1}")}>{ shown }</text> }
+}
+
 fn short(text: &str, limit: usize) -> String {
     if text.chars().count() <= limit {
         text.to_string()
@@ -131,7 +152,9 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
     } else {
         (room / lines.len() as f64).clamp(104.0, 170.0)
     };
-    let width = (gutter + 12.0 + column * lines.len() as f64).max(props.box_width.max(320.0));
+    // The border (1 px each side) is outside the drawing, so the drawing is
+    // never scaled to fit its box.
+    let width = (gutter + 12.0 + column * lines.len() as f64).max(props.box_width.max(322.0) - 2.0);
     let height = TOP + props.rows.len() as f64 * ROW_H + 16.0;
     let x_of = |node: &NodeId| {
         lines
@@ -169,15 +192,20 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
                             <line class={classes!("message", dropped.then_some("dropped"))} x1={format!("{x1:.1}")} x2={format!("{end:.1}")}
                                 y1={format!("{:.1}", y + 16.0)} y2={format!("{:.1}", y + 16.0)} marker-end={(!dropped).then_some("url(#seq-arrow)")} />
                             { if *dropped { html! { <text class="lost" x={format!("{end:.1}")} y={format!("{:.1}", y + 20.0)}>{ "✗" }</text> } } else { html! {} } }
-                            <text class="label" x={format!("{:.1}", (x1 + x2) / 2.0)} y={format!("{:.1}", y + 12.0)}>{ short(label, ((x2 - x1).abs() / 7.3) as usize + 6) }</text>
+                            { wide_text("label", label, (x1 + x2) / 2.0, y + 12.0, (gutter, width)) }
                         </> }
                     }
                     StepKind::Note { over, text } => {
-                        let x = x_of(over);
+                        // A row holds one step, so a note may be wider than
+                        // its lifeline's column: as wide as its words, kept
+                        // inside the diagram.
+                        let (centre, shown, text_w) = fitted(text, x_of(over), (gutter, width));
+                        let box_w = (text_w + 12.0).max(column - 12.0).min(width - gutter - 4.0);
+                        let box_x = (centre - box_w / 2.0).clamp(gutter, (width - box_w).max(gutter));
                         html! { <>
-                            <rect class={classes!("note", step.outcome)} x={format!("{:.1}", x - column / 2.0 + 6.0)} y={format!("{:.1}", y + 5.0)}
-                                width={format!("{:.1}", column - 12.0)} height="18" rx="3" />
-                            <text class="note-text" x={format!("{x:.1}")} y={format!("{:.1}", y + 18.0)}>{ short(text, (column / 7.0) as usize) }</text>
+                            <rect class={classes!("note", step.outcome)} x={format!("{box_x:.1}")} y={format!("{:.1}", y + 5.0)}
+                                width={format!("{box_w:.1}")} height="18" rx="3" />
+                            <text class="note-text" x={format!("{centre:.1}")} y={format!("{:.1}", y + 18.0)}>{ shown }</text>
                         </> }
                     }
                     StepKind::Input { text } => html! { <>
@@ -681,7 +709,7 @@ pub fn sequence_steps() -> Html {
                 <div class="diagram-frame" ref={diagram_box}>
                     <SequenceDiagram rows={rows} roles={roles} current={index} on_pick={go.clone()} narrow={crate::cluster_panel::is_phone()} box_width={diagram_width} cast={cast} />
                 </div>
-                { side_map(map_box, model, step.as_ref().and_then(highlight), groups) }
+                { side_map(map_box, model, step.as_ref().and_then(highlight), groups, on_action.clone()) }
             </div>
             <crate::step_parts::ForkBar brokers={brokers} forks={forks} on_action={on_action.clone()} mermaid={mermaid_source} />
 
@@ -702,11 +730,21 @@ fn side_map(
     model: Rc<crate::map_model::MapModel>,
     selected: Option<Selection>,
     groups: Vec<crate::cluster_model::GroupRow>,
+    on_action: Callback<CursorAction>,
 ) -> Html {
+    // A click on a box shows only the steps it takes part in; on a replica
+    // row, only its partition's (the filters above say so and undo it).
+    let on_select = Callback::from(move |selection: Selection| match selection {
+        Selection::Node(node) => on_action.emit(CursorAction::Filter(FilterField::Node, Some(node.to_string()))),
+        Selection::Replica { partition, .. } => {
+            on_action.emit(CursorAction::Filter(FilterField::Partition, Some(partition)))
+        }
+        Selection::Group(_) | Selection::Edge { .. } => {}
+    });
     html! {
         <div class="steps-map" ref={map_box}>
-            <ClusterMap model={model} selected={selected} on_select={Callback::from(|_: Selection| {})} reduced_motion={true} />
-            <p class="legend muted">{ "The cluster right after this step; the highlighted edge or replica is what the step touched." }</p>
+            <ClusterMap model={model} selected={selected} on_select={on_select} reduced_motion={true} />
+            <p class="legend muted">{ "The cluster right after this step; the highlighted edge or replica is what the step touched. Click a box to see only its steps, or a replica row for its partition's." }</p>
             <crate::step_parts::StepGroups groups={groups} />
         </div>
     }

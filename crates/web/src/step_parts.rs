@@ -105,17 +105,19 @@ pub fn step_caption(props: &CaptionProps) -> Html {
             { if props.in_open_startup { html! {
                 <button type="button" data-testid="startup-fold" onclick={act(CursorAction::Startup(false))}>{ "Fold the start-up" }</button>
             } } else { html! {} } }
-            <crate::voice::ReadAloud id="step-caption" label="Read this step" text={spoken} />
-            { if step.explainable { html! {
-                <button type="button" data-testid="step-why" aria-expanded={props.why_open.to_string()} onclick={act(CursorAction::ToggleWhy)}>{ "Why?" }</button>
-            } } else { html! {} } }
+            <div class="caption-actions">
+                <crate::voice::ReadAloud id="step-caption" label="Read this step" text={spoken} />
+                { if step.explainable { html! {
+                    <button type="button" data-testid="step-why" aria-expanded={props.why_open.to_string()} onclick={act(CursorAction::ToggleWhy)}>{ "Why?" }</button>
+                } } else { html! {} } }
+            </div>
             { if props.why.is_empty() { html! {} } else { html! {
                 <ol class="why-chain" data-testid="why-chain" aria-label="causes, oldest first">
                     // Plain words first; the message itself one click away.
                     { for props.why.iter().map(|line| match &line.plain {
                         Some(plain) => html! { <li>
                             { format!("{} ms: {plain} ", line.time) }
-                            <details class="why-raw"><summary>{ "the message" }</summary><code>{ &line.raw }</code></details>
+                            <details class="why-raw"><summary>{ "show it as the trace has it" }</summary><code>{ &line.raw }</code></details>
                         </li> },
                         None => html! { <li>{ format!("{} ms: {}", line.time, line.raw) }</li> },
                     }) }

@@ -106,14 +106,16 @@ pub fn story_timeline(props: &TimelineProps) -> Html {
             { if props.outline.chapters.len() < 2 { html! {} } else { html! {
             <nav class="chapters" aria-label="chapters">
                 <span class="muted"><span class="moment-swatch chapter" aria-hidden="true"></span>{ "Chapters" }</span>
-                <button type="button" data-testid="chapter-prev" onclick={act(CursorAction::Chapter(false))} aria-label="previous chapter">{ "◀" }</button>
+                <button type="button" data-testid="chapter-prev" onclick={act(CursorAction::Chapter(false))} aria-label="previous chapter"
+                    disabled={props.outline.chapter_jump(props.current, false).is_none()}>{ "◀" }</button>
                 { for props.outline.chapters.iter().enumerate().map(|(number, chapter)| html! {
                     <button type="button" class="chapter-button" data-testid={format!("chapter-{}", number + 1)}
                         aria-current={(chapter_now == Some(number)).then_some("step")}
                         title={chapter.title.clone()} aria-label={format!("chapter {}: {}", number + 1, chapter.title)}
                         onclick={act(CursorAction::Go(chapter.index))}>{ number + 1 }</button>
                 }) }
-                <button type="button" data-testid="chapter-next" onclick={act(CursorAction::Chapter(true))} aria-label="next chapter">{ "▶" }</button>
+                <button type="button" data-testid="chapter-next" onclick={act(CursorAction::Chapter(true))} aria-label="next chapter"
+                    disabled={props.outline.chapter_jump(props.current, true).is_none()}>{ "▶" }</button>
                 // The chapter the step is in, by its title, at every step.
                 <span class="chapter-now" data-testid="chapter-now">{ match chapter_now {
                     Some(number) => format!("Chapter {} of {}: {}", number + 1, props.outline.chapters.len(), props.outline.chapters[number].title),

@@ -335,6 +335,9 @@ pub struct MetadataLogView {
     pub high_watermark: usize,
     /// The metadata offset it has applied, once registered and caught up.
     pub applied_offset: Option<u64>,
+    /// How many of the committed entries it holds its applied image
+    /// includes (none before it has applied one of them).
+    pub applied_entries: Option<usize>,
 }
 
 /// A voter or an observer as the active controller sees it
@@ -677,6 +680,13 @@ impl Simulation {
                     log_end_offset: broker.metadata_log.log.len(),
                     high_watermark: broker.metadata_log.high_watermark,
                     applied_offset: broker.metadata.as_ref().map(|image| image.offset),
+                    applied_entries: broker.metadata.as_ref().and_then(|image| {
+                        let committed = broker.metadata_log.high_watermark.min(broker.metadata_log.log.len());
+                        broker.metadata_log.log[..committed]
+                            .iter()
+                            .rposition(|entry| entry.state.offset <= image.offset)
+                            .map(|index| index + 1)
+                    }),
                 },
                 replicas: broker
                     .logs

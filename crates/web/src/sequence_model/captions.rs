@@ -397,6 +397,9 @@ impl Captioner {
                     ErrorCode::NotLeaderOrFollower => " The broker it asked no longer leads the partition; the producer refreshes its metadata.",
                     ErrorCode::NetworkException => " The connection to the leader broke: its process is gone.",
                     ErrorCode::RequestTimedOut => " No answer came within request.timeout.ms.",
+                    ErrorCode::DeliveryTimeout => {
+                        " delivery.timeout.ms has passed since the batch was created, so the producer stops retrying and fails it (\"Expiring N record(s) … ms has passed since batch creation\")."
+                    }
                     _ => "",
                 };
                 (
