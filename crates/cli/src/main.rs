@@ -288,6 +288,7 @@ fn fuzz(seeds: u64, from: u64, mix: Mix, out: PathBuf) -> Result<String, String>
     let mut failed: Vec<(u64, &'static str, String)> = Vec::new();
     let mut slowest = (0u64, std::time::Duration::ZERO, 0u64);
     let mut operator_cases = 0u64;
+    let mut resent_cases = 0u64;
     let mut stderr = std::io::stderr();
     for (done, seed) in (from..from + seeds).enumerate() {
         let case = FuzzCase::generate(seed, mix);
@@ -307,6 +308,9 @@ fn fuzz(seeds: u64, from: u64, mix: Mix, out: PathBuf) -> Result<String, String>
         };
         if !verdict.operator.is_empty() {
             operator_cases += 1;
+        }
+        if verdict.across_epoch_duplicates > 0 {
+            resent_cases += 1;
         }
         let took = run_started.elapsed();
         if took > slowest.1 {
@@ -350,7 +354,9 @@ fn fuzz(seeds: u64, from: u64, mix: Mix, out: PathBuf) -> Result<String, String>
         "fuzz: {seeds} seeds ({from}..{}), mix {mix:?}: {} safety failures, {} liveness failures, {} crashes; \
          {:.1} seeds/s over {elapsed:.1} s; slowest seed {} ({} events, {:.0} ms); \
          {operator_cases} seeds needed an operator's unclean leader election (KIP-966 keeps a partition \
-         offline when every replica that could lead cleanly restarted after an unclean shutdown)\n",
+         offline when every replica that could lead cleanly restarted after an unclean shutdown); \
+         {resent_cases} seeds had an idempotent producer write records twice across an epoch bump (KIP-360: \
+         a batch whose first attempt's outcome it never learned, resent under the new epoch, as Kafka's producer does)\n",
         from + seeds,
         failed.iter().filter(|(_, class, _)| *class == "safety").count(),
         failed.iter().filter(|(_, class, _)| *class == "liveness").count(),

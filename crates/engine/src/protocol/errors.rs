@@ -28,6 +28,10 @@ pub enum ErrorCode {
     /// AlterPartition adding a fenced or unknown broker.
     IneligibleReplica,
     /// The record could not be delivered within `delivery.timeout.ms`.
+    /// Not an error code on the wire: the producer's own
+    /// `TimeoutException` ("Expiring N record(s) for T-P: X ms has passed
+    /// since batch creation", `ProducerBatch#expire`), spelled so.
+    #[serde(rename = "TimeoutException", alias = "DELIVERY_TIMEOUT")]
     DeliveryTimeout,
     /// The group is rebalancing: rejoin.
     RebalanceInProgress,
@@ -125,7 +129,7 @@ impl std::fmt::Display for ErrorCode {
             ErrorCode::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
             ErrorCode::InvalidUpdateVersion => "INVALID_UPDATE_VERSION",
             ErrorCode::IneligibleReplica => "INELIGIBLE_REPLICA",
-            ErrorCode::DeliveryTimeout => "DELIVERY_TIMEOUT",
+            ErrorCode::DeliveryTimeout => "TimeoutException",
             ErrorCode::RebalanceInProgress => "REBALANCE_IN_PROGRESS",
             ErrorCode::UnknownMemberId => "UNKNOWN_MEMBER_ID",
             ErrorCode::IllegalGeneration => "ILLEGAL_GENERATION",

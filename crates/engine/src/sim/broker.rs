@@ -655,9 +655,11 @@ impl Simulation {
             broker: id,
             status: BrokerChange::Started,
         });
-        // `LogManager` starts its retention task 30 s after startup
-        // (`InitialTaskDelayMs`), then runs it every interval.
-        let first_retention_check = LOG_MANAGER_INITIAL_DELAY_MS.min(self.config.log_retention_check_interval_ms);
+        // `LogManager#startup` schedules its retention task
+        // `log.initial.task.delay.ms` (30 s) after startup, then every
+        // `log.retention.check.interval.ms`: the first check waits the
+        // 30 s even when the interval is shorter.
+        let first_retention_check = LOG_MANAGER_INITIAL_DELAY_MS;
         for (delay, timer) in [
             (self.config.broker_heartbeat_interval_ms, Timer::BrokerHeartbeat),
             (self.config.replica_lag_time_max_ms / 2, Timer::IsrExpiration),
@@ -1051,7 +1053,11 @@ impl Simulation {
                 offset,
                 isolation,
             } => self.leader_consumer_fetch(id, from, &partition, offset, isolation),
-            Message::ListOffsets { partition, spec } => self.broker_list_offsets(id, from, partition, spec),
+            Message::ListOffsets {
+                partition,
+                spec,
+                isolation,
+            } => self.broker_list_offsets(id, from, partition, spec, isolation),
             Message::BrokerHeartbeatResponse {
                 broker_epoch,
                 fenced,
@@ -1123,13 +1129,24 @@ impl Simulation {
 
     /// `ListOffsets`: a partition's log start offset or high watermark, from
     /// its leader.
-    fn broker_list_offsets(&mut self, id: BrokerId, from: NodeId, partition: TopicPartition, spec: OffsetSpec) {
+    fn broker_list_offsets(
+        &mut self,
+        id: BrokerId,
+        from: NodeId,
+        partition: TopicPartition,
+        spec: OffsetSpec,
+        isolation: IsolationLevel,
+    ) {
         let result = match self.brokers[&id].leading.get(&partition) {
             Some(_) => {
                 let log = &self.brokers[&id].logs[&partition];
-                Ok(match spec {
-                    OffsetSpec::Earliest => log.log_start_offset(),
-                    OffsetSpec::Latest => log.high_watermark,
+                // LATEST is the end a consumer of that isolation level may
+                // read to (`Partition#fetchOffsetForTimestamp`): the high
+                // watermark, or for `read_committed` the last stable offset.
+                Ok(match (spec, isolation) {
+                    (OffsetSpec::Earliest, _) => log.log_start_offset(),
+                    (OffsetSpec::Latest, IsolationLevel::ReadUncommitted) => log.high_watermark,
+                    (OffsetSpec::Latest, IsolationLevel::ReadCommitted) => log.last_stable_offset(),
                 })
             }
             None => Err(ErrorCode::NotLeaderOrFollower),
@@ -1742,6 +1759,21 @@ impl Simulation {
             return;
         };
         let (isr_size, leader_epoch) = (leader.isr.len() as u32, leader.leader_epoch);
+        // `Partition#appendRecordsToLeader` checks min.insync.replicas
+        // first, before the log validates the records and the producer
+        // state looks for a duplicate: a retried batch is refused
+        // NOT_ENOUGH_REPLICAS while the ISR is too small, even if the
+        // leader already has it.
+        let (min_isr, replication_factor) = self
+            .topic_config(&partition)
+            .map_or((1, 1), |topic| (topic.min_insync_replicas, topic.replication_factor));
+        match admit_produce(acks, isr_size, min_isr, replication_factor) {
+            ProduceAdmission::RejectNotEnoughReplicas => {
+                respond(self, Err(ErrorCode::NotEnoughReplicas));
+                return;
+            }
+            ProduceAdmission::AppendAndAnswer | ProduceAdmission::AppendAndWait => {}
+        }
         // `LogValidator`: a compacted topic keeps the latest record per
         // key, so a record without one is refused.
         let compacted = self.brokers[&id].logs[&partition].log.config.cleanup_policy.compact;
@@ -1755,9 +1787,6 @@ impl Simulation {
             respond(self, Err(ErrorCode::InvalidRecord));
             return;
         }
-        let (min_isr, replication_factor) = self
-            .topic_config(&partition)
-            .map_or((1, 1), |topic| (topic.min_insync_replicas, topic.replication_factor));
         let log = &self.brokers[&id].logs[&partition];
         if let Some((producer_id, epoch, first_sequence)) = batch.idempotence {
             let last_sequence = first_sequence + batch.records.len() as i32 - 1;
@@ -1797,24 +1826,18 @@ impl Simulation {
                     }
                     return;
                 }
-                // A fenced transactional producer's batch
-                // (`INVALID_PRODUCER_EPOCH`, fatal for it).
-                SequenceCheck::StaleEpoch if batch.transactional => {
+                // A batch of an epoch older than the partition's producer
+                // state (`ProducerStateManager#checkProducerEpoch` throws
+                // `InvalidProducerEpochException`), transactional or not.
+                SequenceCheck::StaleEpoch => {
                     respond(self, Err(ErrorCode::InvalidProducerEpoch));
                     return;
                 }
-                SequenceCheck::OutOfOrder { .. } | SequenceCheck::StaleEpoch => {
+                SequenceCheck::OutOfOrder { .. } => {
                     respond(self, Err(ErrorCode::OutOfOrderSequenceNumber));
                     return;
                 }
             }
-        }
-        match admit_produce(acks, isr_size, min_isr, replication_factor) {
-            ProduceAdmission::RejectNotEnoughReplicas => {
-                respond(self, Err(ErrorCode::NotEnoughReplicas));
-                return;
-            }
-            ProduceAdmission::AppendAndAnswer | ProduceAdmission::AppendAndWait => {}
         }
         let base_offset = self.brokers[&id].logs[&partition].log_end_offset();
         let sequence = batch

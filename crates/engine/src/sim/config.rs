@@ -321,13 +321,12 @@ impl ProducerConfig {
     }
 
     /// Whether the producer is idempotent: as set, else Kafka's default
-    /// (true) unless `acks` is not `all` or
-    /// `max.in.flight.requests.per.connection` is above 5, which turn it
-    /// off (`ProducerConfig#postProcessAndValidateIdempotenceConfigs`).
+    /// (true) unless `acks` is not `all`, which turns it off
+    /// (`ProducerConfig#postProcessAndValidateIdempotenceConfigs`). Since
+    /// 4.0 (KAFKA-17927) more than 5 requests in flight no longer turns it
+    /// off: [`validate`](Self::validate) refuses them.
     pub fn idempotence(&self) -> bool {
-        self.enable_idempotence.unwrap_or(
-            self.acks == Acks::All && self.max_in_flight_requests_per_connection <= MAX_IN_FLIGHT_FOR_IDEMPOTENCE,
-        )
+        self.enable_idempotence.unwrap_or(self.acks == Acks::All)
     }
 
     /// `delivery.timeout.ms` in force: as set, else 120000 or
@@ -377,9 +376,9 @@ impl ProducerConfig {
                 crate::txn_coordinator::TRANSACTION_MAX_TIMEOUT_MS
             ));
         }
-        if self.enable_idempotence == Some(true)
-            && self.max_in_flight_requests_per_connection > MAX_IN_FLIGHT_FOR_IDEMPOTENCE
-        {
+        // Kafka 4.0 (KAFKA-17927): refused whether idempotence was set or
+        // is the default; only `enableIdempotence: false` allows more.
+        if self.idempotence() && self.max_in_flight_requests_per_connection > MAX_IN_FLIGHT_FOR_IDEMPOTENCE {
             return Err(
                 "Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent producer."
                     .to_string(),

@@ -89,6 +89,10 @@ pub struct Consumer {
     pub pending_commits: std::collections::VecDeque<Vec<(TopicPartition, Offset)>>,
     /// Partition leaders and partition counts from metadata.
     pub leaders: BTreeMap<TopicPartition, Option<BrokerId>>,
+    /// The newest leader epoch seen for each partition: metadata naming
+    /// an older one is stale and ignored (KIP-320, `Metadata#updateLatestMetadata`).
+    #[serde(skip)]
+    pub leader_epochs: BTreeMap<TopicPartition, u32>,
     /// Partitions with a fetch out.
     pub fetching: BTreeMap<TopicPartition, bool>,
     /// Records read so far.
@@ -192,6 +196,7 @@ impl Consumer {
             committed: BTreeMap::new(),
             pending_commits: std::collections::VecDeque::new(),
             leaders: BTreeMap::new(),
+            leader_epochs: BTreeMap::new(),
             fetching: BTreeMap::new(),
             records_read: 0,
             bootstrap_attempt: 0,
@@ -864,6 +869,16 @@ impl Simulation {
                 }
                 self.schedule_timer(node, incarnation, interval, Timer::ConsumerCommit);
             }
+            Timer::ConsumerPollTimer => {
+                let consumer = &self.consumers[id as usize];
+                if consumer.processing_until.is_some()
+                    && consumer.member_id.is_some()
+                    && !consumer.rejoin_on_poll
+                    && self.now.saturating_sub(consumer.last_poll_ms) >= consumer.config.max_poll_interval_ms
+                {
+                    self.consumer_poll_timeout(id);
+                }
+            }
             Timer::ConsumerProcessed => {
                 let consumer = &mut self.consumers[id as usize];
                 consumer.processing_until = None;
@@ -1085,10 +1100,17 @@ impl Simulation {
         consumer.metadata_in_flight = None;
         consumer.metadata_at = self.now;
         let mut counts: BTreeMap<String, u32> = BTreeMap::new();
-        for (partition, (leader, _)) in leaders {
+        for (partition, (leader, epoch)) in leaders {
             if topics.iter().any(|topic| **topic == *partition.topic) {
                 let count = counts.entry(partition.topic.to_string()).or_insert(0);
                 *count = (*count).max(partition.partition + 1);
+                // KIP-320: a broker cut off from the controller may still
+                // name itself leader at an epoch this client has seen
+                // replaced; that partition keeps what the client knew.
+                if consumer.leader_epochs.get(&partition).is_some_and(|&seen| epoch < seen) {
+                    continue;
+                }
+                consumer.leader_epochs.insert(partition.clone(), epoch);
                 consumer.leaders.insert(partition, leader);
             }
         }
@@ -1235,6 +1257,7 @@ impl Simulation {
                             Message::ListOffsets {
                                 partition,
                                 spec: OffsetSpec::Latest,
+                                isolation: self.consumers[id as usize].config.isolation_level,
                             },
                         );
                     }
@@ -1555,10 +1578,15 @@ impl Simulation {
             .collect();
         for (partition, spec, leader) in resets {
             if let Some(leader) = leader {
+                let isolation = self.consumers[id as usize].config.isolation_level;
                 self.send(
                     Self::consumer_node(id),
                     NodeId::Broker(leader),
-                    Message::ListOffsets { partition, spec },
+                    Message::ListOffsets {
+                        partition,
+                        spec,
+                        isolation,
+                    },
                 );
             }
         }
@@ -1712,7 +1740,16 @@ impl Simulation {
             self.consumers[id as usize]
                 .resetting
                 .insert(partition.clone(), (spec, position));
-            self.send(Self::consumer_node(id), from, Message::ListOffsets { partition, spec });
+            let isolation = self.consumers[id as usize].config.isolation_level;
+            self.send(
+                Self::consumer_node(id),
+                from,
+                Message::ListOffsets {
+                    partition,
+                    spec,
+                    isolation,
+                },
+            );
             return;
         }
         if let Some(error) = error {
@@ -1947,6 +1984,22 @@ impl Simulation {
         consumer.poisoned = poisoned;
         if count > 0 && busy > 0 {
             consumer.processing_until = Some(now + busy);
+            // The heartbeat thread wakes at least every retry.backoff.ms
+            // and leaves the group as soon as the poll timer has expired
+            // (`AbstractCoordinator.HeartbeatThread#run`,
+            // `Heartbeat#pollTimeoutExpired`), not only at its next
+            // heartbeat; here it notices at the moment of expiry.
+            let deadline = consumer
+                .last_poll_ms
+                .saturating_add(consumer.config.max_poll_interval_ms);
+            if now + busy > deadline {
+                self.schedule_timer(
+                    Self::consumer_node(id),
+                    incarnation,
+                    deadline.saturating_sub(now),
+                    Timer::ConsumerPollTimer,
+                );
+            }
             self.schedule_timer(Self::consumer_node(id), incarnation, busy, Timer::ConsumerProcessed);
         } else {
             let done = std::mem::take(&mut consumer.in_process);

@@ -122,6 +122,9 @@ pub enum Timer {
     ConsumerMetadataMaxAge,
     /// A consumer's handler finished the records of its last poll.
     ConsumerProcessed,
+    /// A consumer's poll timer (`max.poll.interval.ms`) runs out while its
+    /// handler is still at work: the heartbeat thread notices.
+    ConsumerPollTimer,
     /// A broker's fetch throttle on a consumer is over: it may fetch there
     /// again.
     ConsumerUnthrottled,
@@ -332,6 +335,11 @@ pub struct Simulation {
     trace_options: TraceOptions,
     acknowledged_count: u64,
     pub(crate) failed_count: u64,
+    /// Records that `delivery.timeout.ms` failed in a batch begun by an
+    /// earlier record, with that first record: a record appended to a
+    /// batch that waits behind a retrying one expires when the batch does,
+    /// counted from the batch's creation (`ProducerBatch#hasReachedDeliveryTimeout`).
+    pub(crate) expired_with_older_batch: BTreeMap<RecordId, RecordId>,
     /// The latest notable events, kept for the view as they are traced.
     pub(crate) highlights: view::Highlights,
     /// Topic names, one allocation each (see [`Simulation::shared_topic`]).
@@ -379,6 +387,7 @@ impl Simulation {
             trace_options: TraceOptions::default(),
             acknowledged_count: 0,
             failed_count: 0,
+            expired_with_older_batch: BTreeMap::new(),
             highlights: view::Highlights::default(),
             topic_names: BTreeMap::new(),
             offsets_topic: std::sync::Arc::from(coordinator::OFFSETS_TOPIC),

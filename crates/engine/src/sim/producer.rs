@@ -69,6 +69,13 @@ pub struct Producer {
     topic: std::sync::Arc<str>,
     /// Leader and epoch per partition of its topic, once known.
     pub leaders: Option<BTreeMap<u32, (Option<BrokerId>, u32)>>,
+    /// The newest leader epoch seen for each partition, and the leader
+    /// at it: kept when `leaders` is invalidated, as Kafka's
+    /// `Metadata#lastSeenLeaderEpochs` is.
+    #[serde(skip)]
+    leader_epochs: BTreeMap<u32, u32>,
+    #[serde(skip)]
+    known_leaders: BTreeMap<u32, (Option<BrokerId>, u32)>,
     /// A metadata request is out (its id).
     pub metadata_in_flight: Option<u64>,
     /// The broker the metadata request in flight went to.
@@ -135,6 +142,8 @@ impl Producer {
             topic: std::sync::Arc::from(config.topic.as_str()),
             config,
             leaders: None,
+            leader_epochs: BTreeMap::new(),
+            known_leaders: BTreeMap::new(),
             metadata_in_flight: None,
             metadata_broker: None,
             waiting: VecDeque::new(),
@@ -858,8 +867,17 @@ impl Simulation {
     /// A broken connection to a broker: what was in flight on it fails and is
     /// retried, and metadata is asked for again.
     fn producer_connection_closed(&mut self, producer: u32, from: NodeId) {
-        let index = producer as usize;
         let NodeId::Broker(broker) = from else { return };
+        self.producer_connection_lost(producer, broker, ErrorCode::NetworkException);
+    }
+
+    /// The connection to `broker` is gone, closed by the broker or by the
+    /// producer: every request in flight on it fails, its batches with
+    /// `error` (`NetworkClient#processDisconnection`; `Sender` answers a
+    /// timed-out connection's batches REQUEST_TIMED_OUT, a broken one's
+    /// NETWORK_EXCEPTION), and metadata is asked for again.
+    fn producer_connection_lost(&mut self, producer: u32, broker: BrokerId, error: ErrorCode) {
+        let index = producer as usize;
         let state = &mut self.producers[index];
         if state.metadata_in_flight.is_some() && state.metadata_broker == Some(broker) {
             state.metadata_in_flight = None;
@@ -878,7 +896,7 @@ impl Simulation {
         for request in lost {
             if let Some(in_flight) = self.producers[index].in_flight.remove(&request) {
                 for (partition, batch) in in_flight.batches {
-                    self.producer_retry_or_fail(producer, partition, batch, ErrorCode::NetworkException);
+                    self.producer_retry_or_fail(producer, partition, batch, error);
                 }
             }
         }
@@ -901,11 +919,26 @@ impl Simulation {
         let state = &mut self.producers[index];
         state.metadata_in_flight = None;
         let topic = state.config.topic.clone();
-        let mine: BTreeMap<u32, (Option<BrokerId>, u32)> = leaders
+        let mut mine: BTreeMap<u32, (Option<BrokerId>, u32)> = leaders
             .into_iter()
             .filter(|(partition, _)| *partition.topic == *topic)
             .map(|(partition, leader)| (partition.partition, leader))
             .collect();
+        // KIP-320 (`Metadata#updateLatestMetadata`): a partition whose
+        // leader epoch is older than one this producer has seen keeps the
+        // leader it knew; a broker cut off from the controller may still
+        // name itself leader at a replaced epoch.
+        for (partition, leader) in &mut mine {
+            let seen = state.leader_epochs.entry(*partition).or_insert(leader.1);
+            if leader.1 < *seen {
+                *leader = state.known_leaders.get(partition).copied().unwrap_or((None, *seen));
+            } else {
+                *seen = leader.1;
+            }
+        }
+        for (&partition, &leader) in &mine {
+            state.known_leaders.insert(partition, leader);
+        }
         if mine.is_empty() {
             // This broker knows no metadata yet: ask again soon.
             self.schedule_timer(Self::producer_node(producer), 0, 100, Timer::ProducerMetadataTimeout(0));
@@ -1042,6 +1075,11 @@ impl Simulation {
                 let batch = queue.pop_front().expect("checked front");
                 let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
                 let sequenced = batch.sequence.is_some();
+                if let Some((&first, later)) = records.split_first() {
+                    for &record in later {
+                        self.expired_with_older_batch.insert(record, first);
+                    }
+                }
                 self.producer_fail_records(producer, partition, records, ErrorCode::DeliveryTimeout);
                 if sequenced {
                     self.producer_bump_epoch(producer);
@@ -1126,13 +1164,25 @@ impl Simulation {
 
     fn producer_retry_or_fail(&mut self, producer: u32, number: u32, batch: PendingBatch, error: ErrorCode) {
         let index = producer as usize;
-        if self.producers[index].txn.is_some()
-            && matches!(error, ErrorCode::InvalidProducerEpoch | ErrorCode::ProducerFenced)
-        {
-            // A newer epoch wrote to this partition: fenced, fatal.
+        if self.producers[index].txn.is_some() && error == ErrorCode::ProducerFenced {
+            // Fenced: fatal (brokers never answer a produce so; kept for
+            // completeness).
             let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
             self.producer_fail_records(producer, number, records, error);
             self.producer_txn_fenced(producer);
+            return;
+        }
+        if self.producers[index].txn.is_some() && error == ErrorCode::InvalidProducerEpoch {
+            // A newer epoch wrote to this partition. Kafka 4.1's client
+            // makes that an abortable error (`InvalidProducerEpochException`
+            // is an `ApplicationRecoverableException`): the transaction can
+            // only abort, and the abort's EndTxn learns whether the
+            // producer is fenced (`PRODUCER_FENCED`).
+            let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
+            self.producer_fail_records(producer, number, records, error);
+            if let Some(txn) = self.producers[index].txn.as_mut() {
+                txn.abortable = true;
+            }
             return;
         }
         let now = self.now;
@@ -1148,9 +1198,13 @@ impl Simulation {
         };
         // OUT_OF_ORDER_SEQUENCE_NUMBER for the batch right after the last
         // acknowledged one means the broker lost sequences it had
-        // acknowledged (an unclean election): the batch fails and the
-        // epoch is bumped (`TransactionManager#canRetry`, KIP-360). For a
-        // later batch it only waits for the ones before it.
+        // acknowledged (an unclean election). A transactional producer's
+        // batch fails (the transaction becomes abortable); an idempotent
+        // producer bumps its epoch, starts the partition's sequences at 0
+        // again and retries, so the records still land
+        // (`TransactionManager#canRetry` and `bumpIdempotentProducerEpoch`,
+        // KIP-360; `SenderTest#testBumpEpochWhenOutOfOrderSequenceReceived`).
+        // For a later batch it only waits for the ones before it.
         let next_in_line = error == ErrorCode::OutOfOrderSequenceNumber
             && batch.epoch == state.epoch
             && Some(batch.producer_id) == state.producer_id
@@ -1161,7 +1215,14 @@ impl Simulation {
                         .get(&number)
                         .map_or(0, |acked| acked.wrapping_add(1)),
                 );
-        if error.retriable() && !expired && !next_in_line {
+        let bump_and_retry = next_in_line && state.txn.is_none();
+        if bump_and_retry && !expired {
+            // The partition's batches are renumbered from 0 under the new
+            // epoch when they are next drained.
+            self.producer_bump_epoch(producer);
+        }
+        let state = &mut self.producers[index];
+        if error.retriable() && !expired && (!next_in_line || bump_and_retry) {
             batch.ready_at_ms = now + backoff;
             // Re-enqueue in sequence order (`RecordAccumulator#insertInSequenceOrder`).
             let queue = state.batches.entry(number).or_default();
@@ -1240,11 +1301,11 @@ impl Simulation {
                         extra,
                         Timer::ProducerRequestTimeout(request),
                     );
-                } else if let Some(in_flight) = self.producers[index].in_flight.remove(&request) {
-                    for (partition, batch) in in_flight.batches {
-                        self.producer_retry_or_fail(producer, partition, batch, ErrorCode::RequestTimedOut);
-                    }
-                    self.producer_drain(producer);
+                } else if let Some(broker) = self.producers[index].in_flight.get(&request).map(|sent| sent.broker) {
+                    // `NetworkClient#handleTimedOutRequests` closes the
+                    // connection: everything in flight on it fails, not
+                    // only the request that timed out.
+                    self.producer_connection_lost(producer, broker, ErrorCode::RequestTimedOut);
                 }
             }
             Timer::ProducerMetadataTimeout(request) => {

@@ -420,6 +420,10 @@ impl Scenario {
         if let Some(first) = first_burst_record {
             let safe = self.expect.contains(&Expectation::NoRecordsLost);
             failures.extend(super::checks::liveness_failures(&simulation, first, safe));
+            // A fuzz repro fails the way its seed did: duplicates too.
+            if safe {
+                failures.extend(super::checks::duplicate_failures(&simulation));
+            }
         }
         Ok(Outcome {
             simulation,

@@ -701,22 +701,26 @@ mod producer_config {
         );
     }
 
-    /// `ProducerConfig#postProcessAndValidateIdempotenceConfigs`: more than
-    /// 5 requests in flight per connection quietly turns the default
-    /// idempotence off, but is refused with an explicit
-    /// enable.idempotence=true; 0 is refused (`atLeast(1)`).
+    /// `ProducerConfig#postProcessAndValidateIdempotenceConfigs` as of 4.0
+    /// (KAFKA-17927): more than 5 requests in flight per connection are
+    /// refused whether idempotence is the default or set; only an explicit
+    /// enable.idempotence=false allows them. 0 is refused (`atLeast(1)`).
     #[test]
-    fn more_than_five_in_flight_requests_turn_default_idempotence_off_and_refuse_explicit() {
+    fn more_than_five_in_flight_requests_are_refused_unless_idempotence_is_off() {
         let mut producer = ProducerConfig::new("orders");
         producer.max_in_flight_requests_per_connection = 6;
-        assert!(!producer.idempotence());
-        assert!(cluster(producer.clone()).validate().is_ok());
+        assert!(producer.idempotence(), "the default stays on");
+        let refused =
+            "producer 0: Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent producer.";
+        assert_eq!(cluster(producer.clone()).validate().expect_err("refused"), refused);
         producer.enable_idempotence = Some(true);
-        let error = cluster(producer.clone()).validate().expect_err("refused");
-        assert_eq!(
-            error,
-            "producer 0: Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent producer."
-        );
+        assert_eq!(cluster(producer.clone()).validate().expect_err("refused"), refused);
+        producer.enable_idempotence = Some(false);
+        assert!(cluster(producer.clone()).validate().is_ok());
+        producer.enable_idempotence = None;
+        producer.acks = Acks::Leader;
+        assert!(!producer.idempotence(), "acks=1 still turns the default off");
+        assert!(cluster(producer.clone()).validate().is_ok());
         producer.max_in_flight_requests_per_connection = 0;
         let error = cluster(producer).validate().expect_err("refused");
         assert_eq!(

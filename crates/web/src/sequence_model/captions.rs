@@ -400,6 +400,15 @@ impl Captioner {
                     ErrorCode::DeliveryTimeout => {
                         " delivery.timeout.ms has passed since the batch was created, so the producer stops retrying and fails it (\"Expiring N record(s) … ms has passed since batch creation\")."
                     }
+                    ErrorCode::OutOfOrderSequenceNumber if *will_retry => {
+                        " The broker's producer state expects an earlier sequence. If this is the batch right after the last acknowledged one, those sequences are gone (an unclean election): an idempotent producer bumps its epoch, starts the partition's sequences at 0 and sends it again."
+                    }
+                    ErrorCode::InvalidProducerEpoch => {
+                        " The partition has seen a newer epoch of this producer id. A transactional producer can now only abort; the abort's EndTxn says whether it is fenced."
+                    }
+                    ErrorCode::DeliveryTimeout => {
+                        " delivery.timeout.ms has passed since the batch was created, so the producer stops retrying and fails it (\"Expiring N record(s) … ms has passed since batch creation\")."
+                    }
                     _ => "",
                 };
                 (

@@ -569,10 +569,13 @@ pub enum Message {
     },
     /// Where a partition's log starts or ends for consumers (`ListOffsets`
     /// with `EARLIEST`: the log start offset, or `LATEST`: the high
-    /// watermark).
+    /// watermark, or for `read_committed` the last stable offset, as
+    /// `Partition#fetchOffsetForTimestamp` answers by the request's
+    /// isolation level).
     ListOffsets {
         partition: TopicPartition,
         spec: OffsetSpec,
+        isolation: IsolationLevel,
     },
     /// The high watermark.
     ListOffsetsResponse {

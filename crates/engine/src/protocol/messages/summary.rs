@@ -543,7 +543,14 @@ impl Message {
                     format!("Fetch {partition} offset={offset} (consumer, read_committed)")
                 }
             },
-            Message::ListOffsets { partition, spec } => format!("ListOffsets {partition} {spec}"),
+            Message::ListOffsets {
+                partition,
+                spec,
+                isolation,
+            } => match isolation {
+                IsolationLevel::ReadUncommitted => format!("ListOffsets {partition} {spec}"),
+                IsolationLevel::ReadCommitted => format!("ListOffsets {partition} {spec} read_committed"),
+            },
             Message::ListOffsetsResponse { partition, result } => match result {
                 Ok(offset) => format!("ListOffsetsResponse {partition} offset={offset}"),
                 Err(error) => format!("ListOffsetsResponse {partition} error={error}"),
