@@ -601,3 +601,33 @@ test('a replica lists its latest records, one colour per key; adding a partition
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+// Selects controller-1 from the keyboard (its box is mostly its log).
+const selectController = async (page) => {
+  await live(page).getByTestId('node-controller-1').focus();
+  await page.keyboard.press('Enter');
+};
+
+test('transaction.version is a cluster feature: the knob finalizes it through the controller, and the controller says which', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
+  await live(page).getByTestId('cluster-run-1s').click();
+  await selectController(page);
+  assert.match(await facts(page), /transaction\.version=2: an epoch bump at every EndTxn/);
+  await showTool(page, 'knobs');
+  assert.equal(await live(page).getByTestId('knob-transaction-version').inputValue(), '2');
+  assert.equal(await live(page).getByTestId('knob-verification').isChecked(), true);
+  await live(page).getByTestId('knob-transaction-version').selectOption('1');
+  await live(page).getByTestId('cluster-run-1s').click();
+  await showTool(page, 'recent');
+  assert.match(await live(page).getByTestId('recent-events').innerText(), /transaction\.version=1/);
+  // controller-1 is still selected: its inspector follows the run.
+  assert.match(await facts(page), /transaction\.version=1: producers add partitions themselves/);
+  // Verification is a dynamic broker setting.
+  await showTool(page, 'knobs');
+  assert.equal(await live(page).getByTestId('knob-transaction-version').inputValue(), '1');
+  await live(page).getByTestId('knob-verification').uncheck();
+  assert.equal(await live(page).getByTestId('knob-verification').isChecked(), false);
+  assert.equal(await live(page).getByTestId('knob-error').count(), 0);
+  assert.deepEqual(problems, []);
+  await page.close();
+});

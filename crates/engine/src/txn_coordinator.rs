@@ -1,9 +1,7 @@
-//! The transaction coordinator's rules (KIP-98), as a plain state machine:
-//! what one `__transaction_state` partition's coordinator decides for the
-//! transactional ids it owns (`TransactionCoordinator`,
-//! `TransactionMetadata`, `TransactionStateManager`, Kafka 4.1, with the
-//! transaction version 1 protocol: the client's `EndTxn` carries the
-//! epoch it was given, markers are written with that epoch).
+//! The transaction coordinator's rules (KIP-98, KIP-890), as a plain state
+//! machine: what one `__transaction_state` partition's coordinator decides
+//! for the transactional ids it owns (`TransactionCoordinator`,
+//! `TransactionMetadata`, `TransactionStateManager`, Kafka 4.1).
 //!
 //! Every change of a transaction goes through the log first: the shard
 //! sets a *pending* transition, asks for a record to be written, and only
@@ -13,22 +11,30 @@
 //! is pending, other requests for that id get `CONCURRENT_TRANSACTIONS`.
 //!
 //! * `InitProducerId` gives a transactional id a producer id and bumps its
-//!   epoch, which fences any older instance of the producer: its
-//!   `AddPartitionsToTxn`, `EndTxn` and (through the markers' epoch) its
-//!   produce requests are refused from then on. A transaction the old
-//!   instance left open is aborted first, with the bumped epoch (Kafka
-//!   passes through `PrepareEpochFence` in memory; the log sees
+//!   epoch, which fences any older instance of the producer. A transaction
+//!   the old instance left open is aborted first, with the bumped epoch
+//!   (Kafka passes through `PrepareEpochFence` in memory; the log sees
 //!   `PrepareAbort`), and the new instance is told to retry
-//!   (`CONCURRENT_TRANSACTIONS`).
-//! * `AddPartitionsToTxn` records which partitions a transaction writes to,
-//!   so the coordinator knows where markers go; the first one opens the
-//!   transaction (`Ongoing`) and starts its `transaction.timeout.ms`.
+//!   (`CONCURRENT_TRANSACTIONS`). A producer that asks with the id and
+//!   epoch it has (KIP-360, after an abortable error) gets the next epoch.
+//! * A partition joins the open transaction, so the coordinator knows
+//!   where markers go: under `transaction.version` 0 and 1 by the
+//!   producer's `AddPartitionsToTxn`; under 2 by the partition leader's
+//!   `AddPartitionsToTxn` (`verifyOnly=false`) when the first batch
+//!   arrives (KIP-890 part 2). The first one opens the transaction
+//!   (`Ongoing`) and starts its `transaction.timeout.ms`. A leader may also
+//!   only ask whether a partition is in the transaction (`verifyOnly=true`,
+//!   KIP-890 part 1), which writes nothing.
 //! * `EndTxn` writes `PrepareCommit` or `PrepareAbort`; once that is
 //!   committed the answer goes back and the markers go out to every
 //!   partition of the transaction; when every marker is written the
-//!   coordinator writes `CompleteCommit` or `CompleteAbort`. From
-//!   `PrepareCommit` on, the outcome is decided: a new coordinator that
-//!   loads the log finishes sending the markers.
+//!   coordinator writes `CompleteCommit` or `CompleteAbort`. Under
+//!   version 2 the prepare state bumps the epoch, the markers carry the
+//!   bumped epoch and the answer hands it to the producer; an epoch about
+//!   to run out (32766) moves the id to a new producer id at epoch 0 when
+//!   the transaction completes. From `PrepareCommit` on, the outcome is
+//!   decided: a new coordinator that loads the log finishes sending the
+//!   markers.
 //! * A transaction open longer than its timeout is aborted by the
 //!   coordinator with a bumped epoch (`abortTimedOutTransactions`), which
 //!   fences the producer that left it open.
@@ -37,6 +43,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use crate::protocol::transactions::TransactionVersion;
 use crate::protocol::{ProducerEpoch, ProducerId, TopicPartition};
 use crate::replication::transactions::ControlType;
 
@@ -47,6 +54,15 @@ pub const TRANSACTION_MAX_TIMEOUT_MS: u64 = 900_000;
 /// `transaction.abort.timed.out.transaction.cleanup.interval.ms` (10000):
 /// how often the coordinator looks for transactions past their timeout.
 pub const ABORT_TIMED_OUT_INTERVAL_MS: u64 = 10_000;
+
+/// `RecordBatch.NO_PRODUCER_EPOCH`.
+pub const NO_PRODUCER_EPOCH: ProducerEpoch = -1;
+
+/// An epoch at which the next bump would reach `Short.MAX_VALUE`
+/// (`TransactionMetadata#isEpochExhausted`: 32766 and above).
+pub fn is_epoch_exhausted(epoch: ProducerEpoch) -> bool {
+    epoch >= i16::MAX - 1
+}
 
 /// A transaction's state (`TransactionState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
@@ -100,6 +116,10 @@ pub enum TxnError {
     /// The record could not be written (the partition moved, or was not
     /// replicated in time): look for the coordinator again.
     NotCoordinator,
+    /// A leader's verification: the partition is not in the open
+    /// transaction (`TRANSACTION_ABORTABLE`,
+    /// `TransactionCoordinator#handleVerifyPartitionsInTransaction`).
+    TransactionAbortable,
 }
 
 impl std::fmt::Display for TxnError {
@@ -111,6 +131,7 @@ impl std::fmt::Display for TxnError {
             TxnError::InvalidTxnState => "INVALID_TXN_STATE",
             TxnError::InvalidTransactionTimeout => "INVALID_TRANSACTION_TIMEOUT",
             TxnError::NotCoordinator => "NOT_COORDINATOR",
+            TxnError::TransactionAbortable => "TRANSACTION_ABORTABLE",
         })
     }
 }
@@ -121,16 +142,67 @@ impl std::fmt::Display for TxnError {
 pub struct TxnMetadata {
     /// The producer id it was given.
     pub producer_id: ProducerId,
+    /// The producer id before the last transition (`prevProducerId`;
+    /// after an id rotation, the old id, so a retried `EndTxn` with it is
+    /// recognised).
+    pub prev_producer_id: Option<ProducerId>,
+    /// The id a transaction that exhausted the epoch moves to when it
+    /// completes (`nextProducerId`).
+    pub next_producer_id: Option<ProducerId>,
     /// The current producer epoch (-1 before the first `InitProducerId`).
     pub producer_epoch: ProducerEpoch,
+    /// The epoch before the last bump (`lastProducerEpoch`, -1 when none
+    /// is kept): a retried request with it is not a fenced one.
+    pub last_producer_epoch: ProducerEpoch,
     /// `transaction.timeout.ms` the producer asked for.
     pub timeout_ms: u64,
     /// Its state.
     pub state: TxnState,
     /// The partitions of the open (or completing) transaction.
     pub partitions: BTreeSet<TopicPartition>,
-    /// When the open transaction started (its first `AddPartitionsToTxn`).
+    /// When the open transaction started (its first partition).
     pub start_ms: Option<u64>,
+    /// The protocol its last transaction ran (`clientTransactionVersion`):
+    /// version 2 completes with the bumped epoch, or a new producer id.
+    pub client_version: TransactionVersion,
+}
+
+impl TxnMetadata {
+    /// A transactional id seen for the first time (`InitProducerId`
+    /// creates it with no epoch).
+    pub fn new(producer_id: ProducerId, timeout_ms: u64) -> TxnMetadata {
+        TxnMetadata {
+            producer_id,
+            prev_producer_id: None,
+            next_producer_id: None,
+            producer_epoch: NO_PRODUCER_EPOCH,
+            last_producer_epoch: NO_PRODUCER_EPOCH,
+            timeout_ms,
+            state: TxnState::Empty,
+            partitions: BTreeSet::new(),
+            start_ms: None,
+            client_version: TransactionVersion::TV_0,
+        }
+    }
+
+    /// The metadata after a transition (`prepareTransitionTo`): the
+    /// previous producer id is always the one before it.
+    fn transit(&self, change: impl FnOnce(&mut TxnMetadata)) -> TxnMetadata {
+        let mut next = self.clone();
+        next.prev_producer_id = Some(self.producer_id);
+        change(&mut next);
+        next
+    }
+
+    /// The producer id and epoch the client uses once the transaction in
+    /// a prepare state completes (what a version 2 `EndTxn` answers:
+    /// `prepareComplete`'s result).
+    pub fn after_completion(&self) -> (ProducerId, ProducerEpoch) {
+        match self.next_producer_id {
+            Some(next) if self.client_version.supports_epoch_bump() => (next, 0),
+            _ => (self.producer_id, self.producer_epoch),
+        }
+    }
 }
 
 /// A record the coordinator asks to write to its `__transaction_state`
@@ -148,8 +220,11 @@ pub struct TxnRecord {
 pub enum TxnReply {
     /// `InitProducerId`: the producer id and epoch to use.
     ProducerIdAndEpoch(ProducerId, ProducerEpoch),
-    /// `AddPartitionsToTxn` or `EndTxn` succeeded.
+    /// `AddPartitionsToTxn` succeeded.
     Done,
+    /// `EndTxn` succeeded; a version 2 answer carries the producer id and
+    /// epoch to use from now on (`EndTxnResponse` v5).
+    Ended(Option<(ProducerId, ProducerEpoch)>),
 }
 
 /// Markers to write: the partitions of a decided transaction, with the
@@ -161,7 +236,7 @@ pub struct MarkerRequest {
     pub transactional_id: String,
     /// The producer id.
     pub producer_id: ProducerId,
-    /// The epoch the markers carry.
+    /// The epoch the markers carry (under version 2 the bumped one).
     pub producer_epoch: ProducerEpoch,
     /// `COMMIT` or `ABORT`.
     pub control: ControlType,
@@ -216,6 +291,15 @@ impl TxnShard {
         self.pending.contains_key(transactional_id)
     }
 
+    /// Whether a request for this id may need a fresh producer id: the id
+    /// is new, or its epoch is about to run out. The caller takes one from
+    /// its producer id block before asking (`ProducerIdManager`).
+    pub fn needs_new_producer_id(&self, transactional_id: &str) -> bool {
+        self.txns
+            .get(transactional_id)
+            .is_none_or(|txn| is_epoch_exhausted(txn.producer_epoch))
+    }
+
     fn propose(&mut self, transactional_id: &str, metadata: TxnMetadata) -> Decision {
         self.pending.insert(transactional_id.to_string(), metadata.clone());
         Decision::Write(TxnRecord {
@@ -227,89 +311,101 @@ impl TxnShard {
     /// `InitProducerId` with a transactional id
     /// (`TransactionCoordinator#handleInitProducerId`,
     /// `#prepareInitProducerIdTransit`). `new_producer_id` is used for an
-    /// id the shard has never seen. A transaction left open by an older
-    /// instance is aborted with a bumped epoch first: the call returns that
-    /// write, and once it is committed the caller answers the producer with
-    /// `CONCURRENT_TRANSACTIONS` (see [`AfterCommit::reply`]).
+    /// id the shard has never seen, and for one whose epoch ran out
+    /// (`prepareProducerIdRotation`). `expected` is the producer id and
+    /// epoch the client already has (KIP-360), if it sent them. A
+    /// transaction left open by an older instance is aborted with a
+    /// bumped epoch first, as `server_version` runs it: the call returns
+    /// that write, and once it is committed the caller answers the producer
+    /// with `CONCURRENT_TRANSACTIONS` (see [`AfterCommit::reply`]).
     pub fn init_producer_id(
         &mut self,
         transactional_id: &str,
         timeout_ms: u64,
         new_producer_id: ProducerId,
+        expected: Option<(ProducerId, ProducerEpoch)>,
+        server_version: TransactionVersion,
     ) -> Decision {
         if timeout_ms == 0 || timeout_ms > TRANSACTION_MAX_TIMEOUT_MS {
             return Decision::Answer(Err(TxnError::InvalidTransactionTimeout));
         }
+        let current = self
+            .txns
+            .get(transactional_id)
+            .cloned()
+            .unwrap_or_else(|| TxnMetadata::new(new_producer_id, timeout_ms));
+        // `isValidProducerId`.
+        let valid = expected.is_none_or(|(producer_id, epoch)| {
+            current.producer_epoch == NO_PRODUCER_EPOCH
+                || producer_id == current.producer_id
+                || (Some(producer_id) == current.prev_producer_id && is_epoch_exhausted(epoch))
+        });
+        if !valid {
+            return Decision::Answer(Err(TxnError::InvalidProducerIdMapping));
+        }
         if self.pending(transactional_id) {
             return Decision::Answer(Err(TxnError::ConcurrentTransactions));
         }
-        let current = self.txns.get(transactional_id).cloned().unwrap_or(TxnMetadata {
-            producer_id: new_producer_id,
-            producer_epoch: -1,
-            timeout_ms,
-            state: TxnState::Empty,
-            partitions: BTreeSet::new(),
-            start_ms: None,
-        });
         match current.state {
             TxnState::PrepareCommit | TxnState::PrepareAbort => Decision::Answer(Err(TxnError::ConcurrentTransactions)),
-            TxnState::Ongoing => {
-                // `prepareFenceProducerEpoch`, then the abort of the open
-                // transaction (`endTransaction(ABORT, isFromClient = false)`):
-                // its markers carry the bumped epoch. The new instance
-                // retries and gets a further epoch once it is complete.
-                self.propose(
-                    transactional_id,
-                    TxnMetadata {
-                        producer_epoch: current.producer_epoch + 1,
-                        state: TxnState::PrepareAbort,
-                        ..current
-                    },
-                )
-            }
+            TxnState::Ongoing => match fence_and_abort(&current, server_version) {
+                Some(aborting) => self.propose(transactional_id, aborting),
+                None => Decision::Answer(Err(TxnError::InvalidTxnState)),
+            },
             TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort => {
-                // `prepareIncrementProducerEpoch` (a new id starts at 0).
+                let next = if is_epoch_exhausted(current.producer_epoch)
+                    && expected.is_none_or(|(_, epoch)| epoch == current.producer_epoch)
+                {
+                    // `prepareProducerIdRotation`: a new id at epoch 0.
+                    current.transit(|next| {
+                        next.producer_id = new_producer_id;
+                        next.producer_epoch = 0;
+                        next.last_producer_epoch = if expected.is_some() {
+                            current.producer_epoch
+                        } else {
+                            NO_PRODUCER_EPOCH
+                        };
+                    })
+                } else {
+                    // `prepareIncrementProducerEpoch`.
+                    let (epoch, last) = match expected {
+                        None => (current.producer_epoch + 1, NO_PRODUCER_EPOCH),
+                        Some((_, expected))
+                            if current.producer_epoch == NO_PRODUCER_EPOCH || expected == current.producer_epoch =>
+                        {
+                            (current.producer_epoch + 1, current.producer_epoch)
+                        }
+                        // A retry of a bump that already happened.
+                        Some((_, expected)) if expected == current.last_producer_epoch => {
+                            (current.producer_epoch, current.last_producer_epoch)
+                        }
+                        Some(_) => return Decision::Answer(Err(TxnError::ProducerFenced)),
+                    };
+                    current.transit(|next| {
+                        next.producer_epoch = epoch;
+                        next.last_producer_epoch = last;
+                    })
+                };
                 self.propose(
                     transactional_id,
                     TxnMetadata {
-                        producer_epoch: current.producer_epoch + 1,
+                        next_producer_id: None,
                         timeout_ms,
                         state: TxnState::Empty,
                         partitions: BTreeSet::new(),
                         start_ms: None,
-                        ..current
+                        ..next
                     },
                 )
             }
         }
     }
 
-    /// Checks a client's producer id and epoch against the metadata.
-    fn check_producer(
-        &self,
-        transactional_id: &str,
-        producer_id: ProducerId,
-        producer_epoch: ProducerEpoch,
-    ) -> Result<TxnMetadata, TxnError> {
-        let current = self
-            .txns
-            .get(transactional_id)
-            .ok_or(TxnError::InvalidProducerIdMapping)?;
-        if current.producer_id != producer_id {
-            return Err(TxnError::InvalidProducerIdMapping);
-        }
-        if current.producer_epoch != producer_epoch {
-            return Err(TxnError::ProducerFenced);
-        }
-        if self.pending(transactional_id) {
-            return Err(TxnError::ConcurrentTransactions);
-        }
-        Ok(current.clone())
-    }
-
     /// `AddPartitionsToTxn` (`TransactionCoordinator#handleAddPartitionsToTransaction`,
-    /// `TransactionMetadata#prepareAddPartitions`): partitions already in
-    /// the open transaction need no write; others open it or join it.
+    /// `TransactionMetadata#prepareAddPartitions`), from the producer
+    /// (versions 0 and 1: `version` below 2) or from a partition leader
+    /// that adds the partition for a version 2 producer. Partitions already
+    /// in the open transaction need no write; others open it or join it.
     pub fn add_partitions(
         &mut self,
         transactional_id: &str,
@@ -317,11 +413,22 @@ impl TxnShard {
         producer_epoch: ProducerEpoch,
         partitions: &[TopicPartition],
         now: u64,
+        version: TransactionVersion,
     ) -> Decision {
-        let current = match self.check_producer(transactional_id, producer_id, producer_epoch) {
-            Ok(current) => current,
-            Err(error) => return Decision::Answer(Err(error)),
+        let Some(current) = self.txns.get(transactional_id).cloned() else {
+            return Decision::Answer(Err(TxnError::InvalidProducerIdMapping));
         };
+        // Kafka 4.1 checks the pending transition first, so a completing
+        // id rotation can finish (the producer may already use the new id).
+        if self.pending(transactional_id) {
+            return Decision::Answer(Err(TxnError::ConcurrentTransactions));
+        }
+        if current.producer_id != producer_id {
+            return Decision::Answer(Err(TxnError::InvalidProducerIdMapping));
+        }
+        if current.producer_epoch != producer_epoch {
+            return Decision::Answer(Err(TxnError::ProducerFenced));
+        }
         match current.state {
             TxnState::PrepareCommit | TxnState::PrepareAbort => Decision::Answer(Err(TxnError::ConcurrentTransactions)),
             TxnState::Ongoing
@@ -332,58 +439,117 @@ impl TxnShard {
                 Decision::Answer(Ok(TxnReply::Done))
             }
             state => {
-                let start_ms = if state == TxnState::Ongoing {
-                    current.start_ms
-                } else {
-                    Some(now)
-                };
-                let mut all = if state == TxnState::Ongoing {
-                    current.partitions.clone()
-                } else {
-                    BTreeSet::new()
-                };
-                all.extend(partitions.iter().cloned());
-                self.propose(
-                    transactional_id,
-                    TxnMetadata {
-                        state: TxnState::Ongoing,
-                        partitions: all,
-                        start_ms,
-                        ..current
-                    },
-                )
+                let ongoing = state == TxnState::Ongoing;
+                let next = current.transit(|next| {
+                    next.state = TxnState::Ongoing;
+                    if !ongoing {
+                        next.start_ms = Some(now);
+                        next.partitions.clear();
+                    }
+                    next.partitions.extend(partitions.iter().cloned());
+                    next.client_version = version;
+                });
+                self.propose(transactional_id, next)
             }
         }
     }
 
-    /// `EndTxn` from the client (`TransactionCoordinator#handleEndTransaction`):
-    /// an open transaction moves to `PrepareCommit` or `PrepareAbort`; a
-    /// retry of a completed one succeeds; anything else is refused.
+    /// A partition leader's `AddPartitionsToTxn` with `verifyOnly=true`
+    /// (KIP-890 part 1, `TransactionCoordinator#handleVerifyPartitionsInTransaction`):
+    /// whether each partition is in the open transaction of this producer
+    /// id and epoch. Nothing is written; the pending transition is not
+    /// looked at.
+    pub fn verify_partitions(
+        &self,
+        transactional_id: &str,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        partitions: &[TopicPartition],
+    ) -> Vec<(TopicPartition, Result<(), TxnError>)> {
+        let all = |error: TxnError| {
+            partitions
+                .iter()
+                .map(|partition| (partition.clone(), Err(error)))
+                .collect()
+        };
+        let Some(current) = self.txns.get(transactional_id) else {
+            return all(TxnError::InvalidProducerIdMapping);
+        };
+        if current.producer_id != producer_id {
+            return all(TxnError::InvalidProducerIdMapping);
+        }
+        if current.producer_epoch != producer_epoch {
+            return all(TxnError::ProducerFenced);
+        }
+        if matches!(current.state, TxnState::PrepareCommit | TxnState::PrepareAbort) {
+            return all(TxnError::ConcurrentTransactions);
+        }
+        partitions
+            .iter()
+            .map(|partition| {
+                let answer = if current.partitions.contains(partition) {
+                    Ok(())
+                } else {
+                    Err(TxnError::TransactionAbortable)
+                };
+                (partition.clone(), answer)
+            })
+            .collect()
+    }
+
+    /// `EndTxn` from the client (`TransactionCoordinator#handleEndTransaction`).
+    /// `version` is the protocol the request runs (`EndTxn` v5 and above
+    /// is version 2). `new_producer_id` is the id to move to if the epoch
+    /// is exhausted (version 2 only). Version 0 and 1
+    /// (`endTransactionWithTV1`): an open transaction moves to
+    /// `PrepareCommit` or `PrepareAbort` with the same epoch; a retry of a
+    /// completed one succeeds; anything else is refused. Version 2: the
+    /// prepare state bumps the epoch; a retry carries the epoch before the
+    /// bump; an abort with nothing open still bumps the epoch.
     pub fn end_txn(
         &mut self,
         transactional_id: &str,
         producer_id: ProducerId,
         producer_epoch: ProducerEpoch,
         commit: bool,
+        now: u64,
+        version: TransactionVersion,
+        new_producer_id: ProducerId,
     ) -> Decision {
-        let current = match self.check_producer(transactional_id, producer_id, producer_epoch) {
-            Ok(current) => current,
-            Err(error) => return Decision::Answer(Err(error)),
+        let Some(current) = self.txns.get(transactional_id).cloned() else {
+            return Decision::Answer(Err(TxnError::InvalidProducerIdMapping));
         };
+        if version.supports_epoch_bump() {
+            return self.end_txn_v2(
+                transactional_id,
+                current,
+                producer_id,
+                producer_epoch,
+                commit,
+                now,
+                new_producer_id,
+            );
+        }
+        if current.producer_id != producer_id {
+            return Decision::Answer(Err(TxnError::InvalidProducerIdMapping));
+        }
+        if current.producer_epoch != producer_epoch {
+            return Decision::Answer(Err(TxnError::ProducerFenced));
+        }
+        if self.pending(transactional_id) {
+            return Decision::Answer(Err(TxnError::ConcurrentTransactions));
+        }
         let answer = |result| Decision::Answer(result);
         match (current.state, commit) {
-            (TxnState::Ongoing, _) => self.propose(
-                transactional_id,
-                TxnMetadata {
-                    state: if commit {
-                        TxnState::PrepareCommit
-                    } else {
-                        TxnState::PrepareAbort
-                    },
-                    ..current
-                },
-            ),
-            (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => answer(Ok(TxnReply::Done)),
+            (TxnState::Ongoing, _) => {
+                let next = current.transit(|next| {
+                    next.state = prepare_state(commit);
+                    next.next_producer_id = None;
+                    next.client_version = version;
+                });
+                self.propose(transactional_id, next)
+            }
+            (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => answer(Ok(TxnReply::Ended(None))),
             (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
                 answer(Err(TxnError::ConcurrentTransactions))
             }
@@ -391,12 +557,73 @@ impl TxnShard {
         }
     }
 
+    /// `endTransaction` for version 2 (KIP-890 part 2), in Kafka 4.1's
+    /// order: a pending transition first (KAFKA-18464), then the producer
+    /// id (unless this is the retry of an end that moved the id), then the
+    /// epoch, whose valid values depend on the state.
+    #[allow(clippy::too_many_arguments)]
+    fn end_txn_v2(
+        &mut self,
+        transactional_id: &str,
+        current: TxnMetadata,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        commit: bool,
+        now: u64,
+        new_producer_id: ProducerId,
+    ) -> Decision {
+        if self.pending(transactional_id) {
+            return Decision::Answer(Err(TxnError::ConcurrentTransactions));
+        }
+        let retry_on_overflow = current.prev_producer_id == Some(producer_id)
+            && producer_epoch == i16::MAX - 1
+            && current.producer_epoch == 0;
+        let retry_on_epoch_bump = i32::from(current.producer_epoch) == i32::from(producer_epoch) + 1;
+        if current.producer_id != producer_id && !retry_on_overflow {
+            return Decision::Answer(Err(TxnError::InvalidProducerIdMapping));
+        }
+        let valid = match current.state {
+            TxnState::Ongoing | TxnState::Empty => producer_epoch == current.producer_epoch,
+            TxnState::PrepareCommit | TxnState::PrepareAbort => retry_on_epoch_bump,
+            TxnState::CompleteCommit | TxnState::CompleteAbort => {
+                retry_on_epoch_bump || retry_on_overflow || producer_epoch == current.producer_epoch
+            }
+        };
+        if !valid {
+            return Decision::Answer(Err(TxnError::ProducerFenced));
+        }
+        let retry = retry_on_epoch_bump || retry_on_overflow;
+        let done = Decision::Answer(Ok(TxnReply::Ended(Some((current.producer_id, current.producer_epoch)))));
+        let refused = |error| Decision::Answer(Err(error));
+        match (current.state, commit) {
+            (TxnState::Ongoing, _) => {
+                let next = bump_and_prepare(&current, commit, false, now, new_producer_id);
+                self.propose(transactional_id, next)
+            }
+            (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) if retry => done,
+            (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, true) => refused(TxnError::InvalidTxnState),
+            (TxnState::CompleteCommit, false) if retry => refused(TxnError::InvalidTxnState),
+            // An abort with nothing open: the epoch is bumped all the same
+            // (`noPartitionAdded`), so a producer can always fence its own
+            // late writes.
+            (TxnState::CompleteCommit | TxnState::CompleteAbort | TxnState::Empty, false) => {
+                let next = bump_and_prepare(&current, false, true, now, new_producer_id);
+                self.propose(transactional_id, next)
+            }
+            (TxnState::Empty, true) => refused(TxnError::InvalidTxnState),
+            (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
+                refused(TxnError::ConcurrentTransactions)
+            }
+            (TxnState::PrepareCommit, false) | (TxnState::PrepareAbort, true) => refused(TxnError::InvalidTxnState),
+        }
+    }
+
     /// Transactions open longer than their timeout at `now`
     /// (`TransactionStateManager#timedOutTransactions`): each is aborted
     /// with a bumped epoch, which fences the producer that left it open
-    /// (`TransactionCoordinator#abortTimedOutTransactions`). Returns the
-    /// writes.
-    pub fn abort_timed_out(&mut self, now: u64) -> Vec<TxnRecord> {
+    /// (`TransactionCoordinator#abortTimedOutTransactions`), as
+    /// `server_version` runs it. Returns the writes.
+    pub fn abort_timed_out(&mut self, now: u64, server_version: TransactionVersion) -> Vec<TxnRecord> {
         let timed_out: Vec<(String, TxnMetadata)> = self
             .txns
             .iter()
@@ -410,14 +637,8 @@ impl TxnShard {
         timed_out
             .into_iter()
             .filter_map(|(id, current)| {
-                match self.propose(
-                    &id,
-                    TxnMetadata {
-                        producer_epoch: current.producer_epoch + 1,
-                        state: TxnState::PrepareAbort,
-                        ..current
-                    },
-                ) {
+                let aborting = fence_and_abort(&current, server_version)?;
+                match self.propose(&id, aborting) {
                     Decision::Write(record) => Some(record),
                     Decision::Answer(_) => None,
                 }
@@ -442,6 +663,14 @@ impl TxnShard {
             control,
             partitions: metadata.partitions.clone(),
         };
+        let ended = || {
+            Ok(TxnReply::Ended(
+                metadata
+                    .client_version
+                    .supports_epoch_bump()
+                    .then(|| metadata.after_completion()),
+            ))
+        };
         match metadata.state {
             TxnState::Empty => AfterCommit {
                 reply: Some(Ok(TxnReply::ProducerIdAndEpoch(
@@ -455,14 +684,14 @@ impl TxnShard {
                 ..AfterCommit::default()
             },
             TxnState::PrepareCommit => AfterCommit {
-                reply: Some(Ok(TxnReply::Done)),
+                reply: Some(ended()),
                 markers: Some(markers(ControlType::Commit)),
             },
             TxnState::PrepareAbort => AfterCommit {
                 reply: Some(if fencing {
                     Err(TxnError::ConcurrentTransactions)
                 } else {
-                    Ok(TxnReply::Done)
+                    ended()
                 }),
                 markers: Some(markers(ControlType::Abort)),
             },
@@ -480,7 +709,8 @@ impl TxnShard {
 
     /// Every marker of a decided transaction is written
     /// (`TransactionMarkerChannelManager#tryAppendToLog`): the complete
-    /// state goes to the log.
+    /// state goes to the log (`TransactionMetadata#prepareComplete`; under
+    /// version 2 an exhausted epoch moves to the next producer id here).
     pub fn markers_written(&mut self, transactional_id: &str) -> Option<TxnRecord> {
         let current = self.txns.get(transactional_id)?.clone();
         let state = match current.state {
@@ -491,15 +721,16 @@ impl TxnShard {
         if self.pending(transactional_id) {
             return None;
         }
-        match self.propose(
-            transactional_id,
-            TxnMetadata {
-                state,
-                partitions: BTreeSet::new(),
-                start_ms: None,
-                ..current
-            },
-        ) {
+        let (producer_id, producer_epoch) = current.after_completion();
+        let complete = current.transit(|next| {
+            next.state = state;
+            next.producer_id = producer_id;
+            next.producer_epoch = producer_epoch;
+            next.next_producer_id = None;
+            next.partitions = BTreeSet::new();
+            next.start_ms = None;
+        });
+        match self.propose(transactional_id, complete) {
             Decision::Write(record) => Some(record),
             Decision::Answer(_) => None,
         }
@@ -539,9 +770,70 @@ impl TxnShard {
     }
 }
 
+/// `PrepareCommit` or `PrepareAbort`.
+fn prepare_state(commit: bool) -> TxnState {
+    if commit {
+        TxnState::PrepareCommit
+    } else {
+        TxnState::PrepareAbort
+    }
+}
+
+/// A version 2 `prepareAbortOrCommit`: the epoch goes up by one (the
+/// markers carry it), the epoch before it is kept for retries, and an
+/// exhausted epoch names the producer id to move to at completion. An
+/// abort with nothing open (`noPartitionAdded`) restarts the
+/// transaction's clock.
+fn bump_and_prepare(
+    current: &TxnMetadata,
+    commit: bool,
+    no_partition_added: bool,
+    now: u64,
+    new_producer_id: ProducerId,
+) -> TxnMetadata {
+    current.transit(|next| {
+        next.state = prepare_state(commit);
+        next.producer_epoch = current.producer_epoch + 1;
+        next.last_producer_epoch = current.producer_epoch;
+        next.next_producer_id = is_epoch_exhausted(current.producer_epoch).then_some(new_producer_id);
+        next.client_version = TransactionVersion::TV_2;
+        if no_partition_added {
+            next.start_ms = Some(now);
+        }
+    })
+}
+
+/// The coordinator aborts an open transaction itself (a new instance's
+/// `InitProducerId`, or its timeout): `prepareFenceProducerEpoch`, then
+/// `endTransaction(ABORT, isFromClient = false)` with the cluster's
+/// `transaction.version`. Either way the markers carry the epoch one above
+/// the producer's, so its late writes are refused; version 2 keeps the
+/// epoch before it (one bump in all, as Kafka 4.1 after KAFKA-19367) and
+/// never moves to a new producer id here. `None` when the epoch cannot
+/// grow (`Short.MAX_VALUE`).
+fn fence_and_abort(current: &TxnMetadata, server_version: TransactionVersion) -> Option<TxnMetadata> {
+    if current.producer_epoch == i16::MAX {
+        return None;
+    }
+    Some(current.transit(|next| {
+        next.state = TxnState::PrepareAbort;
+        next.producer_epoch = current.producer_epoch + 1;
+        next.next_producer_id = None;
+        next.client_version = server_version;
+        next.last_producer_epoch = if server_version.supports_epoch_bump() {
+            current.producer_epoch
+        } else {
+            NO_PRODUCER_EPOCH
+        };
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const V1: TransactionVersion = TransactionVersion::TV_1;
+    const V2: TransactionVersion = TransactionVersion::TV_2;
 
     fn tp(partition: u32) -> TopicPartition {
         TopicPartition::new(std::sync::Arc::from("payments"), partition)
@@ -559,102 +851,273 @@ mod tests {
         }
     }
 
+    fn init(shard: &mut TxnShard, producer_id: ProducerId) {
+        let decision = shard.init_producer_id("tx", 60_000, producer_id, None, V2);
+        assert!(commit(shard, "tx", decision).0.is_ok());
+    }
+
     #[test]
     fn a_transaction_commits_through_prepare_markers_and_complete() {
         let mut shard = TxnShard::default();
-        let decision = shard.init_producer_id("tx", 60_000, 4000);
+        let decision = shard.init_producer_id("tx", 60_000, 4000, None, V1);
         let (answer, _) = commit(&mut shard, "tx", decision);
         assert_eq!(answer, Ok(TxnReply::ProducerIdAndEpoch(4000, 0)));
-        let decision = shard.add_partitions("tx", 4000, 0, &[tp(0), tp(1)], 10);
+        let decision = shard.add_partitions("tx", 4000, 0, &[tp(0), tp(1)], 10, V1);
         assert!(matches!(decision, Decision::Write(_)));
         // While it is written, the id is busy.
         assert_eq!(
-            shard.end_txn("tx", 4000, 0, true),
+            shard.end_txn("tx", 4000, 0, true, 15, V1, 0),
             Decision::Answer(Err(TxnError::ConcurrentTransactions))
         );
         shard.committed("tx", false);
         // Partitions already added need no write.
         assert_eq!(
-            shard.add_partitions("tx", 4000, 0, &[tp(1)], 20),
+            shard.add_partitions("tx", 4000, 0, &[tp(1)], 20, V1),
             Decision::Answer(Ok(TxnReply::Done))
         );
-        let decision = shard.end_txn("tx", 4000, 0, true);
+        let decision = shard.end_txn("tx", 4000, 0, true, 25, V1, 0);
         let (answer, after) = commit(&mut shard, "tx", decision);
-        assert_eq!(answer, Ok(TxnReply::Done));
+        assert_eq!(answer, Ok(TxnReply::Ended(None)));
         let markers = after.markers.expect("markers go out");
-        assert_eq!(markers.control, ControlType::Commit);
+        assert_eq!((markers.control, markers.producer_epoch), (ControlType::Commit, 0));
         assert_eq!(markers.partitions.len(), 2);
         // A retried commit while the markers are out must wait.
         assert_eq!(
-            shard.end_txn("tx", 4000, 0, true),
+            shard.end_txn("tx", 4000, 0, true, 30, V1, 0),
             Decision::Answer(Err(TxnError::ConcurrentTransactions))
         );
         let complete = shard.markers_written("tx").expect("complete");
         assert_eq!(complete.metadata.state, TxnState::CompleteCommit);
+        assert_eq!(complete.metadata.producer_epoch, 0, "version 1 keeps the epoch");
         shard.committed("tx", false);
-        assert_eq!(shard.end_txn("tx", 4000, 0, true), Decision::Answer(Ok(TxnReply::Done)));
         assert_eq!(
-            shard.end_txn("tx", 4000, 0, false),
+            shard.end_txn("tx", 4000, 0, true, 40, V1, 0),
+            Decision::Answer(Ok(TxnReply::Ended(None)))
+        );
+        assert_eq!(
+            shard.end_txn("tx", 4000, 0, false, 40, V1, 0),
             Decision::Answer(Err(TxnError::InvalidTxnState))
+        );
+    }
+
+    /// `TransactionMetadataTest#testEpochBumpOnEndTxn` and
+    /// `TransactionCoordinatorTest#testEndTxnWhenStatusIsCompleteCommitAndResultIsCommitInV2`.
+    #[test]
+    fn version_2_bumps_the_epoch_at_every_end_and_hands_it_back() {
+        let mut shard = TxnShard::default();
+        init(&mut shard, 4000);
+        let decision = shard.add_partitions("tx", 4000, 0, &[tp(0)], 10, V2);
+        assert!(commit(&mut shard, "tx", decision).0.is_ok());
+        let Decision::Write(prepare) = shard.end_txn("tx", 4000, 0, true, 20, V2, 0) else {
+            panic!("a write")
+        };
+        assert_eq!(
+            (prepare.metadata.producer_epoch, prepare.metadata.last_producer_epoch),
+            (1, 0)
+        );
+        let after = shard.committed("tx", false);
+        assert_eq!(after.reply, Some(Ok(TxnReply::Ended(Some((4000, 1))))));
+        assert_eq!(after.markers.map(|markers| markers.producer_epoch), Some(1));
+        let complete = shard.markers_written("tx").expect("complete");
+        assert_eq!(complete.metadata.producer_epoch, 1, "no second bump");
+        shard.committed("tx", false);
+        // The same request again is a retry: answered, nothing written.
+        assert_eq!(
+            shard.end_txn("tx", 4000, 0, true, 30, V2, 0),
+            Decision::Answer(Ok(TxnReply::Ended(Some((4000, 1)))))
+        );
+        assert_eq!(
+            shard.end_txn("tx", 4000, 0, false, 30, V2, 0),
+            Decision::Answer(Err(TxnError::InvalidTxnState))
+        );
+        // A commit at the current epoch with nothing open.
+        assert_eq!(
+            shard.end_txn("tx", 4000, 1, true, 30, V2, 0),
+            Decision::Answer(Err(TxnError::InvalidTxnState))
+        );
+        // An abort at the current epoch bumps it even with nothing open.
+        let Decision::Write(empty_abort) = shard.end_txn("tx", 4000, 1, false, 40, V2, 0) else {
+            panic!("a write")
+        };
+        assert_eq!(
+            (
+                empty_abort.metadata.state,
+                empty_abort.metadata.producer_epoch,
+                empty_abort.metadata.start_ms
+            ),
+            (TxnState::PrepareAbort, 2, Some(40))
+        );
+        // Older epochs are fenced.
+        shard.committed("tx", false);
+        assert_eq!(
+            shard.end_txn("tx", 4000, 0, false, 50, V2, 0),
+            Decision::Answer(Err(TxnError::ProducerFenced))
+        );
+    }
+
+    /// `TransactionMetadataTest#testEpochBumpOnEndTxnOverflow`,
+    /// `TransactionCoordinatorTest#shouldGenerateNewProducerIdIfEpochsExhaustedV2`
+    /// and `#shouldReturnOkOnEndTxnV2IfEndTxnV2RetryEpochOverflow`.
+    #[test]
+    fn an_exhausted_epoch_moves_to_a_new_producer_id_when_the_transaction_completes() {
+        let mut shard = TxnShard::default();
+        shard.replay(&TxnRecord {
+            transactional_id: "tx".into(),
+            metadata: TxnMetadata {
+                producer_epoch: i16::MAX - 1,
+                state: TxnState::Ongoing,
+                partitions: [tp(0)].into_iter().collect(),
+                start_ms: Some(0),
+                client_version: V2,
+                ..TxnMetadata::new(10, 60_000)
+            },
+        });
+        assert!(shard.needs_new_producer_id("tx"));
+        let Decision::Write(prepare) = shard.end_txn("tx", 10, i16::MAX - 1, true, 5, V2, 11) else {
+            panic!("a write")
+        };
+        assert_eq!(
+            (
+                prepare.metadata.producer_id,
+                prepare.metadata.producer_epoch,
+                prepare.metadata.next_producer_id
+            ),
+            (10, i16::MAX, Some(11))
+        );
+        let after = shard.committed("tx", false);
+        assert_eq!(after.reply, Some(Ok(TxnReply::Ended(Some((11, 0))))));
+        assert_eq!(
+            after
+                .markers
+                .map(|markers| (markers.producer_id, markers.producer_epoch)),
+            Some((10, i16::MAX))
+        );
+        let complete = shard.markers_written("tx").expect("complete");
+        assert_eq!(
+            (
+                complete.metadata.producer_id,
+                complete.metadata.producer_epoch,
+                complete.metadata.prev_producer_id,
+                complete.metadata.last_producer_epoch
+            ),
+            (11, 0, Some(10), i16::MAX - 1)
+        );
+        shard.committed("tx", false);
+        assert_eq!(
+            shard.end_txn("tx", 10, i16::MAX - 1, true, 9, V2, 12),
+            Decision::Answer(Ok(TxnReply::Ended(Some((11, 0))))),
+            "a retry with the old id is recognised"
         );
     }
 
     #[test]
     fn a_new_instance_fences_the_old_one_and_aborts_what_it_left_open() {
+        for version in [V1, V2] {
+            let mut shard = TxnShard::default();
+            let decision = shard.init_producer_id("tx", 60_000, 4000, None, version);
+            assert!(commit(&mut shard, "tx", decision).0.is_ok());
+            let decision = shard.add_partitions("tx", 4000, 0, &[tp(0)], 10, version);
+            assert!(commit(&mut shard, "tx", decision).0.is_ok());
+            // The new instance: the open transaction is aborted with epoch 1
+            // (one bump under either version: KAFKA-19367).
+            let Decision::Write(record) = shard.init_producer_id("tx", 60_000, 9999, None, version) else {
+                panic!("a write");
+            };
+            assert_eq!(record.metadata.producer_epoch, 1);
+            let after = shard.committed("tx", true);
+            assert_eq!(after.reply, Some(Err(TxnError::ConcurrentTransactions)));
+            let markers = after.markers.expect("abort markers");
+            assert_eq!((markers.control, markers.producer_epoch), (ControlType::Abort, 1));
+            // The zombie is fenced.
+            assert_eq!(
+                shard.end_txn("tx", 4000, 0, true, 20, V1, 0),
+                Decision::Answer(Err(TxnError::ProducerFenced))
+            );
+            assert_eq!(
+                shard.add_partitions("tx", 4000, 0, &[tp(1)], 30, version),
+                Decision::Answer(Err(TxnError::ProducerFenced))
+            );
+            // The new instance retries until the abort is complete.
+            assert_eq!(
+                shard.init_producer_id("tx", 60_000, 9999, None, version),
+                Decision::Answer(Err(TxnError::ConcurrentTransactions))
+            );
+            shard.markers_written("tx").expect("complete");
+            shard.committed("tx", false);
+            let decision = shard.init_producer_id("tx", 60_000, 9999, None, version);
+            let (answer, _) = commit(&mut shard, "tx", decision);
+            assert_eq!(
+                answer,
+                Ok(TxnReply::ProducerIdAndEpoch(4000, 2)),
+                "same id, a newer epoch"
+            );
+        }
+    }
+
+    /// `TransactionMetadataTest#testEpochBumpWithCurrentEpochProvided`,
+    /// `#testAttemptedEpochBumpWithLastEpoch`, `#testAttemptedEpochBumpWithFencedEpoch`.
+    #[test]
+    fn a_producer_that_names_its_epoch_gets_the_next_one_once() {
         let mut shard = TxnShard::default();
-        let decision = shard.init_producer_id("tx", 60_000, 4000);
-        assert!(commit(&mut shard, "tx", decision).0.is_ok());
-        let decision = shard.add_partitions("tx", 4000, 0, &[tp(0)], 10);
-        assert!(commit(&mut shard, "tx", decision).0.is_ok());
-        // The new instance: the open transaction is aborted with epoch 1.
-        let Decision::Write(record) = shard.init_producer_id("tx", 60_000, 9999) else {
-            panic!("a write");
-        };
-        assert_eq!(record.metadata.producer_epoch, 1);
-        let after = shard.committed("tx", true);
-        assert_eq!(after.reply, Some(Err(TxnError::ConcurrentTransactions)));
-        let markers = after.markers.expect("abort markers");
-        assert_eq!((markers.control, markers.producer_epoch), (ControlType::Abort, 1));
-        // The zombie is fenced.
+        init(&mut shard, 4000);
+        let decision = shard.init_producer_id("tx", 60_000, 1, Some((4000, 0)), V1);
         assert_eq!(
-            shard.end_txn("tx", 4000, 0, true),
+            commit(&mut shard, "tx", decision).0,
+            Ok(TxnReply::ProducerIdAndEpoch(4000, 1))
+        );
+        // A retry with the epoch it had: the same answer, no new bump.
+        let decision = shard.init_producer_id("tx", 60_000, 1, Some((4000, 0)), V1);
+        assert_eq!(
+            commit(&mut shard, "tx", decision).0,
+            Ok(TxnReply::ProducerIdAndEpoch(4000, 1))
+        );
+        assert_eq!(
+            shard.init_producer_id("tx", 60_000, 1, Some((4000, 7)), V1),
             Decision::Answer(Err(TxnError::ProducerFenced))
         );
         assert_eq!(
-            shard.add_partitions("tx", 4000, 0, &[tp(1)], 30),
-            Decision::Answer(Err(TxnError::ProducerFenced))
+            shard.init_producer_id("tx", 60_000, 1, Some((555, 1)), V1),
+            Decision::Answer(Err(TxnError::InvalidProducerIdMapping))
         );
-        // The new instance retries until the abort is complete.
+    }
+
+    /// KIP-890 part 1 (`TransactionCoordinatorTest#shouldReturnTransactionAbortable...`,
+    /// `handleVerifyPartitionsInTransaction`).
+    #[test]
+    fn a_leader_learns_whether_a_partition_is_in_the_transaction() {
+        let mut shard = TxnShard::default();
+        init(&mut shard, 4000);
+        let decision = shard.add_partitions("tx", 4000, 0, &[tp(0)], 10, V1);
+        assert!(commit(&mut shard, "tx", decision).0.is_ok());
         assert_eq!(
-            shard.init_producer_id("tx", 60_000, 9999),
-            Decision::Answer(Err(TxnError::ConcurrentTransactions))
+            shard.verify_partitions("tx", 4000, 0, &[tp(0), tp(1)]),
+            vec![(tp(0), Ok(())), (tp(1), Err(TxnError::TransactionAbortable))]
         );
-        shard.markers_written("tx").expect("complete");
-        shard.committed("tx", false);
-        let decision = shard.init_producer_id("tx", 60_000, 9999);
-        let (answer, _) = commit(&mut shard, "tx", decision);
         assert_eq!(
-            answer,
-            Ok(TxnReply::ProducerIdAndEpoch(4000, 2)),
-            "same id, a newer epoch"
+            shard.verify_partitions("tx", 4000, 1, &[tp(0)]),
+            vec![(tp(0), Err(TxnError::ProducerFenced))]
+        );
+        assert_eq!(
+            shard.verify_partitions("nobody", 4000, 0, &[tp(0)]),
+            vec![(tp(0), Err(TxnError::InvalidProducerIdMapping))]
         );
     }
 
     #[test]
     fn a_transaction_past_its_timeout_is_aborted_with_a_bumped_epoch() {
         let mut shard = TxnShard::default();
-        let decision = shard.init_producer_id("tx", 1_000, 4000);
+        let decision = shard.init_producer_id("tx", 1_000, 4000, None, V1);
         assert!(commit(&mut shard, "tx", decision).0.is_ok());
-        let decision = shard.add_partitions("tx", 4000, 0, &[tp(0)], 100);
+        let decision = shard.add_partitions("tx", 4000, 0, &[tp(0)], 100, V1);
         assert!(commit(&mut shard, "tx", decision).0.is_ok());
-        assert!(shard.abort_timed_out(1_100).is_empty(), "not past it yet");
-        let writes = shard.abort_timed_out(1_101);
+        assert!(shard.abort_timed_out(1_100, V1).is_empty(), "not past it yet");
+        let writes = shard.abort_timed_out(1_101, V1);
         assert_eq!(writes.len(), 1);
         assert_eq!(writes[0].metadata.state, TxnState::PrepareAbort);
         let after = shard.committed("tx", false);
         assert_eq!(after.markers.map(|markers| markers.control), Some(ControlType::Abort));
         assert_eq!(
-            shard.end_txn("tx", 4000, 0, true),
+            shard.end_txn("tx", 4000, 0, true, 1_200, V1, 0),
             Decision::Answer(Err(TxnError::ProducerFenced))
         );
     }
@@ -667,23 +1130,22 @@ mod tests {
         loaded.replay(&TxnRecord {
             transactional_id: "tx".into(),
             metadata: TxnMetadata {
-                producer_id: 7,
                 producer_epoch: 2,
-                timeout_ms: 60_000,
                 state: TxnState::PrepareCommit,
                 partitions,
                 start_ms: Some(5),
+                ..TxnMetadata::new(7, 60_000)
             },
         });
         let resend = loaded.on_loaded();
         assert_eq!(resend.len(), 1);
         assert_eq!((resend[0].control, resend[0].producer_epoch), (ControlType::Commit, 2));
         assert_eq!(
-            loaded.init_producer_id("other", 900_001, 1),
+            loaded.init_producer_id("other", 900_001, 1, None, V2),
             Decision::Answer(Err(TxnError::InvalidTransactionTimeout))
         );
         // A failed write leaves the metadata as it was.
-        let decision = loaded.init_producer_id("fresh", 60_000, 11);
+        let decision = loaded.init_producer_id("fresh", 60_000, 11, None, V2);
         assert!(matches!(decision, Decision::Write(_)));
         assert_eq!(loaded.write_failed("fresh"), Err(TxnError::NotCoordinator));
         assert!(loaded.get("fresh").is_none());

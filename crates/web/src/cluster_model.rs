@@ -597,6 +597,7 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::LimitReached { .. }
         | TraceKind::ChangeRefused { .. }
         | TraceKind::DuplicateIgnored { .. }
+        | TraceKind::RequestStalled { .. }
         | TraceKind::MarkerWritten { .. }
         | TraceKind::TransactionState { .. }
         | TraceKind::TransactionEnded { .. }

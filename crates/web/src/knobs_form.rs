@@ -31,6 +31,9 @@ pub struct KnobValues {
     pub unclean_interval_ms: u64,
     pub lag_ms: u64,
     pub cleaner_backoff_ms: u64,
+    /// The finalized `transaction.version`.
+    pub transaction_version: u8,
+    pub verification: bool,
 }
 
 impl KnobValues {
@@ -77,6 +80,8 @@ impl KnobValues {
             unclean_interval_ms: config.unclean_leader_election_interval_ms,
             lag_ms: config.replica_lag_time_max_ms,
             cleaner_backoff_ms: config.log_cleaner_backoff_ms,
+            transaction_version: view.features.transaction_version,
+            verification: view.features.transaction_partition_verification,
         }
     }
 }
@@ -106,7 +111,10 @@ pub fn knobs_form(props: &KnobsFormProps) -> Html {
         let dispatch = props.dispatch.clone();
         Callback::from(move |event: Event| {
             let target = event.target_unchecked_into::<web_sys::HtmlInputElement>();
-            let text = if matches!(knob, Knob::UncleanLeaderElection | Knob::EnableIdempotence) {
+            let text = if matches!(
+                knob,
+                Knob::UncleanLeaderElection | Knob::EnableIdempotence | Knob::TransactionPartitionVerification
+            ) {
                 target.checked().to_string()
             } else {
                 target.value()
@@ -204,20 +212,7 @@ pub fn knobs_form(props: &KnobsFormProps) -> Html {
                     </label>
                     <p class="muted hint">{ "Bytes a second per broker (kafka-configs --alter --entity-type clients --entity-default); empty: no quota. A client over it gets throttle_time_ms in its answers (a fetch answer comes back empty) and the broker mutes its connection for that long." }</p>
                 </fieldset>
-                <fieldset class="knob-group" data-testid="knobs-broker">
-                    <legend>{ "Broker" }</legend>
-                    <label>
-                        <input type="checkbox" data-testid="knob-unclean" checked={values.unclean} onchange={live(Knob::UncleanLeaderElection)} />
-                        { " unclean.leader.election.enable" }
-                    </label>
-                    <p class="muted hint">{ format!(
-                        "With it on, a partition whose leader is fenced gets an unclean leader at once; one already offline waits for the controller's periodic pass (unclean.leader.election.interval.ms, {} s).",
-                        values.unclean_interval_ms / 1_000
-                    ) }</p>
-                    <label>{ "replica.lag.time.max.ms " }
-                        <KnobInput live=true testid="knob-lag" value={values.lag_ms.to_string()} onchange={live(Knob::ReplicaLagTimeMaxMs)} />
-                    </label>
-                </fieldset>
+                { broker_knobs(values, refusals, &live) }
                 <fieldset class="knob-group" data-testid="knobs-consumer">
                     <legend>{ "Consumer" }</legend>
                     <p class="muted hint">{ "Each member has its own: select it on the map (commit mode, processing time, crash, pause)." }</p>
@@ -240,5 +235,35 @@ pub fn knobs_form(props: &KnobsFormProps) -> Html {
             </fieldset>
             { if let Some(message) = &props.knob_error { html! { <p class="error" role="alert" data-testid="knob-error">{ message }</p> } } else { html! {} } }
         </form>
+    }
+}
+
+/// The broker's live knobs (and the cluster's `transaction.version`).
+fn broker_knobs(values: &KnobValues, refusals: u32, live: &dyn Fn(Knob) -> Callback<Event>) -> Html {
+    html! {
+    <fieldset class="knob-group" data-testid="knobs-broker">
+        <legend>{ "Broker" }</legend>
+        <label>
+            <input type="checkbox" data-testid="knob-unclean" checked={values.unclean} onchange={live(Knob::UncleanLeaderElection)} />
+            { " unclean.leader.election.enable" }
+        </label>
+        <p class="muted hint">{ format!(
+            "With it on, a partition whose leader is fenced gets an unclean leader at once; one already offline waits for the controller's periodic pass (unclean.leader.election.interval.ms, {} s).",
+            values.unclean_interval_ms / 1_000
+        ) }</p>
+        <label>{ "replica.lag.time.max.ms " }
+            <KnobInput live=true testid="knob-lag" value={values.lag_ms.to_string()} onchange={live(Knob::ReplicaLagTimeMaxMs)} />
+        </label>
+        <label>{ "transaction.version " }
+            <select key={format!("transaction-version-{refusals}")} data-testid="knob-transaction-version" onchange={live(Knob::TransactionVersion)}>
+                { for ["0", "1", "2"].iter().map(|value| html! { <option value={*value} selected={values.transaction_version.to_string() == *value}>{ *value }</option> }) }
+            </select>
+        </label>
+        <label>
+            <input key={format!("verification-{refusals}")} type="checkbox" data-testid="knob-verification" checked={values.verification} onchange={live(Knob::TransactionPartitionVerification)} />
+            { " transaction.partition.verification.enable" }
+        </label>
+        <p class="muted hint">{ "transaction.version is a cluster feature (kafka-features upgrade or downgrade): 2, a new Kafka 4.1 cluster's, bumps the producer epoch at every EndTxn and has partition leaders add partitions to transactions (KIP-890 part 2); 0 and 1 run the protocol as it was. A producer switches between transactions. With verification on, a leader asks the transaction coordinator before it takes a transaction's first batch, so a late write cannot open a transaction nobody knows of." }</p>
+    </fieldset>
     }
 }

@@ -1617,13 +1617,18 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                     ("transactional.id".into(), match &producer.transaction {
                         None => "none (not transactional)".into(),
                         Some(txn) => format!(
-                            "{}: {}{}{}; {} committed, {} aborted. Runs transaction.version=1 (new Kafka 4.x clusters default to 2, KIP-890: an epoch bump per transaction and partitions added by the broker; not modelled here)",
+                            "{}: {}{}{}; {} committed, {} aborted. {}",
                             txn.transactional_id,
                             txn.phase,
                             if txn.partitions.is_empty() { String::new() } else { format!(" on partitions {:?}", txn.partitions) },
                             match txn.ending { Some(true) => ", committing", Some(false) => ", aborting", None => "" },
                             txn.committed,
-                            txn.aborted
+                            txn.aborted,
+                            if txn.transaction_v2 {
+                                "Runs transaction version 2 (KIP-890): each EndTxn bumps its epoch, and partition leaders add partitions to the transaction."
+                            } else {
+                                "Runs the transaction version 1 protocol: it adds partitions itself (AddPartitionsToTxn) and keeps its epoch across transactions."
+                            }
                         ),
                     }),
                     ("Buffered".into(), format!("{} in {} ({})", count_of(producer.buffered_records as u64, "record", "records"), count_of(producer.buffered_batches as u64, "batch", "batches"), count_of(producer.buffered_bytes, "byte", "bytes"))),
@@ -1652,6 +1657,15 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                     ("State".into(), if *alive { role.clone() } else { "down".into() }),
                     ("Epoch".into(), epoch.to_string()),
                     ("Committed metadata log entries".into(), committed.to_string()),
+                    ("Finalized features (kafka-features describe)".into(), format!(
+                        "transaction.version={}: {}",
+                        view.features.transaction_version,
+                        if view.features.transaction_version >= 2 {
+                            "an epoch bump at every EndTxn, partitions added by their leaders (KIP-890 part 2)"
+                        } else {
+                            "producers add partitions themselves and keep their epoch between transactions"
+                        }
+                    )),
                     ("Fetching from it".into(), fetchers_fact(view, *id)),
                     ("Fenced brokers".into(), {
                         let fenced: Vec<String> = view.brokers.iter().filter(|broker| broker.fenced).map(|broker| as_broker(broker.id).to_string()).collect();

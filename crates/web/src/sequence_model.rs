@@ -1378,6 +1378,8 @@ mod tests {
             acks: Acks::All,
             timeout_ms: 30_000,
             batches: vec![(partition(0), batch(3)), (partition(2), batch(4))],
+            transactional_id: None,
+            transaction_v2: false,
         };
         let text = caption(&produce, "producer-0", "broker-1");
         assert!(
@@ -1403,6 +1405,7 @@ mod tests {
                 request: 2,
                 transactional_id: None,
                 transaction_timeout_ms: 60_000,
+                expected: None,
             },
             "producer-0",
             "broker-2",
@@ -1412,6 +1415,7 @@ mod tests {
             &Message::InitProducerIdResponse {
                 request: 2,
                 result: Ok((2000, 0)),
+                finalized: Default::default(),
             },
             "broker-2",
             "producer-0",

@@ -41,11 +41,15 @@ pub enum Knob {
     ProducerByteRate,
     /// The default client quota's `consumer_byte_rate`.
     ConsumerByteRate,
+    /// The cluster feature `transaction.version` (`kafka-features`).
+    TransactionVersion,
+    /// `transaction.partition.verification.enable` on every broker.
+    TransactionPartitionVerification,
 }
 
 impl Knob {
     /// Every live knob.
-    pub const ALL: [Knob; 16] = [
+    pub const ALL: [Knob; 18] = [
         Knob::Acks,
         Knob::MinInsyncReplicas,
         Knob::UncleanLeaderElection,
@@ -62,6 +66,8 @@ impl Knob {
         Knob::MinCleanableDirtyRatio,
         Knob::ProducerByteRate,
         Knob::ConsumerByteRate,
+        Knob::TransactionVersion,
+        Knob::TransactionPartitionVerification,
     ];
 
     /// The knob with this Kafka name.
@@ -88,6 +94,8 @@ impl Knob {
             Knob::MinCleanableDirtyRatio => "min.cleanable.dirty.ratio",
             Knob::ProducerByteRate => "producer_byte_rate",
             Knob::ConsumerByteRate => "consumer_byte_rate",
+            Knob::TransactionVersion => "transaction.version",
+            Knob::TransactionPartitionVerification => "transaction.partition.verification.enable",
         }
     }
 
@@ -115,6 +123,12 @@ impl Knob {
             }
             Knob::EnableIdempotence => Ok(ConfigChange::EnableIdempotence {
                 producer: 0,
+                enable: text.trim() == "true",
+            }),
+            Knob::TransactionVersion => {
+                parse_knob(name, text, 0..=2).map(|level| ConfigChange::TransactionVersion { level: level as u8 })
+            }
+            Knob::TransactionPartitionVerification => Ok(ConfigChange::TransactionPartitionVerification {
                 enable: text.trim() == "true",
             }),
             Knob::Storage(setting) => {

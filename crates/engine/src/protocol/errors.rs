@@ -103,6 +103,11 @@ pub enum ErrorCode {
     InvalidTxnState,
     /// `transaction.timeout.ms` above `transaction.max.timeout.ms`.
     InvalidTransactionTimeout,
+    /// KIP-890: the partition is not in the producer's open transaction
+    /// (the coordinator's answer to a leader's verification), or another
+    /// error the transaction cannot survive: the producer can only abort
+    /// (`TransactionAbortableException`).
+    TransactionAbortable,
     /// KIP-447: an `OffsetFetch` for a partition with transactional
     /// offsets still pending (their transaction is not decided): retry.
     UnstableOffsetCommit,
@@ -159,6 +164,7 @@ impl std::fmt::Display for ErrorCode {
             ErrorCode::InvalidProducerIdMapping => "INVALID_PRODUCER_ID_MAPPING",
             ErrorCode::InvalidTxnState => "INVALID_TXN_STATE",
             ErrorCode::InvalidTransactionTimeout => "INVALID_TRANSACTION_TIMEOUT",
+            ErrorCode::TransactionAbortable => "TRANSACTION_ABORTABLE",
             ErrorCode::UnstableOffsetCommit => "UNSTABLE_OFFSET_COMMIT",
             ErrorCode::OffsetOutOfRange => "OFFSET_OUT_OF_RANGE",
             ErrorCode::InvalidRecord => "INVALID_RECORD",
@@ -175,6 +181,8 @@ impl ErrorCode {
                 | ErrorCode::InvalidProducerEpoch
                 | ErrorCode::ProducerFenced
                 | ErrorCode::InvalidRecord
+                | ErrorCode::InvalidTxnState
+                | ErrorCode::TransactionAbortable
         )
     }
 

@@ -113,6 +113,9 @@ pub struct Controller {
     pub elections: u64,
     /// `unclean.leader.election.enable`, cluster-wide.
     pub unclean_leader_election_enable: bool,
+    /// The finalized `transaction.version` feature level (a
+    /// `FeatureLevelRecord`).
+    pub transaction_version: super::transactions::TransactionVersion,
 }
 
 impl Controller {
@@ -138,6 +141,7 @@ impl Controller {
                 .map(|(&id, _)| id)
                 .collect(),
             registered: self.brokers.keys().copied().collect(),
+            transaction_version: self.transaction_version,
         }
     }
 }
@@ -154,6 +158,12 @@ pub fn records_between(before: &Controller, after: &Controller, first_of_epoch: 
         records.push(MetadataRecord::Config {
             name: "unclean.leader.election.enable".to_string(),
             value: after.unclean_leader_election_enable.to_string(),
+        });
+    }
+    if before.transaction_version != after.transaction_version {
+        records.push(MetadataRecord::FeatureLevel {
+            name: "transaction.version".to_string(),
+            level: after.transaction_version.0,
         });
     }
     for (&broker, state) in &after.brokers {
@@ -241,6 +251,9 @@ pub enum MetadataRecord {
     LeaderChange,
     /// `ConfigRecord`: a cluster-wide setting changed.
     Config { name: String, value: String },
+    /// `FeatureLevelRecord`: a feature finalized at a level
+    /// (`kafka-features upgrade`/`downgrade`).
+    FeatureLevel { name: String, level: u8 },
     /// `RegisterBrokerRecord`: a broker registered, with its new epoch.
     RegisterBroker { broker: BrokerId, broker_epoch: u64 },
     /// `BrokerRegistrationChangeRecord`: fenced or unfenced, or entering a
@@ -272,6 +285,7 @@ impl std::fmt::Display for MetadataRecord {
             MetadataRecord::Bootstrap => write!(f, "bootstrap snapshot"),
             MetadataRecord::LeaderChange => write!(f, "LeaderChangeMessage"),
             MetadataRecord::Config { name, value } => write!(f, "ConfigRecord {name}={value}"),
+            MetadataRecord::FeatureLevel { name, level } => write!(f, "FeatureLevelRecord {name}={level}"),
             MetadataRecord::RegisterBroker { broker, broker_epoch } => {
                 write!(f, "RegisterBrokerRecord broker={broker} brokerEpoch={broker_epoch}")
             }
@@ -323,4 +337,6 @@ pub struct MetadataImage {
     pub fenced: BTreeSet<BrokerId>,
     /// Registered brokers.
     pub registered: BTreeSet<BrokerId>,
+    /// The finalized `transaction.version`.
+    pub transaction_version: super::transactions::TransactionVersion,
 }

@@ -320,6 +320,40 @@ pub struct DataBatch {
     pub is_transactional: bool,
 }
 
+/// `VerificationGuard.SENTINEL`: no verification (a partition already in
+/// the producer's transaction, or none asked).
+pub const SENTINEL_GUARD: u64 = 0;
+
+/// A leader's verification of one producer's transaction in progress
+/// (KIP-890, `VerificationStateEntry`): the guard the verified append must
+/// bring, and the lowest sequence and highest epoch seen while it ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct VerificationState {
+    /// Unique per verification (`VerificationGuard`; never
+    /// [`SENTINEL_GUARD`]).
+    pub guard: u64,
+    /// The lowest first sequence of the batches verifying
+    /// (`lowestSequence`): a later append must not start above it.
+    pub lowest_sequence: i32,
+    /// The epoch they carry.
+    pub epoch: ProducerEpoch,
+    /// A transaction version 2 producer (the add also bumps epochs).
+    pub supports_epoch_bump: bool,
+}
+
+impl VerificationState {
+    /// `maybeUpdateLowestSequenceAndEpoch`: a newer epoch starts over; a
+    /// lower sequence of the same one is kept.
+    fn update(&mut self, sequence: i32, epoch: ProducerEpoch) {
+        if self.epoch < epoch {
+            self.lowest_sequence = sequence;
+            self.epoch = epoch;
+        } else if self.lowest_sequence > sequence {
+            self.lowest_sequence = sequence;
+        }
+    }
+}
+
 /// The validation and accumulation of one append's batches from one producer
 /// (`ProducerAppendInfo`): checked against the entry as it was before the
 /// append, then against the batches of this append.
@@ -331,6 +365,8 @@ pub struct ProducerAppendInfo {
     updated_entry: ProducerStateEntry,
     /// Transactions this append opened (`ProducerAppendInfo#startedTransactions`).
     started_transactions: Vec<TxnMetadata>,
+    /// The producer's verification in progress, if any.
+    verification: Option<VerificationState>,
 }
 
 impl ProducerAppendInfo {
@@ -348,6 +384,7 @@ impl ProducerAppendInfo {
             current_entry,
             updated_entry,
             started_transactions: Vec::new(),
+            verification: None,
         }
     }
 
@@ -378,6 +415,20 @@ impl ProducerAppendInfo {
     /// producer had no epoch; the same epoch continues the last sequence,
     /// unless the producer had no epoch.
     fn check_sequence(&self, producer_epoch: ProducerEpoch, first_seq: i32) -> Result<(), ProducerStateError> {
+        if let Some(verification) = self.verification {
+            // Kafka 4.1: a transaction version 2 producer with no state
+            // here starts at sequence 0 ("Expected sequence 0 for
+            // transactions v2 idempotent producer with no existing state").
+            if verification.supports_epoch_bump && first_seq != 0 && self.current_entry.is_empty() {
+                return Err(ProducerStateError::OutOfOrderSequence { expected: 0 });
+            }
+            // No batch may overtake the lowest one still verifying.
+            if first_seq > verification.lowest_sequence {
+                return Err(ProducerStateError::OutOfOrderSequence {
+                    expected: verification.lowest_sequence,
+                });
+            }
+        }
         if producer_epoch != self.updated_entry.producer_epoch {
             if first_seq != 0 && self.updated_entry.producer_epoch != NO_PRODUCER_EPOCH {
                 return Err(ProducerStateError::OutOfOrderSequence { expected: 0 });
@@ -525,6 +576,11 @@ pub enum SequenceCheck {
     },
     /// `INVALID_PRODUCER_EPOCH`: an older epoch than the broker knows.
     StaleEpoch,
+    /// `INVALID_TXN_STATE` ("Record was not part of an ongoing
+    /// transaction"): a transactional batch that neither continues the
+    /// producer's open transaction here nor brings the guard of a
+    /// verification that said the partition is in it (KIP-890).
+    NotInTransaction,
 }
 
 /// One partition's producer state: producer id → entry, and the
@@ -538,6 +594,11 @@ pub struct ProducerStateTable {
     /// Closed transactions whose marker is not yet below the high
     /// watermark, by first offset (`unreplicatedTxns`).
     unreplicated: BTreeMap<Offset, TxnMetadata>,
+    /// Verifications in progress on this partition's leader, by producer
+    /// (`verificationStates`; in memory only, never rebuilt from the log).
+    verification: BTreeMap<ProducerId, VerificationState>,
+    /// The last guard handed out here.
+    last_guard: u64,
 }
 
 impl ProducerStateTable {
@@ -552,11 +613,78 @@ impl ProducerStateTable {
         &self.producers
     }
 
-    /// Forgets every producer and transaction (before rebuilding from the log).
+    /// Forgets every producer and transaction (before rebuilding from the
+    /// log); verifications in progress stay.
     pub fn clear(&mut self) {
         self.producers.clear();
         self.ongoing.clear();
         self.unreplicated.clear();
+    }
+
+    /// Whether the producer's transaction at `producer_epoch` is open here
+    /// (`UnifiedLog#hasOngoingTransaction`).
+    pub fn has_ongoing_transaction(&self, producer_id: ProducerId, producer_epoch: ProducerEpoch) -> bool {
+        self.last_entry(producer_id)
+            .is_some_and(|entry| entry.current_txn_first_offset.is_some() && entry.producer_epoch == producer_epoch)
+    }
+
+    /// A transactional batch arrives at the leader
+    /// (`UnifiedLog#maybeStartTransactionVerification`): an epoch older than
+    /// the producer's here is refused at once (Kafka 4.1); a batch of the
+    /// transaction already open here needs no verification
+    /// ([`SENTINEL_GUARD`]); otherwise a verification starts, or the one in
+    /// progress goes on, and its guard is returned
+    /// (`ProducerStateManager#maybeCreateVerificationStateEntry`).
+    pub fn maybe_start_verification(
+        &mut self,
+        producer_id: ProducerId,
+        sequence: i32,
+        producer_epoch: ProducerEpoch,
+        supports_epoch_bump: bool,
+    ) -> Result<u64, ProducerStateError> {
+        if let Some(entry) = self.last_entry(producer_id) {
+            if producer_epoch < entry.producer_epoch {
+                return Err(ProducerStateError::InvalidProducerEpoch {
+                    current: entry.producer_epoch,
+                });
+            }
+        }
+        if self.has_ongoing_transaction(producer_id, producer_epoch) {
+            return Ok(SENTINEL_GUARD);
+        }
+        let next_guard = self.last_guard + 1;
+        let state = self.verification.entry(producer_id).or_insert(VerificationState {
+            guard: next_guard,
+            lowest_sequence: sequence,
+            epoch: producer_epoch,
+            supports_epoch_bump,
+        });
+        if state.guard == next_guard {
+            self.last_guard = next_guard;
+        }
+        state.update(sequence, producer_epoch);
+        Ok(state.guard)
+    }
+
+    /// The producer's verification in progress, if any.
+    pub fn verification(&self, producer_id: ProducerId) -> Option<&VerificationState> {
+        self.verification.get(&producer_id)
+    }
+
+    /// A transactional batch (data or marker) of `producer_id` at
+    /// `producer_epoch` was appended: its verification is over
+    /// (`UnifiedLog#updateProducers`). Except a transaction version 2
+    /// marker at the epoch the verification carries: that verification
+    /// is already the next transaction's (the marker of the one before
+    /// bumped the epoch to it), so it stays.
+    pub fn transactional_appended(&mut self, producer_id: ProducerId, producer_epoch: ProducerEpoch, control: bool) {
+        let next_transaction_started = self
+            .verification
+            .get(&producer_id)
+            .is_some_and(|state| state.supports_epoch_bump && control && state.epoch == producer_epoch);
+        if !next_transaction_started {
+            self.verification.remove(&producer_id);
+        }
     }
 
     /// Open transactions, oldest first (`ongoingTxns`).
@@ -669,7 +797,9 @@ impl ProducerStateTable {
     /// empty one (`ProducerStateManager#prepareUpdate`).
     pub fn prepare_update(&self, producer_id: ProducerId, origin: AppendOrigin) -> ProducerAppendInfo {
         let current = self.last_entry(producer_id).cloned().unwrap_or_default();
-        ProducerAppendInfo::new(producer_id, current, origin)
+        let mut append = ProducerAppendInfo::new(producer_id, current, origin);
+        append.verification = self.verification.get(&producer_id).copied();
+        append
     }
 
     /// Folds an append's result into the table (`ProducerStateManager#update`).
@@ -701,6 +831,24 @@ impl ProducerStateTable {
         first_seq: i32,
         last_seq: i32,
     ) -> SequenceCheck {
+        self.check_client(producer_id, producer_epoch, first_seq, last_seq, false, None)
+    }
+
+    /// [`Self::check`] for a batch that may be transactional: after the
+    /// duplicate check, a transactional batch that does not continue an
+    /// open transaction must bring the guard of the producer's
+    /// verification when the log checks them (`verification` holds the
+    /// request's guard when `transaction.partition.verification.enable`
+    /// is on; `UnifiedLog#batchMissingRequiredVerification`).
+    pub fn check_client(
+        &self,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        first_seq: i32,
+        last_seq: i32,
+        transactional: bool,
+        verification: Option<u64>,
+    ) -> SequenceCheck {
         if let Some(duplicate) = self
             .last_entry(producer_id)
             .and_then(|entry| entry.find_duplicate_batch(producer_epoch, first_seq, last_seq))
@@ -709,6 +857,16 @@ impl ProducerStateTable {
                 first_offset: duplicate.first_offset(),
                 last_offset: duplicate.last_offset,
             };
+        }
+        if let (true, Some(request_guard)) = (transactional, verification) {
+            let verified = request_guard != SENTINEL_GUARD
+                && self
+                    .verification
+                    .get(&producer_id)
+                    .is_some_and(|state| state.guard == request_guard);
+            if !self.has_ongoing_transaction(producer_id, producer_epoch) && !verified {
+                return SequenceCheck::NotInTransaction;
+            }
         }
         match self
             .prepare_update(producer_id, AppendOrigin::Client)
@@ -827,6 +985,147 @@ mod tests {
             )
             .unwrap();
         table
+    }
+
+    /// A transactional batch of producer 7 appended as the leader does
+    /// after its checks: recorded, then its verification is over.
+    fn append_transactional(table: &mut ProducerStateTable, epoch: ProducerEpoch, first_seq: i32, offset: Offset) {
+        table
+            .record(
+                7,
+                &DataBatch {
+                    producer_epoch: epoch,
+                    first_seq,
+                    last_seq: first_seq,
+                    first_offset: offset,
+                    last_offset: offset,
+                    max_timestamp: 0,
+                    is_transactional: true,
+                },
+            )
+            .unwrap();
+        table.transactional_appended(7, epoch, false);
+    }
+
+    /// `UnifiedLogTest#testTransactionIsOngoingAndVerificationGuardTV2`
+    /// (and its TV1 twin): a guard while verifying, none needed while the
+    /// transaction is open, a new one after the marker.
+    #[test]
+    fn a_verification_guard_lasts_until_the_transaction_is_open_here() {
+        for supports_epoch_bump in [false, true] {
+            let mut table = ProducerStateTable::default();
+            let guard = table.maybe_start_verification(7, 0, 0, supports_epoch_bump).unwrap();
+            assert_ne!(guard, SENTINEL_GUARD);
+            assert_eq!(
+                table.maybe_start_verification(7, 0, 0, supports_epoch_bump),
+                Ok(guard),
+                "the same verification goes on"
+            );
+            assert_eq!(table.check_client(7, 0, 0, 0, true, Some(guard)), SequenceCheck::Append);
+            assert_eq!(
+                table.check_client(7, 0, 0, 0, true, Some(guard + 1)),
+                SequenceCheck::NotInTransaction
+            );
+            append_transactional(&mut table, 0, 0, 0);
+            assert!(table.verification(7).is_none(), "the first append ends it");
+            assert!(table.has_ongoing_transaction(7, 0));
+            assert_eq!(
+                table.maybe_start_verification(7, 1, 0, supports_epoch_bump),
+                Ok(SENTINEL_GUARD)
+            );
+            let marker_epoch = if supports_epoch_bump { 1 } else { 0 };
+            table
+                .append_marker(
+                    AppendOrigin::Coordinator,
+                    7,
+                    ControlType::Commit,
+                    marker_epoch,
+                    0,
+                    1,
+                    0,
+                    &mut TransactionIndex::default(),
+                )
+                .unwrap();
+            let next = table
+                .maybe_start_verification(7, 0, marker_epoch, supports_epoch_bump)
+                .unwrap();
+            assert!(
+                next != SENTINEL_GUARD && next != guard,
+                "a new guard for the next transaction"
+            );
+        }
+    }
+
+    /// `UnifiedLogTest#testNextTransactionVerificationGuardNotCleared`: a
+    /// version 2 verification at the epoch a marker carries is the next
+    /// transaction's; `#testEmptyTransactionStillClearsVerificationGuard`:
+    /// any other marker ends it.
+    #[test]
+    fn a_version_2_marker_keeps_the_next_transactions_guard() {
+        let mut table = ProducerStateTable::default();
+        let guard = table.maybe_start_verification(7, 0, 1, true).unwrap();
+        table.transactional_appended(7, 1, true);
+        assert_eq!(table.verification(7).map(|state| state.guard), Some(guard));
+        table.transactional_appended(7, 0, true);
+        assert!(table.verification(7).is_none());
+        let mut table = ProducerStateTable::default();
+        table.maybe_start_verification(7, 0, 1, false).unwrap();
+        table.transactional_appended(7, 1, true);
+        assert!(table.verification(7).is_none(), "version 1 clears it");
+    }
+
+    /// `UnifiedLogTest#testEnablingVerificationWhenRequestIsAtLogLayer`:
+    /// with verification on, a transactional batch without a guard and
+    /// without an open transaction is refused; with it off, it is not.
+    #[test]
+    fn an_unverified_transactional_batch_is_refused() {
+        let table = ProducerStateTable::default();
+        assert_eq!(
+            table.check_client(7, 0, 0, 0, true, Some(SENTINEL_GUARD)),
+            SequenceCheck::NotInTransaction
+        );
+        assert_eq!(table.check_client(7, 0, 0, 0, true, None), SequenceCheck::Append);
+        assert_eq!(
+            table.check_client(7, 0, 0, 0, false, Some(SENTINEL_GUARD)),
+            SequenceCheck::Append
+        );
+    }
+
+    /// `UnifiedLogTest#testNonZeroSequenceOnFirstAppendNonZeroEpoch` (4.1):
+    /// a version 2 producer with no state here starts at sequence 0;
+    /// `ReplicaManagerTest#testTransactionVerificationBlocksOutOfOrderSequence`:
+    /// no batch overtakes the lowest one verifying.
+    #[test]
+    fn verification_keeps_sequences_in_order() {
+        let mut table = ProducerStateTable::default();
+        let guard = table.maybe_start_verification(7, 3, 1, true).unwrap();
+        assert_eq!(
+            table.check_client(7, 1, 3, 3, true, Some(guard)),
+            SequenceCheck::OutOfOrder { expected: 0 }
+        );
+        let mut table = ProducerStateTable::default();
+        let guard = table.maybe_start_verification(7, 3, 1, false).unwrap();
+        assert_eq!(table.check_client(7, 1, 3, 3, true, Some(guard)), SequenceCheck::Append);
+        let mut table = ProducerStateTable::default();
+        let guard = table.maybe_start_verification(7, 5, 0, false).unwrap();
+        assert_eq!(table.maybe_start_verification(7, 2, 0, false), Ok(guard));
+        assert_eq!(
+            table.check_client(7, 0, 5, 5, true, Some(guard)),
+            SequenceCheck::OutOfOrder { expected: 2 }
+        );
+    }
+
+    /// `ReplicaManagerTest#testTransactionVerificationRejectsLowerProducerEpoch`
+    /// (4.1): an epoch older than the partition's is refused before anyone
+    /// is asked.
+    #[test]
+    fn an_older_epoch_is_refused_before_verification() {
+        let mut table = ProducerStateTable::default();
+        append_transactional(&mut table, 5, 0, 0);
+        assert_eq!(
+            table.maybe_start_verification(7, 1, 4, false),
+            Err(ProducerStateError::InvalidProducerEpoch { current: 5 })
+        );
     }
 
     #[test]

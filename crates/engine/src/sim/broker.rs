@@ -216,7 +216,7 @@ impl PartitionLog {
     pub(crate) fn append_batch(&mut self, batch: LogBatch<Record>, now_ms: u64) {
         let from = batch.base_offset;
         self.log.append(batch, now_ms as i64);
-        self.track_producers_from(from);
+        self.track_producers_from(from, true);
     }
 
     /// How many transaction markers (control records) the log holds.
@@ -250,7 +250,9 @@ impl PartitionLog {
     /// one entry per idempotent batch, and each transaction marker closing
     /// its producer's transaction, as every replica does when it appends
     /// (`AppendOrigin.REPLICATION`: the leader checked them before).
-    pub(crate) fn track_producers_from(&mut self, from: Offset) {
+    /// `appended`: they are new (not a rebuild from the log), so a
+    /// transactional one ends its producer's verification here.
+    pub(crate) fn track_producers_from(&mut self, from: Offset, appended: bool) {
         let batches: Vec<(Offset, BatchSequence)> = self
             .log
             .batches_from(from)
@@ -261,6 +263,13 @@ impl PartitionLog {
             // Producers never expire in the simulation. A replica never
             // refuses what its leader wrote, so errors (which replication
             // only logs in Kafka) are ignored.
+            if batch.transactional && appended {
+                self.producers.transactional_appended(
+                    batch.producer_id,
+                    producer_epoch(batch.epoch),
+                    batch.marker.is_some(),
+                );
+            }
             if let Some(marker) = batch.marker {
                 self.marker_offsets.push(offset);
                 let _ = self.producers.append_marker(
@@ -357,7 +366,8 @@ impl PartitionLog {
         self.producers.clear();
         self.txn_index.clear();
         self.marker_offsets.clear();
-        self.track_producers_from(0);
+        // Verifications in progress are kept (in memory, not in the log).
+        self.track_producers_from(0, false);
     }
 }
 
@@ -547,6 +557,17 @@ pub struct Broker {
     /// Blocks of producer ids this broker took so far (on disk, so a
     /// restarted broker never hands out an id twice).
     pub producer_id_blocks: u64,
+    /// Transactions' first batches (and offsets) waiting for the
+    /// transaction coordinator (KIP-890), by request id.
+    pub verifications: BTreeMap<u64, super::verification::Verification>,
+    /// The last verification request id.
+    verification_requests: u64,
+    /// `LoseProduceResponse`'s sibling: produce requests a stalled
+    /// request handler has not taken yet, by id.
+    pub stalled: BTreeMap<u64, (NodeId, Message, u32)>,
+    /// The connection each produce request not yet answered was read
+    /// from: its answer goes back on it, or nowhere if it closed.
+    pub produce_connections: BTreeMap<(NodeId, u64), u32>,
     next_id: u64,
 }
 
@@ -577,6 +598,10 @@ impl Broker {
             muted: BTreeMap::new(),
             producer_ids: None,
             producer_id_blocks: 0,
+            verifications: BTreeMap::new(),
+            verification_requests: 0,
+            stalled: BTreeMap::new(),
+            produce_connections: BTreeMap::new(),
             next_id: 0,
         }
     }
@@ -584,6 +609,12 @@ impl Broker {
     fn next_id(&mut self) -> u64 {
         self.next_id += 1;
         self.next_id
+    }
+
+    /// A new verification request id.
+    pub(crate) fn next_verification(&mut self) -> u64 {
+        self.verification_requests += 1;
+        self.verification_requests
     }
 }
 
@@ -806,6 +837,9 @@ impl Simulation {
         broker.produce_request_bytes.clear();
         broker.client_rates.clear();
         broker.muted.clear();
+        broker.verifications.clear();
+        broker.stalled.clear();
+        broker.produce_connections.clear();
         broker.producer_ids = None;
         broker.shutting_down = None;
         self.record(TraceKind::BrokerStatus { broker: id, status });
@@ -1031,12 +1065,36 @@ impl Simulation {
                 let parked = leader.parked.remove(position);
                 self.answer_parked(id, &partition, parked, Err(ErrorCode::RequestTimedOut));
             }
+            Timer::VerificationRetry(request) => self.verification_retry(id, request),
+            Timer::VerificationTimeout(request) => self.verification_lost(id, request),
+            Timer::StalledRequest(stalled) => {
+                if let Some((from, message, connection)) = self.broker(id).stalled.remove(&stalled) {
+                    self.broker_handle_produce(id, from, message, connection);
+                }
+            }
             _ => {}
         }
     }
 
     pub(crate) fn broker_receive(&mut self, id: BrokerId, from: NodeId, message: Message) {
         let node = NodeId::Broker(id);
+        if let (Message::Produce { .. }, NodeId::Producer(_)) = (&message, from) {
+            if let Some(delay) = self.network.take_produce_stall(from) {
+                // The request was read; a handler takes it `delay` later,
+                // whatever became of its connection (`RequestChannel`).
+                let stalled = self.broker(id).next_verification();
+                let connection = self.network.connection(node, from);
+                self.broker(id).stalled.insert(stalled, (from, message, connection));
+                let incarnation = self.brokers[&id].incarnation;
+                self.schedule_timer(node, incarnation, delay, Timer::StalledRequest(stalled));
+                self.record(TraceKind::RequestStalled {
+                    broker: id,
+                    client: from,
+                    delay_ms: delay,
+                });
+                return;
+            }
+        }
         let message = match self.broker_hold_if_muted(id, from, message) {
             Some(message) => message,
             None => return,
@@ -1076,15 +1134,25 @@ impl Simulation {
             // with no name, the next heartbeat tries another one.
             Message::NotController { leader } => self.broker_not_controller(id, from, leader),
             Message::MetadataRequest => self.broker_metadata_answer(id, from),
-            Message::Produce {
-                request,
-                acks,
-                timeout_ms,
-                batches,
-            } => self.broker_produce(id, from, request, acks, timeout_ms, batches),
+            Message::Produce { .. } => {
+                let connection = self.network.connection(node, from);
+                self.broker_handle_produce(id, from, message, connection);
+            }
+            Message::LeaderAddPartitionsToTxnResponse { request, results } => {
+                self.verification_answered(id, request, results)
+            }
             Message::InitProducerId { request, .. } => {
                 let result = Ok((self.broker_next_producer_id(id), 0));
-                self.send(node, from, Message::InitProducerIdResponse { request, result });
+                let finalized = self.broker_transaction_version(id);
+                self.send(
+                    node,
+                    from,
+                    Message::InitProducerIdResponse {
+                        request,
+                        result,
+                        finalized,
+                    },
+                );
             }
             Message::Fetch {
                 partition,
@@ -1427,6 +1495,8 @@ impl Simulation {
                 }
             }
             NodeId::Broker(other) => {
+                self.verifications_disconnected(id, other);
+                let broker = self.broker(id);
                 // As a follower: the fetch in flight to that leader failed;
                 // the fetcher backs off (`replica.fetch.backoff.ms`, 1000)
                 // and fetches again.
@@ -1463,6 +1533,7 @@ impl Simulation {
                     });
                 }
                 broker.produce_requests.retain(|(waiting, _), _| *waiting != client);
+                broker.produce_connections.retain(|(waiting, _), _| *waiting != client);
             }
         }
     }
@@ -1519,25 +1590,32 @@ impl Simulation {
         }
     }
 
-    /// A produce request (`KafkaApis#handleProduceRequest`,
-    /// `ReplicaManager#appendRecords`): every partition's batch is appended
-    /// (or refused) on its own; with acks=1 the answer goes out at once,
-    /// with acks=all once every partition's high watermark passed its
-    /// batch or that partition failed or timed out (`DelayedProduce`
-    /// completes when no partition is still pending). One
-    /// `ProduceResponse` answers them all; acks=0 gets none.
-    fn broker_produce(
-        &mut self,
-        id: BrokerId,
-        client: NodeId,
-        request: u64,
-        acks: Acks,
-        timeout_ms: u64,
-        batches: Vec<(TopicPartition, ProducerBatch)>,
-    ) {
+    /// A produce request a handler takes, read from `connection`
+    /// (`KafkaApis#handleProduceRequest`, `ReplicaManager#appendRecords`):
+    /// every partition's batch is appended (or refused) on its own, a
+    /// transaction's first batch on a partition after the transaction
+    /// coordinator is asked (KIP-890, see [`super::verification`]); with
+    /// acks=1 the answer goes out at once, with acks=all once every
+    /// partition's high watermark passed its batch or that partition failed
+    /// or timed out (`DelayedProduce` completes when no partition is still
+    /// pending). One `ProduceResponse` answers them all, on the connection
+    /// the request came on; acks=0 gets none.
+    fn broker_handle_produce(&mut self, id: BrokerId, client: NodeId, message: Message, connection: u32) {
+        let Message::Produce {
+            request,
+            acks,
+            timeout_ms,
+            batches,
+            transactional_id,
+            transaction_v2,
+        } = message
+        else {
+            return;
+        };
         if acks != Acks::None {
             let pending = batches.iter().map(|(partition, _)| (partition.clone(), None)).collect();
             self.broker(id).produce_requests.insert((client, request), pending);
+            self.broker(id).produce_connections.insert((client, request), connection);
             if let NodeId::Producer(producer) = client {
                 let bytes = batches
                     .iter()
@@ -1550,14 +1628,33 @@ impl Simulation {
                     .insert((client, request), (client_id, bytes));
             }
         }
-        for (partition, batch) in batches {
-            self.leader_produce(id, client, request, partition, batch, acks, timeout_ms);
+        let ready = self.leader_verify_batches(
+            id,
+            client,
+            request,
+            acks,
+            timeout_ms,
+            transactional_id,
+            transaction_v2,
+            batches,
+        );
+        for (partition, batch, verification) in ready {
+            self.leader_produce(id, client, request, partition, batch, acks, timeout_ms, verification);
         }
+    }
+
+    /// The `transaction.version` broker `id` has finalized, as its
+    /// metadata says (a new 4.1 cluster's before it has any).
+    pub(crate) fn broker_transaction_version(&self, id: BrokerId) -> crate::protocol::transactions::TransactionVersion {
+        self.brokers[&id]
+            .metadata
+            .as_ref()
+            .map_or(self.config.transaction_version, |image| image.transaction_version)
     }
 
     /// One partition of a produce request is done; once every partition
     /// is, the request is answered (`DelayedProduce#tryComplete`).
-    fn produce_partition_done(
+    pub(crate) fn produce_partition_done(
         &mut self,
         id: BrokerId,
         client: NodeId,
@@ -1604,6 +1701,12 @@ impl Simulation {
             None => 0,
         };
         self.broker_mute(id, client, throttle_time_ms);
+        let read_from = self.broker(id).produce_connections.remove(&(client, request));
+        if read_from.is_some_and(|read_from| read_from != self.network.connection(NodeId::Broker(id), client)) {
+            // Its connection closed while it was handled: the answer has
+            // nowhere to go.
+            return;
+        }
         self.send(
             NodeId::Broker(id),
             client,
@@ -1739,7 +1842,7 @@ impl Simulation {
     /// request: each partition passes its own checks (leadership,
     /// `NOT_ENOUGH_REPLICAS`, the idempotent producer's sequence).
     #[allow(clippy::too_many_arguments)]
-    fn leader_produce(
+    pub(crate) fn leader_produce(
         &mut self,
         id: BrokerId,
         client: NodeId,
@@ -1748,6 +1851,7 @@ impl Simulation {
         batch: ProducerBatch,
         acks: Acks,
         timeout_ms: u64,
+        verification: Option<u64>,
     ) {
         let respond = |simulation: &mut Simulation, result| {
             if acks != Acks::None {
@@ -1790,10 +1894,14 @@ impl Simulation {
         let log = &self.brokers[&id].logs[&partition];
         if let Some((producer_id, epoch, first_sequence)) = batch.idempotence {
             let last_sequence = first_sequence + batch.records.len() as i32 - 1;
-            match log
-                .producers
-                .check(producer_id, producer_epoch(epoch), first_sequence, last_sequence)
-            {
+            match log.producers.check_client(
+                producer_id,
+                producer_epoch(epoch),
+                first_sequence,
+                last_sequence,
+                batch.transactional,
+                verification,
+            ) {
                 SequenceCheck::Append => {}
                 SequenceCheck::Duplicate {
                     first_offset: base_offset,
@@ -1835,6 +1943,12 @@ impl Simulation {
                 }
                 SequenceCheck::OutOfOrder { .. } => {
                     respond(self, Err(ErrorCode::OutOfOrderSequenceNumber));
+                    return;
+                }
+                // KIP-890: not part of an open transaction and not verified
+                // ("Record was not part of an ongoing transaction").
+                SequenceCheck::NotInTransaction => {
+                    respond(self, Err(ErrorCode::InvalidTxnState));
                     return;
                 }
             }

@@ -19,6 +19,43 @@ pub const PIPELINE_TOPIC: &str = "eos-out";
 /// See [`PIPELINE_TOPIC`].
 pub const PIPELINE_GROUP: &str = "eos";
 
+/// Hanging transactions (KIP-890's motivation): for each partition, the
+/// producers with a transaction open in its leader's log that no running
+/// transaction coordinator has open for that partition. No marker will ever
+/// close them, so `read_committed` readers stop at them for good.
+pub fn hanging_transactions(simulation: &Simulation) -> Vec<(TopicPartition, u64)> {
+    use crate::txn_coordinator::TxnState;
+    let mut known: Vec<(u64, &TopicPartition)> = Vec::new();
+    for broker in simulation.brokers().values() {
+        for coordinator in broker.txn_coordinators.values() {
+            for txn in coordinator.shard.transactions().values() {
+                if matches!(
+                    txn.state,
+                    TxnState::Ongoing | TxnState::PrepareCommit | TxnState::PrepareAbort
+                ) {
+                    known.extend(txn.partitions.iter().map(|partition| (txn.producer_id, partition)));
+                }
+            }
+        }
+    }
+    let mut hanging = Vec::new();
+    for (partition, registration) in &simulation.controller().partitions {
+        let Some(log) = registration
+            .leader
+            .and_then(|leader| simulation.brokers().get(&leader))
+            .and_then(|broker| broker.logs.get(partition))
+        else {
+            continue;
+        };
+        for txn in log.producers.ongoing_txns() {
+            if !known.contains(&(txn.producer_id, partition)) {
+                hanging.push((partition.clone(), txn.producer_id));
+            }
+        }
+    }
+    hanging
+}
+
 /// The exactly-once pipeline's checks: no input record has two committed
 /// outputs (safety); once recovered, every input record a `read_committed`
 /// reader sees has its output, and no transaction is open on the output

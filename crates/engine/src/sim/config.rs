@@ -796,6 +796,20 @@ pub struct ClusterConfig {
     /// new clusters (it was off by default in 4.0).
     #[serde(default = "default_true")]
     pub eligible_leader_replicas_enable: bool,
+    /// `transaction.version`, the cluster feature (`kafka-features
+    /// upgrade --feature transaction.version=N`): 2 on a newly formatted
+    /// Kafka 4.1 cluster, an epoch bump per transaction and partitions
+    /// added by their leaders (KIP-890 part 2); 0 and 1 run the protocol
+    /// as it was before.
+    #[serde(default)]
+    pub transaction_version: crate::protocol::transactions::TransactionVersion,
+    /// `transaction.partition.verification.enable` (true): a leader asks
+    /// the transaction coordinator whether a partition is in the
+    /// transaction before it appends the transaction's first batch there
+    /// (KIP-890 part 1). Under transaction version 2 the leader adds the
+    /// partition whatever this says.
+    #[serde(default = "default_true")]
+    pub transaction_partition_verification_enable: bool,
     /// `unclean.leader.election.interval.ms` (300000, an internal
     /// setting): how often the active controller's periodic pass elects
     /// leaderless partitions uncleanly where the topic allows it.
@@ -885,6 +899,8 @@ impl Default for ClusterConfig {
             leader_imbalance_check_interval_ms: default_imbalance_interval(),
             unclean_leader_election_interval_ms: default_imbalance_interval(),
             eligible_leader_replicas_enable: true,
+            transaction_version: crate::protocol::transactions::TransactionVersion::default(),
+            transaction_partition_verification_enable: true,
             group_consumer_session_timeout_ms: default_consumer_session(),
             group_consumer_heartbeat_interval_ms: default_group_consumer_heartbeat(),
             log_retention_check_interval_ms: default_imbalance_interval(),
@@ -1068,6 +1084,7 @@ impl ClusterConfig {
                 self.brokers
             ));
         }
+        crate::protocol::transactions::TransactionVersion::checked(self.transaction_version.0)?;
         let limit = |result: Result<(), crate::limits::LimitExceeded>| result.map_err(|error| error.to_string());
         limit(at_most("topics", self.topics.len() as u64, MAX_TOPICS as u64))?;
         limit(at_most("producers", self.producers.len() as u64, MAX_PRODUCERS as u64))?;
@@ -1249,6 +1266,19 @@ pub enum Input {
         /// Which producer.
         producer: u32,
     },
+    /// The next produce request from this producer reaches its broker and
+    /// then waits in the broker's request queue for `delayMs` before a
+    /// request handler takes it (a stalled handler thread). The producer
+    /// may give up on it meanwhile (`request.timeout.ms`); Kafka's broker
+    /// still handles a request it has read. The late write KIP-890 is
+    /// about.
+    #[serde(rename_all = "camelCase")]
+    StallProduce {
+        /// Which producer.
+        producer: u32,
+        /// How long it waits.
+        delay_ms: u64,
+    },
     /// A transactional producer commits its open transaction
     /// (`commitTransaction()`: it flushes, then sends `EndTxn`). Ignored by
     /// other producers and when nothing is open.
@@ -1383,6 +1413,7 @@ impl Input {
                 Some(("durationMs", *duration_ms))
             }
             Input::SlowNode { extra_latency_ms, .. } => Some(("extraLatencyMs", *extra_latency_ms)),
+            Input::StallProduce { delay_ms, .. } => Some(("delayMs", *delay_ms)),
             _ => None,
         }
     }
@@ -1425,6 +1456,20 @@ pub enum ConfigChange {
     },
     /// `unclean.leader.election.enable`.
     UncleanLeaderElection {
+        /// The new value.
+        enable: bool,
+    },
+    /// `transaction.version`, with `kafka-features upgrade` or `downgrade`:
+    /// the active controller writes a `FeatureLevelRecord`, brokers apply
+    /// it, and each transactional producer switches protocol at its next
+    /// transaction boundary (never in the middle of a transaction).
+    TransactionVersion {
+        /// The new level (0, 1 or 2).
+        level: u8,
+    },
+    /// `transaction.partition.verification.enable` on every broker (a
+    /// dynamic broker setting).
+    TransactionPartitionVerification {
         /// The new value.
         enable: bool,
     },

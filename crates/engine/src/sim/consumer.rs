@@ -315,8 +315,17 @@ impl Simulation {
         consumer.poisoned.clear();
         let incarnation = consumer.incarnation;
         // The app's producer starts with it (a new instance: it fences
-        // the one that died, KIP-98).
+        // the one that died, KIP-98). One that a fatal error stopped (the
+        // app closed it and stopped) is replaced by a new instance too.
         if let Some(producer) = consumer.config.output_producer {
+            let fenced = self
+                .producers
+                .get(producer as usize)
+                .and_then(|state| state.txn.as_ref())
+                .is_some_and(|txn| txn.phase == super::txn_client::TxnPhase::Fenced);
+            if fenced {
+                self.producer_crash(producer);
+            }
             self.producer_revive(producer);
         }
         let consumer = &mut self.consumers[id as usize];

@@ -68,6 +68,9 @@ impl Simulation {
     /// Creates the configured topics.
     pub(crate) fn controller_bootstrap(&mut self) {
         self.controller.unclean_leader_election_enable = self.config.unclean_leader_election_enable;
+        // `kafka-storage format` finalizes the features (a new 4.1 cluster:
+        // `transaction.version=2`, or the level the scenario formats with).
+        self.controller.transaction_version = self.config.transaction_version;
         let brokers: Vec<BrokerId> = (1..=self.config.brokers).collect();
         let mut topics = self.config.topics.clone();
         // Kafka creates __consumer_offsets on a group's first coordinator

@@ -307,31 +307,52 @@ impl Simulation {
 
     /// Handles group requests; returns `false` for other messages.
     pub(crate) fn coordinator_receive(&mut self, id: BrokerId, from: NodeId, message: &Message) -> bool {
-        let node = NodeId::Broker(id);
-        let now = self.now;
-        let group = match message {
-            Message::FindCoordinator { group } => {
-                self.coordinator_find(id, from, group);
-                return true;
-            }
-            Message::JoinGroup { group, .. }
-            | Message::SyncGroup { group, .. }
-            | Message::Heartbeat { group, .. }
-            | Message::LeaveGroup { group, .. }
-            | Message::OffsetCommit { group, .. }
-            | Message::OffsetFetch { group, .. }
-            | Message::TxnOffsetCommit { group, .. }
-            | Message::ConsumerGroupHeartbeat { group, .. } => group.clone(),
-            _ => return false,
+        if let Message::FindCoordinator { group } = message {
+            self.coordinator_find(id, from, group);
+            return true;
+        }
+        let Some(group) = request_group(message) else {
+            return false;
         };
-        let partition = self.offsets_partition(&group);
+        let partition = self.offsets_partition(group);
         if !self.brokers[&id].coordinators.contains_key(&partition) {
             self.coordinator_refuse(id, from, message, ErrorCode::NotCoordinator);
             return true;
         }
+        // KIP-890: the transaction must hold the offsets partition first.
+        if !self.coordinator_verify_offsets(id, from, &partition, message) {
+            self.coordinator_handle(id, from, message);
+        }
+        true
+    }
+
+    /// A `TxnOffsetCommit` refused with `error`.
+    pub(crate) fn coordinator_answer_txn_offsets(
+        &mut self,
+        id: BrokerId,
+        from: NodeId,
+        message: &Message,
+        error: ErrorCode,
+    ) {
+        self.coordinator_refuse(id, from, message, error);
+    }
+
+    /// A group request for a group this broker coordinates (a
+    /// `TxnOffsetCommit` once verified).
+    pub(crate) fn coordinator_handle(&mut self, id: BrokerId, from: NodeId, message: &Message) {
+        let node = NodeId::Broker(id);
+        let now = self.now;
+        let Some(group) = request_group(message).map(str::to_string) else {
+            return;
+        };
+        let partition = self.offsets_partition(&group);
+        if !self.brokers[&id].coordinators.contains_key(&partition) {
+            self.coordinator_refuse(id, from, message, ErrorCode::NotCoordinator);
+            return;
+        }
         if let Message::OffsetFetch { partitions, .. } = message {
             self.coordinator_offset_fetch(id, from, &partition, group, partitions);
-            return true;
+            return;
         }
         if let Message::JoinGroup {
             member_id: Some(member),
@@ -342,7 +363,7 @@ impl Simulation {
         }
         if let Message::ConsumerGroupHeartbeat { .. } = message {
             self.coordinator_consumer_heartbeat(id, from, &partition, message);
-            return true;
+            return;
         }
         let modern_group = self.brokers[&id].coordinators[&partition]
             .consumer
@@ -353,7 +374,7 @@ impl Simulation {
                 // One group, one protocol (see the module's notes).
                 Message::JoinGroup { .. } | Message::SyncGroup { .. } | Message::Heartbeat { .. } => {
                     self.coordinator_refuse(id, from, message, ErrorCode::InconsistentGroupProtocol);
-                    return true;
+                    return;
                 }
                 Message::OffsetCommit {
                     generation,
@@ -362,18 +383,18 @@ impl Simulation {
                     ..
                 } => {
                     self.coordinator_modern_commit(id, from, &partition, &group, member_id, *generation, offsets);
-                    return true;
+                    return;
                 }
                 Message::TxnOffsetCommit { .. } => {
                     self.coordinator_modern_txn_commit(id, from, &partition, &group, message);
-                    return true;
+                    return;
                 }
                 _ => {}
             }
         }
         let connection = self.network.connection(node, from);
         let Some(coordinator) = self.broker(id).coordinators.get_mut(&partition) else {
-            return true;
+            return;
         };
         coordinator.shard.set_time(now);
         coordinator.next_request += 1;
@@ -382,7 +403,6 @@ impl Simulation {
         let shard = &mut coordinator.shard;
         let output = classic_request(shard, request, group, from, message);
         self.coordinator_route(id, &partition, output);
-        true
     }
 
     /// What broker `id`'s metadata knows of a coordinator's partition
@@ -1448,6 +1468,21 @@ fn shard_offsets(offsets: &[(TopicPartition, Offset)]) -> Vec<(String, u32, i64)
         .iter()
         .map(|(tp, offset)| (tp.topic.to_string(), tp.partition, *offset as i64))
         .collect()
+}
+
+/// The group a group request is for.
+fn request_group(message: &Message) -> Option<&str> {
+    match message {
+        Message::JoinGroup { group, .. }
+        | Message::SyncGroup { group, .. }
+        | Message::Heartbeat { group, .. }
+        | Message::LeaveGroup { group, .. }
+        | Message::OffsetCommit { group, .. }
+        | Message::OffsetFetch { group, .. }
+        | Message::TxnOffsetCommit { group, .. }
+        | Message::ConsumerGroupHeartbeat { group, .. } => Some(group),
+        _ => None,
+    }
 }
 
 /// A classic answer turned into the same answer with `error`.

@@ -443,8 +443,27 @@ impl FuzzCase {
                 },
             }
         });
+        // Transaction version 2, as a new Kafka 4.1 cluster runs, in three
+        // cases of four, version 1 in the rest; now and then an operator
+        // changes it mid-run (`kafka-features`), which each producer
+        // follows at its next transaction boundary. From a stream of its
+        // own.
+        let mut features = Rng::new(seed, 23);
+        let version_1 = features.next_u32() % 4 == 0;
+        config.transaction_version = if version_1 {
+            crate::protocol::transactions::TransactionVersion::TV_1
+        } else {
+            crate::protocol::transactions::TransactionVersion::TV_2
+        };
+        let switch = (features.next_u32() % 6 == 0).then(|| ScheduledInput {
+            at_ms: u64::from(features.next_u32()) % (FAULTS_END_MS + 20_000),
+            input: Input::SetConfig(crate::sim::config::ConfigChange::TransactionVersion {
+                level: if version_1 { 2 } else { 1 },
+            }),
+        });
         let mut inputs = schedule(&config, &mut rng, mix);
         inputs.extend(grow);
+        inputs.extend(switch);
         // Lost produce responses (the retry an idempotent producer's
         // sequences make harmless), from a stream of their own.
         let mut responses = Rng::new(seed, 15);
@@ -475,6 +494,18 @@ impl FuzzCase {
                         Input::AbortTransaction { producer }
                     } else {
                         Input::CommitTransaction { producer }
+                    },
+                });
+            }
+            // Now and then one of its produce requests waits in a broker's
+            // queue past its timeout and lands late: the write KIP-890's
+            // verification keeps out of a transaction that has ended.
+            if features.next_u32() % 3 == 0 {
+                inputs.push(ScheduledInput {
+                    at_ms: u64::from(features.next_u32()) % FAULTS_END_MS,
+                    input: Input::StallProduce {
+                        producer: producer as u32,
+                        delay_ms: 1_000 + u64::from(features.next_u32() % 60_000),
                     },
                 });
             }

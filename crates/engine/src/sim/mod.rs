@@ -30,6 +30,7 @@ pub mod trace;
 pub mod txn;
 pub mod txn_client;
 pub mod types;
+pub mod verification;
 pub mod view;
 
 use std::collections::BTreeMap;
@@ -132,6 +133,13 @@ pub enum Timer {
     ConsumerPauseEnd,
     /// A consumer-protocol member's next `ConsumerGroupHeartbeat` is due.
     ConsumerGroupHeartbeat,
+    /// A leader asks the transaction coordinator again (KIP-890: the
+    /// previous transaction was still completing).
+    VerificationRetry(u64),
+    /// A leader's question to the transaction coordinator got no answer.
+    VerificationTimeout(u64),
+    /// A request handler takes a stalled request.
+    StalledRequest(u64),
 }
 
 /// What the event queue holds.
@@ -872,6 +880,30 @@ impl Simulation {
         }
     }
 
+    /// `client` closes its connection to `peer` itself (a request timed
+    /// out: `NetworkClient#handleTimedOutRequests`): it knows at once, the
+    /// peer notices one latency later, and nothing still in flight on the
+    /// old connection arrives (a request the peer has already read is
+    /// still handled; its answer is lost).
+    pub(crate) fn connection_closed_by(&mut self, client: NodeId, peer: NodeId) {
+        let connection = self.network.reset(client, peer);
+        if !self.node_running(peer) {
+            return;
+        }
+        let latency = self.network.config.latency_ms;
+        self.push(
+            self.now + latency,
+            Event::Deliver {
+                from: client,
+                to: peer,
+                message: Message::ConnectionClosed,
+                sent: None,
+                sent_at: self.now,
+                connection,
+            },
+        );
+    }
+
     /// Whether a node's process runs (a paused broker counts as running).
     fn node_running(&self, node: NodeId) -> bool {
         match node {
@@ -1136,6 +1168,11 @@ impl Simulation {
                     self.network.lose_next_produce_response(NodeId::Producer(producer));
                 }
             }
+            Input::StallProduce { producer, delay_ms } => {
+                if (producer as usize) < self.producers.len() {
+                    self.network.stall_next_produce(NodeId::Producer(producer), delay_ms);
+                }
+            }
             Input::KillController { controller } => self.controller_kill(controller),
             Input::RestartController { controller } => self.controller_restart(controller),
             Input::StartConsumer { consumer } => self.consumer_start(consumer),
@@ -1234,6 +1271,9 @@ impl Simulation {
             | ConfigChange::CleanupPolicy { .. }
             | ConfigChange::MinCleanableDirtyRatio { .. } => self.changed_topic(change).map(|_| ()),
             ConfigChange::Quota(quota) => quota.validate(),
+            ConfigChange::TransactionVersion { level } => {
+                crate::protocol::transactions::TransactionVersion::checked(*level).map(|_| ())
+            }
             ConfigChange::CommitMode { consumer, mode } => {
                 let current = self
                     .consumers
@@ -1313,6 +1353,21 @@ impl Simulation {
                         simulation.controller.unclean_leader_election_enable = enable;
                     });
                 }
+            }
+            ConfigChange::TransactionVersion { level } => {
+                // `kafka-features upgrade|downgrade --feature
+                // transaction.version=N` (`UpdateFeatures`): a
+                // `FeatureLevelRecord` the brokers apply like any metadata.
+                let version = crate::protocol::transactions::TransactionVersion(level);
+                self.config.transaction_version = version;
+                if let Some(active) = self.quorum.active() {
+                    self.with_leader_state(active, |simulation| {
+                        simulation.controller.transaction_version = version;
+                    });
+                }
+            }
+            ConfigChange::TransactionPartitionVerification { enable } => {
+                self.config.transaction_partition_verification_enable = enable;
             }
             ConfigChange::ReplicaLagTimeMaxMs { value } => self.config.replica_lag_time_max_ms = value.max(1),
             ConfigChange::TopicStorage { .. }
@@ -1433,6 +1488,9 @@ fn describe_input(input: &Input) -> String {
         Input::SlowNode { node, extra_latency_ms } => format!("slow {node} by {extra_latency_ms} ms"),
         Input::DropMessages { per_million } => format!("lose {per_million} messages per million"),
         Input::LoseProduceResponse { producer } => format!("lose the next produce response to producer-{producer}"),
+        Input::StallProduce { producer, delay_ms } => {
+            format!("producer-{producer}'s next produce request waits {delay_ms} ms in its broker's request queue")
+        }
         Input::RestartProducer { producer } => format!("restart producer-{producer} as a new instance"),
         Input::PoisonRecords {
             topic,
@@ -1517,6 +1575,12 @@ fn describe_change(change: &ConfigChange) -> String {
             )
         }
         ConfigChange::UncleanLeaderElection { enable } => format!("set unclean.leader.election.enable={enable}"),
+        ConfigChange::TransactionVersion { level } => {
+            format!("finalize the feature transaction.version={level} (kafka-features upgrade or downgrade)")
+        }
+        ConfigChange::TransactionPartitionVerification { enable } => {
+            format!("set transaction.partition.verification.enable={enable}")
+        }
         ConfigChange::ReplicaLagTimeMaxMs { value } => format!("set replica.lag.time.max.ms={value}"),
         ConfigChange::LingerMs { producer, value } => format!("set linger.ms={value} on producer-{producer}"),
         ConfigChange::ProcessingMsPerRecord { consumer, value } => {

@@ -109,9 +109,7 @@ fn leader_logs(simulation: &Simulation) -> impl Iterator<Item = &super::broker::
         .controller
         .partitions
         .iter()
-        .filter_map(|(partition, registration)| {
-            simulation.brokers.get(&registration.leader?)?.logs.get(partition)
-        })
+        .filter_map(|(partition, registration)| simulation.brokers.get(&registration.leader?)?.logs.get(partition))
 }
 
 impl Simulation {

@@ -59,6 +59,9 @@ pub struct Network {
     connections: BTreeMap<(NodeId, NodeId), u32>,
     /// Nodes whose next produce response is to be lost.
     lose_next_produce_response: BTreeSet<NodeId>,
+    /// Producers whose next produce request waits this long in its
+    /// broker's request queue.
+    stall_next_produce: BTreeMap<NodeId, u64>,
     /// Directed (sender, peer) pairs whose connection broke under a lost
     /// message, until the sender hears of it (its `ConnectionClosed`
     /// arrives): what it sends meanwhile goes down the broken connection
@@ -86,6 +89,7 @@ impl Network {
             last_delivery: BTreeMap::new(),
             connections: BTreeMap::new(),
             lose_next_produce_response: BTreeSet::new(),
+            stall_next_produce: BTreeMap::new(),
             unaware: BTreeSet::new(),
         }
     }
@@ -115,6 +119,18 @@ impl Network {
     /// forgets the wish).
     pub fn take_produce_response_loss(&mut self, node: NodeId) -> bool {
         self.lose_next_produce_response.remove(&node)
+    }
+
+    /// The next produce request from `node` will wait `delay_ms` in its
+    /// broker's request queue.
+    pub fn stall_next_produce(&mut self, node: NodeId, delay_ms: u64) {
+        self.stall_next_produce.insert(node, delay_ms);
+    }
+
+    /// How long a produce request from `node` is to wait, if it is the one
+    /// (and forgets the wish).
+    pub fn take_produce_stall(&mut self, node: NodeId) -> Option<u64> {
+        self.stall_next_produce.remove(&node)
     }
 
     /// The current connection between two nodes (its generation).

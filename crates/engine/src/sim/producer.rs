@@ -700,6 +700,8 @@ impl Simulation {
             request,
             acks,
             timeout_ms: timeout,
+            transactional_id: state.txn.as_ref().map(|txn| txn.transactional_id.clone()),
+            transaction_v2: state.txn.as_ref().is_some_and(|txn| txn.v2),
             batches: batches
                 .iter()
                 .map(|(partition, batch)| {
@@ -793,6 +795,7 @@ impl Simulation {
                 request,
                 transactional_id: None,
                 transaction_timeout_ms,
+                expected: None,
             },
         );
         self.schedule_timer(
@@ -839,7 +842,7 @@ impl Simulation {
                 responses,
                 throttle_time_ms,
             } => self.producer_produce_answer(producer, request, responses, throttle_time_ms),
-            Message::InitProducerIdResponse { request, result } => {
+            Message::InitProducerIdResponse { request, result, .. } => {
                 if self.producers[index]
                     .init_in_flight
                     .is_none_or(|(waiting, _)| waiting != request)
@@ -1095,13 +1098,13 @@ impl Simulation {
     /// `Short.MAX_VALUE` needs a new producer id from `InitProducerId`
     /// (`TransactionManager#bumpIdempotentProducerEpoch`).
     fn producer_bump_epoch(&mut self, producer: u32) {
-        let state = &mut self.producers[producer as usize];
-        if let Some(txn) = state.txn.as_mut() {
+        if self.producers[producer as usize].txn.is_some() {
             // A transactional producer's epoch is the coordinator's: the
             // transaction can only abort now.
-            txn.abortable = true;
+            self.producer_txn_abortable(producer);
             return;
         }
+        let state = &mut self.producers[producer as usize];
         if !state.idempotent() {
             return;
         }
@@ -1164,7 +1167,9 @@ impl Simulation {
 
     fn producer_retry_or_fail(&mut self, producer: u32, number: u32, batch: PendingBatch, error: ErrorCode) {
         let index = producer as usize;
-        if self.producers[index].txn.is_some() && error == ErrorCode::ProducerFenced {
+        if self.producers[index].txn.is_some()
+            && matches!(error, ErrorCode::ProducerFenced | ErrorCode::InvalidProducerIdMapping)
+        {
             // Fenced: fatal (brokers never answer a produce so; kept for
             // completeness).
             let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
@@ -1180,9 +1185,7 @@ impl Simulation {
             // producer is fenced (`PRODUCER_FENCED`).
             let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
             self.producer_fail_records(producer, number, records, error);
-            if let Some(txn) = self.producers[index].txn.as_mut() {
-                txn.abortable = true;
-            }
+            self.producer_txn_abortable(producer);
             return;
         }
         let now = self.now;
@@ -1253,7 +1256,10 @@ impl Simulation {
             let sequenced =
                 batch.sequence.is_some() && batch.epoch == state.epoch && Some(batch.producer_id) == state.producer_id;
             self.producer_fail_records(producer, number, records, error);
-            if sequenced {
+            if sequenced || self.producers[index].txn.is_some() {
+                // A transactional producer's failed batch makes the
+                // transaction abortable (TRANSACTION_ABORTABLE and
+                // INVALID_TXN_STATE from a leader's verification included).
                 self.producer_bump_epoch(producer);
             }
         }
@@ -1305,6 +1311,7 @@ impl Simulation {
                     // `NetworkClient#handleTimedOutRequests` closes the
                     // connection: everything in flight on it fails, not
                     // only the request that timed out.
+                    self.connection_closed_by(Self::producer_node(producer), NodeId::Broker(broker));
                     self.producer_connection_lost(producer, broker, ErrorCode::RequestTimedOut);
                 }
             }

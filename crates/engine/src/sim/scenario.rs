@@ -2,6 +2,8 @@
 //! author expects. `kafkascope run FILE` plays one and checks it; the
 //! guided stories are built on them.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::config::{ClusterConfig, ScheduledInput};
@@ -282,6 +284,31 @@ pub enum Expectation {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duplicated_at_most: Option<u64>,
     },
+    /// The producer epochs a transactional id's coordinator records carried,
+    /// in order, each once (`[0, 1, 2]`: two transactions under
+    /// transaction version 2, each end bumping the epoch; `[0]`: the same
+    /// under version 1).
+    #[serde(rename_all = "camelCase")]
+    TransactionEpochs {
+        /// The `transactional.id`.
+        transactional_id: String,
+        /// The epochs.
+        epochs: Vec<u16>,
+    },
+    /// At the end, partitions hold this many hanging transactions: a
+    /// producer's transaction open in a partition's log that no transaction
+    /// coordinator has open for that partition, so no marker will ever
+    /// close it and `read_committed` readers stop at it for good (what
+    /// KIP-890 prevents).
+    #[serde(rename_all = "camelCase")]
+    HangingTransactions {
+        /// At least this many.
+        #[serde(default)]
+        at_least: u64,
+        /// At most this many.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_most: Option<u64>,
+    },
 }
 
 /// The result of playing a scenario.
@@ -476,6 +503,8 @@ struct TraceFacts {
     cleanings: Vec<(String, u64)>,
     /// The client of each throttled answer.
     throttled: Vec<NodeId>,
+    /// The epochs each transactional id's coordinator records carried.
+    transaction_epochs: BTreeMap<String, Vec<u16>>,
 }
 
 impl TraceFacts {
@@ -487,6 +516,16 @@ impl TraceFacts {
             TraceKind::LeaderElected { unclean: true, .. } => self.unclean_election = true,
             TraceKind::OffsetOutOfRange { partition, .. } => self.out_of_range.push(partition.topic.to_string()),
             TraceKind::Throttled { client, .. } => self.throttled.push(*client),
+            TraceKind::TransactionState {
+                transactional_id,
+                producer_epoch,
+                ..
+            } => {
+                let epochs = self.transaction_epochs.entry(transactional_id.clone()).or_default();
+                if epochs.last() != Some(producer_epoch) {
+                    epochs.push(*producer_epoch);
+                }
+            }
             TraceKind::LogCleaned {
                 partition,
                 tombstones_removed,
@@ -663,6 +702,32 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
                         audit.duplicated
                     )
                 })
+            }
+        }
+        Expectation::TransactionEpochs {
+            transactional_id,
+            epochs,
+        } => {
+            let seen = facts
+                .transaction_epochs
+                .get(transactional_id)
+                .cloned()
+                .unwrap_or_default();
+            (seen != *epochs).then(|| {
+                format!("expected {transactional_id}'s transaction records to carry epochs {epochs:?}, but they carried {seen:?}")
+            })
+        }
+        Expectation::HangingTransactions { at_least, at_most } => {
+            let hanging = super::checks::hanging_transactions(simulation);
+            let count = hanging.len() as u64;
+            if count < *at_least {
+                Some(format!(
+                    "expected at least {at_least} hanging transactions, but found {count}"
+                ))
+            } else {
+                at_most
+                    .filter(|most| count > *most)
+                    .map(|most| format!("expected at most {most} hanging transactions, but found {count}: {hanging:?}"))
             }
         }
         Expectation::IdleConsumer { consumer } => match simulation.consumers().get(*consumer as usize) {

@@ -31,6 +31,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::groups::coordinator_partition;
+use crate::protocol::transactions::TransactionVersion;
 use crate::protocol::{BrokerId, TopicPartition};
 use crate::txn_coordinator::{
     Decision, MarkerRequest, TxnError, TxnRecord, TxnReply, TxnShard, ABORT_TIMED_OUT_INTERVAL_MS,
@@ -78,6 +79,13 @@ pub enum Waiting {
         /// The request id.
         request: u64,
     },
+    /// A partition leader's `AddPartitionsToTxn` (KIP-890 part 2).
+    LeaderAdd {
+        /// The leader's request id.
+        request: u64,
+        /// Its partitions.
+        partitions: Vec<TopicPartition>,
+    },
 }
 
 /// A coordinator write waiting for the high watermark.
@@ -123,6 +131,7 @@ fn error_code(error: TxnError) -> ErrorCode {
         TxnError::InvalidTxnState => ErrorCode::InvalidTxnState,
         TxnError::InvalidTransactionTimeout => ErrorCode::InvalidTransactionTimeout,
         TxnError::NotCoordinator => ErrorCode::NotCoordinator,
+        TxnError::TransactionAbortable => ErrorCode::TransactionAbortable,
     }
 }
 
@@ -224,6 +233,27 @@ impl Simulation {
                 self.txn_marker_answered(id, transactional_id, partition, *error);
                 return true;
             }
+            Message::LeaderAddPartitionsToTxn {
+                request,
+                transactional_id,
+                verify_only: true,
+                ..
+            } => {
+                self.txn_verify(id, from, message, transactional_id, *request);
+                return true;
+            }
+            Message::LeaderAddPartitionsToTxn {
+                request,
+                transactional_id,
+                partitions,
+                ..
+            } => (
+                transactional_id.clone(),
+                Waiting::LeaderAdd {
+                    request: *request,
+                    partitions: partitions.clone(),
+                },
+            ),
             Message::InitProducerId {
                 request,
                 transactional_id: Some(transactional_id),
@@ -266,6 +296,38 @@ impl Simulation {
             Decision::Write(record) => self.txn_write(id, &partition, record, Some((from, connection, waiting))),
         }
         true
+    }
+
+    /// A leader's `AddPartitionsToTxn` with `verifyOnly=true` (KIP-890
+    /// part 1): answered at once, nothing written.
+    fn txn_verify(&mut self, id: BrokerId, from: NodeId, message: &Message, transactional_id: &str, request: u64) {
+        let Message::LeaderAddPartitionsToTxn {
+            producer_id,
+            epoch,
+            partitions,
+            ..
+        } = message
+        else {
+            return;
+        };
+        let txn_partition = self.txn_partition(transactional_id);
+        let results = match self.brokers[&id].txn_coordinators.get(&txn_partition) {
+            None => partitions
+                .iter()
+                .map(|partition| (partition.clone(), Some(ErrorCode::NotCoordinator)))
+                .collect(),
+            Some(coordinator) => coordinator
+                .shard
+                .verify_partitions(transactional_id, *producer_id, short(*epoch), partitions)
+                .into_iter()
+                .map(|(partition, result)| (partition, result.err().map(error_code)))
+                .collect(),
+        };
+        self.send(
+            NodeId::Broker(id),
+            from,
+            Message::LeaderAddPartitionsToTxnResponse { request, results },
+        );
     }
 
     /// `FindCoordinator` for a transactional id: the leader of its
@@ -339,25 +401,25 @@ impl Simulation {
         let now = self.now;
         Some(match message {
             Message::InitProducerId {
-                transaction_timeout_ms, ..
+                transaction_timeout_ms,
+                expected,
+                ..
             } => {
-                let known = self.brokers[&id].txn_coordinators[partition]
-                    .shard
-                    .get(transactional_id)
-                    .map(|txn| txn.producer_id);
-                let new_producer_id = match known {
-                    Some(producer_id) => producer_id,
-                    None => self.broker_next_producer_id(id),
-                };
+                let new_producer_id = self.txn_new_producer_id(id, partition, transactional_id);
+                let server_version = self.broker_transaction_version(id);
                 let coordinator = self.broker(id).txn_coordinators.get_mut(partition).expect("checked");
                 let ongoing = coordinator
                     .shard
                     .get(transactional_id)
                     .is_some_and(|txn| txn.state == crate::txn_coordinator::TxnState::Ongoing);
-                let decision =
-                    coordinator
-                        .shard
-                        .init_producer_id(transactional_id, *transaction_timeout_ms, new_producer_id);
+                let expected = expected.map(|(producer_id, epoch)| (producer_id, short(epoch)));
+                let decision = coordinator.shard.init_producer_id(
+                    transactional_id,
+                    *transaction_timeout_ms,
+                    new_producer_id,
+                    expected,
+                    server_version,
+                );
                 let Waiting::InitProducerId { request, .. } = waiting else {
                     unreachable!()
                 };
@@ -374,12 +436,29 @@ impl Simulation {
                 epoch,
                 partitions,
                 ..
+            }
+            | Message::LeaderAddPartitionsToTxn {
+                producer_id,
+                epoch,
+                partitions,
+                ..
             } => {
+                // From the producer: versions 0 and 1; from a partition
+                // leader (`AddPartitionsToTxn` v4 and above): version 2.
+                let version = if matches!(message, Message::LeaderAddPartitionsToTxn { .. }) {
+                    TransactionVersion::TV_2
+                } else {
+                    TransactionVersion::TV_0
+                };
                 let coordinator = self.broker(id).txn_coordinators.get_mut(partition).expect("checked");
-                let decision =
-                    coordinator
-                        .shard
-                        .add_partitions(transactional_id, *producer_id, short(*epoch), partitions, now);
+                let decision = coordinator.shard.add_partitions(
+                    transactional_id,
+                    *producer_id,
+                    short(*epoch),
+                    partitions,
+                    now,
+                    version,
+                );
                 (decision, waiting)
             }
             Message::AddOffsetsToTxn {
@@ -395,11 +474,12 @@ impl Simulation {
                 let offsets_partition = self.offsets_partition(group);
                 let coordinator = self.broker(id).txn_coordinators.get_mut(partition).expect("checked");
                 let decision = coordinator.shard.add_partitions(
-                    &transactional_id,
+                    transactional_id,
                     *producer_id,
                     short(*epoch),
                     &[offsets_partition],
                     now,
+                    TransactionVersion::TV_0,
                 );
                 (decision, waiting)
             }
@@ -407,16 +487,42 @@ impl Simulation {
                 producer_id,
                 epoch,
                 commit,
+                transaction_v2,
                 ..
             } => {
+                // `transactionVersionForEndTxn`: the request's version
+                // decides, not the cluster's feature.
+                let version = if *transaction_v2 {
+                    TransactionVersion::TV_2
+                } else {
+                    TransactionVersion::TV_0
+                };
+                let new_producer_id = self.txn_new_producer_id(id, partition, transactional_id);
                 let coordinator = self.broker(id).txn_coordinators.get_mut(partition).expect("checked");
-                let decision = coordinator
-                    .shard
-                    .end_txn(transactional_id, *producer_id, short(*epoch), *commit);
+                let decision = coordinator.shard.end_txn(
+                    transactional_id,
+                    *producer_id,
+                    short(*epoch),
+                    *commit,
+                    now,
+                    version,
+                    new_producer_id,
+                );
                 (decision, waiting)
             }
             _ => return None,
         })
+    }
+
+    /// A producer id for a request that may need one (a new transactional
+    /// id, or an epoch about to run out), taken from this broker's block;
+    /// otherwise the id's own.
+    fn txn_new_producer_id(&mut self, id: BrokerId, partition: &TopicPartition, transactional_id: &str) -> u64 {
+        let shard = &self.brokers[&id].txn_coordinators[partition].shard;
+        match shard.get(transactional_id) {
+            Some(txn) if !shard.needs_new_producer_id(transactional_id) => txn.producer_id,
+            _ => self.broker_next_producer_id(id),
+        }
     }
 
     /// Appends a transaction record and parks it until the high watermark
@@ -428,7 +534,13 @@ impl Simulation {
         record: TxnRecord,
         client: Option<(NodeId, u32, Waiting)>,
     ) {
-        let epoch = unsigned(record.metadata.producer_epoch);
+        // The epoch the producer ended with: version 2 bumps it in the
+        // prepare state and keeps the one before.
+        let epoch = unsigned(if record.metadata.client_version.supports_epoch_bump() {
+            record.metadata.last_producer_epoch
+        } else {
+            record.metadata.producer_epoch
+        });
         let newer = self
             .monitor
             .handed_epochs
@@ -565,18 +677,32 @@ impl Simulation {
             *handed = (*handed).max(unsigned(*epoch));
         }
         let error = result.as_ref().err().copied();
+        let finalized = self.broker_transaction_version(id);
         let message = match waiting {
             Waiting::InitProducerId { request, .. } => Message::InitProducerIdResponse {
                 request,
                 result: match result {
                     Ok(TxnReply::ProducerIdAndEpoch(producer_id, epoch)) => Ok((producer_id, unsigned(epoch))),
-                    Ok(TxnReply::Done) => Err(ErrorCode::ConcurrentTransactions),
+                    Ok(TxnReply::Done | TxnReply::Ended(_)) => Err(ErrorCode::ConcurrentTransactions),
                     Err(error) => Err(error),
                 },
+                finalized,
             },
             Waiting::AddPartitions { request } => Message::AddPartitionsToTxnResponse { request, error },
-            Waiting::EndTxn { request } => Message::EndTxnResponse { request, error },
+            Waiting::EndTxn { request } => Message::EndTxnResponse {
+                request,
+                error,
+                producer: match result {
+                    Ok(TxnReply::Ended(Some((producer_id, epoch)))) => Some((producer_id, unsigned(epoch))),
+                    _ => None,
+                },
+                finalized,
+            },
             Waiting::AddOffsets { request } => Message::AddOffsetsToTxnResponse { request, error },
+            Waiting::LeaderAdd { request, partitions } => Message::LeaderAddPartitionsToTxnResponse {
+                request,
+                results: partitions.into_iter().map(|partition| (partition, error)).collect(),
+            },
         };
         self.send(node, client, message);
     }
@@ -718,13 +844,14 @@ impl Simulation {
     /// transactions past their timeout aborted.
     pub(crate) fn txn_tick(&mut self, id: BrokerId, partition: &TopicPartition) {
         let now = self.now;
+        let server_version = self.broker_transaction_version(id);
         let Some(coordinator) = self.broker(id).txn_coordinators.get_mut(partition) else {
             return;
         };
         let mut timed_out = Vec::new();
         if now >= coordinator.last_timeout_check + ABORT_TIMED_OUT_INTERVAL_MS {
             coordinator.last_timeout_check = now;
-            timed_out = coordinator.shard.abort_timed_out(now);
+            timed_out = coordinator.shard.abort_timed_out(now, server_version);
         }
         let waiting: Vec<String> = coordinator.markers.keys().cloned().collect();
         for record in timed_out {

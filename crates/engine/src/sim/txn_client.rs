@@ -17,6 +17,19 @@
 //! abortable: the next commit aborts instead (Kafka's client throws and
 //! the application aborts).
 //!
+//! Transaction version 2 (KIP-890 part 2, the default of a new Kafka 4.1
+//! cluster): the producer sends no `AddPartitionsToTxn` or
+//! `AddOffsetsToTxn` (partition leaders and the group coordinator add
+//! their partitions), its requests say it runs version 2, and each
+//! `EndTxn` answer hands it the bumped epoch (or a new producer id) for
+//! the next transaction, with sequences from 0. It learns the cluster's
+//! `transaction.version` from its coordinator's answers and switches only
+//! between transactions (`maybeUpdateTransactionV2Enabled`); moving up to
+//! version 2 bumps its epoch once with `InitProducerId`. Under versions 0
+//! and 1 an abortable error (a failed batch) is followed, after the abort,
+//! by an `InitProducerId` with its producer id and epoch, which bumps the
+//! epoch (`clientSideEpochBumpRequired`).
+//!
 //! Simplification: `abortTransaction()` also sends what is buffered first
 //! (Kafka fails unsent batches at once); either way the transaction's
 //! records are aborted.
@@ -25,6 +38,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
+use crate::protocol::transactions::TransactionVersion;
 use crate::protocol::BrokerId;
 
 use super::trace::{TraceKind, TransactionOutcome};
@@ -129,6 +143,16 @@ pub struct TxnClient {
     pub committed: u64,
     /// See `committed`.
     pub aborted: u64,
+    /// It runs transaction version 2 (`isTransactionV2Enabled`).
+    pub v2: bool,
+    /// The `transaction.version` its coordinator last said the cluster
+    /// has finalized.
+    pub finalized: Option<TransactionVersion>,
+    /// The protocol of the `EndTxn` under way (its retries keep it).
+    pub ending_v2: Option<bool>,
+    /// After this transaction ends, bump the epoch with `InitProducerId`
+    /// (`clientSideEpochBumpRequired`).
+    pub epoch_bump_required: bool,
 }
 
 impl TxnClient {
@@ -149,7 +173,23 @@ impl TxnClient {
             group_coordinator: None,
             committed: 0,
             aborted: 0,
+            v2: false,
+            finalized: None,
+            ending_v2: None,
+            epoch_bump_required: false,
         }
+    }
+
+    /// `maybeUpdateTransactionV2Enabled`: the protocol follows the level the
+    /// cluster finalized; moving up to version 2 between transactions (not
+    /// at `initTransactions()`) bumps the epoch once.
+    fn follow_finalized(&mut self, on_init: bool) {
+        let Some(finalized) = self.finalized else { return };
+        let v2 = finalized.supports_epoch_bump();
+        if v2 && !self.v2 && !on_init {
+            self.epoch_bump_required = true;
+        }
+        self.v2 = v2;
     }
 }
 
@@ -183,6 +223,24 @@ impl Simulation {
             }
             TxnPhase::Ready | TxnPhase::InTransaction => {}
         }
+        if txn.v2 {
+            // Version 2 (`maybeAddPartition`): a partition with records is
+            // in the transaction as far as the producer knows; its leader
+            // adds it to the coordinator's when the first batch arrives.
+            let new: Vec<u32> = state
+                .batches
+                .iter()
+                .filter(|(partition, queue)| !queue.is_empty() && !txn.added.contains(partition))
+                .map(|(&partition, _)| partition)
+                .collect();
+            if !new.is_empty() {
+                let txn = self.txn_client(producer).expect("transactional");
+                txn.added.extend(new);
+                txn.phase = TxnPhase::InTransaction;
+            }
+        }
+        let state = &self.producers[index];
+        let txn = state.txn.as_ref()?;
         let added = txn.added.clone();
         if matches!(txn.in_flight, Some((_, _, TxnCall::EndTxn(_)))) {
             return none;
@@ -214,7 +272,7 @@ impl Simulation {
         // `sendOffsetsToTransaction`: `AddOffsetsToTxn`, then the
         // `TxnOffsetCommit` to the group's coordinator.
         if let Some(offsets) = &txn.offsets {
-            let call = if !offsets.added {
+            let call = if !offsets.added && !txn.v2 {
                 TxnCall::AddOffsets(offsets.group.clone())
             } else if txn.group_coordinator.is_none() {
                 TxnCall::FindGroupCoordinator(offsets.group.clone())
@@ -262,12 +320,14 @@ impl Simulation {
         let producer_id = state.producer_id.unwrap_or(0);
         let epoch = state.epoch;
         let timeout = state.config.request_timeout_ms;
+        let end_v2 = txn.ending_v2.unwrap_or(txn.v2);
         let message = match &call {
             TxnCall::FindCoordinator => Message::FindTxnCoordinator { transactional_id },
             TxnCall::InitProducerId => Message::InitProducerId {
                 request,
                 transactional_id: Some(transactional_id),
                 transaction_timeout_ms: state.config.transaction_timeout_ms,
+                expected: (txn.epoch_bump_required && state.producer_id.is_some()).then_some((producer_id, epoch)),
             },
             TxnCall::AddPartitions(partitions) => Message::AddPartitionsToTxn {
                 request,
@@ -288,6 +348,7 @@ impl Simulation {
                 producer_id,
                 epoch,
                 commit: *commit,
+                transaction_v2: end_v2,
             },
             TxnCall::AddOffsets(group) => Message::AddOffsetsToTxn {
                 request,
@@ -309,10 +370,20 @@ impl Simulation {
                     member_id: offsets.member_id.clone(),
                     instance: offsets.instance.clone(),
                     offsets: offsets.offsets.clone(),
+                    transaction_v2: txn.v2,
                 }
             }
         };
         if let Some(txn) = state.txn.as_mut() {
+            if let TxnCall::EndTxn(_) = call {
+                // `beginCompletingTransaction`: the request keeps the
+                // protocol it was built with; the next transaction follows
+                // what the cluster finalized.
+                if txn.ending_v2.is_none() {
+                    txn.ending_v2 = Some(end_v2);
+                    txn.follow_finalized(false);
+                }
+            }
             txn.in_flight = Some((request, broker, call));
         }
         self.send(NodeId::Producer(producer), NodeId::Broker(broker), message);
@@ -388,7 +459,12 @@ impl Simulation {
                 }
                 true
             }
-            Message::InitProducerIdResponse { request, result } => {
+            Message::InitProducerIdResponse {
+                request,
+                result,
+                finalized,
+            } => {
+                self.txn_client(producer).expect("transactional").finalized = Some(*finalized);
                 self.producer_txn_init_answer(producer, out, request, result);
                 true
             }
@@ -431,12 +507,29 @@ impl Simulation {
                 self.producer_txn_offsets_committed(producer, out, request, error);
                 true
             }
-            Message::EndTxnResponse { request, error } => {
+            Message::EndTxnResponse {
+                request,
+                error,
+                producer: next,
+                finalized,
+            } => {
+                self.txn_client(producer).expect("transactional").finalized = Some(*finalized);
                 let Some(TxnCall::EndTxn(commit)) = answered(out, *request) else {
                     return true;
                 };
                 match error {
                     None => {
+                        if let Some((producer_id, epoch)) = next {
+                            // Version 2: the next transaction runs at the
+                            // bumped epoch (or a new producer id), its
+                            // sequences from 0 (`EndTxnHandler`,
+                            // `resetSequenceNumbers`).
+                            let state = &mut self.producers[index];
+                            state.producer_id = Some(*producer_id);
+                            state.epoch = *epoch;
+                            state.sequences.clear();
+                            state.acked_sequences.clear();
+                        }
                         self.producer_txn_ended(producer, commit);
                     }
                     Some(error) => self.producer_txn_error(producer, *error),
@@ -470,6 +563,8 @@ impl Simulation {
                 let txn = state.txn.as_mut().expect("transactional");
                 txn.in_flight = None;
                 txn.phase = TxnPhase::Ready;
+                txn.epoch_bump_required = false;
+                txn.follow_finalized(true);
                 self.producer_drain(producer);
             }
             Err(error) => self.producer_txn_error(producer, *error),
@@ -558,7 +653,19 @@ impl Simulation {
     fn producer_txn_ended(&mut self, producer: u32, commit: bool) {
         let Some(txn) = self.txn_client(producer) else { return };
         txn.in_flight = None;
-        txn.phase = TxnPhase::Ready;
+        if txn.ending_v2.is_none() {
+            // Ended with no `EndTxn` (nothing was sent in it): the next
+            // transaction still follows the cluster's level.
+            txn.follow_finalized(false);
+        }
+        txn.ending_v2 = None;
+        // `resetTransactionState`: ready, or first an epoch bump
+        // (`InitProducerId` with its id and epoch).
+        txn.phase = if txn.epoch_bump_required {
+            TxnPhase::Initializing
+        } else {
+            TxnPhase::Ready
+        };
         txn.added.clear();
         txn.ending = None;
         txn.offsets = None;
@@ -594,8 +701,26 @@ impl Simulation {
         if txn.phase == TxnPhase::Fenced || offsets.offsets.is_empty() {
             return;
         }
+        if txn.v2 {
+            // `transactionStarted`: no `AddOffsetsToTxn` under version 2.
+            txn.offsets_added = true;
+            txn.phase = TxnPhase::InTransaction;
+        }
         txn.offsets = Some(offsets);
         self.producer_drain(producer);
+    }
+
+    /// A batch of the open transaction failed for good (or another error
+    /// the transaction cannot survive): it can only abort
+    /// (`maybeTransitionToErrorState`). Under versions 0 and 1 the abort is
+    /// followed by an epoch bump (`clientSideEpochBumpRequired`); under
+    /// version 2 the abort's `EndTxn` bumps it.
+    pub(crate) fn producer_txn_abortable(&mut self, producer: u32) {
+        let Some(txn) = self.txn_client(producer) else { return };
+        txn.abortable = true;
+        if !txn.v2 && txn.ending.is_none() {
+            txn.epoch_bump_required = true;
+        }
     }
 
     /// Fatal: a newer epoch exists. The producer stops; what it has not

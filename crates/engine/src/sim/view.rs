@@ -42,6 +42,19 @@ pub struct ClusterView {
     pub in_flight: Vec<MessageView>,
     /// The latest notable events.
     pub highlights: Highlights,
+    /// The cluster's finalized features and transaction settings.
+    pub features: FeaturesView,
+}
+
+/// What `kafka-features describe` shows, and the broker setting that goes
+/// with transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FeaturesView {
+    /// The finalized `transaction.version` in the committed metadata.
+    pub transaction_version: u8,
+    /// `transaction.partition.verification.enable` on the brokers.
+    pub transaction_partition_verification: bool,
 }
 
 /// A message travelling between two nodes.
@@ -469,6 +482,9 @@ pub struct TransactionView {
     pub committed: u64,
     /// Transactions aborted so far.
     pub aborted: u64,
+    /// It runs transaction version 2 (the cluster's level when its current
+    /// transaction began).
+    pub transaction_v2: bool,
 }
 
 /// One partition in the committed metadata.
@@ -891,6 +907,7 @@ impl Simulation {
                         ending: txn.ending,
                         committed: txn.committed,
                         aborted: txn.aborted,
+                        transaction_v2: txn.v2,
                     }),
                     sent,
                     acknowledged,
@@ -937,6 +954,10 @@ impl Simulation {
             producers,
             in_flight,
             highlights: self.highlights.clone(),
+            features: FeaturesView {
+                transaction_version: self.controller.transaction_version.0,
+                transaction_partition_verification: self.config.transaction_partition_verification_enable,
+            },
         }
     }
 }

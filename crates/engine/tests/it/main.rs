@@ -21,6 +21,7 @@ mod storage_properties;
 mod tidy;
 mod trace_hashes;
 mod transactions;
+mod txn_coordinator_vectors;
 mod txn_offsets;
 mod vectors;
 

@@ -123,6 +123,7 @@ impl Captioner {
             | K::ProduceFailed { .. }
             | K::RecordsLost { .. }
             | K::DuplicateIgnored { .. }
+            | K::RequestStalled { .. }
             | K::Throttled { .. } => self.produce_step(event, &mut marks),
             K::GroupRebalanced { .. }
             | K::TargetAssignment { .. }
@@ -391,26 +392,7 @@ impl Captioner {
             } => {
                 marks.outcome = Some("error");
                 marks.explainable = true;
-                let why = match error {
-                    ErrorCode::NotEnoughReplicas => " The ISR is smaller than min.insync.replicas, so the leader refused to append the batch.",
-                    ErrorCode::NotEnoughReplicasAfterAppend => " The leader appended the batch, but the ISR shrank below min.insync.replicas before it was committed.",
-                    ErrorCode::NotLeaderOrFollower => " The broker it asked no longer leads the partition; the producer refreshes its metadata.",
-                    ErrorCode::NetworkException => " The connection to the leader broke: its process is gone.",
-                    ErrorCode::RequestTimedOut => " No answer came within request.timeout.ms.",
-                    ErrorCode::DeliveryTimeout => {
-                        " delivery.timeout.ms has passed since the batch was created, so the producer stops retrying and fails it (\"Expiring N record(s) … ms has passed since batch creation\")."
-                    }
-                    ErrorCode::OutOfOrderSequenceNumber if *will_retry => {
-                        " The broker's producer state expects an earlier sequence. If this is the batch right after the last acknowledged one, those sequences are gone (an unclean election): an idempotent producer bumps its epoch, starts the partition's sequences at 0 and sends it again."
-                    }
-                    ErrorCode::InvalidProducerEpoch => {
-                        " The partition has seen a newer epoch of this producer id. A transactional producer can now only abort; the abort's EndTxn says whether it is fenced."
-                    }
-                    ErrorCode::DeliveryTimeout => {
-                        " delivery.timeout.ms has passed since the batch was created, so the producer stops retrying and fails it (\"Expiring N record(s) … ms has passed since batch creation\")."
-                    }
-                    _ => "",
-                };
+                let why = produce_failure_why(*error, *will_retry);
                 (
                     StepKind::Note {
                         over: NodeId::Producer(*producer),
@@ -469,6 +451,25 @@ impl Captioner {
                     ),
                     vec![partition.to_string()],
                     "duplicate-ignored".to_string(),
+                )
+            }
+            TraceKind::RequestStalled {
+                broker,
+                client,
+                delay_ms,
+            } => {
+                marks.explainable = true;
+                (
+                    StepKind::Note {
+                        over: NodeId::Broker(*broker),
+                        text: format!("request waits {delay_ms} ms"),
+                    },
+                    format!(
+                        "{} has read {client}'s produce request, but no request handler takes it for {delay_ms} ms (a stalled handler thread). If {client} gives up meanwhile (request.timeout.ms), it closes the connection, yet the broker still handles the request later: the write arrives late.",
+                        NodeId::Broker(*broker)
+                    ),
+                    Vec::new(),
+                    "request-stalled".to_string(),
                 )
             }
             TraceKind::Throttled {
@@ -1233,9 +1234,26 @@ impl Captioner {
                 format!("{from} tells {to} its transaction coordinator ({summary}).")
             }
             M::FindCoordinatorResponse => format!("{from} tells {to} its group's coordinator ({summary})."),
+            M::AddPartitionsToTxn if facts.verify_only == Some(true) => format!(
+                "{from} leads {} and got the first batch of {}'s transaction there. Before it writes anything it asks the transaction coordinator {to} whether the producer added the partition to that transaction (KIP-890 verification, transaction.partition.verification.enable=true): a late batch from a transaction that has already ended is refused instead of opening one no coordinator knows about.",
+                facts.partitions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+                facts.transactional_id.as_deref().unwrap_or_default()
+            ),
+            M::AddPartitionsToTxn if facts.verify_only == Some(false) => format!(
+                "{from} leads {} and got the first batch of {}'s transaction there, so it adds the partition to the transaction at the coordinator {to} itself (transaction version 2, KIP-890): the producer sends no AddPartitionsToTxn of its own. The coordinator stores the partition in __transaction_state before {from} appends the batch.",
+                facts.partitions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+                facts.transactional_id.as_deref().unwrap_or_default()
+            ),
             M::AddPartitionsToTxn => format!(
                 "{from} tells its transaction coordinator {to} that its open transaction writes to {}: the coordinator stores that in __transaction_state before {from} sends a record there, so it knows where the markers must go.",
                 facts.partitions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            ),
+            M::AddPartitionsToTxnResponse if matches!(to, NodeId::Broker(_)) && !facts.errors.is_empty() => format!(
+                "The transaction coordinator {from} answers the leader {to}: {summary}.{}",
+                verification_error_why(&facts.errors)
+            ),
+            M::AddPartitionsToTxnResponse if matches!(to, NodeId::Broker(_)) => format!(
+                "The transaction coordinator {from} answers the leader {to}: the partition is in the transaction ({summary}), so {to} appends the batch."
             ),
             M::EndTxn => match facts.control {
                 Some(ControlType::Commit) => format!(
@@ -1250,6 +1268,10 @@ impl Captioner {
             }
             M::AddPartitionsToTxnResponse => format!(
                 "The transaction coordinator {from} has stored the partitions ({summary}): {to} may send records there."
+            ),
+            M::EndTxnResponse if facts.transaction_v2 => format!(
+                "The transaction coordinator {from} has stored the decision and bumped the producer epoch ({summary}): {to} starts its next transaction at epoch {}, with sequences from 0. The markers the coordinator now writes carry that epoch too, so a late write from the transaction just ended is refused (transaction version 2, KIP-890).",
+                facts.producer_epoch.map_or_else(String::new, |epoch| epoch.to_string())
             ),
             M::EndTxnResponse => format!(
                 "The transaction coordinator {from} has stored the decision ({summary}); it now writes a marker to every partition of the transaction, and {to} may start the next one."
@@ -1335,6 +1357,56 @@ pub(super) fn txn_error_why(errors: &[ErrorCode]) -> String {
         (ErrorCode::CoordinatorNotAvailable, " The coordinator is not ready (__transaction_state is being created or loaded): the producer asks again."),
         (ErrorCode::InvalidTxnState, " The request does not fit the transaction's state."),
         (ErrorCode::InvalidProducerIdMapping, " The producer id is not this transactional id's."),
+        (ErrorCode::TransactionAbortable, " The partition is not in the producer's open transaction (KIP-890): the batch is refused, and the producer can only abort."),
+    ] {
+        if errors.contains(&error) {
+            why.push_str(sentence);
+        }
+    }
+    why
+}
+
+/// Why a producer's batch failed, as a caption's tail.
+fn produce_failure_why(error: ErrorCode, will_retry: bool) -> &'static str {
+    match error {
+            ErrorCode::NotEnoughReplicas => " The ISR is smaller than min.insync.replicas, so the leader refused to append the batch.",
+            ErrorCode::NotEnoughReplicasAfterAppend => " The leader appended the batch, but the ISR shrank below min.insync.replicas before it was committed.",
+            ErrorCode::NotLeaderOrFollower => " The broker it asked no longer leads the partition; the producer refreshes its metadata.",
+            ErrorCode::NetworkException => " The connection to the leader broke: its process is gone.",
+            ErrorCode::RequestTimedOut => " No answer came within request.timeout.ms.",
+            ErrorCode::DeliveryTimeout => {
+                " delivery.timeout.ms has passed since the batch was created, so the producer stops retrying and fails it (\"Expiring N record(s) … ms has passed since batch creation\")."
+            }
+            ErrorCode::OutOfOrderSequenceNumber if will_retry => {
+                " The broker's producer state expects an earlier sequence. If this is the batch right after the last acknowledged one, those sequences are gone (an unclean election): an idempotent producer bumps its epoch, starts the partition's sequences at 0 and sends it again."
+            }
+            ErrorCode::InvalidProducerEpoch => {
+                " The partition has seen a newer epoch of this producer id. A transactional producer can now only abort; the abort's EndTxn says whether it is fenced."
+            }
+            ErrorCode::TransactionAbortable => {
+                " The leader asked the transaction coordinator, which says the partition is not in this producer's open transaction (KIP-890): nothing is written, and the transaction can only abort."
+            }
+            ErrorCode::InvalidTxnState => {
+                " The batch was not part of an open transaction the leader knows of (KIP-890's check at the log): nothing is written, and the transaction can only abort."
+            }
+            ErrorCode::ConcurrentTransactions => {
+                " The coordinator is still finishing the producer's previous transaction, so the partition cannot join the new one yet: the producer sends the batch again."
+            }
+            _ => "",
+    }
+}
+
+/// Why a transaction coordinator's answer to a leader's verification
+/// (KIP-890) keeps the batch out, as a caption's tail.
+fn verification_error_why(errors: &[ErrorCode]) -> String {
+    let mut why = String::new();
+    for (error, sentence) in [
+        (ErrorCode::ProducerFenced, " The producer has a newer epoch than this batch carries: the batch belongs to a transaction that is already over (the leader tells the producer INVALID_PRODUCER_EPOCH), so nothing is written."),
+        (ErrorCode::TransactionAbortable, " The partition is not in the producer's open transaction: the batch is refused (TRANSACTION_ABORTABLE) and nothing is written."),
+        (ErrorCode::ConcurrentTransactions, " The producer's previous transaction is still completing: the leader asks again shortly, then lets the producer retry."),
+        (ErrorCode::InvalidProducerIdMapping, " The coordinator has no such producer for this transactional id: the batch is refused."),
+        (ErrorCode::NotCoordinator, " That broker does not coordinate the transactional id (any more): the producer is told NOT_ENOUGH_REPLICAS and retries."),
+        (ErrorCode::CoordinatorNotAvailable, " The coordinator cannot answer now: the producer is told NOT_ENOUGH_REPLICAS and retries."),
     ] {
         if errors.contains(&error) {
             why.push_str(sentence);
@@ -1354,6 +1426,10 @@ fn txn_offsets_error_why(errors: &[ErrorCode]) -> String {
         (ErrorCode::NotCoordinator, " This broker does not coordinate the group (any more): the producer looks for it again."),
         (ErrorCode::CoordinatorNotAvailable, " The group coordinator cannot answer now: the producer looks for it again."),
         (ErrorCode::ProducerFenced, " A newer instance has this transactional.id: fatal for this producer."),
+        (ErrorCode::InvalidProducerEpoch, " The offsets partition has seen a newer epoch of this producer: fatal for it (ProducerFencedException)."),
+        (ErrorCode::TransactionAbortable, " The offsets partition is not in the producer's transaction: it can only abort."),
+        (ErrorCode::InvalidTxnState, " The transaction ended while the offsets waited: the producer can only abort."),
+        (ErrorCode::ConcurrentTransactions, " The previous transaction is still completing: the producer sends the offsets again."),
     ] {
         if errors.contains(&error) {
             why.push_str(sentence);

@@ -41,6 +41,8 @@ impl Message {
             | Message::FindTxnCoordinatorResponse { .. }
             | Message::AddPartitionsToTxn { .. }
             | Message::AddPartitionsToTxnResponse { .. }
+            | Message::LeaderAddPartitionsToTxn { .. }
+            | Message::LeaderAddPartitionsToTxnResponse { .. }
             | Message::EndTxnResponse { .. }
             | Message::AddOffsetsToTxnResponse { .. }
             | Message::AddOffsetsToTxn { .. }
@@ -155,8 +157,16 @@ impl Message {
                 facts.high_watermark = Some(*high_watermark);
                 facts.last_stable_offset = (last_stable_offset < high_watermark).then_some(*last_stable_offset);
             }
-            Message::Produce { acks, batches, .. } => {
+            Message::Produce {
+                acks,
+                batches,
+                transactional_id,
+                transaction_v2,
+                ..
+            } => {
                 facts.acks = Some(*acks);
+                facts.transactional_id = transactional_id.clone();
+                facts.transaction_v2 = *transaction_v2;
                 facts
                     .partitions
                     .extend(batches.iter().map(|(partition, _)| partition.clone()));
@@ -180,9 +190,13 @@ impl Message {
             Message::EndTxn {
                 transactional_id,
                 commit,
+                epoch,
+                transaction_v2,
                 ..
             } => {
                 facts.transactional_id = Some(transactional_id.clone());
+                facts.producer_epoch = Some(*epoch);
+                facts.transaction_v2 = *transaction_v2;
                 facts.control = Some(if *commit {
                     ControlType::Commit
                 } else {
@@ -206,10 +220,32 @@ impl Message {
                 facts.transactional_id = Some(transactional_id.clone());
                 facts.partitions.extend(partitions.iter().cloned());
             }
-            Message::AddPartitionsToTxnResponse { error, .. }
-            | Message::EndTxnResponse { error, .. }
-            | Message::AddOffsetsToTxnResponse { error, .. } => {
+            Message::LeaderAddPartitionsToTxn {
+                transactional_id,
+                partitions,
+                verify_only,
+                epoch,
+                ..
+            } => {
+                facts.transactional_id = Some(transactional_id.clone());
+                facts.partitions.extend(partitions.iter().cloned());
+                facts.verify_only = Some(*verify_only);
+                facts.producer_epoch = Some(*epoch);
+                facts.transaction_v2 = !*verify_only;
+            }
+            Message::EndTxnResponse { error, producer, .. } => {
                 facts.errors.extend(*error);
+                facts.producer_epoch = producer.map(|(_, epoch)| epoch);
+                facts.transaction_v2 = producer.is_some();
+            }
+            Message::AddPartitionsToTxnResponse { error, .. } | Message::AddOffsetsToTxnResponse { error, .. } => {
+                facts.errors.extend(*error);
+            }
+            Message::LeaderAddPartitionsToTxnResponse { results, .. } => {
+                for (partition, error) in results {
+                    facts.partitions.push(partition.clone());
+                    facts.errors.extend(*error);
+                }
             }
             Message::AddOffsetsToTxn {
                 transactional_id,
@@ -223,9 +259,11 @@ impl Message {
                 transactional_id,
                 group,
                 offsets,
+                transaction_v2,
                 ..
             } => {
                 facts.transactional_id = Some(transactional_id.clone());
+                facts.transaction_v2 = *transaction_v2;
                 facts.group = Some(group.clone());
                 facts
                     .partitions

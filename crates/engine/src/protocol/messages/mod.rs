@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::acks::Acks;
 use super::metadata::{LeaderRecovery, MetadataFetchAnswer, PartitionRegistration};
 use super::records::{LogBatch, ProducerBatch, Record};
-use super::transactions::{ControlType, IsolationLevel};
+use super::transactions::{ControlType, IsolationLevel, TransactionVersion};
 use super::{BrokerId, ErrorCode, Offset, TopicPartition};
 
 mod facts;
@@ -248,6 +248,17 @@ pub struct MessageFacts {
     /// or the one its answer gives.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub member_epoch: Option<i32>,
+    /// A partition leader's `AddPartitionsToTxn`: only verifies (KIP-890
+    /// part 1, `true`) or adds the partitions (part 2, `false`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify_only: Option<bool>,
+    /// The producer epoch a transaction request carries, or the one a
+    /// version 2 `EndTxn` answer hands over.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub producer_epoch: Option<u16>,
+    /// A transaction request runs transaction version 2.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub transaction_v2: bool,
 }
 
 /// Every message on the simulated network. (Fields mirror the Kafka
@@ -348,6 +359,11 @@ pub enum Message {
         acks: Acks,
         timeout_ms: u64,
         batches: Vec<(TopicPartition, ProducerBatch)>,
+        /// A transactional producer's `transactional.id`.
+        transactional_id: Option<String>,
+        /// The request runs transaction version 2 (`Produce` v12 and
+        /// above): its leader adds a partition to the transaction itself.
+        transaction_v2: bool,
     },
     /// The leader's one answer for every partition of the request: each
     /// batch's base offset, or that partition's error (`ProduceResponse`).
@@ -367,6 +383,10 @@ pub enum Message {
         transactional_id: Option<String>,
         /// `transaction.timeout.ms`.
         transaction_timeout_ms: u64,
+        /// The producer id and epoch it has, to have the epoch bumped
+        /// (KIP-360: after an abortable error, or when its cluster moves
+        /// to transaction version 2).
+        expected: Option<(u64, u16)>,
     },
     /// A transactional producer looks for its transaction coordinator
     /// (`FindCoordinator` with key type `TRANSACTION`).
@@ -386,16 +406,47 @@ pub enum Message {
     },
     #[allow(missing_docs)]
     AddPartitionsToTxnResponse { request: u64, error: Option<ErrorCode> },
-    /// Commit or abort the open transaction (`EndTxn`).
+    /// Commit or abort the open transaction (`EndTxn`; v5 and above run
+    /// transaction version 2).
     EndTxn {
         request: u64,
         transactional_id: String,
         producer_id: u64,
         epoch: u16,
         commit: bool,
+        transaction_v2: bool,
     },
-    #[allow(missing_docs)]
-    EndTxnResponse { request: u64, error: Option<ErrorCode> },
+    /// The end is decided, or why not. Version 2 answers with the
+    /// producer id and epoch to use from now on (`EndTxnResponse` v5).
+    /// Simplification: it also carries the `transaction.version` the
+    /// answering broker has finalized, which Kafka's clients learn from
+    /// `ApiVersions`.
+    EndTxnResponse {
+        request: u64,
+        error: Option<ErrorCode>,
+        producer: Option<(u64, u16)>,
+        finalized: TransactionVersion,
+    },
+    /// A partition leader asks the transaction coordinator about the
+    /// partitions of a produce (or a group coordinator about its offsets
+    /// partition) whose first transactional batch just arrived
+    /// (`AddPartitionsToTxn` v4 and above, sent by
+    /// `AddPartitionsToTxnManager`): with `verify_only` (KIP-890 part 1,
+    /// transaction version 0 and 1) whether they are in the open
+    /// transaction; without (version 2) to add them.
+    LeaderAddPartitionsToTxn {
+        request: u64,
+        transactional_id: String,
+        producer_id: u64,
+        epoch: u16,
+        partitions: Vec<TopicPartition>,
+        verify_only: bool,
+    },
+    /// Each partition's answer.
+    LeaderAddPartitionsToTxnResponse {
+        request: u64,
+        results: Vec<(TopicPartition, Option<ErrorCode>)>,
+    },
     /// KIP-98/447 `sendOffsetsToTransaction`, first half: the group's
     /// `__consumer_offsets` partition joins the open transaction
     /// (`AddOffsetsToTxn`).
@@ -421,6 +472,9 @@ pub enum Message {
         member_id: String,
         instance: Option<String>,
         offsets: Vec<(TopicPartition, Offset)>,
+        /// `TxnOffsetCommit` v5 and above: transaction version 2, so the
+        /// group coordinator adds its partition to the transaction.
+        transaction_v2: bool,
     },
     #[allow(missing_docs)]
     TxnOffsetCommitResponse {
@@ -445,9 +499,12 @@ pub enum Message {
         error: Option<ErrorCode>,
     },
     /// The producer id and epoch, or an error (`InitProducerIdResponse`).
+    /// A transaction coordinator's answer also carries the
+    /// `transaction.version` its broker has finalized (see `EndTxnResponse`).
     InitProducerIdResponse {
         request: u64,
         result: Result<(u64, u16), ErrorCode>,
+        finalized: TransactionVersion,
     },
     /// A candidate asks for a vote in `epoch` (`Vote`, KIP-595); with
     /// `pre_vote` a prospective in `epoch` asks whether it could win the
@@ -687,6 +744,8 @@ impl Message {
             Message::FindTxnCoordinatorResponse { .. } => MessageName::FindCoordinatorResponse,
             Message::AddPartitionsToTxn { .. } => MessageName::AddPartitionsToTxn,
             Message::AddPartitionsToTxnResponse { .. } => MessageName::AddPartitionsToTxnResponse,
+            Message::LeaderAddPartitionsToTxn { .. } => MessageName::AddPartitionsToTxn,
+            Message::LeaderAddPartitionsToTxnResponse { .. } => MessageName::AddPartitionsToTxnResponse,
             Message::EndTxn { .. } => MessageName::EndTxn,
             Message::EndTxnResponse { .. } => MessageName::EndTxnResponse,
             Message::AddOffsetsToTxn { .. } => MessageName::AddOffsetsToTxn,

@@ -37,6 +37,8 @@ impl Message {
             | Message::TxnOffsetCommit { .. }
             | Message::TxnOffsetCommitResponse { .. }
             | Message::AddPartitionsToTxnResponse { .. }
+            | Message::LeaderAddPartitionsToTxn { .. }
+            | Message::LeaderAddPartitionsToTxnResponse { .. }
             | Message::EndTxnResponse { .. }
             | Message::AddOffsetsToTxnResponse { .. }
             | Message::EndTxn { .. }
@@ -239,9 +241,13 @@ impl Message {
                 acks,
                 timeout_ms,
                 batches,
+                transactional_id,
                 ..
             } => {
                 let mut text = format!("Produce acks={acks} timeoutMs={timeout_ms}");
+                if let Some(id) = transactional_id {
+                    text.push_str(&format!(" transactionalId={id}"));
+                }
                 if let Some((producer_id, epoch, _)) = batches.first().and_then(|(_, batch)| batch.idempotence) {
                     text.push_str(&format!(" producerId={producer_id} producerEpoch={epoch}"));
                 }
@@ -280,12 +286,16 @@ impl Message {
             Message::InitProducerId {
                 transactional_id,
                 transaction_timeout_ms,
+                expected,
                 ..
-            } => match transactional_id {
-                None => "InitProducerId transactionalId=null".to_string(),
-                Some(id) => {
+            } => match (transactional_id, expected) {
+                (None, _) => "InitProducerId transactionalId=null".to_string(),
+                (Some(id), None) => {
                     format!("InitProducerId transactionalId={id} transactionTimeoutMs={transaction_timeout_ms}")
                 }
+                (Some(id), Some((producer_id, epoch))) => format!(
+                    "InitProducerId transactionalId={id} transactionTimeoutMs={transaction_timeout_ms} producerId={producer_id} producerEpoch={epoch}"
+                ),
             },
             Message::InitProducerIdResponse { result, .. } => match result {
                 Ok((producer_id, epoch)) => {
@@ -350,6 +360,32 @@ impl Message {
                 None => format!("TxnOffsetCommitResponse group={group} ok"),
                 Some(error) => format!("TxnOffsetCommitResponse group={group} error={error}"),
             },
+            Message::LeaderAddPartitionsToTxn {
+                transactional_id,
+                producer_id,
+                epoch,
+                partitions,
+                verify_only,
+                ..
+            } => format!(
+                "AddPartitionsToTxn transactionalId={transactional_id} producerId={producer_id} producerEpoch={epoch} verifyOnly={verify_only} [{}]",
+                partition_list(partitions)
+            ),
+            Message::LeaderAddPartitionsToTxnResponse { results, .. } => {
+                let parts: Vec<String> = results
+                    .iter()
+                    .map(|(partition, error)| match error {
+                        None => format!("{partition} ok"),
+                        Some(error) => format!("{partition} error={error}"),
+                    })
+                    .collect();
+                format!("AddPartitionsToTxnResponse [{}]", parts.join("; "))
+            }
+            Message::EndTxnResponse {
+                error: None,
+                producer: Some((producer_id, epoch)),
+                ..
+            } => format!("EndTxnResponse ok producerId={producer_id} producerEpoch={epoch}"),
             Message::AddPartitionsToTxnResponse { error, .. }
             | Message::EndTxnResponse { error, .. }
             | Message::AddOffsetsToTxnResponse { error, .. } => {

@@ -903,6 +903,13 @@ pub enum TraceKind {
         last_sequence: i32,
         first_offset: Offset,
     },
+    /// A broker read a produce request and left it in its request queue
+    /// (the `StallProduce` input): a handler takes it `delay_ms` later.
+    RequestStalled {
+        broker: BrokerId,
+        client: NodeId,
+        delay_ms: u64,
+    },
     /// An operator's `ElectLeaders` elected nobody for a partition (or, with
     /// no partition, for the whole request: no controller was active).
     ElectLeadersFailed {

@@ -37,6 +37,7 @@ impl TraceEvent {
             TraceKind::Acknowledged { .. }
             | TraceKind::ProduceFailed { .. }
             | TraceKind::DuplicateIgnored { .. }
+            | TraceKind::RequestStalled { .. }
             | TraceKind::TransactionState { .. }
             | TraceKind::TransactionEnded { .. }
             | TraceKind::TransactionRolledBack { .. }
@@ -325,6 +326,13 @@ impl TraceEvent {
                 first_offset,
             } => format!(
                 "broker-{broker} already has producer {producer_id}'s sequences {first_sequence}..={last_sequence} on {partition} (from offset {first_offset}): answered with the original offsets, nothing written again"
+            ),
+            TraceKind::RequestStalled {
+                broker,
+                client,
+                delay_ms,
+            } => format!(
+                "broker-{broker} read {client}'s produce request; it waits {delay_ms} ms in the request queue before a handler takes it"
             ),
             _ => unreachable!("TraceEvent::text routes no other TraceKind here"),
         }
