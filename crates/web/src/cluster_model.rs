@@ -158,6 +158,12 @@ pub fn setup_config(setup: &Setup) -> Result<ClusterConfig, String> {
     config.topics[0].replication_factor = setup.replication_factor;
     config.topics[0].min_insync_replicas = config.topics[0].min_insync_replicas.min(setup.replication_factor);
     config.offsets_topic_partitions = 3;
+    // With fewer than 3 brokers the internal topics take what there is, as
+    // Kafka's quickstart configures a single broker
+    // (`offsets.topic.replication.factor=1`); with the default 3 no group
+    // would ever find a coordinator.
+    config.offsets_topic_replication_factor = setup.brokers.min(3);
+    config.transaction_state_log_replication_factor = setup.brokers.min(3);
     let member = |group: &str| {
         let mut consumer = ConsumerConfig::new(group, vec!["orders".into()]);
         consumer.auto_offset_reset = OffsetReset::Earliest;
@@ -594,10 +600,12 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::ElectLeadersFailed { .. }
         | TraceKind::PartitionsCreated { .. }
         | TraceKind::CreatePartitionsFailed { .. }
+        | TraceKind::InternalTopicNotCreated { .. }
         | TraceKind::LimitReached { .. }
         | TraceKind::ChangeRefused { .. }
         | TraceKind::DuplicateIgnored { .. }
         | TraceKind::RequestStalled { .. }
+        | TraceKind::TransactionalWriteRefused { .. }
         | TraceKind::MarkerWritten { .. }
         | TraceKind::TransactionState { .. }
         | TraceKind::TransactionEnded { .. }

@@ -182,7 +182,7 @@ pub fn knobs_form(props: &KnobsFormProps) -> Html {
                     <label>{ "segment.bytes " }
                         <KnobInput live=true testid="knob-segment-bytes" value={values.storage.2.to_string()} onchange={live(Knob::Storage(StorageSetting::SegmentBytes))} />
                     </label>
-                    <p class="muted hint">{ "Topic storage (kafka-configs --alter on every topic): retention deletes closed segments older than retention.ms, or the oldest while a log is over retention.bytes, at each broker's retention check (every log.retention.check.interval.ms, 5 min by default). -1 means no limit." }</p>
+                    <p class="muted hint">{ "Topic storage (kafka-configs --alter on every topic): retention deletes the oldest segments whose newest record is older than retention.ms (the active one too, once it is due), or the oldest while a log is over retention.bytes, at each broker's retention check (every log.retention.check.interval.ms, 5 min by default). -1 means no limit. segment.bytes may be set below Kafka 4.1's minimum of 1 MiB here, so rolls show quickly; Kafka refuses it (only its tests go lower, with internal.segment.bytes)." }</p>
                     <label>{ "cleanup.policy " }
                         <select key={format!("cleanup-{refusals}")} data-testid="knob-cleanup-policy" onchange={live(Knob::CleanupPolicy)}>
                             { for ["delete", "compact", "compact,delete"].iter().map(|value| html! { <option value={*value} selected={values.cleanup.0 == *value}>{ *value }</option> }) }
@@ -263,7 +263,7 @@ fn broker_knobs(values: &KnobValues, refusals: u32, live: &dyn Fn(Knob) -> Callb
             <input key={format!("verification-{refusals}")} type="checkbox" data-testid="knob-verification" checked={values.verification} onchange={live(Knob::TransactionPartitionVerification)} />
             { " transaction.partition.verification.enable" }
         </label>
-        <p class="muted hint">{ "transaction.version is a cluster feature (kafka-features upgrade or downgrade): 2, a new Kafka 4.1 cluster's, bumps the producer epoch at every EndTxn and has partition leaders add partitions to transactions (KIP-890 part 2); 0 and 1 run the protocol as it was. A producer switches between transactions. With verification on, a leader asks the transaction coordinator before it takes a transaction's first batch, so a late write cannot open a transaction nobody knows of." }</p>
+        <p class="muted hint">{ "transaction.version is a cluster feature (kafka-features upgrade or downgrade). 2 (the default on a new Kafka 4.1 cluster) bumps the producer epoch at every EndTxn (commit or abort) and has partition leaders add partitions to transactions (KIP-890 part 2); 0 and 1 run the protocol as it was. A running producer picks up a change only when its next transaction starts. With verification on, a leader asks the transaction coordinator before it takes a transaction's first batch, so a late write cannot open a transaction nobody knows of." }</p>
     </fieldset>
     }
 }

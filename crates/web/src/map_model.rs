@@ -1661,7 +1661,7 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                         "transaction.version={}: {}",
                         view.features.transaction_version,
                         if view.features.transaction_version >= 2 {
-                            "an epoch bump at every EndTxn, partitions added by their leaders (KIP-890 part 2)"
+                            "an epoch bump at every EndTxn (commit or abort), partitions added by their leaders (KIP-890 part 2)"
                         } else {
                             "producers add partitions themselves and keep their epoch between transactions"
                         }

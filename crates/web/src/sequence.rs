@@ -185,6 +185,17 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
                 let current = *index == props.current;
                 let (pick, key) = activate(*index, &props.on_pick);
                 let body = match &step.kind {
+                    // A broker asking itself (a leader that is also the
+                    // transaction coordinator): a loop on its lifeline,
+                    // labelled beside it.
+                    StepKind::Arrow { from, to, label, .. } if from == to => {
+                        let x = x_of(from);
+                        html! { <>
+                            <path class="message" fill="none" marker-end="url(#seq-arrow)"
+                                d={format!("M{x:.1},{:.1} h18 v10 h-16", y + 10.0)} />
+                            { wide_text("label", label, x + 24.0 + (width - x - 24.0).min(260.0) / 2.0, y + 12.0, (gutter, width)) }
+                        </> }
+                    }
                     StepKind::Arrow { from, to, label, dropped, .. } => {
                         let (x1, x2) = (x_of(from), x_of(to));
                         let end = if *dropped { x1 + (x2 - x1) * 0.6 } else { x2 };

@@ -986,7 +986,10 @@ pub fn roles(
         roles
             .entry(NodeId::Producer(producer.id))
             .or_default()
-            .push(format!("acks={}", producer.acks));
+            .push(match &producer.transaction {
+                Some(txn) => format!("acks={} · transactional ({})", producer.acks, txn.transactional_id),
+                None => format!("acks={}", producer.acks),
+            });
     }
     if let Some(bootstrap) = steps.iter().find_map(|step| match &step.kind {
         StepKind::Arrow {

@@ -44,7 +44,7 @@ impl Moment {
             "records-lost" => Some(Moment::Loss),
             "leader-elected" | "controller-elected" => Some(Moment::Election),
             "rebalance" => Some(Moment::Rebalance),
-            "produce-failed" => Some(Moment::Refusal),
+            "produce-failed" | "write-refused" => Some(Moment::Refusal),
             // (An unfencing is a fencing step that needs no explaining.)
             "fencing" if step.explainable => Some(Moment::Fence),
             _ => None,

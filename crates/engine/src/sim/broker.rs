@@ -1615,7 +1615,9 @@ impl Simulation {
         if acks != Acks::None {
             let pending = batches.iter().map(|(partition, _)| (partition.clone(), None)).collect();
             self.broker(id).produce_requests.insert((client, request), pending);
-            self.broker(id).produce_connections.insert((client, request), connection);
+            self.broker(id)
+                .produce_connections
+                .insert((client, request), connection);
             if let NodeId::Producer(producer) = client {
                 let bytes = batches
                     .iter()
@@ -1761,12 +1763,22 @@ impl Simulation {
         epoch: u16,
         marker: TxnMarker,
     ) -> Result<Offset, ErrorCode> {
-        let leader_epoch = self
+        let leader = self
             .brokers
             .get(&broker)
             .and_then(|state| state.leading.get(partition))
-            .ok_or(ErrorCode::NotLeaderOrFollower)?
-            .leader_epoch;
+            .ok_or(ErrorCode::NotLeaderOrFollower)?;
+        let (leader_epoch, isr_size) = (leader.leader_epoch, leader.isr.len() as u32);
+        // Markers are appended with acks=-1 (`KafkaApis#handleWriteTxnMarkersRequest`),
+        // so `Partition#appendRecordsToLeader` refuses them below
+        // min.insync.replicas; the coordinator sends them again.
+        let (min_isr, replication_factor) = self
+            .topic_config(partition)
+            .map_or((1, 1), |topic| (topic.min_insync_replicas, topic.replication_factor));
+        if admit_produce(Acks::All, isr_size, min_isr, replication_factor) == ProduceAdmission::RejectNotEnoughReplicas
+        {
+            return Err(ErrorCode::NotEnoughReplicas);
+        }
         let log = &self.brokers[&broker].logs[partition];
         let offset = log.log_end_offset();
         log.producers
@@ -1948,6 +1960,7 @@ impl Simulation {
                 // KIP-890: not part of an open transaction and not verified
                 // ("Record was not part of an ongoing transaction").
                 SequenceCheck::NotInTransaction => {
+                    self.record_refused(id, &partition, &batch, ErrorCode::InvalidTxnState);
                     respond(self, Err(ErrorCode::InvalidTxnState));
                     return;
                 }

@@ -768,6 +768,20 @@ pub struct ClusterConfig {
     /// coordinator.
     #[serde(default = "default_offsets_partitions")]
     pub transaction_state_partitions: u32,
+    /// `offsets.topic.replication.factor` (3): `__consumer_offsets` is not
+    /// created while fewer brokers can take a replica, and groups find no
+    /// coordinator (`COORDINATOR_NOT_AVAILABLE`) until they can. A
+    /// one-broker quickstart sets it to 1.
+    #[serde(default = "default_internal_replication")]
+    pub offsets_topic_replication_factor: u32,
+    /// `transaction.state.log.replication.factor` (3), likewise for
+    /// `__transaction_state` and transactional producers.
+    #[serde(default = "default_internal_replication")]
+    pub transaction_state_log_replication_factor: u32,
+    /// `transaction.state.log.min.isr` (2): `__transaction_state`'s
+    /// `min.insync.replicas` (at most its replication factor counts).
+    #[serde(default = "default_transaction_min_isr")]
+    pub transaction_state_log_min_isr: u32,
     /// `replica.lag.time.max.ms` (30000).
     #[serde(default = "default_lag")]
     pub replica_lag_time_max_ms: u64,
@@ -845,6 +859,12 @@ pub struct ClusterConfig {
     pub network: NetworkConfig,
 }
 
+fn default_internal_replication() -> u32 {
+    3
+}
+fn default_transaction_min_isr() -> u32 {
+    2
+}
 fn default_cleaner_backoff() -> u64 {
     15_000
 }
@@ -890,6 +910,9 @@ impl Default for ClusterConfig {
             consumers: Vec::new(),
             offsets_topic_partitions: default_offsets_partitions(),
             transaction_state_partitions: default_offsets_partitions(),
+            offsets_topic_replication_factor: default_internal_replication(),
+            transaction_state_log_replication_factor: default_internal_replication(),
+            transaction_state_log_min_isr: default_transaction_min_isr(),
             replica_lag_time_max_ms: default_lag(),
             replica_fetch_wait_max_ms: default_fetch_wait(),
             broker_heartbeat_interval_ms: default_heartbeat(),

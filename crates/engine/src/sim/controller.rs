@@ -76,7 +76,9 @@ impl Simulation {
         // Kafka creates __consumer_offsets on a group's first coordinator
         // lookup; a run with consumers starts with it (one that adds its
         // first consumer later gets it then: `controller_create_offsets_topic`).
-        if !self.config.consumers.is_empty() {
+        // (Not with fewer brokers than `offsets.topic.replication.factor`:
+        // the lookups then fail until there are enough.)
+        if !self.config.consumers.is_empty() && self.config.brokers >= self.config.offsets_topic_replication_factor {
             topics.push(self.offsets_topic_config());
         }
         for topic in topics {
@@ -85,12 +87,13 @@ impl Simulation {
     }
 
     /// `__consumer_offsets` as `offsets.topic.num.partitions` and
-    /// `offsets.topic.replication.factor` (3, or fewer brokers) make it.
+    /// `offsets.topic.replication.factor` (3) make it; it has no
+    /// `min.insync.replicas` of its own (the cluster's default, 1).
     fn offsets_topic_config(&self) -> super::config::TopicConfig {
         super::config::TopicConfig {
             name: super::coordinator::OFFSETS_TOPIC.to_string(),
             partitions: self.config.offsets_topic_partitions,
-            replication_factor: self.config.brokers.min(3),
+            replication_factor: self.config.offsets_topic_replication_factor.max(1),
             min_insync_replicas: 1,
             // `offsets.topic.*`: a compacted topic (`GroupCoordinatorConfig`).
             cleanup_policy: crate::storage::CleanupPolicy::COMPACT,
@@ -109,16 +112,17 @@ impl Simulation {
     }
 
     /// Creates `__transaction_state` if it does not exist yet, as
-    /// [`Self::controller_create_offsets_topic`] does for groups: RF 3 (at
-    /// most the brokers) and `transaction.state.log.min.isr` 2 (at most
-    /// the RF).
+    /// [`Self::controller_create_offsets_topic`] does for groups:
+    /// `transaction.state.log.replication.factor` (3) and
+    /// `transaction.state.log.min.isr` (2; at most the RF counts,
+    /// `Partition#effectiveMinIsr`).
     pub(crate) fn controller_create_transaction_topic(&mut self) {
-        let replication_factor = self.config.brokers.min(3);
+        let replication_factor = self.config.transaction_state_log_replication_factor.max(1);
         let topic = super::config::TopicConfig {
             name: super::txn::TRANSACTION_STATE_TOPIC.to_string(),
             partitions: self.config.transaction_state_partitions,
             replication_factor,
-            min_insync_replicas: replication_factor.min(2),
+            min_insync_replicas: replication_factor.min(self.config.transaction_state_log_min_isr.max(1)),
             // A compacted topic (`TransactionLog`).
             cleanup_policy: crate::storage::CleanupPolicy::COMPACT,
             ..super::config::TopicConfig::default()
@@ -147,8 +151,20 @@ impl Simulation {
             // the creation fails (INVALID_REPLICATION_FACTOR) and the next
             // lookup asks again.
             let brokers = simulation.controller_usable_brokers();
-            if !exists(simulation) && brokers.len() >= topic.replication_factor as usize {
+            if exists(simulation) {
+                return;
+            }
+            if brokers.len() >= topic.replication_factor as usize {
                 simulation.controller_create_topic(&topic, &brokers);
+            } else if simulation.internal_topics_refused.insert(topic.name.clone()) {
+                // `StripedReplicaPlacer`: "The target replication factor of
+                // N cannot be reached because only M broker(s) are
+                // registered." Traced the first time; each lookup asks again.
+                simulation.record(TraceKind::InternalTopicNotCreated {
+                    topic: topic.name.clone(),
+                    replication_factor: topic.replication_factor,
+                    brokers: brokers.len() as u32,
+                });
             }
         });
     }

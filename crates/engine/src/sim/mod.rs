@@ -348,6 +348,8 @@ pub struct Simulation {
     /// batch that waits behind a retrying one expires when the batch does,
     /// counted from the batch's creation (`ProducerBatch#hasReachedDeliveryTimeout`).
     pub(crate) expired_with_older_batch: BTreeMap<RecordId, RecordId>,
+    /// Internal topics the controller could not create yet, traced once.
+    pub(crate) internal_topics_refused: std::collections::BTreeSet<String>,
     /// The latest notable events, kept for the view as they are traced.
     pub(crate) highlights: view::Highlights,
     /// Topic names, one allocation each (see [`Simulation::shared_topic`]).
@@ -396,6 +398,7 @@ impl Simulation {
             acknowledged_count: 0,
             failed_count: 0,
             expired_with_older_batch: BTreeMap::new(),
+            internal_topics_refused: std::collections::BTreeSet::new(),
             highlights: view::Highlights::default(),
             topic_names: BTreeMap::new(),
             offsets_topic: std::sync::Arc::from(coordinator::OFFSETS_TOPIC),
@@ -1337,8 +1340,49 @@ impl Simulation {
                 }
             }
             ConfigChange::MinInsyncReplicas { topic, value } => {
-                if let Some(topic) = self.config.topics.iter_mut().find(|candidate| candidate.name == topic) {
-                    topic.min_insync_replicas = value.max(1);
+                let Some(config) = self.config.topics.iter_mut().find(|candidate| candidate.name == topic) else {
+                    return;
+                };
+                let changed = config.min_insync_replicas != value.max(1);
+                config.min_insync_replicas = value.max(1);
+                // KIP-966: a new min.insync.replicas makes the topic's ELRs
+                // meaningless, so the active controller clears them in the
+                // same write as the config (`ConfigurationControlManager#
+                // createClearElrRecordsAsNeeded`, a `ClearElrRecord`):
+                // partitions with an ELR or a last known ELR lose both, and
+                // their partition epoch goes up; leaders and ISRs stay.
+                if changed && self.config.eligible_leader_replicas_enable {
+                    if let Some(active) = self.quorum.active() {
+                        self.with_leader_state(active, |simulation| {
+                            let cleared: Vec<TopicPartition> = simulation
+                                .controller
+                                .partitions
+                                .iter()
+                                .filter(|(partition, registration)| {
+                                    *partition.topic == *topic
+                                        && (!registration.elr.is_empty() || !registration.last_known_elr.is_empty())
+                                })
+                                .map(|(partition, _)| partition.clone())
+                                .collect();
+                            for partition in cleared {
+                                let Some(registration) = simulation.controller.partitions.get_mut(&partition) else {
+                                    continue;
+                                };
+                                registration.elr.clear();
+                                registration.last_known_elr.clear();
+                                registration.partition_epoch += 1;
+                                let (isr, partition_epoch) = (registration.isr.clone(), registration.partition_epoch);
+                                simulation.record(TraceKind::IsrChanged {
+                                    partition,
+                                    from: isr.clone(),
+                                    to: isr,
+                                    elr: Vec::new(),
+                                    partition_epoch,
+                                    reason: trace::ChangeReason::MinInsyncReplicasChanged,
+                                });
+                            }
+                        });
+                    }
                 }
             }
             ConfigChange::UncleanLeaderElection { enable } => {

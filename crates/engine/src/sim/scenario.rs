@@ -164,6 +164,16 @@ pub enum Expectation {
         /// The leader expected.
         broker: u32,
     },
+    /// At the end, the committed metadata gives the partition these
+    /// eligible leader replicas (KIP-966), in order.
+    EligibleLeaderReplicas {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: u32,
+        /// The ELR expected (empty: none).
+        elr: Vec<u32>,
+    },
     /// A group reached at least this generation.
     #[serde(rename_all = "camelCase")]
     GroupGeneration {
@@ -749,6 +759,17 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
         }),
         // Checked in `Scenario::run`, which knows where the burst began.
         Expectation::Recovers { .. } => None,
+        Expectation::EligibleLeaderReplicas { topic, partition, elr } => {
+            let found = simulation
+                .controller()
+                .partitions
+                .iter()
+                .find(|(key, _)| *key.topic == **topic && key.partition == *partition)
+                .map(|(_, registration)| registration.elr.clone());
+            (found.as_ref() != Some(elr)).then(|| {
+                format!("expected {topic}-{partition}'s eligible leader replicas to be {elr:?}, but they are {found:?}")
+            })
+        }
         Expectation::PartitionLeader {
             topic,
             partition,

@@ -197,6 +197,7 @@ impl Simulation {
                 .maybe_start_verification(producer_id, sequence, short, transaction_v2)
             {
                 Err(_) => {
+                    self.record_refused(id, &partition, &batch, ErrorCode::InvalidProducerEpoch);
                     self.verification_refused(id, client, request, acks, &partition, ErrorCode::InvalidProducerEpoch)
                 }
                 Ok(SENTINEL_GUARD) => ready.push((partition, batch, self.log_guard(SENTINEL_GUARD))),
@@ -217,6 +218,26 @@ impl Simulation {
             self.verification_start(id, transactional_id, producer_id, epoch, transaction_v2, waiting);
         }
         ready
+    }
+
+    /// Traces a transaction's batch kept out of the log.
+    pub(crate) fn record_refused(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        batch: &ProducerBatch,
+        error: ErrorCode,
+    ) {
+        let Some((producer_id, producer_epoch, _)) = batch.idempotence else {
+            return;
+        };
+        self.record(super::trace::TraceKind::TransactionalWriteRefused {
+            broker: id,
+            partition: partition.clone(),
+            producer_id,
+            producer_epoch,
+            error,
+        });
     }
 
     /// A batch refused before it is verified.
@@ -446,6 +467,11 @@ impl Simulation {
                         }
                         Some(error) => {
                             let error = produce_error(error, verification.transaction_v2);
+                            // A coordinator that cannot be reached refuses
+                            // nothing: the producer retries.
+                            if error != ErrorCode::NotEnoughReplicas && error != ErrorCode::ConcurrentTransactions {
+                                self.record_refused(id, &partition, &batch, error);
+                            }
                             self.verification_refused(id, client, request, acks, &partition, error);
                         }
                     }

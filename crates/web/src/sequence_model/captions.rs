@@ -123,8 +123,8 @@ impl Captioner {
             | K::ProduceFailed { .. }
             | K::RecordsLost { .. }
             | K::DuplicateIgnored { .. }
-            | K::RequestStalled { .. }
             | K::Throttled { .. } => self.produce_step(event, &mut marks),
+            K::RequestStalled { .. } | K::TransactionalWriteRefused { .. } => self.late_write_step(event, &mut marks),
             K::GroupRebalanced { .. }
             | K::TargetAssignment { .. }
             | K::OffsetsCommitted { .. }
@@ -153,6 +153,7 @@ impl Captioner {
             | K::ElectLeadersFailed { .. }
             | K::PartitionsCreated { .. }
             | K::CreatePartitionsFailed { .. }
+            | K::InternalTopicNotCreated { .. }
             | K::InvariantViolated { .. } => self.admin_step(event, &mut marks),
             K::Delivered { .. } => None,
         };
@@ -258,7 +259,11 @@ impl Captioner {
                 (
                     StepKind::Note {
                         over: NodeId::Broker(*broker),
-                        text: format!("append {first_offset}..{end} → LEO {end}"),
+                        text: if *count == 1 {
+                            format!("append {first_offset} → LEO {end}")
+                        } else {
+                            format!("append {first_offset}–{} → LEO {end}", end - 1)
+                        },
                     },
                     caption,
                     vec![partition.to_string()],
@@ -333,6 +338,17 @@ impl Captioner {
                 reason,
             } => {
                 marks.explainable = true;
+                if *reason == kafkascope_engine::sim::trace::ChangeReason::MinInsyncReplicasChanged {
+                    return Some((
+                        StepKind::Note {
+                            over: self.controller(),
+                            text: format!("{partition}: ELR cleared"),
+                        },
+                        format!("An operator changed {partition}'s min.insync.replicas. Its eligible leader replicas were chosen against the old value, so the controller clears them in the same write (ClearElrRecord, partition epoch {partition_epoch}); the leader and the ISR {to:?} stay."),
+                        vec![partition.to_string()],
+                        "elr-cleared".to_string(),
+                    ));
+                }
                 let eligible = if elr.is_empty() {
                     String::new()
                 } else {
@@ -451,25 +467,6 @@ impl Captioner {
                     ),
                     vec![partition.to_string()],
                     "duplicate-ignored".to_string(),
-                )
-            }
-            TraceKind::RequestStalled {
-                broker,
-                client,
-                delay_ms,
-            } => {
-                marks.explainable = true;
-                (
-                    StepKind::Note {
-                        over: NodeId::Broker(*broker),
-                        text: format!("request waits {delay_ms} ms"),
-                    },
-                    format!(
-                        "{} has read {client}'s produce request, but no request handler takes it for {delay_ms} ms (a stalled handler thread). If {client} gives up meanwhile (request.timeout.ms), it closes the connection, yet the broker still handles the request later: the write arrives late.",
-                        NodeId::Broker(*broker)
-                    ),
-                    Vec::new(),
-                    "request-stalled".to_string(),
                 )
             }
             TraceKind::Throttled {
@@ -618,6 +615,61 @@ impl Captioner {
         })
     }
 
+    /// Steps for a request left in a broker's queue and a transaction's
+    /// batch a leader refused (KIP-890).
+    fn late_write_step(&self, event: &TraceEvent, marks: &mut Marks) -> Option<Drawn> {
+        Some(match &event.kind {
+            TraceKind::TransactionalWriteRefused {
+                broker,
+                partition,
+                producer_id,
+                producer_epoch,
+                error,
+            } => {
+                marks.outcome = Some("error");
+                marks.explainable = true;
+                let why = match error {
+                    ErrorCode::InvalidProducerEpoch => "the producer has moved to a newer epoch since the batch was sent, so the batch belongs to a transaction that is over",
+                    ErrorCode::TransactionAbortable => "the transaction coordinator says the partition is not in the producer's open transaction",
+                    ErrorCode::InvalidTxnState => "the batch continues no open transaction here and brings no valid verification",
+                    _ => "the transaction coordinator refused it",
+                };
+                (
+                    StepKind::Note {
+                        over: NodeId::Broker(*broker),
+                        text: format!("✗ late write refused ({error})"),
+                    },
+                    format!(
+                        "{} refuses producer id {producer_id}'s batch for {partition} (epoch {producer_epoch}) and writes nothing: {why} ({error}). Without this check (KIP-890) the batch would have opened a transaction on {partition} that no coordinator knows of.",
+                        NodeId::Broker(*broker)
+                    ),
+                    vec![partition.to_string()],
+                    "write-refused".to_string(),
+                )
+            }
+            TraceKind::RequestStalled {
+                broker,
+                client,
+                delay_ms,
+            } => {
+                marks.explainable = true;
+                (
+                    StepKind::Note {
+                        over: NodeId::Broker(*broker),
+                        text: format!("request waits {delay_ms} ms"),
+                    },
+                    format!(
+                        "{} has read {client}'s produce request, but no request handler takes it for {delay_ms} ms (a stalled handler thread). If {client} gives up meanwhile (request.timeout.ms), it closes the connection, yet the broker still handles the request later: the write arrives late.",
+                        NodeId::Broker(*broker)
+                    ),
+                    Vec::new(),
+                    "request-stalled".to_string(),
+                )
+            }
+            _ => return None,
+        })
+    }
+
     /// Steps for what an application did with the records it polled.
     fn consuming_step(&self, event: &TraceEvent, marks: &mut Marks) -> Option<Drawn> {
         Some(match &event.kind {
@@ -630,7 +682,7 @@ impl Captioner {
             } => (
                 StepKind::Note {
                     over: NodeId::Consumer(*consumer),
-                    text: format!("read {from}..{to}"),
+                    text: format!("read {from}–{}", to.saturating_sub(1)),
                 },
                 format!(
                     "{consumer_consumer} reads offsets {from}–{} of {partition}; the high watermark is {high_watermark}, so nothing above it is visible.",
@@ -932,8 +984,9 @@ impl Captioner {
                         text: format!("{control} marker"),
                     },
                     format!(
-                        "{} writes a {control} marker for producer id {producer_id}'s transaction at offset {offset} of {partition}: a control record that read_committed consumers use to decide the transaction's records, and that no consumer returns to its application. Once the high watermark passes it, the last stable offset can move past the transaction.",
-                        NodeId::Broker(*broker)
+                        "{} writes {} {control} marker for producer id {producer_id}'s transaction at offset {offset} of {partition}: a control record that read_committed consumers use to decide the transaction's records, and that no consumer returns to its application. Once the high watermark passes it, the last stable offset can move past the transaction.",
+                        NodeId::Broker(*broker),
+                        if *control == ControlType::Abort { "an" } else { "a" }
                     ),
                     vec![partition.to_string()],
                     "marker-written".to_string(),
@@ -961,7 +1014,7 @@ impl Captioner {
                         text: format!("deleted {} segment(s)", segments.len()),
                     },
                     format!(
-                        "{}'s retention check deleted {} whole segment(s) of {partition} ({bytes} bytes, {why}). Retention never looks at who has read a record: it removes closed segments by age or size, never the active one, and only below the high watermark. The log now starts at offset {log_start_offset}; a consumer still behind it gets OFFSET_OUT_OF_RANGE.",
+                        "{}'s retention check deleted {} whole segment(s) of {partition} ({bytes} bytes, {why}). Retention never looks at who has read a record: it removes whole segments, oldest first and only below the high watermark, by age (retention.ms) or size (retention.bytes); when every segment is past retention.ms, even the active one goes, after the log rolls a new, empty one. The log now starts at offset {log_start_offset}; a consumer still behind it gets OFFSET_OUT_OF_RANGE.",
                         NodeId::Broker(*broker),
                         segments.len()
                     ),
@@ -1052,6 +1105,20 @@ impl Captioner {
                 format!("An operator asks for {count} partitions of {topic}; the answer is {error}."),
                 Vec::new(),
                 "create-partitions-failed".to_string(),
+            ),
+            TraceKind::InternalTopicNotCreated {
+                topic,
+                replication_factor,
+                brokers,
+            } => (
+                StepKind::Input {
+                    text: format!("{topic} not created: INVALID_REPLICATION_FACTOR"),
+                },
+                format!(
+                    "A client looked for its coordinator, so the active controller tries to create {topic} with its replication factor, {replication_factor}; only {brokers} broker(s) can take a replica, so the creation fails. Every lookup answers COORDINATOR_NOT_AVAILABLE until enough brokers are up (a one-broker quickstart sets the replication factor to 1)."
+                ),
+                Vec::new(),
+                "internal-topic-not-created".to_string(),
             ),
             TraceKind::InvariantViolated { invariant, detail } => (
                 StepKind::Input {
@@ -1213,7 +1280,7 @@ impl Captioner {
         use MessageName as M;
         match name {
             M::InitProducerId if facts.transactional_id.is_some() => format!(
-                "{from}, a transactional producer (transactional.id={}), asks its transaction coordinator {to} for a producer id and epoch. The coordinator bumps the epoch: any older instance with this id is fenced, and a transaction it left open is aborted first.",
+                "{from}, a transactional producer (transactional.id={}), asks its transaction coordinator {to} for a producer id and epoch. The coordinator bumps the epoch: any older instance with this id is fenced, a late write from an earlier epoch is refused where it lands, and a transaction left open is aborted first.",
                 facts.transactional_id.as_deref().unwrap_or_default()
             ),
             M::InitProducerId => format!(
@@ -1235,14 +1302,16 @@ impl Captioner {
             }
             M::FindCoordinatorResponse => format!("{from} tells {to} its group's coordinator ({summary})."),
             M::AddPartitionsToTxn if facts.verify_only == Some(true) => format!(
-                "{from} leads {} and got the first batch of {}'s transaction there. Before it writes anything it asks the transaction coordinator {to} whether the producer added the partition to that transaction (KIP-890 verification, transaction.partition.verification.enable=true): a late batch from a transaction that has already ended is refused instead of opening one no coordinator knows about.",
+                "{from} leads {} and got the first batch of {}'s transaction there. Before it writes anything it asks the transaction coordinator {to} whether the producer added the partition to that transaction (KIP-890 verification, transaction.partition.verification.enable=true): a late batch from a transaction that has already ended is refused instead of opening one no coordinator knows about.{}",
                 facts.partitions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
-                facts.transactional_id.as_deref().unwrap_or_default()
+                facts.transactional_id.as_deref().unwrap_or_default(),
+                asks_itself(from, to)
             ),
             M::AddPartitionsToTxn if facts.verify_only == Some(false) => format!(
-                "{from} leads {} and got the first batch of {}'s transaction there, so it adds the partition to the transaction at the coordinator {to} itself (transaction version 2, KIP-890): the producer sends no AddPartitionsToTxn of its own. The coordinator stores the partition in __transaction_state before {from} appends the batch.",
+                "{from} leads {} and got {}'s first write of this transaction there (a batch, or the offsets of a TxnOffsetCommit), so it adds the partition to the transaction at the coordinator {to} itself (transaction version 2, KIP-890): the producer sends no AddPartitionsToTxn of its own. The coordinator stores the partition in __transaction_state before {from} appends.{}",
                 facts.partitions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
-                facts.transactional_id.as_deref().unwrap_or_default()
+                facts.transactional_id.as_deref().unwrap_or_default(),
+                asks_itself(from, to)
             ),
             M::AddPartitionsToTxn => format!(
                 "{from} tells its transaction coordinator {to} that its open transaction writes to {}: the coordinator stores that in __transaction_state before {from} sends a record there, so it knows where the markers must go.",
@@ -1253,7 +1322,7 @@ impl Captioner {
                 verification_error_why(&facts.errors)
             ),
             M::AddPartitionsToTxnResponse if matches!(to, NodeId::Broker(_)) => format!(
-                "The transaction coordinator {from} answers the leader {to}: the partition is in the transaction ({summary}), so {to} appends the batch."
+                "The transaction coordinator {from} answers the leader {to}: the partition is in the transaction ({summary}), so {to} appends what was waiting."
             ),
             M::EndTxn => match facts.control {
                 Some(ControlType::Commit) => format!(
@@ -1270,7 +1339,7 @@ impl Captioner {
                 "The transaction coordinator {from} has stored the partitions ({summary}): {to} may send records there."
             ),
             M::EndTxnResponse if facts.transaction_v2 => format!(
-                "The transaction coordinator {from} has stored the decision and bumped the producer epoch ({summary}): {to} starts its next transaction at epoch {}, with sequences from 0. The markers the coordinator now writes carry that epoch too, so a late write from the transaction just ended is refused (transaction version 2, KIP-890).",
+                "The transaction coordinator {from} has stored the decision and bumped the producer epoch ({summary}): {to} starts its next transaction at epoch {}, with sequences from 0. The markers the coordinator now writes carry that epoch too, so each partition leader, having seen it, refuses a late write from the transaction just ended (transaction version 2, KIP-890).",
                 facts.producer_epoch.map_or_else(String::new, |epoch| epoch.to_string())
             ),
             M::EndTxnResponse => format!(
@@ -1396,6 +1465,16 @@ fn produce_failure_why(error: ErrorCode, will_retry: bool) -> &'static str {
     }
 }
 
+/// A leader's question to the transaction coordinator when both are the
+/// same broker: the arrow starts and ends on one lifeline.
+fn asks_itself(from: NodeId, to: NodeId) -> String {
+    if from == to {
+        format!(" ({from} is also this transactional id's coordinator, so it asks itself: the arrow starts and ends on its own line.)")
+    } else {
+        String::new()
+    }
+}
+
 /// Why a transaction coordinator's answer to a leader's verification
 /// (KIP-890) keeps the batch out, as a caption's tail.
 fn verification_error_why(errors: &[ErrorCode]) -> String {
@@ -1403,7 +1482,7 @@ fn verification_error_why(errors: &[ErrorCode]) -> String {
     for (error, sentence) in [
         (ErrorCode::ProducerFenced, " The producer has a newer epoch than this batch carries: the batch belongs to a transaction that is already over (the leader tells the producer INVALID_PRODUCER_EPOCH), so nothing is written."),
         (ErrorCode::TransactionAbortable, " The partition is not in the producer's open transaction: the batch is refused (TRANSACTION_ABORTABLE) and nothing is written."),
-        (ErrorCode::ConcurrentTransactions, " The producer's previous transaction is still completing: the leader asks again shortly, then lets the producer retry."),
+        (ErrorCode::ConcurrentTransactions, " The coordinator is still writing a change of this transaction (another partition joining it, or the end of the one before): the leader asks again shortly, then lets the producer retry."),
         (ErrorCode::InvalidProducerIdMapping, " The coordinator has no such producer for this transactional id: the batch is refused."),
         (ErrorCode::NotCoordinator, " That broker does not coordinate the transactional id (any more): the producer is told NOT_ENOUGH_REPLICAS and retries."),
         (ErrorCode::CoordinatorNotAvailable, " The coordinator cannot answer now: the producer is told NOT_ENOUGH_REPLICAS and retries."),

@@ -362,6 +362,9 @@ pub enum ChangeReason {
     OperatorPreferred,
     /// `kafka-leader-election --election-type unclean`.
     OperatorUnclean,
+    /// The topic's `min.insync.replicas` changed: its ELRs are cleared
+    /// (`ClearElrRecord`).
+    MinInsyncReplicasChanged,
 }
 
 impl std::fmt::Display for ChangeReason {
@@ -392,6 +395,10 @@ impl std::fmt::Display for ChangeReason {
             ChangeReason::OperatorUnclean => write!(
                 formatter,
                 "an operator's unclean leader election (kafka-leader-election --election-type unclean)"
+            ),
+            ChangeReason::MinInsyncReplicasChanged => write!(
+                formatter,
+                "min.insync.replicas changed, so the controller cleared the ELRs (ClearElrRecord)"
             ),
         }
     }
@@ -903,6 +910,17 @@ pub enum TraceKind {
         last_sequence: i32,
         first_offset: Offset,
     },
+    /// A partition leader refused a transaction's batch before writing it
+    /// (KIP-890): the transaction coordinator says the partition is not in
+    /// an open transaction of that producer and epoch, or the partition has
+    /// seen a newer epoch, or the batch brought no valid verification.
+    TransactionalWriteRefused {
+        broker: BrokerId,
+        partition: TopicPartition,
+        producer_id: u64,
+        producer_epoch: u16,
+        error: ErrorCode,
+    },
     /// A broker read a produce request and left it in its request queue
     /// (the `StallProduce` input): a handler takes it `delay_ms` later.
     RequestStalled {
@@ -927,6 +945,16 @@ pub enum TraceKind {
         topic: String,
         count: u32,
         error: ErrorCode,
+    },
+    /// The active controller could not create an internal topic
+    /// (`__consumer_offsets`, `__transaction_state`) on a client's first
+    /// coordinator lookup: fewer usable brokers than its replication factor
+    /// (`INVALID_REPLICATION_FACTOR`). Lookups answer
+    /// `COORDINATOR_NOT_AVAILABLE` until it can.
+    InternalTopicNotCreated {
+        topic: String,
+        replication_factor: u32,
+        brokers: u32,
     },
 }
 

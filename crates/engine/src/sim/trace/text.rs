@@ -4,7 +4,7 @@
 use crate::sim::config::{OffsetReset, QuotaType};
 use crate::sim::types::ErrorCode;
 
-use super::{member_assignments, ranges, TraceEvent, TraceKind};
+use super::{member_assignments, ranges, ChangeReason, TraceEvent, TraceKind};
 
 impl TraceEvent {
     /// What happened, in one line without the time and id columns.
@@ -27,6 +27,7 @@ impl TraceEvent {
             | TraceKind::ElectLeadersFailed { .. }
             | TraceKind::PartitionsCreated { .. }
             | TraceKind::CreatePartitionsFailed { .. }
+            | TraceKind::InternalTopicNotCreated { .. }
             | TraceKind::Throttled { .. } => self.cluster_text(),
             TraceKind::Appended { .. }
             | TraceKind::HighWatermark { .. }
@@ -38,6 +39,7 @@ impl TraceEvent {
             | TraceKind::ProduceFailed { .. }
             | TraceKind::DuplicateIgnored { .. }
             | TraceKind::RequestStalled { .. }
+            | TraceKind::TransactionalWriteRefused { .. }
             | TraceKind::TransactionState { .. }
             | TraceKind::TransactionEnded { .. }
             | TraceKind::TransactionRolledBack { .. }
@@ -110,7 +112,11 @@ impl TraceEvent {
                 } else {
                     format!(", elr {elr:?}")
                 };
-                format!("{partition}: isr {from:?} -> {to:?}{elr} (partition epoch {partition_epoch}; {reason})")
+                if *reason == ChangeReason::MinInsyncReplicasChanged {
+                    format!("{partition}: elr cleared, isr stays {to:?} (partition epoch {partition_epoch}; {reason})")
+                } else {
+                    format!("{partition}: isr {from:?} -> {to:?}{elr} (partition epoch {partition_epoch}; {reason})")
+                }
             }
             TraceKind::ControllerStatus { controller, status } => format!("controller-{controller} {status}"),
             TraceKind::Throttled {
@@ -146,6 +152,13 @@ impl TraceEvent {
                 }
                 _ => format!("{topic} --partitions {count} refused: {error}"),
             },
+            TraceKind::InternalTopicNotCreated {
+                topic,
+                replication_factor,
+                brokers,
+            } => format!(
+                "{topic} not created: INVALID_REPLICATION_FACTOR (its replication factor {replication_factor} needs {replication_factor} usable brokers, {brokers} can take a replica); lookups answer COORDINATOR_NOT_AVAILABLE until it can be"
+            ),
             TraceKind::ControllerElection {
                 controller,
                 epoch,
@@ -326,6 +339,15 @@ impl TraceEvent {
                 first_offset,
             } => format!(
                 "broker-{broker} already has producer {producer_id}'s sequences {first_sequence}..={last_sequence} on {partition} (from offset {first_offset}): answered with the original offsets, nothing written again"
+            ),
+            TraceKind::TransactionalWriteRefused {
+                broker,
+                partition,
+                producer_id,
+                producer_epoch,
+                error,
+            } => format!(
+                "broker-{broker} refused producer {producer_id}'s transactional batch for {partition} at epoch {producer_epoch}: {error}, nothing written (KIP-890)"
             ),
             TraceKind::RequestStalled {
                 broker,
