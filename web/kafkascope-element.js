@@ -134,7 +134,25 @@ class KafkascopeSection extends Base {
   }
 
   _render() {
-    const url = this.url;
+    let url;
+    try {
+      url = this.url;
+      if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error(`${url.protocol} addresses are not kafkascope's`);
+    } catch (error) {
+      // A bad `src` or `scenario` attribute: say so in the element and to
+      // the page, never as an uncaught error.
+      clearInterval(this._hello);
+      this._ready = false;
+      this._frame = null;
+      const message = `kafkascope cannot open here: the src or scenario attribute is not a web address (${error && error.message || error})`;
+      const note = document.createElement('p');
+      note.setAttribute('role', 'alert');
+      note.setAttribute('part', 'error');
+      note.textContent = message;
+      this.shadowRoot.replaceChildren(note);
+      this._fail(null, message);
+      return;
+    }
     this.style.height = this.getAttribute('height') || '';
     if (this._frame) this._frame.title = this.getAttribute('title') || `kafkascope: ${this.section}`;
     if (this._frame && this._frame.dataset.url === url.href) return;

@@ -18,11 +18,19 @@
 // - Anything else (another origin, another method): not touched.
 //
 // The cache is named after this copy's scope, so two copies of kafkascope
-// on one origin (two paths of a GitHub Pages site) keep their own.
+// on one origin (two paths of a GitHub Pages site) keep their own. But
+// they can reach each other's: any page of the origin can open any cache
+// and write into it. So nothing is served from the cache unless its bytes
+// have the SHA-256 digest the build wrote for that file into this worker
+// (which the browser always fetches from the network, never from a cache
+// a page can write): a file not in the list, or whose bytes differ, is
+// deleted from the cache and fetched from the network instead.
 'use strict';
 
 const VERSION = '__KAFKASCOPE_VERSION__';
+/** Each file of the build, relative to this worker, and the SHA-256 digest of its bytes. */
 const FILES = __KAFKASCOPE_FILES__;
+const DIGESTS = new Map(Object.entries(FILES).map(([name, digest]) => [new URL(name, self.registration.scope).href, digest]));
 const PREFIX = 'kafkascope ' + self.registration.scope + ' ';
 const CACHE = PREFIX + VERSION;
 // trunk's content hash: a dash, up to sixteen hex digits (trunk drops
@@ -35,7 +43,7 @@ self.addEventListener('install', (event) => {
     caches.open(CACHE)
       // `no-cache`: asked of the server again, but a file the page has just
       // downloaded (the simulator's module, say) is not downloaded twice.
-      .then((cache) => cache.addAll(FILES.map((file) => new Request(file, { cache: 'no-cache' }))))
+      .then((cache) => cache.addAll(Object.keys(FILES).map((file) => new Request(file, { cache: 'no-cache' }))))
       .then(() => self.skipWaiting()),
   );
 });
@@ -60,6 +68,40 @@ function networkFirst(request, fallback) {
     .catch(() => fallback().then((cached) => cached || Response.error()));
 }
 
+/** The address a file is listed under: without its query or fragment. */
+function listed(url) {
+  const plainUrl = new URL(url);
+  plainUrl.search = '';
+  plainUrl.hash = '';
+  return plainUrl.href;
+}
+
+/** Lower-case hex of a digest's bytes. */
+function hex(buffer) {
+  return Array.from(new Uint8Array(buffer), (byte) => byte.toString(16).padStart(2, '0')).join('');
+}
+
+/**
+ * The cached copy of the file at `key` (a listed address), if its bytes are
+ * the build's; a copy that is not (planted by another page of this origin,
+ * or damaged) is deleted, and the caller goes to the network.
+ */
+function verifiedMatch(cache, request, key, options) {
+  const expected = DIGESTS.get(key);
+  return cache.match(request, options).then((hit) => {
+    if (!hit) return undefined;
+    if (!expected) {
+      return cache.delete(request, options).then(() => undefined);
+    }
+    return hit.clone().arrayBuffer()
+      .then((bytes) => crypto.subtle.digest('SHA-256', bytes))
+      .then((digest) => {
+        if (hex(digest) === expected) return hit;
+        return cache.delete(request, options).then(() => undefined);
+      });
+  });
+}
+
 /** A cached response as a plain one: a redirected response cannot answer a navigation. */
 function plain(response) {
   if (!response || !response.redirected) return response;
@@ -72,13 +114,15 @@ self.addEventListener('fetch', (event) => {
   if (request.method !== 'GET' || url.origin !== self.location.origin || !url.href.startsWith(self.registration.scope)) {
     return;
   }
-  const cached = (options) => caches.open(CACHE).then((cache) => cache.match(request, options));
+  const key = listed(request.url);
+  const cached = (options) => caches.open(CACHE).then((cache) => verifiedMatch(cache, request, key, options));
   if (request.mode === 'navigate') {
     // The page's address carries its state (?story=…&step=…, ?run=…), so the
     // cached page is the same index.html for every query.
+    const index = new URL('index.html', self.registration.scope).href;
     event.respondWith(networkFirst(request, () => caches.open(CACHE).then((cache) =>
-      cache.match(request, { ignoreSearch: true })
-        .then((page) => page || cache.match(new URL('index.html', self.registration.scope).href))
+      verifiedMatch(cache, request, key, { ignoreSearch: true })
+        .then((page) => page || verifiedMatch(cache, index, index))
         .then(plain))));
     return;
   }

@@ -57,6 +57,8 @@ const PAGES = {
   '/scenario': '<kafkascope-steps id="mine" scenario="/scenarios/broker-dies.json"></kafkascope-steps>'
     + '<kafkascope-steps id="broken" scenario="/scenarios/broken.json"></kafkascope-steps>'
     + '<kafkascope-steps id="missing" scenario="/scenarios/missing.json"></kafkascope-steps>',
+  '/bad-src': '<kafkascope-map id="bracket" src="http://[::1"></kafkascope-map>'
+    + '<kafkascope-steps id="script" src="javascript:alert(1)"></kafkascope-steps>',
 };
 
 before(async () => {
@@ -177,6 +179,18 @@ test('on a course page with an opaque origin the part still shows, and a command
   const course = page.frames().find((frame) => frame.url().endsWith('/opaque'));
   await course.evaluate(() => document.getElementById('map').killBroker(1));
   await course.waitForFunction(() => window.heard.some((m) => m.type === 'error' && m.command === 'killBroker' && /opaque origin/.test(m.message)));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('an element with an invalid src says so in place and fires kafkascope:error, never an uncaught error', async () => {
+  const { page, errors, waitFor } = await open('/bad-src');
+  for (const id of ['bracket', 'script']) {
+    await waitFor('error', id, (m) => /not a web address/.test(m.message));
+    const note = page.locator(`#${id}`).locator('[role="alert"]');
+    assert.match(await note.innerText(), /kafkascope cannot open here/);
+    assert.equal(await page.locator(`#${id}`).locator('iframe').count(), 0);
+  }
   assert.deepEqual(errors, []);
   await page.close();
 });

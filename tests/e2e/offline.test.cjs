@@ -46,7 +46,11 @@ test('files come precompressed, hashed names are cached for a year and the page 
   assert.equal(worker.headers['cache-control'], 'no-cache');
 });
 
-test('once opened, the page reloads and works offline: a story at a step, the live map, a snippet', async () => {
+/**
+ * A fresh browser profile that has opened the page once, with its service
+ * worker installed and in control; `errors` collects uncaught errors.
+ */
+async function openedOnce() {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   const errors = [];
@@ -56,6 +60,11 @@ test('once opened, the page reloads and works offline: a story at a step, the li
   // The service worker installs once the app runs and keeps every file.
   await page.evaluate(() => navigator.serviceWorker.ready.then(() => undefined));
   await page.waitForFunction(() => navigator.serviceWorker.controller !== null, null, { timeout: 30000 });
+  return { context, page, errors };
+}
+
+test('once opened, the page reloads and works offline: a story at a step, the live map, a snippet', async () => {
+  const { context, page, errors } = await openedOnce();
   const cached = await page.evaluate(async () => {
     const names = await caches.keys();
     const cache = await caches.open(names.find((name) => name.startsWith('kafkascope ')));
@@ -91,6 +100,63 @@ test('once opened, the page reloads and works offline: a story at a step, the li
   await steps.waitFor({ timeout: 30000 });
   await story.waitForFunction(() => document.querySelector('[data-testid="steps"]').dataset.story === 'happy-path');
   await story.screenshot({ path: screenshotPath('offline-story') });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+// Issue 39's second attack: another project served from the same origin
+// under another path (two projects of one static-site account) opens the
+// app's cache and plants its own script under the names of kafkascope's
+// modules. The worker checks every cached file against the build's SHA-256
+// digests before serving it, so the planted copies are deleted and the
+// real files come from the network; nothing planted runs.
+test('a neighbour on the same origin cannot poison the offline cache: planted files are refused and deleted', async () => {
+  const { context, page, errors } = await openedOnce();
+
+  // The neighbour's page: same origin, another path, outside the worker's scope.
+  const neighbourUrl = new URL('/neighbour/index.html', APP_URL).href;
+  await context.route(neighbourUrl, (route) => route.fulfill({
+    contentType: 'text/html',
+    body: '<!doctype html><title>a neighbour</title><p>another project on this origin</p>',
+  }));
+  const neighbour = await context.newPage();
+  await neighbour.goto(neighbourUrl);
+  const planted = await neighbour.evaluate(async () => {
+    const name = (await caches.keys()).find((key) => key.startsWith('kafkascope '));
+    const cache = await caches.open(name);
+    const evil = "document.documentElement.dataset.poisoned = 'yes';";
+    const names = [];
+    for (const request of await cache.keys()) {
+      if (/kafkascope-web-[0-9a-f]+\.js$|sim\/kafkascope-sim-[0-9a-f]{16}\.js$/.test(request.url)) {
+        await cache.put(request, new Response(evil, { headers: { 'Content-Type': 'text/javascript' } }));
+        names.push(new URL(request.url).pathname);
+      }
+    }
+    return names;
+  });
+  assert.equal(planted.length, 2, planted.join(', '));
+
+  // The learner comes back: the app and its simulator are kafkascope's own.
+  await page.reload();
+  await page.getByTestId('app-nav').waitFor({ timeout: 30000 });
+  await page.getByTestId('nav-map').click();
+  await withSimulator(page);
+  assert.equal(await page.evaluate(() => document.documentElement.dataset.poisoned), undefined);
+  const live = page.getByTestId('cluster');
+  const before = await live.getByTestId('cluster-time').innerText();
+  await live.getByTestId('cluster-run-1s').click();
+  assert.notEqual(await live.getByTestId('cluster-time').innerText(), before);
+  // The planted copies are gone from the cache.
+  const left = await neighbour.evaluate(async (names) => {
+    const cache = await caches.open((await caches.keys()).find((key) => key.startsWith('kafkascope ')));
+    const still = [];
+    for (const name of names) {
+      const hit = await cache.match(name);
+      if (hit && (await hit.text()).includes('poisoned')) still.push(name);
+    }
+    return still;
+  }, planted);
+  assert.deepEqual(left, []);
   assert.deepEqual(errors, []);
   await context.close();
 });

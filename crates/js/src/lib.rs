@@ -392,6 +392,7 @@ impl Cluster {
     /// Checks an input against kafkascope's limits, then applies it.
     fn act_checked(&mut self, input: Input) -> Result<(), JsError> {
         self.simulation.check_input(&input).map_err(js_error)?;
+        input.check_topic_names().map_err(js_error)?;
         if let Input::SetConfig(change) = &input {
             self.simulation.check_config_change(change).map_err(js_error)?;
         }

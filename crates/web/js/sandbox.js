@@ -7,9 +7,13 @@
 //   JavaScript API (`pkg/`) once, creates one hidden `<iframe
 //   sandbox="allow-scripts">` (no `allow-same-origin`, so an opaque origin:
 //   no cookie, storage or cache of the app's origin is reachable from it),
-//   hands it the engine's glue source and wasm bytes over a MessageChannel,
-//   and afterwards only exchanges `run` requests and `result` answers with
-//   it. It validates every answer's shape and type and keeps a time limit
+//   writes a fresh secret into its document, accepts the MessageChannel the
+//   frame opens only with that secret (a page that frames kafkascope can
+//   navigate the frame to a document of its own, which knows no secret and
+//   gets nothing; a later load of the frame is taken as interference and
+//   the frame torn down), hands it the engine's glue source and wasm bytes
+//   over that channel, and afterwards only exchanges `run` requests and
+//   `result` answers with it. It validates every answer's shape and type and keeps a time limit
 //   of its own: a frame that does not answer is removed and recreated.
 // - The frame (`frameMain`, a srcdoc document whose Content-Security-Policy
 //   forbids every fetch: `default-src 'none'`, scripts only from its own
@@ -252,7 +256,7 @@ function workerMain(limits, courtesy) {
 // ---------------------------------------------------------------------------
 // The isolated frame's script. Its source goes into the srcdoc, with the
 // worker's source and the limits as arguments.
-function frameMain(workerSource, limits, courtesy) {
+function frameMain(workerSource, limits, courtesy, secret) {
   'use strict';
   let port = null;
   let workerUrl = null;
@@ -319,14 +323,23 @@ function frameMain(workerSource, limits, courtesy) {
     }
   };
 
-  window.addEventListener('message', (event) => {
-    // Only the page that made this frame sends the one init message; no
-    // snippet code ever runs in a document.
-    if (port !== null || event.source !== window.parent) return;
+  // This document opens the channel and proves to the page that it is the
+  // document the page made: the page wrote `secret` into it and nowhere
+  // else. A framing page can navigate this frame to a document of its own,
+  // but that document knows no secret, so the page never sends it code
+  // (the page also treats any later load of the frame as interference).
+  // No snippet code ever runs in a document.
+  const channel = new MessageChannel();
+  channel.port1.onmessage = (event) => {
+    channel.port1.onmessage = null;
     const data = event.data;
-    if (!data || data.type !== 'init' || !(data.wasm instanceof ArrayBuffer) || typeof data.glue !== 'string' || !event.ports[0]) return;
-    start(data, event.ports[0]);
-  });
+    if (!data || data.type !== 'init' || !(data.wasm instanceof ArrayBuffer) || typeof data.glue !== 'string') return;
+    start(data, channel.port1);
+  };
+  // Navigated away (a framing page can do that): say so over the channel,
+  // so the page stops trusting this frame at once.
+  window.addEventListener('pagehide', () => channel.port1.postMessage({ type: 'leaving' }));
+  window.parent.postMessage({ type: 'kafkascope-sandbox-hello', secret }, '*', [channel.port2]);
 
   const onRun = (request) => {
     if (!request || request.type !== 'run' || current !== null) return;
@@ -501,7 +514,7 @@ function frameMain(workerSource, limits, courtesy) {
 let sandbox = null;
 
 /// The frame's document: its policy first, then its one script.
-function frameDocument(nonce) {
+function frameDocument(nonce, secret) {
   const policy = [
     "default-src 'none'",
     `script-src 'nonce-${nonce}' blob: 'wasm-unsafe-eval'`,
@@ -517,7 +530,7 @@ function frameDocument(nonce) {
     "form-action 'none'",
     "base-uri 'none'",
   ].join('; ');
-  const script = `(${frameMain.toString()})(${JSON.stringify(workerMain.toString())}, ${JSON.stringify(LIMITS)}, ${JSON.stringify(COURTESY)});`;
+  const script = `(${frameMain.toString()})(${JSON.stringify(workerMain.toString())}, ${JSON.stringify(LIMITS)}, ${JSON.stringify(COURTESY)}, ${JSON.stringify(secret)});`;
   return `<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="${policy}">`
     + `<script nonce="${nonce}">${script.replace(/<\/script/gi, '<\\/script')}</script></head><body></body></html>`;
 }
@@ -546,8 +559,21 @@ function fetchEngine() {
   return engineFiles;
 }
 
+/// Interference found while no run was waiting: the next run reports it.
+let interference = null;
+
+/// What the learner reads when a document kafkascope did not make got into
+/// the sandbox frame.
+const INTERFERED = 'the sandbox was interfered with: another page replaced its frame\'s document, so nothing was sent to it and no result from it is shown; run again to start a new sandbox';
+
 /// Creates the isolated frame (once per page, again after a teardown) and
-/// resolves with its port when the engine is compiled in it.
+/// resolves with its port when the engine is compiled in it. The channel is
+/// authenticated: the page writes a fresh secret into the frame's document,
+/// and accepts the channel only from a `hello` carrying it, sent by the
+/// frame's window. A wrong or second `hello`, a second load of the frame,
+/// or our document saying it is leaving (each a navigation by a page that
+/// frames kafkascope) tears the frame down and fails the run in progress,
+/// or the next one, with [`INTERFERED`].
 function ensureSandbox() {
   if (sandbox) return sandbox.ready;
   const frame = document.createElement('iframe');
@@ -557,36 +583,66 @@ function ensureSandbox() {
   frame.setAttribute('tabindex', '-1');
   frame.setAttribute('data-testid', 'sandbox-frame');
   frame.hidden = true;
-  frame.srcdoc = frameDocument(randomNonce());
-  const state = { frame, port: null, ready: null, onResult: null };
+  const secret = randomNonce();
+  frame.srcdoc = frameDocument(randomNonce(), secret);
+  const state = { frame, port: null, ready: null, started: false, onResult: null, onInterfered: null, stopListening: null };
+  const files = fetchEngine();
   state.ready = new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the sandbox did not start in time')), START_LIMIT_MS);
+    const interfered = () => {
+      if (sandbox !== state) return;
+      clearTimeout(timer);
+      reject(new Error(INTERFERED));
+      const onInterfered = state.onInterfered;
+      teardown(state);
+      // A run waiting for the frame to start hears it from the rejection;
+      // one in progress from `onInterfered`; with neither, the next run.
+      if (onInterfered) onInterfered();
+      else if (state.started) interference = INTERFERED;
+    };
+    // Our document loads once (its hello may come before or after that
+    // load); a second load is a navigation nobody here made.
+    let loads = 0;
     frame.addEventListener('load', () => {
-      fetchEngine().then(({ glue, wasm }) => {
-        if (sandbox !== state) return;
-        const channel = new MessageChannel();
-        state.port = channel.port1;
-        channel.port1.onmessage = (event) => {
-          const message = event.data;
-          if (!message || typeof message !== 'object') return;
-          if (message.type === 'ready') {
-            clearTimeout(timer);
-            resolve(channel.port1);
-          } else if (message.type === 'failed') {
-            clearTimeout(timer);
-            reject(new Error(typeof message.message === 'string' ? message.message : 'unknown failure'));
-          } else if ((message.type === 'result' || message.type === 'alive') && state.onResult) {
-            state.onResult(message);
-          }
-        };
-        // The frame's origin is opaque, so '*' is the only target; the frame
-        // is ours and was just created.
-        frame.contentWindow.postMessage({ type: 'init', glue, wasm: wasm.slice(0) }, '*', [channel.port2]);
-      }, (error) => {
-        clearTimeout(timer);
-        reject(error);
-      });
-    }, { once: true });
+      loads += 1;
+      if (loads > 1) interfered();
+    });
+    const onHello = (event) => {
+      if (sandbox !== state || event.source !== frame.contentWindow) return;
+      const data = event.data;
+      if (!data || typeof data !== 'object' || data.type !== 'kafkascope-sandbox-hello') return;
+      if (state.port !== null || data.secret !== secret || !event.ports[0]) {
+        interfered();
+        return;
+      }
+      const port = event.ports[0];
+      state.port = port;
+      port.onmessage = (message) => {
+        const answer = message.data;
+        if (!answer || typeof answer !== 'object') return;
+        if (answer.type === 'leaving') {
+          interfered();
+        } else if (answer.type === 'ready') {
+          clearTimeout(timer);
+          state.started = true;
+          resolve(port);
+        } else if (answer.type === 'failed') {
+          clearTimeout(timer);
+          reject(new Error(typeof answer.message === 'string' ? answer.message : 'unknown failure'));
+        } else if ((answer.type === 'result' || answer.type === 'alive') && state.onResult) {
+          state.onResult(answer);
+        }
+      };
+      files.then(({ glue, wasm }) => {
+        if (sandbox === state) port.postMessage({ type: 'init', glue, wasm: wasm.slice(0) });
+      }, () => {});
+    };
+    files.catch((error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    window.addEventListener('message', onHello);
+    state.stopListening = () => window.removeEventListener('message', onHello);
   });
   state.ready.catch(() => teardown(state));
   sandbox = state;
@@ -597,6 +653,7 @@ function ensureSandbox() {
 /// Removes the frame and everything in it (workers included).
 function teardown(state) {
   if (sandbox === state) sandbox = null;
+  if (state.stopListening) state.stopListening();
   if (state.port) state.port.close();
   state.frame.remove();
 }
@@ -637,6 +694,13 @@ let nextRunId = 1;
 export function runSnippet(code, timeoutMs, onDone) {
   const failed = (message, extra = {}) =>
     ({ logs: [], shows: [], error: { name: 'Error', message }, timedOut: false, capped: false, ms: 0, ...extra });
+  if (interference) {
+    // The frame was replaced while idle: say so before anything else runs.
+    const message = interference;
+    interference = null;
+    onDone(failed(message));
+    return;
+  }
   ensureSandbox().then((port) => {
     const state = sandbox;
     const id = nextRunId++;
@@ -646,7 +710,10 @@ export function runSnippet(code, timeoutMs, onDone) {
       finished = true;
       clearTimeout(backstop);
       clearInterval(watchdog);
-      if (state) state.onResult = null;
+      if (state) {
+        state.onResult = null;
+        state.onInterfered = null;
+      }
       onDone(result);
     };
     // The frame stops the run at the limit; if it does not answer shortly
@@ -670,6 +737,7 @@ export function runSnippet(code, timeoutMs, onDone) {
         finish(failed('the sandbox stopped answering (did the snippet use too much memory?); it was restarted'));
       }
     }, WATCHDOG_TICK_MS);
+    state.onInterfered = () => finish(failed(INTERFERED));
     state.onResult = (message) => {
       if (message.id !== id) return;
       heard = performance.now();
@@ -679,6 +747,7 @@ export function runSnippet(code, timeoutMs, onDone) {
     };
     port.postMessage({ type: 'run', id, code: String(code), timeoutMs: Number(timeoutMs) });
   }, (error) => {
-    onDone(failed(`the sandbox could not start: ${error && error.message || error}`));
+    const message = error && error.message || String(error);
+    onDone(failed(message === INTERFERED ? INTERFERED : `the sandbox could not start: ${message}`));
   });
 }

@@ -50,7 +50,7 @@ pub fn app() -> Html {
             .as_ref()
             .and_then(|window| window.location().pathname().ok())
             .unwrap_or_default();
-        let whole = format!("{path}{}{hash}", crate::view_model::without_embed(&query));
+        let whole = crate::view_model::whole_page_link(&path, &query, &hash);
         let section = match part {
             crate::view_model::Embed::Lesson => html! { <crate::lesson::Lesson /> },
             crate::view_model::Embed::Map => html! { <SimSlot part={SimPart::Map} /> },

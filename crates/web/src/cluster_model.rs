@@ -90,6 +90,33 @@ pub fn config_for_query(query: &str) -> ClusterConfig {
     }
 }
 
+/// What the map cannot do of what an address asks (a knob it does not
+/// have, a preset it does not know), in a sentence; the map opens anyway.
+pub fn address_problem(query: &str) -> Option<String> {
+    use crate::lesson_model::{knob_in_query, KNOB_PARAM};
+    let clip = |text: &str| {
+        let text: String = text.chars().take(60).collect();
+        format!("{text:?}")
+    };
+    if let Some(value) = crate::view_model::query_param(query, KNOB_PARAM) {
+        if knob_in_query(query).is_none() {
+            let names: Vec<&str> = crate::session::Knob::ALL.iter().map(|knob| knob.name()).collect();
+            return Some(format!(
+                "This link's knob {} is not KNOB:VALUE for one of the map's knobs ({}); the map opens without it.",
+                clip(&value.replace("%3A", ":").replace("%3a", ":")),
+                names.join(", ")
+            ));
+        }
+    }
+    match crate::view_model::query_param(query, "preset") {
+        Some("bench") | None => None,
+        Some(other) => Some(format!(
+            "This link's preset {} is not one kafkascope has (bench); the map opens with its default cluster.",
+            clip(other)
+        )),
+    }
+}
+
 /// The knobs that shape a cluster (changing them starts a new run).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Setup {
@@ -605,6 +632,7 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::ChangeRefused { .. }
         | TraceKind::DuplicateIgnored { .. }
         | TraceKind::RequestStalled { .. }
+        | TraceKind::ProducersExpired { .. }
         | TraceKind::TransactionalWriteRefused { .. }
         | TraceKind::MarkerWritten { .. }
         | TraceKind::TransactionState { .. }
@@ -1289,6 +1317,23 @@ mod tests {
             .contains("linger.ms"));
         assert!(parse_knob("linger.ms", "abc", 0..=1000).is_err());
         assert!(parse_knob("linger.ms", "99999999999999999999999", 0..=1000).is_err());
+    }
+
+    #[test]
+    fn an_unknown_knob_or_preset_in_the_address_is_named() {
+        assert_eq!(address_problem("?knob=acks:1"), None);
+        assert_eq!(address_problem("?preset=bench&play=0"), None);
+        let knob = address_problem("?knob=ackz:1").expect("unknown knob");
+        assert!(
+            knob.contains("\"ackz:1\"") && knob.contains("min.insync.replicas"),
+            "{knob}"
+        );
+        assert!(address_problem("?knob=acks").is_some(), "no value");
+        let preset = address_problem("?preset=huge").expect("unknown preset");
+        assert!(
+            preset.contains("\"huge\"") && preset.contains("default cluster"),
+            "{preset}"
+        );
     }
 
     #[test]

@@ -104,7 +104,11 @@ fn download_svg() {
     let Ok(Some(svg)) = document.query_selector("[data-testid=\"map\"]") else {
         return;
     };
-    download("kafkascope-map.svg", "image/svg+xml", &svg.outer_html());
+    download(
+        "kafkascope-map.svg",
+        "image/svg+xml",
+        &crate::map_model::svg_file(&svg.outer_html()),
+    );
 }
 
 /// Saves `text` as a file named `name` (the browser's download).
@@ -418,7 +422,14 @@ fn use_map_session() -> (
                     ));
                     Session::new(config_for_query(&query), seed)
                 }
-                None => Session::new(config_for_query(&query), seed),
+                None => {
+                    // A knob or preset the map does not have is named, not
+                    // silently dropped.
+                    if let Some(problem) = crate::cluster_model::address_problem(&query) {
+                        *link_problem.borrow_mut() = Some(problem);
+                    }
+                    Session::new(config_for_query(&query), seed)
+                }
             }
         })
     };

@@ -1814,9 +1814,24 @@ fn fetchers_fact(view: &ClusterView, id: u32) -> String {
     format!("voters: {}; observers: {}", describe(true), describe(false))
 }
 
+/// The map's SVG as the browser serialises it (`outerHTML`, HTML rules)
+/// made a well-formed XML file: HTML writes a non-breaking space as
+/// `&nbsp;`, an entity XML does not define, so a name holding one made
+/// the downloaded SVG unreadable. `&`, `<`, `>` and quotes are already
+/// written as XML's own entities.
+pub fn svg_file(outer_html: &str) -> String {
+    let body = outer_html.replace("&nbsp;", "&#160;");
+    if body.starts_with("<svg") && !body.contains("xmlns=") {
+        body.replacen("<svg", "<svg xmlns=\"http://www.w3.org/2000/svg\"", 1)
+    } else {
+        body
+    }
+}
+
 /// The topology as a Mermaid flowchart.
 pub fn mermaid(model: &MapModel) -> String {
-    let id = |name: &dyn std::fmt::Display| name.to_string().replace(['-', '/', '.'], "_");
+    use crate::sequence_model::{mermaid_id, mermaid_label as label};
+    let id = |name: &dyn std::fmt::Display| mermaid_id(&name.to_string());
     let mut out = String::from("flowchart LR\n");
     let mut quorum = String::new();
     let mut brokers = String::new();
@@ -1824,30 +1839,40 @@ pub fn mermaid(model: &MapModel) -> String {
     for node in &model.nodes {
         match &node.body {
             NodeBody::Controller { role, epoch, .. } => {
-                quorum += &format!("    {}[\"{} ({role}, epoch {epoch})\"]\n", id(&node.name), node.name);
+                quorum += &format!(
+                    "    {}[\"{}\"]\n",
+                    id(&node.name),
+                    label(&format!("{} ({role}, epoch {epoch})", node.name))
+                );
             }
             NodeBody::Broker {
                 state, leads, follows, ..
             } => {
                 brokers += &format!(
-                    "    {}[\"{} ({state}, leads {leads}, follows {follows})\"]\n",
+                    "    {}[\"{}\"]\n",
                     id(&node.name),
-                    node.name
+                    label(&format!("{} ({state}, leads {leads}, follows {follows})", node.name))
                 );
             }
             NodeBody::Producer(producer) => {
                 clients += &format!(
-                    "  {}([\"{} → {} (acks={})\"])\n",
+                    "  {}([\"{}\"])\n",
                     id(&node.name),
-                    node.name,
-                    producer.topic,
-                    producer.acks
+                    label(&format!("{} → {} (acks={})", node.name, producer.topic, producer.acks))
                 );
             }
             NodeBody::Group { name, members, .. } => {
-                clients += &format!("  subgraph {}[\"group {name}\"]\n", id(&node.name));
+                clients += &format!(
+                    "  subgraph {}[\"{}\"]\n",
+                    id(&node.name),
+                    label(&format!("group {name}"))
+                );
                 for member in members {
-                    clients += &format!("    {}([\"{} ({})\"])\n", id(&member.name), member.name, member.phase);
+                    clients += &format!(
+                        "    {}([\"{}\"])\n",
+                        id(&member.name),
+                        label(&format!("{} ({})", member.name, member.phase))
+                    );
                 }
                 clients += "  end\n";
             }
@@ -2144,6 +2169,43 @@ mod tests {
             assert!(text.contains(&node.name.replace('-', "_")), "{}", node.name);
         }
         assert_eq!(text.matches("-->|").count(), model.edges.len());
+    }
+
+    /// A group id is any string in Kafka; one written to close a label
+    /// and add a `click … href` statement stays inside its label.
+    #[test]
+    fn a_name_cannot_add_statements_to_the_mermaid_export() {
+        let mut config = default_config();
+        let hostile = "g\"]\nclick broker_1 href \"javascript:alert(1)\"\n%% #x";
+        for consumer in &mut config.consumers {
+            consumer.group = hostile.to_string();
+        }
+        let mut simulation = Simulation::new(config, DEFAULT_SEED).expect("valid");
+        simulation.run_until(3_000);
+        let text = mermaid(&layout(&simulation.view()));
+        assert!(
+            text.contains("group g#quot;] click broker_1 href #quot;javascript"),
+            "{text}"
+        );
+        for line in text.lines() {
+            let statement = line.trim_start();
+            assert!(
+                !statement.starts_with("click") && !statement.starts_with("%%"),
+                "{line}"
+            );
+            assert_eq!(line.matches('"').count() % 2, 0, "{line}");
+        }
+    }
+
+    #[test]
+    fn the_svg_file_is_xml_even_with_a_non_breaking_space() {
+        let file = svg_file("<svg class=\"map\"><text>a&nbsp;b &amp; c</text></svg>");
+        assert_eq!(
+            file,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"map\"><text>a&#160;b &amp; c</text></svg>"
+        );
+        let already = svg_file("<svg xmlns=\"http://www.w3.org/2000/svg\"></svg>");
+        assert_eq!(already.matches("xmlns=").count(), 1);
     }
 
     #[test]

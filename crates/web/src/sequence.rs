@@ -245,51 +245,86 @@ fn sequence_diagram(props: &DiagramProps) -> Html {
 /// [`crate::sequence_model::MAX_SCENARIO_FILE_BYTES`], from a `200`; the
 /// browser refuses another site's file unless it allows it (CORS).
 async fn fetch_text(url: &str) -> Result<String, String> {
+    use std::cell::Cell;
     use wasm_bindgen_futures::JsFuture;
+    let limit = crate::sequence_model::MAX_SCENARIO_FILE_BYTES;
     let window = web_sys::window().ok_or("there is no window")?;
-    let refused = || {
-        format!(
-            "{url} could not be fetched (the network failed, or its site does not send Access-Control-Allow-Origin)"
-        )
+    // The whole file must arrive within this time: a body that trickles
+    // would otherwise keep the steps loading (and a host waiting) for ever.
+    let seconds = SCENARIO_FETCH_LIMIT_MS / 1_000;
+    let controller = web_sys::AbortController::new().map_err(|_| "this browser cannot fetch a scenario".to_string())?;
+    let timed_out = Rc::new(Cell::new(false));
+    let timer = {
+        let (controller, timed_out) = (controller.clone(), timed_out.clone());
+        gloo_timers::callback::Timeout::new(SCENARIO_FETCH_LIMIT_MS, move || {
+            timed_out.set(true);
+            controller.abort();
+        })
     };
+    let failed = |timed_out: &Cell<bool>| {
+        if timed_out.get() {
+            format!("{url} did not arrive within {seconds} s")
+        } else {
+            format!("{url} could not be fetched (the network failed, or its site does not send Access-Control-Allow-Origin)")
+        }
+    };
+    let too_large = |size: String| format!("{url} is {size} bytes; kafkascope opens scenario files of at most {limit}");
     // No cookies or credentials go with it, even to kafkascope's own site.
     let init = web_sys::RequestInit::new();
     init.set_credentials(web_sys::RequestCredentials::Omit);
     init.set_mode(web_sys::RequestMode::Cors);
+    init.set_signal(Some(&controller.signal()));
     let response: web_sys::Response = JsFuture::from(window.fetch_with_str_and_init(url, &init))
         .await
-        .map_err(|_| refused())?
+        .map_err(|_| failed(&timed_out))?
         .dyn_into()
-        .map_err(|_| refused())?;
+        .map_err(|_| failed(&timed_out))?;
     if !response.ok() {
         return Err(format!("{url} answered HTTP {}", response.status()));
     }
+    // A declared length can be above 4 GiB, which does not fit a 32-bit
+    // usize: read it as u64.
     let declared = response
         .headers()
         .get("content-length")
         .ok()
         .flatten()
-        .and_then(|length| length.parse::<usize>().ok());
-    if let Some(length) = declared.filter(|length| *length > crate::sequence_model::MAX_SCENARIO_FILE_BYTES) {
-        return Err(format!(
-            "{url} is {length} bytes; kafkascope opens scenario files of at most {}",
-            crate::sequence_model::MAX_SCENARIO_FILE_BYTES
-        ));
+        .and_then(|length| length.trim().parse::<u64>().ok());
+    if let Some(length) = declared.filter(|length| *length > limit as u64) {
+        controller.abort();
+        return Err(too_large(length.to_string()));
     }
-    let text = JsFuture::from(response.text().map_err(|_| refused())?)
-        .await
-        .map_err(|_| refused())?
-        .as_string()
-        .unwrap_or_default();
-    if text.len() > crate::sequence_model::MAX_SCENARIO_FILE_BYTES {
-        return Err(format!(
-            "{url} is {} bytes; kafkascope opens scenario files of at most {}",
-            text.len(),
-            crate::sequence_model::MAX_SCENARIO_FILE_BYTES
-        ));
+    // Read the body as it arrives and stop at the limit, whatever was
+    // declared (a body can be longer than its header says, or chunked).
+    let body = response.body().ok_or_else(|| failed(&timed_out))?;
+    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().dyn_into().map_err(|_| failed(&timed_out))?;
+    let mut bytes: Vec<u8> = Vec::new();
+    loop {
+        let chunk = JsFuture::from(reader.read()).await.map_err(|_| failed(&timed_out))?;
+        let done = js_sys::Reflect::get(&chunk, &"done".into())
+            .map(|done| done.is_truthy())
+            .unwrap_or(true);
+        if done {
+            break;
+        }
+        let value = js_sys::Reflect::get(&chunk, &"value".into()).map_err(|_| failed(&timed_out))?;
+        let array: js_sys::Uint8Array = value.dyn_into().map_err(|_| failed(&timed_out))?;
+        if bytes.len() + array.length() as usize > limit {
+            let _ = reader.cancel();
+            controller.abort();
+            return Err(too_large(format!("more than {limit}")));
+        }
+        let start = bytes.len();
+        bytes.resize(start + array.length() as usize, 0);
+        array.copy_to(&mut bytes[start..]);
     }
-    Ok(text)
+    drop(timer);
+    String::from_utf8(bytes).map_err(|_| format!("{url} is not UTF-8 text"))
 }
+
+/// How long a scenario named by `?scenario=` (or an element's `scenario`)
+/// may take to arrive, body included.
+const SCENARIO_FETCH_LIMIT_MS: u32 = 20_000;
 
 /// The section.
 /// What the story is for the rest of the section: where every move goes.

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kafkascope_engine::limits::{MAX_LINK_FORKS, MAX_STORY_WORK};
 use kafkascope_engine::replication::high_watermark::Acks;
 use kafkascope_engine::sim::config::{Input, ScheduledInput};
 use kafkascope_engine::sim::recording::Recording;
@@ -158,6 +159,10 @@ pub fn custom_story(file_name: &str, text: &str) -> Result<&'static StoryDef, St
             text.len()
         ));
     }
+    may_open(file_name, text)?;
+    if let Some(kept) = OPENED.with(|opened| opened.borrow().get(&(file_name.to_string(), text_hash(text))).copied()) {
+        return Ok(kept);
+    }
     let mut scenario = Scenario::from_json(text).map_err(|error| format!("{file_name}: {error}"))?;
     scenario
         .config
@@ -187,7 +192,50 @@ pub fn custom_story(file_name: &str, text: &str) -> Result<&'static StoryDef, St
         scenario,
     }));
     StoryRun::start(definition).map_err(|error| format!("{file_name}: {error}"))?;
-    Ok(definition)
+    Ok(remember(file_name, text, definition))
+}
+
+/// The most distinct scenario files a page keeps (each opened file stays
+/// for the page's life, as a shipped story does; opening the same file
+/// again reuses it).
+pub const MAX_OPENED_SCENARIOS: usize = 32;
+
+thread_local! {
+    /// The scenario files opened so far: (name, text hash) → their story.
+    static OPENED: std::cell::RefCell<BTreeMap<(String, u64), &'static StoryDef>> =
+        const { std::cell::RefCell::new(BTreeMap::new()) };
+}
+
+fn text_hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// Whether this page may keep another opened scenario (the same file
+/// again always may).
+fn may_open(file_name: &str, text: &str) -> Result<(), String> {
+    OPENED.with(|opened| {
+        let opened = opened.borrow();
+        if opened.contains_key(&(file_name.to_string(), text_hash(text))) || opened.len() < MAX_OPENED_SCENARIOS {
+            Ok(())
+        } else {
+            Err(format!(
+                "{file_name}: this page has opened {MAX_OPENED_SCENARIOS} scenario files, the most it keeps; reload the page to open more"
+            ))
+        }
+    })
+}
+
+/// The story kept for this file: the first one made for the same name and
+/// text, else `made` (which is kept from now on).
+fn remember(file_name: &str, text: &str, made: &'static StoryDef) -> &'static StoryDef {
+    OPENED.with(|opened| {
+        *opened
+            .borrow_mut()
+            .entry((file_name.to_string(), text_hash(text)))
+            .or_insert(made)
+    })
 }
 
 /// The first story (where the steps open without a link).
@@ -297,8 +345,23 @@ pub struct StoryRun {
     pub forks: Vec<String>,
 }
 
-/// Snapshots every this many events (seeking replays at most this many).
+/// Snapshots every this many events (seeking replays at most this many),
+/// or every [`Simulation::event_cost`] events when that is more.
 const SNAPSHOT_INTERVAL: u64 = 256;
+
+/// Why a story stopped before its end, in the learner's terms: how far it
+/// got, on how large a cluster (the unit, events × cost, stays in the code
+/// and ARCHITECTURE.md).
+fn too_costly(simulation: &Simulation, until: u64, cost: u64) -> String {
+    format!(
+        "this story is too large to play on the page: {} brokers with {} partition replicas had taken {} events to reach {} ms of its {until} ms, and a story may take about {} events on a cluster this size; shorten runUntilMs or use fewer brokers and partitions (kafkascope run plays it whole)",
+        simulation.config().brokers,
+        simulation.replica_count(),
+        simulation.events_processed(),
+        simulation.now(),
+        MAX_STORY_WORK / cost.max(1)
+    )
+}
 
 impl StoryRun {
     /// Plays a story to its end.
@@ -308,7 +371,10 @@ impl StoryRun {
         for input in &scenario.inputs {
             simulation.schedule(input.clone());
         }
-        let recording = Recording::new(simulation, SNAPSHOT_INTERVAL);
+        // A large cluster's snapshots are large: space them by what an
+        // event costs, so their memory stays about the same at any size.
+        let interval = SNAPSHOT_INTERVAL.max(simulation.event_cost());
+        let recording = Recording::new(simulation, interval);
         let mut run = StoryRun {
             story,
             scenario,
@@ -319,12 +385,18 @@ impl StoryRun {
             outline: Default::default(),
             forks: Vec::new(),
         };
-        run.play_to_end();
+        run.play_to_end()?;
         Ok(run)
     }
 
-    fn play_to_end(&mut self) {
+    /// Plays from the current point to the story's end, within
+    /// [`MAX_STORY_WORK`]; past it the run stops where it is (its steps so
+    /// far kept) and `Err` says why.
+    fn play_to_end(&mut self) -> Result<(), String> {
         let until = self.scenario.run_until_ms;
+        let mut work = 0u64;
+        let mut cost = self.recording.simulation().event_cost();
+        let mut refusal = None;
         while self
             .recording
             .simulation()
@@ -335,10 +407,26 @@ impl StoryRun {
             let position = self.recording.position();
             let known = self.recording.trace().len();
             self.positions.resize(known, position);
+            work += cost;
+            if position % SNAPSHOT_INTERVAL == 0 {
+                // Partitions can be added mid-run.
+                cost = self.recording.simulation().event_cost();
+            }
+            if work > MAX_STORY_WORK {
+                refusal = Some(too_costly(self.recording.simulation(), until, cost));
+                break;
+            }
         }
         self.trace = self.recording.trace().to_vec();
         self.steps = steps_of(&self.trace, &self.positions, self.story);
         self.outline = crate::story_view::Outline::of(&self.steps);
+        refusal.map_or(Ok(()), Err)
+    }
+
+    /// The work this run's story took from its start to its end (a test
+    /// keeps the shipped stories well inside [`MAX_STORY_WORK`]).
+    pub fn work(&self) -> u64 {
+        self.recording.position() * self.recording.simulation().event_cost()
     }
 
     /// The whole run's trace.
@@ -355,7 +443,7 @@ impl StoryRun {
 
     /// Forks at step `index`: the old future is discarded, `inputs`
     /// happen at that moment, and the run plays to its end again.
-    pub fn fork(&mut self, index: usize, inputs: Vec<Input>, description: String) {
+    pub fn fork(&mut self, index: usize, inputs: Vec<Input>, description: String) -> Result<(), String> {
         self.seek(index);
         let now = self.recording.simulation().now();
         self.recording.fork(
@@ -366,7 +454,7 @@ impl StoryRun {
         );
         self.positions.truncate(self.recording.trace().len());
         self.forks.push(description);
-        self.play_to_end();
+        self.play_to_end()
     }
 
     /// A hash of the trace up to the current point (equal points of equal
@@ -1057,12 +1145,44 @@ pub fn roles(
         .collect()
 }
 
-fn mermaid_id(name: &impl std::fmt::Display) -> String {
-    name.to_string().replace('-', "_")
+/// A Mermaid identifier for `name`: ASCII letters, digits and `_` only,
+/// so no name can end a statement or start another.
+pub(crate) fn mermaid_id(name: &impl std::fmt::Display) -> String {
+    name.to_string()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
 }
 
+/// `text` as a Mermaid sequence message or note: no line breaks or other
+/// control characters (each would start a new statement), no `;` or `#`
+/// (Mermaid reads them as a statement's end and an entity), and `:` as a
+/// look-alike (it separates a message from its text).
 fn mermaid_text(text: &str) -> String {
-    text.replace([';', '#', '\n'], " ").replace(':', "꞉")
+    text.chars()
+        .map(|c| match c {
+            ';' | '#' => ' ',
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => ' ',
+            ':' => '꞉',
+            c => c,
+        })
+        .collect()
+}
+
+/// `text` inside a quoted Mermaid label (`["…"]`): its quote and `#` as
+/// Mermaid's entity codes, control characters as spaces, so a name can
+/// neither close the label nor add a statement (`click … href`).
+pub(crate) fn mermaid_label(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '#' => out.push_str("#35;"),
+            '"' => out.push_str("#quot;"),
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Steps as a Mermaid `sequenceDiagram`.
@@ -1077,7 +1197,7 @@ pub fn mermaid(steps: &[&Step]) -> String {
     }
     let mut out = String::from("sequenceDiagram\n");
     for line in &lines {
-        out += &format!("    participant {} as {line}\n", mermaid_id(line));
+        out += &format!("    participant {} as {}\n", mermaid_id(line), mermaid_text(line));
     }
     for step in steps {
         match &step.kind {
@@ -1149,9 +1269,15 @@ pub fn parse_forks(query: &str) -> Result<Vec<ForkLink>, String> {
     let Some(value) = crate::view_model::query_param(query, "fork") else {
         return Ok(Vec::new());
     };
-    value
-        .split(',')
-        .filter(|fork| !fork.is_empty())
+    let forks: Vec<&str> = value.split(',').filter(|fork| !fork.is_empty()).collect();
+    if forks.len() > MAX_LINK_FORKS {
+        return Err(format!(
+            "This link has {} forks; kafkascope replays at most {MAX_LINK_FORKS}, so the story opens without them.",
+            forks.len()
+        ));
+    }
+    forks
+        .into_iter()
         .map(|fork| {
             let parsed = fork.split_once(':').and_then(|(step, choice)| {
                 let step = step.parse::<usize>().ok().filter(|&step| step >= 1)?;
@@ -1685,7 +1811,8 @@ mod tests {
                 Input::KillBroker { broker: 3 },
             ],
             "kill every broker".into(),
-        );
+        )
+        .expect("within the budget");
         assert_eq!(run.forks, vec!["kill every broker".to_string()]);
         assert!(
             !run.steps.iter().any(|step| step.name == "acknowledged"),
@@ -1811,5 +1938,108 @@ mod tests {
         assert!(error.contains("runUntilMs"), "{error}");
         let error = custom_story("huge.json", &" ".repeat(MAX_SCENARIO_FILE_BYTES + 1)).expect_err("huge");
         assert!(error.contains("at most"), "{error}");
+        // A topic name Kafka refuses, in the cluster or in an input.
+        let mut named: serde_json::Value = serde_json::from_str(shipped).expect("json");
+        named["config"]["topics"][0]["name"] = serde_json::json!("orders\"]\nclick");
+        let error = custom_story("named.json", &named.to_string()).expect_err("bad name");
+        assert!(error.contains("Topic name is invalid"), "{error}");
+    }
+
+    #[test]
+    fn a_page_keeps_a_bounded_number_of_opened_scenarios() {
+        let shipped = crate::sequence_model::stories()
+            .iter()
+            .find(|story| story.id == "happy-path")
+            .map(|story| serde_json::to_string(&story.scenario).expect("json"))
+            .expect("happy-path");
+        let mut first = None;
+        for seed in 0..MAX_OPENED_SCENARIOS {
+            let text = shipped.replacen("\"seed\":1", &format!("\"seed\":{}", 1_000 + seed), 1);
+            let opened = custom_story("many.json", &text).expect("within the bound");
+            first.get_or_insert((text, opened));
+        }
+        let error =
+            custom_story("many.json", &shipped.replacen("\"seed\":1", "\"seed\":99999", 1)).expect_err("one too many");
+        assert!(error.contains("reload the page"), "{error}");
+        // The same file again is the same story, not another.
+        let (text, opened) = first.expect("opened");
+        assert!(std::ptr::eq(custom_story("many.json", &text).expect("again"), opened));
+    }
+
+    /// The red team's scenario: within every count the format allows (64
+    /// brokers, 1,000 partitions, ten minutes), it snapshotted a 64-broker
+    /// simulation every 256 of its millions of events until the tab's
+    /// memory ran out and the module trapped (`unreachable`). Now its
+    /// snapshots are spaced by what an event costs, and the story stops at
+    /// kafkascope's work limit with a sentence saying why.
+    #[test]
+    fn a_scenario_at_the_limits_is_refused_with_a_reason_not_a_trap() {
+        let scenario = serde_json::json!({
+            "name": "big", "description": "as large as a file may be", "seed": 1,
+            "config": {
+                "brokers": 64,
+                "topics": [{"name": "t", "partitions": 1000, "replicationFactor": 3, "minInsyncReplicas": 2}],
+                "producers": [{"topic": "t", "acks": "all"}],
+                "consumers": [{"group": "g", "topics": ["t"]}]
+            },
+            "inputs": [{"atMs": 100, "input": {"type": "produce", "producer": 0, "count": 100}}],
+            "runUntilMs": MAX_STORY_RUN_MS
+        });
+        let error = custom_story("big.json", &scenario.to_string()).expect_err("too costly");
+        assert!(
+            error.starts_with("big.json: this story is too large to play on the page")
+                && error.contains("shorten runUntilMs"),
+            "{error}"
+        );
+    }
+
+    /// A fuzz pass over large shapes within every count a scenario file may
+    /// carry: the fuzzer's fault schedules (kills, pauses, partitions, slow
+    /// links, client crashes) on 9 to 64 brokers with up to 1,000
+    /// partitions a topic. Each either plays as a story or stops at the
+    /// work limit with its sentence; none traps, panics or runs unbounded.
+    #[test]
+    fn large_fuzzed_shapes_play_or_are_refused_within_the_work_limit() {
+        use kafkascope_engine::sim::fuzz::{FuzzCase, Mix};
+        for seed in 0..6u64 {
+            let mut case = FuzzCase::generate(seed, Mix::All);
+            case.config.brokers = [9, 16, 32, 64, 64, 12][seed as usize];
+            let per_topic = [40, 300, 1_000, 1_000, 200, 5][seed as usize];
+            for topic in &mut case.config.topics {
+                topic.partitions = per_topic;
+            }
+            let text = serde_json::to_string(&case.scenario()).expect("json");
+            match custom_story(&format!("large-{seed}.json"), &text) {
+                Ok(story) => assert!(StoryRun::start(story).is_ok(), "seed {seed}"),
+                Err(error) => assert!(error.contains("too large to play on the page"), "seed {seed}: {error}"),
+            }
+        }
+    }
+
+    /// Every shipped story plays within a tenth of the work limit, so the
+    /// limit refuses only what is far larger than a lesson.
+    #[test]
+    fn every_shipped_story_plays_well_inside_the_work_limit() {
+        for story in stories() {
+            let run = StoryRun::start(story).unwrap_or_else(|error| panic!("{}: {error}", story.id));
+            assert!(
+                run.work() * 10 <= MAX_STORY_WORK,
+                "{}: {} of {MAX_STORY_WORK}",
+                story.id,
+                run.work()
+            );
+        }
+    }
+
+    #[test]
+    fn a_link_with_too_many_forks_is_refused_before_any_is_replayed() {
+        let many = vec!["1:kill-1"; MAX_LINK_FORKS + 1].join(",");
+        let error = parse_forks(&format!("?story=happy-path&fork={many}")).expect_err("too many");
+        assert!(error.contains(&format!("at most {MAX_LINK_FORKS}")), "{error}");
+        let enough = vec!["1:kill-1"; MAX_LINK_FORKS].join(",");
+        assert_eq!(
+            parse_forks(&format!("?fork={enough}")).map(|forks| forks.len()),
+            Ok(MAX_LINK_FORKS)
+        );
     }
 }

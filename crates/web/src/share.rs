@@ -240,6 +240,18 @@ pub fn replay(
     run: &RunLink,
     drain: &mut dyn FnMut(&mut Simulation),
 ) -> Result<(), String> {
+    // Work bounded before it is done: the events the link replays times
+    // what each costs on its cluster (a link on the largest cluster a link
+    // may carry replays far fewer events than one on the default).
+    let cost = simulation.event_cost();
+    let limit = kafkascope_engine::limits::MAX_LINK_WORK;
+    if run.events.saturating_mul(cost) > limit {
+        return Err(format!(
+            "this run link replays {} events on a cluster where each costs {cost} (256 plus one per replica and client); kafkascope replays at most {limit} of that work before the map answers, about {} events on this cluster",
+            run.events,
+            limit / cost
+        ));
+    }
     let mut last = 0;
     for logged in &run.inputs {
         if logged.events < last || logged.events > run.events {
@@ -250,6 +262,10 @@ pub fn replay(
         simulation
             .check_input(&logged.input)
             .map_err(|exceeded| format!("this run link asks for more than kafkascope allows: {exceeded}"))?;
+        logged
+            .input
+            .check_topic_names()
+            .map_err(|error| format!("this run link names a topic Kafka would refuse: {error}"))?;
         simulation.schedule(logged.scheduled());
     }
     step_to(simulation, run.events, drain)?;
@@ -387,6 +403,16 @@ mod tests {
             bytes: 100,
         };
         assert!(replayed(&greedy).is_err_and(|error| error.contains("more than kafkascope allows")));
+        // Within every count a link may carry, but too much work: refused
+        // before any of it is done.
+        let mut costly = run();
+        costly.config.brokers = 9;
+        for topic in &mut costly.config.topics {
+            topic.partitions = 24;
+            topic.replication_factor = 9;
+        }
+        costly.events = MAX_LINK_EVENTS;
+        assert!(replayed(&costly).is_err_and(|error| error.contains("kafkascope replays at most")));
         let mut backwards = run();
         backwards.inputs.push(LoggedInput {
             events: 10,

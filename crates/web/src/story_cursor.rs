@@ -85,8 +85,12 @@ impl StoryCursor {
                     let label = fork_label(run.scenario.config.brokers, &choice);
                     match label {
                         Some(label) if step < run.steps.len() => {
-                            run.fork(step, fork_inputs(&choice), label);
+                            let played = run.fork(step, fork_inputs(&choice), label);
                             forks.push((step, choice));
+                            if let Err(problem) = played {
+                                fork_problem = Some(format!("This link's forks stop early: {problem}."));
+                                break;
+                            }
                         }
                         _ => {
                             fork_problem = Some(format!(
@@ -267,7 +271,9 @@ impl StoryCursor {
                     return;
                 };
                 let label = fork_label(self.run.scenario.config.brokers, &choice).unwrap_or_else(|| choice.clone());
-                self.run.fork(self.current, fork_inputs(&choice), label);
+                if let Err(problem) = self.run.fork(self.current, fork_inputs(&choice), label) {
+                    self.problem = Some(format!("The fork stops early: {problem}."));
+                }
                 self.forks.push((self.current, choice));
                 let next = self.run.step_at_or_after(at);
                 self.show(next);

@@ -167,6 +167,18 @@ pub fn without_embed(query: &str) -> String {
     }
 }
 
+/// The whole page's address for an embedded part at `path` (the page's
+/// own path, `query` and `hash`): always a path on this site. A path that
+/// starts with `//` (`HOST//other.host?embed=map`) would otherwise be read
+/// as another host's address, so its leading slashes become one.
+pub fn whole_page_link(path: &str, query: &str, hash: &str) -> String {
+    format!(
+        "/{}{}{hash}",
+        path.trim_start_matches(['/', '\\']),
+        without_embed(query)
+    )
+}
+
 /// The most keys the distribution view takes.
 pub const KEYS_MAX: usize = 200;
 
@@ -436,5 +448,16 @@ mod record_strip_tests {
         assert_eq!(hue("alice").len(), 1);
         assert_eq!(hue("bob").len(), 1);
         assert!(strip.iter().all(|chip| chip.committed && !chip.tombstone));
+    }
+
+    #[test]
+    fn the_whole_page_link_stays_on_this_site() {
+        assert_eq!(
+            whole_page_link("/kafkascope/", "?embed=map&seed=3", "#map"),
+            "/kafkascope/?seed=3#map"
+        );
+        assert_eq!(whole_page_link("//other.host", "?embed=map", ""), "/other.host");
+        assert_eq!(whole_page_link("/\\other.host/x", "?embed=steps", ""), "/other.host/x");
+        assert_eq!(whole_page_link("", "?embed=map", ""), "/");
     }
 }

@@ -134,13 +134,25 @@ fn files_under(folder: &Path) -> Outcome<Vec<PathBuf>> {
 /// The file types worth compressing; the server sends their `.br` or `.gz`.
 const COMPRESSIBLE: [&str; 8] = ["html", "js", "css", "wasm", "svg", "json", "md", "txt"];
 
+/// The SHA-256 digest of `bytes` in lower-case hex, as the service worker
+/// computes it with `crypto.subtle.digest`.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
 /// Writes `dist/sw.js`, the offline mode (web/sw.js with this build's version
-/// and file list filled in).
+/// and its files filled in: each file's name relative to the worker and the
+/// SHA-256 digest of its bytes, which the worker checks before it serves a
+/// cached copy).
 fn write_service_worker(dist: &Path) -> Outcome {
     let root = repo_root();
     let template =
         std::fs::read_to_string(root.join("web/sw.js")).map_err(|error| format!("cannot read web/sw.js: {error}"))?;
-    let mut files = vec!["./".to_string()];
+    let mut files = serde_json::Map::new();
     // Every name and byte: a new build, a new version.
     let mut everything = Vec::new();
     for path in files_under(dist)? {
@@ -149,8 +161,12 @@ fn write_service_worker(dist: &Path) -> Outcome {
             continue;
         }
         let bytes = std::fs::read(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        let digest = sha256_hex(&bytes);
+        if name == "index.html" {
+            files.insert("./".to_string(), digest.clone().into());
+        }
         everything.extend(name.bytes().chain(bytes));
-        files.push(name);
+        files.insert(name, digest.into());
     }
     let version = fnv1a(everything.into_iter());
     let list = serde_json::to_string(&files).map_err(|error| error.to_string())?;
@@ -291,5 +307,23 @@ fn human_size(bytes: usize) -> String {
         format!("{:.1} KiB", bytes as f64 / 1024.0)
     } else {
         format!("{bytes} B")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// FIPS 180-2's examples, as `crypto.subtle.digest('SHA-256', …)` gives them.
+    #[test]
+    fn digests_are_sha256_as_the_browser_computes_them() {
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(
+            sha256_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
     }
 }

@@ -107,3 +107,81 @@ impl fmt::Display for TopicPartition {
         write!(formatter, "{}-{}", self.topic, self.partition)
     }
 }
+
+/// The longest topic name Kafka accepts (`Topic.MAX_NAME_LENGTH`: 255
+/// less room for a partition suffix in a log directory's name).
+pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
+
+/// Why Kafka refuses `name` as a topic name, in Kafka's words
+/// (`org.apache.kafka.common.internals.Topic#validate`, which
+/// `CreateTopics` and the controller apply): not empty, not `.` or `..`,
+/// at most 249 characters, each an ASCII letter or digit, `.`, `_` or
+/// `-`. A name that passes is safe wherever it is written: a file name,
+/// a Mermaid label, an SVG text, an address.
+pub fn invalid_topic_name(name: &str) -> Option<String> {
+    let reason = if name.is_empty() {
+        "the empty string is not allowed".to_string()
+    } else if name == "." || name == ".." {
+        format!("'{name}' is not allowed")
+    } else if name.chars().count() > MAX_TOPIC_NAME_LENGTH {
+        format!(
+            "the length of '{}…' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}",
+            name.chars().take(40).collect::<String>()
+        )
+    } else if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        format!("{name:?} contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'")
+    } else {
+        return None;
+    };
+    Some(format!("Topic name is invalid: {reason}"))
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    /// `TopicTest#testInvalidTopicNames` and `#testValidTopicNames`.
+    #[test]
+    fn kafka_accepts_only_its_legal_topic_names() {
+        for valid in [
+            "valid",
+            "TOPIC",
+            "nAmEs",
+            "ar6",
+            "VaL1d",
+            "_0-9_.",
+            "...",
+            ".a",
+            "a".repeat(249).as_str(),
+        ] {
+            assert_eq!(invalid_topic_name(valid), None, "{valid}");
+        }
+        let long = "x".repeat(250);
+        for invalid in [
+            "",
+            "foo bar",
+            "..",
+            ".",
+            "foo:bar",
+            "foo=bar",
+            "a\"]\n",
+            "a\u{a0}b",
+            "é",
+            long.as_str(),
+        ] {
+            let reason = invalid_topic_name(invalid).unwrap_or_else(|| panic!("{invalid:?} is refused"));
+            assert!(reason.starts_with("Topic name is invalid: "), "{reason}");
+        }
+        assert_eq!(
+            invalid_topic_name("a b").as_deref(),
+            Some("Topic name is invalid: \"a b\" contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'")
+        );
+        assert_eq!(
+            invalid_topic_name(".").as_deref(),
+            Some("Topic name is invalid: '.' is not allowed")
+        );
+    }
+}

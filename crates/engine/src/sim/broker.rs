@@ -253,16 +253,20 @@ impl PartitionLog {
     /// `appended`: they are new (not a rebuild from the log), so a
     /// transactional one ends its producer's verification here.
     pub(crate) fn track_producers_from(&mut self, from: Offset, appended: bool) {
-        let batches: Vec<(Offset, BatchSequence)> = self
+        let batches: Vec<(Offset, BatchSequence, i64)> = self
             .log
             .batches_from(from)
             .filter(|batch| batch.base_offset >= from)
-            .filter_map(|batch| Some((batch.base_offset, batch.records.first()?.batch?)))
+            .filter_map(|batch| {
+                let timestamp = batch.records.iter().map(|record| record.timestamp).max()?;
+                Some((batch.base_offset, batch.records.first()?.batch?, timestamp))
+            })
             .collect();
-        for (offset, batch) in batches {
-            // Producers never expire in the simulation. A replica never
-            // refuses what its leader wrote, so errors (which replication
-            // only logs in Kafka) are ignored.
+        for (offset, batch, timestamp) in batches {
+            // A replica never refuses what its leader wrote, so errors
+            // (which replication only logs in Kafka) are ignored. The
+            // batch's newest record timestamp is when the producer was
+            // last seen (`producer.id.expiration.ms` counts from it).
             if batch.transactional && appended {
                 self.producers.transactional_appended(
                     batch.producer_id,
@@ -279,7 +283,7 @@ impl PartitionLog {
                     producer_epoch(batch.epoch),
                     marker.coordinator_epoch,
                     offset,
-                    NO_TIMESTAMP,
+                    timestamp,
                     &mut self.txn_index,
                 );
                 continue;
@@ -296,7 +300,7 @@ impl PartitionLog {
                     last_seq: batch.last_sequence,
                     first_offset: offset,
                     last_offset: offset + offset_delta,
-                    max_timestamp: NO_TIMESTAMP,
+                    max_timestamp: timestamp,
                     is_transactional: batch.transactional,
                 },
             );
@@ -331,6 +335,16 @@ impl PartitionLog {
     /// [`crate::storage::Log::clean`]), below its last stable offset;
     /// batches of aborted transactions go (the transaction index says
     /// which).
+    /// How dirty the log is, if the cleaner would pick it now
+    /// (`LogCleanerManager#grabFilthiestCompactedLog`'s eligibility).
+    pub(crate) fn cleanable_ratio(&self, now_ms: u64) -> Option<f64> {
+        let to_clean = self.log.to_clean(now_ms as i64, self.last_stable_offset())?;
+        if !to_clean.should_clean(self.log.config.min_cleanable_dirty_ratio) {
+            return None;
+        }
+        to_clean.dirty_ratio()
+    }
+
     pub(crate) fn clean(&mut self, now_ms: u64) -> Option<crate::storage::CleanOutcome> {
         let to_clean = self.log.to_clean(now_ms as i64, self.last_stable_offset())?;
         if !to_clean.should_clean(self.log.config.min_cleanable_dirty_ratio) {
@@ -696,6 +710,10 @@ impl Simulation {
             (self.config.replica_lag_time_max_ms / 2, Timer::IsrExpiration),
             (self.config.log_cleaner_backoff_ms, Timer::LogCleaner),
             (first_retention_check, Timer::RetentionCheck),
+            (
+                self.config.producer_id_expiration_check_interval_ms,
+                Timer::ProducerIdExpiration,
+            ),
         ] {
             self.schedule_timer(NodeId::Broker(id), incarnation, delay, timer);
         }
@@ -1010,6 +1028,15 @@ impl Simulation {
                 self.broker_clean_logs(id);
             }
             Timer::Unmute(client) => self.broker_unmute(id, client),
+            Timer::ProducerIdExpiration => {
+                self.schedule_timer(
+                    node,
+                    incarnation,
+                    self.config.producer_id_expiration_check_interval_ms.max(1),
+                    Timer::ProducerIdExpiration,
+                );
+                self.broker_expire_producers(id);
+            }
             Timer::RetentionCheck => {
                 self.schedule_timer(
                     node,
@@ -2250,10 +2277,43 @@ impl Simulation {
     /// last stable offset, leader's and follower's alike. (Kafka's cleaner
     /// threads take the dirtiest log first, one at a time, and back off
     /// when none is dirty enough; here each pass cleans all of them.)
-    fn broker_clean_logs(&mut self, id: BrokerId) {
-        let now = self.now;
+    /// `producer.id.expiration.ms`: every
+    /// `producer.id.expiration.check.interval.ms` each log forgets the
+    /// producers with no open transaction whose last batch is older
+    /// (`ProducerStateManager#removeExpiredProducers`). A producer that
+    /// writes again is taken as a new one, with any sequence: its duplicates
+    /// are no longer recognised (a 4.1 broker never answers
+    /// UNKNOWN_PRODUCER_ID).
+    fn broker_expire_producers(&mut self, id: BrokerId) {
+        let now = self.now as i64;
+        let expiration = i64::try_from(self.config.producer_id_expiration_ms).unwrap_or(i64::MAX);
         let partitions: Vec<TopicPartition> = self.brokers[&id].logs.keys().cloned().collect();
         for partition in partitions {
+            let log = self.broker(id).logs.get_mut(&partition).expect("listed above");
+            let expired = log.producers.remove_expired_producers(now, expiration);
+            if !expired.is_empty() {
+                self.record(TraceKind::ProducersExpired {
+                    broker: id,
+                    partition,
+                    producer_ids: expired,
+                });
+            }
+        }
+    }
+
+    fn broker_clean_logs(&mut self, id: BrokerId) {
+        let now = self.now;
+        // The dirtiest log first (`grabFilthiestCompactedLog`: the highest
+        // cleanable ratio; ties in partition order), then the next: a
+        // cleaner thread that cleaned something looks again at once, and a
+        // cleaning takes no simulated time.
+        let mut partitions: Vec<(f64, TopicPartition)> = self.brokers[&id]
+            .logs
+            .iter()
+            .filter_map(|(partition, log)| Some((log.cleanable_ratio(now)?, partition.clone())))
+            .collect();
+        partitions.sort_by(|(a, first), (b, second)| b.total_cmp(a).then_with(|| first.cmp(second)));
+        for (_, partition) in partitions {
             let log = self.broker(id).logs.get_mut(&partition).expect("listed above");
             let Some(outcome) = log.clean(now) else { continue };
             self.record(TraceKind::LogCleaned {

@@ -837,10 +837,33 @@ pub struct ClusterConfig {
     /// consumer-protocol members heartbeat (the broker tells them).
     #[serde(default = "default_group_consumer_heartbeat")]
     pub group_consumer_heartbeat_interval_ms: u64,
+    /// `group.consumer.min.session.timeout.ms` (45000): the lowest
+    /// `group.consumer.session.timeout.ms` a broker starts with
+    /// (`GroupCoordinatorConfig`).
+    #[serde(default = "default_consumer_session")]
+    pub group_consumer_min_session_timeout_ms: u64,
+    /// `group.consumer.max.session.timeout.ms` (60000).
+    #[serde(default = "default_consumer_max_session")]
+    pub group_consumer_max_session_timeout_ms: u64,
+    /// `group.consumer.min.heartbeat.interval.ms` (5000).
+    #[serde(default = "default_group_consumer_heartbeat")]
+    pub group_consumer_min_heartbeat_interval_ms: u64,
+    /// `group.consumer.max.heartbeat.interval.ms` (15000).
+    #[serde(default = "default_group_consumer_max_heartbeat")]
+    pub group_consumer_max_heartbeat_interval_ms: u64,
     /// `log.retention.check.interval.ms` (300000): how often each broker
     /// deletes the segments retention no longer keeps.
     #[serde(default = "default_imbalance_interval")]
     pub log_retention_check_interval_ms: u64,
+    /// `producer.id.expiration.ms` (86400000, a day): a producer with no
+    /// open transaction that wrote nothing to a partition for this long is
+    /// forgotten there.
+    #[serde(default = "default_producer_id_expiration")]
+    pub producer_id_expiration_ms: u64,
+    /// `producer.id.expiration.check.interval.ms` (600000): how often each
+    /// broker looks for them.
+    #[serde(default = "default_producer_id_expiration_check")]
+    pub producer_id_expiration_check_interval_ms: u64,
     /// `log.cleaner.backoff.ms` (15000): how long each broker's log cleaner
     /// waits when no compacted log is dirty enough.
     #[serde(default = "default_cleaner_backoff")]
@@ -865,6 +888,12 @@ fn default_internal_replication() -> u32 {
 fn default_transaction_min_isr() -> u32 {
     2
 }
+fn default_producer_id_expiration() -> u64 {
+    86_400_000
+}
+fn default_producer_id_expiration_check() -> u64 {
+    600_000
+}
 fn default_cleaner_backoff() -> u64 {
     15_000
 }
@@ -873,6 +902,12 @@ fn default_offsets_segment_bytes() -> u64 {
 }
 fn default_group_consumer_heartbeat() -> u64 {
     5_000
+}
+fn default_consumer_max_session() -> u64 {
+    60_000
+}
+fn default_group_consumer_max_heartbeat() -> u64 {
+    15_000
 }
 
 fn default_brokers() -> u32 {
@@ -926,8 +961,14 @@ impl Default for ClusterConfig {
             transaction_partition_verification_enable: true,
             group_consumer_session_timeout_ms: default_consumer_session(),
             group_consumer_heartbeat_interval_ms: default_group_consumer_heartbeat(),
+            group_consumer_min_session_timeout_ms: default_consumer_session(),
+            group_consumer_max_session_timeout_ms: default_consumer_max_session(),
+            group_consumer_min_heartbeat_interval_ms: default_group_consumer_heartbeat(),
+            group_consumer_max_heartbeat_interval_ms: default_group_consumer_max_heartbeat(),
             log_retention_check_interval_ms: default_imbalance_interval(),
             log_cleaner_backoff_ms: default_cleaner_backoff(),
+            producer_id_expiration_ms: default_producer_id_expiration(),
+            producer_id_expiration_check_interval_ms: default_producer_id_expiration_check(),
             offsets_topic_segment_bytes: default_offsets_segment_bytes(),
             quotas: Vec::new(),
             network: NetworkConfig::default(),
@@ -1095,6 +1136,58 @@ impl ClusterConfig {
         Ok(())
     }
 
+    /// KIP-848's broker bounds (`GroupCoordinatorConfig`'s checks, which
+    /// keep a broker from starting): the session timeout and heartbeat
+    /// interval within their minimum and maximum, the heartbeat shorter
+    /// than the session. A cluster that lowers them lowers the minimums
+    /// too, as Kafka requires.
+    fn validate_group_consumer_bounds(&self) -> Result<(), String> {
+        let (session, heartbeat) = (
+            self.group_consumer_session_timeout_ms,
+            self.group_consumer_heartbeat_interval_ms,
+        );
+        let rules = [
+            (
+                self.group_consumer_max_heartbeat_interval_ms >= self.group_consumer_min_heartbeat_interval_ms,
+                "group.consumer.max.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms",
+            ),
+            (
+                heartbeat >= self.group_consumer_min_heartbeat_interval_ms,
+                "group.consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms",
+            ),
+            (
+                heartbeat <= self.group_consumer_max_heartbeat_interval_ms,
+                "group.consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms",
+            ),
+            (
+                self.group_consumer_max_session_timeout_ms >= self.group_consumer_min_session_timeout_ms,
+                "group.consumer.max.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms",
+            ),
+            (
+                session >= self.group_consumer_min_session_timeout_ms,
+                "group.consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms",
+            ),
+            (
+                session <= self.group_consumer_max_session_timeout_ms,
+                "group.consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms",
+            ),
+            (
+                heartbeat < session,
+                "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms",
+            ),
+        ];
+        match rules.iter().find(|(holds, _)| !holds) {
+            Some((_, message)) => Err(format!(
+                "{message} (session {session} ms, heartbeat {heartbeat} ms; bounds: session {}..={} ms, heartbeat {}..={} ms)",
+                self.group_consumer_min_session_timeout_ms,
+                self.group_consumer_max_session_timeout_ms,
+                self.group_consumer_min_heartbeat_interval_ms,
+                self.group_consumer_max_heartbeat_interval_ms
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Checks what Kafka would refuse, in one sentence.
     pub fn validate(&self) -> Result<(), String> {
         use crate::limits::{
@@ -1108,6 +1201,7 @@ impl ClusterConfig {
             ));
         }
         crate::protocol::transactions::TransactionVersion::checked(self.transaction_version.0)?;
+        self.validate_group_consumer_bounds()?;
         let limit = |result: Result<(), crate::limits::LimitExceeded>| result.map_err(|error| error.to_string());
         limit(at_most("topics", self.topics.len() as u64, MAX_TOPICS as u64))?;
         limit(at_most("producers", self.producers.len() as u64, MAX_PRODUCERS as u64))?;
@@ -1128,7 +1222,24 @@ impl ClusterConfig {
             partitions,
             MAX_CLUSTER_PARTITIONS,
         ))?;
-        for topic in &self.topics {
+        for (index, topic) in self.topics.iter().enumerate() {
+            if let Some(reason) = crate::protocol::topic_partition::invalid_topic_name(&topic.name) {
+                return Err(format!("topic {index}: {reason}"));
+            }
+            // `ReplicationControlManager#validateNewTopicNames`: names that
+            // differ only by '.' and '_' collide (metrics cannot tell them
+            // apart); equal names are one topic created twice.
+            let unified = |name: &str| name.replace('.', "_");
+            if let Some(earlier) = self.topics[..index]
+                .iter()
+                .find(|earlier| unified(&earlier.name) == unified(&topic.name))
+            {
+                return Err(if earlier.name == topic.name {
+                    format!("topic {} is listed twice", topic.name)
+                } else {
+                    format!("Topic '{}' collides with existing topic: {}", topic.name, earlier.name)
+                });
+            }
             if topic.partitions == 0 || topic.partitions > MAX_PARTITIONS_PER_TOPIC {
                 return Err(format!(
                     "topic {}: partitions must be between 1 and {MAX_PARTITIONS_PER_TOPIC}",
@@ -1428,6 +1539,32 @@ pub enum Input {
 }
 
 impl Input {
+    /// The topic names this input carries, each checked against Kafka's
+    /// rule ([`crate::protocol::topic_partition::invalid_topic_name`]):
+    /// `Err` names the first that breaks it. Every entry point (scenario
+    /// files, links, the JavaScript API) asks before scheduling, so no name
+    /// Kafka would refuse reaches a trace, a caption or an export.
+    pub fn check_topic_names(&self) -> Result<(), String> {
+        let names: Vec<&str> = match self {
+            Input::PoisonRecords { topic, .. } | Input::CreatePartitions { topic, .. } => vec![topic],
+            Input::AddConsumer { consumer } => consumer.topics.iter().map(String::as_str).collect(),
+            Input::ElectLeaders { partitions, .. } => {
+                partitions.iter().map(|partition| partition.topic.as_str()).collect()
+            }
+            Input::SetConfig(
+                ConfigChange::MinInsyncReplicas { topic, .. }
+                | ConfigChange::TopicStorage { topic, .. }
+                | ConfigChange::CleanupPolicy { topic, .. }
+                | ConfigChange::MinCleanableDirtyRatio { topic, .. },
+            ) => vec![topic],
+            _ => Vec::new(),
+        };
+        names
+            .into_iter()
+            .find_map(crate::protocol::topic_partition::invalid_topic_name)
+            .map_or(Ok(()), Err)
+    }
+
     /// The length of time an input asks for, by its field's name (a
     /// pause, a slow link), which kafkascope bounds like the run itself.
     pub fn duration(&self) -> Option<(&'static str, u64)> {

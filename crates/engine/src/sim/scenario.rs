@@ -345,6 +345,12 @@ impl Scenario {
         scenario
             .check_story()
             .map_err(|error| format!("bad scenario: {error}"))?;
+        for (index, scheduled) in scenario.inputs.iter().enumerate() {
+            scheduled
+                .input
+                .check_topic_names()
+                .map_err(|error| format!("bad scenario: inputs[{index}]: {error}"))?;
+        }
         Ok(scenario)
     }
 

@@ -589,6 +589,8 @@ fn a_paused_consumer_protocol_member_is_fenced_and_joins_again_at_epoch_zero() {
     let mut cluster = config(4, vec![modern("billing"), modern("billing")]);
     cluster.group_consumer_session_timeout_ms = 10_000;
     cluster.group_consumer_heartbeat_interval_ms = 3_000;
+    cluster.group_consumer_min_session_timeout_ms = 10_000;
+    cluster.group_consumer_min_heartbeat_interval_ms = 3_000;
     let mut simulation = Simulation::new(cluster, 3).expect("valid");
     produce(&mut simulation, 100, 20);
     simulation.run_until(15_000);
@@ -672,4 +674,36 @@ fn the_consumer_protocol_is_checked_where_the_model_stops() {
     let mut range = modern("billing");
     range.group_remote_assignor = Some("range".into());
     ClusterConfig::validate(&config(2, vec![range.clone(), range])).expect("range is a server assignor");
+}
+
+/// KIP-848's broker bounds (`GroupCoordinatorConfig`): a session timeout
+/// or heartbeat interval outside its minimum and maximum keeps the broker
+/// from starting, with Kafka's message; lowering the minimum too is fine.
+#[test]
+fn kip_848_session_and_heartbeat_stay_within_the_brokers_bounds() {
+    let mut cluster = ClusterConfig {
+        group_consumer_session_timeout_ms: 10_000,
+        ..ClusterConfig::default()
+    };
+    let refused = cluster.validate().expect_err("below the minimum");
+    assert!(
+        refused.contains(
+            "group.consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms"
+        ),
+        "{refused}"
+    );
+    cluster.group_consumer_min_session_timeout_ms = 10_000;
+    assert_eq!(cluster.validate(), Ok(()));
+    cluster.group_consumer_heartbeat_interval_ms = 20_000;
+    let refused = cluster.validate().expect_err("above the maximum");
+    assert!(
+        refused.contains("group.consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms"),
+        "{refused}"
+    );
+    cluster.group_consumer_max_heartbeat_interval_ms = 20_000;
+    let refused = cluster.validate().expect_err("not below the session");
+    assert!(
+        refused.contains("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"),
+        "{refused}"
+    );
 }

@@ -12,6 +12,7 @@ mod groups;
 mod java_ordering;
 mod log_storage_vectors;
 mod partitioning;
+mod producer_expiration;
 mod producer_state_vectors;
 mod quotas;
 mod replication;

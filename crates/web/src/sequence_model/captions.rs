@@ -124,7 +124,9 @@ impl Captioner {
             | K::RecordsLost { .. }
             | K::DuplicateIgnored { .. }
             | K::Throttled { .. } => self.produce_step(event, &mut marks),
-            K::RequestStalled { .. } | K::TransactionalWriteRefused { .. } => self.late_write_step(event, &mut marks),
+            K::RequestStalled { .. } | K::TransactionalWriteRefused { .. } | K::ProducersExpired { .. } => {
+                self.late_write_step(event, &mut marks)
+            }
             K::GroupRebalanced { .. }
             | K::TargetAssignment { .. }
             | K::OffsetsCommitted { .. }
@@ -615,10 +617,26 @@ impl Captioner {
         })
     }
 
-    /// Steps for a request left in a broker's queue and a transaction's
-    /// batch a leader refused (KIP-890).
+    /// Steps for a request left in a broker's queue, a transaction's batch
+    /// a leader refused (KIP-890), and producer state a log forgot.
     fn late_write_step(&self, event: &TraceEvent, marks: &mut Marks) -> Option<Drawn> {
         Some(match &event.kind {
+            TraceKind::ProducersExpired {
+                broker,
+                partition,
+                producer_ids,
+            } => (
+                StepKind::Note {
+                    over: NodeId::Broker(*broker),
+                    text: format!("forgot {} producer(s)", producer_ids.len()),
+                },
+                format!(
+                    "{} forgets producer id(s) {producer_ids:?} on {partition}: none has written there for producer.id.expiration.ms and none has a transaction open. If one writes again it is taken as a new producer, whatever its sequence, so a retry of an old batch would no longer be recognised as a duplicate.",
+                    NodeId::Broker(*broker)
+                ),
+                vec![partition.to_string()],
+                "producers-expired".to_string(),
+            ),
             TraceKind::TransactionalWriteRefused {
                 broker,
                 partition,

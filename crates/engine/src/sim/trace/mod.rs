@@ -921,6 +921,12 @@ pub enum TraceKind {
         producer_epoch: u16,
         error: ErrorCode,
     },
+    /// A broker's log forgot producers idle past `producer.id.expiration.ms`.
+    ProducersExpired {
+        broker: BrokerId,
+        partition: TopicPartition,
+        producer_ids: Vec<u64>,
+    },
     /// A broker read a produce request and left it in its request queue
     /// (the `StallProduce` input): a handler takes it `delay_ms` later.
     RequestStalled {

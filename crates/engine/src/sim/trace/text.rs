@@ -39,6 +39,7 @@ impl TraceEvent {
             | TraceKind::ProduceFailed { .. }
             | TraceKind::DuplicateIgnored { .. }
             | TraceKind::RequestStalled { .. }
+            | TraceKind::ProducersExpired { .. }
             | TraceKind::TransactionalWriteRefused { .. }
             | TraceKind::TransactionState { .. }
             | TraceKind::TransactionEnded { .. }
@@ -348,6 +349,13 @@ impl TraceEvent {
                 error,
             } => format!(
                 "broker-{broker} refused producer {producer_id}'s transactional batch for {partition} at epoch {producer_epoch}: {error}, nothing written (KIP-890)"
+            ),
+            TraceKind::ProducersExpired {
+                broker,
+                partition,
+                producer_ids,
+            } => format!(
+                "broker-{broker} forgot producers {producer_ids:?} on {partition}: idle past producer.id.expiration.ms, their next batch is taken as a new producer's"
             ),
             TraceKind::RequestStalled {
                 broker,
