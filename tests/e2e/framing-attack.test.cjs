@@ -123,18 +123,23 @@ test('a framing page that swaps the sandbox frame\'s document gets no code and c
   assert.doesNotMatch(idle, /every test passed|7193\n/);
   await page.screenshot({ path: screenshotPath('sandbox-interfered') });
 
-  // A new sandbox frame swapped before its own document loads: the same.
+  // A new sandbox frame swapped the moment it appears. Whichever wins the
+  // race, the impostor gets nothing: either the run says the sandbox was
+  // interfered with, or it ran in kafkascope's own frame before the swap
+  // (and the swap is then reported by the next run).
   await page.evaluate(() => { window.armed = true; });
   const racing = await runCode(app, secret);
+  for (let tries = 0; tries < 100 && impostorRequests < 2; tries += 1) await new Promise((resolve) => setTimeout(resolve, 50));
   assert.equal(impostorRequests, 2, 'the second attack ran');
-  assert.match(racing, /the sandbox was interfered with/);
+  assert.match(racing, /the sandbox was interfered with|the learner's secret answer 7193/);
   assert.doesNotMatch(racing, /every test passed/);
 
   const stolen = await page.evaluate(() => window.stolen);
   assert.ok(!stolen.some((item) => /7193|warming|init|run:/.test(item)), JSON.stringify(stolen));
-  // The page still answers, and the next run (a new frame, left alone)
-  // runs the code.
-  const again = await run(app);
+  // The page still answers, and a run in a new frame, left alone, runs the
+  // code (the first may report the swap that came after the race).
+  let again = await run(app);
+  if (/interfered/.test(again)) again = await run(app);
   assert.match(again, /the learner's secret answer 7193/);
   assert.doesNotMatch(again, /every test passed|interfered/);
   assert.ok(!(await page.evaluate(() => window.stolen)).some((item) => /7193/.test(item)));

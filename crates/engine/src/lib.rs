@@ -16,6 +16,7 @@
 pub mod chunked;
 pub mod controller;
 pub mod groups;
+pub mod history;
 pub mod java;
 pub mod limits;
 pub mod partitioning;

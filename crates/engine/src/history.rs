@@ -1,0 +1,672 @@
+//! Jepsen's checks of a Kafka history: what producers sent and consumers
+//! polled, judged against the order the logs give every value.
+//!
+//! Jepsen's Kafka test (`jepsen.tests.kafka`, used in its analyses of
+//! Redpanda in 2022 and of Bufstream in 2024, whose transaction finding was
+//! reproduced on Kafka itself as KAFKA-17754) records every send and every
+//! poll with their outcomes, rebuilds each partition's *version order* (which
+//! value sits at which offset) from everything observed, and names the
+//! anomalies it finds. This module is those checks over a history of plain
+//! values, with no dependence on the simulator: the simulator (or a test)
+//! builds the [`History`], [`check`] returns the [`Finding`]s, and the text
+//! comes from `Display` in one place.
+//!
+//! Offsets in Kafka have gaps (transaction markers, aborted records under
+//! `read_committed`, compaction), so "next" and "skipped" are measured in the
+//! version order of values a reader could see, never by offset arithmetic.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use crate::protocol::{Offset, TopicPartition};
+
+/// A value written to Kafka: unique per send (the simulator uses its record
+/// id), so a value names one send.
+pub type Value = u64;
+
+/// A process of the history: a producer or a consumer, by index.
+pub type Process = u32;
+
+/// What a send's caller learned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Acknowledged, at this offset.
+    Ok {
+        /// Where the log put it.
+        offset: Offset,
+    },
+    /// Definitely not written (an error Kafka guarantees was not applied,
+    /// such as `NOT_ENOUGH_REPLICAS` before the append).
+    Failed,
+    /// Unknown: a timeout or a lost response. It may or may not be in the
+    /// log; Jepsen calls it indeterminate, and so must a checker.
+    Indeterminate,
+}
+
+/// One operation, in the order the history was recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// A producer sent `value` to `partition`.
+    Send {
+        /// The producer.
+        process: Process,
+        /// Where to.
+        partition: TopicPartition,
+        /// What.
+        value: Value,
+        /// What the producer learned.
+        outcome: Outcome,
+        /// The producer's transaction, if it was in one (numbered by the
+        /// history; [`Op::EndTransaction`] closes it).
+        transaction: Option<u64>,
+    },
+    /// A consumer's poll returned these records, in the order returned.
+    Poll {
+        /// The consumer.
+        process: Process,
+        /// (partition, offset, value) for each record.
+        records: Vec<(TopicPartition, Offset, Value)>,
+    },
+    /// A consumer's position moved for a reason Kafka allows (a rebalance
+    /// gave it partitions, it was reset or sought): the next read of those
+    /// partitions may start anywhere.
+    Reposition {
+        /// The consumer.
+        process: Process,
+        /// The partitions whose position moved.
+        partitions: Vec<TopicPartition>,
+    },
+    /// A transaction ended.
+    EndTransaction {
+        /// Its number, as the sends name it.
+        transaction: u64,
+        /// Committed (`true`) or aborted.
+        committed: bool,
+    },
+}
+
+/// A history: the operations in the order they happened.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct History {
+    /// The operations.
+    pub ops: Vec<Op>,
+}
+
+/// Jepsen's anomaly classes for Kafka, by the names its checker prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum AnomalyKind {
+    /// Two different values observed at one offset of a partition
+    /// (`:inconsistent-offsets`).
+    InconsistentOffsets,
+    /// One value at more than one offset (`:duplicate`): written twice.
+    Duplicate,
+    /// An acknowledged write no poll saw, though polls saw a later value
+    /// of its partition (`:lost-write`).
+    LostWrite,
+    /// An acknowledged write no poll saw, and none read past it
+    /// (`:unseen`): not lost yet, but never delivered by the end.
+    Unseen,
+    /// A poll returned a value whose send failed or whose transaction
+    /// aborted (G1a, `:aborted-read`).
+    AbortedRead,
+    /// A committed transaction seen in part: a consumer read one of its
+    /// values in a partition and went past the rest without them.
+    TornTransaction,
+    /// A producer's acknowledged sends to one partition got offsets that do
+    /// not increase (`:nonmonotonic-send`).
+    NonMonotonicSend,
+    /// A consumer read a partition at an offset not after its previous read,
+    /// with no rebalance or seek between (`:nonmonotonic-poll`).
+    NonMonotonicPoll,
+    /// A consumer's next read of a partition jumped over values a reader
+    /// could see, with no rebalance or seek between (`:poll-skip`).
+    PollSkip,
+}
+
+impl AnomalyKind {
+    /// Jepsen's name for the class.
+    pub fn name(self) -> &'static str {
+        match self {
+            AnomalyKind::InconsistentOffsets => "inconsistent offsets",
+            AnomalyKind::Duplicate => "duplicate",
+            AnomalyKind::LostWrite => "lost write",
+            AnomalyKind::Unseen => "unseen",
+            AnomalyKind::AbortedRead => "aborted read (G1a)",
+            AnomalyKind::TornTransaction => "torn transaction",
+            AnomalyKind::NonMonotonicSend => "non-monotonic send",
+            AnomalyKind::NonMonotonicPoll => "non-monotonic poll",
+            AnomalyKind::PollSkip => "poll skip",
+        }
+    }
+}
+
+/// One anomaly: its class, where, the values involved and the operation
+/// (by index in [`History::ops`]) that showed it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Finding {
+    /// The class.
+    pub kind: AnomalyKind,
+    /// The partition.
+    pub partition: TopicPartition,
+    /// The values involved (the lost, skipped or duplicated ones).
+    pub values: Vec<Value>,
+    /// The operation that showed it, when one did.
+    pub op: Option<usize>,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let values: Vec<String> = self.values.iter().map(ToString::to_string).collect();
+        write!(
+            formatter,
+            "{} on {}: value{} {}",
+            self.kind.name(),
+            self.partition,
+            if self.values.len() == 1 { "" } else { "s" },
+            values.join(", ")
+        )?;
+        if let Some(op) = self.op {
+            write!(formatter, " (operation {op})")?;
+        }
+        Ok(())
+    }
+}
+
+/// What the history says about each value and each partition.
+#[derive(Default)]
+struct Facts {
+    /// Each partition's observed offsets and the values seen there.
+    observed: BTreeMap<TopicPartition, BTreeMap<Offset, BTreeSet<Value>>>,
+    /// Every value's sends: (partition, outcome, transaction, op index).
+    sent: BTreeMap<Value, (TopicPartition, Outcome, Option<u64>, usize)>,
+    /// Transactions' ends.
+    ended: BTreeMap<u64, bool>,
+    /// Values some poll returned.
+    read: BTreeSet<Value>,
+}
+
+impl Facts {
+    fn of(history: &History) -> Facts {
+        let mut facts = Facts::default();
+        for (index, op) in history.ops.iter().enumerate() {
+            match op {
+                Op::Send {
+                    partition,
+                    value,
+                    outcome,
+                    transaction,
+                    ..
+                } => {
+                    if let Outcome::Ok { offset } = outcome {
+                        facts
+                            .observed
+                            .entry(partition.clone())
+                            .or_default()
+                            .entry(*offset)
+                            .or_default()
+                            .insert(*value);
+                    }
+                    facts
+                        .sent
+                        .insert(*value, (partition.clone(), *outcome, *transaction, index));
+                }
+                Op::Poll { records, .. } => {
+                    for (partition, offset, value) in records {
+                        facts
+                            .observed
+                            .entry(partition.clone())
+                            .or_default()
+                            .entry(*offset)
+                            .or_default()
+                            .insert(*value);
+                        facts.read.insert(*value);
+                    }
+                }
+                Op::EndTransaction { transaction, committed } => {
+                    facts.ended.insert(*transaction, *committed);
+                }
+                Op::Reposition { .. } => {}
+            }
+        }
+        facts
+    }
+
+    /// Whether a reader may see `value`: not from a failed send or an
+    /// aborted (or never committed) transaction.
+    fn visible(&self, value: Value) -> bool {
+        match self.sent.get(&value) {
+            Some((_, Outcome::Failed, _, _)) => false,
+            Some((_, _, Some(transaction), _)) => self.ended.get(transaction) == Some(&true),
+            _ => true,
+        }
+    }
+
+    /// The offsets of `partition` holding a value a reader may see, in order:
+    /// the version order a consumer walks.
+    fn readable_offsets(&self, partition: &TopicPartition) -> Vec<Offset> {
+        self.observed.get(partition).map_or_else(Vec::new, |offsets| {
+            offsets
+                .iter()
+                .filter(|(_, values)| values.iter().any(|value| self.visible(*value)))
+                .map(|(offset, _)| *offset)
+                .collect()
+        })
+    }
+}
+
+/// Every anomaly in `history`, sorted by class, partition and values.
+pub fn check(history: &History) -> Vec<Finding> {
+    let facts = Facts::of(history);
+    let mut findings = Vec::new();
+    check_offsets(&facts, &mut findings);
+    check_writes(&facts, &mut findings);
+    check_reads(history, &facts, &mut findings);
+    check_sends(history, &mut findings);
+    findings.sort();
+    findings.dedup();
+    findings
+}
+
+/// Inconsistent offsets and duplicates, from the version order.
+fn check_offsets(facts: &Facts, findings: &mut Vec<Finding>) {
+    let mut offsets_of: BTreeMap<(TopicPartition, Value), BTreeSet<Offset>> = BTreeMap::new();
+    for (partition, offsets) in &facts.observed {
+        for (offset, values) in offsets {
+            if values.len() > 1 {
+                findings.push(Finding {
+                    kind: AnomalyKind::InconsistentOffsets,
+                    partition: partition.clone(),
+                    values: values.iter().copied().collect(),
+                    op: None,
+                });
+            }
+            for value in values {
+                offsets_of
+                    .entry((partition.clone(), *value))
+                    .or_default()
+                    .insert(*offset);
+            }
+        }
+    }
+    for ((partition, value), offsets) in offsets_of {
+        if offsets.len() > 1 {
+            findings.push(Finding {
+                kind: AnomalyKind::Duplicate,
+                partition,
+                values: vec![value],
+                op: None,
+            });
+        }
+    }
+}
+
+/// Lost and unseen writes: acknowledged, visible, never read.
+fn check_writes(facts: &Facts, findings: &mut Vec<Finding>) {
+    for (value, (partition, outcome, _, index)) in &facts.sent {
+        let Outcome::Ok { offset } = outcome else { continue };
+        if facts.read.contains(value) || !facts.visible(*value) {
+            continue;
+        }
+        let read_past = facts.observed.get(partition).is_some_and(|offsets| {
+            offsets
+                .range(offset + 1..)
+                .any(|(_, values)| values.iter().any(|later| facts.read.contains(later)))
+        });
+        findings.push(Finding {
+            kind: if read_past {
+                AnomalyKind::LostWrite
+            } else {
+                AnomalyKind::Unseen
+            },
+            partition: partition.clone(),
+            values: vec![*value],
+            op: Some(*index),
+        });
+    }
+}
+
+/// Aborted reads, and each consumer's walk through each partition:
+/// non-monotonic polls, skips and torn transactions.
+fn check_reads(history: &History, facts: &Facts, findings: &mut Vec<Finding>) {
+    let mut last: BTreeMap<(Process, TopicPartition), Offset> = BTreeMap::new();
+    let mut orders: BTreeMap<TopicPartition, Vec<Offset>> = BTreeMap::new();
+    for (index, op) in history.ops.iter().enumerate() {
+        match op {
+            Op::Reposition { process, partitions } => {
+                for partition in partitions {
+                    last.remove(&(*process, partition.clone()));
+                }
+            }
+            Op::Poll { process, records } => {
+                for (partition, offset, value) in records {
+                    if !facts.visible(*value) {
+                        findings.push(Finding {
+                            kind: AnomalyKind::AbortedRead,
+                            partition: partition.clone(),
+                            values: vec![*value],
+                            op: Some(index),
+                        });
+                    }
+                    let key = (*process, partition.clone());
+                    if let Some(previous) = last.get(&key).copied() {
+                        if *offset <= previous {
+                            findings.push(Finding {
+                                kind: AnomalyKind::NonMonotonicPoll,
+                                partition: partition.clone(),
+                                values: vec![*value],
+                                op: Some(index),
+                            });
+                        } else {
+                            let order = orders
+                                .entry(partition.clone())
+                                .or_insert_with(|| facts.readable_offsets(partition));
+                            let skipped: Vec<Offset> = order
+                                .iter()
+                                .copied()
+                                .filter(|between| previous < *between && *between < *offset)
+                                .collect();
+                            if !skipped.is_empty() {
+                                findings.push(skip_finding(facts, partition, previous, &skipped, *value, index));
+                            }
+                        }
+                    }
+                    last.insert(key, *offset);
+                }
+            }
+            Op::Send { .. } | Op::EndTransaction { .. } => {}
+        }
+    }
+}
+
+/// A skip over `skipped` offsets of `partition` between a read at
+/// `previous` and one of `value`: a torn transaction when the skipped values
+/// share a committed transaction with the value read before or after.
+fn skip_finding(
+    facts: &Facts,
+    partition: &TopicPartition,
+    previous: Offset,
+    skipped: &[Offset],
+    value: Value,
+    index: usize,
+) -> Finding {
+    let values_at = |offset: &Offset| -> Vec<Value> {
+        facts
+            .observed
+            .get(partition)
+            .and_then(|offsets| offsets.get(offset))
+            .map_or_else(Vec::new, |values| values.iter().copied().collect())
+    };
+    let skipped_values: Vec<Value> = skipped.iter().flat_map(&values_at).collect();
+    let transaction_of = |value: &Value| facts.sent.get(value).and_then(|(_, _, transaction, _)| *transaction);
+    let neighbours: BTreeSet<u64> = values_at(&previous)
+        .iter()
+        .chain(std::iter::once(&value))
+        .filter_map(&transaction_of)
+        .collect();
+    let torn = skipped_values
+        .iter()
+        .filter_map(&transaction_of)
+        .any(|transaction| neighbours.contains(&transaction));
+    Finding {
+        kind: if torn {
+            AnomalyKind::TornTransaction
+        } else {
+            AnomalyKind::PollSkip
+        },
+        partition: partition.clone(),
+        values: skipped_values,
+        op: Some(index),
+    }
+}
+
+/// Each producer's acknowledged offsets per partition must increase.
+fn check_sends(history: &History, findings: &mut Vec<Finding>) {
+    let mut last: BTreeMap<(Process, TopicPartition), Offset> = BTreeMap::new();
+    for (index, op) in history.ops.iter().enumerate() {
+        let Op::Send {
+            process,
+            partition,
+            value,
+            outcome: Outcome::Ok { offset },
+            ..
+        } = op
+        else {
+            continue;
+        };
+        let key = (*process, partition.clone());
+        if last.get(&key).is_some_and(|previous| offset <= previous) {
+            findings.push(Finding {
+                kind: AnomalyKind::NonMonotonicSend,
+                partition: partition.clone(),
+                values: vec![*value],
+                op: Some(index),
+            });
+        }
+        last.insert(key, *offset);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(partition: u32) -> TopicPartition {
+        TopicPartition::new("t", partition)
+    }
+
+    fn send(process: Process, partition: u32, value: Value, offset: Offset) -> Op {
+        Op::Send {
+            process,
+            partition: p(partition),
+            value,
+            outcome: Outcome::Ok { offset },
+            transaction: None,
+        }
+    }
+
+    fn txn_send(process: Process, value: Value, offset: Offset, transaction: u64) -> Op {
+        Op::Send {
+            process,
+            partition: p(0),
+            value,
+            outcome: Outcome::Ok { offset },
+            transaction: Some(transaction),
+        }
+    }
+
+    fn poll(process: Process, records: &[(u32, Offset, Value)]) -> Op {
+        Op::Poll {
+            process,
+            records: records
+                .iter()
+                .map(|(partition, offset, value)| (p(*partition), *offset, *value))
+                .collect(),
+        }
+    }
+
+    fn kinds(ops: Vec<Op>) -> Vec<AnomalyKind> {
+        check(&History { ops })
+            .into_iter()
+            .map(|finding| finding.kind)
+            .collect()
+    }
+
+    /// Three sends read in order, once each, by one consumer: nothing to say.
+    fn legal() -> Vec<Op> {
+        vec![
+            send(0, 0, 1, 0),
+            send(0, 0, 2, 1),
+            send(0, 0, 3, 2),
+            poll(7, &[(0, 0, 1), (0, 1, 2)]),
+            poll(7, &[(0, 2, 3)]),
+        ]
+    }
+
+    #[test]
+    fn a_legal_history_has_no_findings() {
+        assert_eq!(kinds(legal()), vec![]);
+        // Gaps in offsets (markers, aborted records) are not skips.
+        let ops = vec![
+            send(0, 0, 1, 0),
+            txn_send(1, 2, 1, 9),
+            Op::EndTransaction {
+                transaction: 9,
+                committed: false,
+            },
+            send(0, 0, 3, 3),
+            poll(7, &[(0, 0, 1)]),
+            poll(7, &[(0, 3, 3)]),
+        ];
+        assert_eq!(kinds(ops), vec![]);
+    }
+
+    #[test]
+    fn inconsistent_offsets_two_values_at_one_offset() {
+        let mut ops = legal();
+        ops.push(poll(8, &[(0, 1, 99)]));
+        assert!(kinds(ops).contains(&AnomalyKind::InconsistentOffsets));
+    }
+
+    #[test]
+    fn a_duplicate_is_one_value_at_two_offsets() {
+        let mut ops = legal();
+        ops.push(poll(8, &[(0, 3, 2)]));
+        let findings = check(&History { ops });
+        assert!(findings
+            .iter()
+            .any(|finding| finding.kind == AnomalyKind::Duplicate && finding.values == vec![2]));
+    }
+
+    #[test]
+    fn a_lost_write_is_acknowledged_unread_and_read_past() {
+        let ops = vec![
+            send(0, 0, 1, 0),
+            send(0, 0, 2, 1),
+            send(0, 0, 3, 2),
+            poll(7, &[(0, 0, 1)]),
+            Op::Reposition {
+                process: 7,
+                partitions: vec![p(0)],
+            },
+            poll(7, &[(0, 2, 3)]),
+        ];
+        let findings = check(&History { ops });
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].kind, AnomalyKind::LostWrite);
+        assert_eq!(findings[0].values, vec![2]);
+        assert_eq!(findings[0].to_string(), "lost write on t-0: value 2 (operation 1)");
+    }
+
+    #[test]
+    fn unseen_is_acknowledged_and_never_read_nor_read_past() {
+        let ops = vec![send(0, 0, 1, 0), send(0, 0, 2, 1), poll(7, &[(0, 0, 1)])];
+        assert_eq!(kinds(ops), vec![AnomalyKind::Unseen]);
+        // A failed or indeterminate send that nobody read is not unseen.
+        let ops = vec![Op::Send {
+            process: 0,
+            partition: p(0),
+            value: 1,
+            outcome: Outcome::Indeterminate,
+            transaction: None,
+        }];
+        assert_eq!(kinds(ops), vec![]);
+    }
+
+    #[test]
+    fn an_aborted_read_returns_a_failed_or_aborted_value() {
+        let ops = vec![
+            Op::Send {
+                process: 0,
+                partition: p(0),
+                value: 1,
+                outcome: Outcome::Failed,
+                transaction: None,
+            },
+            poll(7, &[(0, 0, 1)]),
+        ];
+        assert_eq!(kinds(ops), vec![AnomalyKind::AbortedRead]);
+        let ops = vec![
+            txn_send(0, 1, 0, 5),
+            Op::EndTransaction {
+                transaction: 5,
+                committed: false,
+            },
+            poll(7, &[(0, 0, 1)]),
+        ];
+        assert_eq!(kinds(ops), vec![AnomalyKind::AbortedRead]);
+        // An indeterminate send may have been written: reading it is legal.
+        let ops = vec![
+            Op::Send {
+                process: 0,
+                partition: p(0),
+                value: 1,
+                outcome: Outcome::Indeterminate,
+                transaction: None,
+            },
+            poll(7, &[(0, 0, 1)]),
+        ];
+        assert_eq!(kinds(ops), vec![]);
+    }
+
+    #[test]
+    fn a_torn_transaction_is_read_in_part() {
+        let ops = vec![
+            txn_send(0, 1, 0, 5),
+            txn_send(0, 2, 1, 5),
+            txn_send(0, 3, 2, 5),
+            Op::EndTransaction {
+                transaction: 5,
+                committed: true,
+            },
+            poll(8, &[(0, 0, 1), (0, 1, 2), (0, 2, 3)]),
+            poll(7, &[(0, 0, 1)]),
+            poll(7, &[(0, 2, 3)]),
+        ];
+        let findings = check(&History { ops });
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].kind, AnomalyKind::TornTransaction);
+        assert_eq!(findings[0].values, vec![2]);
+    }
+
+    #[test]
+    fn non_monotonic_sends_and_polls() {
+        let ops = vec![send(0, 0, 1, 5), send(0, 0, 2, 3), poll(7, &[(0, 3, 2), (0, 5, 1)])];
+        assert_eq!(kinds(ops), vec![AnomalyKind::NonMonotonicSend]);
+        let ops = vec![
+            send(0, 0, 1, 0),
+            send(0, 0, 2, 1),
+            poll(7, &[(0, 0, 1), (0, 1, 2)]),
+            poll(7, &[(0, 0, 1)]),
+        ];
+        assert_eq!(kinds(ops), vec![AnomalyKind::NonMonotonicPoll]);
+        // A rebalance between allows reading again from anywhere.
+        let ops = vec![
+            send(0, 0, 1, 0),
+            send(0, 0, 2, 1),
+            poll(7, &[(0, 0, 1), (0, 1, 2)]),
+            Op::Reposition {
+                process: 7,
+                partitions: vec![p(0)],
+            },
+            poll(7, &[(0, 0, 1)]),
+        ];
+        assert_eq!(kinds(ops), vec![]);
+    }
+
+    #[test]
+    fn a_poll_skip_jumps_over_a_readable_value() {
+        let ops = vec![
+            send(0, 0, 1, 0),
+            send(0, 0, 2, 1),
+            send(0, 0, 3, 2),
+            poll(8, &[(0, 0, 1), (0, 1, 2), (0, 2, 3)]),
+            poll(7, &[(0, 0, 1)]),
+            poll(7, &[(0, 2, 3)]),
+        ];
+        let findings = check(&History { ops });
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].kind, AnomalyKind::PollSkip);
+        assert_eq!(findings[0].values, vec![2]);
+        assert_eq!(findings[0].op, Some(5));
+    }
+}
