@@ -474,6 +474,17 @@ mod tests {
         }
     }
 
+    /// A send to t-0 whose outcome is not an acknowledgement.
+    fn unacknowledged(value: Value, outcome: Outcome) -> Op {
+        Op::Send {
+            process: 0,
+            partition: p(0),
+            value,
+            outcome,
+            transaction: None,
+        }
+    }
+
     fn poll(process: Process, records: &[(u32, Offset, Value)]) -> Op {
         Op::Poll {
             process,
@@ -562,28 +573,13 @@ mod tests {
         let ops = vec![send(0, 0, 1, 0), send(0, 0, 2, 1), poll(7, &[(0, 0, 1)])];
         assert_eq!(kinds(ops), vec![AnomalyKind::Unseen]);
         // A failed or indeterminate send that nobody read is not unseen.
-        let ops = vec![Op::Send {
-            process: 0,
-            partition: p(0),
-            value: 1,
-            outcome: Outcome::Indeterminate,
-            transaction: None,
-        }];
+        let ops = vec![unacknowledged(1, Outcome::Indeterminate)];
         assert_eq!(kinds(ops), vec![]);
     }
 
     #[test]
     fn an_aborted_read_returns_a_failed_or_aborted_value() {
-        let ops = vec![
-            Op::Send {
-                process: 0,
-                partition: p(0),
-                value: 1,
-                outcome: Outcome::Failed,
-                transaction: None,
-            },
-            poll(7, &[(0, 0, 1)]),
-        ];
+        let ops = vec![unacknowledged(1, Outcome::Failed), poll(7, &[(0, 0, 1)])];
         assert_eq!(kinds(ops), vec![AnomalyKind::AbortedRead]);
         let ops = vec![
             txn_send(0, 1, 0, 5),
@@ -595,16 +591,7 @@ mod tests {
         ];
         assert_eq!(kinds(ops), vec![AnomalyKind::AbortedRead]);
         // An indeterminate send may have been written: reading it is legal.
-        let ops = vec![
-            Op::Send {
-                process: 0,
-                partition: p(0),
-                value: 1,
-                outcome: Outcome::Indeterminate,
-                transaction: None,
-            },
-            poll(7, &[(0, 0, 1)]),
-        ];
+        let ops = vec![unacknowledged(1, Outcome::Indeterminate), poll(7, &[(0, 0, 1)])];
         assert_eq!(kinds(ops), vec![]);
     }
 
