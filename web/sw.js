@@ -81,10 +81,34 @@ function hex(buffer) {
   return Array.from(new Uint8Array(buffer), (byte) => byte.toString(16).padStart(2, '0')).join('');
 }
 
+/** The content type of each kind of file the build has, by extension. */
+const TYPES = {
+  html: 'text/html; charset=utf-8',
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+  wasm: 'application/wasm',
+  json: 'application/json',
+  svg: 'image/svg+xml',
+  md: 'text/markdown; charset=utf-8',
+  txt: 'text/plain; charset=utf-8',
+};
+
+/** The type the worker itself gives the file at `key` (never a cached header). */
+function typeOf(key) {
+  const path = new URL(key).pathname;
+  const name = path.endsWith('/') ? 'index.html' : path.slice(path.lastIndexOf('/') + 1);
+  const extension = name.includes('.') ? name.slice(name.lastIndexOf('.') + 1).toLowerCase() : '';
+  return TYPES[extension] || 'application/octet-stream';
+}
+
 /**
  * The cached copy of the file at `key` (a listed address), if its bytes are
- * the build's; a copy that is not (planted by another page of this origin,
- * or damaged) is deleted, and the caller goes to the network.
+ * the build's, as a fresh response with a status and headers the worker
+ * sets itself: another page of this origin can write any headers into the
+ * cache (a `Refresh` that sends the learner elsewhere, a policy that stops
+ * every script), so none of the cached ones is served. A copy whose bytes
+ * are not the build's (planted, or damaged) is deleted, and the caller goes
+ * to the network.
  */
 function verifiedMatch(cache, request, key, options) {
   const expected = DIGESTS.get(key);
@@ -93,20 +117,14 @@ function verifiedMatch(cache, request, key, options) {
     if (!expected) {
       return cache.delete(request, options).then(() => undefined);
     }
-    return hit.clone().arrayBuffer()
-      .then((bytes) => crypto.subtle.digest('SHA-256', bytes))
-      .then((digest) => {
-        if (hex(digest) === expected) return hit;
-        return cache.delete(request, options).then(() => undefined);
-      });
+    return hit.arrayBuffer()
+      .then((bytes) => crypto.subtle.digest('SHA-256', bytes).then((digest) => {
+        if (hex(digest) !== expected) return cache.delete(request, options).then(() => undefined);
+        return new Response(bytes, { status: 200, headers: { 'Content-Type': typeOf(key) } });
+      }));
   });
 }
 
-/** A cached response as a plain one: a redirected response cannot answer a navigation. */
-function plain(response) {
-  if (!response || !response.redirected) return response;
-  return response.blob().then((body) => new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers }));
-}
 
 self.addEventListener('fetch', (event) => {
   const request = event.request;
@@ -122,14 +140,21 @@ self.addEventListener('fetch', (event) => {
     const index = new URL('index.html', self.registration.scope).href;
     event.respondWith(networkFirst(request, () => caches.open(CACHE).then((cache) =>
       verifiedMatch(cache, request, key, { ignoreSearch: true })
-        .then((page) => page || verifiedMatch(cache, index, index))
-        .then(plain))));
+        .then((page) => page || verifiedMatch(cache, index, index)))));
     return;
   }
   if (HASHED.test(url.pathname)) {
     // A hashed name never changes content, whatever its query (the page
     // asks for the simulator again as `?try=N` after a failed load).
-    event.respondWith(cached({ ignoreSearch: true }).then((hit) => hit || fetch(request)));
+    // A copy that was missing or refused is fetched and kept again, so the
+    // offline mode survives a neighbour's tampering.
+    event.respondWith(cached({ ignoreSearch: true }).then((hit) => hit || fetch(request).then((response) => {
+      if (response.ok && DIGESTS.has(key)) {
+        const copy = response.clone();
+        event.waitUntil(caches.open(CACHE).then((cache) => cache.put(key, copy)));
+      }
+      return response;
+    })));
     return;
   }
   event.respondWith(networkFirst(request, () => cached()));

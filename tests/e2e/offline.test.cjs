@@ -157,6 +157,37 @@ test('a neighbour on the same origin cannot poison the offline cache: planted fi
     return still;
   }, planted);
   assert.deepEqual(left, []);
+
+  // The page's own bytes put back with the neighbour's headers: a Refresh
+  // to its own page and a policy that stops every script. The bytes match
+  // the build's, so the worker serves them, but with its own headers.
+  const swapped = await neighbour.evaluate(async () => {
+    const cache = await caches.open((await caches.keys()).find((key) => key.startsWith('kafkascope ')));
+    let count = 0;
+    for (const request of await cache.keys()) {
+      if (/\/(index\.html)?$/.test(new URL(request.url).pathname)) {
+        const body = await (await cache.match(request)).arrayBuffer();
+        await cache.put(request, new Response(body, {
+          headers: { 'Content-Type': 'text/html', Refresh: '0;url=/neighbour/index.html', 'Content-Security-Policy': "script-src 'none'" },
+        }));
+        count += 1;
+      }
+    }
+    return count;
+  });
+  assert.equal(swapped, 2);
+  // An address under the app that the server does not have falls back to
+  // the cached page, and an offline visit comes from the cache: both are
+  // kafkascope's page, and it runs.
+  const lost = await context.newPage();
+  lost.on('pageerror', (error) => errors.push(String(error)));
+  await lost.goto(APP_URL + 'no-such-page');
+  await lost.getByTestId('app-nav').waitFor({ timeout: 30000 });
+  assert.ok(lost.url().startsWith(APP_URL), lost.url());
+  await context.setOffline(true);
+  await lost.reload();
+  await lost.getByTestId('app-nav').waitFor({ timeout: 30000 });
+  assert.ok(lost.url().startsWith(APP_URL), lost.url());
   assert.deepEqual(errors, []);
   await context.close();
 });

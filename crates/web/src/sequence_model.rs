@@ -343,6 +343,8 @@ pub struct StoryRun {
     pub outline: crate::story_view::Outline,
     /// What was changed at forks, in order.
     pub forks: Vec<String>,
+    /// The work the last play (the start, or a fork's replay) took.
+    pub last_work: u64,
 }
 
 /// Snapshots every this many events (seeking replays at most this many),
@@ -384,6 +386,7 @@ impl StoryRun {
             steps: Vec::new(),
             outline: Default::default(),
             forks: Vec::new(),
+            last_work: 0,
         };
         run.play_to_end()?;
         Ok(run)
@@ -417,6 +420,7 @@ impl StoryRun {
                 break;
             }
         }
+        self.last_work = work;
         self.trace = self.recording.trace().to_vec();
         self.steps = steps_of(&self.trace, &self.positions, self.story);
         self.outline = crate::story_view::Outline::of(&self.steps);

@@ -78,6 +78,9 @@ impl StoryCursor {
         let mut run = StoryRun::start(story)?;
         let mut forks = Vec::new();
         let mut fork_problem = None;
+        // A link's forks together may replay at most twice a story's work
+        // (each fork replays the rest of the story).
+        let mut replayed = run.last_work;
         match parse_forks(query) {
             Err(problem) => fork_problem = Some(problem),
             Ok(linked) => {
@@ -87,8 +90,16 @@ impl StoryCursor {
                         Some(label) if step < run.steps.len() => {
                             let played = run.fork(step, fork_inputs(&choice), label);
                             forks.push((step, choice));
+                            replayed += run.last_work;
                             if let Err(problem) = played {
                                 fork_problem = Some(format!("This link's forks stop early: {problem}."));
+                                break;
+                            }
+                            if replayed > 2 * kafkascope_engine::limits::MAX_STORY_WORK {
+                                fork_problem = Some(format!(
+                                    "This link's forks replay more of the story than kafkascope plays at once; it opens after the first {}.",
+                                    forks.len()
+                                ));
                                 break;
                             }
                         }
