@@ -495,6 +495,18 @@ mod tests {
         }
     }
 
+    /// `ops` (three values written at offsets 0, 1 and 2 of t-0), then
+    /// consumer 8 reading all three and consumer 7 reading the first and
+    /// jumping to the third.
+    fn read_whole_and_skipping(mut ops: Vec<Op>) -> Vec<Op> {
+        ops.extend([
+            poll(8, &[(0, 0, 1), (0, 1, 2), (0, 2, 3)]),
+            poll(7, &[(0, 0, 1)]),
+            poll(7, &[(0, 2, 3)]),
+        ]);
+        ops
+    }
+
     fn kinds(ops: Vec<Op>) -> Vec<AnomalyKind> {
         check(&History { ops })
             .into_iter()
@@ -597,7 +609,7 @@ mod tests {
 
     #[test]
     fn a_torn_transaction_is_read_in_part() {
-        let ops = vec![
+        let ops = read_whole_and_skipping(vec![
             txn_send(0, 1, 0, 5),
             txn_send(0, 2, 1, 5),
             txn_send(0, 3, 2, 5),
@@ -605,10 +617,7 @@ mod tests {
                 transaction: 5,
                 committed: true,
             },
-            poll(8, &[(0, 0, 1), (0, 1, 2), (0, 2, 3)]),
-            poll(7, &[(0, 0, 1)]),
-            poll(7, &[(0, 2, 3)]),
-        ];
+        ]);
         let findings = check(&History { ops });
         assert_eq!(findings.len(), 1, "{findings:?}");
         assert_eq!(findings[0].kind, AnomalyKind::TornTransaction);
@@ -642,14 +651,7 @@ mod tests {
 
     #[test]
     fn a_poll_skip_jumps_over_a_readable_value() {
-        let ops = vec![
-            send(0, 0, 1, 0),
-            send(0, 0, 2, 1),
-            send(0, 0, 3, 2),
-            poll(8, &[(0, 0, 1), (0, 1, 2), (0, 2, 3)]),
-            poll(7, &[(0, 0, 1)]),
-            poll(7, &[(0, 2, 3)]),
-        ];
+        let ops = read_whole_and_skipping(vec![send(0, 0, 1, 0), send(0, 0, 2, 1), send(0, 0, 3, 2)]);
         let findings = check(&History { ops });
         assert_eq!(findings.len(), 1, "{findings:?}");
         assert_eq!(findings[0].kind, AnomalyKind::PollSkip);
