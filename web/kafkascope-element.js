@@ -1,7 +1,7 @@
 // kafkascope's drop-in for course pages: custom elements that show one part
 // of kafkascope inside someone else's page.
 //
-//   <script type="module" src="https://YOUR-HOST/kafkascope/kafkascope-element.js"></script>
+//   <script src="https://YOUR-HOST/kafkascope/kafkascope-element.js" defer></script>
 //   <kafkascope-map seed="7" knob="acks:1" play="0"></kafkascope-map>
 //   <kafkascope-steps story="happy-path" step="28"></kafkascope-steps>
 //   <kafkascope-steps scenario="my-scenario.json"></kafkascope-steps>
@@ -19,13 +19,30 @@
 // 600px), `title`, `src` (where kafkascope is hosted; by default the folder
 // this script was loaded from).
 //
+// The file is a classic script and an ES module at once (no `import`,
+// `export` or `import.meta`, everything inside one function): as a classic
+// script it loads from any site without CORS headers, as a module (or
+// `import 'kafkascope/element'` from the npm package) it needs them. Put a
+// link inside each element: the page shows it until the element is
+// defined, so a learner whose browser could not load this file still has
+// a way in.
+//
 // A course page that is itself in an iframe sandboxed without
 // allow-same-origin has an opaque origin: kafkascope cannot answer it, so
 // there the element shows its part from its attributes and reports a
 // `kafkascope:error` for commands instead of sending them.
 
+(() => {
 const API_VERSION = 1;
-const HERE = new URL('./', import.meta.url).href;
+// The folder this script came from: the classic script's own element, or
+// (as a module, where there is no current script) the page's script that
+// names this file; a bundled copy has neither and needs `src`.
+const HERE = (() => {
+  if (typeof document === 'undefined') return '';
+  const script = document.currentScript
+    || [...document.querySelectorAll('script[src]')].reverse().find((candidate) => /kafkascope-element\.js(?:[?#]|$)/.test(candidate.src));
+  return new URL('./', script ? script.src : document.baseURI).href;
+})();
 // The attributes that become the embedded page's address parameters.
 const PARAMS = ['story', 'step', 'seed', 'scenario', 'knob', 'play', 'code'];
 // How long to say hello before giving up (the page answers once it runs).
@@ -34,6 +51,9 @@ const STYLE = `
   :host { display: block; position: relative; width: 100%; height: 600px; contain: content; }
   :host([hidden]) { display: none; }
   iframe { display: block; width: 100%; height: 100%; border: 0; margin: 0; padding: 0; }
+  [part="error"] { position: absolute; inset: 0; margin: 0; padding: 1.5rem; overflow: auto;
+    background: #fff; color: #1a1a1a; font: 1rem/1.5 system-ui, sans-serif; border: 2px solid #b42318; }
+  [part="error"] a { color: #0b57d0; }
 `;
 
 // In a server-side render (no DOM) the module defines nothing.
@@ -133,6 +153,26 @@ class KafkascopeSection extends Base {
     }));
   }
 
+  /** Says in the element, over its part, why the part is not there. */
+  _showProblem(message, href) {
+    const note = document.createElement('div');
+    note.setAttribute('role', 'alert');
+    note.setAttribute('part', 'error');
+    const text = document.createElement('p');
+    text.textContent = message;
+    note.append(text);
+    if (href) {
+      const link = document.createElement('a');
+      link.href = href;
+      link.target = '_blank';
+      link.rel = 'noopener';
+      link.textContent = 'Open kafkascope in a new tab';
+      note.append(link);
+    }
+    this.shadowRoot.querySelector('[part="error"]')?.remove();
+    this.shadowRoot.append(note);
+  }
+
   _render() {
     let url;
     try {
@@ -145,11 +185,10 @@ class KafkascopeSection extends Base {
       this._ready = false;
       this._frame = null;
       const message = `kafkascope cannot open here: the src or scenario attribute is not a web address (${error && error.message || error})`;
-      const note = document.createElement('p');
-      note.setAttribute('role', 'alert');
-      note.setAttribute('part', 'error');
-      note.textContent = message;
-      this.shadowRoot.replaceChildren(note);
+      const style = document.createElement('style');
+      style.textContent = STYLE;
+      this.shadowRoot.replaceChildren(style);
+      this._showProblem(message);
       this._fail(null, message);
       return;
     }
@@ -171,17 +210,26 @@ class KafkascopeSection extends Base {
     this.shadowRoot.replaceChildren(style, frame);
     this._frame = frame;
     if (!this.canTalk) return;
-    // Say hello until the page answers `ready` (it listens once it has
-    // loaded); then send what was queued.
+    // Say hello, once the frame holds kafkascope's page (before that it
+    // holds about:blank, and a message for kafkascope's origin would only
+    // warn in the console), until the page answers `ready`; then send what
+    // was queued. No answer in a minute (a site that refuses frames, a
+    // network that blocks it): say so in the element and to the page.
     const hello = { kafkascope: API_VERSION, type: 'hello' };
     const since = Date.now();
+    let loaded = false;
+    frame.addEventListener('load', () => { loaded = true; }, { once: true });
     this._hello = setInterval(() => {
       if (Date.now() - since > HELLO_FOR_MS) {
         clearInterval(this._hello);
-        this._fail(null, `kafkascope at ${this._origin} did not answer within ${HELLO_FOR_MS / 1000} s`);
+        const message = `kafkascope at ${this._origin} did not answer within ${HELLO_FOR_MS / 1000} s: the site may be down, refuse to be framed, or be blocked by this network`;
+        const whole = new URL(url.href);
+        whole.searchParams.delete('host');
+        this._showProblem(message, whole.href);
+        this._fail(null, message);
         return;
       }
-      frame.contentWindow?.postMessage(hello, this._origin);
+      if (loaded) frame.contentWindow?.postMessage(hello, this._origin);
     }, 200);
   }
 
@@ -193,6 +241,7 @@ class KafkascopeSection extends Base {
       if (this._ready) return;
       this._ready = true;
       clearInterval(this._hello);
+      this.shadowRoot.querySelector('[part="error"]')?.remove();
       for (const message of this._queue.splice(0)) this._frame.contentWindow.postMessage(message, this._origin);
     }
     this.dispatchEvent(new CustomEvent(`kafkascope:${data.type}`, { detail: data, bubbles: true, composed: true }));
@@ -205,5 +254,4 @@ for (const [tag, part] of Object.entries(PARTS)) {
     customElements.define(tag, class extends KafkascopeSection { static section = part; });
   }
 }
-
-export { KafkascopeSection };
+})();

@@ -144,8 +144,10 @@ test('a scenario attribute plays the course page\'s own file as a story; a broke
   const { page, errors } = await open('/scenario');
   const section = (id) => page.frameLocator(`#${id} iframe`).getByTestId('steps');
   await section('mine').and(page.frameLocator('#mine iframe').locator('[data-story^="custom-"]')).waitFor({ timeout: 30000 });
-  const shown = await page.frameLocator('#mine iframe').getByTestId('story-select').evaluate((select) => select.selectedOptions[0].textContent);
+  // A story the address names shows compact: its title and file, no picker.
+  const shown = await page.frameLocator('#mine iframe').getByTestId('story-about').locator('summary').innerText();
   assert.match(shown, /broker-dies\.json/);
+  assert.equal(await page.frameLocator('#mine iframe').getByTestId('story-select').count(), 0);
   // Its step has a link: the same scenario address at that step.
   const stepLink = await page.frameLocator('#mine iframe').getByTestId('step-link').getAttribute('href');
   const linked = new URL(stepLink, 'http://x/');

@@ -36,6 +36,46 @@ for (const [mode, section] of [['lesson', 'lesson'], ['map', 'map'], ['steps', '
   });
 }
 
+test('in 800×600, a story the address names is compact and its diagram is in view; every control comes back with controls=all', async () => {
+  const { page, problems } = await openApp(browser, { width: 800, height: 600, query: '?embed=steps&story=happy-path&play=0', ready: 'embedded' });
+  await page.getByTestId('sequence-diagram').waitFor({ timeout: 30000 });
+  assert.equal(await page.getByTestId('story-select').count(), 0);
+  assert.equal(await page.getByTestId('open-scenario').count(), 0);
+  assert.equal(await page.locator('.filters').count(), 0);
+  assert.match(await page.getByTestId('story-about').locator('summary').innerText(), /Happy path/);
+  // The diagram starts in the frame with room for its first rows.
+  const diagram = await page.getByTestId('sequence-diagram').boundingBox();
+  assert.ok(diagram.y + 150 <= 600, `the diagram starts at ${diagram.y}px`);
+  const caption = await page.getByTestId('step-caption').boundingBox();
+  assert.ok(caption.y >= 0 && caption.y + caption.height <= 600, `the caption at ${caption.y}px`);
+  await page.screenshot({ path: screenshotPath('embed-steps-compact-800x600') });
+  assert.deepEqual(problems, []);
+  await page.close();
+  const full = await openApp(browser, { width: 800, height: 600, query: '?embed=steps&story=happy-path&play=0&controls=all', ready: 'embedded' });
+  await full.page.getByTestId('story-select').waitFor({ timeout: 30000 });
+  assert.equal(await full.page.locator('.filters').count(), 1);
+  await full.page.close();
+});
+
+test('in 800×600, the embedded map is in view below its toolbar, and a click shows its summary in the frame', async () => {
+  const { page, problems } = await openApp(browser, { width: 800, height: 600, query: '?embed=map&play=0', ready: 'embedded' });
+  await page.getByTestId('map').waitFor({ timeout: 30000 });
+  const toolbar = await page.getByTestId('cluster-run-1s').boundingBox();
+  assert.ok(toolbar.y + toolbar.height <= 600);
+  // The map's box: starts in the frame and ends at its foot, scrolling inside.
+  const box = await page.locator('.map-scroll').boundingBox();
+  assert.ok(box.y + 200 <= 600 && box.y + box.height <= 610, `the map's box: ${JSON.stringify(box)}`);
+  await page.getByTestId('node-broker-2').click({ position: { x: 30, y: 10 } });
+  const sheet = page.getByTestId('selection-sheet');
+  await sheet.waitFor();
+  const placed = await sheet.boundingBox();
+  assert.ok(placed.y >= 0 && placed.y + placed.height <= 600, `the summary at ${JSON.stringify(placed)}`);
+  assert.match(await page.getByTestId('sheet-title').innerText(), /broker-2/);
+  await page.screenshot({ path: screenshotPath('embed-map-selected-800x600') });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('an embedded map runs inside another site\'s 800×600 iframe', async () => {
   const page = await browser.newPage({ viewport: { width: 900, height: 700 } });
   await page.setContent(`<!doctype html><title>course</title><iframe id="k" title="kafkascope" width="800" height="600" src="${APP_URL}?embed=map&play=0"></iframe>`);
@@ -60,7 +100,7 @@ test('"Show the embed code" gives an iframe that works when pasted into a course
   await page.getByTestId('embed-part').selectOption('steps');
   await page.getByTestId('embed-show').click();
   const code = await page.getByTestId('embed-text').inputValue();
-  assert.match(code, /^<iframe src="[^"]+\?embed=steps&amp;play=0" width="1000" height="800" title="kafkascope: a story step by step"/);
+  assert.match(code, /^<iframe src="[^"]+\?embed=steps&amp;play=0" width="800" height="600" title="kafkascope: a story step by step"/);
   assert.match(code, /sandbox="allow-scripts allow-same-origin allow-popups allow-popups-to-escape-sandbox"/);
   await page.screenshot({ path: screenshotPath('embed-code'), clip: await page.getByTestId('embed-code').boundingBox().then((box) => ({ x: 0, y: box.y - 10, width: 1280, height: box.height + 220 })) });
   const host = await browser.newPage({ viewport: { width: 1100, height: 900 } });

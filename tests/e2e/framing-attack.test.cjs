@@ -22,8 +22,10 @@ let impostorRequests = 0;
 
 // The framing page: kafkascope in an iframe, and the attack in two forms:
 // `attackNow()` navigates the (idle) sandbox frame to the impostor, and
-// `armed` makes a loop navigate the next sandbox frame the moment it
-// appears, before kafkascope's own document has loaded in it.
+// `armed` makes a loop navigate the sandbox frame there is, or the next
+// one the moment it appears, before kafkascope's own document has loaded
+// in it (whether kafkascope made a new frame right after the first attack
+// or makes it at the next run is the page's business, not the test's).
 const framingPage = () => `<!doctype html><title>a page that frames kafkascope</title>
 <iframe id="app" src="${APP_URL}" title="kafkascope" style="width: 1240px; height: 860px"></iframe>
 <script>
@@ -34,18 +36,15 @@ const framingPage = () => `<!doctype html><title>a page that frames kafkascope</
   });
   window.attackNow = () => { frames[0].frames[0].location = impostor; };
   window.armed = false;
-  const seen = new WeakSet();
   setInterval(() => {
+    if (!window.armed) return;
     try {
+      // The sandbox frame there is (kafkascope may have made a new one
+      // already), else the next one the moment it appears.
       const app = frames[0];
-      for (let index = 0; index < app.frames.length; index += 1) {
-        const frame = app.frames[index];
-        if (seen.has(frame)) continue;
-        seen.add(frame);
-        if (window.armed) {
-          window.armed = false;
-          frame.location = impostor;
-        }
+      if (app.frames.length > 0) {
+        window.armed = false;
+        app.frames[app.frames.length - 1].location = impostor;
       }
     } catch (error) { /* not there yet */ }
   }, 1);
@@ -127,12 +126,18 @@ test('a framing page that swaps the sandbox frame\'s document gets no code and c
   // race, the impostor gets nothing: either the run says the sandbox was
   // interfered with, or it ran in kafkascope's own frame before the swap
   // (and the swap is then reported by the next run).
-  await page.evaluate(() => { window.armed = true; });
-  const racing = await runCode(app, secret);
-  for (let tries = 0; tries < 100 && impostorRequests < 2; tries += 1) await new Promise((resolve) => setTimeout(resolve, 50));
+  // (A swap can also lose outright: the frame's own document starts
+  // loading after the swap and replaces the impostor before it is even
+  // requested. Then the attack is tried again, on the frame that is now
+  // there, until it reaches the impostor's server.)
+  for (let attempt = 0; attempt < 5 && impostorRequests < 2; attempt += 1) {
+    await page.evaluate(() => { window.armed = true; });
+    const racing = await runCode(app, secret);
+    for (let tries = 0; tries < 100 && impostorRequests < 2; tries += 1) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.match(racing, /the sandbox was interfered with|the learner's secret answer 7193/);
+    assert.doesNotMatch(racing, /every test passed/);
+  }
   assert.equal(impostorRequests, 2, 'the second attack ran');
-  assert.match(racing, /the sandbox was interfered with|the learner's secret answer 7193/);
-  assert.doesNotMatch(racing, /every test passed/);
 
   const stolen = await page.evaluate(() => window.stolen);
   assert.ok(!stolen.some((item) => /7193|warming|init|run:/.test(item)), JSON.stringify(stolen));

@@ -88,7 +88,16 @@ test('a course page on another origin drives the embedded map and hears its even
   await app.send({ type: 'killBroker', broker: 9 });
   await app.waitFor('error', (m) => m.command === 'killBroker' && /brokers 1 to 3, not 9/.test(m.message));
   await app.send({ type: 'explode' });
-  await app.waitFor('error', (m) => /unknown variant `explode`/.test(m.message));
+  await app.waitFor('error', (m) => /unknown variant `explode`/.test(m.message) && m.command === null);
+  // A command the page knows, sent with a field it does not: the error
+  // names the command.
+  await app.send({ type: 'killBroker', broker: 1, now: true });
+  await app.waitFor('error', (m) => m.command === 'killBroker' && /unknown field `now`/.test(m.message));
+  // Another hello, heard before the command after it: still one ready.
+  await app.send({ type: 'hello' });
+  await app.send({ type: 'killBroker', broker: 8 });
+  await app.waitFor('error', (m) => m.command === 'killBroker' && /not 8/.test(m.message));
+  assert.equal((await app.heard('ready')).length, 1);
   await app.send({ type: 'goToStep', step: 3 });
   await app.waitFor('error', (m) => m.command === 'goToStep' && /no sequence steps/.test(m.message));
 
@@ -132,6 +141,15 @@ test('a course page drives an embedded story: steps, a loaded scenario, the end 
   await app.waitFor('stepChanged', (m) => m.story === 'custom-idle-consumer');
   await app.send({ type: 'loadScenario', scenario: '{ "name": 1 }' });
   await app.waitFor('error', (m) => m.command === 'loadScenario' && /scenario\.json: bad scenario/.test(m.message));
+  // Inputs that name what the cluster does not have: the field, the line
+  // and the column, as any other mistake.
+  const wrong = JSON.parse(scenario);
+  wrong.inputs.push({ atMs: 1000, input: { type: 'stopBroker', broker: 9 } });
+  await app.send({ type: 'loadScenario', scenario: JSON.stringify(wrong, null, 2), name: 'wrong.json' });
+  await app.waitFor('error', (m) => m.command === 'loadScenario'
+    && /wrong\.json: bad scenario: inputs\[\d+\]\.input\.broker: the cluster has brokers 1 to \d+, not broker 9 at line \d+ column \d+/.test(m.message));
+  const said = (await app.heard('error')).find((m) => /wrong\.json/.test(m.message)).message;
+  assert.ok(said.includes(`inputs[${wrong.inputs.length - 1}]`), said);
   const steps = (await app.heard('stepChanged')).filter((m) => m.story === 'custom-idle-consumer')[0].steps;
   await app.send({ type: 'goToStep', step: steps });
   await app.waitFor('storyFinished', (m) => m.story === 'custom-idle-consumer');
@@ -151,17 +169,23 @@ test('an embed that pins another host origin ignores this page', async () => {
   await app.page.close();
 });
 
-test('an embedded lesson or sandbox answers ready too, and says it takes no map or story commands', async () => {
+test('an embedded lesson or sandbox answers ready once, names its part, and says it takes no map or story commands', async () => {
   for (const [query, ready] of [['embed=lesson', 'lesson'], ['embed=sandbox', 'sandbox']]) {
     const app = await course(query);
     await app.frame.getByTestId(ready).waitFor({ timeout: 30000 });
     const answer = await hello(app);
     assert.ok(answer, `${query} answered ready`);
-    assert.deepEqual(answer.sections, []);
+    assert.deepEqual(answer.sections, [ready]);
     await app.send({ type: 'killBroker', broker: 1 });
     await app.waitFor('error', (m) => m.command === 'killBroker');
     const [error] = await app.heard('error');
     assert.match(error.message, /no live map/);
+    // More hellos: no second ready.
+    await app.send({ type: 'hello' });
+    await app.send({ type: 'pause', section: ready });
+    await app.waitFor('error', (m) => m.command === 'pause');
+    assert.match((await app.heard('error')).find((m) => m.command === 'pause').message, new RegExp(`the ${ready} takes no commands`));
+    assert.equal((await app.heard('ready')).length, 1);
     assert.deepEqual(app.errors, []);
     await app.page.close();
   }
@@ -202,7 +226,7 @@ test('a host that says hello once, as the frame loads, hears ready with both par
   await app.waitFor('ready');
   const ready = await app.heard('ready');
   assert.equal(ready.length, 1, JSON.stringify(ready));
-  assert.deepEqual([...ready[0].sections].sort(), ['map', 'steps']);
+  assert.deepEqual(ready[0].sections, ['lesson', 'map', 'steps', 'sandbox']);
   await app.send({ type: 'goToStep', step: 3 });
   await app.waitFor('stepChanged', (m) => m.step === 3);
   assert.deepEqual(await app.heard('error'), []);

@@ -54,12 +54,17 @@ test('a copied link to this moment opens the same run: same time, same counts, s
   await page.close();
 });
 
-test('a damaged or newer run link says why and the default cluster runs', async () => {
-  for (const [run, says] of [['2.AAAA', /newer kafkascope/], ['1.%%%', /damaged/], ['1.AAAA', /damaged or too large/]]) {
+test('a damaged or newer run link says why in plain words and the default cluster runs', async () => {
+  // A link whose run was edited: a field of its cluster misspelt.
+  const edited = `1.${require('node:zlib').deflateRawSync('{"v":1,"seed":1,"config":{"brokers":3,"mitopics":[]},"inputs":[],"events":0,"nowMs":0}').toString('base64url')}`;
+  for (const [run, says] of [['2.AAAA', /newer kafkascope/], ['1.%%%', /damaged/], ['1.AAAA', /damaged or too large/],
+    [edited, /this run link is damaged: it names settings or inputs kafkascope does not have \(a part of it was changed by hand\)\. Copy the link again/]]) {
     const { page, problems } = await openApp(browser, { query: `?play=0&run=${run}` });
     const problem = live(page).getByTestId('run-link-problem');
     await problem.waitFor();
     assert.match(await problem.innerText(), says);
+    // No parser's words: no field lists, no backticks.
+    assert.doesNotMatch(await problem.innerText(), /`|expected one of/);
     await live(page).getByTestId('cluster-run-1s').click();
     assert.match(await live(page).getByTestId('cluster-time').innerText(), /t = 1000 ms/);
     assert.deepEqual(problems.filter((problem) => !/run link/.test(problem)), []);

@@ -18,6 +18,7 @@ pub mod controller;
 pub mod groups;
 pub mod history;
 pub mod java;
+pub mod json_position;
 pub mod limits;
 pub mod partitioning;
 pub mod protocol;

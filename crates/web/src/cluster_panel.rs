@@ -53,6 +53,22 @@ pub fn is_phone() -> bool {
         .is_some_and(|query| query.matches())
 }
 
+/// Whether the selection's summary goes at the foot of the screen: on a
+/// phone, and in an embedded map too narrow for the inspector beside it
+/// (the inspector is then below the map, out of the frame).
+fn wants_sheet() -> bool {
+    let matches = |query: &str| {
+        web_sys::window()
+            .and_then(|window| window.match_media(query).ok().flatten())
+            .is_some_and(|query| query.matches())
+    };
+    is_phone()
+        || (matches!(
+            crate::view_model::embed_mode(&crate::export::page_query()),
+            Ok(Some(crate::view_model::Embed::Map))
+        ) && matches("(max-width: 1099px)"))
+}
+
 fn prefers_reduced_motion() -> bool {
     web_sys::window()
         .and_then(|window| window.match_media("(prefers-reduced-motion: reduce)").ok().flatten())
@@ -232,7 +248,7 @@ pub fn cluster_panel() -> Html {
     // selection's summary at the foot of the screen, with its actions
     // (what a learner does to a process) and a way to the rest.
     let sheet = match (&inspection, &selected) {
-        (Some(inspection), Some(selection)) if is_phone() && !*sheet_folded => phone_sheet(
+        (Some(inspection), Some(selection)) if wants_sheet() && !*sheet_folded => phone_sheet(
             inspection,
             selection,
             &view,
@@ -358,13 +374,27 @@ fn actions_for(
 
 /// What the map is and how to drive it.
 fn map_hint(config: &kafkascope_engine::sim::config::ClusterConfig) -> Html {
-    html! {
+    let hint = html! {
         <p class="hint">
             { describe_config(config) }
             { " Time is simulated: the map opens playing; pause it, step one event, or run or skip a stretch of time at once (only playing sends the steady stream of records)" }
             <span class="keys">{ " (with this section focused: Space plays or pauses, → steps one event)" }</span>
             { ". Click anything on the map to inspect it." }
         </p>
+    };
+    // Embedded, the map comes first: what the cluster is, a click away.
+    if matches!(
+        crate::view_model::embed_mode(&crate::export::page_query()),
+        Ok(Some(crate::view_model::Embed::Map))
+    ) {
+        html! {
+            <details class="map-about" data-testid="map-about">
+                <summary>{ "About this cluster, and how to run it" }</summary>
+                { hint }
+            </details>
+        }
+    } else {
+        hint
     }
 }
 

@@ -50,13 +50,69 @@ pub enum HostCommand {
     RestartBroker { broker: u32 },
 }
 
-/// The part of the page a command is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+/// A part of the page, by the name `?embed=` takes: what `ready` lists
+/// and what a command is for (only the map and the steps take commands).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Section {
+    Lesson,
     Map,
     Steps,
+    Sandbox,
 }
+
+impl Section {
+    /// The parts a page shows: the one `?embed=` names, else all of them.
+    pub fn shown(query: &str) -> Vec<Section> {
+        use crate::view_model::Embed;
+        match crate::view_model::embed_mode(query) {
+            Ok(Some(Embed::Lesson)) => vec![Section::Lesson],
+            Ok(Some(Embed::Map)) => vec![Section::Map],
+            Ok(Some(Embed::Steps)) => vec![Section::Steps],
+            Ok(Some(Embed::Sandbox)) => vec![Section::Sandbox],
+            Ok(None) | Err(_) => vec![Section::Lesson, Section::Map, Section::Steps, Section::Sandbox],
+        }
+    }
+
+    /// Why a command cannot go to this part when the page does not
+    /// show it, or shows it without commands.
+    pub fn refusal(self, command: &str) -> String {
+        match self {
+            Section::Map => format!("this page shows no live map for {command}"),
+            Section::Steps => format!("this page shows no sequence steps for {command}"),
+            Section::Lesson | Section::Sandbox => format!(
+                "the {} takes no commands; {command} goes to the map or the steps",
+                if self == Section::Lesson { "lesson" } else { "sandbox" }
+            ),
+        }
+    }
+}
+
+/// A message for this page that it does not take: the command it names
+/// (when its `type` is one), and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub command: Option<String>,
+    pub message: String,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(&self.message)
+    }
+}
+
+/// Every command's `type`, as hosts spell it.
+pub const COMMANDS: [&str; 8] = [
+    "hello",
+    "play",
+    "pause",
+    "goToStep",
+    "loadScenario",
+    "setKnob",
+    "killBroker",
+    "restartBroker",
+];
 
 impl HostCommand {
     /// Its `type`, as the host spelt it (for error events).
@@ -119,19 +175,31 @@ impl HostEvent {
 /// Reads a host's message (its JSON), or says why it is not one the page
 /// takes. Messages without `kafkascope` are not for this page (`None`:
 /// ignored, other scripts post messages too).
-pub fn parse_command(json: &str) -> Option<Result<HostCommand, String>> {
+pub fn parse_command(json: &str) -> Option<Result<HostCommand, Refused>> {
     let value: serde_json::Value = serde_json::from_str(json).ok()?;
     let version = value.get("kafkascope")?;
+    let command = value
+        .get("type")
+        .and_then(|name| name.as_str())
+        .filter(|name| COMMANDS.contains(name))
+        .map(str::to_string);
     if version.as_u64() != Some(u64::from(HOST_API_VERSION)) {
-        return Some(Err(format!(
-            "this page speaks kafkascope host API version {HOST_API_VERSION}; the message says {version}"
-        )));
+        return Some(Err(Refused {
+            command,
+            message: format!("this page speaks kafkascope host API version {HOST_API_VERSION}; the message says {version}"),
+        }));
     }
     let mut value = value;
     if let Some(object) = value.as_object_mut() {
         object.remove("kafkascope");
     }
-    Some(serde_json::from_value(value).map_err(|error| format!("not a command this page takes: {error}")))
+    Some(serde_json::from_value(value).map_err(|error| {
+        let message = match &command {
+            Some(name) => format!("{name} is a command this page takes, but not like this: {error}"),
+            None => format!("not a command this page takes: {error}"),
+        };
+        Refused { command, message }
+    }))
 }
 
 /// The host origin an embed address pins (`host=https://course.example`):
@@ -182,6 +250,9 @@ pub mod bridge {
         /// commands wait in `waiting` and `ready` is not said.
         holds: u32,
         waiting: Vec<HostCommand>,
+        /// `ready` has been said: it is said once per page, however many
+        /// `hello`s the host sent before hearing it.
+        ready_said: bool,
     }
 
     thread_local! {
@@ -218,6 +289,7 @@ pub mod bridge {
         STATE.with(|state| state.borrow_mut().handlers.push((section, handler)));
     }
 
+    /// The sections that take commands (registered a handler).
     fn sections() -> Vec<Section> {
         STATE.with(|state| {
             let mut sections: Vec<Section> = state.borrow().handlers.iter().map(|(section, _)| *section).collect();
@@ -261,7 +333,12 @@ pub mod bridge {
             return;
         }
         if matches!(command, HostCommand::Hello) {
-            emit(&HostEvent::Ready { sections: sections() });
+            let first = STATE.with(|state| !std::mem::replace(&mut state.borrow_mut().ready_said, true));
+            if first {
+                emit(&HostEvent::Ready {
+                    sections: Section::shown(&crate::export::page_query()),
+                });
+            }
             return;
         }
         let sections = sections();
@@ -277,14 +354,7 @@ pub mod bridge {
         });
         let result = match handler {
             Some(handler) => handler(command),
-            None => Err(format!(
-                "this page shows no {} for {}",
-                match section {
-                    Section::Map => "live map",
-                    Section::Steps => "sequence steps",
-                },
-                command.name()
-            )),
+            None => Err(section.refusal(command.name())),
         };
         if let Err(message) = result {
             emit(&HostEvent::Error {
@@ -387,7 +457,10 @@ pub mod bridge {
             }
             match parsed {
                 Ok(command) => handle(&command),
-                Err(message) => emit(&HostEvent::Error { command: None, message }),
+                Err(refused) => emit(&HostEvent::Error {
+                    command: refused.command,
+                    message: refused.message,
+                }),
             }
         });
         if let Some(window) = web_sys::window() {
@@ -444,11 +517,16 @@ mod tests {
         assert_eq!(parse_command(r#"{"type":"play"}"#), None);
         assert_eq!(parse_command("not json"), None);
         let wrong_version = parse_command(r#"{"kafkascope":2,"type":"play"}"#).expect("for us");
-        assert!(wrong_version.is_err_and(|error| error.contains("version 1")));
+        assert!(wrong_version.is_err_and(|error| error.message.contains("version 1") && error.command.as_deref() == Some("play")));
         let unknown = parse_command(r#"{"kafkascope":1,"type":"explode"}"#).expect("for us");
-        assert!(unknown.is_err_and(|error| error.contains("unknown variant `explode`")));
+        assert!(unknown.clone().is_err_and(|error| error.message.contains("unknown variant `explode`")));
+        assert!(unknown.is_err_and(|refused| refused.command.is_none()));
         let extra = parse_command(r#"{"kafkascope":1,"type":"killBroker","broker":1,"now":true}"#).expect("for us");
-        assert!(extra.is_err_and(|error| error.contains("unknown field `now`")));
+        assert_eq!(extra.clone().err().and_then(|refused| refused.command).as_deref(), Some("killBroker"));
+        assert!(extra.is_err_and(|error| error.message.contains("unknown field `now`")));
+        let missing = parse_command(r#"{"kafkascope":1,"type":"goToStep"}"#).expect("for us");
+        assert!(missing.is_err_and(|refused| refused.command.as_deref() == Some("goToStep")
+            && refused.message.contains("missing field `step`")));
     }
 
     #[test]
@@ -471,6 +549,27 @@ mod tests {
         )
         .expect("json");
         assert_eq!(ready["sections"], serde_json::json!(["map"]));
+    }
+
+    #[test]
+    fn ready_lists_the_parts_the_page_shows_and_only_map_and_steps_take_commands() {
+        assert_eq!(Section::shown("?embed=sandbox"), vec![Section::Sandbox]);
+        assert_eq!(Section::shown("?embed=lesson&host=x"), vec![Section::Lesson]);
+        assert_eq!(Section::shown("?embed=steps&story=happy-path"), vec![Section::Steps]);
+        assert_eq!(
+            Section::shown("?play=0"),
+            vec![Section::Lesson, Section::Map, Section::Steps, Section::Sandbox]
+        );
+        let ready: serde_json::Value = serde_json::from_str(
+            &HostEvent::Ready {
+                sections: Section::shown("?embed=sandbox"),
+            }
+            .to_json(),
+        )
+        .expect("json");
+        assert_eq!(ready["sections"], serde_json::json!(["sandbox"]));
+        assert!(Section::Sandbox.refusal("killBroker").contains("the sandbox takes no commands"));
+        assert!(Section::Map.refusal("killBroker").contains("no live map"));
     }
 
     #[test]
@@ -499,18 +598,6 @@ mod tests {
             assert_eq!(pinned_origin(&format!("?host={bad}")), None, "{bad}");
         }
     }
-
-    /// Every command's `type`.
-    const COMMANDS: [&str; 8] = [
-        "hello",
-        "play",
-        "pause",
-        "goToStep",
-        "loadScenario",
-        "setKnob",
-        "killBroker",
-        "restartBroker",
-    ];
 
     /// A well-formed message of command `name`, with the fields it needs.
     fn example_message(name: &str) -> String {

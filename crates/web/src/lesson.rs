@@ -125,6 +125,22 @@ fn link_view(props: &LinkProps) -> Html {
 }
 
 /// The lesson section.
+/// An embedded lesson that names one exercise (`?embed=lesson&exercise=pitfalls`,
+/// as a course package for that exercise does) shows only it.
+fn single_exercise(on_anchor: &Callback<String>) -> Option<Html> {
+    let query = crate::export::page_query();
+    if !matches!(crate::view_model::embed_mode(&query), Ok(Some(crate::view_model::Embed::Lesson))) {
+        return None;
+    }
+    let wanted = crate::view_model::query_param(&query, "exercise")?;
+    let index = lesson().exercises.iter().position(|exercise| exercise.id == wanted)?;
+    Some(html! {
+        <section id="lesson" class="card lesson wide" aria-label="an exercise" data-testid="lesson" tabindex="-1">
+            <ExerciseView index={index} on_anchor={on_anchor.clone()} />
+        </section>
+    })
+}
+
 #[function_component(Lesson)]
 pub fn lesson_section() -> Html {
     let lesson = lesson();
@@ -148,6 +164,9 @@ pub fn lesson_section() -> Html {
         Callback::from(move |_: MouseEvent| tab.set(chosen))
     };
     let on_tab_keys = tab_keys(tab.clone());
+    if let Some(alone) = single_exercise(&on_anchor) {
+        return alone;
+    }
     let link = |link: &LessonLink| html! { <Link link={link.clone()} on_anchor={on_anchor.clone()} /> };
     // Glossary terms, underlined at their first use on the page (the
     // panels are drawn in page order), each a link to its definition.
@@ -407,7 +426,10 @@ fn exercise_view(props: &ExerciseProps) -> Html {
     use crate::exercise_model::{score, Outcome};
     let index = props.index;
     let exercise = &lesson().exercises[index];
-    let answers = use_state(|| vec![None::<Outcome>; exercise.cases.len()]);
+    let answers = use_state(|| {
+        crate::course::saved_answers(&exercise.id, exercise.cases.len())
+            .unwrap_or_else(|| vec![None::<Outcome>; exercise.cases.len()])
+    });
     let revealed = use_state(|| None::<Result<Vec<crate::exercise_model::Revealed>, String>>);
     let choose = |case: usize, outcome: Outcome| {
         let answers = answers.clone();
@@ -415,6 +437,7 @@ fn exercise_view(props: &ExerciseProps) -> Html {
         Callback::from(move |_: Event| {
             let mut next = (*answers).clone();
             next[case] = Some(outcome);
+            crate::course::exercise_changed(&lesson().exercises[index].id, &next, None);
             answers.set(next);
             // A changed answer hides the old reveal.
             revealed.set(None);
@@ -425,6 +448,7 @@ fn exercise_view(props: &ExerciseProps) -> Html {
     let run = {
         let revealed = revealed.clone();
         let running = running.clone();
+        let answers = answers.clone();
         Callback::from(move |_: MouseEvent| {
             if *running {
                 return;
@@ -432,8 +456,14 @@ fn exercise_view(props: &ExerciseProps) -> Html {
             running.set(true);
             let revealed = revealed.clone();
             let running = running.clone();
+            let answers = (*answers).clone();
             wasm_bindgen_futures::spawn_local(async move {
-                revealed.set(Some(crate::sim_slot::reveal_exercise(index).await));
+                let result = crate::sim_slot::reveal_exercise(index).await;
+                if let Ok(cases) = &result {
+                    let outcomes = cases.iter().map(|case| case.outcome).collect();
+                    crate::course::exercise_changed(&lesson().exercises[index].id, &answers, Some(outcomes));
+                }
+                revealed.set(Some(result));
                 running.set(false);
             });
         })

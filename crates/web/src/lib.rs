@@ -9,6 +9,8 @@ pub mod app;
 pub mod cluster_model;
 pub mod cluster_panel;
 pub mod exercise_model;
+pub mod course;
+pub mod course_model;
 pub mod export;
 pub mod host_api;
 pub mod inspector;

@@ -2,5 +2,7 @@
 //! `index.html` loads it.
 
 fn main() {
+    // A course package reports to its learning platform (nothing elsewhere).
+    kafkascope_web::course::start();
     yew::Renderer::<kafkascope_web::app::App>::new().render();
 }

@@ -185,7 +185,10 @@ fn run_callback(
         let on_done = Closure::once_into_js(move |value: JsValue| {
             *finished_runs.borrow_mut() += 1;
             match serde_wasm_bindgen::from_value::<RunResult>(value) {
-                Ok(result) => outcome.set(Outcome::Done(result)),
+                Ok(result) => {
+                    crate::course::sandbox_ran();
+                    outcome.set(Outcome::Done(result));
+                }
                 Err(error) => outcome.set(Outcome::Broken(error.to_string())),
             }
         });

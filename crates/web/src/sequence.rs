@@ -727,6 +727,7 @@ pub fn sequence_steps() -> Html {
     drop(borrowed);
     let model = Rc::new(side_model(&view, step.as_ref(), map_width));
     let groups = crate::cluster_model::describe_groups(&view);
+    let compact = crate::view_model::compact_story(&crate::export::page_query());
 
     html! {
         <section id="steps" class="card steps wide" aria-labelledby="steps-title" tabindex="0" onkeydown={on_keydown}
@@ -735,9 +736,9 @@ pub fn sequence_steps() -> Html {
             data-trace-hash={format!("{trace_hash:016x}")} data-time={view.time_ms.to_string()}
             data-scenario-loading={scenario_loading.to_string()}
             ondrop={on_drop} ondragover={on_drag_over}>
-            <h2 id="steps-title">{ "Stories: a run, message by message" }</h2>
+            <h2 id="steps-title" class={classes!(compact.then_some("visually-hidden"))}>{ "Stories: a run, message by message" }</h2>
             { if let Some(problem) = &problem { html! { <p class="error" role="alert" data-testid="link-problem">{ problem }</p> } } else { html! {} } }
-            <crate::step_parts::StoryBar story={story_def.id.clone()} custom={story_def.is_custom().then(|| format!("{} (from {})", story_def.title(), story_def.file))}
+            <crate::step_parts::StoryBar compact={compact} story={story_def.id.clone()} custom={story_def.is_custom().then(|| format!("{} (from {})", story_def.title(), story_def.file))}
                 title={title} description={description} problem={(*scenario_problem).clone()} on_story={on_story} on_file={on_file} />
             <crate::step_parts::StepControls playing={*playing} pace={*pace} on_action={on_action.clone()} on_play={on_play} on_pace={on_pace}
                 // The step's own number (the one links and Learn name), and
@@ -746,7 +747,7 @@ pub fn sequence_steps() -> Html {
                 link={(!(story_def.is_custom() && scenario_raw.is_none())).then(|| deep_link.clone())} />
             <crate::story_timeline::StoryTimeline outline={outline.clone()} visible={visible.clone()} current={index} total={total}
                 every={filter.every} filtered={every_step && !filter.every} on_action={on_action.clone()} />
-            <crate::step_parts::StepFilters partitions={partitions} nodes={nodes.clone()}
+            <crate::step_parts::StepFilters {compact} partitions={partitions} nodes={nodes.clone()}
                 names={names} filter={filter.clone()} shown={visible.len()} total={total} on_filter={on_filter} />
             <crate::step_parts::StepCaption step={step.clone()} folded_startup={outline.folded_startup(index, filter.startup_open).cloned()}
                 in_open_startup={filter.startup_open && !filter.every && outline.startup.as_ref().is_some_and(|startup| startup.folded.contains(&index))}
@@ -895,6 +896,8 @@ fn use_step_events(story: String, index: usize, total: usize) {
             step: index + 1,
             steps: *total,
         });
+        // A course package's story reports its step (and its end).
+        crate::course::story_step(index + 1, *total);
         if index + 1 == *total {
             crate::host_api::bridge::emit(&crate::host_api::HostEvent::StoryFinished { story: story.clone() });
         }

@@ -177,6 +177,17 @@ pub fn run_address(base: &str, run: &RunLink) -> String {
     format!("{base}?play=0&{RUN_PARAM}={}#map", encode(run))
 }
 
+/// Why a run link's text is not a run, in a learner's words (the
+/// parser's own words name fields a learner never saw).
+fn damaged_run(error: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    let what = match error.classify() {
+        Category::Data => "it names settings or inputs kafkascope does not have (a part of it was changed by hand)",
+        Category::Eof | Category::Syntax | Category::Io => "its text was cut short or changed after it was made",
+    };
+    format!("this run link is damaged: {what}. Copy the link again from the page that made it")
+}
+
 /// Reads a link's text, or says why it cannot.
 pub fn decode(text: &str) -> Result<RunLink, String> {
     let (version, body) = text
@@ -200,7 +211,7 @@ pub fn decode(text: &str) -> Result<RunLink, String> {
     // one copy of every type's JSON reader, not two.
     let text = unpack(body, MAX_LINK_JSON, "run link")?;
     let run: RunLink =
-        serde_json::from_str(&text).map_err(|error| format!("this run link does not describe a run: {error}"))?;
+        serde_json::from_str(&text).map_err(|error| damaged_run(&error))?;
     if run.v != LINK_VERSION {
         return Err(format!(
             "this run link says format {} inside format {LINK_VERSION}",
@@ -379,9 +390,13 @@ mod tests {
             ("x.abc", "not a number"),
             ("1.!!!", "not base64url"),
             ("1.AAAA", "damaged or too large"),
+            (&format!("1.{}", pack(r#"{"v":1,"seed":1,"config":{"brokers":3,"mitopics":[]}}"#)) as &str, "names settings or inputs kafkascope does not have"),
+            (&format!("1.{}", pack(r#"{"v":1,"seed":1,"conf"#)) as &str, "cut short or changed"),
         ] {
             let error = decode(text).expect_err(text);
             assert!(error.contains(says), "{text}: {error}");
+            // Plain words: no parser's field lists or positions.
+            assert!(!error.contains('`') && !error.contains("expected"), "{text}: {error}");
         }
         let mut huge = run();
         huge.events = MAX_LINK_EVENTS + 1;

@@ -22,11 +22,19 @@ pub struct FiltersProps {
     pub shown: usize,
     pub total: usize,
     pub on_filter: Callback<(FilterField, Option<String>)>,
+    /// A compact embed shows the filters only once one is set (a click on
+    /// the side map sets one), so that it can be undone.
+    #[prop_or_default]
+    pub compact: bool,
 }
 
 /// The filters by partition, client or node, and message or event.
 #[function_component(StepFilters)]
 pub fn step_filters(props: &FiltersProps) -> Html {
+    let set = props.filter.partition.is_some() || props.filter.node.is_some() || props.filter.name.is_some();
+    if props.compact && !set {
+        return html! {};
+    }
     let field = |field: FilterField| {
         let on_filter = props.on_filter.clone();
         Callback::from(move |event: Event| {
@@ -170,11 +178,29 @@ pub struct StoryBarProps {
     pub problem: Option<String>,
     pub on_story: Callback<Event>,
     pub on_file: Callback<Event>,
+    /// An embedded story the address names: its title, with what it
+    /// teaches a click away, and no pickers.
+    #[prop_or_default]
+    pub compact: bool,
 }
 
 /// The story picker, "Open a scenario file", and what the story teaches.
 #[function_component(StoryBar)]
 pub fn story_bar(props: &StoryBarProps) -> Html {
+    if props.compact {
+        return html! {
+            <div class="story-bar compact">
+                { match &props.problem {
+                    Some(problem) => html! { <p class="error" role="alert" data-testid="scenario-problem">{ problem }</p> },
+                    None => html! {},
+                } }
+                <details class="story-about" data-testid="story-about">
+                    <summary><strong>{ props.custom.as_ref().unwrap_or(&props.title) }</strong>{ if props.description.is_empty() { "" } else { " · what it shows" } }</summary>
+                    <p class="hint">{ &props.description }</p>
+                </details>
+            </div>
+        };
+    }
     html! {
         <div class="story-bar">
             <label>{ "Story " }

@@ -121,14 +121,29 @@ pub fn embed_mode(query: &str) -> Result<Option<Embed>, String> {
         })
 }
 
+/// The frame every embedded part is made to fit, in CSS pixels: the size
+/// the authoring guide promises and the embed-code generator writes.
+pub const EMBED_FRAME: (u32, u32) = (800, 600);
+
+/// Whether an embedded story shows only what reads it: a part that shows
+/// only the steps, for a story the address names (`story=` or
+/// `scenario=`), hides the story picker, the file picker and the filters,
+/// unless the address asks for every control (`controls=all`).
+pub fn compact_story(query: &str) -> bool {
+    matches!(embed_mode(query), Ok(Some(Embed::Steps)))
+        && (query_param(query, "story").is_some() || query_param(query, "scenario").is_some())
+        && query_param(query, "controls") != Some("all")
+}
+
 impl Embed {
     /// Its title for a frame, and the frame's size in CSS pixels.
     fn frame(self) -> (&'static str, u32, u32) {
+        let (width, height) = EMBED_FRAME;
         match self {
-            Embed::Lesson => ("the lesson", 900, 800),
-            Embed::Map => ("a running Kafka cluster", 1000, 720),
-            Embed::Steps => ("a story step by step", 1000, 800),
-            Embed::Sandbox => ("a JavaScript sandbox", 900, 720),
+            Embed::Lesson => ("the lesson", width, height),
+            Embed::Map => ("a running Kafka cluster", width, height),
+            Embed::Steps => ("a story step by step", width, height),
+            Embed::Sandbox => ("a JavaScript sandbox", width, height),
         }
     }
 }
@@ -302,6 +317,16 @@ mod tests {
     }
 
     #[test]
+    fn a_pinned_story_in_an_embed_is_compact_unless_every_control_is_asked_for() {
+        assert!(compact_story("?embed=steps&story=happy-path&play=0"));
+        assert!(compact_story("?embed=steps&scenario=https%3A%2F%2Fx%2Fa.json"));
+        assert!(!compact_story("?embed=steps&story=happy-path&controls=all"));
+        assert!(!compact_story("?embed=steps"));
+        assert!(!compact_story("?story=happy-path"));
+        assert!(!compact_story("?embed=map&story=happy-path"));
+    }
+
+    #[test]
     fn embed_mode_reads_the_address_and_refuses_unknown_parts() {
         assert_eq!(embed_mode(""), Ok(None));
         assert_eq!(embed_mode("?play=0&embed=map"), Ok(Some(Embed::Map)));
@@ -311,7 +336,7 @@ mod tests {
         assert_eq!(without_embed("?embed=map"), "");
         let code = embed_code("https://example.org/k/\"x", Embed::Map);
         assert!(
-            code.starts_with("<iframe src=\"https://example.org/k/&quot;x?embed=map&amp;play=0\" width=\"1000\""),
+            code.starts_with("<iframe src=\"https://example.org/k/&quot;x?embed=map&amp;play=0\" width=\"800\" height=\"600\""),
             "{code}"
         );
         assert!(code.contains("sandbox=\"allow-scripts allow-same-origin"));

@@ -8,6 +8,7 @@
 //! before it installs, so a second run installs nothing.
 
 mod bench;
+mod course;
 mod package;
 mod pins;
 mod process;
@@ -31,6 +32,10 @@ commands:
                                      for safety and recovery, with a progress line; each failure prints its seed and
                                      writes a minimised scenario (default target/fuzz-failures/) for `kafkascope run`
   build                              build the static site into dist/ and print artifact sizes
+  course [--part lesson|exercise:ID|story:ID|sandbox] [--scorm 1.2|2004] [--title T] [--mastery PERCENT]
+         [--out FILE.zip] [--dist DIR]
+                                     build the site and write it as a SCORM package (default: the lesson, SCORM
+                                     2004, mastery 80) into target/course/, for a learning platform to import
   package                            build the JavaScript API (ES module + Node) into target/pkg/
   setup [--browser]                  only install what is missing (--browser: Chromium and Playwright too)
   help                               print this text";
@@ -53,6 +58,9 @@ fn run(arguments: &[String]) -> Outcome {
     let command = arguments.first().map(String::as_str).unwrap_or("help");
     if command == "fuzz" {
         return fuzz_command(&arguments[1..]);
+    }
+    if command == "course" {
+        return course::course_command(&arguments[1..]);
     }
     let options = Options::parse(&arguments[arguments.len().min(1)..])?;
     match command {

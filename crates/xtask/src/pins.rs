@@ -14,6 +14,9 @@ pub struct Pins {
     pub playwright_core: String,
     /// axe-core, for the accessibility checks in the browser tests.
     pub axe_core: String,
+    /// scorm-again, the SCORM 1.2 and 2004 run-time that stands in for a
+    /// learning platform in the course package's browser tests.
+    pub scorm_again: String,
 }
 
 /// Loads `tools.toml` and checks its mirrors.
@@ -33,6 +36,7 @@ pub fn load() -> Outcome<Pins> {
         binaryen: get("binaryen")?,
         playwright_core: get("playwright-core")?,
         axe_core: get("axe-core")?,
+        scorm_again: get("scorm-again")?,
     };
 
     let lock = read(&root.join("Cargo.lock"))?;

@@ -198,7 +198,7 @@ fn ensure_cargo_tool(program: &str, crate_name: &str, version: &str, locked: boo
     run(&mut command).map_err(|error| format!("could not install {crate_name} {version}: {error}"))
 }
 
-/// Installs binaryen, playwright-core and axe-core with npm into
+/// Installs binaryen, playwright-core, axe-core and scorm-again with npm into
 /// `target/tools/node`.
 fn ensure_npm_tools(pins: &Pins) -> Outcome<PathBuf> {
     let prefix = target_dir().join("tools/node");
@@ -207,6 +207,7 @@ fn ensure_npm_tools(pins: &Pins) -> Outcome<PathBuf> {
         ("binaryen", &pins.binaryen),
         ("playwright-core", &pins.playwright_core),
         ("axe-core", &pins.axe_core),
+        ("scorm-again", &pins.scorm_again),
     ];
     let missing: Vec<String> = wanted
         .iter()

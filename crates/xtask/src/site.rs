@@ -103,9 +103,37 @@ fn build_simulator(toolchain: &WebToolchain, dist: &Path) -> Outcome {
     }
     std::fs::write(
         &page_path,
-        page.replace(NAMED, &format!("content=\"sim/kafkascope-sim-{hash}.js\"")),
+        without_preload_integrity(&page.replace(NAMED, &format!("content=\"sim/kafkascope-sim-{hash}.js\""))),
     )
     .map_err(|error| format!("cannot write dist/index.html: {error}"))
+}
+
+/// The page without the `integrity` trunk writes on its `rel="preload"`
+/// links: Chromium checks no digest for a preload of that kind (the
+/// wasm's `as="fetch"`) and warns so in the console of every page that
+/// embeds kafkascope. The module preloads keep theirs, which are checked.
+fn without_preload_integrity(page: &str) -> String {
+    let mut out = String::with_capacity(page.len());
+    let mut rest = page;
+    while let Some(start) = rest.find("<link ") {
+        out.push_str(&rest[..start]);
+        rest = &rest[start..];
+        let end = rest.find('>').map_or(rest.len(), |end| end + 1);
+        let tag = &rest[..end];
+        if tag.contains("rel=\"preload\"") {
+            let mut kept = tag.to_string();
+            if let Some(at) = kept.find(" integrity=\"") {
+                let value_end = kept[at + 12..].find('"').map_or(kept.len(), |quote| at + 12 + quote + 1);
+                kept.replace_range(at..value_end, "");
+            }
+            out.push_str(&kept);
+        } else {
+            out.push_str(tag);
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// FNV-1a (64 bits) over `bytes`: a build's version, a file's content name.
@@ -312,6 +340,16 @@ fn human_size(bytes: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_wasm_preload_loses_its_unchecked_integrity_and_nothing_else_does() {
+        let page = r#"<head><link rel="modulepreload" href="./a.js" crossorigin="anonymous" integrity="sha384-A"><link rel="preload" href="./a_bg.wasm" crossorigin="anonymous" integrity="sha384-B" as="fetch" type="application/wasm"><link rel="stylesheet" href="./s.css" integrity="sha384-C"/></head>"#;
+        assert_eq!(
+            super::without_preload_integrity(page),
+            r#"<head><link rel="modulepreload" href="./a.js" crossorigin="anonymous" integrity="sha384-A"><link rel="preload" href="./a_bg.wasm" crossorigin="anonymous" as="fetch" type="application/wasm"><link rel="stylesheet" href="./s.css" integrity="sha384-C"/></head>"#
+        );
+    }
+
     use super::*;
 
     /// FIPS 180-2's examples, as `crypto.subtle.digest('SHA-256', …)` gives them.

@@ -94,9 +94,33 @@ fn list_tests(folder: &std::path::Path, suffix: &str) -> Outcome<Vec<PathBuf>> {
     Ok(test_files)
 }
 
+/// The SCORM packages the course test imports, as `cargo xtask course`
+/// writes them: one exercise in SCORM 1.2 and in SCORM 2004, and a story.
+fn course_packages(dist: &std::path::Path) -> Outcome<PathBuf> {
+    use crate::course::{write_package, Course, Part, Scorm};
+    let folder = target_dir().join("e2e-course");
+    let exercise = |scorm| Course {
+        part: Part::Exercise("pitfalls".into()),
+        scorm,
+        title: "Kafka's pitfalls".into(),
+        mastery: Some(75),
+    };
+    write_package(dist, &exercise(Scorm::V12), &folder.join("exercise-scorm1.2.zip"))?;
+    write_package(dist, &exercise(Scorm::V2004), &folder.join("exercise-scorm2004.zip"))?;
+    let story = Course {
+        part: Part::Story("happy-path".into()),
+        scorm: Scorm::V2004,
+        title: "The happy path".into(),
+        mastery: None,
+    };
+    write_package(dist, &story, &folder.join("story-scorm2004.zip"))?;
+    Ok(folder)
+}
+
 fn end_to_end_tests(toolchain: &WebToolchain, browser: &Browser) -> Outcome {
     println!("\nxtask: [4/4] end-to-end tests in Chromium (Playwright)");
     let dist = site::build_release(toolchain)?;
+    let courses = course_packages(&dist)?;
     let listener = bind(Some(0))?;
     let port = listener.local_addr().map_err(|error| error.to_string())?.port();
     std::thread::spawn(move || serve_forever(listener, dist, E2E_BASE.to_string()));
@@ -113,6 +137,7 @@ fn end_to_end_tests(toolchain: &WebToolchain, browser: &Browser) -> Outcome {
         .env("NODE_PATH", &toolchain.node_modules)
         .env("KAFKASCOPE_URL", format!("http://127.0.0.1:{port}{E2E_BASE}"))
         .env("KAFKASCOPE_ARTIFACTS", &artifacts)
+        .env("KAFKASCOPE_COURSES", &courses)
         .env("KAFKASCOPE_CLI", target_dir().join("debug/kafkascope"))
         .env("CHROMIUM", &browser.chromium)
         .current_dir(&root))?;

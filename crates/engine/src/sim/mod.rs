@@ -17,6 +17,7 @@ pub mod consumer;
 pub mod controller;
 pub mod coordinator;
 pub mod fuzz;
+pub mod input_names;
 pub mod ledger;
 pub mod member;
 pub mod monitor;

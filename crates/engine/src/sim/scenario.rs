@@ -351,6 +351,12 @@ impl Scenario {
                 .check_topic_names()
                 .map_err(|error| format!("bad scenario: inputs[{index}]: {error}"))?;
         }
+        if let Some(unknown) = super::input_names::first_unknown(&scenario.config, &scenario.inputs) {
+            let at = crate::json_position::position(text, &unknown.path())
+                .map(|(line, column)| format!(" at line {line} column {column}"))
+                .unwrap_or_default();
+            return Err(format!("bad scenario: {}: {}{at}", unknown.path_text(), unknown.message));
+        }
         Ok(scenario)
     }
 

@@ -9,6 +9,7 @@ mod dead_letter;
 mod delivery;
 mod group_coordinator_vectors;
 mod groups;
+mod input_names;
 mod java_ordering;
 mod log_storage_vectors;
 mod partitioning;
