@@ -42,7 +42,9 @@ let bareUrl = '';
 function proxy(request, response) {
   const refuse = request.url.startsWith('/framed-no/');
   const target = new URL(request.url.replace(/^\/(framed-no|plain)\//, '/'), APP_URL);
-  const upstream = http.request(target, { method: request.method, headers: { ...request.headers, host: target.host } }, (answer) => {
+  // (No keep-alive agent: an idle pooled socket would keep the test's
+  // process alive after its last test.)
+  const upstream = http.request(target, { agent: false, method: request.method, headers: { ...request.headers, host: target.host } }, (answer) => {
     const headers = { ...answer.headers };
     delete headers['access-control-allow-origin'];
     if (refuse) headers['x-frame-options'] = 'DENY';
@@ -50,6 +52,8 @@ function proxy(request, response) {
     answer.pipe(response);
   });
   upstream.on('error', () => { response.statusCode = 502; response.end(); });
+  // A request the browser gives up on takes its upstream with it.
+  response.on('close', () => upstream.destroy());
   request.pipe(upstream);
 }
 
@@ -95,8 +99,11 @@ before(async () => {
 });
 after(async () => {
   await browser?.close();
-  bare?.close();
-  course?.close();
+  // Close every connection too, or a lingering one keeps the process up.
+  for (const server of [bare, course]) {
+    server?.closeAllConnections();
+    server?.close();
+  }
 });
 
 // kafkascope with its CORS headers, and the same site without them.

@@ -80,6 +80,7 @@ before(async () => {
 });
 after(async () => {
   await browser?.close();
+  server?.closeAllConnections();
   server?.close();
 });
 
@@ -171,6 +172,9 @@ for (const version of ['1.2', '2004']) {
     // The package for one exercise shows only that exercise.
     assert.equal(await first.sco.locator('.exercise').count(), 1);
     assert.equal(await first.sco.getByTestId('lesson-summary').count(), 0);
+    // The platform hears "incomplete" at once, not "not attempted" (which
+    // some platforms turn into "completed" when the session ends).
+    await first.page.waitForFunction((status) => window.values[status] === 'incomplete', key.status);
     const cases = ['fourth-member', 'leader-dies', 'second-leader-dies'];
     for (const id of cases) await exercise.getByTestId(`case-${id}-continue`).check();
     await first.page.waitForFunction((suspend) => (window.values[suspend] || '').includes('continue'), 'cmi.suspend_data');
@@ -194,6 +198,17 @@ for (const version of ['1.2', '2004']) {
     const right = await again.locator('.verdict.right').count();
     await second.page.waitForFunction((status) => window.values[status] && window.values[status] !== 'incomplete', key.status);
     await second.page.screenshot({ path: screenshotPath(`course-exercise-scorm${version}`) });
+    // "watch it in the steps" opens the whole of kafkascope in a new tab
+    // (the package has no steps to show).
+    const watch = again.locator('.verdict a').first();
+    assert.equal(await watch.getAttribute('target'), '_blank');
+    const watched = new URL(await watch.getAttribute('href'), 'http://x/');
+    assert.ok(watched.searchParams.get('story') && !watched.searchParams.has('embed') && !watched.searchParams.has('scorm'), watched.href);
+    // Changing an answer after the run takes nothing away from it.
+    const before = await second.page.evaluate((status) => window.values[status], key.status);
+    await again.getByTestId('case-unclean-idle').check();
+    await second.page.waitForFunction((suspend) => (window.values[suspend] || '').includes('idle'), 'cmi.suspend_data');
+    assert.equal(await second.page.evaluate((status) => window.values[status], key.status), before);
     const { values } = await leave(second);
     const passed = right * 100 >= 75 * 4;
     if (version === '1.2') {
@@ -208,14 +223,24 @@ for (const version of ['1.2', '2004']) {
       assert.equal(Number(values['cmi.score.scaled']), right / 4);
     }
     // Each answer is an interaction: its case, the response, the right one.
+    // (SCORM 1.2 spells a choice as its letter: idle a, continue b, error c, loss d.)
+    const spelt = (word) => (version === '1.2' ? 'abcd'['idle continue error loss'.split(' ').indexOf(word)] : word);
     for (const [index, id] of [...cases, 'unclean'].entries()) {
       assert.equal(values[`cmi.interactions.${index}.id`], `pitfalls-${id}`);
       assert.equal(values[`cmi.interactions.${index}.type`], 'choice');
-      assert.equal(values[`cmi.interactions.${index}.${key.response}`], id === 'unclean' ? 'loss' : 'continue');
+      assert.equal(values[`cmi.interactions.${index}.${key.response}`], spelt(id === 'unclean' ? 'loss' : 'continue'));
       const correct = values[`cmi.interactions.${index}.correct_responses.0.pattern`];
       assert.equal(values[`cmi.interactions.${index}.result`], correct === values[`cmi.interactions.${index}.${key.response}`] ? 'correct' : key.wrong);
     }
     assert.deepEqual(second.errors, []);
+
+    // A third visit: the answers as left, and the best run the platform keeps.
+    const third = await visit(name, { suspend_data: values['cmi.suspend_data'] });
+    const kept = third.sco.getByTestId('exercise-kept-score');
+    await kept.waitFor({ timeout: 30000 });
+    assert.match(await kept.innerText(), new RegExp(`Your best run so far: ${right} of 4 right`));
+    assert.ok(await third.sco.getByTestId('case-unclean-idle').isChecked());
+    await leave(third);
   });
 }
 

@@ -68,10 +68,11 @@ function lastError() {
 
 /** The session's length as the version writes a timespan. */
 function sessionTime(seconds) {
-  if (!course.v12) return `PT${Math.round(seconds * 100) / 100}S`;
-  const hours = Math.min(Math.floor(seconds / 3600), 9999);
-  const minutes = Math.floor((seconds % 3600) / 60);
-  const rest = (seconds % 60).toFixed(2).padStart(5, '0');
+  const hundredths = Math.round(seconds * 100);
+  if (!course.v12) return `PT${hundredths / 100}S`;
+  const hours = Math.min(Math.floor(hundredths / 360000), 9999);
+  const minutes = Math.floor((hundredths % 360000) / 6000);
+  const rest = ((hundredths % 6000) / 100).toFixed(2).padStart(5, '0');
   return `${String(hours).padStart(2, '0')}:${String(minutes).padStart(2, '0')}:${rest}`;
 }
 
@@ -101,8 +102,10 @@ export function courseStart(version) {
   }
   const started = call('LMSInitialize', 'Initialize', '');
   if (started !== 'true') {
-    course.problem = `the platform did not start the session (${lastError() || started})`;
+    const why = course.problem || lastError() || `it answered ${JSON.stringify(started)}`;
+    course.problem = `the learning platform did not start the session, so nothing is recorded: ${why}`;
     course.api = null;
+    console.warn(`kafkascope: ${course.problem}`);
     return course.problem;
   }
   // Leaving the page ends the session with a last commit.

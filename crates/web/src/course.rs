@@ -35,7 +35,10 @@ thread_local! {
 /// Starts the package's session (once per module). The page's `<html>`
 /// says how it went: `data-course="recording"`, or `"alone"` with the
 /// reason in `data-course-problem` when no platform took the session.
-pub fn start() {
+/// The module that draws the package's part (`owns`) reports at once, so
+/// the platform hears `incomplete` from the start, not "not attempted"
+/// (which some platforms turn into "completed" when the session ends).
+pub fn start(owns: &[Part]) {
     if STARTED.with(|started| started.replace(true)) {
         return;
     }
@@ -62,6 +65,9 @@ pub fn start() {
     SESSION.with(|session| {
         *session.borrow_mut() = Some(Session { launch, part, progress });
     });
+    if owns.contains(&part) {
+        report();
+    }
 }
 
 /// A story that was left at a step opens there again: the step goes into
@@ -127,14 +133,17 @@ pub fn saved_answers(exercise: &str, cases: usize) -> Option<Vec<Option<Outcome>
 /// An exercise's answers changed, or its run revealed the outcomes.
 pub fn exercise_changed(exercise: &str, answers: &[Option<Outcome>], outcomes: Option<Vec<Outcome>>) {
     update(Part::Exercises, |progress| {
-        progress.exercises.insert(
-            exercise.to_string(),
-            ExerciseProgress {
-                answers: answers.to_vec(),
-                outcomes,
-            },
-        );
+        progress
+            .exercises
+            .entry(exercise.to_string())
+            .or_insert_with(ExerciseProgress::default)
+            .record(answers, outcomes);
     });
+}
+
+/// The best run the platform keeps for an exercise: right answers, cases.
+pub fn best_score(exercise: &str) -> Option<(usize, usize)> {
+    SESSION.with(|session| session.borrow().as_ref()?.progress.exercises.get(exercise)?.best_score())
 }
 
 /// The story moved to `step` of `steps`.

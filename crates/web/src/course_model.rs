@@ -70,14 +70,49 @@ pub fn launch(query: &str) -> Option<Launch> {
     })
 }
 
-/// One exercise as the learner left it: an answer per case (its label)
-/// and, once run, what each case turned out to be.
+/// One exercise as the learner left it: an answer per case, and once run,
+/// what each case turned out to be (the same at every run) and the
+/// answers of the learner's best run, which is what the platform scores:
+/// changing an answer afterwards, or a worse run, takes nothing away.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExerciseProgress {
     #[serde(rename = "a")]
     pub answers: Vec<Option<Outcome>>,
     #[serde(rename = "o", default, skip_serializing_if = "Option::is_none")]
     pub outcomes: Option<Vec<Outcome>>,
+    #[serde(rename = "b", default, skip_serializing_if = "Option::is_none")]
+    pub best: Option<Vec<Option<Outcome>>>,
+}
+
+fn right_answers(answers: &[Option<Outcome>], outcomes: &[Outcome]) -> usize {
+    answers
+        .iter()
+        .zip(outcomes)
+        .filter(|(answer, outcome)| **answer == Some(**outcome))
+        .count()
+}
+
+impl ExerciseProgress {
+    /// The learner's answers now and, after a run, its outcomes: a run
+    /// that scores better than the best so far becomes the best.
+    pub fn record(&mut self, answers: &[Option<Outcome>], outcomes: Option<Vec<Outcome>>) {
+        self.answers = answers.to_vec();
+        let Some(outcomes) = outcomes else { return };
+        let better = match &self.best {
+            Some(best) => right_answers(answers, &outcomes) > right_answers(best, &outcomes),
+            None => true,
+        };
+        if better {
+            self.best = Some(answers.to_vec());
+        }
+        self.outcomes = Some(outcomes);
+    }
+
+    /// The best run's right answers and cases.
+    pub fn best_score(&self) -> Option<(usize, usize)> {
+        let (best, outcomes) = (self.best.as_ref()?, self.outcomes.as_ref()?);
+        Some((right_answers(best, outcomes), outcomes.len()))
+    }
 }
 
 /// What the platform keeps of a learner's visit.
@@ -126,15 +161,9 @@ fn scored(progress: &Progress, exercises: &[&Exercise]) -> Option<(usize, usize)
     let mut right = 0;
     let mut total = 0;
     for exercise in exercises {
-        let saved = progress.exercises.get(&exercise.id)?;
-        let outcomes = saved.outcomes.as_ref()?;
-        total += exercise.cases.len();
-        right += saved
-            .answers
-            .iter()
-            .zip(outcomes)
-            .filter(|(answer, outcome)| **answer == Some(**outcome))
-            .count();
+        let (best, cases) = progress.exercises.get(&exercise.id)?.best_score()?;
+        total += cases;
+        right += best;
     }
     (total > 0).then_some((right, total))
 }
@@ -201,14 +230,25 @@ pub fn values(launch: &Launch, part: Part, progress: &Progress, exercises: &[&Ex
     let mut index = 0;
     for exercise in exercises {
         let Some(saved) = progress.exercises.get(&exercise.id) else { continue };
-        let Some(outcomes) = &saved.outcomes else { continue };
-        for ((case, answer), outcome) in exercise.cases.iter().zip(&saved.answers).zip(outcomes) {
+        let (Some(outcomes), Some(best)) = (&saved.outcomes, &saved.best) else { continue };
+        for ((case, answer), outcome) in exercise.cases.iter().zip(best).zip(outcomes) {
             let key = |field: &str| format!("cmi.interactions.{index}.{field}");
             set(&key("id"), format!("{}-{}", exercise.id, case.id));
             set(&key("type"), "choice".into());
-            let response = answer.map_or("", Outcome::label).to_string();
+            // SCORM 1.2 writes a choice as a letter (a for the first one
+            // offered); 2004 takes the outcome's own word.
+            let spell = |outcome: Outcome| match v12 {
+                true => case
+                    .choices()
+                    .iter()
+                    .position(|offered| *offered == outcome)
+                    .and_then(|position| u8::try_from(position).ok())
+                    .map_or_else(|| outcome.label().to_string(), |position| char::from(b'a' + position).to_string()),
+                false => outcome.label().to_string(),
+            };
+            let response = answer.map(spell).unwrap_or_default();
             set(&key(if v12 { "student_response" } else { "learner_response" }), response);
-            set(&key("correct_responses.0.pattern"), outcome.label().into());
+            set(&key("correct_responses.0.pattern"), spell(*outcome));
             let right = *answer == Some(*outcome);
             set(
                 &key("result"),
@@ -220,12 +260,22 @@ pub fn values(launch: &Launch, part: Part, progress: &Progress, exercises: &[&Ex
                 .into(),
             );
             if !v12 {
-                set(&key("description"), case.prompt.chars().take(250).collect());
+                set(&key("description"), shortened(&case.prompt, 250));
             }
             index += 1;
         }
     }
     out
+}
+
+/// At most `most` characters, cut at a word with an ellipsis.
+fn shortened(text: &str, most: usize) -> String {
+    if text.chars().count() <= most {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(most - 1).collect();
+    let cut = cut.rfind(' ').map_or(cut.as_str(), |space| &cut[..space]);
+    format!("{}…", cut.trim_end_matches([',', ';', ':', '.']))
 }
 
 /// `right / total` as 2004's scaled score: a decimal from 0 to 1.
@@ -268,19 +318,15 @@ mod tests {
         // The pitfalls exercise's four cases; the first `right_of_four`
         // answered as the run turns out.
         let outcomes = vec![Outcome::Idle, Outcome::Continue, Outcome::Error, Outcome::Loss];
-        let answers = outcomes
+        let answers: Vec<Option<Outcome>> = outcomes
             .iter()
             .enumerate()
-            .map(|(index, outcome)| Some(if index < right_of_four { *outcome } else { Outcome::Stops }))
+            .map(|(index, outcome)| Some(if index < right_of_four { *outcome } else { Outcome::Idle }))
             .collect();
         let mut progress = Progress::default();
-        progress.exercises.insert(
-            "pitfalls".into(),
-            ExerciseProgress {
-                answers,
-                outcomes: Some(outcomes),
-            },
-        );
+        let mut saved = ExerciseProgress::default();
+        saved.record(&answers, Some(outcomes));
+        progress.exercises.insert("pitfalls".into(), saved);
         progress
     }
 
@@ -314,6 +360,7 @@ mod tests {
             let mut progress = answered(4);
             if let Some(saved) = progress.exercises.get_mut("pitfalls") {
                 saved.outcomes = None;
+                saved.best = None;
             }
             let values = values(&launch, Part::Exercises, &progress, &pitfalls(&launch));
             match scorm {
@@ -346,7 +393,7 @@ mod tests {
         assert_eq!(value(&values_3, "cmi.score.scaled"), Some("0.75"));
         assert_eq!(value(&values_3, "cmi.interactions.0.id"), Some("pitfalls-fourth-member"));
         assert_eq!(value(&values_3, "cmi.interactions.3.result"), Some("incorrect"));
-        assert_eq!(value(&values_3, "cmi.interactions.3.learner_response"), Some("stops"));
+        assert_eq!(value(&values_3, "cmi.interactions.3.learner_response"), Some("idle"));
         assert_eq!(value(&values_3, "cmi.interactions.3.correct_responses.0.pattern"), Some("loss"));
         assert_eq!(value(&values_3, "cmi.interactions.4.id"), None);
         let values_2 = values(&v2004, Part::Exercises, &answered(2), &pitfalls(&v2004));
@@ -357,7 +404,10 @@ mod tests {
         assert_eq!(value(&values_12, "cmi.core.score.raw"), Some("75"));
         assert_eq!(value(&values_12, "cmi.core.score.max"), Some("100"));
         assert_eq!(value(&values_12, "cmi.interactions.3.result"), Some("wrong"));
-        assert_eq!(value(&values_12, "cmi.interactions.3.student_response"), Some("stops"));
+        // 1.2 spells a choice as its letter: idle is a, loss is d.
+        assert_eq!(value(&values_12, "cmi.interactions.3.student_response"), Some("a"));
+        assert_eq!(value(&values_12, "cmi.interactions.3.correct_responses.0.pattern"), Some("d"));
+        assert_eq!(value(&values_12, "cmi.interactions.1.student_response"), Some("b"));
         assert_eq!(value(&values_12, "cmi.core.exit"), Some(""));
         // Without a mastery score a finished exercise is completed.
         let free = Launch { mastery: None, ..v12 };
@@ -365,6 +415,34 @@ mod tests {
             value(&values(&free, Part::Exercises, &answered(0), &pitfalls(&free)), "cmi.core.lesson_status"),
             Some("completed")
         );
+    }
+
+    #[test]
+    fn the_best_run_counts_and_changing_an_answer_afterwards_takes_nothing_away() {
+        let launch = Launch { scorm: Scorm::V2004, mastery: Some(75), exercise: Some("pitfalls".into()) };
+        let mut progress = answered(4);
+        let outcomes = vec![Outcome::Idle, Outcome::Continue, Outcome::Error, Outcome::Loss];
+        let Some(saved) = progress.exercises.get_mut("pitfalls") else { panic!("saved") };
+        // A changed answer, then a worse run.
+        saved.record(&[Some(Outcome::Loss), None, None, None], None);
+        assert_eq!(saved.best_score(), Some((4, 4)));
+        saved.record(&[Some(Outcome::Loss); 4], Some(outcomes.clone()));
+        assert_eq!(saved.best_score(), Some((4, 4)));
+        assert_eq!(saved.answers, vec![Some(Outcome::Loss); 4]);
+        let values = values(&launch, Part::Exercises, &progress, &pitfalls(&launch));
+        assert_eq!(value(&values, "cmi.success_status"), Some("passed"));
+        assert_eq!(value(&values, "cmi.score.raw"), Some("4"));
+        assert_eq!(value(&values, "cmi.interactions.0.learner_response"), Some("idle"));
+        // What the learner sees again is the answers as they left them.
+        let kept = Progress::resume(value(&values, "cmi.suspend_data").expect("kept"));
+        assert_eq!(kept.exercises["pitfalls"].answers, vec![Some(Outcome::Loss); 4]);
+    }
+
+    #[test]
+    fn a_long_prompt_is_cut_at_a_word() {
+        let cut = shortened(&"word ".repeat(100), 250);
+        assert!(cut.chars().count() <= 250 && cut.ends_with("word…"), "{cut}");
+        assert_eq!(shortened("short", 250), "short");
     }
 
     #[test]

@@ -59,6 +59,29 @@ fn with_page_query(href: &str) -> String {
     format!("?{}#{fragment}", pairs.join("&"))
 }
 
+fn embedded_lesson() -> bool {
+    matches!(
+        crate::view_model::embed_mode(&crate::export::page_query()),
+        Ok(Some(crate::view_model::Embed::Lesson))
+    )
+}
+
+/// A lesson link's address without what makes the page an embedded part
+/// or a course package: the whole page at what the link names.
+fn whole_page(href: &str) -> String {
+    let (query, fragment) = href.split_once('#').unwrap_or((href, ""));
+    let kept: Vec<&str> = query
+        .trim_start_matches('?')
+        .split('&')
+        .filter(|pair| {
+            let key = pair.split('=').next().unwrap_or_default();
+            !pair.is_empty() && !["embed", "scorm", "mastery", "exercise", "host"].contains(&key)
+        })
+        .collect();
+    let fragment = if fragment.is_empty() { String::new() } else { format!("#{fragment}") };
+    format!("./?{}{fragment}", kept.join("&"))
+}
+
 /// `text` with the first use of each glossary term not in `seen` marked:
 /// underlined, its definition as its title, a link to the glossary.
 pub fn glossed(text: &str, seen: &mut std::collections::BTreeSet<usize>) -> Html {
@@ -109,6 +132,16 @@ fn link_view(props: &LinkProps) -> Html {
             }
         })
     };
+    // In an embedded lesson (a course page's frame, a course package) the
+    // map and the steps are not on the page: those links open the whole
+    // of kafkascope in a new tab, at what they name.
+    if !matches!(props.link, LessonLink::Anchor { .. }) && embedded_lesson() {
+        let whole = whole_page(&href);
+        let label = props.label.clone().unwrap_or_else(|| AttrValue::from(props.link.label()));
+        return html! {
+            <a class="lesson-link" href={whole} target="_blank" rel="noopener" data-kind="whole-page">{ label }{ " ↗" }</a>
+        };
+    }
     let kind = match &props.link {
         LessonLink::Story { .. } => "story",
         LessonLink::Knob { .. } => "knob",
@@ -518,7 +551,15 @@ fn exercise_view(props: &ExerciseProps) -> Html {
                     </p>
                 },
                 Some(Err(problem)) => html! { <p class="error" role="alert">{ problem }</p> },
-                None => html! {},
+                // A learner back in a course package: what the platform kept.
+                None => match crate::course::best_score(&exercise.id) {
+                    Some((right, cases)) => html! {
+                        <p class="score" role="status" data-testid="exercise-kept-score">
+                            { format!("Your best run so far: {right} of {cases} right (your learning platform keeps it; running again cannot lower it). Run it again to see each case explained.") }
+                        </p>
+                    },
+                    None => html! {},
+                },
             } }
         </div>
     }

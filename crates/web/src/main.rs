@@ -3,6 +3,7 @@
 
 fn main() {
     // A course package reports to its learning platform (nothing elsewhere).
-    kafkascope_web::course::start();
+    use kafkascope_web::course_model::Part;
+    kafkascope_web::course::start(&[Part::Exercises, Part::Sandbox]);
     yew::Renderer::<kafkascope_web::app::App>::new().render();
 }

@@ -121,10 +121,10 @@ impl<'c> Shape<'c> {
     fn topic(&self, topic: &str, path: Vec<Step<'static>>) -> Result<u32, (Vec<Step<'static>>, String)> {
         self.partitions.get(topic).copied().ok_or_else(|| {
             let known: Vec<&str> = self.partitions.keys().copied().collect();
-            let has = if known.is_empty() {
-                "no topics".to_string()
-            } else {
-                format!("the topics {}", known.join(", "))
+            let has = match known.as_slice() {
+                [] => "no topics".to_string(),
+                [only] => format!("one topic, {only}"),
+                _ => format!("the topics {}", known.join(", ")),
             };
             (path, format!("the cluster has {has}, not a topic named \"{topic}\""))
         })
@@ -298,7 +298,7 @@ mod tests {
             (r#"{ "type": "cutLink", "a": { "kind": "broker", "id": 1 }, "b": { "kind": "controller", "id": 7 } }"#, "inputs[0].input.b.id: the quorum has controllers 1 to 3, not controller 7"),
             (r#"{ "type": "partition", "side": [{ "kind": "broker", "id": 1 }, { "kind": "producer", "id": 2 }] }"#, "inputs[0].input.side[1].id: the cluster has one producer"),
             (r#"{ "type": "slowNode", "node": { "kind": "consumer", "id": 5 }, "extraLatencyMs": 10 }"#, "inputs[0].input.node.id"),
-            (r#"{ "type": "poisonRecords", "topic": "ordrs" }"#, "inputs[0].input.topic: the cluster has the topics orders, not a topic named \"ordrs\""),
+            (r#"{ "type": "poisonRecords", "topic": "ordrs" }"#, "inputs[0].input.topic: the cluster has one topic, orders, not a topic named \"ordrs\""),
             (r#"{ "type": "poisonRecords", "topic": "orders", "partition": 3 }"#, "inputs[0].input.partition: orders has partitions 0 to 2 at that time, not partition 3"),
             (r#"{ "type": "electLeaders", "electionType": "preferred", "partitions": [{ "topic": "orders", "partition": 0 }, { "topic": "orders", "partition": 8 }] }"#, "inputs[0].input.partitions[1].partition"),
             (r#"{ "type": "createPartitions", "topic": "payments", "count": 4 }"#, "inputs[0].input.topic"),
@@ -310,6 +310,15 @@ mod tests {
             assert!(error.contains(says), "{input}: {error}");
             assert!(error.contains(" at line 12 column "), "{input}: {error}");
         }
+    }
+
+    #[test]
+    fn an_input_after_the_run_ends_is_refused_where_it_is() {
+        let error = refused(r#"    { "atMs": 9000, "input": { "type": "produce", "producer": 0 } }"#);
+        assert_eq!(
+            error,
+            "bad scenario: inputs[0].atMs is 9000, after the run ends (runUntilMs 5000), so it would never happen at line 12 column 15"
+        );
     }
 
     #[test]

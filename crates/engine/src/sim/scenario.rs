@@ -357,6 +357,26 @@ impl Scenario {
                 .unwrap_or_default();
             return Err(format!("bad scenario: {}: {}{at}", unknown.path_text(), unknown.message));
         }
+        // An input after the run's end would never happen.
+        if let Some((index, late)) = scenario
+            .inputs
+            .iter()
+            .enumerate()
+            .find(|(_, scheduled)| scheduled.at_ms > scenario.run_until_ms)
+        {
+            let path = [
+                crate::json_position::Step::Field("inputs"),
+                crate::json_position::Step::Index(index),
+                crate::json_position::Step::Field("atMs"),
+            ];
+            let at = crate::json_position::position(text, &path)
+                .map(|(line, column)| format!(" at line {line} column {column}"))
+                .unwrap_or_default();
+            return Err(format!(
+                "bad scenario: inputs[{index}].atMs is {}, after the run ends (runUntilMs {}), so it would never happen{at}",
+                late.at_ms, scenario.run_until_ms
+            ));
+        }
         Ok(scenario)
     }
 

@@ -29,6 +29,9 @@ fn every_shipped_scenario_and_fuzzed_case_names_only_what_it_has() {
             let scenario = case.scenario();
             let unknown = kafkascope_engine::sim::input_names::first_unknown(&scenario.config, &scenario.inputs);
             assert_eq!(unknown, None, "seed {seed} {mix:?}");
+            // Its file (a fuzz repro) opens: every input before the end.
+            let text = serde_json::to_string(&scenario).expect("a scenario writes");
+            assert!(Scenario::from_json(&text).is_ok(), "seed {seed} {mix:?}: {:?}", Scenario::from_json(&text).err());
         }
     }
 }

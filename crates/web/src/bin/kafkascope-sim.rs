@@ -55,7 +55,7 @@ pub fn mount(part: &str, element: web_sys::Element) -> Result<(), JsValue> {
         return Err(JsValue::from_str(&format!("the {part} is already drawn on this page")));
     }
     skip_app_ids();
-    kafkascope_web::course::start();
+    kafkascope_web::course::start(&[kafkascope_web::course_model::Part::Story]);
     match part {
         "map" => {
             std::mem::forget(yew::Renderer::<kafkascope_web::cluster_panel::ClusterPanel>::with_root(element).render())
