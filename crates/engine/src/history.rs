@@ -186,6 +186,16 @@ struct Facts {
 }
 
 impl Facts {
+    /// `value` seen at `offset` of `partition` (by an acknowledgement or a poll).
+    fn observe(&mut self, partition: &TopicPartition, offset: Offset, value: Value) {
+        self.observed
+            .entry(partition.clone())
+            .or_default()
+            .entry(offset)
+            .or_default()
+            .insert(value);
+    }
+
     fn of(history: &History) -> Facts {
         let mut facts = Facts::default();
         for (index, op) in history.ops.iter().enumerate() {
@@ -198,13 +208,7 @@ impl Facts {
                     ..
                 } => {
                     if let Outcome::Ok { offset } = outcome {
-                        facts
-                            .observed
-                            .entry(partition.clone())
-                            .or_default()
-                            .entry(*offset)
-                            .or_default()
-                            .insert(*value);
+                        facts.observe(partition, *offset, *value);
                     }
                     facts
                         .sent
@@ -212,13 +216,7 @@ impl Facts {
                 }
                 Op::Poll { records, .. } => {
                     for (partition, offset, value) in records {
-                        facts
-                            .observed
-                            .entry(partition.clone())
-                            .or_default()
-                            .entry(*offset)
-                            .or_default()
-                            .insert(*value);
+                        facts.observe(partition, *offset, *value);
                         facts.read.insert(*value);
                     }
                 }
