@@ -21,7 +21,7 @@ const { launch, openApp } = require('../e2e/browser.cjs');
     await live.getByTestId(id).fill(value);
     await live.getByTestId(id).press('Enter');
   };
-  await setKnob('knob-segment-bytes', '1024');
+  await setKnob('knob-internal-segment-bytes', '1024');
   await setKnob('knob-retention-ms', '60000');
   const sample = async (minute) => {
     const numbers = await page.evaluate(() => ({

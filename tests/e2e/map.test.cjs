@@ -462,13 +462,16 @@ test('on a phone the map is one column whose smallest text is at least 11 px, wi
 
 test('live storage knobs: small segments and retention.bytes make the next retention check delete old segments', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
-  await setKnob(page, 'knob-segment-bytes', '1024');
+  await setKnob(page, 'knob-internal-segment-bytes', '1024');
   await setKnob(page, 'knob-retention-bytes', '1024');
   await setKnob(page, 'knob-retention-bytes', 'lots');
   assert.match(await live(page).getByTestId('knob-error').innerText(), /retention.bytes must be a whole number/);
-  await setKnob(page, 'knob-segment-bytes', '10');
-  assert.match(await live(page).getByTestId('knob-error').innerText(), /segment.bytes must be at least 14/);
+  // Kafka 4.1's floor (KIP-1030), with its own message.
   await setKnob(page, 'knob-segment-bytes', '1024');
+  assert.match(await live(page).getByTestId('knob-error').innerText(), /Invalid value 1024 for configuration segment.bytes: Value must be at least 1048576/);
+  await setKnob(page, 'knob-internal-segment-bytes', '10');
+  assert.match(await live(page).getByTestId('knob-error').innerText(), /internal.segment.bytes must be at least 14/);
+  await setKnob(page, 'knob-internal-segment-bytes', '1024');
   for (let round = 0; round < 8; round++) {
     await live(page).getByTestId('cluster-produce').click();
     await live(page).getByTestId('cluster-run-10s').click();
@@ -496,7 +499,7 @@ test('the live knobs are grouped as Kafka groups its settings: producer, topic, 
   const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   const groups = {
     'knobs-producer': ['knob-acks', 'knob-linger', 'knob-idempotence'],
-    'knobs-topic': ['knob-min-insync', 'knob-retention-ms', 'knob-retention-bytes', 'knob-segment-bytes'],
+    'knobs-topic': ['knob-min-insync', 'knob-retention-ms', 'knob-retention-bytes', 'knob-segment-bytes', 'knob-internal-segment-bytes'],
     'knobs-broker': ['knob-unclean', 'knob-lag'],
   };
   for (const [group, knobs] of Object.entries(groups)) {

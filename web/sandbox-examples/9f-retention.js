@@ -6,7 +6,7 @@
 const cluster = new Cluster({
   brokers: 3,
   logRetentionCheckIntervalMs: 5000,
-  topics: [{ name: 'clicks', partitions: 1, replicationFactor: 3, minInsyncReplicas: 2, segmentBytes: 1024, retentionMs: 20000 }],
+  topics: [{ name: 'clicks', partitions: 1, replicationFactor: 3, minInsyncReplicas: 2, internalSegmentBytes: 1024, retentionMs: 20000 }],
   producers: [{ topic: 'clicks' }],
   consumers: [{ group: 'report', topics: ['clicks'], autoOffsetReset: 'earliest' }],
 }, 7);

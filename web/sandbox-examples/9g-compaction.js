@@ -6,7 +6,7 @@
 const cluster = new Cluster({
   brokers: 3,
   logCleanerBackoffMs: 2000,
-  topics: [{ name: 'profiles', partitions: 1, replicationFactor: 3, minInsyncReplicas: 2, cleanupPolicy: 'compact', segmentBytes: 600, deleteRetentionMs: 5000 }],
+  topics: [{ name: 'profiles', partitions: 1, replicationFactor: 3, minInsyncReplicas: 2, cleanupPolicy: 'compact', internalSegmentBytes: 600, deleteRetentionMs: 5000 }],
   producers: [{ topic: 'profiles' }],
 }, 4);
 for (let round = 0; round < 30; round++) {

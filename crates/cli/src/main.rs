@@ -60,6 +60,10 @@ enum Command {
         /// expectations' failures.
         #[arg(long)]
         json: bool,
+        /// Print no trace, only the summary and the expectations (to time
+        /// a long run, or to check it).
+        #[arg(long)]
+        quiet: bool,
     },
     /// Print the scenario file format: its JSON Schema, or its reference as
     /// Markdown or HTML (generated from the types the parser reads).
@@ -137,7 +141,7 @@ fn run(command: Command) -> Result<String, String> {
             let input = read_bounded(std::io::stdin(), "stdin")?;
             assign_command(strategy, explain, &input)
         }
-        Command::Run { file, json } => run_scenario(&file, json),
+        Command::Run { file, json, quiet } => run_scenario(&file, json, quiet),
         Command::Fuzz { seeds, from, mix, out } => fuzz(seeds, from, mix, out),
         Command::Schema { format } => Ok(match format.as_str() {
             "markdown" => reference::markdown(),
@@ -192,7 +196,7 @@ fn assign_command(strategy: Strategy, explain: bool, input: &str) -> Result<Stri
 /// the expectations. A failed expectation is an error (exit code 1 via
 /// `main`'s error path would print only one line, so the full report is
 /// printed and the failure reported after it).
-fn run_scenario(path: &std::path::Path, json: bool) -> Result<String, String> {
+fn run_scenario(path: &std::path::Path, json: bool, quiet: bool) -> Result<String, String> {
     use std::io::Write;
     let path = path.display().to_string();
     let file = std::fs::File::open(&path).map_err(|error| format!("cannot read {path}: {error}"))?;
@@ -204,7 +208,7 @@ fn run_scenario(path: &std::path::Path, json: bool) -> Result<String, String> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut write_error = None;
     let outcome = scenario.run_streaming(&mut |event| {
-        if write_error.is_some() {
+        if quiet || write_error.is_some() {
             return;
         }
         let written = if json {

@@ -645,6 +645,7 @@ pub fn is_notable(kind: &TraceKind) -> bool {
         | TraceKind::Throttled { .. }
         | TraceKind::OffsetOutOfRange { .. }
         | TraceKind::NoOffsetForPartition { .. }
+        | TraceKind::LogTruncationDetected { .. }
         | TraceKind::OffsetReset { .. } => true,
         TraceKind::Sent { .. }
         | TraceKind::Delivered { .. }

@@ -19,8 +19,9 @@ pub struct KnobValues {
     pub idempotent: bool,
     pub min_insync: u32,
     pub replication_factor: u32,
-    /// `retention.ms`, `retention.bytes`, `segment.bytes`.
-    pub storage: (i64, i64, i64),
+    /// `retention.ms`, `retention.bytes`, `segment.bytes`,
+    /// `internal.segment.bytes` (-1: not set).
+    pub storage: (i64, i64, i64, i64),
     /// `cleanup.policy`, `min.cleanable.dirty.ratio`,
     /// `min.compaction.lag.ms`, `delete.retention.ms`.
     pub cleanup: (String, f64, u64, u64),
@@ -46,8 +47,13 @@ impl KnobValues {
         let linger = view.producers.first().map_or(0, |producer| producer.linger_ms);
         let idempotent = view.producers.first().is_some_and(|producer| producer.idempotent);
         let min_insync = config.topics.first().map_or(1, |topic| topic.min_insync_replicas);
-        let storage = config.topics.first().map_or((0, 0, 0), |topic| {
-            (topic.retention_ms, topic.retention_bytes, topic.segment_bytes as i64)
+        let storage = config.topics.first().map_or((0, 0, 0, -1), |topic| {
+            (
+                topic.retention_ms,
+                topic.retention_bytes,
+                topic.segment_bytes as i64,
+                topic.internal_segment_bytes.map_or(-1, |bytes| bytes as i64),
+            )
         });
         let replication_factor = config.topics.first().map_or(1, |topic| topic.replication_factor);
         let cleanup = config
@@ -182,7 +188,10 @@ pub fn knobs_form(props: &KnobsFormProps) -> Html {
                     <label>{ "segment.bytes " }
                         <KnobInput live=true testid="knob-segment-bytes" value={values.storage.2.to_string()} onchange={live(Knob::Storage(StorageSetting::SegmentBytes))} />
                     </label>
-                    <p class="muted hint">{ "Topic storage (kafka-configs --alter on every topic): retention deletes the oldest segments whose newest record is older than retention.ms (the active one too, once it is due), or the oldest while a log is over retention.bytes, at each broker's retention check (every log.retention.check.interval.ms, 5 min by default). -1 means no limit. segment.bytes may be set below Kafka 4.1's minimum of 1 MiB here, so rolls show quickly; Kafka refuses it (only its tests go lower, with internal.segment.bytes)." }</p>
+                    <label>{ "internal.segment.bytes " }
+                        <KnobInput live=true testid="knob-internal-segment-bytes" value={values.storage.3.to_string()} onchange={live(Knob::Storage(StorageSetting::InternalSegmentBytes))} />
+                    </label>
+                    <p class="muted hint">{ "Topic storage (kafka-configs --alter on every topic): retention deletes the oldest segments whose newest record is older than retention.ms (the active one too, once it is due), or the oldest while a log is over retention.bytes, at each broker's retention check (every log.retention.check.interval.ms, 5 min by default). -1 means no limit. Kafka 4.1 refuses a segment.bytes below 1 MiB, which would take hours to fill here; internal.segment.bytes is Kafka's test-only setting that overrides it with no minimum (-1: not set), so set it to a few KB to see segments roll within seconds." }</p>
                     <label>{ "cleanup.policy " }
                         <select key={format!("cleanup-{refusals}")} data-testid="knob-cleanup-policy" onchange={live(Knob::CleanupPolicy)}>
                             { for ["delete", "compact", "compact,delete"].iter().map(|value| html! { <option value={*value} selected={values.cleanup.0 == *value}>{ *value }</option> }) }

@@ -49,7 +49,7 @@ pub enum Knob {
 
 impl Knob {
     /// Every live knob.
-    pub const ALL: [Knob; 18] = [
+    pub const ALL: [Knob; 19] = [
         Knob::Acks,
         Knob::MinInsyncReplicas,
         Knob::UncleanLeaderElection,
@@ -59,6 +59,7 @@ impl Knob {
         Knob::Storage(StorageSetting::RetentionMs),
         Knob::Storage(StorageSetting::RetentionBytes),
         Knob::Storage(StorageSetting::SegmentBytes),
+        Knob::Storage(StorageSetting::InternalSegmentBytes),
         Knob::Storage(StorageSetting::SegmentMs),
         Knob::Storage(StorageSetting::MinCompactionLagMs),
         Knob::Storage(StorageSetting::DeleteRetentionMs),
@@ -87,6 +88,7 @@ impl Knob {
             Knob::Storage(StorageSetting::RetentionMs) => "retention.ms",
             Knob::Storage(StorageSetting::RetentionBytes) => "retention.bytes",
             Knob::Storage(StorageSetting::SegmentBytes) => "segment.bytes",
+            Knob::Storage(StorageSetting::InternalSegmentBytes) => "internal.segment.bytes",
             Knob::Storage(StorageSetting::SegmentMs) => "segment.ms",
             Knob::Storage(StorageSetting::MinCompactionLagMs) => "min.compaction.lag.ms",
             Knob::Storage(StorageSetting::DeleteRetentionMs) => "delete.retention.ms",

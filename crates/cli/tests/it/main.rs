@@ -368,3 +368,22 @@ fn the_published_scenario_format_is_generated_from_the_types() {
         assert!(markdown.contains(section), "the reference lacks {section}");
     }
 }
+
+/// `run --quiet` prints no trace, only the summary and the expectations
+/// (as text, or with `--json` one summary line).
+#[test]
+fn a_quiet_run_prints_only_its_summary() {
+    let path = scenario("happy-path.json");
+    let path = path.as_str();
+    let (ok, out, stderr) = kafkascope(&["run", "--quiet", path]);
+    assert!(ok, "{stderr}");
+    assert!(!out.contains(" ms  #"), "a trace line was printed: {out}");
+    assert!(out.trim_start().starts_with("summary: "), "{out}");
+    assert!(out.contains("expectations: all"), "{out}");
+    let (ok, out, stderr) = kafkascope(&["run", "--quiet", "--json", path]);
+    assert!(ok, "{stderr}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1, "{out}");
+    let summary: serde_json::Value = serde_json::from_str(lines[0]).expect("JSON");
+    assert_eq!(summary["type"], "summary");
+}

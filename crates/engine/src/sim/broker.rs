@@ -362,7 +362,28 @@ impl PartitionLog {
                     })
             })
         };
-        Some(self.log.clean(&to_clean, now_ms as i64, &aborted))
+        // The batch holding an active producer's last sequence, or with
+        // no data batch left its last marker's epoch, stays
+        // (`Cleaner#cleanSegments`'s `lastRecordsOfActiveProducers`).
+        let last_records: BTreeMap<u64, (Option<Offset>, i16)> = self
+            .producers
+            .active_producers()
+            .iter()
+            .map(|(producer_id, entry)| (*producer_id, (entry.last_data_offset(), entry.producer_epoch)))
+            .collect();
+        let last_of_active_producer = move |batch: &LogBatch<Record>| {
+            batch
+                .producer
+                .is_some_and(|producer| match last_records.get(&producer.producer_id) {
+                    Some((Some(last_data_offset), _)) => batch.last_offset == *last_data_offset,
+                    Some((None, epoch)) => producer.control && producer.producer_epoch == *epoch,
+                    None => false,
+                })
+        };
+        Some(
+            self.log
+                .clean_with_producers(&to_clean, now_ms as i64, &aborted, &last_of_active_producer),
+        )
     }
 
     /// Deletes the segments retention is due to delete (see
@@ -1137,7 +1158,20 @@ impl Simulation {
                 partition,
                 offset,
                 isolation,
-            } => self.leader_consumer_fetch(id, from, &partition, offset, isolation),
+                current_leader_epoch,
+            } => match self.broker_check_leader_epoch(id, &partition, current_leader_epoch) {
+                Ok(()) => self.leader_consumer_fetch(id, from, &partition, offset, isolation),
+                Err(error) => self.send(
+                    NodeId::Broker(id),
+                    from,
+                    Message::consumer_fetch_error(partition, error),
+                ),
+            },
+            Message::OffsetForLeaderEpoch {
+                partition,
+                leader_epoch,
+                current_leader_epoch,
+            } => self.broker_offset_for_leader_epoch(id, from, partition, leader_epoch, current_leader_epoch),
             Message::ListOffsets {
                 partition,
                 spec,
@@ -1220,6 +1254,59 @@ impl Simulation {
             }
             _ => {}
         }
+    }
+
+    /// KIP-320's check of a client's leader epoch before a consumer fetch
+    /// or an `OffsetForLeaderEpoch` (`Partition#checkCurrentLeaderEpoch`,
+    /// then a leader is required): older than this broker's, the client is
+    /// fenced (FENCED_LEADER_EPOCH); newer, this broker is behind
+    /// (UNKNOWN_LEADER_EPOCH); no epoch, or the same, goes on if it leads.
+    fn broker_check_leader_epoch(
+        &self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        current_leader_epoch: Option<u32>,
+    ) -> Result<(), ErrorCode> {
+        let broker = &self.brokers[&id];
+        let local = broker
+            .leading
+            .get(partition)
+            .map(|leader| leader.leader_epoch)
+            .or_else(|| broker.following.get(partition).map(|follower| follower.leader_epoch));
+        match (current_leader_epoch, local) {
+            (Some(client), Some(local)) if client < local => Err(ErrorCode::FencedLeaderEpoch),
+            (Some(client), Some(local)) if client > local => Err(ErrorCode::UnknownLeaderEpoch),
+            _ if broker.leading.contains_key(partition) => Ok(()),
+            _ => Err(ErrorCode::NotLeaderOrFollower),
+        }
+    }
+
+    /// KIP-320: a consumer's `OffsetForLeaderEpoch`
+    /// (`ReplicaManager#lastOffsetForLeaderEpoch`, always from the leader):
+    /// the largest epoch at or below the one asked for and where it ends
+    /// in this leader's log (`LeaderEpochFileCache#endOffsetFor`).
+    fn broker_offset_for_leader_epoch(
+        &mut self,
+        id: BrokerId,
+        from: NodeId,
+        partition: TopicPartition,
+        leader_epoch: u32,
+        current_leader_epoch: u32,
+    ) {
+        let result = self
+            .broker_check_leader_epoch(id, &partition, Some(current_leader_epoch))
+            .map(|()| {
+                let log = &self.brokers[&id].logs[&partition];
+                let (epoch, end_offset) = log
+                    .epoch_cache
+                    .end_offset_for(i64::from(leader_epoch), log.log_end_offset());
+                (epoch >= 0 && end_offset >= 0).then_some((epoch as u32, end_offset as Offset))
+            });
+        self.send(
+            NodeId::Broker(id),
+            from,
+            Message::OffsetForLeaderEpochResponse { partition, result },
+        );
     }
 
     /// `ListOffsets`: a partition's log start offset or high watermark, from
@@ -2324,6 +2411,7 @@ impl Simulation {
                 bytes_before: outcome.bytes_before,
                 bytes_after: outcome.bytes_after,
                 tombstones_removed: outcome.tombstones_removed,
+                markers_removed: outcome.markers_removed,
                 checkpoint: outcome.checkpoint_after,
             });
         }
@@ -2545,7 +2633,10 @@ impl Simulation {
     fn broker_hold_if_muted(&mut self, id: BrokerId, from: NodeId, message: Message) -> Option<Message> {
         let same_connection = match from {
             NodeId::Producer(_) => true,
-            NodeId::Consumer(_) => matches!(message, Message::ConsumerFetch { .. } | Message::ListOffsets { .. }),
+            NodeId::Consumer(_) => matches!(
+                message,
+                Message::ConsumerFetch { .. } | Message::ListOffsets { .. } | Message::OffsetForLeaderEpoch { .. }
+            ),
             _ => false,
         };
         if matches!(message, Message::ConnectionClosed) {
@@ -2954,6 +3045,59 @@ mod tests {
             }),
         };
         log.append_records(vec![record(offset, MARKER_RECORD_BASE + offset, 6, marker)], 0);
+    }
+
+    /// KIP-320's epoch check, as `PartitionTest`'s
+    /// `testOffsetForLeaderEpochValidationForLeader` and `ForFollower` pin
+    /// it: at leader epoch 5, no epoch or 5 goes on (on a follower,
+    /// NOT_LEADER_OR_FOLLOWER), 4 is fenced, 6 is unknown.
+    #[test]
+    fn a_clients_leader_epoch_is_checked_before_it_reads() {
+        let config = crate::sim::config::ClusterConfig {
+            brokers: 3,
+            topics: vec![crate::sim::config::TopicConfig {
+                name: "t".into(),
+                partitions: 1,
+                replication_factor: 3,
+                ..Default::default()
+            }],
+            producers: Vec::new(),
+            consumers: Vec::new(),
+            ..Default::default()
+        };
+        let mut simulation = Simulation::new(config, 1).expect("a valid cluster");
+        simulation.run_until(10_000);
+        let partition = TopicPartition::new("t", 0);
+        let leader = *simulation
+            .brokers
+            .iter()
+            .find(|(_, broker)| broker.leading.contains_key(&partition))
+            .expect("a leader")
+            .0;
+        let follower = *simulation
+            .brokers
+            .iter()
+            .find(|(_, broker)| broker.following.contains_key(&partition))
+            .expect("a follower")
+            .0;
+        let state = simulation.broker(leader).leading.get_mut(&partition).expect("leads");
+        state.leader_epoch = 5;
+        let state = simulation
+            .broker(follower)
+            .following
+            .get_mut(&partition)
+            .expect("follows");
+        state.leader_epoch = 5;
+        let check =
+            |broker: BrokerId, epoch: Option<u32>| simulation.broker_check_leader_epoch(broker, &partition, epoch);
+        assert_eq!(check(leader, None), Ok(()));
+        assert_eq!(check(leader, Some(5)), Ok(()));
+        assert_eq!(check(leader, Some(4)), Err(ErrorCode::FencedLeaderEpoch));
+        assert_eq!(check(leader, Some(6)), Err(ErrorCode::UnknownLeaderEpoch));
+        assert_eq!(check(follower, None), Err(ErrorCode::NotLeaderOrFollower));
+        assert_eq!(check(follower, Some(5)), Err(ErrorCode::NotLeaderOrFollower));
+        assert_eq!(check(follower, Some(4)), Err(ErrorCode::FencedLeaderEpoch));
+        assert_eq!(check(follower, Some(6)), Err(ErrorCode::UnknownLeaderEpoch));
     }
 
     #[test]

@@ -32,9 +32,15 @@ pub struct TopicConfig {
     /// `compact,delete`.
     #[serde(default)]
     pub cleanup_policy: crate::storage::CleanupPolicy,
-    /// `segment.bytes` (1 GiB): a segment rolls before it would pass this.
+    /// `segment.bytes` (1 GiB, at least 1 MiB in Kafka 4.1, KIP-1030): a
+    /// segment rolls before it would pass this.
     #[serde(default = "default_segment_bytes")]
     pub segment_bytes: u64,
+    /// `internal.segment.bytes` (unset): Kafka's test-only override of
+    /// `segment.bytes` with no minimum (`LogConfig#segmentSize`), which the
+    /// stories use so that segments roll within seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub internal_segment_bytes: Option<u64>,
     /// `segment.ms` (7 days): a segment rolls once its records span this.
     #[serde(default = "default_seven_days")]
     pub segment_ms: u64,
@@ -72,6 +78,7 @@ impl Default for TopicConfig {
             min_insync_replicas: 1,
             cleanup_policy: crate::storage::CleanupPolicy::DELETE,
             segment_bytes: default_segment_bytes(),
+            internal_segment_bytes: None,
             segment_ms: default_seven_days(),
             retention_ms: default_retention_ms(),
             retention_bytes: -1,
@@ -87,7 +94,7 @@ impl TopicConfig {
     /// The storage settings of the topic's logs.
     pub fn log_config(&self) -> crate::storage::LogConfig {
         crate::storage::LogConfig {
-            segment_bytes: self.segment_bytes,
+            segment_bytes: self.segment_size(),
             segment_ms: self.segment_ms as i64,
             index_interval_bytes: self.index_interval_bytes,
             retention_ms: self.retention_ms,
@@ -100,13 +107,29 @@ impl TopicConfig {
         }
     }
 
+    /// The size a segment rolls at: `internal.segment.bytes` when set,
+    /// else `segment.bytes` (`LogConfig#segmentSize`).
+    pub fn segment_size(&self) -> u64 {
+        self.internal_segment_bytes.unwrap_or(self.segment_bytes)
+    }
+
     /// Checks the storage settings against Kafka's bounds (`LogConfig`).
     pub fn validate_storage(&self) -> Result<(), String> {
         let name = &self.name;
-        if self.segment_bytes < 14 {
+        // KIP-1030 (KAFKA-19080, 4.1): `atLeast(1024 * 1024)`, refused as
+        // `INVALID_CONFIG` with ConfigDef's own message.
+        if self.segment_bytes < MIN_SEGMENT_BYTES {
             return Err(format!(
-                "topic {name}: segment.bytes must be at least 14, got {}",
+                "topic {name}: Invalid value {} for configuration segment.bytes: Value must be at least {MIN_SEGMENT_BYTES} \
+                 (Kafka 4.1's minimum, 1 MiB; for smaller segments set internal.segment.bytes, Kafka's test-only setting, as the stories do)",
                 self.segment_bytes
+            ));
+        }
+        // Kafka gives the test-only key no validator; a segment here must
+        // at least hold a record's overhead (`RECORD_OVERHEAD_V0`).
+        if let Some(internal) = self.internal_segment_bytes.filter(|bytes| *bytes < 14) {
+            return Err(format!(
+                "topic {name}: internal.segment.bytes must be at least 14 here (a segment must hold a record), got {internal}"
             ));
         }
         if self.segment_ms == 0 {
@@ -148,6 +171,9 @@ impl PartialEq for Ratio {
 }
 
 impl Eq for Ratio {}
+
+/// `segment.bytes`'s minimum in Kafka 4.1 (KIP-1030): 1 MiB.
+pub const MIN_SEGMENT_BYTES: u64 = 1024 * 1024;
 
 fn default_segment_bytes() -> u64 {
     1024 * 1024 * 1024
@@ -1822,9 +1848,13 @@ pub enum StorageSetting {
     /// `retention.bytes` (-1: no limit).
     #[serde(rename = "retention.bytes")]
     RetentionBytes,
-    /// `segment.bytes`.
+    /// `segment.bytes` (at least 1 MiB).
     #[serde(rename = "segment.bytes")]
     SegmentBytes,
+    /// `internal.segment.bytes`: Kafka's test-only override of
+    /// `segment.bytes`; -1 removes it.
+    #[serde(rename = "internal.segment.bytes")]
+    InternalSegmentBytes,
     /// `segment.ms`.
     #[serde(rename = "segment.ms")]
     SegmentMs,
@@ -1844,6 +1874,7 @@ impl std::fmt::Display for StorageSetting {
             StorageSetting::RetentionMs => "retention.ms",
             StorageSetting::RetentionBytes => "retention.bytes",
             StorageSetting::SegmentBytes => "segment.bytes",
+            StorageSetting::InternalSegmentBytes => "internal.segment.bytes",
             StorageSetting::SegmentMs => "segment.ms",
             StorageSetting::MinCompactionLagMs => "min.compaction.lag.ms",
             StorageSetting::DeleteRetentionMs => "delete.retention.ms",
@@ -1862,6 +1893,9 @@ impl TopicConfig {
             StorageSetting::RetentionMs => changed.retention_ms = value,
             StorageSetting::RetentionBytes => changed.retention_bytes = value,
             StorageSetting::SegmentBytes => changed.segment_bytes = positive(value)?,
+            StorageSetting::InternalSegmentBytes => {
+                changed.internal_segment_bytes = if value == -1 { None } else { Some(positive(value)?) }
+            }
             StorageSetting::SegmentMs => changed.segment_ms = positive(value)?,
             StorageSetting::MinCompactionLagMs => changed.min_compaction_lag_ms = positive(value)?,
             StorageSetting::DeleteRetentionMs => changed.delete_retention_ms = positive(value)?,

@@ -57,6 +57,10 @@ pub struct Fetched {
     /// Where the position moves once they are all returned: past a trailing
     /// marker or aborted batch too (`CompletedFetch#nextFetchOffset`).
     pub next_offset: Offset,
+    /// The leader epoch of the last batch fetched, markers included
+    /// (`CompletedFetch#lastEpoch`): the position's epoch once they are
+    /// all returned.
+    pub last_epoch: Option<u32>,
 }
 
 /// A consumer's state.
@@ -93,6 +97,18 @@ pub struct Consumer {
     /// an older one is stale and ignored (KIP-320, `Metadata#updateLatestMetadata`).
     #[serde(skip)]
     pub leader_epochs: BTreeMap<TopicPartition, u32>,
+    /// KIP-320: the leader epoch of the last record consumed before each
+    /// position, with that position (`FetchPosition#offsetEpoch`); it
+    /// counts only while the position is still that offset, so a position
+    /// set any other way (a committed offset, whose epoch this simulation
+    /// does not keep, or a reset) has none and is never validated.
+    #[serde(skip)]
+    pub position_epochs: BTreeMap<TopicPartition, (Offset, u32)>,
+    /// KIP-320: positions awaiting validation after a leader change
+    /// (`AWAIT_VALIDATION`: not fetched), with the broker an
+    /// `OffsetForLeaderEpoch` is out to.
+    #[serde(skip)]
+    pub validating: BTreeMap<TopicPartition, Option<BrokerId>>,
     /// Partitions with a fetch out.
     pub fetching: BTreeMap<TopicPartition, bool>,
     /// Records read so far.
@@ -197,6 +213,8 @@ impl Consumer {
             pending_commits: std::collections::VecDeque::new(),
             leaders: BTreeMap::new(),
             leader_epochs: BTreeMap::new(),
+            position_epochs: BTreeMap::new(),
+            validating: BTreeMap::new(),
             fetching: BTreeMap::new(),
             records_read: 0,
             bootstrap_attempt: 0,
@@ -231,6 +249,16 @@ impl Consumer {
             in_transaction: Vec::new(),
             poisoned: Vec::new(),
         }
+    }
+
+    /// The position of `partition` and the leader epoch of the record
+    /// before it, if it has one (KIP-320's `offsetEpoch`).
+    pub fn position_epoch(&self, partition: &TopicPartition) -> Option<(Offset, u32)> {
+        let position = *self.positions.get(partition)?;
+        self.position_epochs
+            .get(partition)
+            .filter(|(offset, _)| *offset == position)
+            .map(|(_, epoch)| (position, *epoch))
     }
 
     /// Whether it rebalances cooperatively (KIP-429): its assignor supports
@@ -1096,6 +1124,9 @@ impl Simulation {
                     error,
                 );
             }
+            Message::OffsetForLeaderEpochResponse { partition, result } => {
+                self.consumer_validation_answer(id, from, partition, result)
+            }
             Message::ConnectionClosed => self.consumer_connection_closed(id, from),
             _ => {}
         }
@@ -1119,7 +1150,17 @@ impl Simulation {
                 if consumer.leader_epochs.get(&partition).is_some_and(|&seen| epoch < seen) {
                     continue;
                 }
-                consumer.leader_epochs.insert(partition.clone(), epoch);
+                let newer = consumer
+                    .leader_epochs
+                    .insert(partition.clone(), epoch)
+                    .is_some_and(|seen| seen < epoch);
+                // KIP-320 (`SubscriptionState#maybeValidatePositionForCurrentLeader`):
+                // a new leader epoch puts a position with an epoch into
+                // validation; its buffered records are dropped.
+                if newer && consumer.position_epoch(&partition).is_some() && consumer.assignment.contains(&partition) {
+                    consumer.validating.insert(partition.clone(), None);
+                    consumer.buffer.remove(&partition);
+                }
                 consumer.leaders.insert(partition, leader);
             }
         }
@@ -1344,6 +1385,113 @@ impl Simulation {
         );
     }
 
+    /// Resets a lost `position` as `auto.offset.reset` says: asks the
+    /// leader `from` for its start or end (`ListOffsets` at the consumer's
+    /// isolation level) and remembers the reset until the answer.
+    fn consumer_reset_position(
+        &mut self,
+        id: u32,
+        from: NodeId,
+        partition: TopicPartition,
+        spec: OffsetSpec,
+        position: Offset,
+    ) {
+        let consumer = &mut self.consumers[id as usize];
+        consumer.resetting.insert(partition.clone(), (spec, position));
+        let isolation = consumer.config.isolation_level;
+        self.send(
+            Self::consumer_node(id),
+            from,
+            Message::ListOffsets {
+                partition,
+                spec,
+                isolation,
+            },
+        );
+    }
+
+    /// KIP-320: the leader's answer to `OffsetForLeaderEpoch`
+    /// (`OffsetsForLeaderEpochUtils#handleResponse`,
+    /// `SubscriptionState#maybeCompleteValidation`). An error keeps the
+    /// position awaiting validation and asks for metadata again; an end
+    /// offset at or past the position completes it; one below it means the
+    /// log was truncated under the consumer: with `auto.offset.reset` set it
+    /// seeks to that end, with `none` `poll()` throws
+    /// `LogTruncationException`; no end known at all resets the position
+    /// by `auto.offset.reset`.
+    fn consumer_validation_answer(
+        &mut self,
+        id: u32,
+        from: NodeId,
+        partition: TopicPartition,
+        result: Result<Option<(u32, Offset)>, ErrorCode>,
+    ) {
+        let NodeId::Broker(broker) = from else { return };
+        let consumer = &mut self.consumers[id as usize];
+        if consumer.validating.get(&partition) != Some(&Some(broker)) {
+            return;
+        }
+        let Some((position, _)) = consumer.position_epoch(&partition) else {
+            consumer.validating.remove(&partition);
+            self.consumer_fetch_all(id);
+            return;
+        };
+        let answer = match result {
+            Ok(answer) => answer,
+            Err(_) => {
+                // Retried after a metadata update (`OffsetFetcherUtils`:
+                // `requestUpdate`, and not before `retry.backoff.ms`): the
+                // partition's leader is unknown until that answer comes.
+                consumer.validating.insert(partition.clone(), None);
+                consumer.leaders.insert(partition, None);
+                if consumer.refresh_pending.is_none() {
+                    self.consumer_schedule_refresh(id, broker % self.config.brokers + 1);
+                }
+                return;
+            }
+        };
+        consumer.validating.remove(&partition);
+        let diverging = match answer {
+            Some((_, end_offset)) if end_offset >= position => {
+                self.consumer_fetch_all(id);
+                return;
+            }
+            Some((epoch, end_offset)) => Some((epoch, end_offset)),
+            None => None,
+        };
+        let reset = consumer.config.auto_offset_reset;
+        self.record(TraceKind::LogTruncationDetected {
+            client: Self::consumer_node(id),
+            partition: partition.clone(),
+            position,
+            diverging: diverging.map(|(_, end_offset)| end_offset),
+            reset,
+        });
+        let consumer = &mut self.consumers[id as usize];
+        consumer.buffer.remove(&partition);
+        match (diverging, reset) {
+            (_, OffsetReset::None) => {
+                self.consumer_exception_stops(id);
+                return;
+            }
+            (Some((epoch, end_offset)), _) => {
+                consumer.positions.insert(partition.clone(), end_offset);
+                consumer.position_epochs.insert(partition, (end_offset, epoch));
+            }
+            (None, reset) => {
+                // `requestOffsetReset` with the default strategy.
+                consumer.positions.remove(&partition);
+                let spec = if reset == OffsetReset::Earliest {
+                    OffsetSpec::Earliest
+                } else {
+                    OffsetSpec::Latest
+                };
+                self.consumer_reset_position(id, from, partition, spec, position);
+            }
+        }
+        self.consumer_fetch_all(id);
+    }
+
     /// Every request in flight to `from` failed: fetches it held are retried
     /// after a metadata refresh, and a lost coordinator is looked up again.
     fn consumer_connection_closed(&mut self, id: u32, from: NodeId) {
@@ -1369,6 +1517,15 @@ impl Simulation {
                 FetchAnswer::default(),
                 Some(ErrorCode::NotLeaderOrFollower),
             );
+        }
+        let lost_validations: Vec<TopicPartition> = self.consumers[id as usize]
+            .validating
+            .iter()
+            .filter(|(_, in_flight)| **in_flight == Some(broker))
+            .map(|(partition, _)| partition.clone())
+            .collect();
+        for partition in lost_validations {
+            self.consumer_validation_answer(id, from, partition, Err(ErrorCode::NetworkException));
         }
         if lost_coordinator && self.consumers[id as usize].phase != ConsumerPhase::Stopped {
             self.consumer_group_error(id, ErrorCode::NetworkException);
@@ -1623,6 +1780,16 @@ impl Simulation {
     /// Sends a fetch for every owned partition with a position and a known
     /// leader, one at a time per partition.
     pub(crate) fn consumer_fetch_all(&mut self, id: u32) {
+        // A position that moved (a reset, a committed offset, a revoked
+        // partition) while it awaited validation has no epoch to check.
+        let consumer = &mut self.consumers[id as usize];
+        let keep: Vec<bool> = consumer
+            .validating
+            .keys()
+            .map(|partition| consumer.assignment.contains(partition) && consumer.position_epoch(partition).is_some())
+            .collect();
+        let mut keep = keep.into_iter();
+        consumer.validating.retain(|_, _| keep.next().unwrap_or(false));
         let consumer = &self.consumers[id as usize];
         // During a cooperative rebalance a member still reads what it owns.
         let reading = matches!(
@@ -1633,7 +1800,19 @@ impl Simulation {
             return;
         }
         let mut requests = Vec::new();
+        let mut validations = Vec::new();
         for partition in &consumer.assignment {
+            if let Some(in_flight) = consumer.validating.get(partition) {
+                if let (None, Some(Some(leader)), Some((_, epoch)), Some(current)) = (
+                    in_flight,
+                    consumer.leaders.get(partition),
+                    consumer.position_epoch(partition),
+                    consumer.leader_epochs.get(partition),
+                ) {
+                    validations.push((partition.clone(), *leader, epoch, *current));
+                }
+                continue;
+            }
             if consumer.fetching.get(partition) == Some(&true) || consumer.buffer.contains_key(partition) {
                 continue;
             }
@@ -1664,11 +1843,26 @@ impl Simulation {
             self.consumers[id as usize].bootstrap_attempt += 1;
             self.consumer_schedule_refresh(id, broker);
         }
+        for (partition, leader, leader_epoch, current_leader_epoch) in validations {
+            self.consumers[id as usize]
+                .validating
+                .insert(partition.clone(), Some(leader));
+            self.send(
+                Self::consumer_node(id),
+                NodeId::Broker(leader),
+                Message::OffsetForLeaderEpoch {
+                    partition,
+                    leader_epoch,
+                    current_leader_epoch,
+                },
+            );
+        }
         for (partition, offset, leader) in requests {
             self.consumers[id as usize].fetching.insert(partition.clone(), true);
             self.consumers[id as usize]
                 .fetch_brokers
                 .insert(partition.clone(), leader);
+            let current_leader_epoch = self.consumers[id as usize].leader_epochs.get(&partition).copied();
             self.send(
                 Self::consumer_node(id),
                 NodeId::Broker(leader),
@@ -1676,6 +1870,7 @@ impl Simulation {
                     partition,
                     offset,
                     isolation: self.consumers[id as usize].config.isolation_level,
+                    current_leader_epoch,
                 },
             );
         }
@@ -1723,6 +1918,11 @@ impl Simulation {
         if !consumer.assignment.contains(&partition) {
             return;
         }
+        // A fetch answered after the position went into validation is
+        // dropped: the partition is not fetchable until then (KIP-320).
+        if consumer.validating.contains_key(&partition) {
+            return;
+        }
         if error == Some(ErrorCode::OffsetOutOfRange) {
             // The position is gone (retention deleted it) or past the end:
             // `auto.offset.reset` decides where to go (`SubscriptionState#
@@ -1746,19 +1946,7 @@ impl Simulation {
                     return;
                 }
             };
-            self.consumers[id as usize]
-                .resetting
-                .insert(partition.clone(), (spec, position));
-            let isolation = self.consumers[id as usize].config.isolation_level;
-            self.send(
-                Self::consumer_node(id),
-                from,
-                Message::ListOffsets {
-                    partition,
-                    spec,
-                    isolation,
-                },
-            );
+            self.consumer_reset_position(id, from, partition, spec, position);
             return;
         }
         if let Some(error) = error {
@@ -1770,6 +1958,20 @@ impl Simulation {
                 consumer.leaders.clear();
                 let broker = match from {
                     NodeId::Broker(broker) => broker % self.config.brokers + 1,
+                    _ => 1,
+                };
+                self.consumer_schedule_refresh(id, broker);
+            }
+            // KIP-320: FENCED_LEADER_EPOCH, the consumer's metadata is
+            // older than the broker's: it asks for metadata again, position
+            // unchanged (`FetchCollector#handleInitializeErrors`).
+            // UNKNOWN_LEADER_EPOCH, the broker is behind: Kafka fetches
+            // again at the next poll; here after the same backoff.
+            if matches!(error, ErrorCode::FencedLeaderEpoch | ErrorCode::UnknownLeaderEpoch)
+                && self.consumers[id as usize].refresh_pending.is_none()
+            {
+                let broker = match from {
+                    NodeId::Broker(broker) => broker,
                     _ => 1,
                 };
                 self.consumer_schedule_refresh(id, broker);
@@ -1796,6 +1998,7 @@ impl Simulation {
             self.consumer_fetch_all(id);
             return;
         }
+        let last_epoch = records.last().map(|record| record.leader_epoch);
         let (fresh, next_offset) = returned_records(records, isolation, &aborted, position);
         // Past batches compaction emptied (`nextFetchOffset`).
         let next_offset = if current {
@@ -1819,12 +2022,16 @@ impl Simulation {
                 Fetched {
                     records: fresh,
                     next_offset,
+                    last_epoch,
                 },
             );
         } else if next_offset > position {
             // Only markers or aborted records: nothing for the
             // application, and the position moves past them.
             consumer.positions.insert(partition.clone(), next_offset);
+            if let Some(epoch) = last_epoch {
+                consumer.position_epochs.insert(partition.clone(), (next_offset, epoch));
+            }
         }
         if !above.is_empty() {
             self.monitor.violations += 1;
@@ -1937,9 +2144,16 @@ impl Simulation {
             let count = budget.min(fetched.records.len());
             let batch: Vec<super::types::Record> = fetched.records.drain(..count).collect();
             let mut next_offset = batch.last().map_or(0, |last| last.offset + 1);
+            let mut epoch = batch.last().map(|last| last.leader_epoch);
             if fetched.records.is_empty() {
-                next_offset = next_offset.max(fetched.next_offset);
+                if fetched.next_offset > next_offset {
+                    next_offset = fetched.next_offset;
+                    epoch = fetched.last_epoch.or(epoch);
+                }
                 consumer.buffer.remove(&partition);
+            }
+            if let Some(epoch) = epoch {
+                consumer.position_epochs.insert(partition.clone(), (next_offset, epoch));
             }
             budget -= count;
             sources.extend(batch.iter().map(|record| record.id));

@@ -339,7 +339,7 @@ impl FuzzCase {
             {
                 continue;
             }
-            topic.segment_bytes = 300 + u64::from(storage.next_u32() % 2_000);
+            topic.internal_segment_bytes = Some(300 + u64::from(storage.next_u32() % 2_000));
             match storage.next_u32() % 3 {
                 0 => topic.retention_bytes = 1_000 + i64::from(storage.next_u32() % 4_000),
                 1 => topic.retention_ms = 2_000 + i64::from(storage.next_u32() % 30_000),

@@ -305,6 +305,16 @@ pub enum Expectation {
         /// The epochs.
         epochs: Vec<u16>,
     },
+    /// KIP-320: after a leader change a consumer validated its position
+    /// and found the log truncated under it, the logs parting at this
+    /// offset (`OffsetForLeaderEpoch`), and went on from there.
+    #[serde(rename_all = "camelCase")]
+    TruncationDetected {
+        /// Which consumer.
+        consumer: u32,
+        /// Where the new leader's log parts from what it read.
+        diverging_offset: u64,
+    },
     /// At the end, partitions hold this many hanging transactions: a
     /// producer's transaction open in a partition's log that no transaction
     /// coordinator has open for that partition, so no marker will ever
@@ -355,7 +365,11 @@ impl Scenario {
             let at = crate::json_position::position(text, &unknown.path())
                 .map(|(line, column)| format!(" at line {line} column {column}"))
                 .unwrap_or_default();
-            return Err(format!("bad scenario: {}: {}{at}", unknown.path_text(), unknown.message));
+            return Err(format!(
+                "bad scenario: {}: {}{at}",
+                unknown.path_text(),
+                unknown.message
+            ));
         }
         // An input after the run's end would never happen.
         if let Some((index, late)) = scenario
@@ -547,6 +561,9 @@ struct TraceFacts {
     throttled: Vec<NodeId>,
     /// The epochs each transactional id's coordinator records carried.
     transaction_epochs: BTreeMap<String, Vec<u16>>,
+    /// Each truncation a consumer's position validation found: the
+    /// consumer and where the logs part.
+    truncations: Vec<(NodeId, Option<u64>)>,
 }
 
 impl TraceFacts {
@@ -558,6 +575,7 @@ impl TraceFacts {
             TraceKind::LeaderElected { unclean: true, .. } => self.unclean_election = true,
             TraceKind::OffsetOutOfRange { partition, .. } => self.out_of_range.push(partition.topic.to_string()),
             TraceKind::Throttled { client, .. } => self.throttled.push(*client),
+            TraceKind::LogTruncationDetected { client, diverging, .. } => self.truncations.push((*client, *diverging)),
             TraceKind::TransactionState {
                 transactional_id,
                 producer_epoch,
@@ -757,6 +775,23 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
                 .unwrap_or_default();
             (seen != *epochs).then(|| {
                 format!("expected {transactional_id}'s transaction records to carry epochs {epochs:?}, but they carried {seen:?}")
+            })
+        }
+        Expectation::TruncationDetected {
+            consumer,
+            diverging_offset,
+        } => {
+            let client = NodeId::Consumer(*consumer);
+            let found: Vec<Option<u64>> = facts
+                .truncations
+                .iter()
+                .filter(|(seen, _)| *seen == client)
+                .map(|(_, diverging)| *diverging)
+                .collect();
+            (!found.contains(&Some(*diverging_offset))).then(|| {
+                format!(
+                    "expected {client} to find the log truncated at offset {diverging_offset}, but it found {found:?}"
+                )
             })
         }
         Expectation::HangingTransactions { at_least, at_most } => {

@@ -11,7 +11,7 @@
 //! part to its latest offset, then copies every segment up to there into
 //! cleaned segments, keeping a record only if no later record has its key.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -74,6 +74,9 @@ pub struct CleanOutcome {
     pub bytes_after: u64,
     /// Tombstones removed (their delete horizon had passed).
     pub tombstones_removed: u64,
+    /// Transaction markers removed (no batch of their transaction was
+    /// left and their delete horizon had passed).
+    pub markers_removed: u64,
 }
 
 impl<R: StoredRecord> Log<R> {
@@ -164,12 +167,30 @@ impl<R: StoredRecord> Log<R> {
     /// Cleans the log as `to_clean` describes (`Cleaner#doClean`).
     /// `aborted` says which batches belong to aborted transactions: they
     /// give no key its latest offset, and their records go
-    /// (`CleanedTransactionMetadata`). Transaction markers stay.
+    /// (`CleanedTransactionMetadata`). No producer is active: see
+    /// [`Log::clean_with_producers`].
     pub fn clean(
         &mut self,
         to_clean: &LogToClean,
         now_ms: i64,
         aborted: &dyn Fn(&LogBatch<R>) -> bool,
+    ) -> CleanOutcome {
+        self.clean_with_producers(to_clean, now_ms, aborted, &|_| false)
+    }
+
+    /// [`Log::clean`], where `last_of_active_producer` says which batch
+    /// holds an active producer's last sequence or epoch: it stays, as an
+    /// empty batch if nothing of it is left (`isBatchLastRecordOfProducer`).
+    /// A transaction marker goes in three passes, as Kafka's do: while a
+    /// batch of its transaction is left it stays; the first pass that
+    /// finds none stamps its delete horizon (now + `delete.retention.ms`);
+    /// the first pass after the horizon removes it.
+    pub fn clean_with_producers(
+        &mut self,
+        to_clean: &LogToClean,
+        now_ms: i64,
+        aborted: &dyn Fn(&LogBatch<R>) -> bool,
+        last_of_active_producer: &dyn Fn(&LogBatch<R>) -> bool,
     ) -> CleanOutcome {
         let upper_bound = to_clean.first_uncleanable_offset;
         let (map, latest) = self.build_offset_map(to_clean.first_dirty_offset, upper_bound, aborted);
@@ -184,10 +205,13 @@ impl<R: StoredRecord> Log<R> {
             bytes_before: 0,
             bytes_after: 0,
             tombstones_removed: 0,
+            markers_removed: 0,
         };
-        let filter = RecordFilter {
+        let mut filter = RecordFilter {
             map: &map,
             aborted,
+            last_of_active_producer,
+            transactions_read: BTreeSet::new(),
             latest,
             now_ms,
             delete_retention_ms: self.config.delete_retention_ms,
@@ -293,6 +317,12 @@ impl<R: StoredRecord> Log<R> {
 struct RecordFilter<'a, R> {
     map: &'a BTreeMap<Arc<str>, Offset>,
     aborted: &'a dyn Fn(&LogBatch<R>) -> bool,
+    last_of_active_producer: &'a dyn Fn(&LogBatch<R>) -> bool,
+    /// Producers of which this pass has read a transactional batch since
+    /// their last marker (`CleanedTransactionMetadata`'s
+    /// `ongoingCommittedTxns` and the observed batches of
+    /// `ongoingAbortedTxns`).
+    transactions_read: BTreeSet<u64>,
     latest: Option<Offset>,
     now_ms: i64,
     delete_retention_ms: i64,
@@ -302,9 +332,23 @@ struct RecordFilter<'a, R> {
 }
 
 impl<R: StoredRecord> RecordFilter<'_, R> {
+    /// Whether the pass may discard `batch` (`shouldDiscardBatch`): a
+    /// batch of an aborted transaction, or a marker none of whose
+    /// transaction's batches this pass read.
+    fn can_discard(&mut self, batch: &LogBatch<R>) -> bool {
+        match batch.producer {
+            Some(producer) if producer.control => !self.transactions_read.remove(&producer.producer_id),
+            Some(producer) if producer.transactional => {
+                self.transactions_read.insert(producer.producer_id);
+                (self.aborted)(batch)
+            }
+            _ => false,
+        }
+    }
+
     /// Copies what survives of `source` into `cleaned` as one write.
     fn clean_into(
-        &self,
+        &mut self,
         source: &Segment<R>,
         cleaned: &mut Segment<R>,
         index_interval_bytes: u64,
@@ -316,8 +360,17 @@ impl<R: StoredRecord> RecordFilter<'_, R> {
         let mut max_timestamp: Option<(i64, Offset)> = None;
         for batch in source.batches() {
             outcome.records_read += batch.records.len() as u64;
-            let retain_empty = batch.next_offset() == self.upper_bound;
-            let discard = (self.aborted)(batch);
+            let can_discard = self.can_discard(batch);
+            // checkBatchRetention: a marker goes only once its horizon has
+            // passed; an active producer's last batch and the pass's last
+            // batch stay, emptied if need be (RETAIN_EMPTY).
+            let discard = if batch.is_control() {
+                can_discard && batch.delete_horizon_ms.is_some_and(|horizon| horizon <= self.now_ms)
+            } else {
+                can_discard
+            };
+            let retain_empty = batch.next_offset() == self.upper_bound || (self.last_of_active_producer)(batch);
+            let marker_for_empty_txn = can_discard && batch.is_control();
             let retained: Vec<_> = batch
                 .records
                 .iter()
@@ -326,7 +379,9 @@ impl<R: StoredRecord> RecordFilter<'_, R> {
                 .collect();
             let (written, batch_max_offset, batch_max_timestamp) = if !retained.is_empty() {
                 let tombstones = retained.iter().any(StoredRecord::is_tombstone);
-                let need_horizon = tombstones && batch.delete_horizon_ms.is_none();
+                // MemoryRecords#filterTo stamps the horizon on a kept batch
+                // with tombstones or a marker whose transaction is gone.
+                let need_horizon = (tombstones || marker_for_empty_txn) && batch.delete_horizon_ms.is_none();
                 if retained.len() == batch.records.len() && !need_horizon {
                     (
                         batch.clone(),
@@ -365,6 +420,9 @@ impl<R: StoredRecord> RecordFilter<'_, R> {
             } else {
                 outcome.tombstones_removed +=
                     batch.records.iter().filter(|record| record.is_tombstone()).count() as u64;
+                if batch.is_control() {
+                    outcome.markers_removed += 1;
+                }
                 continue;
             };
             outcome.records_kept += written.records.len() as u64;

@@ -12,6 +12,8 @@ mod groups;
 mod input_names;
 mod java_ordering;
 mod log_storage_vectors;
+mod marker_removal;
+mod offset_validation;
 mod partitioning;
 mod producer_expiration;
 mod producer_state_vectors;

@@ -26,7 +26,7 @@ fn slow_reader(reset: OffsetReset) -> Simulation {
             partitions: 1,
             replication_factor: 3,
             min_insync_replicas: 2,
-            segment_bytes: 400,
+            internal_segment_bytes: Some(400),
             retention_ms: 20_000,
             ..TopicConfig::default()
         }],

@@ -132,6 +132,7 @@ impl Captioner {
             | K::OffsetsCommitted { .. }
             | K::NoOffsetForPartition { .. }
             | K::OffsetReset { .. }
+            | K::LogTruncationDetected { .. }
             | K::OffsetOutOfRange { .. } => self.membership_step(event, &mut marks),
             K::Consumed { .. }
             | K::ProcessedAgain { .. }
@@ -613,6 +614,32 @@ impl Captioner {
                     "offset-out-of-range".to_string(),
                 )
             }
+            TraceKind::LogTruncationDetected {
+                client,
+                partition,
+                position,
+                diverging,
+                reset,
+            } => {
+                marks.explainable = true;
+                let next = match (diverging, reset) {
+                    (_, OffsetReset::None) => "With auto.offset.reset=none it does not move: poll() throws LogTruncationException, and this application, which does not catch it, closes the consumer.".to_string(),
+                    (Some(end), _) => format!("It seeks to {end}, where the two logs part, and reads the new leader's records from there; the records it had read above {end} are gone from the log."),
+                    (None, reset) => format!("The new leader cannot say where the logs part, so auto.offset.reset={reset} decides where it goes."),
+                };
+                (
+                    StepKind::Note {
+                        over: *client,
+                        text: "log truncation detected".to_string(),
+                    },
+                    format!(
+                        "{client} was at offset {position} of {partition}, but the new leader's log does not hold the records it read last: their leader epoch ends {} there. The log was truncated under it, as an unclean election does (KIP-320 found it by OffsetForLeaderEpoch, before fetching). {next}",
+                        diverging.map_or("nowhere known".to_string(), |end| format!("at {end}"))
+                    ),
+                    vec![partition.to_string()],
+                    "log-truncation".to_string(),
+                )
+            }
             _ => return None,
         })
     }
@@ -1046,6 +1073,7 @@ impl Captioner {
                 records_before,
                 records_after,
                 tombstones_removed,
+                markers_removed,
                 checkpoint,
                 ..
             } => {
@@ -1056,10 +1084,15 @@ impl Captioner {
                         text: "compacted".to_string(),
                     },
                     format!(
-                        "{}'s log cleaner compacted its copy of {partition} below offset {checkpoint}: of {records_before} records it kept {records_after}, the latest record of each key, at their original offsets (the offsets of the others are now gaps){}. Compaction is not deletion by age: a key's latest value stays however old it is, and a consumer reading from the start still sees every key. The active segment and anything above the last stable offset are never cleaned.",
+                        "{}'s log cleaner compacted its copy of {partition} below offset {checkpoint}: of {records_before} records it kept {records_after}, the latest record of each key, at their original offsets (the offsets of the others are now gaps){}. Compaction is not deletion by age: a key's latest value stays however old it is, and a consumer reading from the start still sees every key. The active segment and anything above the last stable offset are never cleaned.{}",
                         NodeId::Broker(*broker),
                         if *tombstones_removed > 0 {
                             format!("; {tombstones_removed} tombstone(s) older than delete.retention.ms went too, so their keys are gone")
+                        } else {
+                            String::new()
+                        },
+                        if *markers_removed > 0 {
+                            format!(" It also removed {markers_removed} transaction marker(s): once no record of a marker's transaction was left, an earlier cleaning stamped it to go after delete.retention.ms, and that time has passed.")
                         } else {
                             String::new()
                         }
@@ -1200,6 +1233,8 @@ impl Captioner {
             | M::AlterPartition
             | M::AlterPartitionResponse
             | M::ListOffsets
+            | M::OffsetForLeaderEpoch
+            | M::OffsetForLeaderEpochResponse
             | M::Vote
             | M::VoteResponse
             | M::BrokerHeartbeat => self.log_caption(from, to, name, facts, summary),
@@ -1279,6 +1314,12 @@ impl Captioner {
             M::AlterPartition => format!("{from}, the leader, asks the controller to change the ISR: {summary}."),
             M::AlterPartitionResponse => format!("The controller answers {to}: {summary}."),
             M::ListOffsets => format!("{from} asks {to} where the log starts or ends ({summary})."),
+            M::OffsetForLeaderEpoch => format!(
+                "The leader changed, so before it fetches again {from} checks that its position is still on the log (KIP-320): it asks the new leader {to} where the leader epoch of the last record it read ends there ({summary}). If that end is below its position, the log it read from was truncated."
+            ),
+            M::OffsetForLeaderEpochResponse => format!(
+                "{from} answers {to}: {summary}. At or past the position, nothing {to} read is gone and it fetches on; below it, those records are gone from the log."
+            ),
             M::Vote => format!("{from} asks {to} for its vote: {summary}."),
             M::VoteResponse => format!("{from} answers {to}: {summary}."),
             M::BrokerHeartbeat => format!("{from} heartbeats to the controller ({summary})."),

@@ -29,6 +29,8 @@ impl Message {
             | Message::ListOffsets { .. }
             | Message::AlterPartitionResponse { .. }
             | Message::ListOffsetsResponse { .. }
+            | Message::OffsetForLeaderEpoch { .. }
+            | Message::OffsetForLeaderEpochResponse { .. }
             | Message::Fetch { .. }
             | Message::ConsumerFetch { .. }
             | Message::FetchResponse { .. }
@@ -107,8 +109,12 @@ impl Message {
     /// produces, ISR changes and offset lookups.
     fn partition_facts(&self, facts: &mut MessageFacts) {
         match self {
-            Message::AlterPartition { partition, .. } | Message::ListOffsets { partition, .. } => {
-                facts.partitions.push(partition.clone())
+            Message::AlterPartition { partition, .. }
+            | Message::ListOffsets { partition, .. }
+            | Message::OffsetForLeaderEpoch { partition, .. } => facts.partitions.push(partition.clone()),
+            Message::OffsetForLeaderEpochResponse { partition, result } => {
+                facts.partitions.push(partition.clone());
+                facts.errors.extend(result.as_ref().err());
             }
             Message::AlterPartitionResponse { partition, result } => {
                 facts.partitions.push(partition.clone());

@@ -115,6 +115,10 @@ pub enum MessageName {
     #[allow(missing_docs)]
     ListOffsetsResponse,
     #[allow(missing_docs)]
+    OffsetForLeaderEpoch,
+    #[allow(missing_docs)]
+    OffsetForLeaderEpochResponse,
+    #[allow(missing_docs)]
     ConnectionClosed,
     #[allow(missing_docs)]
     AddPartitionsToTxn,
@@ -187,6 +191,8 @@ impl MessageName {
             MessageName::OffsetFetchResponse => "OffsetFetchResponse",
             MessageName::ListOffsets => "ListOffsets",
             MessageName::ListOffsetsResponse => "ListOffsetsResponse",
+            MessageName::OffsetForLeaderEpoch => "OffsetForLeaderEpoch",
+            MessageName::OffsetForLeaderEpochResponse => "OffsetForLeaderEpochResponse",
             MessageName::ConnectionClosed => "ConnectionClosed",
         }
     }
@@ -639,12 +645,30 @@ pub enum Message {
         partition: TopicPartition,
         result: Result<Offset, ErrorCode>,
     },
+    /// KIP-320: a consumer asks the leader where the epoch of the last
+    /// record it consumed ends there (`OffsetForLeaderEpoch` with replica
+    /// id -1, `OffsetsForLeaderEpochUtils#prepareRequest`), with the leader
+    /// epoch it knows, which the leader checks.
+    OffsetForLeaderEpoch {
+        partition: TopicPartition,
+        leader_epoch: u32,
+        current_leader_epoch: u32,
+    },
+    /// The epoch at or below the one asked for and where it ends on the
+    /// leader (`LeaderEpochFileCache#endOffsetFor`); `None` when the leader
+    /// knows no such epoch (UNDEFINED, -1 and -1).
+    OffsetForLeaderEpochResponse {
+        partition: TopicPartition,
+        result: Result<Option<(u32, Offset)>, ErrorCode>,
+    },
     /// A consumer reads from a leader (`Fetch` from a consumer, with its
-    /// `isolation.level`).
+    /// `isolation.level` and the leader epoch it knows, which the leader
+    /// checks: KIP-320).
     ConsumerFetch {
         partition: TopicPartition,
         offset: Offset,
         isolation: IsolationLevel,
+        current_leader_epoch: Option<u32>,
     },
     /// Records below the high watermark (`read_uncommitted`) or the last
     /// stable offset (`read_committed`, with the aborted transactions the
@@ -776,6 +800,8 @@ impl Message {
             Message::ConsumerFetch { .. } => MessageName::Fetch,
             Message::ListOffsets { .. } => MessageName::ListOffsets,
             Message::ListOffsetsResponse { .. } => MessageName::ListOffsetsResponse,
+            Message::OffsetForLeaderEpoch { .. } => MessageName::OffsetForLeaderEpoch,
+            Message::OffsetForLeaderEpochResponse { .. } => MessageName::OffsetForLeaderEpochResponse,
             Message::ConsumerFetchResponse { .. } => MessageName::FetchResponse,
             Message::ConnectionClosed => MessageName::ConnectionClosed,
         }

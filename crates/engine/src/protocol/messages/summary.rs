@@ -62,6 +62,8 @@ impl Message {
             Message::ConsumerFetch { .. }
             | Message::ListOffsets { .. }
             | Message::ListOffsetsResponse { .. }
+            | Message::OffsetForLeaderEpoch { .. }
+            | Message::OffsetForLeaderEpochResponse { .. }
             | Message::ConsumerFetchResponse { .. }
             | Message::ConnectionClosed => self.consumer_fetch_summary(),
         }
@@ -573,6 +575,7 @@ impl Message {
                 partition,
                 offset,
                 isolation,
+                ..
             } => match isolation {
                 IsolationLevel::ReadUncommitted => format!("Fetch {partition} offset={offset} (consumer)"),
                 IsolationLevel::ReadCommitted => {
@@ -590,6 +593,20 @@ impl Message {
             Message::ListOffsetsResponse { partition, result } => match result {
                 Ok(offset) => format!("ListOffsetsResponse {partition} offset={offset}"),
                 Err(error) => format!("ListOffsetsResponse {partition} error={error}"),
+            },
+            Message::OffsetForLeaderEpoch {
+                partition,
+                leader_epoch,
+                current_leader_epoch,
+            } => format!(
+                "OffsetForLeaderEpoch {partition} leaderEpoch={leader_epoch} currentLeaderEpoch={current_leader_epoch} (consumer)"
+            ),
+            Message::OffsetForLeaderEpochResponse { partition, result } => match result {
+                Ok(Some((epoch, end_offset))) => {
+                    format!("OffsetForLeaderEpochResponse {partition} leaderEpoch={epoch} endOffset={end_offset}")
+                }
+                Ok(None) => format!("OffsetForLeaderEpochResponse {partition} leaderEpoch=-1 endOffset=-1"),
+                Err(error) => format!("OffsetForLeaderEpochResponse {partition} error={error}"),
             },
             Message::ConsumerFetchResponse {
                 partition,

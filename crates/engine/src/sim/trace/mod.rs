@@ -866,6 +866,10 @@ pub enum TraceKind {
         bytes_before: u64,
         bytes_after: u64,
         tombstones_removed: u64,
+        /// Transaction markers removed: no batch of their transaction was
+        /// left and their delete horizon had passed (`Cleaner#doClean`).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        markers_removed: u64,
         checkpoint: Offset,
     },
     /// A broker answered a client over its byte-rate quota with a
@@ -888,6 +892,20 @@ pub enum TraceKind {
         client: NodeId,
         partition: TopicPartition,
         position: Offset,
+        reset: super::config::OffsetReset,
+    },
+    /// KIP-320: after a leader change a consumer's position is past the
+    /// end of its last record's leader epoch on the new leader (or the
+    /// leader knows no such epoch): the log it read was truncated under it
+    /// (an unclean election). `diverging` is where the logs part (the end
+    /// of that epoch); with `auto.offset.reset` set it seeks there (or,
+    /// when unknown, resets), with `none` `poll()` throws
+    /// `LogTruncationException`.
+    LogTruncationDetected {
+        client: NodeId,
+        partition: TopicPartition,
+        position: Offset,
+        diverging: Option<Offset>,
         reset: super::config::OffsetReset,
     },
     /// A consumer moved its position as `auto.offset.reset` said.
@@ -1050,4 +1068,8 @@ impl std::fmt::Display for DuplicateReason {
             DuplicateReason::RebalanceBeforeCommit => "its partition moved before its offset was committed",
         })
     }
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }

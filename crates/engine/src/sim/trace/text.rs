@@ -51,7 +51,8 @@ impl TraceEvent {
             | TraceKind::ConsumerStatus { .. }
             | TraceKind::NoOffsetForPartition { .. }
             | TraceKind::OffsetOutOfRange { .. }
-            | TraceKind::OffsetReset { .. } => self.group_text(),
+            | TraceKind::OffsetReset { .. }
+            | TraceKind::LogTruncationDetected { .. } => self.group_text(),
             TraceKind::ProcessedAgain { .. }
             | TraceKind::ProcessingInterrupted { .. }
             | TraceKind::Consumed { .. }
@@ -249,11 +250,17 @@ impl TraceEvent {
                 bytes_before,
                 bytes_after,
                 tombstones_removed,
+                markers_removed,
                 checkpoint,
             } => format!(
-                "broker-{broker}'s cleaner compacted {partition} below offset {checkpoint}: {records_before} records ({bytes_before} bytes) became {records_after} ({bytes_after} bytes), the latest of each key{}",
+                "broker-{broker}'s cleaner compacted {partition} below offset {checkpoint}: {records_before} records ({bytes_before} bytes) became {records_after} ({bytes_after} bytes), the latest of each key{}{}",
                 if *tombstones_removed > 0 {
                     format!("; {tombstones_removed} tombstone(s) past delete.retention.ms removed")
+                } else {
+                    String::new()
+                },
+                if *markers_removed > 0 {
+                    format!("; {markers_removed} transaction marker(s) whose transactions were gone, past delete.retention.ms, removed")
                 } else {
                     String::new()
                 }
@@ -423,6 +430,24 @@ impl TraceEvent {
                 partition,
                 offset,
             } => format!("{client} resets its position on {partition} to offset {offset}"),
+            TraceKind::LogTruncationDetected {
+                client,
+                partition,
+                position,
+                diverging,
+                reset,
+            } => {
+                let found = match diverging {
+                    Some(end) => format!("the new leader's log ends that epoch at {end}, below its position {position}"),
+                    None => format!("the new leader knows no end for the epoch of its position {position}"),
+                };
+                let next = match (diverging, reset) {
+                    (_, OffsetReset::None) => "auto.offset.reset=none: poll() throws LogTruncationException".to_string(),
+                    (Some(end), _) => format!("it seeks to {end}"),
+                    (None, reset) => format!("auto.offset.reset={reset} decides where it goes"),
+                };
+                format!("{client} validated its position on {partition} (KIP-320): {found}, so the log was truncated under it; {next}")
+            }
             _ => unreachable!("TraceEvent::text routes no other TraceKind here"),
         }
     }
