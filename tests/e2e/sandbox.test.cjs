@@ -166,3 +166,37 @@ test('console output is capped', async () => {
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('a flood of shown values is drawn up to the bounds, says what it left out, and the editor stays usable', async () => {
+  const { page, problems } = await openApp(browser, { view: 'sandbox' });
+  // The floods a red team found, each within the worker's own limits:
+  // nested JSON that pretty-prints to 65 times its size, an assignment of
+  // 66,600 chips, and fifty partition maps and fifty bar charts.
+  const floods = [
+    'let v = Array(99900).fill(0); for (let i = 0; i < 63; i++) v = [v]; for (let i = 0; i < 5; i++) show(v);',
+    "const a = { m: Array(66600).fill('') }; for (let i = 0; i < 5; i++) show(a, 'chips');",
+    'for (let i = 0; i < 50; i++) show(partitionMap([], 1000));',
+    'for (let i = 0; i < 50; i++) show(Array(1000).fill(0));',
+  ];
+  for (const code of floods) {
+    await runCode(page, code);
+    assert.ok(await page.getByTestId('sandbox-truncated').count() >= 1, `${code}: nothing says what was left out`);
+    const drawn = await page.evaluate(() => {
+      const figures = [...document.querySelectorAll('[data-testid="sandbox-diagram"]')];
+      return {
+        chars: figures.reduce((sum, figure) => sum + figure.textContent.length, 0),
+        elements: figures.reduce((sum, figure) => sum + figure.querySelectorAll('*').length, 0),
+      };
+    });
+    assert.ok(drawn.chars <= 350000, `${code}: ${drawn.chars} characters drawn`);
+    assert.ok(drawn.elements <= 15000, `${code}: ${drawn.elements} elements drawn`);
+    // Typing goes on; the output is not drawn again for each key.
+    await page.getByTestId('sandbox-editor').fill('');
+    await page.getByTestId('sandbox-editor').type('console.log(1)');
+    assert.equal(await page.getByTestId('sandbox-editor').inputValue(), 'console.log(1)');
+  }
+  await page.getByTestId('sandbox-truncated').last().scrollIntoViewIfNeeded();
+  await page.screenshot({ path: screenshotPath('sandbox-flood') });
+  assert.deepEqual(problems, []);
+  await page.close();
+});

@@ -15,7 +15,8 @@ use yew::prelude::*;
 use crate::export::page_query;
 
 use crate::sandbox_model::{
-    api_reference, diagram, parse_timeout, Diagram, RunResult, Shown, DEFAULT_TIMEOUT_MS, EXAMPLES,
+    api_reference, drawings, parse_timeout, Diagram, Drawing, RunResult, DEFAULT_TIMEOUT_MS, EXAMPLES, OUTPUT_CHARS,
+    OUTPUT_ITEMS,
 };
 
 #[wasm_bindgen(module = "/js/sandbox.js")]
@@ -29,9 +30,29 @@ extern "C" {
 enum Outcome {
     Idle,
     Running,
-    Done(RunResult),
+    /// The run's result, with its drawings made once, within bounds, and
+    /// how many shown values were not drawn.
+    Done(RunResult, Vec<Drawing>, usize),
     /// The result could not be read (a bug, reported rather than hidden).
     Broken(String),
+}
+
+/// The output's props: one run's outcome, compared by identity, so that
+/// typing in the editor never draws a run's output again.
+#[derive(Clone, Properties)]
+struct OutputProps {
+    outcome: std::rc::Rc<Outcome>,
+}
+
+impl PartialEq for OutputProps {
+    fn eq(&self, other: &OutputProps) -> bool {
+        std::rc::Rc::ptr_eq(&self.outcome, &other.outcome)
+    }
+}
+
+#[function_component(RunOutput)]
+fn run_output(props: &OutputProps) -> Html {
+    outcome_view(&props.outcome)
 }
 
 /// The link to the editor's code once asked for (or why there is none),
@@ -59,7 +80,7 @@ pub fn sandbox() -> Html {
     // The link to the editor's code, once asked for, and whether it was copied.
     let shared = use_state(|| None::<(Result<String, String>, Option<bool>)>);
     let timeout_text = use_state(|| DEFAULT_TIMEOUT_MS.to_string());
-    let outcome = use_state(|| Outcome::Idle);
+    let outcome = use_state(|| std::rc::Rc::new(Outcome::Idle));
     let finished_runs = use_mut_ref(|| 0_u32);
     let editor = use_node_ref();
 
@@ -79,7 +100,7 @@ pub fn sandbox() -> Html {
             if let Some(chosen) = EXAMPLES.iter().find(|candidate| candidate.id == id) {
                 example.set(id);
                 code.set(chosen.code.to_string());
-                outcome.set(Outcome::Idle);
+                outcome.set(std::rc::Rc::new(Outcome::Idle));
             }
         })
     };
@@ -108,7 +129,7 @@ pub fn sandbox() -> Html {
         let editor = editor.clone();
         Callback::from(move |example: String| {
             code.set(example);
-            outcome.set(Outcome::Idle);
+            outcome.set(std::rc::Rc::new(Outcome::Idle));
             if let Some(area) = editor.cast::<HtmlTextAreaElement>() {
                 let _ = area.focus();
                 area.scroll_into_view();
@@ -118,7 +139,7 @@ pub fn sandbox() -> Html {
 
     let line_count = code.lines().count().max(1) + usize::from(code.ends_with('\n'));
     let timeout_error = parse_timeout(&timeout_text).err();
-    let running = *outcome == Outcome::Running;
+    let running = **outcome == Outcome::Running;
 
     html! {
         // `data-finished-runs` counts finished runs, so tests can wait for the next one.
@@ -158,7 +179,7 @@ pub fn sandbox() -> Html {
                     spellcheck="false" wrap="off" rows={line_count.max(8).to_string()}
                     value={(*code).clone()} oninput={on_input} onkeydown={on_keydown} />
             </div>
-            { outcome_view(&outcome) }
+            <RunOutput outcome={(*outcome).clone()} />
             { reference_view(&on_try) }
         </section>
     }
@@ -169,17 +190,17 @@ pub fn sandbox() -> Html {
 fn run_callback(
     code: UseStateHandle<String>,
     timeout_text: UseStateHandle<String>,
-    outcome: UseStateHandle<Outcome>,
+    outcome: UseStateHandle<std::rc::Rc<Outcome>>,
     finished_runs: std::rc::Rc<std::cell::RefCell<u32>>,
 ) -> Callback<()> {
     Callback::from(move |()| {
-        if *outcome == Outcome::Running {
+        if **outcome == Outcome::Running {
             return;
         }
         let Ok(timeout) = parse_timeout(&timeout_text) else {
             return;
         };
-        outcome.set(Outcome::Running);
+        outcome.set(std::rc::Rc::new(Outcome::Running));
         let outcome = outcome.clone();
         let finished_runs = finished_runs.clone();
         let on_done = Closure::once_into_js(move |value: JsValue| {
@@ -187,9 +208,10 @@ fn run_callback(
             match serde_wasm_bindgen::from_value::<RunResult>(value) {
                 Ok(result) => {
                     crate::course::sandbox_ran();
-                    outcome.set(Outcome::Done(result));
+                    let (drawn, hidden) = drawings(&result.shows);
+                    outcome.set(std::rc::Rc::new(Outcome::Done(result, drawn, hidden)));
                 }
-                Err(error) => outcome.set(Outcome::Broken(error.to_string())),
+                Err(error) => outcome.set(std::rc::Rc::new(Outcome::Broken(error.to_string()))),
             }
         });
         run_snippet(&code, f64::from(timeout), on_done.unchecked_ref());
@@ -327,7 +349,7 @@ fn outcome_view(outcome: &Outcome) -> Html {
         Outcome::Broken(message) => html! {
             <p class="error" role="alert" data-testid="sandbox-error">{ format!("The sandbox sent an unreadable result: {message}") }</p>
         },
-        Outcome::Done(result) => html! {
+        Outcome::Done(result, drawn, hidden) => html! {
             <>
                 <div class="console" data-testid="sandbox-console" aria-live="polite">
                     { for result.logs.iter().map(|line| html! {
@@ -343,15 +365,22 @@ fn outcome_view(outcome: &Outcome) -> Html {
                 <p class="muted status" data-testid="sandbox-status">
                     { if result.timed_out { "stopped".to_string() } else { format!("finished in {} ms", result.ms) } }
                 </p>
-                { for result.shows.iter().map(shown_view) }
+                { for drawn.iter().map(shown_view) }
+                { for (*hidden > 0).then(|| html! {
+                    <p class="muted" data-testid="sandbox-truncated">{ format!("… {hidden} more value(s) passed to show() not drawn: the sandbox draws up to {OUTPUT_CHARS} characters and {OUTPUT_ITEMS} chips, rows or bars a run") }</p>
+                }) }
             </>
         },
     }
 }
 
-fn shown_view(shown: &Shown) -> Html {
-    let title = shown.title.clone().map(|title| html! { <h3>{ title }</h3> });
-    let body = match diagram(&shown.value) {
+fn shown_view(drawing: &Drawing) -> Html {
+    let title = drawing.title.clone().map(|title| html! { <h3>{ title }</h3> });
+    let truncated = drawing
+        .truncated
+        .clone()
+        .map(|note| html! { <p class="muted" data-testid="sandbox-truncated">{ note }</p> });
+    let body = match drawing.diagram.clone() {
         Diagram::Assignment(rows) => html! {
             <table class="assignment">
                 <thead><tr><th>{ "member" }</th><th>{ "partitions" }</th></tr></thead>
@@ -398,6 +427,7 @@ fn shown_view(shown: &Shown) -> Html {
         <figure class="diagram" data-testid="sandbox-diagram">
             { for title }
             { body }
+            { for truncated }
         </figure>
     }
 }

@@ -164,8 +164,171 @@ pub enum Diagram {
     Json(String),
 }
 
+/// The most one drawing shows: characters of text (a deeply nested value
+/// pretty-prints to some 65 times its size) and chips, rows or bars (a
+/// million characters of JSON can ask for 300,000 chips).
+pub const DRAWING_CHARS: usize = 100_000;
+/// See [`DRAWING_CHARS`].
+pub const DRAWING_ITEMS: usize = 1_000;
+/// The most all of a run's drawings show together.
+pub const OUTPUT_CHARS: usize = 300_000;
+/// See [`OUTPUT_CHARS`].
+pub const OUTPUT_ITEMS: usize = 3_000;
+
+/// A shown value as the panel draws it, and what the drawing leaves out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drawing {
+    pub title: Option<String>,
+    pub diagram: Diagram,
+    /// A sentence saying what was left out, if anything was.
+    pub truncated: Option<String>,
+}
+
+/// A run's drawings within the bounds above, computed once when the run
+/// ends, and how many shown values were not drawn at all: a flood of
+/// output costs the page no more than the bounds, however it is built.
+pub fn drawings(shows: &[Shown]) -> (Vec<Drawing>, usize) {
+    let (mut chars, mut items) = (0, 0);
+    let mut drawn = Vec::new();
+    for (index, shown) in shows.iter().enumerate() {
+        if chars >= OUTPUT_CHARS || items >= OUTPUT_ITEMS {
+            return (drawn, shows.len() - index);
+        }
+        let room = (
+            DRAWING_CHARS.min(OUTPUT_CHARS - chars),
+            DRAWING_ITEMS.min(OUTPUT_ITEMS - items),
+        );
+        let (diagram, truncated, size) = bounded(&shown.value, room);
+        chars += size.0;
+        items += size.1;
+        drawn.push(Drawing {
+            title: shown.title.as_ref().map(|title| clip(title, 200)),
+            diagram,
+            truncated,
+        });
+    }
+    (drawn, 0)
+}
+
+/// The drawing of `value` cut to `room` (characters, items), what was cut,
+/// and the size drawn.
+fn bounded(value: &Value, room: (usize, usize)) -> (Diagram, Option<String>, (usize, usize)) {
+    let (chars, items) = room;
+    match diagram_within(value, chars) {
+        Diagram::Json(text) => {
+            let size = (text.len(), 1);
+            let cut = (text.len() >= chars).then(|| {
+                format!("… output truncated: this value is longer than the sandbox draws ({chars} characters)")
+            });
+            (Diagram::Json(text), cut, size)
+        }
+        Diagram::Assignment(rows) => {
+            let (rows, left, size) = cut_rows(rows, room);
+            let cut = (left > 0).then(|| {
+                format!("… and {left} more not drawn (the sandbox draws up to {items} chips and rows of a value)")
+            });
+            (Diagram::Assignment(rows), cut, size)
+        }
+        Diagram::PartitionMap(rows) => {
+            let (rows, left, size) = cut_rows(rows, room);
+            let cut = (left > 0).then(|| {
+                format!("… and {left} more not drawn (the sandbox draws up to {items} chips and rows of a value)")
+            });
+            (Diagram::PartitionMap(rows), cut, size)
+        }
+        Diagram::Counts(mut counts) => {
+            let left = counts.len().saturating_sub(items);
+            counts.truncate(items);
+            let cut = (left > 0).then(|| format!("… and {left} more partitions not drawn"));
+            let size = (counts.len() * 8, counts.len());
+            (Diagram::Counts(counts), cut, size)
+        }
+    }
+}
+
+/// Rows of chips cut so that rows and chips together stay within `room`;
+/// returns the rows kept, how many rows and chips were left out, and the
+/// size kept. Each chip's text is cut to 200 characters.
+fn cut_rows<K: Clone>(
+    rows: Vec<(K, Vec<String>)>,
+    room: (usize, usize),
+) -> (Vec<(K, Vec<String>)>, usize, (usize, usize)) {
+    let (chars, items) = room;
+    let total: usize = rows.iter().map(|(_, chips)| chips.len() + 1).sum();
+    let (mut used_chars, mut used_items) = (0, 0);
+    let mut kept = Vec::new();
+    'rows: for (key, chips) in rows {
+        if used_items >= items || used_chars >= chars {
+            break;
+        }
+        used_items += 1;
+        used_chars += 8;
+        let mut row = Vec::new();
+        for chip in chips {
+            if used_items >= items || used_chars >= chars {
+                kept.push((key, row));
+                break 'rows;
+            }
+            let chip = clip(&chip, 200);
+            used_items += 1;
+            used_chars += chip.len();
+            row.push(chip);
+        }
+        kept.push((key, row));
+    }
+    (kept, total.saturating_sub(used_items), (used_chars, used_items))
+}
+
+/// `text` cut to at most `max` characters, with "…" when cut.
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
+/// Indented JSON of `value`, stopped once it reaches `max` bytes: the
+/// printer stops there too, so a huge value costs no more than `max`.
+fn pretty_within(value: &Value, max: usize) -> String {
+    struct Bounded {
+        bytes: Vec<u8>,
+        max: usize,
+    }
+    impl std::io::Write for Bounded {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            let room = self.max - self.bytes.len();
+            if bytes.len() > room {
+                self.bytes.extend_from_slice(&bytes[..room]);
+                return Err(std::io::Error::other("the drawing is full"));
+            }
+            self.bytes.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut out = Bounded { bytes: Vec::new(), max };
+    // A full drawing ends the printing early; what was written is kept.
+    let _ = serde_json::to_writer_pretty(&mut out, value);
+    match String::from_utf8(out.bytes) {
+        Ok(text) => text,
+        Err(error) => {
+            let valid = error.utf8_error().valid_up_to();
+            let mut bytes = error.into_bytes();
+            bytes.truncate(valid);
+            String::from_utf8(bytes).unwrap_or_default()
+        }
+    }
+}
+
 /// Picks the drawing for a value.
 pub fn diagram(value: &Value) -> Diagram {
+    diagram_within(value, DRAWING_CHARS)
+}
+
+/// [`diagram`], with JSON text cut at `max_chars`.
+fn diagram_within(value: &Value, max_chars: usize) -> Diagram {
     if let Some(assignment) = value.get("assignment").and_then(as_assignment) {
         return Diagram::Assignment(assignment);
     }
@@ -189,7 +352,7 @@ pub fn diagram(value: &Value) -> Diagram {
             );
         }
     }
-    Diagram::Json(serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()))
+    Diagram::Json(pretty_within(value, max_chars))
 }
 
 fn as_assignment(value: &Value) -> Option<Vec<(String, Vec<String>)>> {
@@ -306,6 +469,49 @@ mod tests {
         ] {
             assert!(matches!(diagram(&value), Diagram::Json(_)), "{value}");
         }
+    }
+
+    /// The floods a red team found: each costs the page no more than the
+    /// bounds, and says what it left out.
+    #[test]
+    fn floods_of_shown_values_are_drawn_within_the_bounds() {
+        let shown = |value: Value| Shown {
+            title: Some("x".repeat(10_000)),
+            value,
+        };
+        // Deeply nested zeros: two characters each, 130 once indented.
+        let mut nested = json!(vec![0; 99_900]);
+        for _ in 0..63 {
+            nested = json!([nested]);
+        }
+        let chips = json!({ "m": vec![""; 66_600] });
+        let maps = json!({ "kind": "partition-map", "numPartitions": 1_000, "placements": [] });
+        for (flood, count) in [(nested, 5), (chips, 5), (maps, 50), (json!(vec![0; 1_000]), 50)] {
+            let shows: Vec<Shown> = (0..count).map(|_| shown(flood.clone())).collect();
+            let (drawings, hidden) = drawings(&shows);
+            let mut chars = 0;
+            let mut items = 0;
+            for drawing in &drawings {
+                assert!(drawing.title.as_ref().is_some_and(|title| title.chars().count() <= 201));
+                match &drawing.diagram {
+                    Diagram::Json(text) => chars += text.len(),
+                    Diagram::Assignment(rows) => items += rows.iter().map(|(_, chips)| chips.len() + 1).sum::<usize>(),
+                    Diagram::PartitionMap(rows) => {
+                        items += rows.iter().map(|(_, chips)| chips.len() + 1).sum::<usize>()
+                    }
+                    Diagram::Counts(counts) => items += counts.len(),
+                }
+            }
+            assert!(chars <= OUTPUT_CHARS, "{chars} characters drawn");
+            assert!(items <= OUTPUT_ITEMS, "{items} items drawn");
+            assert!(
+                hidden > 0 || drawings.iter().any(|drawing| drawing.truncated.is_some()),
+                "nothing says what was left out"
+            );
+        }
+        // A small value is drawn whole and says nothing.
+        let (drawings, hidden) = drawings(&[shown(json!({ "a": ["t-0"] }))]);
+        assert_eq!((drawings[0].truncated.clone(), hidden), (None, 0));
     }
 
     #[test]
