@@ -377,7 +377,7 @@ fn as_partition_map(value: &Value) -> Option<Vec<(u32, Vec<String>)>> {
         .filter(|count| (1..=1_000).contains(count))? as u32;
     let mut keys: BTreeMap<u32, Vec<String>> = (0..count).map(|partition| (partition, Vec::new())).collect();
     for placement in value.get("placements")?.as_array()? {
-        let partition = placement.get("partition")?.as_u64()? as u32;
+        let partition = u32::try_from(placement.get("partition")?.as_u64()?).ok()?;
         let key = placement.get("key")?.as_str()?.to_string();
         keys.get_mut(&partition)?.push(key);
     }
@@ -466,6 +466,8 @@ mod tests {
             json!("text"),
             json!({ "kind": "partition-map", "numPartitions": 2, "placements": [{ "key": "k", "partition": 9 }] }),
             json!([]),
+            // 2^32 is no partition of two (it once wrapped round to P0).
+            json!({ "kind": "partition-map", "numPartitions": 2, "placements": [{ "key": "k", "partition": 4_294_967_296_u64 }] }),
         ] {
             assert!(matches!(diagram(&value), Diagram::Json(_)), "{value}");
         }
