@@ -8,6 +8,8 @@ use kafkascope_engine::random::Rng;
 use kafkascope_engine::sim::bench::{long_recording, throughput_run};
 
 fn main() {
+    // `-- --throughput-only`: skip the seek benchmark (for a profiler).
+    let throughput_only = std::env::args().any(|argument| argument == "--throughput-only");
     let records = 1_000_000;
     // Warm up once, then measure.
     throughput_run(50_000);
@@ -21,6 +23,9 @@ fn main() {
         events as f64 / elapsed
     );
 
+    if throughput_only {
+        return;
+    }
     // Seek: any point of a 100,000-event run.
     let started = Instant::now();
     let mut recording = long_recording(100_000, 500);

@@ -836,7 +836,7 @@ mod tests {
     const V2: TransactionVersion = TransactionVersion::TV_2;
 
     fn tp(partition: u32) -> TopicPartition {
-        TopicPartition::new(std::sync::Arc::from("payments"), partition)
+        TopicPartition::new(crate::protocol::TopicName::from("payments"), partition)
     }
 
     /// Writes and commits whatever `decision` asks for; returns the answer.

@@ -1034,7 +1034,7 @@ impl ConsumerShard {
                 .map(|member| Member {
                     member_id: member.member_id.clone(),
                     group_instance_id: member.instance_id.clone(),
-                    topics: member.subscribed_topic_names.iter().cloned().collect(),
+                    topics: member.subscribed_topic_names.iter().map(|topic| topic.as_str().into()).collect(),
                     owned: group
                         .target
                         .get(&member.member_id)

@@ -20,7 +20,7 @@ pub mod transactions;
 pub use errors::ErrorCode;
 pub use ids::{BrokerId, NodeId, ProducerEpoch, ProducerId};
 pub use rebalance::RebalanceReason;
-pub use topic_partition::TopicPartition;
+pub use topic_partition::{TopicName, TopicPartition};
 
 /// Virtual time in milliseconds since the run started.
 pub type Time = u64;

@@ -3,9 +3,14 @@
 //! transactions.
 
 use std::fmt;
-use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A topic's name as partitions carry it: one allocation shared by every
+/// partition of the topic. Reference-counted without atomics: the engine
+/// runs on one thread (a simulation is built and run where it lives), and a
+/// large assignment clones a name a million times.
+pub type TopicName = std::rc::Rc<str>;
 
 /// A partition of a topic, written `topic-partition` as Kafka prints it.
 /// Ordered by topic name, then partition; comparisons skip the name when
@@ -15,7 +20,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub struct TopicPartition {
     /// The topic's name, shared: a large assignment names each topic
     /// thousands of times without copying it.
-    pub topic: Arc<str>,
+    pub topic: TopicName,
     /// The partition's index within the topic.
     pub partition: u32,
 }
@@ -29,13 +34,13 @@ impl std::hash::Hash for TopicPartition {
 
 impl PartialEq for TopicPartition {
     fn eq(&self, other: &Self) -> bool {
-        self.partition == other.partition && (Arc::ptr_eq(&self.topic, &other.topic) || self.topic == other.topic)
+        self.partition == other.partition && (TopicName::ptr_eq(&self.topic, &other.topic) || self.topic == other.topic)
     }
 }
 
 impl Ord for TopicPartition {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        if Arc::ptr_eq(&self.topic, &other.topic) {
+        if TopicName::ptr_eq(&self.topic, &other.topic) {
             return self.partition.cmp(&other.partition);
         }
         // Topic names usually differ in their first byte, which decides.
@@ -56,7 +61,7 @@ impl PartialOrd for TopicPartition {
 
 impl TopicPartition {
     /// A partition of `topic`.
-    pub fn new(topic: impl Into<Arc<str>>, partition: u32) -> Self {
+    pub fn new(topic: impl Into<TopicName>, partition: u32) -> Self {
         TopicPartition {
             topic: topic.into(),
             partition,

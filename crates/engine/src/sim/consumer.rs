@@ -1564,7 +1564,7 @@ impl Simulation {
                     .iter()
                     .map(|(member_id, topics, owned)| Member {
                         member_id: member_id.clone(),
-                        topics: topics.clone(),
+                        topics: topics.iter().map(|topic| topic.as_str().into()).collect(),
                         owned: owned.clone(),
                         generation: Some(join.generation.saturating_sub(1) as i32),
                         ..Member::default()

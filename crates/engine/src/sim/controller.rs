@@ -249,7 +249,7 @@ impl Simulation {
             });
             return;
         }
-        let name: std::sync::Arc<str> = self.shared_topic(topic);
+        let name = self.shared_topic(topic);
         for (index, (replicas, isr)) in partitions.into_iter().enumerate() {
             self.controller.partitions.insert(
                 TopicPartition::new(name.clone(), now + index as u32),
@@ -270,7 +270,7 @@ impl Simulation {
         {
             // One allocation per topic name, shared by every partition key
             // (comparisons of keys then skip the name).
-            let name: std::sync::Arc<str> = self.shared_topic(&topic.name);
+            let name = self.shared_topic(&topic.name);
             let placement = place_replicas(
                 topic.partitions,
                 topic.replication_factor,

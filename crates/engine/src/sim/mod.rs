@@ -356,11 +356,11 @@ pub struct Simulation {
     /// The latest notable events, kept for the view as they are traced.
     pub(crate) highlights: view::Highlights,
     /// Topic names, one allocation each (see [`Simulation::shared_topic`]).
-    topic_names: BTreeMap<String, std::sync::Arc<str>>,
+    topic_names: BTreeMap<String, crate::protocol::TopicName>,
     /// `__consumer_offsets`, shared.
-    pub(crate) offsets_topic: std::sync::Arc<str>,
+    pub(crate) offsets_topic: crate::protocol::TopicName,
     /// `__transaction_state`'s name, shared by its partition keys.
-    pub(crate) transaction_topic: std::sync::Arc<str>,
+    pub(crate) transaction_topic: crate::protocol::TopicName,
 }
 
 impl Simulation {
@@ -404,8 +404,8 @@ impl Simulation {
             internal_topics_refused: std::collections::BTreeSet::new(),
             highlights: view::Highlights::default(),
             topic_names: BTreeMap::new(),
-            offsets_topic: std::sync::Arc::from(coordinator::OFFSETS_TOPIC),
-            transaction_topic: std::sync::Arc::from(txn::TRANSACTION_STATE_TOPIC),
+            offsets_topic: crate::protocol::TopicName::from(coordinator::OFFSETS_TOPIC),
+            transaction_topic: crate::protocol::TopicName::from(txn::TRANSACTION_STATE_TOPIC),
             config,
         };
         simulation.offsets_topic = simulation.shared_topic(coordinator::OFFSETS_TOPIC);
@@ -459,11 +459,11 @@ impl Simulation {
     /// The one shared allocation of a topic's name: keys built from it
     /// compare by pointer first, which keeps the maps keyed by partition
     /// cheap.
-    pub(crate) fn shared_topic(&mut self, name: &str) -> std::sync::Arc<str> {
+    pub(crate) fn shared_topic(&mut self, name: &str) -> crate::protocol::TopicName {
         if let Some(shared) = self.topic_names.get(name) {
             return shared.clone();
         }
-        let shared: std::sync::Arc<str> = std::sync::Arc::from(name);
+        let shared = crate::protocol::TopicName::from(name);
         self.topic_names.insert(name.to_string(), shared.clone());
         shared
     }

@@ -66,7 +66,7 @@ pub struct Producer {
     pub config: ProducerConfig,
     /// The topic's name, shared by every record's partition.
     #[serde(skip)]
-    topic: std::sync::Arc<str>,
+    topic: crate::protocol::TopicName,
     /// Leader and epoch per partition of its topic, once known.
     pub leaders: Option<BTreeMap<u32, (Option<BrokerId>, u32)>>,
     /// The newest leader epoch seen for each partition, and the leader
@@ -139,7 +139,7 @@ impl Producer {
         let txn = config.transactional_id.clone().map(super::txn_client::TxnClient::new);
         Producer {
             id,
-            topic: std::sync::Arc::from(config.topic.as_str()),
+            topic: crate::protocol::TopicName::from(config.topic.as_str()),
             config,
             leaders: None,
             leader_epochs: BTreeMap::new(),
@@ -170,7 +170,7 @@ impl Producer {
     }
 
     /// Uses the simulation's shared allocation of its topic's name.
-    pub(crate) fn share_topic(&mut self, topic: std::sync::Arc<str>) {
+    pub(crate) fn share_topic(&mut self, topic: crate::protocol::TopicName) {
         if *topic == *self.topic {
             self.topic = topic;
         }
@@ -181,7 +181,7 @@ impl Producer {
     }
 
     /// Its topic's name.
-    pub(crate) fn topic_name(&self) -> std::sync::Arc<str> {
+    pub(crate) fn topic_name(&self) -> crate::protocol::TopicName {
         self.topic.clone()
     }
 }

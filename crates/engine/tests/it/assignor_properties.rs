@@ -36,17 +36,20 @@ fn group(identical: bool) -> impl Strategy<Value = GroupInput> {
                             .iter()
                             .enumerate()
                             .filter(|(bit, _)| mask & (1 << bit) != 0)
-                            .map(|(_, topic)| topic.to_string())
+                            .map(|(_, topic)| (*topic).into())
                             .collect(),
                         ..Member::default()
                     }
                 })
                 .collect();
-            let subscribed: BTreeSet<&String> = members.iter().flat_map(|member| member.topics.iter()).collect();
+            let subscribed: BTreeSet<&str> = members
+                .iter()
+                .flat_map(|member| member.topics.iter().map(|topic| &**topic))
+                .collect();
             let topics = TOPICS
                 .iter()
                 .zip(&counts)
-                .filter(|(topic, _)| subscribed.contains(&topic.to_string()))
+                .filter(|(topic, _)| subscribed.contains(**topic))
                 .map(|(topic, count)| (topic.to_string(), *count))
                 .collect();
             GroupInput {
@@ -86,7 +89,7 @@ fn next_generation(
     let subscribed: BTreeSet<String> = next
         .members
         .iter()
-        .flat_map(|member| member.topics.iter().cloned())
+        .flat_map(|member| member.topics.iter().map(|topic| topic.to_string()))
         .collect();
     next.topics.retain(|topic, _| subscribed.contains(topic));
     next

@@ -16,7 +16,7 @@ mod uniform;
 
 pub use report::{AssignmentReport, PartitionMove};
 
-pub use crate::protocol::TopicPartition;
+pub use crate::protocol::{TopicName, TopicPartition};
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -37,8 +37,10 @@ pub struct Member {
     /// `group.instance.id` for a static member.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_instance_id: Option<String>,
-    /// The topics it subscribes to.
-    pub topics: Vec<String>,
+    /// The topics it subscribes to. Names are shared allocations, so a
+    /// group whose members subscribe to the same topics can hold each name
+    /// once, as Kafka's own scale test does with one list of `String`s.
+    pub topics: Vec<TopicName>,
     /// The partitions it owned in the previous generation (sticky assignors).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub owned: Vec<TopicPartition>,

@@ -14,7 +14,7 @@ pub(super) fn assign(input: &GroupInput) -> Assignment {
         let mut subscribers: Vec<&Member> = input
             .members
             .iter()
-            .filter(|member| member.topics.iter().any(|subscribed| subscribed == topic))
+            .filter(|member| member.topics.iter().any(|subscribed| **subscribed == **topic))
             .collect();
         if subscribers.is_empty() {
             continue;

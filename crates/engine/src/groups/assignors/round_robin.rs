@@ -18,9 +18,9 @@ pub(super) fn assign(input: &GroupInput) -> Assignment {
     }
     // Topics known to the metadata that at least one member subscribes to,
     // sorted by name (a BTreeSet of names).
-    let subscribed: BTreeSet<&String> = members
+    let subscribed: BTreeSet<&str> = members
         .iter()
-        .flat_map(|member| member.topics.iter())
+        .flat_map(|member| member.topics.iter().map(|topic| &**topic))
         .filter(|topic| input.topics.contains_key(*topic))
         .collect();
 
@@ -28,13 +28,13 @@ pub(super) fn assign(input: &GroupInput) -> Assignment {
     for topic in subscribed {
         for partition in 0..input.topics[topic] {
             // Some member subscribes to this topic, so this loop ends.
-            while !members[next % members.len()].topics.contains(topic) {
+            while !members[next % members.len()].topics.iter().any(|subscribed| &**subscribed == topic) {
                 next += 1;
             }
             let member = members[next % members.len()];
             next += 1;
             let owned = assignment.get_mut(&member.member_id).expect("every member is listed");
-            owned.push(TopicPartition::new(topic.clone(), partition));
+            owned.push(TopicPartition::new(topic, partition));
         }
     }
     assignment

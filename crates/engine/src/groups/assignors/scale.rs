@@ -5,7 +5,7 @@
 //! sandbox's scale example all build the group here, so they measure the
 //! same thing.
 
-use super::{Assignment, GroupInput, Member};
+use super::{Assignment, GroupInput, Member, TopicName};
 
 /// Topics in Kafka's scale case.
 pub const SCALE_TOPIC_COUNT: usize = 500;
@@ -24,13 +24,15 @@ fn canonical_name(prefix: &str, index: usize, count: usize) -> String {
 /// The first step: `consumer_count` fresh members subscribed to
 /// `topic_count` topics of `partitions_per_topic` partitions each.
 pub fn uniform_group(topic_count: usize, partitions_per_topic: u32, consumer_count: usize) -> GroupInput {
-    let topics: Vec<String> = (0..topic_count)
-        .map(|index| canonical_name("t", index, topic_count))
+    // Every member's list holds the same name allocations, as Kafka's test
+    // hands every consumer the same list of `String`s.
+    let topics: Vec<TopicName> = (0..topic_count)
+        .map(|index| canonical_name("t", index, topic_count).into())
         .collect();
     GroupInput {
         topics: topics
             .iter()
-            .map(|topic| (topic.clone(), partitions_per_topic))
+            .map(|topic| (topic.to_string(), partitions_per_topic))
             .collect(),
         members: (0..consumer_count)
             .map(|index| Member {

@@ -23,15 +23,17 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Arc;
 
 use super::{Assignment, GroupInput, TopicPartition};
+use crate::protocol::TopicName;
 use crate::java::{compare_strings, hash_map_bucket, hash_map_capacity, hash_map_iteration_order, string_hash_code};
 
 /// Kafka's `DEFAULT_GENERATION`: a member that reports no generation.
 const DEFAULT_GENERATION: i32 = -1;
 /// Marks "no member" in dense per-partition tables.
 const NOBODY: u32 = u32::MAX;
+/// Marks a member's slot in a list it has left.
+const REMOVED: usize = usize::MAX;
 
 /// The outcome of the sticky algorithm before the cooperative adjustment.
 pub(super) struct StickyOutcome {
@@ -71,7 +73,7 @@ pub(super) fn assign_cooperative(input: &GroupInput) -> (Assignment, Vec<TopicPa
 /// Dense numbering of every partition of every topic in the metadata.
 struct Universe {
     /// Topic names in Java `String.compareTo` order.
-    topics: Vec<Arc<str>>,
+    topics: Vec<TopicName>,
     /// Partition count per topic (same order).
     counts: Vec<u32>,
     /// First dense number of each topic's partitions.
@@ -79,12 +81,12 @@ struct Universe {
     total: u32,
     /// Topic name to index. Only ever looked up, never iterated, and hashed
     /// with a fixed function, so it cannot make a run differ.
-    by_name: HashMap<Arc<str>, usize, BuildHasherDefault<Fnv1a>>,
+    by_name: HashMap<TopicName, usize, BuildHasherDefault<Fnv1a>>,
 }
 
 impl Universe {
     fn new(input: &GroupInput) -> Universe {
-        let mut topics: Vec<Arc<str>> = input.topics.keys().map(|topic| Arc::from(topic.as_str())).collect();
+        let mut topics: Vec<TopicName> = input.topics.keys().map(|topic| TopicName::from(topic.as_str())).collect();
         topics.sort_by(|left, right| compare_strings(left, right));
         let counts: Vec<u32> = topics.iter().map(|topic| input.topics[&**topic]).collect();
         let mut offsets = Vec::with_capacity(topics.len());
@@ -243,19 +245,26 @@ fn run(input: &GroupInput, universe: &Universe) -> StickyOutcome {
 fn resolve_ownership(input: &GroupInput, universe: &Universe, members: &mut Members) -> bool {
     let mut all_equal = true;
     let mut subscribed: BTreeSet<&str> = BTreeSet::new();
-    let mut previous_owner = vec![NOBODY; universe.total as usize];
-    let mut reference: &[String] = &[];
+    // Who claimed each partition so far; a first assignment, where nobody
+    // owns anything, needs no table (and no million-entry fill).
+    let anyone_owns = members.raw_owned.iter().any(|owned| !owned.is_empty());
+    let mut previous_owner = if anyone_owns {
+        vec![NOBODY; universe.total as usize]
+    } else {
+        Vec::new()
+    };
+    let mut reference: &[TopicName] = &[];
     for &member in &members.hash_order {
         let subscription = &input.members[member].topics;
         // Kafka starts from the first non-empty subscription it meets.
         if subscribed.is_empty() {
-            subscribed.extend(subscription.iter().map(String::as_str));
+            subscribed.extend(subscription.iter().map(|topic| &**topic));
             reference = subscription;
         } else if all_equal
             // The same duplicate-free list is the common case and cheap to check.
             && !(same_names(subscription, reference) && reference.len() == subscribed.len())
             && !(subscription.len() == subscribed.len()
-                && subscription.iter().all(|topic| subscribed.contains(topic.as_str())))
+                && subscription.iter().all(|topic| subscribed.contains(&**topic)))
         {
             all_equal = false;
         }
@@ -285,29 +294,43 @@ fn resolve_ownership(input: &GroupInput, universe: &Universe, members: &mut Memb
     all_equal
 }
 
-/// Whether two lists hold the same names in the same order, compared
-/// inline: topic names are short, and a call to `memcmp` per name costs more
-/// than the comparison itself when a million are compared.
-fn same_names(left: &[String], right: &[String]) -> bool {
+/// Whether two lists hold the same names in the same order. Names shared by
+/// both lists (one allocation) are equal without reading them; others are
+/// compared inline: topic names are short, and a call to `memcmp` per name
+/// costs more than the comparison itself when a million are compared.
+fn same_names(left: &[TopicName], right: &[TopicName]) -> bool {
     left.len() == right.len()
-        && left.iter().zip(right).all(|(left, right)| {
-            let (left, right) = (left.as_bytes(), right.as_bytes());
-            if left.len() != right.len() {
-                return false;
-            }
-            let mut left_chunks = left.chunks_exact(8);
-            let mut right_chunks = right.chunks_exact(8);
-            for (left, right) in left_chunks.by_ref().zip(right_chunks.by_ref()) {
-                if left != right {
-                    return false;
-                }
-            }
-            left_chunks
-                .remainder()
-                .iter()
-                .zip(right_chunks.remainder())
-                .all(|(left, right)| left == right)
-        })
+        && left
+            .iter()
+            .zip(right)
+            .all(|(left, right)| same_bytes(left.as_bytes(), right.as_bytes()))
+}
+
+/// Whether two byte strings are equal, for short ones with at most two
+/// overlapping word loads from each instead of a loop over the bytes (most
+/// topic names are 4 to 16 bytes long).
+fn same_bytes(left: &[u8], right: &[u8]) -> bool {
+    let length = left.len();
+    if length != right.len() {
+        return false;
+    }
+    if std::ptr::eq(left.as_ptr(), right.as_ptr()) {
+        return true;
+    }
+    match length {
+        0..=3 => left == right,
+        4..=8 => word::<4>(left, 0) == word::<4>(right, 0) && word::<4>(left, length - 4) == word::<4>(right, length - 4),
+        9..=16 => word::<8>(left, 0) == word::<8>(right, 0) && word::<8>(left, length - 8) == word::<8>(right, length - 8),
+        _ => left == right,
+    }
+}
+
+/// `N` bytes of `bytes` from `at` (which the caller keeps in bounds), as an
+/// array the compiler loads in one instruction.
+fn word<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
+    let mut word = [0; N];
+    word.copy_from_slice(&bytes[at..at + N]);
+    word
 }
 
 /// The constrained builder (`ConstrainedAssignmentBuilder`): every member
@@ -377,16 +400,24 @@ fn constrained(universe: &Universe, members: &Members) -> StickyOutcome {
 
     // Deal the unassigned partitions, in (topic, partition) order, round-robin
     // over the members below the minimum quota, then one more each to members
-    // at exactly the minimum.
+    // at exactly the minimum. Kafka walks the members below the minimum with
+    // a linked list's iterator and removes a member where it stands when it
+    // reaches the quota; here the removed member's slot is marked and the
+    // list closed up when the walk wraps round, so a removal costs nothing
+    // (shifting the list each time cost a quadratic number of moves when
+    // every member fills in the same round, as on a first assignment).
     let mut transferring = BTreeMap::new();
     let mut cursor = 0;
+    let mut under_min_left = under_min.len();
     for number in (0..universe.total).filter(|&number| !assigned[number as usize]) {
         let from_under_min;
         let member = if cursor < under_min.len() {
             from_under_min = true;
             cursor += 1;
             under_min[cursor - 1]
-        } else if !under_min.is_empty() {
+        } else if under_min_left > 0 {
+            // Removed slots are all behind the walk: close them up.
+            under_min.retain(|&member| member != REMOVED);
             from_under_min = true;
             cursor = 1;
             under_min[0]
@@ -406,8 +437,8 @@ fn constrained(universe: &Universe, members: &Members) -> StickyOutcome {
         let count = lists[member].len();
         // (Kafka also counts members reaching the maximum here, only to log.)
         if count == min_quota && from_under_min {
-            cursor -= 1;
-            under_min.remove(cursor);
+            under_min[cursor - 1] = REMOVED;
+            under_min_left -= 1;
             exactly_min.push_back(member);
         }
     }

@@ -70,7 +70,7 @@ pub(super) fn assign(input: &GroupInput) -> Result<Assignment, AssignError> {
     for member in &input.members {
         let mut subscribed = Vec::new();
         for name in &member.topics {
-            let topic = *topic_index.get(name.as_str()).ok_or_else(|| {
+            let topic = *topic_index.get(&**name).ok_or_else(|| {
                 AssignError::new(format!(
                     "member {} is subscribed to topic {name} which doesn't exist in the topic metadata",
                     member.member_id

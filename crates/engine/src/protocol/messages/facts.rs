@@ -75,7 +75,7 @@ impl Message {
     /// [`Message::facts`] of the controller's and the quorum's messages.
     fn controller_facts(&self, facts: &mut MessageFacts) {
         let metadata = || TopicPartition {
-            topic: std::sync::Arc::from("__cluster_metadata"),
+            topic: crate::protocol::TopicName::from("__cluster_metadata"),
             partition: 0,
         };
         match self {
