@@ -4,7 +4,7 @@
 //! (copy-on-write).
 
 use std::ops::{Index, IndexMut};
-use std::sync::Arc;
+use std::rc::Rc;
 
 use serde::{Serialize, Serializer};
 
@@ -14,7 +14,7 @@ const CHUNK: usize = 1024;
 /// A `Vec<T>` in shared, copy-on-write chunks of [`CHUNK`] elements.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkedVec<T> {
-    chunks: Vec<Arc<Vec<T>>>,
+    chunks: Vec<Rc<Vec<T>>>,
     len: usize,
 }
 
@@ -46,9 +46,9 @@ impl<T: Clone> ChunkedVec<T> {
     /// Appends an element.
     pub fn push(&mut self, value: T) {
         if self.len % CHUNK == 0 {
-            self.chunks.push(Arc::new(Vec::with_capacity(CHUNK)));
+            self.chunks.push(Rc::new(Vec::with_capacity(CHUNK)));
         }
-        Arc::make_mut(self.chunks.last_mut().expect("a chunk")).push(value);
+        Rc::make_mut(self.chunks.last_mut().expect("a chunk")).push(value);
         self.len += 1;
     }
 
@@ -71,7 +71,7 @@ impl<T: Clone> ChunkedVec<T> {
         }
         self.chunks.truncate(len.div_ceil(CHUNK));
         if len % CHUNK != 0 {
-            Arc::make_mut(self.chunks.last_mut().expect("a chunk")).truncate(len % CHUNK);
+            Rc::make_mut(self.chunks.last_mut().expect("a chunk")).truncate(len % CHUNK);
         }
         self.len = len;
     }
@@ -124,7 +124,7 @@ impl<T: Clone> Index<usize> for ChunkedVec<T> {
 impl<T: Clone> IndexMut<usize> for ChunkedVec<T> {
     fn index_mut(&mut self, index: usize) -> &mut T {
         assert!(index < self.len, "index {index} out of {}", self.len);
-        &mut Arc::make_mut(&mut self.chunks[index / CHUNK])[index % CHUNK]
+        &mut Rc::make_mut(&mut self.chunks[index / CHUNK])[index % CHUNK]
     }
 }
 

@@ -6,7 +6,7 @@
 //! and the active controller in `crate::sim`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::rc::Rc;
 
 use serde::Serialize;
 
@@ -212,10 +212,10 @@ pub struct LogEntry {
     /// The epoch it was written in.
     pub epoch: u32,
     /// The records it stands for.
-    pub records: Arc<[MetadataRecord]>,
+    pub records: Rc<[MetadataRecord]>,
     /// The controller state after it.
     #[serde(skip)]
-    pub state: Arc<Controller>,
+    pub state: Rc<Controller>,
 }
 
 /// The answer to a fetch of the metadata log: entries from `from_offset`

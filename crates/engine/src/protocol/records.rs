@@ -4,7 +4,7 @@
 //! transaction marker, a producer's batch for one partition, and the
 //! batch a log keeps (`LogBatch`, whose rules live in `crate::storage`).
 
-use std::sync::Arc;
+use std::rc::Rc;
 
 use serde::Serialize;
 
@@ -36,7 +36,7 @@ pub struct Record {
     pub timestamp: i64,
     /// Its key, if any (shared: logs copy records often).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<Arc<str>>,
+    pub key: Option<Rc<str>>,
     /// Whether its value is null: a tombstone, which deletes its key from a
     /// compacted topic.
     #[serde(skip_serializing_if = "std::ops::Not::not")]

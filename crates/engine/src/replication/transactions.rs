@@ -20,8 +20,6 @@
 //! (`CompletedFetch#nextFetchedRecord`). Control records are never returned
 //! to the application.
 
-use std::collections::BTreeSet;
-
 use serde::Serialize;
 
 use super::Offset;
@@ -214,11 +212,11 @@ pub fn returned_records(
             }),
         }
     }
-    let (offsets, next_offset) = consume_batches(&batches, isolation, aborted, position);
-    let returned: BTreeSet<Offset> = offsets.into_iter().collect();
+    // The offsets come in ascending order, batch after batch.
+    let (returned, next_offset) = consume_batches(&batches, isolation, aborted, position);
     let records = records
         .into_iter()
-        .filter(|record| returned.contains(&record.offset))
+        .filter(|record| returned.binary_search(&record.offset).is_ok())
         .collect();
     (records, next_offset.max(position))
 }

@@ -138,10 +138,18 @@ impl PartitionLog {
             && self.record_at(offset).is_none()
     }
 
-    /// The record at `offset`, if the log holds it.
+    /// The record at `offset`, if the log holds it: in the first batch
+    /// that reaches it, if anywhere (a later batch starts past it), found by
+    /// halving, since a batch's records are in offset order.
     pub fn record_at(&self, offset: Offset) -> Option<&Record> {
-        self.records_from(offset)
-            .next()
+        Self::record_in(self.log.first_batch_from(offset)?, offset)
+    }
+
+    /// The record at `offset` in `batch`, if it holds it.
+    pub fn record_in(batch: &LogBatch<Record>, offset: Offset) -> Option<&Record> {
+        let records = &batch.records;
+        records
+            .get(records.partition_point(|record| record.offset < offset))
             .filter(|record| record.offset == offset)
     }
 
@@ -168,7 +176,7 @@ impl PartitionLog {
                 break;
             }
             // Whole batches go over the wire.
-            let size = u64::from(batch.encoded_size());
+            let size = u64::from(batch.size_bytes);
             if bytes > 0 && bytes + size > max_bytes {
                 break;
             }

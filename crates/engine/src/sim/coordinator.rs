@@ -1113,7 +1113,7 @@ impl Simulation {
                 bytes: if tombstone { 0 } else { 64 },
                 batch,
                 timestamp: now as i64,
-                key: Some(std::sync::Arc::from(key.as_str())),
+                key: Some(std::rc::Rc::from(key.as_str())),
                 tombstone,
                 headers_size: 1,
             }],

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::chunked::ChunkedVec;
 use crate::protocol::{Offset, TopicPartition};
 
 use super::types::RecordId;
@@ -72,14 +73,24 @@ pub struct RecordFate {
     pub compacted: bool,
 }
 
+/// How far past its end the dense table of processed records may grow at
+/// once.
+const DENSE_GROWTH: usize = 1 << 16;
+
 /// One group's bookkeeping.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 struct GroupBook {
     /// Times each record id was processed (skips by an idempotent handler
-    /// not counted), and the offset it was first processed at.
-    processed: BTreeMap<RecordId, (u32, Offset)>,
+    /// not counted), and the offset it was first processed at, indexed by
+    /// record id (ids are dense: every produced record's place in the
+    /// simulation's table); zero times means never. Shared chunks, so a
+    /// snapshot copies only the last.
+    processed: ChunkedVec<(u32, Offset)>,
+    /// The same for an id far past the dense table's end (none is expected:
+    /// ids are handed out in order), so that no id can make it grow huge.
+    processed_elsewhere: BTreeMap<RecordId, (u32, Offset)>,
     /// Who processed each offset last: consumer and its incarnation.
-    by_offset: BTreeMap<(TopicPartition, Offset), (u32, u32)>,
+    by_offset: BTreeMap<TopicPartition, OffsetTable>,
     /// Duplicates by reason.
     duplicates: BTreeMap<DuplicateReason, u64>,
     /// Duplicates an idempotent handler recognised and skipped.
@@ -89,6 +100,71 @@ struct GroupBook {
     /// Records handed to a handler that then failed and stopped, without
     /// being processed.
     abandoned: std::collections::BTreeSet<RecordId>,
+}
+
+impl GroupBook {
+    /// How many times `record` was processed and the offset it was first
+    /// processed at, if it was.
+    fn processed_times(&self, record: RecordId) -> Option<(u32, Offset)> {
+        usize::try_from(record)
+            .ok()
+            .and_then(|index| self.processed.get(index))
+            .copied()
+            .filter(|(times, _)| *times > 0)
+            .or_else(|| self.processed_elsewhere.get(&record).copied())
+    }
+
+    fn set_processed(&mut self, record: RecordId, entry: (u32, Offset)) {
+        match usize::try_from(record) {
+            Ok(index) if index < self.processed.len() + DENSE_GROWTH => {
+                while self.processed.len() <= index {
+                    self.processed.push((0, 0));
+                }
+                self.processed[index] = entry;
+            }
+            _ => {
+                self.processed_elsewhere.insert(record, entry);
+            }
+        }
+    }
+}
+
+/// Who processed each offset of one partition last, kept densely from the
+/// first offset processed on (a group reads a partition's offsets in order,
+/// over and over after a rewind); an offset before that, or far past the
+/// end, goes to a map instead.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+struct OffsetTable {
+    base: Offset,
+    dense: ChunkedVec<Option<(u32, u32)>>,
+    elsewhere: BTreeMap<Offset, (u32, u32)>,
+}
+
+impl OffsetTable {
+    fn starting_at(base: Offset) -> OffsetTable {
+        OffsetTable {
+            base,
+            ..OffsetTable::default()
+        }
+    }
+
+    /// Notes who processed `offset`; returns who did before.
+    fn insert(&mut self, offset: Offset, who: (u32, u32)) -> Option<(u32, u32)> {
+        let index = offset
+            .checked_sub(self.base)
+            .and_then(|index| usize::try_from(index).ok())
+            .filter(|&index| index < self.dense.len() + DENSE_GROWTH);
+        match index {
+            Some(index) => {
+                while self.dense.len() <= index {
+                    self.dense.push(None);
+                }
+                let before = std::mem::replace(&mut self.dense[index], Some(who));
+                before.or_else(|| self.elsewhere.remove(&offset))
+            }
+            None => self.elsewhere.insert(offset, who),
+        }
+    }
 }
 
 /// Every group's bookkeeping.
@@ -151,11 +227,18 @@ impl Ledger {
         let book = self.groups.entry(group.to_string()).or_default();
         let mut found = Duplicates::new();
         for record in records {
-            let key = (record.partition.clone(), record.offset);
-            let previous = book.by_offset.insert(key, (consumer, incarnation));
-            let seen = book.processed.get(&record.record).copied();
+            let previous = match book.by_offset.get_mut(&record.partition) {
+                Some(table) => table.insert(record.offset, (consumer, incarnation)),
+                None => {
+                    let mut table = OffsetTable::starting_at(record.offset);
+                    table.insert(record.offset, (consumer, incarnation));
+                    book.by_offset.insert(record.partition.clone(), table);
+                    None
+                }
+            };
+            let seen = book.processed_times(record.record);
             let Some((times, first_offset)) = seen else {
-                book.processed.insert(record.record, (1, record.offset));
+                book.set_processed(record.record, (1, record.offset));
                 continue;
             };
             let reason = if first_offset != record.offset {
@@ -169,7 +252,7 @@ impl Ledger {
             if idempotent {
                 book.skipped += 1;
             } else {
-                book.processed.insert(record.record, (times + 1, first_offset));
+                book.set_processed(record.record, (times + 1, first_offset));
                 *book.duplicates.entry(reason).or_default() += 1;
             }
             let entry = found.entry((record.partition.clone(), reason)).or_insert((
@@ -202,8 +285,8 @@ impl Ledger {
     pub fn times(&self, group: &str, record: RecordId) -> u32 {
         self.groups
             .get(group)
-            .and_then(|book| book.processed.get(&record))
-            .map_or(0, |(times, _)| *times)
+            .and_then(|book| book.processed_times(record))
+            .map_or(0, |(times, _)| times)
     }
 
     /// The groups with a book.
@@ -242,7 +325,7 @@ impl Ledger {
                 compacted,
             } = fate;
             let committed_past = committed.get(partition).is_some_and(|committed| *committed > offset);
-            match book.processed.get(&record).map_or(0, |(times, _)| *times) {
+            match book.processed_times(record).map_or(0, |(times, _)| times) {
                 0 if lost => *never.entry(NeverReason::LostAtBroker).or_default() += 1,
                 0 if deleted => *never.entry(NeverReason::DeletedByRetention).or_default() += 1,
                 0 if compacted => *never.entry(NeverReason::CompactedAway).or_default() += 1,

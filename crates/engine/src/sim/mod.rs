@@ -166,7 +166,7 @@ enum Event {
         cause: Option<TraceId>,
     },
     /// Shared: snapshots copy the queue, and inputs never change.
-    Input(std::sync::Arc<Input>),
+    Input(std::rc::Rc<Input>),
 }
 
 /// A record a producer sent, followed through the run.
@@ -175,7 +175,7 @@ pub struct ProducedRecord {
     /// Which producer.
     pub producer: u32,
     /// Its key, if any (shared: snapshots copy records often).
-    pub key: Option<std::sync::Arc<str>>,
+    pub key: Option<std::rc::Rc<str>>,
     /// Size in bytes.
     pub bytes: u32,
     /// The partition it went to, once chosen.
@@ -194,7 +194,7 @@ pub struct ProducedRecord {
     pub source: Option<RecordId>,
     /// For a dead letter: the headers saying where it came from and why.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub dead_letter: Option<std::sync::Arc<DeadLetterHeaders>>,
+    pub dead_letter: Option<std::rc::Rc<DeadLetterHeaders>>,
     /// When the producer made it (its `CreateTime` timestamp), in ms.
     pub timestamp: u64,
     /// Whether its value is null (a tombstone).
@@ -210,7 +210,7 @@ impl ProducedRecord {
             .iter()
             .flat_map(|headers| headers.headers())
             .map(|(name, value)| crate::storage::Header {
-                key: std::sync::Arc::from(name),
+                key: std::rc::Rc::from(name),
                 value_size: Some(value.len() as u32),
             })
             .collect();
@@ -513,7 +513,7 @@ impl Simulation {
     /// Schedules an input at `at_ms` (not earlier than now).
     pub fn schedule(&mut self, input: ScheduledInput) {
         let at = input.at_ms.max(self.now);
-        self.push(at, Event::Input(std::sync::Arc::new(input.input)));
+        self.push(at, Event::Input(std::rc::Rc::new(input.input)));
     }
 
     /// The current virtual time.
@@ -693,7 +693,7 @@ impl Simulation {
                 self.current_cause = cause;
                 self.fire_timer(node, incarnation, timer);
             }
-            Event::Input(input) => self.apply_input(std::sync::Arc::unwrap_or_clone(input)),
+            Event::Input(input) => self.apply_input(std::rc::Rc::unwrap_or_clone(input)),
         }
         self.check_invariants(match (&scope, clients_only) {
             (Some(touched), _) => monitor::CheckScope::Partitions(touched.as_slice()),
@@ -1516,7 +1516,7 @@ impl Simulation {
         self.highlights.tally.entry(producer).or_default()[0] += 1;
         self.records.push(ProducedRecord {
             producer,
-            key: key.map(|key| std::sync::Arc::from(key.as_str())),
+            key: key.map(|key| std::rc::Rc::from(key.as_str())),
             bytes,
             partition: None,
             acknowledged: None,

@@ -6,12 +6,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::protocol::records::LogBatch;
 use crate::protocol::{BrokerId, TopicPartition};
 use crate::replication::high_watermark::Acks;
 
-use super::broker::BrokerStatus;
+use super::broker::{BrokerStatus, PartitionLog};
 use super::trace::{ranges, Invariant, LossCause, LossReason, TraceKind};
-use super::types::RecordId;
+use super::types::{Record, RecordId};
 use super::Simulation;
 
 /// Which leader invariants an event can affect.
@@ -318,6 +319,9 @@ impl Simulation {
                 .collect(),
         };
         let mut lost = Vec::new();
+        // The batch the last record was found in: the records of one
+        // acknowledged batch are looked up one after another.
+        let mut batch = None;
         for record in candidates {
             let produced = &self.records[record as usize];
             if produced.lost {
@@ -330,7 +334,14 @@ impl Simulation {
             // stretch, compaction kept a newer record of its key: policy,
             // not loss.
             let deleted = offset < log.log_start_offset() || log.compacted_away(offset);
-            let present = log.record_at(offset).is_some_and(|stored| stored.id == record);
+            if !batch.is_some_and(|batch: &LogBatch<Record>| {
+                (batch.base_offset..=batch.last_offset).contains(&offset)
+            }) {
+                batch = log.log.first_batch_from(offset);
+            }
+            let present = batch
+                .and_then(|batch| PartitionLog::record_in(batch, offset))
+                .is_some_and(|stored| stored.id == record);
             if !present && !deleted {
                 lost.push(record);
             }

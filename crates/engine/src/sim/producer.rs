@@ -280,7 +280,7 @@ impl Simulation {
             None => (None, 100),
         };
         let made = self.producer_send_one(producer, key, bytes)?;
-        self.records[made as usize].dead_letter = Some(std::sync::Arc::new(headers));
+        self.records[made as usize].dead_letter = Some(std::rc::Rc::new(headers));
         Some(made)
     }
 
@@ -413,6 +413,18 @@ impl Simulation {
             return;
         }
         let now = self.now;
+        // What the partitioner sees of each partition: whether its leader is
+        // known (fixed here) and how many batches are queued for it, kept up
+        // to date as records open new batches.
+        let mut states: Vec<PartitionState> = {
+            let state = &self.producers[index];
+            (0..partition_count)
+                .map(|partition| PartitionState {
+                    leader_known: leaders.get(&partition).is_some_and(|(leader, _)| leader.is_some()),
+                    queued_batches: state.batches.get(&partition).map(|queue| queue.len() as u32),
+                })
+                .collect()
+        };
         while let Some((record, key, bytes)) = self.producers[index].waiting.pop_front() {
             let state = &mut self.producers[index];
             let partition = match &key {
@@ -420,12 +432,6 @@ impl Simulation {
                 Some(key) => partition_for_key(key.as_bytes(), partition_count).unwrap_or(0),
                 None => {
                     let batch_size = state.config.batch_size;
-                    let states: Vec<PartitionState> = (0..partition_count)
-                        .map(|partition| PartitionState {
-                            leader_known: leaders.get(&partition).is_some_and(|(leader, _)| leader.is_some()),
-                            queued_batches: state.batches.get(&partition).map(|queue| queue.len() as u32),
-                        })
-                        .collect();
                     let batches = &state.batches;
                     let opens_new_batch = |partition: u32| {
                         batches
@@ -460,15 +466,13 @@ impl Simulation {
                     true
                 }
             };
+            let queued = queue.len() as u32;
+            if let Some(seen) = states.get_mut(partition as usize) {
+                seen.queued_batches = Some(queued);
+            }
             if key.is_none() {
                 let full = queue.back().is_some_and(|batch| batch.bytes + bytes > batch_size);
                 let ready = state.config.linger_ms == 0 || full;
-                let states: Vec<PartitionState> = (0..partition_count)
-                    .map(|partition| PartitionState {
-                        leader_known: leaders.get(&partition).is_some_and(|(leader, _)| leader.is_some()),
-                        queued_batches: state.batches.get(&partition).map(|queue| queue.len() as u32),
-                    })
-                    .collect();
                 state
                     .partitioner
                     .appended(partition, bytes, &states, ready, &mut state.rng);

@@ -28,7 +28,7 @@
 //! serialized record batches.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::rc::Rc;
 
 use serde::Serialize;
 
@@ -258,8 +258,8 @@ impl Quorum {
     pub fn new(count: u32, initial: Controller, rng: Rng) -> Quorum {
         let entry = LogEntry {
             epoch: 1,
-            records: Arc::from(vec![MetadataRecord::Bootstrap]),
-            state: Arc::new(initial),
+            records: Rc::from(vec![MetadataRecord::Bootstrap]),
+            state: Rc::new(initial),
         };
         let ids = 1..=count.max(1);
         let caught_up = FetcherProgress {
@@ -459,8 +459,8 @@ impl Simulation {
         let records = records_between(&before, &working, node.log.len() == node.epoch_start);
         node.log.push(LogEntry {
             epoch: node.epoch,
-            records: Arc::from(records),
-            state: Arc::new(working),
+            records: Rc::from(records),
+            state: Rc::new(working),
         });
         let index = node.log.len();
         node.voters.insert(
@@ -1246,8 +1246,8 @@ mod tests {
             .iter()
             .map(|&epoch| LogEntry {
                 epoch,
-                records: Arc::from(Vec::new()),
-                state: Arc::new(Controller::default()),
+                records: Rc::from(Vec::new()),
+                state: Rc::new(Controller::default()),
             })
             .collect()
     }

@@ -17,7 +17,7 @@ impl crate::storage::StoredRecord for Record {
     fn timestamp(&self) -> i64 {
         self.timestamp
     }
-    fn key(&self) -> Option<&std::sync::Arc<str>> {
+    fn key(&self) -> Option<&std::rc::Rc<str>> {
         self.key.as_ref()
     }
     fn value_size(&self) -> Option<u32> {

@@ -12,7 +12,7 @@
 //! cleaned segments, keeping a record only if no later record has its key.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::rc::Rc;
 
 use serde::Serialize;
 
@@ -230,7 +230,7 @@ impl<R: StoredRecord> Log<R> {
             cleaned.on_become_inactive();
             cleaned.last_modified_ms = group[count - 1].last_modified_ms;
             outcome.bytes_after += cleaned.size_bytes;
-            self.segments.splice(first..first + count, [Arc::new(cleaned)]);
+            self.segments.splice(first..first + count, [Rc::new(cleaned)]);
         }
         self.cleaner_checkpoint = Some(end_offset);
         outcome
@@ -246,7 +246,7 @@ impl<R: StoredRecord> Log<R> {
         start: Offset,
         end: Offset,
         aborted: &dyn Fn(&LogBatch<R>) -> bool,
-    ) -> (BTreeMap<Arc<str>, Offset>, Option<Offset>) {
+    ) -> (BTreeMap<Rc<str>, Offset>, Option<Offset>) {
         let mut map = BTreeMap::new();
         let mut any = false;
         for segment in self.segments_between(Some(start), end) {
@@ -315,7 +315,7 @@ impl<R: StoredRecord> Log<R> {
 
 /// The cleaner's record filter for one pass (`cleanInto`'s `RecordFilter`).
 struct RecordFilter<'a, R> {
-    map: &'a BTreeMap<Arc<str>, Offset>,
+    map: &'a BTreeMap<Rc<str>, Offset>,
     aborted: &'a dyn Fn(&LogBatch<R>) -> bool,
     last_of_active_producer: &'a dyn Fn(&LogBatch<R>) -> bool,
     /// Producers of which this pass has read a transactional batch since

@@ -3,7 +3,7 @@
 //! `segment.bytes` or `segment.ms`; the retention check deletes whole
 //! closed segments from the front.
 
-use std::sync::Arc;
+use std::rc::Rc;
 
 use serde::Serialize;
 
@@ -195,7 +195,7 @@ pub struct RetentionOutcome {
 pub struct Log<R: StoredRecord> {
     /// The topic's storage settings.
     pub config: LogConfig,
-    pub(crate) segments: Vec<Arc<Segment<R>>>,
+    pub(crate) segments: Vec<Rc<Segment<R>>>,
     /// The first offset a consumer can read (`logStartOffset`).
     pub log_start_offset: Offset,
     /// The offset the next record gets.
@@ -210,7 +210,7 @@ impl<R: StoredRecord> Log<R> {
     pub fn new(config: LogConfig, now_ms: i64) -> Self {
         Log {
             config,
-            segments: vec![Arc::new(Segment::new(0, config.segment_index_bytes, now_ms))],
+            segments: vec![Rc::new(Segment::new(0, config.segment_index_bytes, now_ms))],
             log_start_offset: 0,
             log_end_offset: 0,
             cleaner_checkpoint: None,
@@ -258,7 +258,7 @@ impl<R: StoredRecord> Log<R> {
         }
         self.log_end_offset = batch.next_offset();
         let interval = self.config.index_interval_bytes;
-        let active = Arc::make_mut(self.segments.last_mut().expect("a segment"));
+        let active = Rc::make_mut(self.segments.last_mut().expect("a segment"));
         active.append(batch, interval, now_ms);
         active.base_offset
     }
@@ -270,11 +270,11 @@ impl<R: StoredRecord> Log<R> {
         let index_bytes = self.config.segment_index_bytes;
         let active = self.segments.last_mut().expect("a segment");
         if active.base_offset == offset && active.is_empty() {
-            *active = Arc::new(Segment::new(offset, index_bytes, now_ms));
+            *active = Rc::new(Segment::new(offset, index_bytes, now_ms));
             return offset;
         }
-        Arc::make_mut(active).on_become_inactive();
-        self.segments.push(Arc::new(Segment::new(offset, index_bytes, now_ms)));
+        Rc::make_mut(active).on_become_inactive();
+        self.segments.push(Rc::new(Segment::new(offset, index_bytes, now_ms)));
         offset
     }
 
@@ -359,7 +359,7 @@ impl<R: StoredRecord> Log<R> {
         if deletable == self.segments.len() {
             self.roll(None, now_ms);
         }
-        let removed: Vec<Arc<Segment<R>>> = self.segments.drain(..deletable).collect();
+        let removed: Vec<Rc<Segment<R>>> = self.segments.drain(..deletable).collect();
         self.increment_log_start_offset(self.segments[0].base_offset);
         outcome.deleted.extend(
             removed
@@ -389,9 +389,9 @@ impl<R: StoredRecord> Log<R> {
         let index_bytes = self.config.segment_index_bytes;
         let last = self.segments.last_mut().expect("the segment holding the offset");
         if last.base_offset == offset {
-            *last = Arc::new(Segment::new(offset, index_bytes, now_ms));
+            *last = Rc::new(Segment::new(offset, index_bytes, now_ms));
         } else {
-            Arc::make_mut(last).truncate_to(offset);
+            Rc::make_mut(last).truncate_to(offset);
         }
         self.log_end_offset = offset;
         // UnifiedLog#truncateTo: the log start never stays above the end.
@@ -403,7 +403,7 @@ impl<R: StoredRecord> Log<R> {
 
     /// Empties the log and starts it again at `offset` (`truncateFullyAndStartAt`).
     pub fn truncate_fully_and_start_at(&mut self, offset: Offset, now_ms: i64) {
-        self.segments = vec![Arc::new(Segment::new(offset, self.config.segment_index_bytes, now_ms))];
+        self.segments = vec![Rc::new(Segment::new(offset, self.config.segment_index_bytes, now_ms))];
         self.log_start_offset = offset;
         self.log_end_offset = offset;
         self.cleaner_checkpoint = None;
@@ -413,6 +413,20 @@ impl<R: StoredRecord> Log<R> {
     pub fn segment_for(&self, offset: Offset) -> Option<&Segment<R>> {
         let slot = self.segments.partition_point(|segment| segment.base_offset <= offset);
         (slot > 0).then(|| &*self.segments[slot - 1])
+    }
+
+    /// The batch holding `from`, or the first after it: the first of
+    /// [`Log::batches_from`], found without chaining iterators (the
+    /// simulator's checks ask for one record a million times).
+    pub fn first_batch_from(&self, from: Offset) -> Option<&LogBatch<R>> {
+        let first = self
+            .segments
+            .partition_point(|segment| segment.base_offset <= from)
+            .saturating_sub(1);
+        self.segments
+            .get(first..)?
+            .iter()
+            .find_map(|segment| segment.first_batch_from(from))
     }
 
     /// The batches from the one holding `from` (or the first after it) on,

@@ -5,7 +5,7 @@
 //! bytes Kafka would write, so that segment sizes, index positions and
 //! `segment.bytes` rolls come out as Kafka's do.
 
-use std::sync::Arc;
+use std::rc::Rc;
 
 use serde::Serialize;
 
@@ -26,7 +26,7 @@ pub const RECORD_BATCH_OVERHEAD: u32 = 61;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Header {
     /// The header's key.
-    pub key: Arc<str>,
+    pub key: Rc<str>,
     /// The value's size in bytes, or `None` for a null value.
     pub value_size: Option<u32>,
 }
@@ -40,7 +40,7 @@ pub struct LogRecord<P> {
     /// Its timestamp (`CreateTime`: set by the producer), in ms.
     pub timestamp: i64,
     /// Its key, or `None` for a keyless record.
-    pub key: Option<Arc<str>>,
+    pub key: Option<Rc<str>>,
     /// Its value's size in bytes, or `None` for a null value: a tombstone,
     /// which deletes the key from a compacted topic.
     pub value_size: Option<u32>,
@@ -66,7 +66,7 @@ pub trait StoredRecord: Clone {
     /// Its timestamp in ms (`NO_TIMESTAMP` if none).
     fn timestamp(&self) -> i64;
     /// Its key, if any.
-    fn key(&self) -> Option<&Arc<str>>;
+    fn key(&self) -> Option<&Rc<str>>;
     /// Its value's size, `None` for a tombstone.
     fn value_size(&self) -> Option<u32>;
     /// The encoded size of its headers: the count, then each header.
@@ -84,7 +84,7 @@ impl<P: Clone> StoredRecord for LogRecord<P> {
     fn timestamp(&self) -> i64 {
         self.timestamp
     }
-    fn key(&self) -> Option<&Arc<str>> {
+    fn key(&self) -> Option<&Rc<str>> {
         self.key.as_ref()
     }
     fn value_size(&self) -> Option<u32> {
@@ -225,7 +225,7 @@ mod tests {
         let record = |offset, timestamp, value| LogRecord {
             offset,
             timestamp,
-            key: Some(Arc::from("k5")),
+            key: Some(Rc::from("k5")),
             value_size: Some(value),
             headers: Vec::new(),
             payload: (),

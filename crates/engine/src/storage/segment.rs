@@ -76,6 +76,13 @@ impl<R: StoredRecord> Segment<R> {
         self.batches.iter()
     }
 
+    /// The first of its batches whose last offset is at or past `from`
+    /// (the first of [`Segment::batches_from`], found without an iterator).
+    pub fn first_batch_from(&self, from: Offset) -> Option<&LogBatch<R>> {
+        self.batches
+            .get(self.batches.partition_point(|batch| batch.last_offset < from))
+    }
+
     /// Its batches from the first whose last offset is at or past `from`.
     pub fn batches_from(&self, from: Offset) -> impl Iterator<Item = &LogBatch<R>> + '_ {
         let first = self.batches.partition_point(|batch| batch.last_offset < from);

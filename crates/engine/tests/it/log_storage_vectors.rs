@@ -5,7 +5,7 @@
 //! are computed by the engine from the records and must equal the bytes
 //! Kafka wrote.
 
-use std::sync::Arc;
+use std::rc::Rc;
 
 use kafkascope_engine::storage::{segment_file_name, CleanupPolicy, Log, LogBatch, LogConfig, LogRecord, Segment};
 use serde_json::{json, Value};
@@ -35,7 +35,7 @@ fn batch(value: &Value) -> LogBatch<Plain> {
         .map(|(index, record)| LogRecord {
             offset: first + index as u64,
             timestamp: int(record, "timestamp"),
-            key: record["key"].as_str().map(Arc::from),
+            key: record["key"].as_str().map(Rc::from),
             value_size: if record["tombstone"].as_bool() == Some(true) {
                 None
             } else {
@@ -383,7 +383,7 @@ fn fifteen_singletons(config: LogConfig, key: Option<&str>, timestamp: i64) -> L
         let record = LogRecord {
             offset,
             timestamp,
-            key: key.map(Arc::from),
+            key: key.map(Rc::from),
             value_size: Some(4),
             headers: Vec::new(),
             payload: (),

@@ -7,7 +7,7 @@
 //! after `delete.retention.ms`).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::rc::Rc;
 
 use kafkascope_engine::storage::{BatchProducer, Log, LogBatch, LogConfig, LogRecord, LogToClean};
 
@@ -47,7 +47,7 @@ impl Harness {
         LogRecord {
             offset,
             timestamp: NOW,
-            key: key.map(|key| Arc::from(key.to_string().as_str())),
+            key: key.map(|key| Rc::from(key.to_string().as_str())),
             value_size: Some(1),
             headers: Vec::new(),
             payload: (),

@@ -6,7 +6,7 @@
 //! is not a tombstone.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::rc::Rc;
 
 use kafkascope_engine::storage::{CleanupPolicy, Log, LogBatch, LogConfig, LogRecord};
 use proptest::prelude::*;
@@ -83,7 +83,7 @@ proptest! {
                         LogRecord {
                             offset,
                             timestamp: now,
-                            key: Some(Arc::from(format!("k{key}").as_str())),
+                            key: Some(Rc::from(format!("k{key}").as_str())),
                             value_size: value.map(u32::from),
                             headers: Vec::new(),
                             payload: (),
