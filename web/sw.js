@@ -11,7 +11,7 @@
 //   `…_bg.wasm`, `….css`, and the simulator's `sim/kafkascope-sim-….js` and
 //   its wasm, named by `cargo xtask build`): the cache first, since a name
 //   never changes content.
-// - Everything else of the site (the page, `pkg/`, the format reference,
+// - Everything else of the site (the page, the format reference,
 //   `snippets/`, whose names stay the same from build to build): the
 //   network first, so a new build is never mixed with an old one, and the
 //   cache when the network fails or answers with an error.

@@ -3,7 +3,8 @@
 // module (the map, the steps, the exercises' runs) only when it is needed:
 // when the map comes near the screen, when the learner asks, when an
 // exercise runs. What the browser downloads before that is at most 400 KB,
-// counted as it came over the wire.
+// counted as it came over the wire. A snippet runs on the simulator's
+// module too: the engine is downloaded once.
 'use strict';
 
 const { test, before, after } = require('node:test');
@@ -75,6 +76,23 @@ test('the page opens with at most 400 KB and fetches the simulator when the lear
   await page.getByTestId('key-input').fill('foobar');
   await page.getByTestId('partitions-input').fill('12');
   await page.waitForFunction(() => document.querySelector('[data-testid="partition"]').textContent === '6');
+
+  // A snippet runs on the same module: the sandbox asks for the file the
+  // map loaded and the browser's cache answers, so nothing of the engine
+  // comes over the wire twice, and there is no second engine to fetch.
+  await page.getByTestId('nav-sandbox').click();
+  await page.getByTestId('sandbox-editor').fill('console.log(partitionFor("foobar", 12));');
+  await page.getByTestId('sandbox-run').click();
+  await page.locator('[data-testid="sandbox"][data-finished-runs="1"]').waitFor({ timeout: 60000 });
+  assert.equal((await page.getByTestId('sandbox-console').innerText()).trim(), '6');
+  await page.waitForLoadState('networkidle');
+  const engine = downloads.filter((download) => /\/sim\/kafkascope-sim-[0-9a-f]{16}_bg\.wasm$/.test(download.path));
+  assert.ok(engine.length >= 1, 'the sandbox did not ask for the simulator');
+  assert.equal(new Set(engine.map((download) => download.path)).size, 1, 'two different engine modules');
+  assert.equal(engine.filter((download) => download.bytes > 0).length, 1,
+    `the engine came over the wire more than once: ${JSON.stringify(engine)}`);
+  const modules = new Set(downloads.filter((download) => download.path.endsWith('.wasm')).map((download) => download.path));
+  assert.equal(modules.size, 2, `wasm modules fetched: ${[...modules].join(', ')}`);
   assert.deepEqual(problems, []);
   await page.close();
 });

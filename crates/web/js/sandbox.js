@@ -3,8 +3,10 @@
 //
 // Three layers, each with its own job:
 //
-// - The page (this module, imported by the Yew app) fetches the engine's
-//   JavaScript API (`pkg/`) once, creates one hidden `<iframe
+// - The page (this module, imported by the Yew app) fetches the engine once:
+//   the simulator's module (`sim/`, the file the map and the steps run on,
+//   which also exports the JavaScript API), so a learner who has opened the
+//   map downloads nothing more (#35). It creates one hidden `<iframe
 //   sandbox="allow-scripts">` (no `allow-same-origin`, so an opaque origin:
 //   no cookie, storage or cache of the app's origin is reachable from it),
 //   writes a fresh secret into its document, accepts the MessageChannel the
@@ -277,8 +279,16 @@ function frameMain(workerSource, limits, courtesy, secret) {
 
   // The engine's ES module glue as a classic script: workers created from
   // blob: URLs in an opaque origin cannot be module workers in Chromium.
+  // The module also draws the map, and its glue imports the page's own
+  // scripts for that (the course's records): in a worker those imports are
+  // functions that throw, never called by the JavaScript API.
   const classicGlue = (glue) => {
-    const script = glue
+    const absent = 'const __kafkascopeAbsent = new Proxy({}, { get: (target, name) => function () { '
+      + "throw new Error('the sandbox has no ' + String(name)); } });\n";
+    const script = absent + glue
+      .replace(/^import \{([^}]*)\} from (['"])[^'"\n]*\2;?[ \t]*$/gm,
+        (line, names) => `const {${names.replace(/\s+as\s+/g, ': ')}} = __kafkascopeAbsent;`)
+      .replace(/^import \* as ([A-Za-z_$][\w$]*) from (['"])[^'"\n]*\2;?[ \t]*$/gm, 'const $1 = __kafkascopeAbsent;')
       .replace(/^export \{[^}]*\};?[ \t]*$/gm, '')
       .replace(/^export (?=(?:async )?function |class |const |let |var )/gm, '')
       .replace(/import\.meta\.url/g, 'self.location.href');
@@ -542,17 +552,21 @@ function randomNonce() {
 }
 
 /// The engine's glue and wasm, fetched by the page once (the frame cannot
-/// fetch anything).
+/// fetch anything): the simulator's module, at the addresses the map loads
+/// it from (index.html's `kafkascope-simulator` meta), so the browser's
+/// cache or the offline cache answers when the map came first.
 let engineFiles = null;
 function fetchEngine() {
   if (!engineFiles) {
-    const base = document.baseURI;
-    const get = async (file, as) => {
-      const response = await fetch(new URL(`pkg/${file}`, base));
-      if (!response.ok) throw new Error(`${file}: HTTP ${response.status}`);
+    const named = document.querySelector('meta[name="kafkascope-simulator"]')?.content || 'sim/kafkascope-sim.js';
+    const script = new URL(named, document.baseURI);
+    const module = new URL(script.pathname.replace(/\.js$/, '_bg.wasm'), script);
+    const get = async (address, as) => {
+      const response = await fetch(address);
+      if (!response.ok) throw new Error(`${address.pathname}: HTTP ${response.status}`);
       return as === 'text' ? response.text() : response.arrayBuffer();
     };
-    engineFiles = Promise.all([get('kafkascope_js.js', 'text'), get('kafkascope_js_bg.wasm', 'bytes')])
+    engineFiles = Promise.all([get(script, 'text'), get(module, 'bytes')])
       .then(([glue, wasm]) => ({ glue, wasm }));
     engineFiles.catch(() => { engineFiles = null; });
   }

@@ -11,9 +11,9 @@
 //!   its own module script and wasm are CORS requests (`Origin: null`) that
 //!   fail without that header;
 //! - `Cache-Control: public, max-age=31536000, immutable` for files whose
-//!   names carry trunk's content hash (a new build has new names), and
-//!   `no-cache` (revalidate every time) for the rest: `index.html`, the
-//!   service worker, and the JavaScript API under `pkg/`.
+//!   names carry a content hash (trunk's, and the simulator's module under
+//!   `sim/`: a new build has new names), and `no-cache` (revalidate every
+//!   time) for the rest: `index.html`, the service worker, the snippets.
 
 use std::net::TcpListener;
 use std::path::PathBuf;

@@ -5,6 +5,12 @@
 
 use wasm_bindgen::prelude::*;
 
+// The JavaScript API (`murmur2`, `partitionFor`, `assign`, `Cluster`...):
+// its exports are this module's too, so the sandbox's worker runs snippets
+// on the very module the map runs on, and no learner downloads the engine
+// twice (#35).
+extern crate kafkascope_js;
+
 fn main() {}
 
 /// How many of Yew's app ids this module skips before its first app.
