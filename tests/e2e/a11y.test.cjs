@@ -6,27 +6,11 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { readFileSync } = require('node:fs');
-const { launch, openApp, screenshotPath, showView, showTool } = require('./browser.cjs');
-
-const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+const { launch, openApp, screenshotPath, showView, showTool, seriousViolations } = require('./browser.cjs');
 
 let browser;
 before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
-
-async function seriousViolations(page) {
-  await page.addScriptTag({ content: AXE });
-  const result = await page.evaluate(() => globalThis.axe.run(document, {
-    resultTypes: ['violations'],
-    // WCAG 2.2's target size (2.5.8, at least 24 by 24 CSS px or spaced
-    // as far apart) is off in axe's defaults; the page is held to it.
-    rules: { 'target-size': { enabled: true } },
-  }));
-  return result.violations
-    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .map((violation) => `${violation.impact} ${violation.id} (${violation.nodes.length}): ${violation.help}; at ${violation.nodes.slice(0, 4).map((node) => node.target.join(' ')).join(', ')}`);
-}
 
 for (const [width, height] of [[1280, 900], [390, 844]]) {
   test(`axe finds no serious or critical violation at ${width} px in any view, with the inspector open`, async () => {

@@ -108,6 +108,23 @@ async function listenLocal(server) {
   return `http://127.0.0.1:${server.address().port}`;
 }
 
+/**
+ * axe-core's serious and critical violations on `page`, with WCAG 2.2's
+ * target size (2.5.8: at least 24 by 24 CSS px, or spaced as far apart),
+ * which is off in axe's defaults: the page is held to it.
+ */
+async function seriousViolations(page) {
+  const axe = require('node:fs').readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+  await page.addScriptTag({ content: axe });
+  const result = await page.evaluate(() => globalThis.axe.run(document, {
+    resultTypes: ['violations'],
+    rules: { 'target-size': { enabled: true } },
+  }));
+  return result.violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => `${violation.impact} ${violation.id} (${violation.nodes.length}): ${violation.help}; at ${violation.nodes.slice(0, 4).map((node) => node.target.join(' ')).join(', ')}`);
+}
+
 function screenshotPath(name) {
   return path.join(ARTIFACTS, `${name}.png`);
 }
@@ -136,6 +153,6 @@ function shippedStories() {
 }
 
 module.exports = {
-  launch, openApp, showView, showTool, withSimulator, screenshotPath, listenLocal, APP_URL,
+  launch, openApp, showView, showTool, withSimulator, screenshotPath, listenLocal, APP_URL, seriousViolations,
   steps, within, stepsAttr, chooseStory, shippedStories,
 };

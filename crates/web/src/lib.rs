@@ -11,6 +11,7 @@ pub mod cluster_panel;
 pub mod exercise_model;
 pub mod course;
 pub mod course_model;
+pub mod crash;
 pub mod export;
 pub mod host_api;
 pub mod inspector;

@@ -160,8 +160,8 @@ pub fn custom_story(file_name: &str, text: &str) -> Result<&'static StoryDef, St
         ));
     }
     may_open(file_name, text)?;
-    if let Some(kept) = OPENED.with(|opened| opened.borrow().get(&(file_name.to_string(), text_hash(text))).copied()) {
-        return Ok(kept);
+    if let Some(kept) = OPENED.with(|opened| opened.borrow().get(&(file_name.to_string(), text_hash(text))).cloned()) {
+        return kept;
     }
     let mut scenario = Scenario::from_json(text).map_err(|error| format!("{file_name}: {error}"))?;
     scenario
@@ -191,18 +191,45 @@ pub fn custom_story(file_name: &str, text: &str) -> Result<&'static StoryDef, St
         file: Box::leak(file_name.to_string().into_boxed_str()),
         scenario,
     }));
-    StoryRun::start(definition).map_err(|error| format!("{file_name}: {error}"))?;
-    Ok(remember(file_name, text, definition))
+    // Played once here, to say now whether it plays; the steps then open
+    // this run ([`take_prepared`]) rather than play it again. A file that
+    // does not play is remembered too, so opening it again costs nothing.
+    match StoryRun::start(definition) {
+        Ok(run) => {
+            PREPARED.with(|prepared| *prepared.borrow_mut() = Some(run));
+            remember(file_name, text, Ok(definition))
+        }
+        Err(error) => remember(file_name, text, Err(format!("{file_name}: {error}"))),
+    }
+}
+
+thread_local! {
+    /// The run [`custom_story`] played, until the steps open it.
+    static PREPARED: std::cell::RefCell<Option<StoryRun>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The run of `story` that [`custom_story`] has just played, if that is
+/// the story: opening it then costs no second play.
+pub fn take_prepared(story: &'static StoryDef) -> Option<StoryRun> {
+    PREPARED.with(|prepared| {
+        let mut prepared = prepared.borrow_mut();
+        if prepared.as_ref().is_some_and(|run| std::ptr::eq(run.story, story)) {
+            prepared.take()
+        } else {
+            None
+        }
+    })
 }
 
 /// The most distinct scenario files a page keeps (each opened file stays
-/// for the page's life, as a shipped story does; opening the same file
-/// again reuses it).
+/// for the page's life, as a shipped story does, and so does a file that
+/// did not play, with why; opening the same file again reuses either).
 pub const MAX_OPENED_SCENARIOS: usize = 32;
 
 thread_local! {
-    /// The scenario files opened so far: (name, text hash) → their story.
-    static OPENED: std::cell::RefCell<BTreeMap<(String, u64), &'static StoryDef>> =
+    /// The scenario files opened so far: (name, text hash) → their story,
+    /// or why it did not play.
+    static OPENED: std::cell::RefCell<BTreeMap<(String, u64), Result<&'static StoryDef, String>>> =
         const { std::cell::RefCell::new(BTreeMap::new()) };
 }
 
@@ -227,14 +254,19 @@ fn may_open(file_name: &str, text: &str) -> Result<(), String> {
     })
 }
 
-/// The story kept for this file: the first one made for the same name and
-/// text, else `made` (which is kept from now on).
-fn remember(file_name: &str, text: &str, made: &'static StoryDef) -> &'static StoryDef {
+/// The story kept for this file (or why it does not play): the first one
+/// made for the same name and text, else `made` (kept from now on).
+fn remember(
+    file_name: &str,
+    text: &str,
+    made: Result<&'static StoryDef, String>,
+) -> Result<&'static StoryDef, String> {
     OPENED.with(|opened| {
-        *opened
+        opened
             .borrow_mut()
             .entry((file_name.to_string(), text_hash(text)))
             .or_insert(made)
+            .clone()
     })
 }
 
@@ -1995,6 +2027,29 @@ mod tests {
                 && error.contains("shorten runUntilMs"),
             "{error}"
         );
+        // The same file again is refused from memory: not played again, and
+        // not kept a second time.
+        let kept = OPENED.with(|opened| opened.borrow().len());
+        assert_eq!(custom_story("big.json", &scenario.to_string()).expect_err("still too costly"), error);
+        assert_eq!(OPENED.with(|opened| opened.borrow().len()), kept);
+    }
+
+    /// An opened file is played once: the run that checked it is the run
+    /// the steps open.
+    #[test]
+    fn an_opened_scenario_is_played_once() {
+        let shipped = stories()
+            .iter()
+            .find(|story| story.id == "happy-path")
+            .map(|story| serde_json::to_string(&story.scenario).expect("json"))
+            .expect("happy-path");
+        let story = custom_story("once.json", &shipped).expect("plays");
+        let run = take_prepared(story).expect("the checked run is kept for the steps");
+        assert!(std::ptr::eq(run.story, story));
+        assert!(take_prepared(story).is_none(), "taken once");
+        let fresh = StoryRun::start(story).expect("plays");
+        assert_eq!(run.trace.len(), fresh.trace.len());
+        assert_eq!(run.steps.len(), fresh.steps.len());
     }
 
     /// A fuzz pass over large shapes within every count a scenario file may

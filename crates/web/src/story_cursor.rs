@@ -220,7 +220,9 @@ impl StoryCursor {
                 // Another story, or the same file opened again (its own
                 // definition, maybe edited): play it afresh.
                 if !std::ptr::eq(self.run.story, story) {
-                    match StoryRun::start(story) {
+                    // An opened file's run was played when it was checked.
+                    let run = crate::sequence_model::take_prepared(story).map_or_else(|| StoryRun::start(story), Ok);
+                    match run {
                         Ok(run) => {
                             self.run = run;
                             self.forks.clear();

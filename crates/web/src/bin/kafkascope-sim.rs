@@ -11,7 +11,11 @@ use wasm_bindgen::prelude::*;
 // twice (#35).
 extern crate kafkascope_js;
 
-fn main() {}
+fn main() {
+    // A panic here is said to the page (js/crash.js, which the first module
+    // installed) before the trap; in the sandbox's worker only logged.
+    kafkascope_web::crash::install(kafkascope_web::crash::Module::Simulator);
+}
 
 /// How many of Yew's app ids this module skips before its first app.
 ///
