@@ -87,6 +87,13 @@ enum Command {
         /// Where minimised failures go.
         #[arg(long, value_name = "DIR", default_value = "target/fuzz-failures")]
         out: PathBuf,
+        /// Run each schedule on at least this many brokers (a sweep over
+        /// large shapes; the schedules are generated on 3 to 5).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+        brokers: Option<u32>,
+        /// Give each topic at least this many partitions (generated: 1 to 4).
+        #[arg(long, value_name = "P", value_parser = clap::value_parser!(u32).range(1..=1000))]
+        partitions: Option<u32>,
     },
 }
 
@@ -142,7 +149,14 @@ fn run(command: Command) -> Result<String, String> {
             assign_command(strategy, explain, &input)
         }
         Command::Run { file, json, quiet } => run_scenario(&file, json, quiet),
-        Command::Fuzz { seeds, from, mix, out } => fuzz(seeds, from, mix, out),
+        Command::Fuzz {
+            seeds,
+            from,
+            mix,
+            out,
+            brokers,
+            partitions,
+        } => fuzz(seeds, from, mix, out, (brokers, partitions)),
         Command::Schema { format } => Ok(match format.as_str() {
             "markdown" => reference::markdown(),
             "html" => reference::html(),
@@ -285,7 +299,7 @@ fn run_scenario(path: &std::path::Path, json: bool, quiet: bool) -> Result<Strin
 /// `kafkascope fuzz`: random fault schedules checked for safety and
 /// liveness, with a progress line; failures are minimised and written as
 /// scenario files. The wall-clock figures are the driver's, not the engine's.
-fn fuzz(seeds: u64, from: u64, mix: Mix, out: PathBuf) -> Result<String, String> {
+fn fuzz(seeds: u64, from: u64, mix: Mix, out: PathBuf, shape: (Option<u32>, Option<u32>)) -> Result<String, String> {
     use kafkascope_engine::sim::fuzz::{minimise, FuzzCase};
     use std::io::Write;
     let started = std::time::Instant::now();
@@ -295,7 +309,7 @@ fn fuzz(seeds: u64, from: u64, mix: Mix, out: PathBuf) -> Result<String, String>
     let mut resent_cases = 0u64;
     let mut stderr = std::io::stderr();
     for (done, seed) in (from..from + seeds).enumerate() {
-        let case = FuzzCase::generate(seed, mix);
+        let case = FuzzCase::generate(seed, mix).at_shape(shape.0, shape.1);
         let run_started = std::time::Instant::now();
         let verdict = match std::panic::catch_unwind(|| case.run()) {
             Ok(verdict) => verdict,
@@ -355,13 +369,21 @@ fn fuzz(seeds: u64, from: u64, mix: Mix, out: PathBuf) -> Result<String, String>
     let _ = writeln!(stderr);
     let elapsed = started.elapsed().as_secs_f64();
     let mut report = format!(
-        "fuzz: {seeds} seeds ({from}..{}), mix {mix:?}: {} safety failures, {} liveness failures, {} crashes; \
+        "fuzz: {seeds} seeds ({from}..{}), mix {mix:?}{}: {} safety failures, {} liveness failures, {} crashes; \
          {:.1} seeds/s over {elapsed:.1} s; slowest seed {} ({} events, {:.0} ms); \
          {operator_cases} seeds needed an operator's unclean leader election (KIP-966 keeps a partition \
          offline when every replica that could lead cleanly restarted after an unclean shutdown); \
          {resent_cases} seeds had an idempotent producer write records twice across an epoch bump (KIP-360: \
          a batch whose first attempt's outcome it never learned, resent under the new epoch, as Kafka's producer does)\n",
         from + seeds,
+        match shape {
+            (None, None) => String::new(),
+            (brokers, partitions) => format!(
+                ", on at least {} brokers and {} partitions a topic",
+                brokers.unwrap_or(3),
+                partitions.unwrap_or(1)
+            ),
+        },
         failed.iter().filter(|(_, class, _)| *class == "safety").count(),
         failed.iter().filter(|(_, class, _)| *class == "liveness").count(),
         failed.iter().filter(|(_, class, _)| *class == "crash").count(),

@@ -2061,12 +2061,10 @@ mod tests {
     fn large_fuzzed_shapes_play_or_are_refused_within_the_work_limit() {
         use kafkascope_engine::sim::fuzz::{FuzzCase, Mix};
         for seed in 0..6u64 {
-            let mut case = FuzzCase::generate(seed, Mix::All);
-            case.config.brokers = [9, 16, 32, 64, 64, 12][seed as usize];
-            let per_topic = [40, 300, 1_000, 1_000, 200, 5][seed as usize];
-            for topic in &mut case.config.topics {
-                topic.partitions = per_topic;
-            }
+            let case = FuzzCase::generate(seed, Mix::All).at_shape(
+                Some([9, 16, 32, 64, 64, 12][seed as usize]),
+                Some([40, 300, 1_000, 1_000, 200, 5][seed as usize]),
+            );
             let text = serde_json::to_string(&case.scenario()).expect("json");
             match custom_story(&format!("large-{seed}.json"), &text) {
                 Ok(story) => assert!(StoryRun::start(story).is_ok(), "seed {seed}"),

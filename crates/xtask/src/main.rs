@@ -27,10 +27,11 @@ commands:
   serve [--port N] [--base /PATH/]   build the app (installing what is missing) and serve it on 127.0.0.1
   test                               run every test: native, wasm in headless Chromium, the JS package in Node, end-to-end
   bench                              run the benchmarks natively and as wasm in headless Chromium; print figures
-  fuzz [--seeds N] [--from S] [--mix M] [--out DIR]
+  fuzz [--seeds N] [--from S] [--mix M] [--out DIR] [--brokers N] [--partitions P]
                                      the fault fuzzer, optimised: N random fault schedules (default 10000) checked
                                      for safety and recovery, with a progress line; each failure prints its seed and
-                                     writes a minimised scenario (default target/fuzz-failures/) for `kafkascope run`
+                                     writes a minimised scenario (default target/fuzz-failures/) for `kafkascope run`;
+                                     --brokers and --partitions run them on a larger cluster
   build                              build the static site into dist/ and print artifact sizes
   course [--part lesson|exercise:ID|story:ID|sandbox] [--scorm 1.2|2004] [--title T] [--mastery PERCENT]
          [--out FILE.zip] [--dist DIR]

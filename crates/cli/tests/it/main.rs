@@ -67,6 +67,20 @@ fn every_subcommand_has_its_own_help() {
     );
 }
 
+/// `--brokers` and `--partitions` run the same schedules on a larger
+/// cluster (#39: a sweep over large shapes), said in the report.
+#[test]
+fn the_fuzzer_runs_its_schedules_on_a_larger_shape_on_request() {
+    let (ok, stdout, stderr) = kafkascope(&["fuzz", "--seeds", "1", "--brokers", "9", "--partitions", "6"]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("on at least 9 brokers and 6 partitions a topic: 0 safety failures, 0 liveness failures, 0 crashes"),
+        "{stdout}"
+    );
+    let (ok, _, stderr) = kafkascope(&["fuzz", "--brokers", "65"]);
+    assert!(!ok && stderr.contains("--brokers") && stderr.contains("1..=64"), "{stderr}");
+}
+
 #[test]
 fn unknown_command_is_an_error() {
     let (ok, _, stderr) = kafkascope(&["frobnicate"]);

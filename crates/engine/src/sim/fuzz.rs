@@ -653,6 +653,22 @@ impl FuzzCase {
         inputs
     }
 
+    /// The same schedule on a larger cluster: at least `brokers` brokers
+    /// and `partitions` partitions a topic (never fewer than generated, so
+    /// every input still names a broker and a partition that exist). The
+    /// sweep over large shapes (`kafkascope fuzz --brokers --partitions`).
+    pub fn at_shape(mut self, brokers: Option<u32>, partitions: Option<u32>) -> FuzzCase {
+        if let Some(brokers) = brokers {
+            self.config.brokers = self.config.brokers.max(brokers);
+        }
+        if let Some(partitions) = partitions {
+            for topic in &mut self.config.topics {
+                topic.partitions = topic.partitions.max(partitions);
+            }
+        }
+        self
+    }
+
     /// Runs the case and judges it.
     pub fn run(&self) -> Verdict {
         match self.simulate() {
