@@ -646,6 +646,15 @@ impl Simulation {
             Event::Input(_) => None,
         };
         let clients_only = match &event {
+            // A broker that loses a client's connection drops what the
+            // client had waiting there (held fetches, parked produces): no
+            // log, leader or ISR changes.
+            Event::Deliver {
+                message: Message::ConnectionClosed,
+                from: NodeId::Producer(_) | NodeId::Consumer(_),
+                to: NodeId::Broker(_),
+                ..
+            } => true,
             Event::Deliver { message, to, .. } => {
                 matches!(to, NodeId::Producer(_) | NodeId::Consumer(_))
                     || matches!(

@@ -207,11 +207,25 @@ impl Simulation {
         // partition is never handed to a member before its last owner
         // reported it gone, so no two of its members own one at once
         // (counted under generation 0).
+        let signature = |consumer: &super::consumer::Consumer| {
+            (consumer.phase as u8, consumer.generation, consumer.assignment.len())
+        };
+        let groups_changed = self.consumers.len() != self.monitor.group_signature.len()
+            || self
+                .consumers
+                .iter()
+                .zip(&self.monitor.group_signature)
+                .any(|(consumer, seen)| signature(consumer) != *seen);
+        if groups_changed {
+            self.monitor.group_signature = self.consumers.iter().map(signature).collect();
+        }
+        // Who the coordinators count, read only when a consumer's phase,
+        // generation or assignment changed (else nothing is compared).
         let mut current: std::collections::BTreeSet<(&str, &str, u32)> = std::collections::BTreeSet::new();
         // Only coordinators on their partition's current leader count: one
         // left on a broker cut off from the controller (not yet told it
         // lost the partition) speaks for nobody.
-        for (&id, broker) in &self.brokers {
+        for (&id, broker) in self.brokers.iter().filter(|_| groups_changed) {
             for (partition, coordinator) in &broker.coordinators {
                 let leads = self
                     .controller
@@ -236,15 +250,6 @@ impl Simulation {
                     }
                 }
             }
-        }
-        let signature: Vec<(u8, u32, usize)> = self
-            .consumers
-            .iter()
-            .map(|consumer| (consumer.phase as u8, consumer.generation, consumer.assignment.len()))
-            .collect();
-        let groups_changed = signature != self.monitor.group_signature;
-        if groups_changed {
-            self.monitor.group_signature = signature;
         }
         let mut owners: BTreeMap<(&str, u32, &TopicPartition), u32> = BTreeMap::new();
         for consumer in self.consumers.iter().filter(|_| groups_changed) {
