@@ -316,11 +316,9 @@ fn print_sizes(dist: &Path) -> Outcome {
             human_size(sizes[2])
         );
     }
-    println!(
-        "  first download (what the page loads before it runs; the simulator's sim/ comes when needed): {} raw, {} gzip, {} brotli",
-        human_size(first[0]),
-        human_size(first[1]),
-        human_size(first[2])
+    print_total(
+        "first download (what the page loads before it runs; the simulator's sim/ comes when needed)",
+        first,
     );
     if first[1] > FIRST_DOWNLOAD_BUDGET {
         return Err(format!(
@@ -331,19 +329,22 @@ fn print_sizes(dist: &Path) -> Outcome {
         ));
     }
     let whole = [0, 1, 2].map(|index| first[index] + simulator[index]);
-    println!(
-        "  the simulator's module (sim/: the map, the steps and the sandbox's engine): {} raw, {} gzip, {} brotli",
-        human_size(simulator[0]),
-        human_size(simulator[1]),
-        human_size(simulator[2])
-    );
-    println!(
-        "  the whole page (the first download and the simulator's module; a snippet downloads nothing more): {} raw, {} gzip, {} brotli",
-        human_size(whole[0]),
-        human_size(whole[1]),
-        human_size(whole[2])
+    print_total("the simulator's module (sim/: the map, the steps and the sandbox's engine)", simulator);
+    print_total(
+        "the whole page (the first download and the simulator's module; a snippet downloads nothing more)",
+        whole,
     );
     within_budgets(simulator[2], whole[2])
+}
+
+/// One total of the size report: raw, gzip and brotli.
+fn print_total(what: &str, [raw, gzip, brotli]: [usize; 3]) {
+    println!(
+        "  {what}: {} raw, {} gzip, {} brotli",
+        human_size(raw),
+        human_size(gzip),
+        human_size(brotli)
+    );
 }
 
 /// The most bytes the first download may have, gzipped (#18: 400 KB).
