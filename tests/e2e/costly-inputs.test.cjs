@@ -12,7 +12,7 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const http = require('node:http');
 const zlib = require('node:zlib');
-const { launch, openApp, showTool, showView, listenLocal, APP_URL, steps, within, screenshotPath } = require('./browser.cjs');
+const { launch, openApp, showTool, showView, listenLocal, APP_URL, steps, within, screenshotPath, seriousViolations } = require('./browser.cjs');
 
 const live = (page) => page.getByTestId('cluster');
 
@@ -89,6 +89,35 @@ test('a run link asking for more work than a page replays is refused at once, an
   await page.close();
 });
 
+test('a long run link within the limits replays a slice at a time, with its progress and a Stop, and the page answers meanwhile', async () => {
+  const run = await copiedRun();
+  // As many events as a link on the default cluster may replay, nearly.
+  run.events = 600000;
+  const { page, problems } = await openApp(browser, { query: `?run=${encodeRun(run)}`, view: 'map' });
+  const progress = live(page).getByTestId('replay-progress');
+  await progress.waitFor();
+  await page.waitForFunction(() => Number(document.querySelector('[data-testid="replay-progress"] progress')?.value) > 0);
+  await answers(page);
+  assert.match(await progress.innerText(), /Replaying the shared run: \d+ of 600000 events/);
+  const stop = live(page).getByTestId('replay-stop');
+  const box = await stop.boundingBox();
+  assert.ok(box.width >= 44 && box.height >= 44, `Stop is ${box.width}x${box.height}`);
+  await page.screenshot({ path: screenshotPath('run-link-replaying') });
+  await answers(page);
+  await stop.click();
+  const stopped = live(page).getByTestId('replay-stopped');
+  await stopped.waitFor();
+  assert.match(await stopped.innerText(), /Stopped replaying the shared run at t = \d+ ms, after \d+ of its 600000 events/);
+  assert.equal(await progress.count(), 0);
+  // The cluster plays on from where the replay got to.
+  const before = await live(page).getByTestId('cluster-time').innerText();
+  await live(page).getByTestId('cluster-run-1s').click();
+  assert.notEqual(await live(page).getByTestId('cluster-time').innerText(), before);
+  assert.deepEqual(await seriousViolations(page), []);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('a topic name Kafka refuses is refused in a run link; a group id cannot add statements to the Mermaid export', async () => {
   const run = await copiedRun();
   const named = structuredClone(run);
@@ -117,6 +146,48 @@ test('a topic name Kafka refuses is refused in a run link; a group id cannot add
   }
   assert.deepEqual([...problems, ...opened.problems], []);
   await opened.page.close();
+});
+
+test('a group id with a non-breaking space still downloads as a valid SVG file', async () => {
+  const fs = require('node:fs');
+  const run = await copiedRun();
+  for (const consumer of run.config.consumers) consumer.group = 'billing\u00a0team';
+  const { page, problems } = await openApp(browser, { query: `?play=0&run=${encodeRun(run)}`, view: 'map' });
+  await live(page).getByTestId('run-restored').waitFor();
+  await showTool(page, 'export');
+  const [download] = await Promise.all([page.waitForEvent('download'), live(page).getByTestId('export-svg').click()]);
+  const svg = fs.readFileSync(await download.path(), 'utf8');
+  const parsed = await page.evaluate((text) => {
+    const document = new DOMParser().parseFromString(text, 'image/svg+xml');
+    return { error: document.querySelector('parsererror')?.textContent ?? null, root: document.documentElement.localName };
+  }, svg);
+  assert.deepEqual(parsed, { error: null, root: 'svg' });
+  assert.match(svg, /billing(&#160;|&#xa0;|\u00a0| )team/i);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('address parameters the page does not read, and a preset or knob it does not have, are named; the page opens', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0&storry=happy-path&utm_source=course&preset=turbo', view: 'map' });
+  const note = page.getByTestId('address-note');
+  await note.waitFor();
+  assert.equal(await note.innerText(),
+    'kafkascope does not read the parameters \u201cstorry\u201d (did you mean \u201cstory\u201d?), \u201cutm_source\u201d in this address, so they change nothing here.');
+  const problem = live(page).getByTestId('run-link-problem');
+  await problem.waitFor();
+  assert.match(await problem.innerText(), /This link's preset "turbo" is not one kafkascope has \(bench\); the map opens with its default cluster\./);
+  assert.ok(parseFloat(await note.evaluate((element) => getComputedStyle(element).fontSize)) >= 14);
+  await answers(page);
+  await live(page).getByTestId('cluster-run-1s').click();
+  await page.close();
+
+  const knob = await openApp(browser, { query: '?play=0&knob=compression.type:zstd', view: 'map' });
+  const refused = live(knob.page).getByTestId('run-link-problem');
+  await refused.waitFor();
+  assert.match(await refused.innerText(), /This link's knob "compression.type:zstd" is not KNOB:VALUE for one of the map's knobs \(acks, /);
+  assert.equal(await knob.page.getByTestId('address-note').count(), 0);
+  assert.deepEqual([...problems, ...knob.problems], []);
+  await knob.page.close();
 });
 
 test('a story link with 3,000 forks is refused before any is replayed, and the steps answer', async () => {

@@ -218,6 +218,29 @@ test('the course page hears recordLost when acks=1 loses acknowledged records on
   await app.page.close();
 });
 
+test('the course page hears an error when the embedded simulator stops (a trap), once, with what failed', async () => {
+  const app = await course('embed=map&play=0');
+  await hello(app);
+  const frame = app.page.frames().find((candidate) => candidate.url().startsWith(APP_URL));
+  await app.frame.getByTestId('cluster').waitFor();
+  // A real trap in the simulator's module, after the panic event its hook
+  // says (crash.test.cjs does the same on the whole page).
+  await frame.evaluate(async () => {
+    const script = performance.getEntriesByType('resource').map((entry) => entry.name)
+      .find((name) => /\/sim\/kafkascope-sim-[0-9a-f]{16}\.js$/.test(new URL(name).pathname));
+    const glue = await import(script);
+    const wasm = await glue.default();
+    setTimeout(() => {
+      dispatchEvent(new CustomEvent('kafkascope-panic', { detail: { module: 'simulator', message: "kafkascope's simulator module failed: a stand-in" } }));
+      wasm.__wbindgen_malloc(0xfffffff0, 3);
+    }, 0);
+  });
+  await app.waitFor('error', (m) => m.command === null && /^the simulator \(the map and the steps\) stopped because of a bug in kafkascope; reloading the page starts it again\. What failed: .*a stand-in/.test(m.message));
+  await app.frame.getByTestId('crash-note').first().waitFor();
+  assert.equal((await app.heard('error')).length, 1, 'heard once');
+  await app.page.close();
+});
+
 test('a host that says hello once, as the frame loads, hears ready with both parts of the whole page', async () => {
   const app = await course('play=0');
   // Sent before the app has started (the simulator's module comes later):

@@ -17,15 +17,21 @@
 // the top of the page's body, where the start-up message also goes.
 
 let words = null;
+let onStopped = null;
 let lastPanic = null;
 const shown = new Set();
 
 const isTrap = (error) => typeof WebAssembly === 'object' && error instanceof WebAssembly.RuntimeError;
 
-/** Installs the listeners once; `given` holds the words for each case. */
-export function watchCrashes(given) {
+/**
+ * Installs the listeners once; `given` holds the words for each case, and
+ * `tell(module, what)` tells a host page (it is the first module's, so it
+ * is gone when the page's own module is the one that stopped).
+ */
+export function watchCrashes(given, tell) {
   if (words) return;
   words = given;
+  onStopped = tell;
   addEventListener('kafkascope-panic', (event) => {
     const detail = event.detail;
     if (detail && typeof detail.module === 'string' && typeof detail.message === 'string') lastPanic = detail;
@@ -57,6 +63,7 @@ function stopped(error) {
   } else {
     for (const section of sections) section.prepend(note(said, what, section.id || 'section'));
   }
+  try { onStopped(module, what); } catch {}
 }
 
 function note(said, what, where) {

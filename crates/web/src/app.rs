@@ -20,7 +20,8 @@ pub fn app() -> Html {
     // The host page API answers `hello` whatever the page shows. The map
     // and the steps are the simulator's module, which installs it where
     // they are (a page in a frame loads it at once); an embedded lesson or
-    // sandbox installs it here, without the simulator.
+    // sandbox installs it here, without the simulator. Otherwise this module
+    // only learns the host's origin, to tell it if the simulator stops.
     use_effect_with((), |_| {
         let query = web_sys::window()
             .and_then(|window| window.location().search().ok())
@@ -32,6 +33,8 @@ pub fn app() -> Html {
             ))
         ) {
             crate::host_api::bridge::install();
+        } else {
+            crate::host_api::bridge::learn_origin();
         }
         || ()
     });
@@ -63,7 +66,7 @@ pub fn app() -> Html {
                     <span class="embed-name">{ "kafkascope" }</span>
                     <a href={whole} target="_blank" rel="noopener" data-testid="open-whole">{ "Open in kafkascope ↗" }</a>
                 </header>
-                <main class="app-main embed-main">{ section }</main>
+                <main class="app-main embed-main">{ address_note() }{ section }</main>
             </div>
         };
     }
@@ -76,6 +79,17 @@ pub fn app() -> Html {
                 <EmbedCode />
             </footer>
         </>
+    }
+}
+
+/// The parameters of the page's address it does not read, named.
+fn address_note() -> Html {
+    let query = web_sys::window()
+        .and_then(|window| window.location().search().ok())
+        .unwrap_or_default();
+    match crate::view_model::unknown_params_note(&query) {
+        Some(note) => html! { <p class="muted address-note" role="status" data-testid="address-note">{ note }</p> },
+        None => html! {},
     }
 }
 
@@ -174,6 +188,7 @@ fn page_views(props: &PageViewsProps) -> Html {
             </header>
             <main class="app-main" data-view-shown={view.name()}>
                 { props.problem.clone().map(|problem| html! { <p class="error" role="alert" data-testid="embed-problem">{ problem }</p> }).unwrap_or_default() }
+                { address_note() }
                 { shown(View::Learn, html! { <>
                     <p class="tagline">{ "Apache Kafka's internals, simulated faithfully in your browser." }</p>
                     <crate::lesson::Lesson />

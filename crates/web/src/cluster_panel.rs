@@ -28,7 +28,7 @@ use crate::map_tools::{
 };
 use crate::run_toolbar::{RunToolbar, SPEEDS};
 use crate::selection::Selection;
-use crate::session::{Action, Knob, Session};
+use crate::session::{Action, Knob, LinkOutcome, Session};
 use crate::tabs::{Tab, TabPanel, Tabs};
 
 /// Real milliseconds between two play ticks: one tick per frame at 60
@@ -91,8 +91,13 @@ struct Clock {
 }
 
 /// One play tick: the session advances by the speed's share of a tick,
-/// and the clock measures what that cost and the speed reached.
-fn tick(session: &mut Session, clock: &mut Clock, speed: u64, rate: u32) {
+/// and the clock measures what that cost and the speed reached. Nothing
+/// plays (or is measured) while a run link replays; `false` then.
+fn tick(session: &mut Session, clock: &mut Clock, speed: u64, rate: u32) -> bool {
+    if session.replaying().is_some() {
+        clock.progress.clear();
+        return false;
+    }
     clock.tick_started = Some(now_ms());
     let started = now_ms();
     session.apply(Action::Tick {
@@ -111,6 +116,7 @@ fn tick(session: &mut Session, clock: &mut Clock, speed: u64, rate: u32) {
     if clock.simulation_costs.len() > TICK_WINDOW {
         clock.simulation_costs.pop_front();
     }
+    true
 }
 
 fn download_svg() {
@@ -154,7 +160,7 @@ fn download(name: &str, mime: &str, text: &str) {
 /// The live cluster section.
 #[function_component(ClusterPanel)]
 pub fn cluster_panel() -> Html {
-    let (session, link_problem, restored_at) = use_map_session();
+    let (session, link_problem) = use_map_session();
     // The address of this moment, once asked for, with the run's fingerprint.
     let shared = use_state(|| None::<(String, u64, Option<bool>)>);
     let clock: Rc<RefCell<Clock>> = use_mut_ref(Clock::default);
@@ -184,7 +190,8 @@ pub fn cluster_panel() -> Html {
     use_host_commands(dispatch.clone(), session.clone(), playing.clone());
     use_play_loop(session.clone(), clock.clone(), redraw, (*playing, *speed, *rate));
     use_knob_links(dispatch.clone(), playing.clone(), side_tab.setter());
-    use_skip_slices(dispatch.clone(), session.borrow().skipping().is_some());
+    use_slices(dispatch.clone(), session.borrow().skipping().map(|_| Action::SkipSlice));
+    use_slices(dispatch.clone(), session.borrow().replaying().map(|_| Action::ReplaySlice));
     let toggle_play = {
         let playing = playing.clone();
         Callback::from(move |_: MouseEvent| playing.set(!*playing))
@@ -239,6 +246,7 @@ pub fn cluster_panel() -> Html {
         },
     ));
     let skipping = current.skipping();
+    let link = LinkNotice::of(&current, &link_problem.borrow());
     drop(current);
     let inspection = selected
         .as_ref()
@@ -266,10 +274,6 @@ pub fn cluster_panel() -> Html {
         },
         session: session.clone(),
     };
-    let on_compare = {
-        let dispatch = dispatch.clone();
-        Callback::from(move |_: MouseEvent| dispatch(Action::Compare))
-    };
     html! {
         <section id="map" class="card cluster wide" aria-labelledby="cluster-title" tabindex="0" onkeydown={on_keydown}
             data-testid="cluster" data-events={view.events.to_string()}
@@ -281,7 +285,7 @@ pub fn cluster_panel() -> Html {
                 dispatch={dispatch_callback.clone()}
                 on_play={toggle_play} on_speed={{ let speed = speed.setter(); Callback::from(move |chosen| speed.set(chosen)) }}
                 on_rate={{ let rate = rate.setter(); Callback::from(move |chosen| rate.set(chosen)) }} on_copy={copy_run_link(session.clone(), shared.clone())} />
-            { run_notices(link_problem.borrow().as_deref(), *restored_at.borrow(), (*shared).as_ref()) }
+            { run_notices(&link, (*shared).as_ref(), &dispatch_callback) }
             { summary_line(&summary) }
             <div class="map-layout">
                 <div class="map-frame">
@@ -296,9 +300,9 @@ pub fn cluster_panel() -> Html {
                     None => &[],
                 }), html! {
                     <KnobsForm values={KnobValues::of(&view, &config)} setup={setup.clone()} knob_error={knob_error.clone()} {refusals}
-                        dispatch={dispatch_callback} />
+                        dispatch={dispatch_callback.clone()} />
                 }) }
-                { tool_panels(&tool_tab, tools, on_compare, exports) }
+                { tool_panels(&tool_tab, tools, dispatch_callback.reform(|_: MouseEvent| Action::Compare), exports) }
             </div>
         </section>
     }
@@ -413,22 +417,15 @@ fn summary_line(summary: &kafkascope_engine::sim::Summary) -> Html {
 /// What the map's marks mean.
 const MAP_LEGEND: &str = "L leader · F follower · ISR in sync · OSR out of sync · bar = log end offset, | = high watermark (numbers: HW/LEO), ¦ = last stable offset, dashed stretch = deleted by retention, dark tick = compacted up to · dots = messages in flight (hollow: responses) · a member's @N = its committed offset";
 
-/// The map's session: a run link (`?run=`) replays a shared run to its
-/// moment, and one that cannot open says why, over the default cluster;
-/// `?seed=N` starts the map with that seed. Also what to say about the
-/// link (a problem, or the moment it opened at and the run's fingerprint).
+/// The map's session: a run link (`?run=`) starts replaying a shared run
+/// to its moment (a slice at a time, [`use_slices`]), and one that
+/// cannot open says why, over the default cluster; `?seed=N` starts the
+/// map with that seed. Also what to say about the address, if anything.
 #[hook]
-#[allow(clippy::type_complexity)]
-fn use_map_session() -> (
-    Rc<RefCell<Session>>,
-    Rc<RefCell<Option<String>>>,
-    Rc<RefCell<Option<(u64, u64)>>>,
-) {
+fn use_map_session() -> (Rc<RefCell<Session>>, Rc<RefCell<Option<String>>>) {
     let link_problem = use_mut_ref(|| None::<String>);
-    let restored_at = use_mut_ref(|| None::<(u64, u64)>);
     let session = {
         let link_problem = link_problem.clone();
-        let restored_at = restored_at.clone();
         use_mut_ref(move || {
             let query = page_query();
             let seed = match crate::view_model::seed_in_query(&query) {
@@ -442,14 +439,9 @@ fn use_map_session() -> (
                 }
             };
             match crate::share::run_in_query(&query).map(Session::from_link) {
-                Some(Ok(session)) => {
-                    *restored_at.borrow_mut() = Some((session.simulation().now(), session.run_hash()));
-                    session
-                }
+                Some(Ok(session)) => session,
                 Some(Err(problem)) => {
-                    *link_problem.borrow_mut() = Some(format!(
-                        "This run link could not open: {problem}. The default cluster is shown instead."
-                    ));
+                    *link_problem.borrow_mut() = Some(crate::session::link_failed(&problem));
                     Session::new(config_for_query(&query), seed)
                 }
                 None => {
@@ -463,7 +455,7 @@ fn use_map_session() -> (
             }
         })
     };
-    (session, link_problem, restored_at)
+    (session, link_problem)
 }
 
 /// A new selection stays in sight: on a phone the sheet at the foot of
@@ -555,8 +547,9 @@ fn use_play_loop(
         clock.borrow_mut().progress.clear();
         let interval = playing.then(|| {
             gloo_timers::callback::Interval::new(TICK_MS, move || {
-                tick(&mut session.borrow_mut(), &mut clock.borrow_mut(), speed, rate);
-                redraw.force_update();
+                if tick(&mut session.borrow_mut(), &mut clock.borrow_mut(), speed, rate) {
+                    redraw.force_update();
+                }
             })
         });
         move || drop(interval)
@@ -624,25 +617,55 @@ fn copy_run_link(
     })
 }
 
-/// What the page says about a run link: why it could not open, the moment
-/// a shared run opened at, the link just copied.
-fn run_notices(
-    problem: Option<&str>,
-    restored: Option<(u64, u64)>,
-    shared: Option<&(String, u64, Option<bool>)>,
-) -> Html {
+/// What the page knows about the address it opened: a problem with it,
+/// and a run link's replay (under way, or what became of it).
+struct LinkNotice {
+    problem: Option<String>,
+    replaying: Option<(u64, u64)>,
+    outcome: Option<LinkOutcome>,
+}
+
+impl LinkNotice {
+    fn of(current: &Session, problem: &Option<String>) -> LinkNotice {
+        LinkNotice {
+            problem: problem.clone(),
+            replaying: current.replaying(),
+            outcome: current.link_outcome().cloned(),
+        }
+    }
+}
+
+/// What the page says about a run link: why it could not open, its replay
+/// under way (with a Stop), the moment a shared run opened at or where its
+/// replay was stopped, the link just copied.
+fn run_notices(link: &LinkNotice, shared: Option<&(String, u64, Option<bool>)>, dispatch: &Callback<Action>) -> Html {
+    let problem = match &link.outcome {
+        Some(failed @ LinkOutcome::Failed(_)) => Some(failed.to_string()),
+        _ => link.problem.clone(),
+    };
     html! { <>
         { match problem {
             Some(problem) => html! { <p class="error" role="alert" data-testid="run-link-problem">{ problem }</p> },
             None => html! {},
         } }
-        { match restored {
-            Some((at, hash)) => html! {
-                <p class="muted" role="status" data-testid="run-restored" data-run-hash={format!("{hash:016x}")}>
-                    { format!("Opened a shared run at t = {at} ms: the same cluster, seed and inputs, replayed (run fingerprint {hash:016x}).") }
+        { match link.replaying {
+            Some((done, total)) => html! {
+                <p class="replay-progress" role="status" data-testid="replay-progress">
+                    <progress max={total.to_string()} value={done.to_string()} aria-label="shared run replayed" />
+                    { format!(" {} ", crate::session::replay_progress(done, total)) }
+                    <button type="button" data-testid="replay-stop" onclick={dispatch.reform(|_: MouseEvent| Action::StopReplay)}>{ "Stop" }</button>
                 </p>
             },
             None => html! {},
+        } }
+        { match &link.outcome {
+            Some(outcome @ LinkOutcome::Opened { hash, .. }) => html! {
+                <p class="muted" role="status" data-testid="run-restored" data-run-hash={format!("{hash:016x}")}>{ outcome.to_string() }</p>
+            },
+            Some(outcome @ LinkOutcome::Stopped { .. }) => html! {
+                <p class="muted" role="status" data-testid="replay-stopped">{ outcome.to_string() }</p>
+            },
+            _ => html! {},
         } }
         { match shared {
             Some((url, hash, copied)) => html! {
@@ -845,18 +868,19 @@ fn use_knob_links(dispatch: Rc<dyn Fn(Action)>, playing: UseStateHandle<bool>, s
     });
 }
 
-/// A long skip runs one slice per timer turn, so the page draws its
-/// progress in between and the Stop button stays clickable.
+/// Work that runs in slices (an hour's skip, a run link's replay) runs
+/// one per timer turn, so the page draws its progress in between and its
+/// Stop stays clickable: `next` is the slice's action while there is one.
 #[hook]
-fn use_skip_slices(dispatch: Rc<dyn Fn(Action)>, skipping: bool) {
+fn use_slices(dispatch: Rc<dyn Fn(Action)>, next: Option<Action>) {
     let slice_scheduled = use_mut_ref(|| false);
     use_effect(move || {
-        if skipping && !*slice_scheduled.borrow() {
+        if let Some(next) = next.filter(|_| !*slice_scheduled.borrow()) {
             *slice_scheduled.borrow_mut() = true;
             let slice_scheduled = slice_scheduled.clone();
             gloo_timers::callback::Timeout::new(0, move || {
                 *slice_scheduled.borrow_mut() = false;
-                dispatch(Action::SkipSlice);
+                dispatch(next);
             })
             .forget();
         }

@@ -14,7 +14,7 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen(module = "/js/crash.js")]
 extern "C" {
     #[wasm_bindgen(js_name = watchCrashes)]
-    fn watch_crashes(words: JsValue);
+    fn watch_crashes(words: JsValue, on_stopped: &Closure<dyn Fn(String, String)>);
 }
 
 /// The event a panic hook says on `window` before the trap.
@@ -100,9 +100,25 @@ pub fn install(module: Module) {
 
 /// Has the page catch a trap of either module and say so (once a page).
 pub fn watch() {
-    if let Ok(words) = serde_wasm_bindgen::to_value(&WORDS) {
-        watch_crashes(words);
+    thread_local! {
+        static ON_STOPPED: Closure<dyn Fn(String, String)> = Closure::new(|module: String, what: String| {
+            crate::host_api::bridge::report_stopped(&host_message(&module, &what));
+        });
     }
+    if let Ok(words) = serde_wasm_bindgen::to_value(&WORDS) {
+        ON_STOPPED.with(|on_stopped| watch_crashes(words, on_stopped));
+    }
+}
+
+/// What a host page hears (an `error` event without a command) when a
+/// part of the page stopped: which part, that it is kafkascope's bug and
+/// how to start it again, and what failed.
+pub fn host_message(module: &str, what: &str) -> String {
+    let part = match module {
+        "simulator" => "the simulator (the map and the steps)",
+        _ => "the page",
+    };
+    format!("{part} stopped because of a bug in kafkascope; reloading the page starts it again. What failed: {what}")
 }
 
 #[cfg(test)]
@@ -114,9 +130,27 @@ mod tests {
         for said in [WORDS.simulator, WORDS.page] {
             assert!(said.body.contains("This is a bug in kafkascope"), "{}", said.body);
             assert!(said.body.contains("Reload the page"), "{}", said.body);
-            assert!(!said.body.contains("panic") && !said.body.contains("trap"), "{}", said.body);
+            assert!(
+                !said.body.contains("panic") && !said.body.contains("trap"),
+                "{}",
+                said.body
+            );
         }
         assert!(WORDS.reload.starts_with("Reload"));
+    }
+
+    #[test]
+    fn a_host_hears_which_part_stopped_and_how_to_start_it_again() {
+        let message = host_message("simulator", "kafkascope's simulator module failed: boom");
+        assert!(
+            message.starts_with("the simulator (the map and the steps) stopped"),
+            "{message}"
+        );
+        assert!(
+            message.contains("reloading the page") && message.ends_with("failed: boom"),
+            "{message}"
+        );
+        assert!(host_message("page", "x").starts_with("the page stopped"));
     }
 
     #[test]

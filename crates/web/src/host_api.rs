@@ -186,7 +186,9 @@ pub fn parse_command(json: &str) -> Option<Result<HostCommand, Refused>> {
     if version.as_u64() != Some(u64::from(HOST_API_VERSION)) {
         return Some(Err(Refused {
             command,
-            message: format!("this page speaks kafkascope host API version {HOST_API_VERSION}; the message says {version}"),
+            message: format!(
+                "this page speaks kafkascope host API version {HOST_API_VERSION}; the message says {version}"
+            ),
         }));
     }
     let mut value = value;
@@ -403,6 +405,83 @@ pub mod bridge {
         }
     }
 
+    /// Learns the host's origin as the bridge does (pinned by the address,
+    /// or the first kafkascope message from the embedding window, the ones
+    /// kept from before the page ran included) without answering anything:
+    /// for the page's own module while the simulator's module answers the
+    /// host, so that if the simulator stops the page can still tell the
+    /// host ([`report_stopped`]).
+    pub fn learn_origin() {
+        let first = STATE.with(|state| !std::mem::replace(&mut state.borrow_mut().installed, true));
+        if !first || parent().is_none() {
+            return;
+        }
+        let query = web_sys::window()
+            .and_then(|window| window.location().search().ok())
+            .unwrap_or_default();
+        if let Some(origin) = pinned_origin(&query) {
+            STATE.with(|state| state.borrow_mut().origin = Some(origin));
+            return;
+        }
+        let note = |event: &web_sys::MessageEvent| {
+            let from_parent = match (event.source(), parent()) {
+                (Some(source), Some(parent)) => js_sys::Object::is(&source, &parent),
+                _ => false,
+            };
+            let json = js_sys::JSON::stringify(&event.data())
+                .ok()
+                .and_then(|text| text.as_string())
+                .unwrap_or_default();
+            if from_parent && parse_command(&json).is_some() {
+                STATE.with(|state| {
+                    state.borrow_mut().origin.get_or_insert_with(|| event.origin());
+                });
+            }
+        };
+        // The messages index.html keeps are left for the simulator's module.
+        let kept = web_sys::window()
+            .and_then(|window| js_sys::Reflect::get(&window, &"__kafkascopeEarlyMessages".into()).ok())
+            .and_then(|kept| kept.dyn_into::<js_sys::Array>().ok());
+        for event in kept.iter().flat_map(|kept| kept.iter()) {
+            if let Ok(event) = event.dyn_into::<web_sys::MessageEvent>() {
+                note(&event);
+            }
+        }
+        let listener = Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |event: web_sys::MessageEvent| note(&event));
+        if let Some(window) = web_sys::window() {
+            let _ = window.add_event_listener_with_callback("message", listener.as_ref().unchecked_ref());
+        }
+        listener.forget();
+    }
+
+    /// A part of the page stopped (a trap, [`crate::crash`]): the host
+    /// hears it once, as an `error` without a command, at the origin it
+    /// said `hello` from or the one the address pins.
+    pub fn report_stopped(message: &str) {
+        thread_local! {
+            static SAID: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        }
+        let query = web_sys::window()
+            .and_then(|window| window.location().search().ok())
+            .unwrap_or_default();
+        let origin = STATE
+            .with(|state| state.borrow().origin.clone())
+            .or_else(|| pinned_origin(&query));
+        let (Some(parent), Some(origin)) = (parent(), origin) else {
+            return;
+        };
+        if SAID.with(|said| said.replace(true)) {
+            return;
+        }
+        let event = HostEvent::Error {
+            command: None,
+            message: message.to_string(),
+        };
+        if let Ok(message) = js_sys::JSON::parse(&event.to_json()) {
+            let _ = parent.post_message(&message, &origin);
+        }
+    }
+
     /// Listens for the host's messages (once per page).
     pub fn install() {
         let first = STATE.with(|state| !std::mem::replace(&mut state.borrow_mut().installed, true));
@@ -517,16 +596,24 @@ mod tests {
         assert_eq!(parse_command(r#"{"type":"play"}"#), None);
         assert_eq!(parse_command("not json"), None);
         let wrong_version = parse_command(r#"{"kafkascope":2,"type":"play"}"#).expect("for us");
-        assert!(wrong_version.is_err_and(|error| error.message.contains("version 1") && error.command.as_deref() == Some("play")));
+        assert!(wrong_version
+            .is_err_and(|error| error.message.contains("version 1") && error.command.as_deref() == Some("play")));
         let unknown = parse_command(r#"{"kafkascope":1,"type":"explode"}"#).expect("for us");
-        assert!(unknown.clone().is_err_and(|error| error.message.contains("unknown variant `explode`")));
+        assert!(unknown
+            .clone()
+            .is_err_and(|error| error.message.contains("unknown variant `explode`")));
         assert!(unknown.is_err_and(|refused| refused.command.is_none()));
         let extra = parse_command(r#"{"kafkascope":1,"type":"killBroker","broker":1,"now":true}"#).expect("for us");
-        assert_eq!(extra.clone().err().and_then(|refused| refused.command).as_deref(), Some("killBroker"));
+        assert_eq!(
+            extra.clone().err().and_then(|refused| refused.command).as_deref(),
+            Some("killBroker")
+        );
         assert!(extra.is_err_and(|error| error.message.contains("unknown field `now`")));
         let missing = parse_command(r#"{"kafkascope":1,"type":"goToStep"}"#).expect("for us");
-        assert!(missing.is_err_and(|refused| refused.command.as_deref() == Some("goToStep")
-            && refused.message.contains("missing field `step`")));
+        assert!(
+            missing.is_err_and(|refused| refused.command.as_deref() == Some("goToStep")
+                && refused.message.contains("missing field `step`"))
+        );
     }
 
     #[test]
@@ -568,7 +655,9 @@ mod tests {
         )
         .expect("json");
         assert_eq!(ready["sections"], serde_json::json!(["sandbox"]));
-        assert!(Section::Sandbox.refusal("killBroker").contains("the sandbox takes no commands"));
+        assert!(Section::Sandbox
+            .refusal("killBroker")
+            .contains("the sandbox takes no commands"));
         assert!(Section::Map.refusal("killBroker").contains("no live map"));
     }
 

@@ -282,6 +282,10 @@ pub enum Action {
     SkipSlice,
     /// Stops the skip under way where it got to.
     StopSkip,
+    /// The next slice of the run link's replay under way.
+    ReplaySlice,
+    /// Stops the run link's replay where it got to.
+    StopReplay,
     /// A member's `auto.offset.reset`.
     OffsetReset(u32, kafkascope_engine::sim::config::OffsetReset),
     /// The next produce response to this producer is lost on the way back.
@@ -335,10 +339,50 @@ pub struct Session {
     comparison: Option<Result<Vec<crate::cluster_model::ProtocolRun>, String>>,
     /// A time skip under way: (virtual time it started at, where it ends).
     skip: Option<(u64, u64)>,
+    /// The run link the map opened with, while it replays.
+    replay: Option<crate::share::Replay>,
+    link_outcome: Option<LinkOutcome>,
     /// The run's seed and every input given to it so far (what a link to
     /// this moment carries, [`crate::share`]).
     seed: u64,
     log: Vec<crate::share::LoggedInput>,
+}
+
+/// What became of the run link the map opened with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LinkOutcome {
+    /// Replayed to its moment: the virtual time and the run's fingerprint.
+    Opened { at_ms: u64, hash: u64 },
+    /// The learner stopped the replay: where it got to, of how many events.
+    Stopped { at_ms: u64, events: u64, of: u64 },
+    /// The link did not replay, and why; the map shows the default cluster.
+    Failed(String),
+}
+
+impl std::fmt::Display for LinkOutcome {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LinkOutcome::Opened { at_ms, hash } => write!(
+                formatter,
+                "Opened a shared run at t = {at_ms} ms: the same cluster, seed and inputs, replayed (run fingerprint {hash:016x})."
+            ),
+            LinkOutcome::Stopped { at_ms, events, of } => write!(
+                formatter,
+                "Stopped replaying the shared run at t = {at_ms} ms, after {events} of its {of} events: the cluster runs on from there, with the link's inputs up to that moment."
+            ),
+            LinkOutcome::Failed(problem) => formatter.write_str(&link_failed(problem)),
+        }
+    }
+}
+
+/// Why a run link did not open, as the page says it.
+pub fn link_failed(problem: &str) -> String {
+    format!("This run link could not open: {problem}. The default cluster is shown instead.")
+}
+
+/// A run link's replay under way, as the page says it.
+pub fn replay_progress(done: u64, total: u64) -> String {
+    format!("Replaying the shared run: {done} of {total} events.")
 }
 
 /// How much virtual time one slice of a long skip runs: the page draws
@@ -366,6 +410,8 @@ impl Session {
             streamed: 0,
             selected: None,
             skip: None,
+            replay: None,
+            link_outcome: None,
             // The seed knob shows the run's seed (`?seed=N`, a run link).
             setup: Setup {
                 seed,
@@ -394,32 +440,74 @@ impl Session {
         }
     }
 
-    /// The session a run link describes, replayed to its moment, or why it
-    /// cannot open.
+    /// The session a run link describes, its replay started (it runs a
+    /// slice at a time, [`Action::ReplaySlice`], so the page draws its
+    /// progress and answers a Stop in between), or why it cannot open.
     pub fn from_link(text: &str) -> Result<Session, String> {
         let run = crate::share::decode(text)?;
-        let mut session = Session::new(default_config(), DEFAULT_SEED);
-        let mut simulation = Simulation::new(run.config.clone(), run.seed)
+        let simulation = Simulation::new(run.config.clone(), run.seed)
             .map_err(|error| format!("this run link's cluster cannot start: {error}"))?;
-        crate::share::replay(&mut simulation, &run, &mut |simulation| {
-            session.simulation_trace_from(simulation)
-        })?;
+        let replay = crate::share::Replay::start(&simulation, run)?;
+        let mut session = Session::new(default_config(), DEFAULT_SEED);
         session.simulation = simulation;
-        session.collect_trace();
-        session.config = run.config;
-        session.seed = run.seed;
-        session.setup.seed = run.seed;
-        session.log = run.inputs;
-        (session.next_record_at, session.streamed) = run.stream;
-        session.carry = run.carry.clamp(0.0, 1.0);
-        session.lag.sample(&session.simulation);
+        session.config = replay.run().config.clone();
+        session.seed = replay.run().seed;
+        session.setup.seed = replay.run().seed;
+        session.replay = Some(replay);
         Ok(session)
     }
 
-    /// Takes a replay's trace as it goes (as the page takes a live run's).
-    fn simulation_trace_from(&mut self, simulation: &mut Simulation) {
-        let events = simulation.take_trace();
-        self.keep(events);
+    /// A run link's replay under way: events replayed and the link's total.
+    pub fn replaying(&self) -> Option<(u64, u64)> {
+        self.replay.as_ref().map(|replay| replay.progress(&self.simulation))
+    }
+
+    /// What became of the run link the map opened with, once its replay
+    /// ended.
+    pub fn link_outcome(&self) -> Option<&LinkOutcome> {
+        self.link_outcome.as_ref()
+    }
+
+    /// The next slice of the link's replay; at its end the run continues
+    /// from the link's moment as it would have.
+    fn replay_slice(&mut self) {
+        let Some(mut replay) = self.replay.take() else {
+            return;
+        };
+        // `apply` takes the slice's trace after it (a slice is at most a
+        // few thousand events).
+        match replay.advance(&mut self.simulation, crate::share::REPLAY_SLICE_WORK, &mut |_| {}) {
+            Ok(false) => self.replay = Some(replay),
+            Ok(true) => {
+                let run = replay.run();
+                self.log = run.inputs.clone();
+                (self.next_record_at, self.streamed) = run.stream;
+                self.carry = run.carry.clamp(0.0, 1.0);
+                self.collect_trace();
+                self.link_outcome = Some(LinkOutcome::Opened {
+                    at_ms: self.simulation.now(),
+                    hash: self.run_hash(),
+                });
+            }
+            Err(problem) => {
+                *self = Session::new(default_config(), DEFAULT_SEED);
+                self.link_outcome = Some(LinkOutcome::Failed(problem));
+            }
+        }
+    }
+
+    /// Stops the link's replay where it got to: the run goes on from
+    /// there, with the inputs given so far (a link to it carries those).
+    fn stop_replay(&mut self) {
+        if let Some(replay) = self.replay.take() {
+            self.log = replay.inputs_given().to_vec();
+            self.next_record_at = self.simulation.now();
+            self.link_outcome = Some(LinkOutcome::Stopped {
+                at_ms: self.simulation.now(),
+                events: self.simulation.events_processed(),
+                of: replay.run().events,
+            });
+        }
     }
 
     /// This run as a scenario file (pretty JSON): its cluster, seed and
@@ -517,6 +605,16 @@ impl Session {
 
     /// The one way the live map changes.
     pub fn apply(&mut self, action: Action) {
+        // While a run link replays, the map does not play; anything else
+        // the learner (or a host page) does first stops the replay there.
+        if self.replay.is_some() {
+            if matches!(action, Action::Tick { .. } | Action::SkipSlice) {
+                return;
+            }
+            if !matches!(action, Action::ReplaySlice | Action::Select(_)) {
+                self.stop_replay();
+            }
+        }
         match action {
             Action::Tick { virtual_ms, rate } => self.tick(virtual_ms, rate),
             Action::Knob(knob, text) => match knob.change(&text, self.simulation.config()) {
@@ -696,6 +794,8 @@ impl Session {
                 }
             }
             Action::StopSkip => self.skip = None,
+            Action::ReplaySlice => self.replay_slice(),
+            Action::StopReplay => self.stop_replay(),
             Action::Step => {
                 self.simulation.step();
             }
@@ -1151,7 +1251,21 @@ mod tests {
         session.apply(Action::AddPartitions(topic));
         session.apply(Action::Step);
         let text = crate::share::encode(&session.run_link());
-        let restored = Session::from_link(&text).expect("the link opens");
+        let mut restored = Session::from_link(&text).expect("the link opens");
+        let mut slices = 0;
+        while let Some((done, total)) = restored.replaying() {
+            assert!(done <= total);
+            restored.apply(Action::ReplaySlice);
+            slices += 1;
+        }
+        assert!(slices >= 1);
+        assert_eq!(
+            restored.link_outcome(),
+            Some(&LinkOutcome::Opened {
+                at_ms: session.simulation().now(),
+                hash: session.run_hash()
+            })
+        );
         assert_eq!(
             restored.simulation().events_processed(),
             session.simulation().events_processed()
@@ -1173,6 +1287,75 @@ mod tests {
         // A new run starts a new log.
         copy.apply(Action::Reset);
         assert!(copy.run_link().inputs.is_empty());
+    }
+
+    /// A long link replays a slice at a time and the map does not play
+    /// meanwhile; Stop (or anything else the learner does) leaves the run
+    /// where the replay got to, with the inputs given so far, and it plays
+    /// on from there. A link that does not replay opens the default cluster
+    /// and says why.
+    #[test]
+    fn a_run_link_replay_can_be_stopped_and_the_run_goes_on_from_there() {
+        let mut session = session();
+        session.apply(Action::Run(1_000));
+        session.apply(Action::Kill(2));
+        // Two minutes of the default cluster: a few slices' worth.
+        session.apply(Action::Run(120_000));
+        let link = session.run_link();
+        let text = crate::share::encode(&link);
+        let mut restored = Session::from_link(&text).expect("the link opens");
+        restored.apply(Action::Tick {
+            virtual_ms: 1_000.0,
+            rate: 5,
+        });
+        assert_eq!(restored.simulation().events_processed(), 0, "no play while replaying");
+        restored.apply(Action::ReplaySlice);
+        let (done, total) = restored.replaying().expect("still replaying");
+        assert!(done > 0 && done < total, "{done} of {total}");
+        restored.apply(Action::StopReplay);
+        assert_eq!(restored.replaying(), None);
+        let at_ms = restored.simulation().now();
+        assert_eq!(
+            restored.link_outcome(),
+            Some(&LinkOutcome::Stopped {
+                at_ms,
+                events: done,
+                of: link.events
+            })
+        );
+        let given = restored.run_link().inputs.len();
+        assert!(given <= link.inputs.len());
+        restored.apply(Action::Run(1_000));
+        assert_eq!(restored.simulation().now(), at_ms + 1_000);
+
+        // A knob changed mid-replay stops it first, then applies.
+        let mut again = Session::from_link(&text).expect("the link opens");
+        again.apply(Action::ReplaySlice);
+        again.apply(Action::Knob(Knob::Acks, "1".into()));
+        assert_eq!(again.replaying(), None);
+        assert!(matches!(again.link_outcome(), Some(LinkOutcome::Stopped { .. })));
+        assert_eq!(again.knob_error(), None);
+
+        // Inputs the cluster refuses, found on the way: the default cluster.
+        let mut greedy = link.clone();
+        greedy.inputs.push(crate::share::LoggedInput {
+            events: link.events,
+            at_ms: link.now_ms,
+            input: Input::CreatePartitions {
+                topic: link.config.topics[0].name.clone(),
+                count: 2_000,
+            },
+        });
+        let mut refused = Session::from_link(&crate::share::encode(&greedy)).expect("starts");
+        while refused.replaying().is_some() {
+            refused.apply(Action::ReplaySlice);
+        }
+        assert!(
+            matches!(refused.link_outcome(), Some(LinkOutcome::Failed(problem)) if problem.contains("more than kafkascope allows")),
+            "{:?}",
+            refused.link_outcome()
+        );
+        assert_eq!(refused.simulation().config(), &default_config());
     }
 
     /// The run exported as a scenario file opens as a story and reads back

@@ -210,8 +210,7 @@ pub fn decode(text: &str) -> Result<RunLink, String> {
     // As text: `from_str` is the parser the scenarios use, so the app holds
     // one copy of every type's JSON reader, not two.
     let text = unpack(body, MAX_LINK_JSON, "run link")?;
-    let run: RunLink =
-        serde_json::from_str(&text).map_err(|error| damaged_run(&error))?;
+    let run: RunLink = serde_json::from_str(&text).map_err(|error| damaged_run(&error))?;
     if run.v != LINK_VERSION {
         return Err(format!(
             "this run link says format {} inside format {LINK_VERSION}",
@@ -245,60 +244,128 @@ pub fn decode(text: &str) -> Result<RunLink, String> {
 /// the same number of events as before, then the clock moved on as it
 /// was. The simulation is the same event for event, so its trace is too.
 /// `drain` takes the trace every so often, as the page does while a run
-/// plays (a long replay would otherwise hold all of it).
+/// plays (a long replay would otherwise hold all of it). All at once: the
+/// page replays a slice at a time with [`Replay`].
 pub fn replay(
     simulation: &mut Simulation,
     run: &RunLink,
     drain: &mut dyn FnMut(&mut Simulation),
 ) -> Result<(), String> {
-    // Work bounded before it is done: the events the link replays times
-    // what each costs on its cluster (a link on the largest cluster a link
-    // may carry replays far fewer events than one on the default).
-    let cost = simulation.event_cost();
-    let limit = kafkascope_engine::limits::MAX_LINK_WORK;
-    if run.events.saturating_mul(cost) > limit {
-        return Err(format!(
-            "this run link replays {} events on a cluster where each costs {cost} (256 plus one per replica and client); kafkascope replays at most {limit} of that work before the map answers, about {} events on this cluster",
-            run.events,
-            limit / cost
-        ));
-    }
-    let mut last = 0;
-    for logged in &run.inputs {
-        if logged.events < last || logged.events > run.events {
-            return Err("this run link's inputs are out of order".to_string());
-        }
-        last = logged.events;
-        step_to(simulation, logged.events, drain)?;
-        simulation
-            .check_input(&logged.input)
-            .map_err(|exceeded| format!("this run link asks for more than kafkascope allows: {exceeded}"))?;
-        logged
-            .input
-            .check_topic_names()
-            .map_err(|error| format!("this run link names a topic Kafka would refuse: {error}"))?;
-        simulation.schedule(logged.scheduled());
-    }
-    step_to(simulation, run.events, drain)?;
-    // The page's last action may have moved the clock past the last event
-    // (a run of 10 s ends at its end, whatever ran).
-    if simulation.next_event_time().is_none_or(|time| time > run.now_ms) {
-        simulation.run_until(run.now_ms);
-    }
-    drain(simulation);
+    let mut replay = Replay::start(simulation, run.clone())?;
+    while !replay.advance(simulation, u64::MAX, drain)? {}
     Ok(())
 }
 
-fn step_to(simulation: &mut Simulation, events: u64, drain: &mut dyn FnMut(&mut Simulation)) -> Result<(), String> {
-    while simulation.events_processed() < events {
-        if !simulation.step() {
-            return Err("this run link does not match what this version of kafkascope simulates".to_string());
+/// Work one slice of a link's replay may do on the page, in
+/// [`Simulation::event_cost`] units: about 2,000 events of the largest
+/// cluster a link may carry and 7,000 of the map's default, a few
+/// milliseconds natively and well under the 100 ms a page may hold its
+/// thread on a slow laptop. The page draws the replay's progress and
+/// answers its Stop between slices.
+pub const REPLAY_SLICE_WORK: u64 = 2_000_000;
+
+/// A run link's replay under way, advanced a slice at a time so the page
+/// stays responsive while a long one runs ([`Replay::advance`]). Its work
+/// is bounded before any is done (the events it replays times what each
+/// costs on its cluster, at most [`kafkascope_engine::limits::MAX_LINK_WORK`]).
+#[derive(Debug, Clone)]
+pub struct Replay {
+    run: RunLink,
+    /// The next of the link's inputs to schedule.
+    next_input: usize,
+}
+
+impl Replay {
+    /// A replay of `run` into `simulation` (new, from the link's
+    /// configuration and seed), or why the link asks for too much work or
+    /// is malformed.
+    pub fn start(simulation: &Simulation, run: RunLink) -> Result<Replay, String> {
+        // Work bounded before it is done: the events the link replays
+        // times what each costs on its cluster (a link on the largest
+        // cluster a link may carry replays far fewer events than one on
+        // the default).
+        let cost = simulation.event_cost();
+        let limit = kafkascope_engine::limits::MAX_LINK_WORK;
+        if run.events.saturating_mul(cost) > limit {
+            return Err(format!(
+                "this run link replays {} events on a cluster where each costs {cost} (256 plus one per replica and client); kafkascope replays at most {limit} of that work, about {} events on this cluster",
+                run.events,
+                limit / cost
+            ));
         }
-        if simulation.events_processed() % 10_000 == 0 {
-            drain(simulation);
+        let mut last = 0;
+        for logged in &run.inputs {
+            if logged.events < last || logged.events > run.events {
+                return Err("this run link's inputs are out of order".to_string());
+            }
+            last = logged.events;
+        }
+        Ok(Replay { run, next_input: 0 })
+    }
+
+    /// The events replayed of the link's total, for a progress bar.
+    pub fn progress(&self, simulation: &Simulation) -> (u64, u64) {
+        (simulation.events_processed().min(self.run.events), self.run.events)
+    }
+
+    /// The link being replayed.
+    pub fn run(&self) -> &RunLink {
+        &self.run
+    }
+
+    /// The link's inputs scheduled so far (what a link to where a stopped
+    /// replay got to carries).
+    pub fn inputs_given(&self) -> &[LoggedInput] {
+        &self.run.inputs[..self.next_input]
+    }
+
+    /// Replays at most `work` more (in [`Simulation::event_cost`] units,
+    /// at least one event); `Ok(true)` once the run is at its link's
+    /// moment, or why the link does not replay.
+    pub fn advance(
+        &mut self,
+        simulation: &mut Simulation,
+        work: u64,
+        drain: &mut dyn FnMut(&mut Simulation),
+    ) -> Result<bool, String> {
+        let slice = (work / simulation.event_cost().max(1)).max(1);
+        let stop_at = simulation.events_processed().saturating_add(slice);
+        loop {
+            while let Some(logged) = self.run.inputs.get(self.next_input) {
+                if logged.events > simulation.events_processed() {
+                    break;
+                }
+                simulation
+                    .check_input(&logged.input)
+                    .map_err(|exceeded| format!("this run link asks for more than kafkascope allows: {exceeded}"))?;
+                logged
+                    .input
+                    .check_topic_names()
+                    .map_err(|error| format!("this run link names a topic Kafka would refuse: {error}"))?;
+                simulation.schedule(logged.scheduled());
+                self.next_input += 1;
+            }
+            if simulation.events_processed() >= self.run.events {
+                // The page's last action may have moved the clock past the
+                // last event (a run of 10 s ends at its end, whatever ran).
+                if simulation.next_event_time().is_none_or(|time| time > self.run.now_ms) {
+                    simulation.run_until(self.run.now_ms);
+                }
+                drain(simulation);
+                return Ok(true);
+            }
+            if simulation.events_processed() >= stop_at {
+                drain(simulation);
+                return Ok(false);
+            }
+            if !simulation.step() {
+                return Err("this run link does not match what this version of kafkascope simulates".to_string());
+            }
+            if simulation.events_processed() % 10_000 == 0 {
+                drain(simulation);
+            }
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -390,8 +457,14 @@ mod tests {
             ("x.abc", "not a number"),
             ("1.!!!", "not base64url"),
             ("1.AAAA", "damaged or too large"),
-            (&format!("1.{}", pack(r#"{"v":1,"seed":1,"config":{"brokers":3,"mitopics":[]}}"#)) as &str, "names settings or inputs kafkascope does not have"),
-            (&format!("1.{}", pack(r#"{"v":1,"seed":1,"conf"#)) as &str, "cut short or changed"),
+            (
+                &format!("1.{}", pack(r#"{"v":1,"seed":1,"config":{"brokers":3,"mitopics":[]}}"#)) as &str,
+                "names settings or inputs kafkascope does not have",
+            ),
+            (
+                &format!("1.{}", pack(r#"{"v":1,"seed":1,"conf"#)) as &str,
+                "cut short or changed",
+            ),
         ] {
             let error = decode(text).expect_err(text);
             assert!(error.contains(says), "{text}: {error}");

@@ -84,6 +84,71 @@ pub fn query_param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
         .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
 }
 
+/// Every parameter kafkascope's page reads in its address (the map, the
+/// steps, links, embeds, course packages).
+pub const ADDRESS_PARAMS: [&str; 16] = [
+    "play", "preset", "seed", "knob", "run", "code", "story", "step", "fork", "exercise", "scenario", "embed", "host",
+    "controls", "scorm", "mastery",
+];
+
+/// What the page says about parameters in its address it does not read (a
+/// misspelt one, or one another site added): each named, with the one it
+/// may have meant; `None` when it reads them all. The page still opens.
+pub fn unknown_params_note(query: &str) -> Option<String> {
+    let mut unknown: Vec<String> = Vec::new();
+    for pair in query.trim_start_matches('?').split('&').filter(|pair| !pair.is_empty()) {
+        let name = pair.split('=').next().unwrap_or_default();
+        let clipped: String = name.chars().take(40).collect();
+        if !ADDRESS_PARAMS.contains(&name) && !unknown.contains(&clipped) {
+            unknown.push(clipped);
+        }
+    }
+    if unknown.is_empty() {
+        return None;
+    }
+    let shown = unknown.len().min(5);
+    let named: Vec<String> = unknown[..shown]
+        .iter()
+        .map(
+            |name| match ADDRESS_PARAMS.iter().find(|known| edit_distance(name, known) <= 2) {
+                Some(known) if name.len() > 2 => {
+                    format!("\u{201c}{name}\u{201d} (did you mean \u{201c}{known}\u{201d}?)")
+                }
+                _ => format!("\u{201c}{name}\u{201d}"),
+            },
+        )
+        .collect();
+    let more = match unknown.len() - shown {
+        0 => String::new(),
+        more => format!(" and {more} more"),
+    };
+    let (noun, verb) = if unknown.len() == 1 {
+        ("parameter", "it changes")
+    } else {
+        ("parameters", "they change")
+    };
+    Some(format!(
+        "kafkascope does not read the {noun} {}{more} in this address, so {verb} nothing here.",
+        named.join(", ")
+    ))
+}
+
+/// Levenshtein distance, for short names.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(previous + 1);
+        }
+    }
+    row[b.len()]
+}
+
 /// `?seed=N` on the page's address: the live map's seed, from 0 to
 /// 4294967295 as the seed knob takes it; `None` without one.
 pub fn seed_in_query(query: &str) -> Option<Result<u64, String>> {
@@ -336,7 +401,9 @@ mod tests {
         assert_eq!(without_embed("?embed=map"), "");
         let code = embed_code("https://example.org/k/\"x", Embed::Map);
         assert!(
-            code.starts_with("<iframe src=\"https://example.org/k/&quot;x?embed=map&amp;play=0\" width=\"800\" height=\"600\""),
+            code.starts_with(
+                "<iframe src=\"https://example.org/k/&quot;x?embed=map&amp;play=0\" width=\"800\" height=\"600\""
+            ),
             "{code}"
         );
         assert!(code.contains("sandbox=\"allow-scripts allow-same-origin"));
@@ -484,5 +551,20 @@ mod record_strip_tests {
         assert_eq!(whole_page_link("//other.host", "?embed=map", ""), "/other.host");
         assert_eq!(whole_page_link("/\\other.host/x", "?embed=steps", ""), "/other.host/x");
         assert_eq!(whole_page_link("", "?embed=map", ""), "/");
+    }
+
+    #[test]
+    fn an_address_parameter_the_page_does_not_read_is_named_with_what_it_may_mean() {
+        assert_eq!(unknown_params_note("?play=0&story=happy-path&step=3#steps"), None);
+        assert_eq!(unknown_params_note(""), None);
+        assert_eq!(
+            unknown_params_note("?play=0&storry=happy-path"),
+            Some("kafkascope does not read the parameter \u{201c}storry\u{201d} (did you mean \u{201c}story\u{201d}?) in this address, so it changes nothing here.".to_string())
+        );
+        let many = unknown_params_note("?utm_source=a&utm_medium=b&x=1&x=2&y&z=3&w=4&v=5").expect("named");
+        assert!(many.starts_with("kafkascope does not read the parameters \u{201c}utm_source\u{201d}, \u{201c}utm_medium\u{201d}, \u{201c}x\u{201d}, \u{201c}y\u{201d}, \u{201c}z\u{201d} and 2 more"), "{many}");
+        assert!(!many.contains("did you mean"), "{many}");
+        let long = unknown_params_note(&format!("?{}=1", "a".repeat(5_000))).expect("named");
+        assert!(long.len() < 200, "{long}");
     }
 }
