@@ -9,11 +9,7 @@
 // nothing about time.
 'use strict';
 
-const zlib = require('node:zlib');
-const { launch, APP_URL } = require('../e2e/browser.cjs');
-
-const decodeRun = (text) => JSON.parse(zlib.inflateRawSync(Buffer.from(text.split('.')[1], 'base64url')).toString());
-const encodeRun = (run) => `1.${zlib.deflateRawSync(Buffer.from(JSON.stringify(run)), { level: 9 }).toString('base64url')}`;
+const { launch, APP_URL, decodeRun, encodeRun, LARGEST_SCENARIO } = require('../e2e/browser.cjs');
 
 /** A page with the CPU slowed `rate` times, recording its long tasks. */
 async function slowedPage(browser, rate) {
@@ -63,17 +59,7 @@ async function measure(browser, rate, query, done, prepare) {
   run.events = 700000;
   const link = encodeRun(run);
 
-  const big = {
-    name: 'big', description: 'as large as a scenario file may be', seed: 1,
-    config: {
-      brokers: 64,
-      topics: [{ name: 't', partitions: 1000, replicationFactor: 3, minInsyncReplicas: 2 }],
-      producers: [{ topic: 't', acks: 'all' }],
-      consumers: [{ group: 'g', topics: ['t'] }],
-    },
-    inputs: [{ atMs: 100, input: { type: 'produce', producer: 0, count: 100 } }],
-    runUntilMs: 600000,
-  };
+  const big = LARGEST_SCENARIO;
   const serveBig = (page) => page.route('**/attacker/big.json', (route) => route.fulfill({ contentType: 'application/json', body: JSON.stringify(big) }));
   const forks = Array.from({ length: 16 }, (_, index) => `${index + 2}:kill-1`).join(',');
 

@@ -152,7 +152,26 @@ function shippedStories() {
     .sort((a, b) => a.story.order - b.story.order);
 }
 
+// A run link's text as the page writes it: raw deflate, base64url.
+const decodeRun = (text) => JSON.parse(require('node:zlib').inflateRawSync(Buffer.from(text.split('.')[1], 'base64url')).toString());
+const encodeRun = (run) => `1.${require('node:zlib').deflateRawSync(Buffer.from(JSON.stringify(run)), { level: 9 }).toString('base64url')}`;
+
+// As large a scenario as a file may carry: 64 brokers, 1,000 partitions,
+// ten minutes (the page stops it at its work limit).
+const LARGEST_SCENARIO = {
+  name: 'big', description: 'as large as a scenario file may be', seed: 1,
+  config: {
+    brokers: 64,
+    topics: [{ name: 't', partitions: 1000, replicationFactor: 3, minInsyncReplicas: 2 }],
+    producers: [{ topic: 't', acks: 'all' }],
+    consumers: [{ group: 'g', topics: ['t'] }],
+  },
+  inputs: [{ atMs: 100, input: { type: 'produce', producer: 0, count: 100 } }],
+  runUntilMs: 600000,
+};
+
 module.exports = {
+  decodeRun, encodeRun, LARGEST_SCENARIO,
   launch, openApp, showView, showTool, withSimulator, screenshotPath, listenLocal, APP_URL, seriousViolations,
   steps, within, stepsAttr, chooseStory, shippedStories,
 };

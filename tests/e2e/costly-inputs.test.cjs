@@ -11,8 +11,8 @@
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const http = require('node:http');
-const zlib = require('node:zlib');
-const { launch, openApp, showTool, showView, listenLocal, APP_URL, steps, within, screenshotPath, seriousViolations } = require('./browser.cjs');
+const { launch, openApp, showTool, showView, listenLocal, APP_URL, steps, within, screenshotPath, seriousViolations, decodeRun, encodeRun, LARGEST_SCENARIO,
+} = require('./browser.cjs');
 
 const live = (page) => page.getByTestId('cluster');
 
@@ -54,10 +54,6 @@ async function answers(page) {
   ]);
   assert.ok(answered, 'the page answers within a second');
 }
-
-// A run link's text as the page writes it: raw deflate, base64url.
-const decodeRun = (text) => JSON.parse(zlib.inflateRawSync(Buffer.from(text.split('.')[1], 'base64url')).toString());
-const encodeRun = (run) => `1.${zlib.deflateRawSync(Buffer.from(JSON.stringify(run)), { level: 9 }).toString('base64url')}`;
 
 // A real link copied from the map, to edit as an attacker would.
 async function copiedRun() {
@@ -210,17 +206,7 @@ test('a scenario of 64 brokers and 1,000 partitions for ten minutes opened by ?s
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (error) => errors.push(String(error)));
-  const big = {
-    name: 'big', description: 'as large as a scenario file may be', seed: 1,
-    config: {
-      brokers: 64,
-      topics: [{ name: 't', partitions: 1000, replicationFactor: 3, minInsyncReplicas: 2 }],
-      producers: [{ topic: 't', acks: 'all' }],
-      consumers: [{ group: 'g', topics: ['t'] }],
-    },
-    inputs: [{ atMs: 100, input: { type: 'produce', producer: 0, count: 100 } }],
-    runUntilMs: 600000,
-  };
+  const big = LARGEST_SCENARIO;
   await page.route('**/attacker/big.json', (route) => route.fulfill({ contentType: 'application/json', body: JSON.stringify(big) }));
   await page.goto(`${APP_URL}?play=0&scenario=${encodeURIComponent(new URL('attacker/big.json', APP_URL).href)}#steps`);
   await steps(page).waitFor({ timeout: 30000 });

@@ -10,7 +10,9 @@
 //! 4. the map's tick (one 16-ms frame at 100×: simulate 1.6 s, then the
 //!    view, the map and the panels) for the bench preset, natively
 //!    (`crates/web/examples/map_tick.rs`) and in the page in headless
-//!    Chromium while it plays (`tests/bench/map-tick.bench.cjs`).
+//!    Chromium while it plays (`tests/bench/map-tick.bench.cjs`), and what
+//!    the costliest inputs the page accepts cost there, at full speed and
+//!    on a CPU slowed four times (`tests/bench/costly-inputs.bench.cjs`).
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -139,11 +141,14 @@ pub fn bench_command() -> Outcome {
     let listener = crate::serve::bind(Some(0))?;
     let port = listener.local_addr().map_err(|error| error.to_string())?.port();
     std::thread::spawn(move || crate::serve::serve_forever(listener, dist, "/".to_string()));
-    run(toolchain
-        .command("node")
-        .arg(root.join("tests/bench/map-tick.bench.cjs"))
-        .env("NODE_PATH", &toolchain.node_modules)
-        .env("KAFKASCOPE_URL", format!("http://127.0.0.1:{port}/"))
-        .env("CHROMIUM", &browser.chromium)
-        .current_dir(&root))
+    for bench in ["map-tick", "costly-inputs"] {
+        run(toolchain
+            .command("node")
+            .arg(root.join(format!("tests/bench/{bench}.bench.cjs")))
+            .env("NODE_PATH", &toolchain.node_modules)
+            .env("KAFKASCOPE_URL", format!("http://127.0.0.1:{port}/"))
+            .env("CHROMIUM", &browser.chromium)
+            .current_dir(&root))?;
+    }
+    Ok(())
 }
