@@ -2121,6 +2121,14 @@ impl Simulation {
         if std::mem::take(&mut consumer.commit_due) {
             self.consumer_commit(id);
         }
+        // Jepsen's checks read this poll unless a `read_uncommitted`
+        // consumer may see what a transaction later aborts.
+        let judged = self.jepsen.is_some()
+            && (self.consumers[id as usize].config.isolation_level == IsolationLevel::ReadCommitted
+                || self
+                    .producers
+                    .iter()
+                    .all(|producer| producer.config.transactional_id.is_none()));
         let consumer = &mut self.consumers[id as usize];
         if consumer.awaiting_txn.is_some() {
             // `commitTransaction()` has not returned yet.
@@ -2129,6 +2137,7 @@ impl Simulation {
         let mut budget = consumer.config.max_poll_records.max(1) as usize;
         let mut taken = Vec::new();
         let mut sources = Vec::new();
+        let mut polled = Vec::new();
         let partitions: Vec<TopicPartition> = consumer.buffer.keys().cloned().collect();
         for partition in partitions {
             if budget == 0 {
@@ -2157,6 +2166,9 @@ impl Simulation {
             }
             budget -= count;
             sources.extend(batch.iter().map(|record| record.id));
+            if judged {
+                polled.extend(batch.iter().map(|record| (partition.clone(), record.offset, record.id)));
+            }
             consumer
                 .in_process
                 .extend(batch.iter().map(|record| super::ledger::InProcess {
@@ -2181,6 +2193,9 @@ impl Simulation {
             self.consumer_send_commit(id);
         }
         self.consumer_send_outputs(id, &sources);
+        if let Some(recorder) = self.jepsen.as_deref_mut() {
+            recorder.poll(id, polled);
+        }
         let poisoned: Vec<usize> = self.consumers[id as usize]
             .in_process
             .iter()

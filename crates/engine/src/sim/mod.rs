@@ -18,6 +18,7 @@ pub mod controller;
 pub mod coordinator;
 pub mod fuzz;
 pub mod input_names;
+pub mod jepsen;
 pub mod ledger;
 pub mod member;
 pub mod monitor;
@@ -355,6 +356,9 @@ pub struct Simulation {
     pub(crate) internal_topics_refused: std::collections::BTreeSet<String>,
     /// The latest notable events, kept for the view as they are traced.
     pub(crate) highlights: view::Highlights,
+    /// The run's history for Jepsen's checks, once asked for
+    /// ([`Simulation::keep_history`]).
+    pub(crate) jepsen: Option<Box<jepsen::Recorder>>,
     /// Topic names, one allocation each (see [`Simulation::shared_topic`]).
     topic_names: BTreeMap<String, crate::protocol::TopicName>,
     /// `__consumer_offsets`, shared.
@@ -403,6 +407,7 @@ impl Simulation {
             expired_with_older_batch: BTreeMap::new(),
             internal_topics_refused: std::collections::BTreeSet::new(),
             highlights: view::Highlights::default(),
+            jepsen: None,
             topic_names: BTreeMap::new(),
             offsets_topic: crate::protocol::TopicName::from(coordinator::OFFSETS_TOPIC),
             transaction_topic: crate::protocol::TopicName::from(txn::TRANSACTION_STATE_TOPIC),
@@ -805,6 +810,7 @@ impl Simulation {
             return id;
         }
         self.highlights.note(self.now, &kind);
+        self.note_history(&kind);
         self.trace.push(TraceEvent {
             id,
             time: self.now,
@@ -814,10 +820,47 @@ impl Simulation {
         id
     }
 
+    /// Keeps the run's history from now on, for Jepsen's checks
+    /// ([`Simulation::jepsen_verdict`]); the run itself is unchanged.
+    pub fn keep_history(&mut self) {
+        self.jepsen.get_or_insert_with(Default::default);
+    }
+
+    /// What Jepsen's checks say about the run so far, if its history is
+    /// kept ([`Simulation::keep_history`]).
+    pub fn jepsen_verdict(&self) -> Option<jepsen::Verdict> {
+        let recorder = self.jepsen.as_ref()?;
+        Some(
+            recorder.verdict(
+                self.records
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(id, record)| Some((record.producer, record.partition.clone()?, id as RecordId))),
+            ),
+        )
+    }
+
+    /// The history the run keeps for Jepsen's checks, if any.
+    pub fn jepsen_history(&self) -> Option<&crate::history::History> {
+        self.jepsen.as_deref().map(jepsen::Recorder::history)
+    }
+
+    fn note_history(&mut self, kind: &TraceKind) {
+        if let Some(recorder) = self.jepsen.as_deref_mut() {
+            let producers = &self.producers;
+            recorder.note(kind, |producer| {
+                producers
+                    .get(producer as usize)
+                    .is_some_and(|producer| producer.config.transactional_id.is_some())
+            });
+        }
+    }
+
     /// Records a trace event with an explicit cause.
     pub(crate) fn record_caused(&mut self, cause: Option<TraceId>, kind: TraceKind) -> TraceId {
         let id = self.trace_base + self.trace.len() as TraceId;
         self.highlights.note(self.now, &kind);
+        self.note_history(&kind);
         self.trace.push(TraceEvent {
             id,
             time: self.now,

@@ -462,20 +462,29 @@ impl Scenario {
     /// Plays the scenario and checks its expectations; the outcome's
     /// simulation holds the whole trace.
     pub fn run(&self) -> Result<Outcome, String> {
-        self.play(None)
+        self.play(None, false)
     }
 
     /// Plays the scenario handing each trace event to `sink` as it happens
     /// and keeping none of them, so memory stays bounded however long the
     /// run (`kafkascope run`); the outcome's simulation has an empty trace.
     pub fn run_streaming(&self, sink: &mut dyn FnMut(&TraceEvent)) -> Result<Outcome, String> {
-        self.play(Some(sink))
+        self.play(Some(sink), false)
     }
 
-    fn play(&self, mut sink: Option<&mut dyn FnMut(&TraceEvent)>) -> Result<Outcome, String> {
+    /// Plays the scenario as [`Scenario::run`] does, keeping the run's
+    /// history for Jepsen's checks (`outcome.simulation.jepsen_verdict()`).
+    pub fn run_with_history(&self) -> Result<Outcome, String> {
+        self.play(None, true)
+    }
+
+    fn play(&self, mut sink: Option<&mut dyn FnMut(&TraceEvent)>, history: bool) -> Result<Outcome, String> {
         self.check_limits().map_err(|error| error.to_string())?;
         let mut facts = TraceFacts::default();
         let mut simulation = Simulation::new(self.config.clone(), self.seed)?;
+        if history {
+            simulation.keep_history();
+        }
         for input in &self.inputs {
             simulation.schedule(input.clone());
         }

@@ -11,6 +11,7 @@ mod group_coordinator_vectors;
 mod groups;
 mod input_names;
 mod java_ordering;
+mod jepsen;
 mod log_storage_vectors;
 mod marker_removal;
 mod offset_validation;

@@ -1,0 +1,329 @@
+//! The run's history as Jepsen's Kafka test records one (every send with
+//! what its producer learned, every poll with the values it returned, the
+//! moves of a consumer's position Kafka allows, every transaction's end),
+//! kept as the simulation runs, and Jepsen's verdict over it
+//! ([`crate::history::check`]).
+//!
+//! The recorder watches the trace (what a producer learned, rebalances,
+//! resets, restarts, transaction ends) and is told each poll's records by
+//! the consumer, which alone knows the values at the offsets it read. It
+//! changes nothing in the run: the trace and its hash are the same with it.
+//!
+//! Where the simulation goes past what Jepsen's test does, the verdict says
+//! so instead of judging: a partition whose records retention or compaction
+//! deleted (Jepsen's test keeps every record) is not judged for lost,
+//! unseen or skipped values; `read_uncommitted` consumers' polls are left
+//! out when a producer is transactional (they may read what later aborts,
+//! as Kafka documents).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::history::{check, AnomalyKind, Finding, History, Op, Outcome};
+use crate::protocol::records::RecordId;
+use crate::protocol::{ErrorCode, Offset, TopicPartition};
+
+use super::trace::{TraceKind, TransactionOutcome};
+
+/// The history kept so far and what the recorder needs to keep it.
+#[derive(Debug, Clone, Default)]
+pub struct Recorder {
+    history: History,
+    /// Each transactional producer's open transaction, numbered by the
+    /// recorder.
+    open: BTreeMap<u32, u64>,
+    next_transaction: u64,
+    /// Records whose send may have reached a log though it failed at some
+    /// attempt (a timeout, a lost response, `NOT_ENOUGH_REPLICAS_AFTER_APPEND`).
+    ambiguous: BTreeSet<RecordId>,
+    /// Records whose send ended (acknowledged or failed for good).
+    settled: BTreeSet<RecordId>,
+    /// Partitions each consumer has read.
+    read: BTreeMap<u32, BTreeSet<TopicPartition>>,
+    /// Partitions retention or compaction deleted records from.
+    pruned: BTreeSet<TopicPartition>,
+    /// Where the first poll of each partition started.
+    first_read: BTreeMap<TopicPartition, Offset>,
+}
+
+/// An error after which the records may still be in the log.
+fn ambiguous(error: ErrorCode) -> bool {
+    matches!(
+        error,
+        ErrorCode::RequestTimedOut
+            | ErrorCode::NetworkException
+            | ErrorCode::NotEnoughReplicasAfterAppend
+            | ErrorCode::DeliveryTimeout
+    )
+}
+
+impl Recorder {
+    /// Notes what a trace event tells the history; `transactional` says
+    /// whether a producer sends in transactions.
+    pub(crate) fn note(&mut self, kind: &TraceKind, transactional: impl Fn(u32) -> bool) {
+        match kind {
+            TraceKind::Acknowledged {
+                producer,
+                partition,
+                base_offset,
+                records,
+            } => {
+                let transaction = transactional(*producer).then(|| self.transaction_of(*producer));
+                for (index, &record) in records.iter().enumerate() {
+                    let outcome = match base_offset {
+                        Some(base) => Outcome::Ok {
+                            offset: base + index as Offset,
+                        },
+                        // acks=0: the producer learns nothing of where, or whether.
+                        None => Outcome::Indeterminate,
+                    };
+                    self.send(*producer, partition, record, outcome, transaction);
+                }
+            }
+            TraceKind::ProduceFailed {
+                producer,
+                partition,
+                error,
+                records,
+                will_retry,
+            } => {
+                if ambiguous(*error) {
+                    self.ambiguous.extend(records.iter().copied());
+                }
+                if !will_retry {
+                    let transaction = transactional(*producer).then(|| self.transaction_of(*producer));
+                    for &record in records {
+                        let outcome = if self.ambiguous.contains(&record) {
+                            Outcome::Indeterminate
+                        } else {
+                            Outcome::Failed
+                        };
+                        self.send(*producer, partition, record, outcome, transaction);
+                    }
+                }
+            }
+            TraceKind::TransactionEnded { producer, outcome, .. } => {
+                if let Some(transaction) = self.open.remove(producer) {
+                    self.history.ops.push(Op::EndTransaction {
+                        transaction,
+                        committed: *outcome == TransactionOutcome::Committed,
+                    });
+                }
+            }
+            TraceKind::GroupRebalanced { assignment, .. } | TraceKind::TargetAssignment { assignment, .. } => {
+                for member in assignment {
+                    if let super::types::NodeId::Consumer(consumer) = member.consumer {
+                        let mut partitions = member.partitions.clone();
+                        partitions.extend(self.read.get(&consumer).into_iter().flatten().cloned());
+                        self.reposition(consumer, partitions);
+                    }
+                }
+            }
+            TraceKind::ConsumerStatus { consumer, .. } | TraceKind::TransactionRolledBack { consumer, .. } => {
+                let partitions = self.read.get(consumer).into_iter().flatten().cloned().collect();
+                self.reposition(*consumer, partitions);
+            }
+            TraceKind::NoOffsetForPartition { client, partition }
+            | TraceKind::OffsetOutOfRange { client, partition, .. }
+            | TraceKind::LogTruncationDetected { client, partition, .. } => {
+                if let super::types::NodeId::Consumer(consumer) = client {
+                    self.reposition(*consumer, vec![partition.clone()]);
+                }
+            }
+            TraceKind::SegmentsDeleted { partition, .. } | TraceKind::LogCleaned { partition, .. } => {
+                self.pruned.insert(partition.clone());
+            }
+            _ => {}
+        }
+    }
+
+    /// A consumer's poll returned these records (partition, offset, record).
+    pub(crate) fn poll(&mut self, consumer: u32, records: Vec<(TopicPartition, Offset, RecordId)>) {
+        if records.is_empty() {
+            return;
+        }
+        let read = self.read.entry(consumer).or_default();
+        for (partition, offset, _) in &records {
+            self.first_read.entry(partition.clone()).or_insert(*offset);
+            if !read.contains(partition) {
+                read.insert(partition.clone());
+            }
+        }
+        self.history.ops.push(Op::Poll {
+            process: consumer,
+            records,
+        });
+    }
+
+    fn transaction_of(&mut self, producer: u32) -> u64 {
+        *self.open.entry(producer).or_insert_with(|| {
+            self.next_transaction += 1;
+            self.next_transaction
+        })
+    }
+
+    fn send(
+        &mut self,
+        producer: u32,
+        partition: &TopicPartition,
+        record: RecordId,
+        outcome: Outcome,
+        transaction: Option<u64>,
+    ) {
+        if self.settled.insert(record) {
+            self.history.ops.push(Op::Send {
+                process: producer,
+                partition: partition.clone(),
+                value: record,
+                outcome,
+                transaction,
+            });
+        }
+    }
+
+    fn reposition(&mut self, consumer: u32, partitions: Vec<TopicPartition>) {
+        if !partitions.is_empty() {
+            self.history.ops.push(Op::Reposition {
+                process: consumer,
+                partitions,
+            });
+        }
+    }
+
+    /// The history so far.
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// Jepsen's verdict on the history so far: `unsettled` are the records
+    /// produced whose send has not ended (indeterminate, as Jepsen counts
+    /// an operation that never completed).
+    pub fn verdict(&self, unsettled: impl Iterator<Item = (u32, TopicPartition, RecordId)>) -> Verdict {
+        let mut history = self.history.clone();
+        for (producer, partition, record) in unsettled {
+            if !self.settled.contains(&record) {
+                history.ops.push(Op::Send {
+                    process: producer,
+                    partition,
+                    value: record,
+                    outcome: Outcome::Indeterminate,
+                    transaction: None,
+                });
+            }
+        }
+        let acknowledged: BTreeMap<RecordId, Offset> = history
+            .ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Send {
+                    value,
+                    outcome: Outcome::Ok { offset },
+                    ..
+                } => Some((*value, *offset)),
+                _ => None,
+            })
+            .collect();
+        let before_first_read = |finding: &Finding| {
+            self.first_read.get(&finding.partition).is_some_and(|first| {
+                finding
+                    .values
+                    .iter()
+                    .all(|value| acknowledged.get(value).is_some_and(|offset| offset < first))
+            })
+        };
+        let mut findings = Vec::new();
+        let mut not_judged = Vec::new();
+        for finding in check(&history) {
+            if finding.kind == AnomalyKind::Unseen {
+                not_judged.push((finding, NotJudged::NoFinalRead));
+            } else if finding.kind == AnomalyKind::LostWrite && before_first_read(&finding) {
+                not_judged.push((finding, NotJudged::BeforeFirstRead));
+            } else if self.pruned.contains(&finding.partition)
+                && matches!(finding.kind, AnomalyKind::LostWrite | AnomalyKind::PollSkip)
+            {
+                not_judged.push((finding, NotJudged::Deleted));
+            } else {
+                findings.push(finding);
+            }
+        }
+        Verdict {
+            operations: history.ops.len(),
+            findings,
+            not_judged,
+        }
+    }
+}
+
+/// Why the verdict leaves a finding out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum NotJudged {
+    /// Acknowledged values no poll returned by the end: Jepsen's test ends
+    /// with every partition read to its end; a run stops where it is, so
+    /// a value may be unread only because nobody had read that far yet.
+    NoFinalRead,
+    /// Retention or compaction deleted records of the partition, which
+    /// Jepsen's test (keeping every record) does not do.
+    Deleted,
+    /// Written before the first read of its partition began there: the
+    /// partition's first readers started past it (a group with
+    /// `auto.offset.reset=latest`, or one joining late), where Jepsen's
+    /// test has every reader start at the beginning.
+    BeforeFirstRead,
+}
+
+impl std::fmt::Display for NotJudged {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            NotJudged::NoFinalRead => {
+                "acknowledged but unread when the run stopped (Jepsen's test reads every partition to its end first)"
+            }
+            NotJudged::Deleted => "on a partition where retention or compaction deleted records",
+            NotJudged::BeforeFirstRead => "written before the partition's first reader started (past them)",
+        })
+    }
+}
+
+/// What Jepsen's checks say about a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// Operations in the history.
+    pub operations: usize,
+    /// The anomalies found.
+    pub findings: Vec<Finding>,
+    /// Findings the verdict leaves out, and why.
+    pub not_judged: Vec<(Finding, NotJudged)>,
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.findings.is_empty() {
+            write!(
+                formatter,
+                "Jepsen's checks: no anomaly in {} operations",
+                self.operations
+            )?;
+        } else {
+            let mut counts: BTreeMap<AnomalyKind, usize> = BTreeMap::new();
+            for finding in &self.findings {
+                *counts.entry(finding.kind).or_default() += 1;
+            }
+            let named: Vec<String> = counts
+                .iter()
+                .map(|(kind, count)| format!("{} {count}", kind.name()))
+                .collect();
+            write!(
+                formatter,
+                "Jepsen's checks: {} in {} operations",
+                named.join(", "),
+                self.operations
+            )?;
+        }
+        let mut left_out: BTreeMap<NotJudged, usize> = BTreeMap::new();
+        for (_, why) in &self.not_judged {
+            *left_out.entry(*why).or_default() += 1;
+        }
+        for (why, count) in left_out {
+            write!(formatter, "; not judged: {count} {why}")?;
+        }
+        Ok(())
+    }
+}
