@@ -221,7 +221,7 @@ fn run_scenario(path: &std::path::Path, json: bool, quiet: bool) -> Result<Strin
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut write_error = None;
-    let outcome = scenario.run_streaming(&mut |event| {
+    let outcome = scenario.run_streaming_with_history(&mut |event| {
         if quiet || write_error.is_some() {
             return;
         }
@@ -241,6 +241,7 @@ fn run_scenario(path: &std::path::Path, json: bool, quiet: bool) -> Result<Strin
     }
     let summary = &outcome.summary;
     let lost = outcome.simulation.lost_records();
+    let verdict = outcome.simulation.jepsen_verdict();
     let mut report = String::new();
     if json {
         let expectations: Vec<serde_json::Value> = outcome
@@ -254,6 +255,7 @@ fn run_scenario(path: &std::path::Path, json: bool, quiet: bool) -> Result<Strin
             "type": "summary",
             "summary": summary,
             "lostRecords": lost,
+            "jepsen": verdict.as_ref().map(verdict_json),
             "expectations": expectations,
             "failures": outcome.failures,
         });
@@ -277,6 +279,12 @@ fn run_scenario(path: &std::path::Path, json: bool, quiet: bool) -> Result<Strin
                 kafkascope_engine::sim::trace::ranges(&lost)
             ));
         }
+        if let Some(verdict) = &verdict {
+            report.push_str(&format!("{verdict}\n"));
+            for finding in verdict.findings.iter().take(20) {
+                report.push_str(&format!("  {finding}\n"));
+            }
+        }
         if outcome.failures.is_empty() {
             report.push_str(&format!("expectations: all {} met\n", scenario.expect.len()));
         }
@@ -294,6 +302,34 @@ fn run_scenario(path: &std::path::Path, json: bool, quiet: bool) -> Result<Strin
             outcome.failures.join("; ")
         ))
     }
+}
+
+/// Jepsen's verdict as `kafkascope run --json` writes it: each finding with
+/// its class, partition, values and sentence, and what was not judged and
+/// why.
+fn verdict_json(verdict: &kafkascope_engine::sim::jepsen::Verdict) -> serde_json::Value {
+    let finding = |finding: &kafkascope_engine::history::Finding| {
+        serde_json::json!({
+            "kind": finding.kind.name(),
+            "partition": finding.partition.to_string(),
+            "values": finding.values,
+            "text": finding.to_string(),
+        })
+    };
+    serde_json::json!({
+        "operations": verdict.operations,
+        "findings": verdict.findings.iter().map(finding).collect::<Vec<_>>(),
+        "notJudged": verdict
+            .not_judged
+            .iter()
+            .map(|(left_out, why)| {
+                let mut value = finding(left_out);
+                value["why"] = why.to_string().into();
+                value
+            })
+            .collect::<Vec<_>>(),
+        "text": verdict.to_string(),
+    })
 }
 
 /// `kafkascope fuzz`: random fault schedules checked for safety and

@@ -235,7 +235,33 @@ fn run_prints_the_trace_and_a_summary_naming_lost_records() {
         "{stdout}"
     );
     assert!(stdout.contains("lost records: 5-9"), "{stdout}");
+    // No consumer reads this run, so Jepsen's checks cannot see the loss
+    // and say why they do not judge it.
+    assert!(
+        stdout.contains("Jepsen's checks: no anomaly in 10 operations; not judged: 10 acknowledged but unread when the run stopped"),
+        "{stdout}"
+    );
     assert!(stdout.ends_with("expectations: all 4 met\n"), "{stdout}");
+}
+
+/// `kafkascope run` ends with what Jepsen's checks say about the run's
+/// history: here the late write that joins the next transaction without
+/// KIP-890's verification, read though its own transaction aborted.
+#[test]
+fn run_reports_jepsens_verdict_as_text_and_json() {
+    let path = scenario("without-verification-a-late-write-joins-the-next-transaction.json");
+    let (ok, stdout, stderr) = kafkascope(&["run", "--quiet", &path]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("Jepsen's checks: aborted read (G1a) 3 in "), "{stdout}");
+    assert!(stdout.contains("  aborted read (G1a) on payments-0: value 0"), "{stdout}");
+    let (ok, stdout, stderr) = kafkascope(&["run", "--json", "--quiet", &path]);
+    assert!(ok, "{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+    let findings = summary["jepsen"]["findings"].as_array().expect("findings");
+    assert_eq!(findings.len(), 3);
+    assert_eq!(findings[0]["kind"], "aborted read (G1a)");
+    assert_eq!(findings[0]["partition"], "payments-0");
+    assert_eq!(findings[0]["values"], serde_json::json!([0]));
 }
 
 #[test]

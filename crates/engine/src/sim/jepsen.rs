@@ -136,6 +136,18 @@ impl Recorder {
         }
     }
 
+    /// A producer's process died: a transaction it left open is aborted
+    /// (by its next instance's `initTransactions()`, or by the coordinator
+    /// at `transaction.timeout.ms`), never committed.
+    pub(crate) fn producer_crashed(&mut self, producer: u32) {
+        if let Some(transaction) = self.open.remove(&producer) {
+            self.history.ops.push(Op::EndTransaction {
+                transaction,
+                committed: false,
+            });
+        }
+    }
+
     /// A consumer's poll returned these records (partition, offset, record).
     pub(crate) fn poll(&mut self, consumer: u32, records: Vec<(TopicPartition, Offset, RecordId)>) {
         if records.is_empty() {
@@ -209,6 +221,23 @@ impl Recorder {
                     transaction: None,
                 });
             }
+        }
+        // A producer's sends are asynchronous and complete out of order (a
+        // batch whose answer was lost is acknowledged, at its first offset,
+        // after later ones), where Jepsen's test sends one at a time; its
+        // non-monotonic-send check is about the order they were sent in,
+        // so the sends keep their places in the history but in the order
+        // they were made (record ids are given in that order).
+        let slots: Vec<usize> = (0..history.ops.len())
+            .filter(|&index| matches!(history.ops[index], Op::Send { .. }))
+            .collect();
+        let mut sends: Vec<Op> = slots.iter().map(|&index| history.ops[index].clone()).collect();
+        sends.sort_by_key(|op| match op {
+            Op::Send { value, .. } => *value,
+            _ => 0,
+        });
+        for (slot, send) in slots.into_iter().zip(sends) {
+            history.ops[slot] = send;
         }
         let acknowledged: BTreeMap<RecordId, Offset> = history
             .ops

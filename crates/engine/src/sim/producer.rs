@@ -305,6 +305,9 @@ impl Simulation {
         if state.crashed {
             return;
         }
+        if let Some(recorder) = self.jepsen.as_deref_mut() {
+            recorder.producer_crashed(producer);
+        }
         // Sends that had not completed never will: they fail with the
         // process (nothing was acknowledged to it).
         let mut gone: Vec<RecordId> = state.waiting.iter().map(|(record, _, _)| *record).collect();

@@ -472,6 +472,12 @@ impl Scenario {
         self.play(Some(sink), false)
     }
 
+    /// [`Scenario::run_streaming`], keeping the run's history for Jepsen's
+    /// checks (`kafkascope run` reports their verdict).
+    pub fn run_streaming_with_history(&self, sink: &mut dyn FnMut(&TraceEvent)) -> Result<Outcome, String> {
+        self.play(Some(sink), true)
+    }
+
     /// Plays the scenario as [`Scenario::run`] does, keeping the run's
     /// history for Jepsen's checks (`outcome.simulation.jepsen_verdict()`).
     pub fn run_with_history(&self) -> Result<Outcome, String> {
