@@ -48,16 +48,18 @@ pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
 pub const MAX_TRACE_KEPT: usize = 200_000;
 
 /// Work a story (a shipped one, a scenario file, `?scenario=`) may take
-/// to play, in events × [`crate::sim::Simulation::event_cost`]: about a
-/// second natively, a few in a browser on a slow laptop. The shipped
+/// to play, in events × [`crate::sim::Simulation::event_cost`]: the
+/// largest scenario reaches it in 1.8 s in Chromium on the benchmark
+/// machine and 6.1 s with the CPU slowed four times (BENCHMARKS.md, "The
+/// costliest inputs the page accepts"), in one call. The shipped
 /// stories take at most a tenth of it (a test keeps that true); a cluster
 /// of 64 brokers and 1,000 partitions reaches it after a few simulated
 /// seconds, and the story is refused with a message rather than left to
 /// exhaust the tab's memory.
 pub const MAX_STORY_WORK: u64 = 100_000_000;
-/// Work a run link may replay before the map shows it, in the same unit:
-/// twice a story's, about half a million events of the map's default
-/// cluster.
+/// Work a run link may replay, in the same unit: twice a story's, about
+/// 720,000 events of the map's default cluster (3.7 s in Chromium on the
+/// benchmark machine, replayed a slice at a time while the page answers).
 pub const MAX_LINK_WORK: u64 = 200_000_000;
 /// Forks a story link replays (each replays the story from its step).
 pub const MAX_LINK_FORKS: usize = 16;

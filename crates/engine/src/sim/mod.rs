@@ -581,10 +581,10 @@ impl Simulation {
     /// [`crate::limits::MAX_STORY_WORK`] and [`crate::limits::MAX_LINK_WORK`]
     /// count: the invariants checked after every event walk every replica,
     /// so an event costs about as much as 256 replicas plus one per replica
-    /// the controller has placed and per client (measured natively: about
-    /// 2.5 µs an event at the shipped stories' sizes, about 30 µs at 64
-    /// brokers with 3,000 replicas; the unit overestimates large clusters,
-    /// which is the safe side). A driver multiplies it by the events it
+    /// the controller has placed and per client (measured natively in the
+    /// fuzzer's sweep, 2026-12-06: about 5 µs an event at the generated
+    /// sizes, about 60 µs at 64 brokers with 3,000 replicas; the unit
+    /// overestimates large clusters, which is the safe side). A driver multiplies it by the events it
     /// will play to bound work before doing it.
     pub fn event_cost(&self) -> u64 {
         256 + self.replica_count() + self.consumers.len() as u64 + self.producers.len() as u64
