@@ -8,7 +8,7 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { launch, openApp, screenshotPath, steps, within, stepsAttr: attr, chooseStory, shippedStories } = require('./browser.cjs');
+const { launch, openApp, screenshotPath, steps, within, stepsAttr: attr, chooseStory, shippedStories, seriousViolations } = require('./browser.cjs');
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -172,3 +172,69 @@ test('a click on a box of the side map shows only its steps, and the chapter arr
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+// Issue 36: "What Jepsen would say about this run" beside the steps. A story
+// whose run writes a batch twice names the duplicates, each with a button
+// to the step that shows it; a safe story says it found nothing. Read as a
+// learner would, at desktop and phone width.
+for (const [label, width, height] of [['desktop', 1280, 800], ['phone', 390, 844]]) {
+  test(`${label}: Jepsen's verdict on a story's run names each anomaly and goes to its step`, async () => {
+    const { page, problems } = await openApp(browser, { width, height, query: '?play=0&story=idempotent-producer#steps' });
+    const panel = within(page, 'jepsen');
+    // An anomaly opens the panel.
+    assert.notEqual(await panel.getAttribute('open'), null);
+    assert.equal(await panel.getAttribute('data-findings'), '5');
+    assert.match(await panel.locator('summary').innerText(), /^What Jepsen would say about this run: duplicate × 5 in \d+ operations$/);
+    // One batch written twice: one row for its five records.
+    const findings = within(page, 'jepsen-finding');
+    assert.equal(await findings.count(), 1);
+    assert.equal(await panel.locator('li').count(), 1, 'nothing more to list');
+    assert.match(await findings.first().innerText(), /^duplicate on payments-0: records #0–#4\. One record was written to the log twice, at two offsets\. Go to step \d+$/);
+    // Its button goes to the step that shows it: the retry's batch
+    // acknowledged at its second offset.
+    const go = findings.first().getByTestId('jepsen-step');
+    const target = await go.getAttribute('data-step');
+    const box = await go.boundingBox();
+    assert.ok(box.width >= 44 && box.height >= 44, `the step button is ${box.width}×${box.height} px`);
+    await go.click();
+    assert.equal(await attr(page, 'data-step'), target);
+    assert.match(await within(page, 'step-caption').innerText(), /producer-0 learns that 5 record\(s\) of payments-0 are written, starting at offset 5\./);
+    await panel.scrollIntoViewIfNeeded();
+    await panel.screenshot({ path: screenshotPath(`jepsen-anomaly-${label}`) });
+    assert.deepEqual(await seriousViolations(page), []);
+    // A safe story: the panel is closed and says there is no anomaly.
+    await chooseStory(page, 'exactly-once');
+    assert.equal(await within(page, 'jepsen').getAttribute('open'), null);
+    assert.equal(await within(page, 'jepsen').getAttribute('data-findings'), '0');
+    await within(page, 'jepsen').locator('summary').click();
+    assert.match(await within(page, 'jepsen-clean').innerText(), /^No anomaly: /);
+    await within(page, 'jepsen').screenshot({ path: screenshotPath(`jepsen-clean-${label}`) });
+    // An opened file whose two transactions write one partition by turns:
+    // no anomaly, and what Kafka's design allows listed apart, with why.
+    const send = (atMs, producer) => ({ atMs, input: { type: 'produce', producer, key: 'k', count: 1 } });
+    const commit = (atMs, producer) => ({ atMs, input: { type: 'commitTransaction', producer } });
+    const byTurns = {
+      name: 'by turns', description: 'Two transactions write one partition by turns.', seed: 1, runUntilMs: 15000,
+      config: {
+        brokers: 3, topics: [{ name: 't', partitions: 1, replicationFactor: 3, minInsyncReplicas: 2 }],
+        producers: [{ topic: 't', transactionalId: 'a' }, { topic: 't', transactionalId: 'b' }],
+        consumers: [{ group: 'g', topics: ['t'], autoOffsetReset: 'earliest', isolationLevel: 'read_committed' }],
+      },
+      inputs: [send(1000, 0), send(1000, 1), commit(2000, 0), commit(2000, 1), send(5000, 0), send(5100, 1), send(5200, 0), commit(6000, 0), commit(6000, 1)],
+    };
+    await within(page, 'open-scenario').setInputFiles({ name: 'by-turns.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(byTurns)) });
+    await page.waitForFunction(() => document.querySelector('[data-testid="jepsen"]')?.dataset.allowed > 0);
+    assert.equal(await within(page, 'jepsen').getAttribute('data-findings'), '0');
+    // (Still open as the learner left it on the last story.)
+    assert.notEqual(await within(page, 'jepsen').getAttribute('open'), null);
+    const allowed = within(page, 'jepsen-allowed');
+    assert.equal(await allowed.count(), 2);
+    assert.match(await allowed.first().innerText(), /^Allowed by Kafka's design: write cycle \(G0\)\. Kafka's transactions are atomic/);
+    await within(page, 'jepsen').screenshot({ path: screenshotPath(`jepsen-allowed-${label}`) });
+    assert.deepEqual(await seriousViolations(page), []);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(overflow <= width, `the page scrolls sideways at ${width} px (${overflow} px)`);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+}

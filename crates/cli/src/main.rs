@@ -305,8 +305,8 @@ fn run_scenario(path: &std::path::Path, json: bool, quiet: bool) -> Result<Strin
 }
 
 /// Jepsen's verdict as `kafkascope run --json` writes it: each finding with
-/// its class, partition, values and sentence, and what was not judged and
-/// why.
+/// its class, partition, values and sentence, what was not judged and why,
+/// and what Kafka's design allows, with why.
 fn verdict_json(verdict: &kafkascope_engine::sim::jepsen::Verdict) -> serde_json::Value {
     let finding = |finding: &kafkascope_engine::history::Finding| {
         serde_json::json!({
@@ -325,6 +325,15 @@ fn verdict_json(verdict: &kafkascope_engine::sim::jepsen::Verdict) -> serde_json
             .map(|(left_out, why)| {
                 let mut value = finding(left_out);
                 value["why"] = why.to_string().into();
+                value
+            })
+            .collect::<Vec<_>>(),
+        "allowed": verdict
+            .allowed
+            .iter()
+            .map(|allowed| {
+                let mut value = finding(allowed);
+                value["why"] = allowed.kind.allowed().unwrap_or_default().into();
                 value
             })
             .collect::<Vec<_>>(),

@@ -93,7 +93,11 @@ pub struct History {
 }
 
 /// Jepsen's anomaly classes for Kafka, by the names its checker prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// The last two are what Kafka's design allows ([`AnomalyKind::allowed`]
+/// says why); Jepsen reports them and does not count them against Kafka.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
 pub enum AnomalyKind {
     /// Two different values observed at one offset of a partition
     /// (`:inconsistent-offsets`).
@@ -121,6 +125,12 @@ pub enum AnomalyKind {
     /// A consumer's next read of a partition jumped over values a reader
     /// could see, with no rebalance or seek between (`:poll-skip`).
     PollSkip,
+    /// Committed transactions each ordered before the other by the logs'
+    /// write order (G0, which Elle finds in Jepsen's test): allowed.
+    WriteCycle,
+    /// One transaction's sends to a partition with another value between
+    /// them (`:int-send-skip`): allowed.
+    InterleavedSends,
 }
 
 impl AnomalyKind {
@@ -136,6 +146,55 @@ impl AnomalyKind {
             AnomalyKind::NonMonotonicSend => "non-monotonic send",
             AnomalyKind::NonMonotonicPoll => "non-monotonic poll",
             AnomalyKind::PollSkip => "poll skip",
+            AnomalyKind::WriteCycle => "write cycle (G0)",
+            AnomalyKind::InterleavedSends => "interleaved sends",
+        }
+    }
+
+    /// What the class means, in a sentence for a learner.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            AnomalyKind::InconsistentOffsets => "Two different records were seen at the same offset of a partition.",
+            AnomalyKind::Duplicate => "One record was written to the log twice, at two offsets.",
+            AnomalyKind::LostWrite => {
+                "An acknowledged record was never read, although consumers read past its offset: the log lost it."
+            }
+            AnomalyKind::Unseen => "An acknowledged record no consumer has read, and none has read past it yet.",
+            AnomalyKind::AbortedRead => {
+                "A consumer read a record whose send failed or whose transaction aborted, which should never be visible."
+            }
+            AnomalyKind::TornTransaction => {
+                "A consumer read part of a committed transaction in a partition and went past the rest of it."
+            }
+            AnomalyKind::NonMonotonicSend => {
+                "A producer's acknowledged records to one partition got offsets that do not increase in the order it sent them."
+            }
+            AnomalyKind::NonMonotonicPoll => {
+                "A consumer read a partition at an offset not after the one it read before, with no rebalance or seek between."
+            }
+            AnomalyKind::PollSkip => {
+                "A consumer's next read of a partition jumped over records it could have read, with no rebalance or seek between."
+            }
+            AnomalyKind::WriteCycle => {
+                "Two committed transactions are each ordered before the other by the logs: one's record comes first in one place, the other's in another (another partition, or further along the same one)."
+            }
+            AnomalyKind::InterleavedSends => {
+                "Another producer's record landed between two records one transaction sent to the same partition."
+            }
+        }
+    }
+
+    /// Why Kafka's design allows the class, for the two it does (`None`:
+    /// the class is an anomaly).
+    pub fn allowed(self) -> Option<&'static str> {
+        match self {
+            AnomalyKind::WriteCycle => Some(
+                "Kafka's transactions are atomic (all or none of a transaction's records become visible) but do not isolate concurrent writers: no lock orders two transactions across partitions, so Jepsen lists write cycles among what Kafka allows (its Redpanda analysis, 2022).",
+            ),
+            AnomalyKind::InterleavedSends => Some(
+                "A transaction does not own a partition while it is open: other producers' batches append between its batches, and read_committed readers still see the transaction whole or not at all (Jepsen's int-send-skip, allowed for Kafka).",
+            ),
+            _ => None,
         }
     }
 }
@@ -260,6 +319,8 @@ pub fn check(history: &History) -> Vec<Finding> {
     check_writes(&facts, &mut findings);
     check_reads(history, &facts, &mut findings);
     check_sends(history, &mut findings);
+    check_interleaving(&facts, &mut findings);
+    check_cycles(&facts, &mut findings);
     findings.sort();
     findings.dedup();
     findings
@@ -275,7 +336,7 @@ fn check_offsets(facts: &Facts, findings: &mut Vec<Finding>) {
                     kind: AnomalyKind::InconsistentOffsets,
                     partition: partition.clone(),
                     values: values.iter().copied().collect(),
-                    op: None,
+                    op: values.iter().find_map(|value| facts.sent.get(value).map(|sent| sent.3)),
                 });
             }
             for value in values {
@@ -292,7 +353,7 @@ fn check_offsets(facts: &Facts, findings: &mut Vec<Finding>) {
                 kind: AnomalyKind::Duplicate,
                 partition,
                 values: vec![value],
-                op: None,
+                op: facts.sent.get(&value).map(|sent| sent.3),
             });
         }
     }
@@ -442,6 +503,182 @@ fn check_sends(history: &History, findings: &mut Vec<Finding>) {
         }
         last.insert(key, *offset);
     }
+}
+
+/// Each committed transaction's values in each partition, in offset order.
+fn transaction_values(facts: &Facts) -> BTreeMap<(u64, TopicPartition), Vec<(Offset, Value)>> {
+    let mut values: BTreeMap<(u64, TopicPartition), Vec<(Offset, Value)>> = BTreeMap::new();
+    for (partition, offsets) in &facts.observed {
+        for (offset, at) in offsets {
+            for value in at {
+                if let Some((_, _, Some(transaction), _)) = facts.sent.get(value) {
+                    if facts.ended.get(transaction) == Some(&true) {
+                        values
+                            .entry((*transaction, partition.clone()))
+                            .or_default()
+                            .push((*offset, *value));
+                    }
+                }
+            }
+        }
+    }
+    values
+}
+
+/// Interleaved sends (`:int-send-skip`): a committed transaction's values in
+/// a partition with some other value observed between two of them.
+fn check_interleaving(facts: &Facts, findings: &mut Vec<Finding>) {
+    for ((transaction, partition), values) in transaction_values(facts) {
+        let (Some((first, _)), Some((last, _))) = (values.first(), values.last()) else {
+            continue;
+        };
+        let Some(offsets) = facts.observed.get(&partition) else {
+            continue;
+        };
+        let between: Vec<Value> = offsets
+            .range(first..=last)
+            .flat_map(|(_, at)| at.iter().copied())
+            .filter(|value| facts.sent.get(value).is_none_or(|sent| sent.2 != Some(transaction)))
+            .collect();
+        if !between.is_empty() {
+            let mut involved: Vec<Value> = values.iter().map(|(_, value)| *value).collect();
+            involved.extend(between);
+            involved.sort_unstable();
+            findings.push(Finding {
+                kind: AnomalyKind::InterleavedSends,
+                partition,
+                op: values
+                    .last()
+                    .and_then(|(_, value)| facts.sent.get(value))
+                    .map(|sent| sent.3),
+                values: involved,
+            });
+        }
+    }
+}
+
+/// Write cycles (G0): committed transactions ordered one way and the other.
+/// As in Jepsen's checker (Elle's write-write dependencies), each value of a
+/// partition depends on the value before it in the version order, so a
+/// transaction whose values have another's between them (interleaved sends)
+/// is in a cycle too, as are two transactions ordered one way in one
+/// partition and the other way in another. A cycle is a strongly connected
+/// set of two or more transactions: one finding each.
+fn check_cycles(facts: &Facts, findings: &mut Vec<Finding>) {
+    let values = transaction_values(facts);
+    // Each partition's committed transactional values in offset order.
+    let mut orders: BTreeMap<TopicPartition, Vec<(Offset, u64)>> = BTreeMap::new();
+    for ((transaction, partition), at) in &values {
+        let order = orders.entry(partition.clone()).or_default();
+        order.extend(at.iter().map(|(offset, _)| (*offset, *transaction)));
+    }
+    let mut edges: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new();
+    for order in orders.values_mut() {
+        order.sort_unstable();
+        for pair in order.windows(2) {
+            if pair[0].1 != pair[1].1 {
+                edges.entry(pair[0].1).or_default().insert(pair[1].1);
+            }
+        }
+    }
+    for component in strongly_connected(&edges) {
+        if component.len() < 2 {
+            continue;
+        }
+        // Where two of them are ordered, and a value of each.
+        let partition = orders
+            .iter()
+            .find(|(_, order)| {
+                let present: BTreeSet<u64> = order
+                    .iter()
+                    .map(|(_, transaction)| *transaction)
+                    .filter(|transaction| component.contains(transaction))
+                    .collect();
+                present.len() >= 2
+            })
+            .map(|(partition, _)| partition.clone());
+        let Some(partition) = partition else { continue };
+        let mut involved: Vec<Value> = component
+            .iter()
+            .filter_map(|transaction| values.get(&(*transaction, partition.clone())))
+            .filter_map(|at| at.first().map(|(_, value)| *value))
+            .collect();
+        involved.sort_unstable();
+        findings.push(Finding {
+            kind: AnomalyKind::WriteCycle,
+            partition,
+            op: involved
+                .last()
+                .and_then(|value| facts.sent.get(value))
+                .map(|sent| sent.3),
+            values: involved,
+        });
+    }
+}
+
+/// The strongly connected components of a graph (Tarjan's algorithm,
+/// without recursion), each sorted; in a deterministic order.
+fn strongly_connected(edges: &BTreeMap<u64, BTreeSet<u64>>) -> Vec<BTreeSet<u64>> {
+    let nodes: BTreeSet<u64> = edges
+        .iter()
+        .flat_map(|(from, to)| std::iter::once(*from).chain(to.iter().copied()))
+        .collect();
+    let mut index_of: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut low: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut on_stack: BTreeSet<u64> = BTreeSet::new();
+    let mut stack: Vec<u64> = Vec::new();
+    let mut components = Vec::new();
+    let empty = BTreeSet::new();
+    for &root in &nodes {
+        if index_of.contains_key(&root) {
+            continue;
+        }
+        // (node, its successors not yet visited from it)
+        let mut work: Vec<(u64, Vec<u64>)> = Vec::new();
+        let visit = |node: u64,
+                     index_of: &mut BTreeMap<u64, usize>,
+                     low: &mut BTreeMap<u64, usize>,
+                     stack: &mut Vec<u64>,
+                     on_stack: &mut BTreeSet<u64>|
+         -> (u64, Vec<u64>) {
+            let next = index_of.len();
+            index_of.insert(node, next);
+            low.insert(node, next);
+            stack.push(node);
+            on_stack.insert(node);
+            (node, edges.get(&node).unwrap_or(&empty).iter().rev().copied().collect())
+        };
+        work.push(visit(root, &mut index_of, &mut low, &mut stack, &mut on_stack));
+        while let Some((node, successors)) = work.last_mut() {
+            let node = *node;
+            if let Some(next) = successors.pop() {
+                if !index_of.contains_key(&next) {
+                    work.push(visit(next, &mut index_of, &mut low, &mut stack, &mut on_stack));
+                } else if on_stack.contains(&next) {
+                    let lowest = low[&node].min(index_of[&next]);
+                    low.insert(node, lowest);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some((parent, _)) = work.last() {
+                let lowest = low[parent].min(low[&node]);
+                low.insert(*parent, lowest);
+            }
+            if low[&node] == index_of[&node] {
+                let mut component = BTreeSet::new();
+                while let Some(member) = stack.pop() {
+                    on_stack.remove(&member);
+                    component.insert(member);
+                    if member == node {
+                        break;
+                    }
+                }
+                components.push(component);
+            }
+        }
+    }
+    components
 }
 
 #[cfg(test)]
@@ -645,6 +882,126 @@ mod tests {
             poll(7, &[(0, 0, 1)]),
         ];
         assert_eq!(kinds(ops), vec![]);
+    }
+
+    fn commit(transaction: u64) -> Op {
+        Op::EndTransaction {
+            transaction,
+            committed: true,
+        }
+    }
+
+    /// A committed transaction's send of `value` to `partition` at `offset`.
+    fn txn_send_to(partition: u32, value: Value, offset: Offset, transaction: u64) -> Op {
+        Op::Send {
+            process: transaction as Process,
+            partition: p(partition),
+            value,
+            outcome: Outcome::Ok { offset },
+            transaction: Some(transaction),
+        }
+    }
+
+    #[test]
+    fn a_write_cycle_is_two_transactions_in_opposite_orders_and_allowed() {
+        // Transaction 1 is first on t-0, transaction 2 first on t-1.
+        let crossed = vec![
+            txn_send_to(0, 1, 0, 1),
+            txn_send_to(1, 2, 0, 2),
+            txn_send_to(0, 3, 1, 2),
+            txn_send_to(1, 4, 1, 1),
+            commit(1),
+        ];
+        let mut ops = crossed.clone();
+        ops.extend([commit(2), poll(7, &[(0, 0, 1), (0, 1, 3), (1, 0, 2), (1, 1, 4)])]);
+        let findings = check(&History { ops: ops.clone() });
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].kind, AnomalyKind::WriteCycle);
+        assert_eq!(findings[0].values, vec![1, 3]);
+        assert!(AnomalyKind::WriteCycle.allowed().is_some());
+        // The same transactions in the same order on both: no cycle.
+        let mut ordered = ops;
+        ordered[1] = txn_send_to(1, 2, 1, 2);
+        ordered[3] = txn_send_to(1, 4, 0, 1);
+        ordered[6] = poll(7, &[(0, 0, 1), (0, 1, 3), (1, 0, 4), (1, 1, 2)]);
+        assert_eq!(kinds(ordered), vec![]);
+        // An aborted transaction orders nothing.
+        let mut aborted = crossed;
+        aborted.extend([
+            Op::EndTransaction {
+                transaction: 2,
+                committed: false,
+            },
+            poll(7, &[(0, 0, 1), (1, 1, 4)]),
+        ]);
+        assert_eq!(kinds(aborted), vec![]);
+    }
+
+    #[test]
+    fn interleaved_sends_have_another_value_between_and_are_allowed() {
+        let ops = vec![
+            txn_send_to(0, 1, 0, 1),
+            send(5, 0, 2, 1),
+            txn_send_to(0, 3, 2, 1),
+            commit(1),
+            poll(7, &[(0, 0, 1), (0, 1, 2), (0, 2, 3)]),
+        ];
+        let findings = check(&History { ops });
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].kind, AnomalyKind::InterleavedSends);
+        assert_eq!(findings[0].values, vec![1, 2, 3]);
+        assert!(AnomalyKind::InterleavedSends.allowed().is_some());
+        // Two transactions interleaved in one partition: each one's values
+        // have the other's between them, and Elle's dependencies make that a
+        // write cycle as well.
+        let ops = vec![
+            txn_send_to(0, 1, 0, 1),
+            txn_send_to(0, 2, 1, 2),
+            txn_send_to(0, 3, 2, 1),
+            txn_send_to(0, 4, 3, 2),
+            commit(1),
+            commit(2),
+            poll(7, &[(0, 0, 1), (0, 1, 2), (0, 2, 3), (0, 3, 4)]),
+        ];
+        assert_eq!(
+            kinds(ops),
+            vec![
+                AnomalyKind::WriteCycle,
+                AnomalyKind::InterleavedSends,
+                AnomalyKind::InterleavedSends
+            ]
+        );
+        // Contiguous: nothing.
+        let ops = vec![
+            txn_send_to(0, 1, 0, 1),
+            txn_send_to(0, 3, 1, 1),
+            send(5, 0, 2, 2),
+            commit(1),
+            poll(7, &[(0, 0, 1), (0, 1, 3), (0, 2, 2)]),
+        ];
+        assert_eq!(kinds(ops), vec![]);
+    }
+
+    #[test]
+    fn every_class_says_what_it_means_and_only_two_are_allowed() {
+        let all = [
+            AnomalyKind::InconsistentOffsets,
+            AnomalyKind::Duplicate,
+            AnomalyKind::LostWrite,
+            AnomalyKind::Unseen,
+            AnomalyKind::AbortedRead,
+            AnomalyKind::TornTransaction,
+            AnomalyKind::NonMonotonicSend,
+            AnomalyKind::NonMonotonicPoll,
+            AnomalyKind::PollSkip,
+            AnomalyKind::WriteCycle,
+            AnomalyKind::InterleavedSends,
+        ];
+        for kind in all {
+            assert!(kind.meaning().ends_with('.'), "{kind:?}");
+        }
+        let allowed: Vec<AnomalyKind> = all.into_iter().filter(|kind| kind.allowed().is_some()).collect();
+        assert_eq!(allowed, vec![AnomalyKind::WriteCycle, AnomalyKind::InterleavedSends]);
     }
 
     #[test]

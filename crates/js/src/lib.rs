@@ -86,8 +86,24 @@ fn js_error(message: impl std::fmt::Display) -> JsError {
     JsError::new(&message.to_string())
 }
 
+/// A JavaScript value read as `T`, through its JSON text: the scenario
+/// files and links are read from JSON text too, so the readers of the
+/// engine's inputs are compiled once, not once per format (#35: the
+/// simulator's module carried a second copy of the largest of them).
 fn from_js<T: DeserializeOwned>(value: JsValue, what: &str) -> Result<T, JsError> {
-    serde_wasm_bindgen::from_value(value).map_err(|error| js_error(format!("bad {what}: {error}")))
+    let text = js_sys::JSON::stringify(&value)
+        .ok()
+        .and_then(|text| text.as_string())
+        .ok_or_else(|| js_error(format!("bad {what}: not a plain value that JSON can write")))?;
+    serde_json::from_str(&text).map_err(|error| {
+        // The position is in the JSON text made here, not in anything the
+        // caller wrote: leave it out.
+        let message = error.to_string();
+        let message = message
+            .rsplit_once(" at line ")
+            .map_or(message.as_str(), |(message, _)| message);
+        js_error(format!("bad {what}: {message}"))
+    })
 }
 
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsError> {

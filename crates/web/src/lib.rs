@@ -8,13 +8,14 @@
 pub mod app;
 pub mod cluster_model;
 pub mod cluster_panel;
-pub mod exercise_model;
 pub mod course;
 pub mod course_model;
 pub mod crash;
+pub mod exercise_model;
 pub mod export;
 pub mod host_api;
 pub mod inspector;
+pub mod jepsen_model;
 pub mod knob;
 pub mod knobs_form;
 pub mod lesson;

@@ -724,6 +724,7 @@ pub fn sequence_steps() -> Html {
         let shown: Vec<Step> = rows.iter().map(|(_, step)| step.clone()).collect();
         Callback::from(move |_: ()| mermaid(&shown.iter().collect::<Vec<_>>()))
     };
+    let jepsen = story_run.jepsen.clone();
     drop(borrowed);
     let model = Rc::new(side_model(&view, step.as_ref(), map_width));
     let groups = crate::cluster_model::describe_groups(&view);
@@ -759,6 +760,7 @@ pub fn sequence_steps() -> Html {
                 { side_map(map_box, model, step.as_ref().and_then(highlight), groups, on_action.clone()) }
             </div>
             <crate::step_parts::ForkBar brokers={brokers} forks={forks} on_action={on_action.clone()} mermaid={mermaid_source} />
+            <crate::step_parts::JepsenVerdict panel={jepsen} on_action={on_action.clone()} />
 
         </section>
     }

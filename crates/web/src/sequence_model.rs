@@ -256,11 +256,7 @@ fn may_open(file_name: &str, text: &str) -> Result<(), String> {
 
 /// The story kept for this file (or why it does not play): the first one
 /// made for the same name and text, else `made` (kept from now on).
-fn remember(
-    file_name: &str,
-    text: &str,
-    made: Result<&'static StoryDef, String>,
-) -> Result<&'static StoryDef, String> {
+fn remember(file_name: &str, text: &str, made: Result<&'static StoryDef, String>) -> Result<&'static StoryDef, String> {
     OPENED.with(|opened| {
         opened
             .borrow_mut()
@@ -377,6 +373,11 @@ pub struct StoryRun {
     pub forks: Vec<String>,
     /// The work the last play (the start, or a fork's replay) took.
     pub last_work: u64,
+    /// Jepsen's verdict on the whole run (to its end, or as far as it
+    /// played), for "What Jepsen would say about this run".
+    pub verdict: Option<kafkascope_engine::sim::jepsen::Verdict>,
+    /// The verdict as the panel shows it, linked to the steps.
+    pub jepsen: Option<crate::jepsen_model::JepsenPanel>,
 }
 
 /// Snapshots every this many events (seeking replays at most this many),
@@ -405,6 +406,8 @@ impl StoryRun {
         for input in &scenario.inputs {
             simulation.schedule(input.clone());
         }
+        // The run's history, for Jepsen's checks; the snapshots share it.
+        simulation.keep_history();
         // A large cluster's snapshots are large: space them by what an
         // event costs, so their memory stays about the same at any size.
         let interval = SNAPSHOT_INTERVAL.max(simulation.event_cost());
@@ -419,6 +422,8 @@ impl StoryRun {
             outline: Default::default(),
             forks: Vec::new(),
             last_work: 0,
+            verdict: None,
+            jepsen: None,
         };
         run.play_to_end()?;
         Ok(run)
@@ -456,6 +461,11 @@ impl StoryRun {
         self.trace = self.recording.trace().to_vec();
         self.steps = steps_of(&self.trace, &self.positions, self.story);
         self.outline = crate::story_view::Outline::of(&self.steps);
+        self.verdict = self.recording.simulation().jepsen_verdict();
+        self.jepsen = self
+            .verdict
+            .as_ref()
+            .map(|verdict| crate::jepsen_model::JepsenPanel::of(verdict, &self.steps));
         refusal.map_or(Ok(()), Err)
     }
 
@@ -2030,7 +2040,10 @@ mod tests {
         // The same file again is refused from memory: not played again, and
         // not kept a second time.
         let kept = OPENED.with(|opened| opened.borrow().len());
-        assert_eq!(custom_story("big.json", &scenario.to_string()).expect_err("still too costly"), error);
+        assert_eq!(
+            custom_story("big.json", &scenario.to_string()).expect_err("still too costly"),
+            error
+        );
         assert_eq!(OPENED.with(|opened| opened.borrow().len()), kept);
     }
 

@@ -324,3 +324,69 @@ pub fn fork_bar(props: &ForkProps) -> Html {
         </div>
     }
 }
+
+#[derive(Properties, PartialEq)]
+pub struct JepsenProps {
+    pub panel: Option<crate::jepsen_model::JepsenPanel>,
+    pub on_action: Callback<CursorAction>,
+}
+
+/// "What Jepsen would say about this run": the story's whole run judged by
+/// Jepsen's checks, each finding with a button to the step that shows it.
+/// Open when there is an anomaly to see.
+#[function_component(JepsenVerdict)]
+pub fn jepsen_verdict(props: &JepsenProps) -> Html {
+    let Some(panel) = &props.panel else { return html! {} };
+    let row = |row: &crate::jepsen_model::FindingRow, testid: &'static str| {
+        let go = row.step.map(|step| {
+            let on_action = props.on_action.clone();
+            (
+                step,
+                Callback::from(move |_: MouseEvent| on_action.emit(CursorAction::Go(step))),
+            )
+        });
+        html! {
+            <li data-testid={testid}>
+                <strong>{ row.class }</strong>{ " " }{ row.detail.clone() }{ ". " }
+                <span class="muted">{ row.meaning }</span>
+                { match go {
+                    Some((step, onclick)) => html! { <>{ " " }<button type="button" class="step-link" data-testid="jepsen-step" data-step={(step + 1).to_string()} {onclick}>{ format!("Go to step {}", step + 1) }</button></> },
+                    None => html! {},
+                } }
+            </li>
+        }
+    };
+    let more = |hidden: usize| {
+        (hidden > 0)
+            .then(|| html! { <li class="muted">{ format!("and {hidden} more") }</li> })
+            .unwrap_or_default()
+    };
+    html! {
+        <details class="jepsen" data-testid="jepsen" open={panel.finding_count > 0}
+            data-findings={panel.finding_count.to_string()} data-allowed={panel.allowed_count.to_string()}
+            data-operations={panel.operations.to_string()}>
+            <summary>{ panel.summary() }</summary>
+            <p class="muted">{ "Jepsen's Kafka test records every send with what its producer learned and every poll with what it returned, rebuilds the order each partition's log gives the records, and names what a consumer or producer should never have seen. This is its verdict on the whole of this story's run, to its end." }</p>
+            { if panel.findings.is_empty() {
+                html! { <p data-testid="jepsen-clean">{ "No anomaly: every acknowledged record that a consumer could read was read once, in order, and nothing aborted or failed was read." }</p> }
+            } else {
+                html! { <ul class="jepsen-findings">
+                    { for panel.findings.iter().map(|finding| row(finding, "jepsen-finding")) }
+                    { more(panel.hidden) }
+                </ul> }
+            } }
+            { for panel.allowed.iter().map(|allowed| html! {
+                <div class="jepsen-allowed" data-testid="jepsen-allowed">
+                    <p><strong>{ format!("Allowed by Kafka's design: {}.", allowed.class) }</strong>{ " " }{ allowed.why }</p>
+                    <ul>
+                        { for allowed.rows.iter().map(|finding| row(finding, "jepsen-allowed-finding")) }
+                        { more(allowed.hidden) }
+                    </ul>
+                </div>
+            }) }
+            { if panel.not_judged.is_empty() { html! {} } else { html! {
+                <p class="muted" data-testid="jepsen-not-judged">{ "Not judged: " }{ panel.not_judged.iter().map(|(why, count)| format!("{count} record{} {why}", if *count == 1 { "" } else { "s" })).collect::<Vec<_>>().join("; ") }{ "." }</p>
+            } } }
+        </details>
+    }
+}

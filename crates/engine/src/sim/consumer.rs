@@ -2193,8 +2193,9 @@ impl Simulation {
             self.consumer_send_commit(id);
         }
         self.consumer_send_outputs(id, &sources);
+        let next_id = self.next_trace_id();
         if let Some(recorder) = self.jepsen.as_deref_mut() {
-            recorder.poll(id, polled);
+            recorder.poll(id, polled, next_id);
         }
         let poisoned: Vec<usize> = self.consumers[id as usize]
             .in_process

@@ -1,6 +1,7 @@
 //! The fault fuzzer: random clusters under random fault schedules, checked
 //! for safety (nothing acknowledged is lost in a safe configuration, no
-//! invariant breaks) and for liveness (once every fault has healed, the
+//! invariant breaks, and Jepsen's checks over the run's history find no
+//! anomaly there: [`crate::history`]) and for liveness (once every fault has healed, the
 //! cluster acknowledges new records and every group reads everything).
 //!
 //! A case is a cluster, a seed and a schedule: faults until
@@ -692,6 +693,9 @@ impl FuzzCase {
     fn simulate(&self) -> Result<(Simulation, Verdict), String> {
         let mut simulation = Simulation::new(self.config.clone(), self.seed)?;
         simulation.set_trace_options(super::TraceOptions { messages: false });
+        if self.safe {
+            simulation.keep_history();
+        }
         for input in &self.inputs {
             simulation.schedule(input.clone());
         }
@@ -717,6 +721,18 @@ impl FuzzCase {
             operator,
             across_epoch_duplicates: super::checks::across_epoch_duplicates(&simulation),
         };
+        // Jepsen's checks over the history: in a safe cluster, any anomaly
+        // they find (what Kafka's design allows aside) is a safety failure.
+        if safe {
+            if let Some(jepsen) = simulation.jepsen_verdict() {
+                verdict.safety.extend(
+                    jepsen
+                        .findings
+                        .iter()
+                        .map(|finding| format!("Jepsen's checks: {finding}")),
+                );
+            }
+        }
         verdict.safety.truncate(10);
         verdict.liveness.truncate(10);
         Ok((simulation, verdict))
@@ -748,6 +764,7 @@ impl FuzzCase {
         ];
         if self.safe && !self.operator_acted() {
             expect.insert(0, Expectation::NoRecordsLost);
+            expect.push(Expectation::NoJepsenAnomalies);
         }
         Scenario {
             name: format!("Fuzz seed {}", self.seed),

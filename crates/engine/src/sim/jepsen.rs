@@ -18,16 +18,24 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::chunked::ChunkedVec;
 use crate::history::{check, AnomalyKind, Finding, History, Op, Outcome};
 use crate::protocol::records::RecordId;
 use crate::protocol::{ErrorCode, Offset, TopicPartition};
 
-use super::trace::{TraceKind, TransactionOutcome};
+use super::trace::{TraceId, TraceKind, TransactionOutcome};
 
 /// The history kept so far and what the recorder needs to keep it.
 #[derive(Debug, Clone, Default)]
 pub struct Recorder {
-    history: History,
+    /// The operations, each with the trace event that shows it (a poll's:
+    /// its first `Consumed`). Chunked, so a snapshot of a story's run
+    /// shares them.
+    ops: ChunkedVec<(Op, TraceId)>,
+    /// A poll whose `Consumed` event is still to come: (consumer, its op).
+    poll_pending: Option<(u32, usize)>,
+    /// The trace event being noted (where the next operation shows).
+    at: TraceId,
     /// Each transactional producer's open transaction, numbered by the
     /// recorder.
     open: BTreeMap<u32, u64>,
@@ -59,7 +67,9 @@ fn ambiguous(error: ErrorCode) -> bool {
 impl Recorder {
     /// Notes what a trace event tells the history; `transactional` says
     /// whether a producer sends in transactions.
-    pub(crate) fn note(&mut self, kind: &TraceKind, transactional: impl Fn(u32) -> bool) {
+    /// `id` is the event's place in the trace.
+    pub(crate) fn note(&mut self, kind: &TraceKind, id: TraceId, transactional: impl Fn(u32) -> bool) {
+        self.at = id;
         match kind {
             TraceKind::Acknowledged {
                 producer,
@@ -77,6 +87,16 @@ impl Recorder {
                         None => Outcome::Indeterminate,
                     };
                     self.send(*producer, partition, record, outcome, transaction);
+                }
+            }
+            TraceKind::Consumed { consumer, .. } => {
+                if let Some((polled, index)) = self.poll_pending {
+                    if polled == *consumer {
+                        if let Some(entry) = self.ops.get(index).cloned() {
+                            self.ops[index] = (entry.0, id);
+                        }
+                        self.poll_pending = None;
+                    }
                 }
             }
             TraceKind::ProduceFailed {
@@ -103,7 +123,7 @@ impl Recorder {
             }
             TraceKind::TransactionEnded { producer, outcome, .. } => {
                 if let Some(transaction) = self.open.remove(producer) {
-                    self.history.ops.push(Op::EndTransaction {
+                    self.push(Op::EndTransaction {
                         transaction,
                         committed: *outcome == TransactionOutcome::Committed,
                     });
@@ -139,20 +159,25 @@ impl Recorder {
     /// A producer's process died: a transaction it left open is aborted
     /// (by its next instance's `initTransactions()`, or by the coordinator
     /// at `transaction.timeout.ms`), never committed.
-    pub(crate) fn producer_crashed(&mut self, producer: u32) {
+    pub(crate) fn producer_crashed(&mut self, producer: u32, next_id: TraceId) {
+        self.at = next_id;
         if let Some(transaction) = self.open.remove(&producer) {
-            self.history.ops.push(Op::EndTransaction {
+            self.push(Op::EndTransaction {
                 transaction,
                 committed: false,
             });
         }
     }
 
-    /// A consumer's poll returned these records (partition, offset, record).
-    pub(crate) fn poll(&mut self, consumer: u32, records: Vec<(TopicPartition, Offset, RecordId)>) {
+    /// A consumer's poll returned these records (partition, offset,
+    /// record); `next_id` is the next trace event's place, where the poll
+    /// shows until its `Consumed` event does.
+    pub(crate) fn poll(&mut self, consumer: u32, records: Vec<(TopicPartition, Offset, RecordId)>, next_id: TraceId) {
         if records.is_empty() {
             return;
         }
+        self.at = next_id;
+        self.poll_pending = Some((consumer, self.ops.len()));
         let read = self.read.entry(consumer).or_default();
         for (partition, offset, _) in &records {
             self.first_read.entry(partition.clone()).or_insert(*offset);
@@ -160,7 +185,7 @@ impl Recorder {
                 read.insert(partition.clone());
             }
         }
-        self.history.ops.push(Op::Poll {
+        self.push(Op::Poll {
             process: consumer,
             records,
         });
@@ -182,7 +207,7 @@ impl Recorder {
         transaction: Option<u64>,
     ) {
         if self.settled.insert(record) {
-            self.history.ops.push(Op::Send {
+            self.push(Op::Send {
                 process: producer,
                 partition: partition.clone(),
                 value: record,
@@ -194,23 +219,30 @@ impl Recorder {
 
     fn reposition(&mut self, consumer: u32, partitions: Vec<TopicPartition>) {
         if !partitions.is_empty() {
-            self.history.ops.push(Op::Reposition {
+            self.push(Op::Reposition {
                 process: consumer,
                 partitions,
             });
         }
     }
 
+    fn push(&mut self, op: Op) {
+        self.ops.push((op, self.at));
+    }
+
     /// The history so far.
-    pub fn history(&self) -> &History {
-        &self.history
+    pub fn history(&self) -> History {
+        History {
+            ops: self.ops.iter().map(|(op, _)| op.clone()).collect(),
+        }
     }
 
     /// Jepsen's verdict on the history so far: `unsettled` are the records
     /// produced whose send has not ended (indeterminate, as Jepsen counts
     /// an operation that never completed).
     pub fn verdict(&self, unsettled: impl Iterator<Item = (u32, TopicPartition, RecordId)>) -> Verdict {
-        let mut history = self.history.clone();
+        let mut history = self.history();
+        let mut steps: Vec<Option<TraceId>> = self.ops.iter().map(|(_, id)| Some(*id)).collect();
         for (producer, partition, record) in unsettled {
             if !self.settled.contains(&record) {
                 history.ops.push(Op::Send {
@@ -220,6 +252,7 @@ impl Recorder {
                     outcome: Outcome::Indeterminate,
                     transaction: None,
                 });
+                steps.push(None);
             }
         }
         // A producer's sends are asynchronous and complete out of order (a
@@ -231,13 +264,17 @@ impl Recorder {
         let slots: Vec<usize> = (0..history.ops.len())
             .filter(|&index| matches!(history.ops[index], Op::Send { .. }))
             .collect();
-        let mut sends: Vec<Op> = slots.iter().map(|&index| history.ops[index].clone()).collect();
-        sends.sort_by_key(|op| match op {
+        let mut sends: Vec<(Op, Option<TraceId>)> = slots
+            .iter()
+            .map(|&index| (history.ops[index].clone(), steps[index]))
+            .collect();
+        sends.sort_by_key(|(op, _)| match op {
             Op::Send { value, .. } => *value,
             _ => 0,
         });
-        for (slot, send) in slots.into_iter().zip(sends) {
+        for (slot, (send, step)) in slots.into_iter().zip(sends) {
             history.ops[slot] = send;
+            steps[slot] = step;
         }
         let acknowledged: BTreeMap<RecordId, Offset> = history
             .ops
@@ -261,8 +298,11 @@ impl Recorder {
         };
         let mut findings = Vec::new();
         let mut not_judged = Vec::new();
+        let mut allowed = Vec::new();
         for finding in check(&history) {
-            if finding.kind == AnomalyKind::Unseen {
+            if finding.kind.allowed().is_some() {
+                allowed.push(finding);
+            } else if finding.kind == AnomalyKind::Unseen {
                 not_judged.push((finding, NotJudged::NoFinalRead));
             } else if finding.kind == AnomalyKind::LostWrite && before_first_read(&finding) {
                 not_judged.push((finding, NotJudged::BeforeFirstRead));
@@ -278,6 +318,8 @@ impl Recorder {
             operations: history.ops.len(),
             findings,
             not_judged,
+            allowed,
+            steps,
         }
     }
 }
@@ -320,6 +362,19 @@ pub struct Verdict {
     pub findings: Vec<Finding>,
     /// Findings the verdict leaves out, and why.
     pub not_judged: Vec<(Finding, NotJudged)>,
+    /// What Kafka's design allows ([`AnomalyKind::allowed`] says why):
+    /// reported, not counted against the run.
+    pub allowed: Vec<Finding>,
+    /// The trace event that shows each operation of the judged history
+    /// (`None`: a send still under way when the verdict was taken).
+    steps: Vec<Option<TraceId>>,
+}
+
+impl Verdict {
+    /// The trace event that shows `finding`'s operation, if it has one.
+    pub fn trace_id(&self, finding: &Finding) -> Option<TraceId> {
+        self.steps.get(finding.op?).copied().flatten()
+    }
 }
 
 impl std::fmt::Display for Verdict {
@@ -352,6 +407,13 @@ impl std::fmt::Display for Verdict {
         }
         for (why, count) in left_out {
             write!(formatter, "; not judged: {count} {why}")?;
+        }
+        let mut allowed: BTreeMap<AnomalyKind, usize> = BTreeMap::new();
+        for finding in &self.allowed {
+            *allowed.entry(finding.kind).or_default() += 1;
+        }
+        for (kind, count) in allowed {
+            write!(formatter, "; allowed by Kafka's design: {} {count}", kind.name())?;
         }
         Ok(())
     }

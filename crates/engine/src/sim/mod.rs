@@ -810,7 +810,7 @@ impl Simulation {
             return id;
         }
         self.highlights.note(self.now, &kind);
-        self.note_history(&kind);
+        self.note_history(&kind, id);
         self.trace.push(TraceEvent {
             id,
             time: self.now,
@@ -841,14 +841,19 @@ impl Simulation {
     }
 
     /// The history the run keeps for Jepsen's checks, if any.
-    pub fn jepsen_history(&self) -> Option<&crate::history::History> {
+    pub fn jepsen_history(&self) -> Option<crate::history::History> {
         self.jepsen.as_deref().map(jepsen::Recorder::history)
     }
 
-    fn note_history(&mut self, kind: &TraceKind) {
+    /// The place the next trace event will take.
+    pub(crate) fn next_trace_id(&self) -> TraceId {
+        self.trace_base + self.trace.len() as TraceId
+    }
+
+    fn note_history(&mut self, kind: &TraceKind, id: TraceId) {
         if let Some(recorder) = self.jepsen.as_deref_mut() {
             let producers = &self.producers;
-            recorder.note(kind, |producer| {
+            recorder.note(kind, id, |producer| {
                 producers
                     .get(producer as usize)
                     .is_some_and(|producer| producer.config.transactional_id.is_some())
@@ -860,7 +865,7 @@ impl Simulation {
     pub(crate) fn record_caused(&mut self, cause: Option<TraceId>, kind: TraceKind) -> TraceId {
         let id = self.trace_base + self.trace.len() as TraceId;
         self.highlights.note(self.now, &kind);
-        self.note_history(&kind);
+        self.note_history(&kind, id);
         self.trace.push(TraceEvent {
             id,
             time: self.now,

@@ -329,6 +329,30 @@ pub enum Expectation {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         at_most: Option<u64>,
     },
+    /// Jepsen's checks over the run's history find no anomaly (what Kafka's
+    /// design allows, and what they leave unjudged, aside).
+    NoJepsenAnomalies,
+    /// Jepsen's checks find at least this many anomalies of this class (or,
+    /// for a class Kafka allows, report it at least this many times).
+    #[serde(rename_all = "camelCase")]
+    JepsenAnomaly {
+        /// The class, as `lostWrite`, `abortedRead`, `writeCycle`.
+        anomaly: crate::history::AnomalyKind,
+        /// The minimum (1 if not given).
+        #[serde(default = "one")]
+        at_least: u64,
+    },
+}
+
+fn one() -> u64 {
+    1
+}
+
+impl Expectation {
+    /// Whether checking it needs the run's history for Jepsen's checks.
+    pub fn needs_history(&self) -> bool {
+        matches!(self, Expectation::NoJepsenAnomalies | Expectation::JepsenAnomaly { .. })
+    }
 }
 
 /// The result of playing a scenario.
@@ -488,7 +512,7 @@ impl Scenario {
         self.check_limits().map_err(|error| error.to_string())?;
         let mut facts = TraceFacts::default();
         let mut simulation = Simulation::new(self.config.clone(), self.seed)?;
-        if history {
+        if history || self.expect.iter().any(Expectation::needs_history) {
             simulation.keep_history();
         }
         for input in &self.inputs {
@@ -809,6 +833,28 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
                 )
             })
         }
+        Expectation::NoJepsenAnomalies => match simulation.jepsen_verdict() {
+            None => Some("the run kept no history for Jepsen's checks".to_string()),
+            Some(verdict) if verdict.findings.is_empty() => None,
+            Some(verdict) => Some(format!("expected no anomaly from Jepsen's checks, but: {verdict}")),
+        },
+        Expectation::JepsenAnomaly { anomaly, at_least } => match simulation.jepsen_verdict() {
+            None => Some("the run kept no history for Jepsen's checks".to_string()),
+            Some(verdict) => {
+                let count = verdict
+                    .findings
+                    .iter()
+                    .chain(&verdict.allowed)
+                    .filter(|finding| finding.kind == *anomaly)
+                    .count() as u64;
+                (count < *at_least).then(|| {
+                    format!(
+                        "expected Jepsen's checks to find at least {at_least} {}, but they found {count} ({verdict})",
+                        anomaly.name()
+                    )
+                })
+            }
+        },
         Expectation::HangingTransactions { at_least, at_most } => {
             let hanging = super::checks::hanging_transactions(simulation);
             let count = hanging.len() as u64;

@@ -2,9 +2,10 @@
 //! history a run keeps, and the verdict on it, for scenarios whose
 //! anomaly (or its absence) is known.
 
-use kafkascope_engine::history::AnomalyKind;
+use kafkascope_engine::history::{AnomalyKind, Finding};
 use kafkascope_engine::sim::jepsen::{NotJudged, Verdict};
-use kafkascope_engine::sim::scenario::Scenario;
+use kafkascope_engine::sim::scenario::{Outcome, Scenario};
+use kafkascope_engine::sim::trace::TraceKind;
 
 fn scenario(path: &str) -> Scenario {
     let text =
@@ -30,7 +31,10 @@ fn keeping_the_history_changes_nothing_in_the_run() {
         "exactly-once-consume-transform-produce.json",
         "rebalance-storm.json",
     ] {
-        let plain = scenario(path).run().expect("plays");
+        // Without the expectations that need the history.
+        let mut without = scenario(path);
+        without.expect.retain(|expectation| !expectation.needs_history());
+        let plain = without.run().expect("plays");
         let judged = scenario(path).run_with_history().expect("plays");
         assert_eq!(plain.simulation.trace_hash(), judged.simulation.trace_hash(), "{path}");
         assert!(plain.simulation.jepsen_verdict().is_none());
@@ -147,4 +151,112 @@ fn safe_fuzz_cases_give_jepsens_checks_nothing_to_find() {
         .filter_map(|(seed, finding)| finding.map(|finding| format!("seed {seed}: {finding}")))
         .collect();
     assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// Two transactional producers writing the same two partitions at once,
+/// in opposite orders, and one of them again after the other: the logs
+/// order the transactions one way in one partition and the other way in
+/// the other (a write cycle, G0) and put one's record between two of the
+/// other's (interleaved sends). Kafka's transactions allow both; the
+/// verdict labels them allowed and finds no anomaly.
+#[test]
+fn concurrent_transactions_show_what_kafka_allows_and_nothing_else() {
+    let produce = |at: u64, producer: u32, key: &str| {
+        format!(
+            r#"{{ "atMs": {at}, "input": {{ "type": "produce", "producer": {producer}, "key": "{key}", "count": 1 }} }}"#
+        )
+    };
+    let commit = |at: u64, producer: u32| {
+        format!(r#"{{ "atMs": {at}, "input": {{ "type": "commitTransaction", "producer": {producer} }} }}"#)
+    };
+    let inputs = [
+        // Each producer's first transaction finds its coordinator and its id.
+        produce(1000, 0, "carol"),
+        produce(1000, 1, "carol"),
+        commit(2000, 0),
+        commit(2000, 1),
+        produce(5000, 0, "alice"),
+        produce(5000, 1, "bob"),
+        produce(5100, 1, "alice"),
+        produce(5100, 0, "bob"),
+        produce(5200, 0, "alice"),
+        commit(6000, 0),
+        commit(6000, 1),
+    ]
+    .join(",\n");
+    let text = format!(
+        r#"{{
+  "name": "two transactions at once", "description": "", "seed": 3,
+  "config": {{
+    "brokers": 3,
+    "topics": [{{ "name": "payments", "partitions": 2, "replicationFactor": 3, "minInsyncReplicas": 2 }}],
+    "producers": [
+      {{ "topic": "payments", "acks": "all", "transactionalId": "tx-a" }},
+      {{ "topic": "payments", "acks": "all", "transactionalId": "tx-b" }}
+    ],
+    "consumers": [{{ "group": "ledger", "topics": ["payments"], "autoOffsetReset": "earliest", "isolationLevel": "read_committed" }}]
+  }},
+  "inputs": [{inputs}],
+  "runUntilMs": 20000,
+  "expect": [
+    {{ "type": "noRecordsLost" }},
+    {{ "type": "noJepsenAnomalies" }},
+    {{ "type": "jepsenAnomaly", "anomaly": "writeCycle" }},
+    {{ "type": "jepsenAnomaly", "anomaly": "interleavedSends" }}
+  ]
+}}"#
+    );
+    let scenario = Scenario::from_json(&text).expect("parses");
+    let outcome = scenario.run().expect("plays");
+    let verdict = outcome
+        .simulation
+        .jepsen_verdict()
+        .expect("its expectations keep the history");
+    assert!(
+        outcome.failures.is_empty(),
+        "{:?}\n{verdict}\n{:#?}",
+        outcome.failures,
+        outcome.simulation.jepsen_history()
+    );
+    assert!(verdict.findings.is_empty(), "{verdict}");
+    let allowed: Vec<AnomalyKind> = verdict.allowed.iter().map(|finding| finding.kind).collect();
+    assert!(allowed.contains(&AnomalyKind::WriteCycle), "{verdict}");
+    assert!(allowed.contains(&AnomalyKind::InterleavedSends), "{verdict}");
+    assert!(
+        verdict
+            .to_string()
+            .contains("allowed by Kafka's design: write cycle (G0) "),
+        "{verdict}"
+    );
+    // Each allowed finding points at the trace event of a send.
+    for finding in &verdict.allowed {
+        assert!(
+            matches!(event_of(&outcome, &verdict, finding), TraceKind::Acknowledged { .. }),
+            "{finding}"
+        );
+    }
+}
+
+/// The trace event a finding points at.
+fn event_of<'a>(outcome: &'a Outcome, verdict: &Verdict, finding: &Finding) -> &'a TraceKind {
+    let id = verdict.trace_id(finding).expect("a step");
+    let event = outcome.simulation.trace().iter().find(|event| event.id == id);
+    &event.expect("in the trace").kind
+}
+
+/// Every finding of a run points at the trace event of its operation: an
+/// aborted read at the `Consumed` step that read it.
+#[test]
+fn each_finding_points_at_its_step() {
+    let outcome = scenario("without-verification-a-late-write-joins-the-next-transaction.json")
+        .run_with_history()
+        .expect("plays");
+    let verdict = outcome.simulation.jepsen_verdict().expect("kept");
+    assert!(!verdict.findings.is_empty());
+    for finding in &verdict.findings {
+        assert!(
+            matches!(event_of(&outcome, &verdict, finding), TraceKind::Consumed { .. }),
+            "{finding}"
+        );
+    }
 }
