@@ -6,7 +6,7 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { launch, openApp, showView, withSimulator, screenshotPath, showTool } = require('./browser.cjs');
+const { launch, openApp, showView, withSimulator, screenshotPath, showTool, seriousViolations } = require('./browser.cjs');
 
 // The live cluster section (the sequence steps section draws a map too).
 const live = (page) => page.getByTestId('cluster');
@@ -220,6 +220,13 @@ test('a lost produce response: a retry writes the batch twice without enable.ide
     await live(page).getByTestId('cluster-produce').click();
     await live(page).getByTestId('cluster-run-10s').click();
   };
+  // Jepsen's checks on the run so far: nothing to say yet.
+  const jepsen = live(page).getByTestId('jepsen-tool');
+  await showTool(page, 'jepsen');
+  assert.equal(await jepsen.getByTestId('jepsen-check').innerText(), 'Check the run so far');
+  await jepsen.getByTestId('jepsen-check').click();
+  assert.match(await jepsen.locator('summary').innerText(), /^What Jepsen would say about this run: no anomaly in \d+ operations$/);
+  assert.match(await jepsen.innerText(), /from its start to t = 10\d\d\d ms/);
   // Off: the leader cannot tell the retry from new records.
   await showTool(page, 'knobs');
   await live(page).getByTestId('knob-idempotence').uncheck();
@@ -227,6 +234,16 @@ test('a lost produce response: a retry writes the batch twice without enable.ide
   await loseAndProduce();
   const twice = await again();
   assert.ok(twice > 0, 'the group processed the retried records twice');
+  // Checked again, Jepsen names the duplicates, when they were written.
+  await showTool(page, 'jepsen');
+  assert.equal(await jepsen.getByTestId('jepsen-check').innerText(), 'Check again');
+  await jepsen.getByTestId('jepsen-check').click();
+  assert.match(await jepsen.locator('summary').innerText(), /^What Jepsen would say about this run: duplicate × \d+ in \d+ operations$/);
+  assert.match(await jepsen.getByTestId('jepsen-finding').first().innerText(), /^duplicate on orders-\d+: records? #\d+.*\. One record was written to the log twice, at two offsets\. \(at \d+ ms\)$/);
+  const check = await jepsen.getByTestId('jepsen-check').boundingBox();
+  assert.ok(check.width >= 44 && check.height >= 44, `the check button is ${check.width}×${check.height} px`);
+  await jepsen.screenshot({ path: screenshotPath('map-jepsen-duplicates') });
+  assert.deepEqual(await seriousViolations(page), []);
   await showTool(page, 'recent');
   assert.match(await live(page).getByTestId('recent-events').innerText(), /lose the next produce response to producer-0/);
   // Kafka refuses idempotence with acks=1, and says why.

@@ -46,6 +46,11 @@ pub const MAX_RUN_MS: u64 = 7 * 24 * 60 * 60 * 1_000;
 pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
 /// Trace events the JavaScript API keeps for `trace()` (the oldest go).
 pub const MAX_TRACE_KEPT: usize = 200_000;
+/// Operations a run's history keeps for Jepsen's checks
+/// ([`crate::sim::Simulation::keep_history`]): a run that goes past them
+/// is judged on its first operations, and its verdict says so. (Each is a
+/// few dozen bytes; a poll holds its records too.)
+pub const MAX_HISTORY_OPERATIONS: usize = 1_000_000;
 
 /// Work a story (a shipped one, a scenario file, `?scenario=`) may take
 /// to play, in events × [`crate::sim::Simulation::event_cost`]: the

@@ -302,7 +302,7 @@ pub fn cluster_panel() -> Html {
                     <KnobsForm values={KnobValues::of(&view, &config)} setup={setup.clone()} knob_error={knob_error.clone()} {refusals}
                         dispatch={dispatch_callback.clone()} />
                 }) }
-                { tool_panels(&tool_tab, tools, dispatch_callback.reform(|_: MouseEvent| Action::Compare), exports) }
+                { tool_panels(&tool_tab, tools, dispatch_callback.clone(), exports) }
             </div>
         </section>
     }
@@ -712,6 +712,8 @@ struct ToolData {
     comparison: Option<Result<Vec<crate::cluster_model::ProtocolRun>, String>>,
     /// Each group's total LAG as kafka-consumer-groups shows it.
     kafka_lag: std::collections::BTreeMap<String, String>,
+    /// Jepsen's verdict on the run, as last checked.
+    jepsen: Option<crate::jepsen_model::JepsenPanel>,
 }
 
 impl ToolData {
@@ -725,6 +727,7 @@ impl ToolData {
             quorum: describe_quorum(view),
             comparison: current.comparison().cloned(),
             kafka_lag: crate::cluster_model::group_lags(&describe_groups(view)),
+            jepsen: current.jepsen().cloned(),
         }
     }
 }
@@ -740,7 +743,7 @@ struct ExportCallbacks {
 fn tool_panels(
     tool_tab: &UseStateHandle<&'static str>,
     tools: ToolData,
-    on_compare: Callback<MouseEvent>,
+    dispatch: Callback<Action>,
     exports: ExportCallbacks,
 ) -> Html {
     let ToolData {
@@ -752,6 +755,7 @@ fn tool_panels(
         quorum,
         comparison,
         kafka_lag,
+        jepsen,
     } = tools;
     let shown = **tool_tab;
     let save = |name: &'static str, text: fn(&Session) -> String| {
@@ -774,7 +778,10 @@ fn tool_panels(
             <TabPanel id={TOOL_GROUPS} selected={shown == TOOL_GROUPS}><GroupsTool {groups} /></TabPanel>
             <TabPanel id={TOOL_LEDGER} selected={shown == TOOL_LEDGER}><LedgerTool {ledger} /></TabPanel>
             <TabPanel id={TOOL_QUORUM} selected={shown == TOOL_QUORUM}><QuorumTool {quorum} /></TabPanel>
-            <TabPanel id={TOOL_COMPARE} selected={shown == TOOL_COMPARE}><Comparison runs={comparison} on_run={on_compare} /></TabPanel>
+            <TabPanel id={TOOL_COMPARE} selected={shown == TOOL_COMPARE}><Comparison runs={comparison} on_run={dispatch.reform(|_: MouseEvent| Action::Compare)} /></TabPanel>
+            <TabPanel id={TOOL_JEPSEN} selected={shown == TOOL_JEPSEN}>
+                <crate::map_tools::JepsenTool panel={jepsen} on_check={dispatch.reform(|_: MouseEvent| Action::CheckJepsen)} />
+            </TabPanel>
             <TabPanel id={TOOL_EXPORT} selected={shown == TOOL_EXPORT}>
                 <ExportTool mermaid={exports.mermaid.clone()} on_svg={Callback::from(|()| download_svg())}
                     on_scenario={save("kafkascope-run.json", Session::scenario_json)}
@@ -1023,6 +1030,7 @@ const TOOL_GROUPS: &str = "groups";
 const TOOL_LEDGER: &str = "ledger";
 const TOOL_QUORUM: &str = "quorum";
 const TOOL_COMPARE: &str = "compare";
+const TOOL_JEPSEN: &str = "jepsen";
 const TOOL_EXPORT: &str = "export";
 
 /// The tools under the map, each a tab: what just happened, then the
@@ -1036,6 +1044,7 @@ fn tool_tabs() -> Vec<Tab> {
         (TOOL_LEDGER, "Each record's fate"),
         (TOOL_QUORUM, "kafka-metadata-quorum"),
         (TOOL_COMPARE, "Compare protocols"),
+        (TOOL_JEPSEN, "Jepsen's checks"),
         (TOOL_EXPORT, "Export"),
     ]
     .into_iter()

@@ -1,9 +1,11 @@
-//! "What Jepsen would say about this run": the story's whole run judged by
-//! Jepsen's Kafka checks (`kafkascope_engine::history`), as the Stories
-//! view shows it beside the steps. The one reducer of that panel, tested
+//! "What Jepsen would say about this run": a run judged by Jepsen's Kafka
+//! checks (`kafkascope_engine::history`), as the Stories view shows it
+//! beside the steps (a story's whole run) and the map's "Jepsen's checks"
+//! tool (the live run so far). The one reducer of that panel, tested
 //! natively: each finding with its class, what the class means, where, the
-//! records involved and the step that shows it; the classes Kafka's design
-//! allows, with why; what the checks leave unjudged, with why.
+//! records involved, when, and (in a story) the step that shows it; the
+//! classes Kafka's design allows, with why; what the checks leave
+//! unjudged, with why.
 
 use std::collections::BTreeMap;
 
@@ -27,6 +29,8 @@ pub struct FindingRow {
     pub detail: String,
     /// The step that shows it (its index in the story's steps).
     pub step: Option<usize>,
+    /// When it happened (virtual ms).
+    pub at_ms: Option<u64>,
 }
 
 /// A class Kafka's design allows, as the panel lists it.
@@ -45,6 +49,10 @@ pub struct Allowed {
 /// The panel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JepsenPanel {
+    /// What run the verdict is on, in a sentence.
+    pub scope: String,
+    /// Whether the history held the whole run (else the first part of it).
+    pub complete: bool,
     /// Operations judged (sends, polls, transaction ends, repositions).
     pub operations: usize,
     /// The headline: "no anomaly" or the classes with their counts.
@@ -67,11 +75,31 @@ pub struct JepsenPanel {
 impl JepsenPanel {
     /// The panel for `verdict` over a story whose steps are `steps`.
     pub fn of(verdict: &Verdict, steps: &[Step]) -> JepsenPanel {
+        JepsenPanel::build(
+            verdict,
+            &|id| step_at(steps, id),
+            "This is its verdict on the whole of this story's run, to its end.".to_string(),
+        )
+    }
+
+    /// The panel for `verdict` over the live map's run, taken at `at_ms`.
+    pub fn live(verdict: &Verdict, at_ms: u64) -> JepsenPanel {
+        JepsenPanel::build(
+            verdict,
+            &|_| None,
+            format!(
+                "This is its verdict on this run from its start to t = {at_ms} ms. The run goes on: check again to include what has happened since."
+            ),
+        )
+    }
+
+    fn build(verdict: &Verdict, step_of: &dyn Fn(u64) -> Option<usize>, scope: String) -> JepsenPanel {
         let row = |finding: &Finding| FindingRow {
             class: finding.kind.name(),
             meaning: finding.kind.meaning(),
             detail: records_on(&finding.partition.to_string(), &finding.values),
-            step: verdict.trace_id(finding).and_then(|id| step_at(steps, id)),
+            step: verdict.trace_id(finding).and_then(step_of),
+            at_ms: verdict.time_of(finding),
         };
         // Findings of one class on one partition shown by one step are one
         // row ("records #0–#4"), not one row each.
@@ -126,6 +154,8 @@ impl JepsenPanel {
         }
         let (findings, hidden) = rows(&mut verdict.findings.iter());
         JepsenPanel {
+            scope,
+            complete: verdict.complete,
             operations: verdict.operations,
             headline,
             findings,
@@ -251,6 +281,27 @@ mod tests {
             assert_eq!(allowed.hidden, 0);
             assert!(allowed.rows.iter().all(|row| row.step.is_some()), "{allowed:?}");
         }
+    }
+
+    #[test]
+    fn the_live_run_is_judged_to_a_moment_with_times_and_no_steps() {
+        let story = stories()
+            .iter()
+            .find(|story| story.id == "idempotent-producer")
+            .expect("a story");
+        let run = StoryRun::start(story).expect("plays");
+        let verdict = run.verdict.clone().expect("kept");
+        let panel = JepsenPanel::live(&verdict, 12_345);
+        assert!(panel
+            .scope
+            .starts_with("This is its verdict on this run from its start to t = 12345 ms."));
+        assert!(panel.complete);
+        let row = &panel.findings[0];
+        assert_eq!(row.step, None);
+        // The time of the step the story links to.
+        let linked = JepsenPanel::of(&verdict, &run.steps);
+        let step = &run.steps[linked.findings[0].step.expect("a step")];
+        assert_eq!(row.at_ms, Some(step.time));
     }
 
     #[test]

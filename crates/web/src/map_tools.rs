@@ -268,3 +268,25 @@ pub fn export_tool(props: &ExportToolProps) -> Html {
         </div>
     }
 }
+
+/// The properties of [`JepsenTool`].
+#[derive(Properties, PartialEq)]
+pub struct JepsenToolProps {
+    pub panel: Option<crate::jepsen_model::JepsenPanel>,
+    pub on_check: Callback<MouseEvent>,
+}
+
+/// Jepsen's checks on the live run: a button that judges the run so far,
+/// and the verdict as the Stories view shows one (with times for steps).
+#[function_component(JepsenTool)]
+pub fn jepsen_tool(props: &JepsenToolProps) -> Html {
+    html! {
+        <div class="jepsen-tool" data-testid="jepsen-tool">
+            <p>{ "The map keeps the run's history as Jepsen's Kafka test does: every send with what its producer learned, every poll with what it returned. Kill brokers, cut links or turn knobs, then ask what Jepsen would say." }</p>
+            <button type="button" class="step-link" data-testid="jepsen-check" onclick={props.on_check.clone()}>
+                { if props.panel.is_some() { "Check again" } else { "Check the run so far" } }
+            </button>
+            <crate::step_parts::JepsenVerdict panel={props.panel.clone()} on_action={Callback::noop()} open={true} />
+        </div>
+    }
+}

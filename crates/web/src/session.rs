@@ -312,6 +312,8 @@ pub enum Action {
     /// Run the side-by-side comparison of rebalance protocols on the
     /// current shape (eager, cooperative, KIP-848; the same fault).
     Compare,
+    /// Judge the run so far with Jepsen's checks.
+    CheckJepsen,
 }
 
 /// The live map's state.
@@ -337,6 +339,8 @@ pub struct Session {
     lag: crate::cluster_model::LagHistory,
     /// The last side-by-side comparison, or why it could not run.
     comparison: Option<Result<Vec<crate::cluster_model::ProtocolRun>, String>>,
+    /// Jepsen's verdict on the run, as last checked.
+    jepsen: Option<crate::jepsen_model::JepsenPanel>,
     /// A time skip under way: (virtual time it started at, where it ends).
     skip: Option<(u64, u64)>,
     /// The run link the map opened with, while it replays.
@@ -389,11 +393,16 @@ pub fn replay_progress(done: u64, total: u64) -> String {
 /// between slices, so it stays responsive and shows the skip's progress.
 pub const SKIP_SLICE_MS: u64 = 60_000;
 
+/// Operations the live map's history keeps for Jepsen's checks (a run
+/// that goes on past them is judged on its first part, and says so):
+/// hours of the steady stream, a few dozen megabytes at most.
+pub const MAP_HISTORY_OPERATIONS: usize = 200_000;
+
 impl Session {
     /// A session on `config` (falls back to the default cluster if the
     /// config cannot start).
     pub fn new(config: ClusterConfig, seed: u64) -> Session {
-        let (config, simulation, seed) = match Simulation::new(config.clone(), seed) {
+        let (config, mut simulation, seed) = match Simulation::new(config.clone(), seed) {
             Ok(simulation) => (config, simulation, seed),
             Err(_) => {
                 let simulation = Simulation::new(default_config(), DEFAULT_SEED)
@@ -401,6 +410,7 @@ impl Session {
                 (default_config(), simulation, DEFAULT_SEED)
             }
         };
+        simulation.keep_history_up_to(MAP_HISTORY_OPERATIONS);
         Session {
             config,
             simulation,
@@ -421,6 +431,7 @@ impl Session {
             refusals: 0,
             lag: crate::cluster_model::LagHistory::default(),
             comparison: None,
+            jepsen: None,
             seed,
             log: Vec::new(),
         }
@@ -445,8 +456,9 @@ impl Session {
     /// progress and answers a Stop in between), or why it cannot open.
     pub fn from_link(text: &str) -> Result<Session, String> {
         let run = crate::share::decode(text)?;
-        let simulation = Simulation::new(run.config.clone(), run.seed)
+        let mut simulation = Simulation::new(run.config.clone(), run.seed)
             .map_err(|error| format!("this run link's cluster cannot start: {error}"))?;
+        simulation.keep_history_up_to(MAP_HISTORY_OPERATIONS);
         let replay = crate::share::Replay::start(&simulation, run)?;
         let mut session = Session::new(default_config(), DEFAULT_SEED);
         session.simulation = simulation;
@@ -552,6 +564,11 @@ impl Session {
         });
     }
 
+    /// Jepsen's verdict on the run, as last checked ([`Action::CheckJepsen`]).
+    pub fn jepsen(&self) -> Option<&crate::jepsen_model::JepsenPanel> {
+        self.jepsen.as_ref()
+    }
+
     /// The last side-by-side comparison of rebalance protocols.
     pub fn comparison(&self) -> Option<&Result<Vec<crate::cluster_model::ProtocolRun>, String>> {
         self.comparison.as_ref()
@@ -635,6 +652,12 @@ impl Session {
                     COMPARE_CHART_W,
                     COMPARE_CHART_H,
                 ));
+            }
+            Action::CheckJepsen => {
+                self.jepsen = self
+                    .simulation
+                    .jepsen_verdict()
+                    .map(|verdict| crate::jepsen_model::JepsenPanel::live(&verdict, self.simulation.now()));
             }
             Action::ApplySetup => match setup_config(&self.setup) {
                 Ok(config) => {
@@ -906,6 +929,7 @@ impl Session {
             | Action::ApplySetup
             | Action::Reset
             | Action::Compare
+            | Action::CheckJepsen
             | Action::Select(_) => {}
         }
     }

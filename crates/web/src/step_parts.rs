@@ -329,11 +329,14 @@ pub fn fork_bar(props: &ForkProps) -> Html {
 pub struct JepsenProps {
     pub panel: Option<crate::jepsen_model::JepsenPanel>,
     pub on_action: Callback<CursorAction>,
+    /// Always open (the map's tool, where it is the whole tab).
+    #[prop_or_default]
+    pub open: bool,
 }
 
-/// "What Jepsen would say about this run": the story's whole run judged by
-/// Jepsen's checks, each finding with a button to the step that shows it.
-/// Open when there is an anomaly to see.
+/// "What Jepsen would say about this run": a run judged by Jepsen's checks,
+/// each finding with a button to the step that shows it (in a story) or
+/// its time (on the map). Open when there is an anomaly to see.
 #[function_component(JepsenVerdict)]
 pub fn jepsen_verdict(props: &JepsenProps) -> Html {
     let Some(panel) = &props.panel else { return html! {} };
@@ -349,9 +352,10 @@ pub fn jepsen_verdict(props: &JepsenProps) -> Html {
             <li data-testid={testid}>
                 <strong>{ row.class }</strong>{ " " }{ row.detail.clone() }{ ". " }
                 <span class="muted">{ row.meaning }</span>
-                { match go {
-                    Some((step, onclick)) => html! { <>{ " " }<button type="button" class="step-link" data-testid="jepsen-step" data-step={(step + 1).to_string()} {onclick}>{ format!("Go to step {}", step + 1) }</button></> },
-                    None => html! {},
+                { match (go, row.at_ms) {
+                    (Some((step, onclick)), _) => html! { <>{ " " }<button type="button" class="step-link" data-testid="jepsen-step" data-step={(step + 1).to_string()} {onclick}>{ format!("Go to step {}", step + 1) }</button></> },
+                    (None, Some(at_ms)) => html! { <span class="muted" data-testid="jepsen-time">{ format!(" (at {at_ms} ms)") }</span> },
+                    (None, None) => html! {},
                 } }
             </li>
         }
@@ -362,11 +366,14 @@ pub fn jepsen_verdict(props: &JepsenProps) -> Html {
             .unwrap_or_default()
     };
     html! {
-        <details class="jepsen" data-testid="jepsen" open={panel.finding_count > 0}
+        <details class="jepsen" data-testid="jepsen" open={props.open || panel.finding_count > 0}
             data-findings={panel.finding_count.to_string()} data-allowed={panel.allowed_count.to_string()}
             data-operations={panel.operations.to_string()}>
             <summary>{ panel.summary() }</summary>
-            <p class="muted">{ "Jepsen's Kafka test records every send with what its producer learned and every poll with what it returned, rebuilds the order each partition's log gives the records, and names what a consumer or producer should never have seen. This is its verdict on the whole of this story's run, to its end." }</p>
+            <p class="muted">{ "Jepsen's Kafka test records every send with what its producer learned and every poll with what it returned, rebuilds the order each partition's log gives the records, and names what a consumer or producer should never have seen. " }{ panel.scope.clone() }</p>
+            { if panel.complete { html! {} } else { html! {
+                <p class="muted" data-testid="jepsen-partial">{ "The run's history stopped at its limit, so this judges the first part of the run only." }</p>
+            } } }
             { if panel.findings.is_empty() {
                 html! { <p data-testid="jepsen-clean">{ "No anomaly: every acknowledged record that a consumer could read was read once, in order, and nothing aborted or failed was read." }</p> }
             } else {

@@ -2195,7 +2195,7 @@ impl Simulation {
         self.consumer_send_outputs(id, &sources);
         let next_id = self.next_trace_id();
         if let Some(recorder) = self.jepsen.as_deref_mut() {
-            recorder.poll(id, polled, next_id);
+            recorder.poll(id, polled, next_id, now);
         }
         let poisoned: Vec<usize> = self.consumers[id as usize]
             .in_process

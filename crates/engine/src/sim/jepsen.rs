@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::chunked::ChunkedVec;
 use crate::history::{check, AnomalyKind, Finding, History, Op, Outcome};
 use crate::protocol::records::RecordId;
-use crate::protocol::{ErrorCode, Offset, TopicPartition};
+use crate::protocol::{ErrorCode, Offset, Time, TopicPartition};
 
 use super::trace::{TraceId, TraceKind, TransactionOutcome};
 
@@ -29,13 +29,20 @@ use super::trace::{TraceId, TraceKind, TransactionOutcome};
 #[derive(Debug, Clone, Default)]
 pub struct Recorder {
     /// The operations, each with the trace event that shows it (a poll's:
-    /// its first `Consumed`). Chunked, so a snapshot of a story's run
-    /// shares them.
-    ops: ChunkedVec<(Op, TraceId)>,
+    /// its first `Consumed`) and its time. Chunked, so a snapshot of a
+    /// story's run shares them.
+    ops: ChunkedVec<(Op, TraceId, Time)>,
+    /// How many operations to keep; past it only transaction ends are
+    /// kept (so the transactions already seen end as they did).
+    limit: usize,
+    /// Whether an operation was left out for the limit.
+    full: bool,
     /// A poll whose `Consumed` event is still to come: (consumer, its op).
     poll_pending: Option<(u32, usize)>,
-    /// The trace event being noted (where the next operation shows).
+    /// The trace event being noted (where the next operation shows), and
+    /// its time.
     at: TraceId,
+    now: Time,
     /// Each transactional producer's open transaction, numbered by the
     /// recorder.
     open: BTreeMap<u32, u64>,
@@ -67,9 +74,10 @@ fn ambiguous(error: ErrorCode) -> bool {
 impl Recorder {
     /// Notes what a trace event tells the history; `transactional` says
     /// whether a producer sends in transactions.
-    /// `id` is the event's place in the trace.
-    pub(crate) fn note(&mut self, kind: &TraceKind, id: TraceId, transactional: impl Fn(u32) -> bool) {
+    /// `id` is the event's place in the trace, `now` its time.
+    pub(crate) fn note(&mut self, kind: &TraceKind, id: TraceId, now: Time, transactional: impl Fn(u32) -> bool) {
         self.at = id;
+        self.now = now;
         match kind {
             TraceKind::Acknowledged {
                 producer,
@@ -93,7 +101,7 @@ impl Recorder {
                 if let Some((polled, index)) = self.poll_pending {
                     if polled == *consumer {
                         if let Some(entry) = self.ops.get(index).cloned() {
-                            self.ops[index] = (entry.0, id);
+                            self.ops[index] = (entry.0, id, now);
                         }
                         self.poll_pending = None;
                     }
@@ -159,8 +167,9 @@ impl Recorder {
     /// A producer's process died: a transaction it left open is aborted
     /// (by its next instance's `initTransactions()`, or by the coordinator
     /// at `transaction.timeout.ms`), never committed.
-    pub(crate) fn producer_crashed(&mut self, producer: u32, next_id: TraceId) {
+    pub(crate) fn producer_crashed(&mut self, producer: u32, next_id: TraceId, now: Time) {
         self.at = next_id;
+        self.now = now;
         if let Some(transaction) = self.open.remove(&producer) {
             self.push(Op::EndTransaction {
                 transaction,
@@ -172,11 +181,18 @@ impl Recorder {
     /// A consumer's poll returned these records (partition, offset,
     /// record); `next_id` is the next trace event's place, where the poll
     /// shows until its `Consumed` event does.
-    pub(crate) fn poll(&mut self, consumer: u32, records: Vec<(TopicPartition, Offset, RecordId)>, next_id: TraceId) {
+    pub(crate) fn poll(
+        &mut self,
+        consumer: u32,
+        records: Vec<(TopicPartition, Offset, RecordId)>,
+        next_id: TraceId,
+        now: Time,
+    ) {
         if records.is_empty() {
             return;
         }
         self.at = next_id;
+        self.now = now;
         self.poll_pending = Some((consumer, self.ops.len()));
         let read = self.read.entry(consumer).or_default();
         for (partition, offset, _) in &records {
@@ -226,14 +242,26 @@ impl Recorder {
         }
     }
 
+    /// A recorder that keeps at most `limit` operations.
+    pub(crate) fn with_limit(limit: usize) -> Recorder {
+        Recorder {
+            limit,
+            ..Recorder::default()
+        }
+    }
+
     fn push(&mut self, op: Op) {
-        self.ops.push((op, self.at));
+        if self.ops.len() >= self.limit && !matches!(op, Op::EndTransaction { .. }) {
+            self.full = true;
+            return;
+        }
+        self.ops.push((op, self.at, self.now));
     }
 
     /// The history so far.
     pub fn history(&self) -> History {
         History {
-            ops: self.ops.iter().map(|(op, _)| op.clone()).collect(),
+            ops: self.ops.iter().map(|(op, ..)| op.clone()).collect(),
         }
     }
 
@@ -242,7 +270,7 @@ impl Recorder {
     /// an operation that never completed).
     pub fn verdict(&self, unsettled: impl Iterator<Item = (u32, TopicPartition, RecordId)>) -> Verdict {
         let mut history = self.history();
-        let mut steps: Vec<Option<TraceId>> = self.ops.iter().map(|(_, id)| Some(*id)).collect();
+        let mut steps: Vec<Option<(TraceId, Time)>> = self.ops.iter().map(|(_, id, at)| Some((*id, *at))).collect();
         for (producer, partition, record) in unsettled {
             if !self.settled.contains(&record) {
                 history.ops.push(Op::Send {
@@ -264,7 +292,7 @@ impl Recorder {
         let slots: Vec<usize> = (0..history.ops.len())
             .filter(|&index| matches!(history.ops[index], Op::Send { .. }))
             .collect();
-        let mut sends: Vec<(Op, Option<TraceId>)> = slots
+        let mut sends: Vec<(Op, Option<(TraceId, Time)>)> = slots
             .iter()
             .map(|&index| (history.ops[index].clone(), steps[index]))
             .collect();
@@ -320,6 +348,7 @@ impl Recorder {
             not_judged,
             allowed,
             steps,
+            complete: !self.full,
         }
     }
 }
@@ -365,15 +394,25 @@ pub struct Verdict {
     /// What Kafka's design allows ([`AnomalyKind::allowed`] says why):
     /// reported, not counted against the run.
     pub allowed: Vec<Finding>,
-    /// The trace event that shows each operation of the judged history
-    /// (`None`: a send still under way when the verdict was taken).
-    steps: Vec<Option<TraceId>>,
+    /// Whether the history holds the whole run (`false`: it stopped at
+    /// [`crate::limits::MAX_HISTORY_OPERATIONS`] or the limit it was given,
+    /// and the verdict is on the run's first operations).
+    pub complete: bool,
+    /// The trace event that shows each operation of the judged history,
+    /// and its time (`None`: a send still under way when the verdict was
+    /// taken).
+    steps: Vec<Option<(TraceId, Time)>>,
 }
 
 impl Verdict {
     /// The trace event that shows `finding`'s operation, if it has one.
     pub fn trace_id(&self, finding: &Finding) -> Option<TraceId> {
-        self.steps.get(finding.op?).copied().flatten()
+        self.steps.get(finding.op?).copied().flatten().map(|(id, _)| id)
+    }
+
+    /// When `finding`'s operation happened, if it has one.
+    pub fn time_of(&self, finding: &Finding) -> Option<Time> {
+        self.steps.get(finding.op?).copied().flatten().map(|(_, at)| at)
     }
 }
 
@@ -414,6 +453,9 @@ impl std::fmt::Display for Verdict {
         }
         for (kind, count) in allowed {
             write!(formatter, "; allowed by Kafka's design: {} {count}", kind.name())?;
+        }
+        if !self.complete {
+            formatter.write_str("; the history stopped at its limit, so this judges the first part of the run only")?;
         }
         Ok(())
     }

@@ -823,7 +823,15 @@ impl Simulation {
     /// Keeps the run's history from now on, for Jepsen's checks
     /// ([`Simulation::jepsen_verdict`]); the run itself is unchanged.
     pub fn keep_history(&mut self) {
-        self.jepsen.get_or_insert_with(Default::default);
+        self.keep_history_up_to(crate::limits::MAX_HISTORY_OPERATIONS);
+    }
+
+    /// [`Simulation::keep_history`], keeping at most `limit` operations
+    /// (the live map keeps fewer, for its memory).
+    pub fn keep_history_up_to(&mut self, limit: usize) {
+        let limit = limit.min(crate::limits::MAX_HISTORY_OPERATIONS);
+        self.jepsen
+            .get_or_insert_with(|| Box::new(jepsen::Recorder::with_limit(limit)));
     }
 
     /// What Jepsen's checks say about the run so far, if its history is
@@ -853,7 +861,7 @@ impl Simulation {
     fn note_history(&mut self, kind: &TraceKind, id: TraceId) {
         if let Some(recorder) = self.jepsen.as_deref_mut() {
             let producers = &self.producers;
-            recorder.note(kind, id, |producer| {
+            recorder.note(kind, id, self.now, |producer| {
                 producers
                     .get(producer as usize)
                     .is_some_and(|producer| producer.config.transactional_id.is_some())

@@ -305,9 +305,9 @@ impl Simulation {
         if state.crashed {
             return;
         }
-        let next_id = self.next_trace_id();
+        let (next_id, now) = (self.next_trace_id(), self.now);
         if let Some(recorder) = self.jepsen.as_deref_mut() {
-            recorder.producer_crashed(producer, next_id);
+            recorder.producer_crashed(producer, next_id, now);
         }
         // Sends that had not completed never will: they fail with the
         // process (nothing was acknowledged to it).

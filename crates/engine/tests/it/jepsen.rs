@@ -260,3 +260,39 @@ fn each_finding_points_at_its_step() {
         );
     }
 }
+
+/// A history past its limit keeps its first operations and every
+/// transaction's end: the verdict judges that part, finds nothing false in
+/// it (no read of a transaction whose commit came after the limit counts
+/// as an aborted read) and says it is partial.
+#[test]
+fn a_history_past_its_limit_judges_the_first_part_and_says_so() {
+    let whole = verdict_of("exactly-once-consume-transform-produce.json");
+    assert!(whole.complete);
+    for limit in [5, 20, 40] {
+        let scenario = scenario("exactly-once-consume-transform-produce.json");
+        let mut simulation =
+            kafkascope_engine::sim::Simulation::new(scenario.config.clone(), scenario.seed).expect("starts");
+        simulation.keep_history_up_to(limit);
+        for input in &scenario.inputs {
+            simulation.schedule(input.clone());
+        }
+        simulation.run_until(scenario.run_until_ms);
+        let verdict = simulation.jepsen_verdict().expect("kept");
+        assert!(!verdict.complete, "limit {limit}");
+        assert!(verdict.findings.is_empty(), "limit {limit}: {verdict}");
+        assert!(
+            verdict
+                .to_string()
+                .ends_with("so this judges the first part of the run only"),
+            "{verdict}"
+        );
+        let history = simulation.jepsen_history().expect("kept");
+        let kept = history
+            .ops
+            .iter()
+            .filter(|op| !matches!(op, kafkascope_engine::history::Op::EndTransaction { .. }))
+            .count();
+        assert!(kept <= limit, "limit {limit}: {kept} kept");
+    }
+}
