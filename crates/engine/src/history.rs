@@ -131,6 +131,11 @@ pub enum AnomalyKind {
     /// One transaction's sends to a partition with another value between
     /// them (`:int-send-skip`): allowed.
     InterleavedSends,
+    /// A duplicate an idempotent producer wrote once under each of two
+    /// producer epochs (KIP-360): allowed. [`check`] reports every
+    /// duplicate as [`AnomalyKind::Duplicate`]; a driver that knows the
+    /// epochs (the simulator's verdict) names these.
+    EpochBumpDuplicate,
 }
 
 impl AnomalyKind {
@@ -148,6 +153,7 @@ impl AnomalyKind {
             AnomalyKind::PollSkip => "poll skip",
             AnomalyKind::WriteCycle => "write cycle (G0)",
             AnomalyKind::InterleavedSends => "interleaved sends",
+            AnomalyKind::EpochBumpDuplicate => "duplicate across an epoch bump",
         }
     }
 
@@ -181,6 +187,9 @@ impl AnomalyKind {
             AnomalyKind::InterleavedSends => {
                 "Another producer's record landed between two records one transaction sent to the same partition."
             }
+            AnomalyKind::EpochBumpDuplicate => {
+                "An idempotent producer's record was written twice, once under each of two producer epochs."
+            }
         }
     }
 
@@ -193,6 +202,9 @@ impl AnomalyKind {
             ),
             AnomalyKind::InterleavedSends => Some(
                 "A transaction does not own a partition while it is open: other producers' batches append between its batches, and read_committed readers still see the transaction whole or not at all (Jepsen's int-send-skip, allowed for Kafka).",
+            ),
+            AnomalyKind::EpochBumpDuplicate => Some(
+                "An idempotent producer removes duplicates within one producer epoch. After its epoch is bumped (KIP-360) it sends again, under new sequence numbers, batches whose first outcome it never learned, and a leader that had written them writes them again: Kafka's idempotence promises no more than that.",
             ),
             _ => None,
         }
@@ -996,12 +1008,20 @@ mod tests {
             AnomalyKind::PollSkip,
             AnomalyKind::WriteCycle,
             AnomalyKind::InterleavedSends,
+            AnomalyKind::EpochBumpDuplicate,
         ];
         for kind in all {
             assert!(kind.meaning().ends_with('.'), "{kind:?}");
         }
         let allowed: Vec<AnomalyKind> = all.into_iter().filter(|kind| kind.allowed().is_some()).collect();
-        assert_eq!(allowed, vec![AnomalyKind::WriteCycle, AnomalyKind::InterleavedSends]);
+        assert_eq!(
+            allowed,
+            vec![
+                AnomalyKind::WriteCycle,
+                AnomalyKind::InterleavedSends,
+                AnomalyKind::EpochBumpDuplicate
+            ]
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::protocol::records::RecordId;
 use crate::protocol::TopicPartition;
 use crate::replication::transactions::IsolationLevel;
 
@@ -136,6 +137,12 @@ pub fn across_epoch_duplicates(simulation: &Simulation) -> u64 {
         .monitor
         .duplicated_records(simulation)
         .saturating_sub(simulation.monitor.duplicated_within_an_epoch(simulation))
+}
+
+/// The records [`across_epoch_duplicates`] counts: each written in its
+/// partition's leader log under more than one producer epoch.
+pub fn across_epoch_duplicate_records(simulation: &Simulation) -> std::collections::BTreeSet<RecordId> {
+    simulation.monitor.duplicated_across_epochs(simulation)
 }
 
 /// Broken invariants, and in a safe configuration lost acknowledged records.

@@ -267,8 +267,14 @@ impl Recorder {
 
     /// Jepsen's verdict on the history so far: `unsettled` are the records
     /// produced whose send has not ended (indeterminate, as Jepsen counts
-    /// an operation that never completed).
-    pub fn verdict(&self, unsettled: impl Iterator<Item = (u32, TopicPartition, RecordId)>) -> Verdict {
+    /// an operation that never completed); `across_epochs` the records an
+    /// idempotent producer wrote under two producer epochs (KIP-360), whose
+    /// duplicates Kafka's idempotence allows.
+    pub fn verdict(
+        &self,
+        unsettled: impl Iterator<Item = (u32, TopicPartition, RecordId)>,
+        across_epochs: &BTreeSet<RecordId>,
+    ) -> Verdict {
         let mut history = self.history();
         let mut steps: Vec<Option<(TraceId, Time)>> = self.ops.iter().map(|(_, id, at)| Some((*id, *at))).collect();
         for (producer, partition, record) in unsettled {
@@ -327,7 +333,12 @@ impl Recorder {
         let mut findings = Vec::new();
         let mut not_judged = Vec::new();
         let mut allowed = Vec::new();
-        for finding in check(&history) {
+        for mut finding in check(&history) {
+            if finding.kind == AnomalyKind::Duplicate
+                && finding.values.iter().all(|value| across_epochs.contains(value))
+            {
+                finding.kind = AnomalyKind::EpochBumpDuplicate;
+            }
             if finding.kind.allowed().is_some() {
                 allowed.push(finding);
             } else if finding.kind == AnomalyKind::Unseen {

@@ -844,6 +844,7 @@ impl Simulation {
                     .iter()
                     .enumerate()
                     .filter_map(|(id, record)| Some((record.producer, record.partition.clone()?, id as RecordId))),
+                &checks::across_epoch_duplicate_records(self),
             ),
         )
     }

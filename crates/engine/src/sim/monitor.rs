@@ -74,19 +74,29 @@ impl Monitor {
         let mut duplicated = 0;
         for log in leader_logs(simulation) {
             let mut seen: BTreeSet<(RecordId, Option<(u64, i16)>)> = BTreeSet::new();
-            for batch in log.log.batches_from(0) {
-                let stamp = batch
-                    .producer
-                    .as_ref()
-                    .map(|producer| (producer.producer_id, producer.producer_epoch));
-                for record in &batch.records {
-                    if !seen.insert((record.id, stamp)) {
-                        duplicated += 1;
-                    }
+            for_each_stamped(log, |record, stamp| {
+                if !seen.insert((record, stamp)) {
+                    duplicated += 1;
                 }
-            }
+            });
         }
         duplicated
+    }
+
+    /// Records written in their partition's leader log under more than one
+    /// (producer id, epoch).
+    pub fn duplicated_across_epochs(&self, simulation: &Simulation) -> BTreeSet<RecordId> {
+        let mut across = BTreeSet::new();
+        for log in leader_logs(simulation) {
+            let mut stamps: std::collections::BTreeMap<RecordId, Option<(u64, i16)>> =
+                std::collections::BTreeMap::new();
+            for_each_stamped(log, |record, stamp| {
+                if *stamps.entry(record).or_insert(stamp) != stamp {
+                    across.insert(record);
+                }
+            });
+        }
+        across
     }
 
     /// Records present more than once in their partition's leader log.
@@ -101,6 +111,19 @@ impl Monitor {
             }
         }
         duplicated
+    }
+}
+
+/// Each record of a log with the (producer id, epoch) its batch carries.
+fn for_each_stamped(log: &super::broker::PartitionLog, mut visit: impl FnMut(RecordId, Option<(u64, i16)>)) {
+    for batch in log.log.batches_from(0) {
+        let stamp = batch
+            .producer
+            .as_ref()
+            .map(|producer| (producer.producer_id, producer.producer_epoch));
+        for record in &batch.records {
+            visit(record.id, stamp);
+        }
     }
 }
 

@@ -296,3 +296,39 @@ fn a_history_past_its_limit_judges_the_first_part_and_says_so() {
         assert!(kept <= limit, "limit {limit}: {kept} kept");
     }
 }
+
+/// Fuzz seed 5089: an idempotent producer's epoch is bumped (KIP-360) and
+/// it resends batches whose outcome it never learned; the leader had
+/// written them and writes them again. Jepsen's duplicate check finds them,
+/// and the verdict names them as the duplicates Kafka's idempotence allows,
+/// so the fuzzer's safe case passes (found by `cargo xtask fuzz` once the
+/// fuzzer failed safe cases on Jepsen's findings).
+#[test]
+fn duplicates_across_an_epoch_bump_are_allowed_and_named() {
+    use kafkascope_engine::sim::fuzz::{FuzzCase, Mix};
+    let case = FuzzCase::generate(5089, Mix::All);
+    assert!(case.safe);
+    let verdict = case.run();
+    assert!(verdict.passed(), "{verdict:?}");
+    assert!(verdict.across_epoch_duplicates > 0);
+    let outcome = case.scenario().run().expect("plays");
+    assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
+    let jepsen = outcome
+        .simulation
+        .jepsen_verdict()
+        .expect("its expectation keeps the history");
+    assert!(jepsen.findings.is_empty(), "{jepsen}");
+    assert!(
+        jepsen
+            .allowed
+            .iter()
+            .any(|finding| finding.kind == AnomalyKind::EpochBumpDuplicate),
+        "{jepsen}"
+    );
+    assert!(
+        jepsen
+            .to_string()
+            .contains("allowed by Kafka's design: duplicate across an epoch bump "),
+        "{jepsen}"
+    );
+}
