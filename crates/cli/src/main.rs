@@ -318,6 +318,7 @@ fn verdict_json(verdict: &kafkascope_engine::sim::jepsen::Verdict) -> serde_json
     };
     serde_json::json!({
         "operations": verdict.operations,
+        "unknownCommits": verdict.unknown_commits,
         "findings": verdict.findings.iter().map(finding).collect::<Vec<_>>(),
         "notJudged": verdict
             .not_judged
@@ -352,6 +353,7 @@ fn fuzz(seeds: u64, from: u64, mix: Mix, out: PathBuf, shape: (Option<u32>, Opti
     let mut slowest = (0u64, std::time::Duration::ZERO, 0u64);
     let mut operator_cases = 0u64;
     let mut resent_cases = 0u64;
+    let mut reordered_cases = 0u64;
     let mut stderr = std::io::stderr();
     for (done, seed) in (from..from + seeds).enumerate() {
         let case = FuzzCase::generate(seed, mix).at_shape(shape.0, shape.1);
@@ -374,6 +376,9 @@ fn fuzz(seeds: u64, from: u64, mix: Mix, out: PathBuf, shape: (Option<u32>, Opti
         }
         if verdict.across_epoch_duplicates > 0 {
             resent_cases += 1;
+        }
+        if verdict.unchecked_reorders > 0 {
+            reordered_cases += 1;
         }
         let took = run_started.elapsed();
         if took > slowest.1 {
@@ -419,7 +424,9 @@ fn fuzz(seeds: u64, from: u64, mix: Mix, out: PathBuf, shape: (Option<u32>, Opti
          {operator_cases} seeds needed an operator's unclean leader election (KIP-966 keeps a partition \
          offline when every replica that could lead cleanly restarted after an unclean shutdown); \
          {resent_cases} seeds had an idempotent producer write records twice across an epoch bump (KIP-360: \
-         a batch whose first attempt's outcome it never learned, resent under the new epoch, as Kafka's producer does)\n",
+         a batch whose first attempt's outcome it never learned, resent under the new epoch, as Kafka's producer does); \
+         {reordered_cases} seeds had an idempotent producer's later batch written before its earlier ones by a leader \
+         with no state for the producer (ProducerAppendInfo#checkSequence accepts any sequence then)\n",
         from + seeds,
         match shape {
             (None, None) => String::new(),

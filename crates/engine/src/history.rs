@@ -43,6 +43,24 @@ pub enum Outcome {
     Indeterminate,
 }
 
+/// How a transaction ended, as far as its producer learned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// `commitTransaction()` returned.
+    Committed,
+    /// Aborted: `abortTransaction()` returned, or the producer died or was
+    /// fenced before it asked to commit (its next instance, or the
+    /// coordinator's timeout, aborts what it left open).
+    Aborted,
+    /// Unknown: the producer asked to commit (its `EndTxn` was sent) and
+    /// never learned the answer, because it crashed or was fenced first. The
+    /// coordinator may have written `PrepareCommit`, which any later
+    /// coordinator completes. Jepsen records such an operation as `:info`:
+    /// its values may or may not be visible, so reading them is no aborted
+    /// read and missing them is no lost write.
+    Indeterminate,
+}
+
 /// One operation, in the order the history was recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
@@ -80,8 +98,8 @@ pub enum Op {
     EndTransaction {
         /// Its number, as the sends name it.
         transaction: u64,
-        /// Committed (`true`) or aborted.
-        committed: bool,
+        /// Committed, aborted, or unknown.
+        ending: Ending,
     },
 }
 
@@ -136,6 +154,12 @@ pub enum AnomalyKind {
     /// duplicate as [`AnomalyKind::Duplicate`]; a driver that knows the
     /// epochs (the simulator's verdict) names these.
     EpochBumpDuplicate,
+    /// A non-monotonic send whose out-of-place batch a partition leader
+    /// appended with no state for its producer, so without checking its
+    /// sequence number: allowed. [`check`] reports it as
+    /// [`AnomalyKind::NonMonotonicSend`]; a driver that knows which
+    /// batches went unchecked (the simulator's verdict) names these.
+    UncheckedSequence,
 }
 
 impl AnomalyKind {
@@ -154,6 +178,7 @@ impl AnomalyKind {
             AnomalyKind::WriteCycle => "write cycle (G0)",
             AnomalyKind::InterleavedSends => "interleaved sends",
             AnomalyKind::EpochBumpDuplicate => "duplicate across an epoch bump",
+            AnomalyKind::UncheckedSequence => "non-monotonic send with no producer state",
         }
     }
 
@@ -190,10 +215,13 @@ impl AnomalyKind {
             AnomalyKind::EpochBumpDuplicate => {
                 "An idempotent producer's record was written twice, once under each of two producer epochs."
             }
+            AnomalyKind::UncheckedSequence => {
+                "An idempotent producer's later batch was written to a partition before its earlier ones, by a leader that knew nothing of the producer yet."
+            }
         }
     }
 
-    /// Why Kafka's design allows the class, for the two it does (`None`:
+    /// Why Kafka's design allows the class, for those it does (`None`:
     /// the class is an anomaly).
     pub fn allowed(self) -> Option<&'static str> {
         match self {
@@ -205,6 +233,9 @@ impl AnomalyKind {
             ),
             AnomalyKind::EpochBumpDuplicate => Some(
                 "An idempotent producer removes duplicates within one producer epoch. After its epoch is bumped (KIP-360) it sends again, under new sequence numbers, batches whose first outcome it never learned, and a leader that had written them writes them again: Kafka's idempotence promises no more than that.",
+            ),
+            AnomalyKind::UncheckedSequence => Some(
+                "A partition leader with no state for a producer (its first write there, or after its state expired or its records were deleted) accepts a batch at any sequence number (ProducerAppendInfo#checkSequence). When the producer's first batches are refused before the append (NOT_ENOUGH_REPLICAS) and a later one, already in flight, is taken, the earlier ones are then refused as OUT_OF_ORDER_SEQUENCE_NUMBER until they expire at delivery.timeout.ms or are sent again after an epoch bump, behind it. Idempotence orders a producer's batches only once the leader knows the producer.",
             ),
             _ => None,
         }
@@ -251,7 +282,7 @@ struct Facts {
     /// Every value's sends: (partition, outcome, transaction, op index).
     sent: BTreeMap<Value, (TopicPartition, Outcome, Option<u64>, usize)>,
     /// Transactions' ends.
-    ended: BTreeMap<u64, bool>,
+    ended: BTreeMap<u64, Ending>,
     /// Values some poll returned.
     read: BTreeSet<Value>,
 }
@@ -291,8 +322,8 @@ impl Facts {
                         facts.read.insert(*value);
                     }
                 }
-                Op::EndTransaction { transaction, committed } => {
-                    facts.ended.insert(*transaction, *committed);
+                Op::EndTransaction { transaction, ending } => {
+                    facts.ended.insert(*transaction, *ending);
                 }
                 Op::Reposition { .. } => {}
             }
@@ -301,26 +332,49 @@ impl Facts {
     }
 
     /// Whether a reader may see `value`: not from a failed send or an
-    /// aborted (or never committed) transaction.
-    fn visible(&self, value: Value) -> bool {
+    /// aborted (or never committed) transaction; perhaps, from a
+    /// transaction whose end its producer never learned.
+    fn visibility(&self, value: Value) -> Visibility {
         match self.sent.get(&value) {
-            Some((_, Outcome::Failed, _, _)) => false,
-            Some((_, _, Some(transaction), _)) => self.ended.get(transaction) == Some(&true),
-            _ => true,
+            Some((_, Outcome::Failed, _, _)) => Visibility::Hidden,
+            Some((_, _, Some(transaction), _)) => match self.ended.get(transaction) {
+                Some(Ending::Committed) => Visibility::Visible,
+                Some(Ending::Indeterminate) => Visibility::Perhaps,
+                Some(Ending::Aborted) | None => Visibility::Hidden,
+            },
+            _ => Visibility::Visible,
         }
     }
 
     /// The offsets of `partition` holding a value a reader may see, in order:
-    /// the version order a consumer walks.
+    /// the version order a consumer walks. A value whose visibility is
+    /// unknown counts once some poll returned it (it was visible then).
     fn readable_offsets(&self, partition: &TopicPartition) -> Vec<Offset> {
         self.observed.get(partition).map_or_else(Vec::new, |offsets| {
             offsets
                 .iter()
-                .filter(|(_, values)| values.iter().any(|value| self.visible(*value)))
+                .filter(|(_, values)| {
+                    values.iter().any(|value| match self.visibility(*value) {
+                        Visibility::Visible => true,
+                        Visibility::Perhaps => self.read.contains(value),
+                        Visibility::Hidden => false,
+                    })
+                })
                 .map(|(offset, _)| *offset)
                 .collect()
         })
     }
+}
+
+/// Whether readers may see a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Visibility {
+    /// Acknowledged outside a transaction, or committed.
+    Visible,
+    /// Failed, or in an aborted transaction.
+    Hidden,
+    /// In a transaction whose end is [`Ending::Indeterminate`].
+    Perhaps,
 }
 
 /// Every anomaly in `history`, sorted by class, partition and values.
@@ -375,7 +429,7 @@ fn check_offsets(facts: &Facts, findings: &mut Vec<Finding>) {
 fn check_writes(facts: &Facts, findings: &mut Vec<Finding>) {
     for (value, (partition, outcome, _, index)) in &facts.sent {
         let Outcome::Ok { offset } = outcome else { continue };
-        if facts.read.contains(value) || !facts.visible(*value) {
+        if facts.read.contains(value) || facts.visibility(*value) != Visibility::Visible {
             continue;
         }
         let read_past = facts.observed.get(partition).is_some_and(|offsets| {
@@ -410,7 +464,7 @@ fn check_reads(history: &History, facts: &Facts, findings: &mut Vec<Finding>) {
             }
             Op::Poll { process, records } => {
                 for (partition, offset, value) in records {
-                    if !facts.visible(*value) {
+                    if facts.visibility(*value) == Visibility::Hidden {
                         findings.push(Finding {
                             kind: AnomalyKind::AbortedRead,
                             partition: partition.clone(),
@@ -524,7 +578,7 @@ fn transaction_values(facts: &Facts) -> BTreeMap<(u64, TopicPartition), Vec<(Off
         for (offset, at) in offsets {
             for value in at {
                 if let Some((_, _, Some(transaction), _)) = facts.sent.get(value) {
-                    if facts.ended.get(transaction) == Some(&true) {
+                    if facts.ended.get(transaction) == Some(&Ending::Committed) {
                         values
                             .entry((*transaction, partition.clone()))
                             .or_default()
@@ -781,7 +835,7 @@ mod tests {
             txn_send(1, 2, 1, 9),
             Op::EndTransaction {
                 transaction: 9,
-                committed: false,
+                ending: Ending::Aborted,
             },
             send(0, 0, 3, 3),
             poll(7, &[(0, 0, 1)]),
@@ -844,7 +898,7 @@ mod tests {
             txn_send(0, 1, 0, 5),
             Op::EndTransaction {
                 transaction: 5,
-                committed: false,
+                ending: Ending::Aborted,
             },
             poll(7, &[(0, 0, 1)]),
         ];
@@ -855,6 +909,43 @@ mod tests {
     }
 
     #[test]
+    fn a_commit_of_unknown_outcome_may_be_read_or_not() {
+        let unknown = |transaction| Op::EndTransaction {
+            transaction,
+            ending: Ending::Indeterminate,
+        };
+        // Read: no aborted read (had it been aborted, it would be one).
+        let read = vec![txn_send(0, 1, 0, 5), unknown(5), poll(7, &[(0, 0, 1)])];
+        assert_eq!(kinds(read), vec![]);
+        // Never read though a consumer read past it: no lost write (had it
+        // been committed, it would be one).
+        let unread = vec![
+            txn_send(0, 1, 0, 5),
+            unknown(5),
+            send(1, 0, 2, 2),
+            poll(7, &[(0, 2, 2)]),
+        ];
+        assert_eq!(kinds(unread.clone()), vec![]);
+        let mut committed = unread;
+        committed[1] = Op::EndTransaction {
+            transaction: 5,
+            ending: Ending::Committed,
+        };
+        assert_eq!(kinds(committed), vec![AnomalyKind::LostWrite]);
+        // Read by one consumer, it was visible: another that jumps over it
+        // skips it.
+        let skipped = vec![
+            send(1, 0, 1, 0),
+            txn_send(0, 2, 1, 5),
+            unknown(5),
+            send(1, 0, 3, 2),
+            poll(8, &[(0, 0, 1), (0, 1, 2), (0, 2, 3)]),
+            poll(7, &[(0, 0, 1), (0, 2, 3)]),
+        ];
+        assert_eq!(kinds(skipped), vec![AnomalyKind::PollSkip]);
+    }
+
+    #[test]
     fn a_torn_transaction_is_read_in_part() {
         let ops = read_whole_and_skipping(vec![
             txn_send(0, 1, 0, 5),
@@ -862,7 +953,7 @@ mod tests {
             txn_send(0, 3, 2, 5),
             Op::EndTransaction {
                 transaction: 5,
-                committed: true,
+                ending: Ending::Committed,
             },
         ]);
         let findings = check(&History { ops });
@@ -899,7 +990,7 @@ mod tests {
     fn commit(transaction: u64) -> Op {
         Op::EndTransaction {
             transaction,
-            committed: true,
+            ending: Ending::Committed,
         }
     }
 
@@ -942,7 +1033,7 @@ mod tests {
         aborted.extend([
             Op::EndTransaction {
                 transaction: 2,
-                committed: false,
+                ending: Ending::Aborted,
             },
             poll(7, &[(0, 0, 1), (1, 1, 4)]),
         ]);

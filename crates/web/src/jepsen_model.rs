@@ -70,6 +70,9 @@ pub struct JepsenPanel {
     pub allowed_count: usize,
     /// What was left unjudged: (why, how many records).
     pub not_judged: Vec<(String, usize)>,
+    /// Transactions whose producer asked to commit and never learned the
+    /// outcome: their records may be read or not.
+    pub unknown_commits: usize,
 }
 
 impl JepsenPanel {
@@ -167,7 +170,19 @@ impl JepsenPanel {
                 .into_iter()
                 .map(|(why, count)| (why.to_string(), count))
                 .collect(),
+            unknown_commits: verdict.unknown_commits,
         }
+    }
+
+    /// What the verdict says of transactions of unknown outcome.
+    pub fn unknown_text(&self) -> String {
+        let (count, whose) = match self.unknown_commits {
+            1 => ("One transaction".to_string(), "its producer"),
+            count => (format!("{count} transactions"), "their producers"),
+        };
+        format!(
+            "{count} ended unknown to {whose}: it asked to commit, then crashed or was fenced before the answer came. The commit may have happened, so reading those records is no aborted read and missing them is no lost write (Jepsen counts such an operation as indeterminate)."
+        )
     }
 
     /// The panel's summary line.
@@ -302,6 +317,30 @@ mod tests {
         let linked = JepsenPanel::of(&verdict, &run.steps);
         let step = &run.steps[linked.findings[0].step.expect("a step")];
         assert_eq!(row.at_ms, Some(step.time));
+    }
+
+    #[test]
+    fn a_commit_whose_answer_was_lost_is_judged_as_perhaps_committed() {
+        // The producer's EndTxn reaches the coordinator, which commits; the
+        // answer is lost in a partition and the producer restarts.
+        let text = r#"{"name": "unknown", "description": "", "seed": 1, "runUntilMs": 12000,
+            "config": {"brokers": 3, "topics": [{"name": "t", "partitions": 1, "replicationFactor": 3, "minInsyncReplicas": 2}],
+              "producers": [{"topic": "t", "transactionalId": "a"}],
+              "consumers": [{"group": "g", "topics": ["t"], "autoOffsetReset": "earliest", "isolationLevel": "read_committed"}]},
+            "inputs": [
+              {"atMs": 3000, "input": {"type": "produce", "producer": 0, "key": null, "count": 3, "bytes": 100}},
+              {"atMs": 5000, "input": {"type": "commitTransaction", "producer": 0}},
+              {"atMs": 5001, "input": {"type": "partition", "side": [{"kind": "producer", "id": 0}]}},
+              {"atMs": 8000, "input": {"type": "restartProducer", "producer": 0}},
+              {"atMs": 9000, "input": {"type": "healNetwork"}}]}"#;
+        let story = crate::sequence_model::custom_story("unknown.json", text).expect("opens");
+        let run = StoryRun::start(story).expect("plays");
+        let panel = run.jepsen.clone().expect("a panel");
+        assert_eq!(panel.headline, "no anomaly");
+        assert_eq!(panel.unknown_commits, 1);
+        assert!(panel
+            .unknown_text()
+            .starts_with("One transaction ended unknown to its producer"));
     }
 
     #[test]

@@ -391,6 +391,9 @@ pub fn jepsen_verdict(props: &JepsenProps) -> Html {
                     </ul>
                 </div>
             }) }
+            { if panel.unknown_commits == 0 { html! {} } else { html! {
+                <p class="muted" data-testid="jepsen-unknown">{ panel.unknown_text() }</p>
+            } } }
             { if panel.not_judged.is_empty() { html! {} } else { html! {
                 <p class="muted" data-testid="jepsen-not-judged">{ "Not judged: " }{ panel.not_judged.iter().map(|(why, count)| format!("{count} record{} {why}", if *count == 1 { "" } else { "s" })).collect::<Vec<_>>().join("; ") }{ "." }</p>
             } } }

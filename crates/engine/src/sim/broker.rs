@@ -2028,6 +2028,12 @@ impl Simulation {
         let log = &self.brokers[&id].logs[&partition];
         if let Some((producer_id, epoch, first_sequence)) = batch.idempotence {
             let last_sequence = first_sequence + batch.records.len() as i32 - 1;
+            // No state for the producer: any sequence is taken on trust.
+            let unchecked = first_sequence != 0
+                && log
+                    .producers
+                    .last_entry(producer_id)
+                    .is_none_or(|entry| entry.producer_epoch == crate::txn_coordinator::NO_PRODUCER_EPOCH);
             match log.producers.check_client(
                 producer_id,
                 producer_epoch(epoch),
@@ -2036,7 +2042,13 @@ impl Simulation {
                 batch.transactional,
                 verification,
             ) {
-                SequenceCheck::Append => {}
+                SequenceCheck::Append => {
+                    if unchecked {
+                        self.monitor
+                            .unchecked_sequences
+                            .extend(batch.records.iter().map(|(record, _)| *record));
+                    }
+                }
                 SequenceCheck::Duplicate {
                     first_offset: base_offset,
                     ..

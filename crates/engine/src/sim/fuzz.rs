@@ -130,6 +130,12 @@ pub struct Verdict {
     /// ([`across_epoch_duplicates`](super::checks::across_epoch_duplicates)):
     /// Kafka's idempotence allows it; counted, not failed.
     pub across_epoch_duplicates: u64,
+    /// Non-monotonic sends Jepsen's checks found in a safe case where the
+    /// batch out of place was appended by a leader with no state for its
+    /// producer, so without checking its sequence
+    /// (`ProducerAppendInfo#checkSequence`): a reordering Kafka's
+    /// idempotence allows; counted, not failed.
+    pub unchecked_reorders: u64,
 }
 
 impl Verdict {
@@ -720,11 +726,17 @@ impl FuzzCase {
             events: simulation.events_processed(),
             operator,
             across_epoch_duplicates: super::checks::across_epoch_duplicates(&simulation),
+            unchecked_reorders: 0,
         };
         // Jepsen's checks over the history: in a safe cluster, any anomaly
         // they find (what Kafka's design allows aside) is a safety failure.
         if safe {
             if let Some(jepsen) = simulation.jepsen_verdict() {
+                verdict.unchecked_reorders = jepsen
+                    .allowed
+                    .iter()
+                    .filter(|finding| finding.kind == crate::history::AnomalyKind::UncheckedSequence)
+                    .count() as u64;
                 verdict.safety.extend(
                     jepsen
                         .findings

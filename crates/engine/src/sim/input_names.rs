@@ -72,7 +72,10 @@ impl<'c> Shape<'c> {
         if u64::from(id) < count {
             return Ok(());
         }
-        Err((vec![Step::Field(field)], format!("the cluster has {}, not producer {id}", numbered(count, 0, "producer"))))
+        Err((
+            vec![Step::Field(field)],
+            format!("the cluster has {}, not producer {id}", numbered(count, 0, "producer")),
+        ))
     }
 
     fn consumer(&self, id: u32, field: &'static str) -> Found {
@@ -93,7 +96,13 @@ impl<'c> Shape<'c> {
         if (1..=self.config.brokers).contains(&id) {
             return Ok(());
         }
-        Err((path, format!("the cluster has {}, not broker {id}", numbered(u64::from(self.config.brokers), 1, "broker"))))
+        Err((
+            path,
+            format!(
+                "the cluster has {}, not broker {id}",
+                numbered(u64::from(self.config.brokers), 1, "broker")
+            ),
+        ))
     }
 
     fn controller(&self, id: u32, path: Vec<Step<'static>>) -> Found {
@@ -101,7 +110,13 @@ impl<'c> Shape<'c> {
         if (1..=count).contains(&id) {
             return Ok(());
         }
-        Err((path, format!("the quorum has {}, not controller {id}", numbered(u64::from(count), 1, "controller"))))
+        Err((
+            path,
+            format!(
+                "the quorum has {}, not controller {id}",
+                numbered(u64::from(count), 1, "controller")
+            ),
+        ))
     }
 
     fn node(&self, node: NodeId, field: &'static str) -> Found {
@@ -206,7 +221,10 @@ impl<'c> Shape<'c> {
             | Input::PauseConsumer { consumer, .. } => self.consumer(*consumer, "consumer"),
             Input::AddConsumer { consumer } => {
                 for (index, topic) in consumer.topics.iter().enumerate() {
-                    self.topic(topic, vec![Step::Field("consumer"), Step::Field("topics"), Step::Index(index)])?;
+                    self.topic(
+                        topic,
+                        vec![Step::Field("consumer"), Step::Field("topics"), Step::Index(index)],
+                    )?;
                 }
                 self.config
                     .validate_consumer(consumer)
@@ -214,11 +232,18 @@ impl<'c> Shape<'c> {
                 self.consumers += 1;
                 Ok(())
             }
-            Input::ElectLeaders { partitions, .. } => partitions.iter().enumerate().try_for_each(
-                |(index, PartitionRef { topic, partition })| {
-                    self.partition(topic, Some(*partition), &[Step::Field("partitions"), Step::Index(index)])
-                },
-            ),
+            Input::ElectLeaders { partitions, .. } => {
+                partitions
+                    .iter()
+                    .enumerate()
+                    .try_for_each(|(index, PartitionRef { topic, partition })| {
+                        self.partition(
+                            topic,
+                            Some(*partition),
+                            &[Step::Field("partitions"), Step::Index(index)],
+                        )
+                    })
+            }
             Input::CreatePartitions { topic, count } => {
                 let current = self.topic(topic, vec![Step::Field("topic")])?;
                 if *count > current {
@@ -240,7 +265,11 @@ pub fn first_unknown(config: &ClusterConfig, inputs: &[ScheduledInput]) -> Optio
     let mut shape = Shape {
         config,
         consumers: config.consumers.len(),
-        partitions: config.topics.iter().map(|topic| (topic.name.as_str(), topic.partitions)).collect(),
+        partitions: config
+            .topics
+            .iter()
+            .map(|topic| (topic.name.as_str(), topic.partitions))
+            .collect(),
     };
     let mut order: Vec<usize> = (0..inputs.len()).collect();
     order.sort_by_key(|index| inputs[*index].at_ms);
@@ -291,20 +320,59 @@ mod tests {
             "bad scenario: inputs[1].input.producer: the cluster has one producer, producer 0, not producer 3 at line 13 column 63"
         );
         for (input, says) in [
-            (r#"{ "type": "stopBroker", "broker": 9 }"#, "inputs[0].input.broker: the cluster has brokers 1 to 3, not broker 9"),
+            (
+                r#"{ "type": "stopBroker", "broker": 9 }"#,
+                "inputs[0].input.broker: the cluster has brokers 1 to 3, not broker 9",
+            ),
             (r#"{ "type": "killBroker", "broker": 0 }"#, "not broker 0"),
-            (r#"{ "type": "killController", "controller": 4 }"#, "the quorum has controllers 1 to 3, not controller 4"),
-            (r#"{ "type": "crashConsumer", "consumer": 1 }"#, "inputs[0].input.consumer: the cluster has one consumer, consumer 0 at that time"),
-            (r#"{ "type": "cutLink", "a": { "kind": "broker", "id": 1 }, "b": { "kind": "controller", "id": 7 } }"#, "inputs[0].input.b.id: the quorum has controllers 1 to 3, not controller 7"),
-            (r#"{ "type": "partition", "side": [{ "kind": "broker", "id": 1 }, { "kind": "producer", "id": 2 }] }"#, "inputs[0].input.side[1].id: the cluster has one producer"),
-            (r#"{ "type": "slowNode", "node": { "kind": "consumer", "id": 5 }, "extraLatencyMs": 10 }"#, "inputs[0].input.node.id"),
-            (r#"{ "type": "poisonRecords", "topic": "ordrs" }"#, "inputs[0].input.topic: the cluster has one topic, orders, not a topic named \"ordrs\""),
-            (r#"{ "type": "poisonRecords", "topic": "orders", "partition": 3 }"#, "inputs[0].input.partition: orders has partitions 0 to 2 at that time, not partition 3"),
-            (r#"{ "type": "electLeaders", "electionType": "preferred", "partitions": [{ "topic": "orders", "partition": 0 }, { "topic": "orders", "partition": 8 }] }"#, "inputs[0].input.partitions[1].partition"),
-            (r#"{ "type": "createPartitions", "topic": "payments", "count": 4 }"#, "inputs[0].input.topic"),
-            (r#"{ "type": "setConfig", "knob": "acks", "producer": 2, "acks": "1" }"#, "inputs[0].input.producer"),
-            (r#"{ "type": "setConfig", "knob": "minInsyncReplicas", "topic": "nope", "value": 1 }"#, "inputs[0].input.topic"),
-            (r#"{ "type": "addConsumer", "consumer": { "group": "h", "topics": ["orders", "nope"] } }"#, "inputs[0].input.consumer.topics[1]"),
+            (
+                r#"{ "type": "killController", "controller": 4 }"#,
+                "the quorum has controllers 1 to 3, not controller 4",
+            ),
+            (
+                r#"{ "type": "crashConsumer", "consumer": 1 }"#,
+                "inputs[0].input.consumer: the cluster has one consumer, consumer 0 at that time",
+            ),
+            (
+                r#"{ "type": "cutLink", "a": { "kind": "broker", "id": 1 }, "b": { "kind": "controller", "id": 7 } }"#,
+                "inputs[0].input.b.id: the quorum has controllers 1 to 3, not controller 7",
+            ),
+            (
+                r#"{ "type": "partition", "side": [{ "kind": "broker", "id": 1 }, { "kind": "producer", "id": 2 }] }"#,
+                "inputs[0].input.side[1].id: the cluster has one producer",
+            ),
+            (
+                r#"{ "type": "slowNode", "node": { "kind": "consumer", "id": 5 }, "extraLatencyMs": 10 }"#,
+                "inputs[0].input.node.id",
+            ),
+            (
+                r#"{ "type": "poisonRecords", "topic": "ordrs" }"#,
+                "inputs[0].input.topic: the cluster has one topic, orders, not a topic named \"ordrs\"",
+            ),
+            (
+                r#"{ "type": "poisonRecords", "topic": "orders", "partition": 3 }"#,
+                "inputs[0].input.partition: orders has partitions 0 to 2 at that time, not partition 3",
+            ),
+            (
+                r#"{ "type": "electLeaders", "electionType": "preferred", "partitions": [{ "topic": "orders", "partition": 0 }, { "topic": "orders", "partition": 8 }] }"#,
+                "inputs[0].input.partitions[1].partition",
+            ),
+            (
+                r#"{ "type": "createPartitions", "topic": "payments", "count": 4 }"#,
+                "inputs[0].input.topic",
+            ),
+            (
+                r#"{ "type": "setConfig", "knob": "acks", "producer": 2, "acks": "1" }"#,
+                "inputs[0].input.producer",
+            ),
+            (
+                r#"{ "type": "setConfig", "knob": "minInsyncReplicas", "topic": "nope", "value": 1 }"#,
+                "inputs[0].input.topic",
+            ),
+            (
+                r#"{ "type": "addConsumer", "consumer": { "group": "h", "topics": ["orders", "nope"] } }"#,
+                "inputs[0].input.consumer.topics[1]",
+            ),
         ] {
             let error = refused(&format!(r#"    {{ "atMs": 1000, "input": {input} }}"#));
             assert!(error.contains(says), "{input}: {error}");
@@ -331,7 +399,11 @@ mod tests {
     { "atMs": 1000, "input": { "type": "addConsumer", "consumer": { "group": "g", "topics": ["orders"] } } },
     { "atMs": 2000, "input": { "type": "createPartitions", "topic": "orders", "count": 4 } }"#,
         );
-        assert!(Scenario::from_json(&fine).is_ok(), "{:?}", Scenario::from_json(&fine).err());
+        assert!(
+            Scenario::from_json(&fine).is_ok(),
+            "{:?}",
+            Scenario::from_json(&fine).err()
+        );
         let early = refused(
             r#"    { "atMs": 500, "input": { "type": "crashConsumer", "consumer": 1 } },
     { "atMs": 1000, "input": { "type": "addConsumer", "consumer": { "group": "g", "topics": ["orders"] } } }"#,

@@ -19,7 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::chunked::ChunkedVec;
-use crate::history::{check, AnomalyKind, Finding, History, Op, Outcome};
+use crate::history::{check, AnomalyKind, Ending, Finding, History, Op, Outcome};
 use crate::protocol::records::RecordId;
 use crate::protocol::{ErrorCode, Offset, Time, TopicPartition};
 
@@ -47,6 +47,10 @@ pub struct Recorder {
     /// recorder.
     open: BTreeMap<u32, u64>,
     next_transaction: u64,
+    /// Producers that sent `EndTxn` to commit their open transaction and
+    /// have not learned how it ended: if they die or are fenced now, the
+    /// outcome is unknown.
+    committing: BTreeSet<u32>,
     /// Records whose send may have reached a log though it failed at some
     /// attempt (a timeout, a lost response, `NOT_ENOUGH_REPLICAS_AFTER_APPEND`).
     ambiguous: BTreeSet<RecordId>,
@@ -130,11 +134,17 @@ impl Recorder {
                 }
             }
             TraceKind::TransactionEnded { producer, outcome, .. } => {
+                let ending = match outcome {
+                    TransactionOutcome::Committed => Ending::Committed,
+                    TransactionOutcome::Aborted => Ending::Aborted,
+                    // Fenced with a commit under way: the coordinator may
+                    // have prepared it, and whoever fenced the producer
+                    // completes a prepared commit.
+                    TransactionOutcome::Fenced => self.unfinished(*producer),
+                };
+                self.committing.remove(producer);
                 if let Some(transaction) = self.open.remove(producer) {
-                    self.push(Op::EndTransaction {
-                        transaction,
-                        committed: *outcome == TransactionOutcome::Committed,
-                    });
+                    self.push(Op::EndTransaction { transaction, ending });
                 }
             }
             TraceKind::GroupRebalanced { assignment, .. } | TraceKind::TargetAssignment { assignment, .. } => {
@@ -166,15 +176,35 @@ impl Recorder {
 
     /// A producer's process died: a transaction it left open is aborted
     /// (by its next instance's `initTransactions()`, or by the coordinator
-    /// at `transaction.timeout.ms`), never committed.
+    /// at `transaction.timeout.ms`), unless its commit was under way: then
+    /// the coordinator may have written `PrepareCommit`, which it completes
+    /// (`TransactionCoordinator#handleInitProducerId` rolls a prepared
+    /// commit forward), so the outcome is unknown.
     pub(crate) fn producer_crashed(&mut self, producer: u32, next_id: TraceId, now: Time) {
         self.at = next_id;
         self.now = now;
+        let ending = self.unfinished(producer);
+        self.committing.remove(&producer);
         if let Some(transaction) = self.open.remove(&producer) {
-            self.push(Op::EndTransaction {
-                transaction,
-                committed: false,
-            });
+            self.push(Op::EndTransaction { transaction, ending });
+        }
+    }
+
+    /// `producer` sent `EndTxn` to commit its open transaction (a retry
+    /// too): from now on it may have committed.
+    pub(crate) fn commit_sent(&mut self, producer: u32) {
+        if self.open.contains_key(&producer) {
+            self.committing.insert(producer);
+        }
+    }
+
+    /// How `producer`'s open transaction ended when it never learned:
+    /// unknown if it had asked to commit, else aborted.
+    fn unfinished(&self, producer: u32) -> Ending {
+        if self.committing.contains(&producer) {
+            Ending::Indeterminate
+        } else {
+            Ending::Aborted
         }
     }
 
@@ -269,11 +299,14 @@ impl Recorder {
     /// produced whose send has not ended (indeterminate, as Jepsen counts
     /// an operation that never completed); `across_epochs` the records an
     /// idempotent producer wrote under two producer epochs (KIP-360), whose
-    /// duplicates Kafka's idempotence allows.
+    /// duplicates Kafka's idempotence allows; `unchecked` the records a
+    /// leader appended with no state for their producer, whose order
+    /// idempotence could not keep.
     pub fn verdict(
         &self,
         unsettled: impl Iterator<Item = (u32, TopicPartition, RecordId)>,
         across_epochs: &BTreeSet<RecordId>,
+        unchecked: &BTreeSet<RecordId>,
     ) -> Verdict {
         let mut history = self.history();
         let mut steps: Vec<Option<(TraceId, Time)>> = self.ops.iter().map(|(_, id, at)| Some((*id, *at))).collect();
@@ -339,6 +372,11 @@ impl Recorder {
             {
                 finding.kind = AnomalyKind::EpochBumpDuplicate;
             }
+            if finding.kind == AnomalyKind::NonMonotonicSend
+                && finding.values.iter().all(|value| unchecked.contains(value))
+            {
+                finding.kind = AnomalyKind::UncheckedSequence;
+            }
             if finding.kind.allowed().is_some() {
                 allowed.push(finding);
             } else if finding.kind == AnomalyKind::Unseen {
@@ -353,8 +391,22 @@ impl Recorder {
                 findings.push(finding);
             }
         }
+        let unknown_commits = history
+            .ops
+            .iter()
+            .filter(|op| {
+                matches!(
+                    op,
+                    Op::EndTransaction {
+                        ending: Ending::Indeterminate,
+                        ..
+                    }
+                )
+            })
+            .count();
         Verdict {
             operations: history.ops.len(),
+            unknown_commits,
             findings,
             not_judged,
             allowed,
@@ -405,6 +457,9 @@ pub struct Verdict {
     /// What Kafka's design allows ([`AnomalyKind::allowed`] says why):
     /// reported, not counted against the run.
     pub allowed: Vec<Finding>,
+    /// Transactions whose producer asked to commit and never learned the
+    /// outcome ([`Ending::Indeterminate`]): their records may be read or not.
+    pub unknown_commits: usize,
     /// Whether the history holds the whole run (`false`: it stopped at
     /// [`crate::limits::MAX_HISTORY_OPERATIONS`] or the limit it was given,
     /// and the verdict is on the run's first operations).
@@ -464,6 +519,18 @@ impl std::fmt::Display for Verdict {
         }
         for (kind, count) in allowed {
             write!(formatter, "; allowed by Kafka's design: {} {count}", kind.name())?;
+        }
+        if self.unknown_commits > 0 {
+            write!(
+                formatter,
+                "; {} {} asked to commit and never learned the outcome (judged as perhaps committed)",
+                self.unknown_commits,
+                if self.unknown_commits == 1 {
+                    "transaction's producer"
+                } else {
+                    "transactions' producers"
+                }
+            )?;
         }
         if !self.complete {
             formatter.write_str("; the history stopped at its limit, so this judges the first part of the run only")?;

@@ -845,6 +845,7 @@ impl Simulation {
                     .enumerate()
                     .filter_map(|(id, record)| Some((record.producer, record.partition.clone()?, id as RecordId))),
                 &checks::across_epoch_duplicate_records(self),
+                &self.monitor.unchecked_sequences,
             ),
         )
     }

@@ -49,6 +49,11 @@ pub struct Monitor {
     /// The newest epoch each transactional producer id was handed by an
     /// `InitProducerId` answer.
     pub(crate) handed_epochs: BTreeMap<u64, u16>,
+    /// Records a leader appended in a batch whose sequence it could not
+    /// check: it had no state for the producer and the batch did not start
+    /// at sequence 0 (`ProducerAppendInfo#checkSequence` accepts any
+    /// sequence then).
+    pub(crate) unchecked_sequences: BTreeSet<RecordId>,
 }
 
 impl Monitor {
@@ -362,9 +367,8 @@ impl Simulation {
             // stretch, compaction kept a newer record of its key: policy,
             // not loss.
             let deleted = offset < log.log_start_offset() || log.compacted_away(offset);
-            if !batch.is_some_and(|batch: &LogBatch<Record>| {
-                (batch.base_offset..=batch.last_offset).contains(&offset)
-            }) {
+            if !batch.is_some_and(|batch: &LogBatch<Record>| (batch.base_offset..=batch.last_offset).contains(&offset))
+            {
                 batch = log.log.first_batch_from(offset);
             }
             let present = batch

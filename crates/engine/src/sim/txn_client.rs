@@ -374,6 +374,7 @@ impl Simulation {
                 }
             }
         };
+        let commits = matches!(call, TxnCall::EndTxn(true));
         if let Some(txn) = state.txn.as_mut() {
             if let TxnCall::EndTxn(_) = call {
                 // `beginCompletingTransaction`: the request keeps the
@@ -385,6 +386,9 @@ impl Simulation {
                 }
             }
             txn.in_flight = Some((request, broker, call));
+        }
+        if let (true, Some(recorder)) = (commits, self.jepsen.as_deref_mut()) {
+            recorder.commit_sent(producer);
         }
         self.send(NodeId::Producer(producer), NodeId::Broker(broker), message);
         self.schedule_timer(

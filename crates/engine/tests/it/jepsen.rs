@@ -297,6 +297,31 @@ fn a_history_past_its_limit_judges_the_first_part_and_says_so() {
     }
 }
 
+/// A safe fuzz case that passes, replayed as its scenario file: the fuzzer's
+/// verdict, the scenario's outcome, and Jepsen's verdict with no finding
+/// whose text says `says`.
+fn replay_fuzz_seed(seed: u64, says: &str) -> (kafkascope_engine::sim::fuzz::Verdict, Outcome, Verdict) {
+    use kafkascope_engine::sim::fuzz::{FuzzCase, Mix};
+    let case = FuzzCase::generate(seed, Mix::All);
+    assert!(case.safe);
+    let verdict = case.run();
+    assert!(verdict.passed(), "{verdict:?}");
+    let outcome = case.scenario().run().expect("plays");
+    assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
+    let jepsen = outcome
+        .simulation
+        .jepsen_verdict()
+        .expect("its expectation keeps the history");
+    assert!(jepsen.findings.is_empty(), "{jepsen}");
+    assert!(jepsen.to_string().contains(says), "{jepsen}");
+    (verdict, outcome, jepsen)
+}
+
+/// Whether Jepsen's verdict names `kind` among what Kafka allows.
+fn allows(jepsen: &Verdict, kind: AnomalyKind) -> bool {
+    jepsen.allowed.iter().any(|finding| finding.kind == kind)
+}
+
 /// Fuzz seed 5089: an idempotent producer's epoch is bumped (KIP-360) and
 /// it resends batches whose outcome it never learned; the leader had
 /// written them and writes them again. Jepsen's duplicate check finds them,
@@ -305,30 +330,103 @@ fn a_history_past_its_limit_judges_the_first_part_and_says_so() {
 /// fuzzer failed safe cases on Jepsen's findings).
 #[test]
 fn duplicates_across_an_epoch_bump_are_allowed_and_named() {
-    use kafkascope_engine::sim::fuzz::{FuzzCase, Mix};
-    let case = FuzzCase::generate(5089, Mix::All);
-    assert!(case.safe);
-    let verdict = case.run();
-    assert!(verdict.passed(), "{verdict:?}");
+    let (verdict, _, jepsen) = replay_fuzz_seed(5089, "allowed by Kafka's design: duplicate across an epoch bump ");
     assert!(verdict.across_epoch_duplicates > 0);
-    let outcome = case.scenario().run().expect("plays");
+    assert!(allows(&jepsen, AnomalyKind::EpochBumpDuplicate), "{jepsen}");
+}
+
+/// Fuzz seed 7729: a transactional producer sends `EndTxn` to commit, the
+/// answer is lost in a partition, and the producer is restarted before it
+/// learns the outcome. The coordinator had written `PrepareCommit`, so the
+/// commit completes and consumers read the records: a commit of unknown
+/// outcome (Jepsen's `:info`), not an aborted read.
+#[test]
+fn a_commit_whose_producer_never_learned_the_outcome_may_be_read() {
+    let (_, _, jepsen) = replay_fuzz_seed(7729, "asked to commit and never learned the outcome");
+    assert!(jepsen.unknown_commits >= 1, "{jepsen}");
+}
+
+/// Fuzz seed 7748: an idempotent producer's first batches to a partition
+/// are refused before the append (`NOT_ENOUGH_REPLICAS`), and a later one
+/// already in flight reaches the leader after the ISR grew back. The
+/// leader has no state for the producer, so it takes the batch at
+/// sequence 23 (`ProducerAppendInfo#checkSequence`); the earlier batches
+/// are then refused as out of order until an epoch bump sends them again,
+/// behind it. Jepsen's checks see a non-monotonic send, which Kafka
+/// allows here and the verdict names.
+#[test]
+fn a_batch_a_leader_took_without_the_producers_state_may_overtake_earlier_ones() {
+    let (verdict, outcome, jepsen) = replay_fuzz_seed(
+        7748,
+        "allowed by Kafka's design: non-monotonic send with no producer state",
+    );
+    assert!(verdict.unchecked_reorders > 0, "{verdict:?}");
+    assert!(allows(&jepsen, AnomalyKind::UncheckedSequence), "{jepsen}");
+    assert!(
+        outcome.simulation.trace().iter().any(|event| matches!(
+            event.kind,
+            TraceKind::ProduceFailed {
+                error: kafkascope_engine::protocol::ErrorCode::OutOfOrderSequenceNumber,
+                ..
+            }
+        )),
+        "the earlier batches are refused as out of order"
+    );
+}
+
+/// Fuzz seed 9706, minimised: an idempotent producer writes input records
+/// twice across an epoch bump, and the exactly-once pipeline processes
+/// each copy once. The audit counts places in the input log, so neither
+/// copy's output is a duplicate.
+#[test]
+fn exactly_once_gives_each_copy_of_a_duplicated_input_its_own_output() {
+    let text = include_str!("fixtures/exactly-once-over-duplicated-input.json");
+    let scenario = Scenario::from_json(text).expect("parses");
+    let outcome = scenario.run().expect("plays");
     assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
-    let jepsen = outcome
-        .simulation
-        .jepsen_verdict()
-        .expect("its expectation keeps the history");
-    assert!(jepsen.findings.is_empty(), "{jepsen}");
+    let audit = outcome.simulation.output_audit("eos-out");
+    assert!(audit.duplicated.is_empty(), "{audit:?}");
+    assert!(audit.outputs > 0);
+    let jepsen = outcome.simulation.jepsen_verdict().expect("kept");
     assert!(
         jepsen
             .allowed
             .iter()
             .any(|finding| finding.kind == AnomalyKind::EpochBumpDuplicate),
-        "{jepsen}"
+        "the input holds records written twice: {jepsen}"
     );
-    assert!(
-        jepsen
-            .to_string()
-            .contains("allowed by Kafka's design: duplicate across an epoch bump "),
-        "{jepsen}"
-    );
+}
+
+/// A transactional producer's `EndTxn` reaches its coordinator, which
+/// commits, but the answer is lost in a partition and the producer is
+/// restarted: the history says the outcome is unknown (Jepsen's `:info`),
+/// so the records the consumer reads are no aborted read. Restarted before
+/// it asked to commit, the transaction is aborted.
+#[test]
+fn a_commit_whose_answer_was_lost_is_of_unknown_outcome() {
+    let scenario = |commit_at: u64| {
+        let text = format!(
+            r#"{{"name": "unknown", "description": "", "seed": 1, "runUntilMs": 12000,
+            "config": {{"brokers": 3, "topics": [{{"name": "t", "partitions": 1, "replicationFactor": 3, "minInsyncReplicas": 2}}],
+              "producers": [{{"topic": "t", "transactionalId": "a"}}],
+              "consumers": [{{"group": "g", "topics": ["t"], "autoOffsetReset": "earliest", "isolationLevel": "read_committed"}}]}},
+            "inputs": [
+              {{"atMs": 3000, "input": {{"type": "produce", "producer": 0, "key": null, "count": 3, "bytes": 100}}}},
+              {{"atMs": {commit_at}, "input": {{"type": "commitTransaction", "producer": 0}}}},
+              {{"atMs": 5001, "input": {{"type": "partition", "side": [{{"kind": "producer", "id": 0}}]}}}},
+              {{"atMs": 8000, "input": {{"type": "restartProducer", "producer": 0}}}},
+              {{"atMs": 9000, "input": {{"type": "healNetwork"}}}}],
+            "expect": [{{"type": "noJepsenAnomalies"}}]}}"#
+        );
+        let outcome = Scenario::from_json(&text).expect("parses").run().expect("plays");
+        assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
+        outcome.simulation.jepsen_verdict().expect("kept")
+    };
+    let lost_answer = scenario(5000);
+    assert_eq!(lost_answer.unknown_commits, 1, "{lost_answer}");
+    assert!(lost_answer.findings.is_empty(), "{lost_answer}");
+    // Never asked to commit before the restart: aborted, nothing read.
+    let never_asked = scenario(8500);
+    assert_eq!(never_asked.unknown_commits, 0, "{never_asked}");
+    assert!(never_asked.findings.is_empty(), "{never_asked}");
 }
