@@ -50,6 +50,32 @@ test('killing a leader elects a new one from the ISR, shown in kafka-topics --de
   await page.close();
 });
 
+test('cutting the power of a leader erases what it had not flushed; the others keep every record', async () => {
+  const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
+  await live(page).getByTestId('cluster-run-10s').click();
+  await live(page).getByTestId('cluster-produce').click();
+  await live(page).getByTestId('cluster-run-10s').click();
+  // A leader that took the records: Kafka flushed nothing of them by
+  // default, and its row says where the disk ends.
+  const written = await live(page).locator('g.replica.leader').evaluateAll((rows) => rows
+    .map((row) => [row.dataset.testid, row.querySelector('title').textContent])
+    .filter(([, title]) => /flushed to disk below offset 0 \(the rest is in the page cache only\)/.test(title)));
+  assert.ok(written.length > 0, 'no leader holds unflushed records');
+  const [, leader, partition] = written[0][0].match(/^replica-(\d+)-(.+)$/);
+  const row = live(page).getByTestId(`replica-${leader}-${partition}`);
+  await live(page).getByTestId(`node-broker-${leader}`).click({ position: { x: 30, y: 10 } });
+  await live(page).getByTestId(`inspector-power-broker-${leader}`).click();
+  assert.match(await live(page).getByTestId(`node-broker-${leader}`).getAttribute('aria-label'), /dead/);
+  assert.match(await row.locator('title').textContent(), /log end offset 0,/);
+  await live(page).getByTestId('cluster-run-10s').click();
+  await live(page).getByTestId('cluster-run-10s').click();
+  assert.notEqual(await live(page).getByTestId(`leader-${partition}`).textContent(), leader);
+  assert.match(await live(page).getByTestId('cluster-summary').innerText(), /lost 0,.*invariant violations 0/);
+  await page.screenshot({ path: screenshotPath('cluster-after-power-loss'), fullPage: true });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('play advances simulated time until paused; Space plays and the right arrow steps one event', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   const time = async () => Number((await live(page).getByTestId('cluster-time').textContent()).match(/\d+/)[0]);

@@ -415,7 +415,7 @@ fn summary_line(summary: &kafkascope_engine::sim::Summary) -> Html {
 }
 
 /// What the map's marks mean.
-const MAP_LEGEND: &str = "L leader · F follower · ISR in sync · OSR out of sync · bar = log end offset, | = high watermark (numbers: HW/LEO), ¦ = last stable offset, dashed stretch = deleted by retention, dark tick = compacted up to · dots = messages in flight (hollow: responses) · a member's @N = its committed offset";
+const MAP_LEGEND: &str = "L leader · F follower · ISR in sync · OSR out of sync · bar = log end offset, | = high watermark (numbers: HW/LEO), ¦ = last stable offset, dashed stretch = deleted by retention, dark tick = compacted up to, line under a bar = flushed to disk (the rest is in the page cache only) · dots = messages in flight (hollow: responses) · a member's @N = its committed offset";
 
 /// The map's session: a run link (`?run=`) starts replaying a shared run
 /// to its moment (a slice at a time, [`use_slices`]), and one that

@@ -57,6 +57,7 @@ svg.map .replica.leader .badge-text, svg.map .replica.leader .partition { font-w
 svg.map .hw { stroke: var(--m-fg); stroke-width: 1.6; }
 svg.map .lso { stroke: var(--m-warn); stroke-width: 1.6; stroke-dasharray: 2 1.5; }
 svg.map .cleaned { stroke: var(--m-fg); stroke-width: 1.4; }
+svg.map .flushed { stroke: var(--m-fg); stroke-width: 2; }
 svg.map .deleted { fill: var(--m-row); stroke: var(--m-muted); stroke-width: 0.6; stroke-dasharray: 1.5 1.5; }
 svg.map .marker { stroke: var(--m-box); stroke-width: 1.2; }
 svg.map .error-text { fill: var(--m-muted); font-size: 12px; }
@@ -213,6 +214,9 @@ fn replica_view(broker: u32, row: &ReplicaRow, is_selected: bool, on_select: &Ca
             <rect class="bar" x={format!("{bar_x:.1}")} y={format!("{bar_y:.1}")} width={format!("{leo_w:.1}")} height={format!("{bar_h:.1}")} />
             if let Some(cleaned) = row.cleaned_up_to {
                 <line class="cleaned" data-testid={format!("cleaned-{broker}-{}", row.partition)} x1={format!("{:.1}", bar_x + bar_w * fraction(cleaned).min(1.0))} x2={format!("{:.1}", bar_x + bar_w * fraction(cleaned).min(1.0))} y1={format!("{:.1}", bar_y - 1.0)} y2={format!("{:.1}", bar_y + bar_h + 1.0)} />
+            }
+            if row.recovery_point > row.log_start_offset {
+                <line class="flushed" data-testid={format!("flushed-{broker}-{}", row.partition)} x1={format!("{bar_x:.1}")} x2={format!("{:.1}", bar_x + bar_w * fraction(row.recovery_point).min(1.0))} y1={format!("{:.1}", bar_y + bar_h + 1.5)} y2={format!("{:.1}", bar_y + bar_h + 1.5)} />
             }
             if row.log_start_offset > 0 {
                 <rect class="deleted" data-testid={format!("deleted-{broker}-{}", row.partition)} x={format!("{bar_x:.1}")} y={format!("{bar_y:.1}")} width={format!("{:.1}", bar_w * fraction(row.log_start_offset).min(1.0))} height={format!("{bar_h:.1}")} />

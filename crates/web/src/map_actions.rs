@@ -47,7 +47,11 @@ pub fn sheet_actions(view: &ClusterView, node: NodeId, dispatch: &Callback<Actio
             if dead {
                 button("Restart", "", "restart", Action::Restart(id))
             } else {
-                html! { <>{ button("Kill", "", "kill", Action::Kill(id)) }{ button("Pause", " for 5 s (GC)", "pause", Action::Pause(id)) }</> }
+                html! { <>
+                    { button("Kill", "", "kill", Action::Kill(id)) }
+                    { button("Cut the power of", " (loses what is not flushed)", "power", Action::PowerLoss(id)) }
+                    { button("Pause", " for 5 s (GC)", "pause", Action::Pause(id)) }
+                </> }
             }
         }
         NodeId::Controller(id) => {
@@ -95,6 +99,8 @@ pub fn inspector_actions(facts: &ActionFacts, selection: &Selection, dispatch: &
                       { button("Kill", format!("inspector-kill-{node}"), Action::Kill(id)) }
                       { button("Stop gracefully (controlled shutdown)", format!("inspector-stop-{node}"), Action::Stop(id)) }
                   </> } } }
+                { button("Cut its power (loses what is not flushed)", format!("inspector-power-{node}"), Action::PowerLoss(id)) }
+                { button("Cut every broker's power", "inspector-power-all".to_string(), Action::PowerLossAll) }
                 { button("Pause 5 s (GC)", format!("inspector-pause-{node}"), Action::Pause(id)) }
                 { button("Slow down +200 ms", format!("inspector-slow-{node}"), Action::Slow(id, 200)) }
                 { button("Normal speed", format!("inspector-unslow-{node}"), Action::Slow(id, 0)) }

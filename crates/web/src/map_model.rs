@@ -95,6 +95,9 @@ pub struct ReplicaRow {
     /// For a compacted log, where the cleaner's last pass stopped (drawn
     /// as a tick: clean below, dirty above).
     pub cleaned_up_to: Option<u64>,
+    /// The recovery point: below it the log is flushed to disk (drawn as a
+    /// line under the bar); above it, in the page cache only.
+    pub recovery_point: u64,
     /// The largest log end among the partition's replicas (the bar's scale).
     pub scale: u64,
     pub leader_epoch: Option<u32>,
@@ -153,6 +156,12 @@ impl ReplicaRow {
             label.push_str(&format!(
                 ", log start offset {} (older records deleted)",
                 self.log_start_offset
+            ));
+        }
+        if self.recovery_point < self.log_end_offset {
+            label.push_str(&format!(
+                ", flushed to disk below offset {} (the rest is in the page cache only)",
+                self.recovery_point
             ));
         }
         if !self.markers.is_empty() {
@@ -558,6 +567,7 @@ fn replica_rows(
             markers: replica.marker_offsets.clone(),
             log_start_offset: replica.log_start_offset,
             cleaned_up_to: replica.cleaned_up_to,
+            recovery_point: replica.recovery_point,
             scale: scale.get(replica.partition.as_str()).copied().unwrap_or(1),
             leader_epoch: replica.leader_epoch,
             rect: Rect {
@@ -1595,12 +1605,27 @@ fn inspect_replica(view: &ClusterView, model: &MapModel, broker: u32, partition:
                 ("On disk".into(), tracked.map_or("-".into(), |replica| format!(
                     "{} bytes in {} segment{}", replica.size_bytes, replica.segment_count, if replica.segment_count == 1 { "" } else { "s" }
                 ))),
+                ("Flushed".into(), tracked.map_or("-".into(), |replica| flushed_text(replica.recovery_point, replica.log_end_offset))),
             ],
             messages: Vec::new(),
             files: tracked.map_or_else(Vec::new, replica_files),
             lookup: tracked.and_then(|replica| replica.lookup.map(lookup_steps)).unwrap_or_default(),
         });
     }
+}
+
+/// What a replica's recovery point means for its records.
+pub fn flushed_text(recovery_point: u64, log_end_offset: u64) -> String {
+    if log_end_offset == 0 {
+        return "nothing written yet".to_string();
+    }
+    if recovery_point >= log_end_offset {
+        return format!("everything (offsets below {log_end_offset}): a power loss loses nothing here");
+    }
+    format!(
+        "below offset {recovery_point} (the recovery point); offsets {recovery_point} to {} are in the page cache only: a crash keeps them, a power loss loses them. Kafka flushes when flush.messages or flush.ms say so (by default never), when a segment rolls and at a clean shutdown, and otherwise leaves durability to replication",
+        log_end_offset - 1
+    )
 }
 
 fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {

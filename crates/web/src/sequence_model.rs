@@ -977,6 +977,7 @@ fn input_touches(input: &Input, node: NodeId) -> bool {
         | Input::RestartBroker { broker }
         | Input::StopBroker { broker }
         | Input::PauseBroker { broker, .. } => node == NodeId::Broker(*broker),
+        Input::PowerLoss { brokers } => brokers.iter().any(|broker| node == NodeId::Broker(*broker)),
         Input::CutLink { a, b } | Input::HealLink { a, b } => node == *a || node == *b,
         Input::Partition { side } => side.contains(&node),
         Input::SlowNode { node: slowed, .. } => node == *slowed,

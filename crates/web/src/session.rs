@@ -256,6 +256,10 @@ pub enum Action {
     Produce,
     ProduceKeyed,
     Kill(u32),
+    /// A broker loses power (its unflushed records with it).
+    PowerLoss(u32),
+    /// Every broker loses power at once (a data centre's outage).
+    PowerLossAll,
     Stop(u32),
     Restart(u32),
     Pause(u32),
@@ -833,6 +837,11 @@ impl Session {
                 }
             }
             Action::Kill(broker) => self.input(Input::KillBroker { broker }),
+            Action::PowerLoss(broker) => self.input(Input::PowerLoss { brokers: vec![broker] }),
+            Action::PowerLossAll => {
+                let brokers = (1..=self.simulation.config().brokers).collect();
+                self.input(Input::PowerLoss { brokers })
+            }
             Action::Stop(broker) => self.input(Input::StopBroker { broker }),
             Action::Restart(broker) => self.input(Input::RestartBroker { broker }),
             Action::Pause(broker) => self.input(Input::PauseBroker {
@@ -1453,6 +1462,46 @@ mod tests {
         }
         let summary = session.simulation().summary();
         assert_eq!(summary.lost, 10, "{summary:?}");
+    }
+
+    #[test]
+    fn a_power_loss_cuts_each_log_to_what_was_flushed_and_the_map_says_where() {
+        let mut session = session();
+        session.apply(Action::Run(2_000));
+        session.apply(Action::Produce);
+        session.apply(Action::Run(2_000));
+        let replicas = |session: &Session, broker: u32| {
+            let view = session.simulation().view();
+            let broker = view
+                .brokers
+                .iter()
+                .find(|row| row.id == broker)
+                .cloned()
+                .expect("a broker");
+            broker
+                .replicas
+                .into_iter()
+                .filter(|replica| !replica.internal)
+                .collect::<Vec<_>>()
+        };
+        let before = replicas(&session, 1);
+        let written: Vec<_> = before.iter().filter(|replica| replica.log_end_offset > 0).collect();
+        assert!(!written.is_empty());
+        // Nothing is flushed by default: the map's row says so.
+        for replica in &written {
+            assert_eq!(replica.recovery_point, 0);
+            assert!(
+                crate::map_model::flushed_text(replica.recovery_point, replica.log_end_offset)
+                    .contains("in the page cache only")
+            );
+        }
+        session.apply(Action::PowerLossAll);
+        session.apply(Action::Run(100));
+        for broker in 1..=3 {
+            assert!(replicas(&session, broker)
+                .iter()
+                .all(|replica| replica.log_end_offset == replica.recovery_point));
+        }
     }
 
     #[test]

@@ -315,6 +315,23 @@ impl PartitionLog {
         }
     }
 
+    /// A power loss: the records past the recovery point were in the page
+    /// cache only and are gone, and what depends on them is rebuilt, as
+    /// `LogLoader` finds the log on the next start (the simulator writes no
+    /// torn batch, so recovery from the recovery point finds every batch
+    /// on disk valid and truncates nothing more). Returns the offset the log
+    /// now ends at, where it ended, and the records lost, if any were.
+    pub(crate) fn lose_unflushed(&mut self, now_ms: u64) -> Option<(Offset, Offset, Vec<super::types::RecordId>)> {
+        let from = self.log.recovery_point.max(self.log.log_start_offset);
+        let end = self.log_end_offset();
+        if from >= end {
+            return None;
+        }
+        let lost = self.records_from(from).map(|record| record.id).collect();
+        self.truncate_to(from, now_ms);
+        Some((from, end, lost))
+    }
+
     /// Cuts the log back to `offset`, rebuilding what depends on it.
     fn truncate_to(&mut self, offset: Offset, now_ms: u64) {
         self.log.truncate_to(offset, now_ms as i64);
@@ -746,6 +763,17 @@ impl Simulation {
         ] {
             self.schedule_timer(NodeId::Broker(id), incarnation, delay, timer);
         }
+        // `LogManager#startup` schedules the flusher after
+        // `log.initial.task.delay.ms`, then every
+        // `log.flush.scheduler.interval.ms` (unset: never).
+        if self.config.log_flush_scheduler_interval_ms.is_some() {
+            self.schedule_timer(
+                NodeId::Broker(id),
+                incarnation,
+                LOG_MANAGER_INITIAL_DELAY_MS,
+                Timer::LogFlush,
+            );
+        }
         self.broker_fetch_metadata(id);
     }
 
@@ -866,6 +894,43 @@ impl Simulation {
         self.broker_stop(id, BrokerChange::Killed);
     }
 
+    /// `brokers` lose power at once: a running one's process dies (an
+    /// unclean shutdown), and every listed broker's logs lose what was past
+    /// their recovery points. The metadata log is not touched: KRaft
+    /// flushes it before it acknowledges anything (`KafkaRaftClient`).
+    pub(crate) fn broker_power_loss(&mut self, brokers: &[BrokerId]) {
+        let mut seen = std::collections::BTreeSet::new();
+        for &id in brokers {
+            if !self.brokers.contains_key(&id) || !seen.insert(id) {
+                continue;
+            }
+            if self.brokers[&id].status == BrokerStatus::Dead {
+                self.record(TraceKind::BrokerStatus {
+                    broker: id,
+                    status: BrokerChange::PowerLost,
+                });
+            } else {
+                self.broker_stop(id, BrokerChange::PowerLost);
+            }
+            let now = self.now;
+            let partitions: Vec<TopicPartition> = self.brokers[&id].logs.keys().cloned().collect();
+            for partition in partitions {
+                let log = self.broker(id).logs.get_mut(&partition).expect("listed above");
+                let Some((to_offset, end, lost)) = log.lose_unflushed(now) else {
+                    continue;
+                };
+                self.monitor.note_power_loss(id, &partition, lost);
+                self.record(TraceKind::Truncated {
+                    broker: id,
+                    partition,
+                    to_offset,
+                    removed: end - to_offset,
+                    reason: TruncationReason::PowerLoss,
+                });
+            }
+        }
+    }
+
     /// The broker process ends (a crash, or the end of a controlled
     /// shutdown): its in-memory roles go, its logs stay.
     fn broker_stop(&mut self, id: BrokerId, status: BrokerChange) {
@@ -889,6 +954,19 @@ impl Simulation {
         broker.produce_connections.clear();
         broker.producer_ids = None;
         broker.shutting_down = None;
+        // A clean stop ends with `LogManager#shutdown`, which flushes every
+        // log (and writes the recovery-point checkpoint).
+        if matches!(
+            status,
+            BrokerChange::StoppedAfterControlledShutdown
+                | BrokerChange::StoppedShutdownTimedOut
+                | BrokerChange::StoppedUnregistered
+        ) {
+            let now = self.now as i64;
+            for log in broker.logs.values_mut() {
+                log.log.flush(now);
+            }
+        }
         self.record(TraceKind::BrokerStatus { broker: id, status });
         self.close_connections(NodeId::Broker(id));
     }
@@ -1065,6 +1143,16 @@ impl Simulation {
                     Timer::ProducerIdExpiration,
                 );
                 self.broker_expire_producers(id);
+            }
+            Timer::LogFlush => {
+                let Some(interval) = self.config.log_flush_scheduler_interval_ms else {
+                    return;
+                };
+                self.schedule_timer(node, incarnation, interval.max(1), Timer::LogFlush);
+                let now = self.now as i64;
+                for log in self.broker(id).logs.values_mut() {
+                    log.log.flush_if_due(now);
+                }
             }
             Timer::RetentionCheck => {
                 self.schedule_timer(

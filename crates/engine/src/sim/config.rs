@@ -67,6 +67,15 @@ pub struct TopicConfig {
     /// cleaning that first kept it.
     #[serde(default = "default_one_day")]
     pub delete_retention_ms: u64,
+    /// `flush.messages` (unset: `log.flush.interval.messages`, by default
+    /// never): the log is flushed to disk once this many records are not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_messages: Option<u64>,
+    /// `flush.ms` (unset: never): the broker's log flusher flushes the log
+    /// once it was last flushed this long ago; the flusher runs every
+    /// `logFlushSchedulerIntervalMs`, by default never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_ms: Option<u64>,
 }
 
 impl Default for TopicConfig {
@@ -86,6 +95,8 @@ impl Default for TopicConfig {
             min_cleanable_dirty_ratio: default_dirty_ratio(),
             min_compaction_lag_ms: 0,
             delete_retention_ms: default_one_day(),
+            flush_messages: None,
+            flush_ms: None,
         }
     }
 }
@@ -103,6 +114,12 @@ impl TopicConfig {
             min_cleanable_dirty_ratio: self.min_cleanable_dirty_ratio.0,
             min_compaction_lag_ms: self.min_compaction_lag_ms as i64,
             delete_retention_ms: self.delete_retention_ms as i64,
+            flush_messages: self
+                .flush_messages
+                .map_or(i64::MAX, |messages| i64::try_from(messages).unwrap_or(i64::MAX)),
+            flush_ms: self
+                .flush_ms
+                .map_or(i64::MAX, |ms| i64::try_from(ms).unwrap_or(i64::MAX)),
             ..crate::storage::LogConfig::default()
         }
     }
@@ -123,6 +140,12 @@ impl TopicConfig {
                 "topic {name}: Invalid value {} for configuration segment.bytes: Value must be at least {MIN_SEGMENT_BYTES} \
                  (Kafka 4.1's minimum, 1 MiB; for smaller segments set internal.segment.bytes, Kafka's test-only setting, as the stories do)",
                 self.segment_bytes
+            ));
+        }
+        // `flush.messages` is `atLeast(1)` (`LogConfig`).
+        if self.flush_messages == Some(0) {
+            return Err(format!(
+                "topic {name}: Invalid value 0 for configuration flush.messages: Value must be at least 1"
             ));
         }
         // Kafka gives the test-only key no validator; a segment here must
@@ -877,6 +900,12 @@ pub struct ClusterConfig {
     /// `group.consumer.max.heartbeat.interval.ms` (15000).
     #[serde(default = "default_group_consumer_max_heartbeat")]
     pub group_consumer_max_heartbeat_interval_ms: u64,
+    /// `log.flush.scheduler.interval.ms` (unset: `Long.MAX_VALUE`, never):
+    /// how often each broker's log flusher flushes the logs whose `flush.ms`
+    /// has passed since their last flush (`LogManager#flushDirtyLogs`). The
+    /// first run waits `log.initial.task.delay.ms` (30 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_flush_scheduler_interval_ms: Option<u64>,
     /// `log.retention.check.interval.ms` (300000): how often each broker
     /// deletes the segments retention no longer keeps.
     #[serde(default = "default_imbalance_interval")]
@@ -991,6 +1020,7 @@ impl Default for ClusterConfig {
             group_consumer_max_session_timeout_ms: default_consumer_max_session(),
             group_consumer_min_heartbeat_interval_ms: default_group_consumer_heartbeat(),
             group_consumer_max_heartbeat_interval_ms: default_group_consumer_max_heartbeat(),
+            log_flush_scheduler_interval_ms: None,
             log_retention_check_interval_ms: default_imbalance_interval(),
             log_cleaner_backoff_ms: default_cleaner_backoff(),
             producer_id_expiration_ms: default_producer_id_expiration(),
@@ -1304,6 +1334,9 @@ impl ClusterConfig {
         if self.log_retention_check_interval_ms == 0 {
             return Err("logRetentionCheckIntervalMs must be at least 1".to_string());
         }
+        if self.log_flush_scheduler_interval_ms == Some(0) {
+            return Err("logFlushSchedulerIntervalMs must be at least 1".to_string());
+        }
         if self.unclean_leader_election_interval_ms == 0 {
             return Err("uncleanLeaderElectionIntervalMs must be at least 1".to_string());
         }
@@ -1370,6 +1403,15 @@ pub enum Input {
     KillBroker {
         /// Which broker.
         broker: BrokerId,
+    },
+    /// Brokers lose power at once (one, a rack, every broker): each one's
+    /// process dies if it runs, and each of its logs loses the records past
+    /// its recovery point, which were in the page cache only. A broker
+    /// already down loses them too (the operating system had not written
+    /// them). Restart them with [`Input::RestartBroker`].
+    PowerLoss {
+        /// Which brokers.
+        brokers: Vec<BrokerId>,
     },
     /// A crashed broker starts again.
     RestartBroker {

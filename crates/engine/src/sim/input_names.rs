@@ -203,6 +203,10 @@ impl<'c> Shape<'c> {
             | Input::RestartBroker { broker }
             | Input::StopBroker { broker }
             | Input::PauseBroker { broker, .. } => self.broker(*broker, vec![Step::Field("broker")]),
+            Input::PowerLoss { brokers } => brokers
+                .iter()
+                .enumerate()
+                .try_for_each(|(index, broker)| self.broker(*broker, vec![Step::Field("brokers"), Step::Index(index)])),
             Input::CutLink { a, b } | Input::HealLink { a, b } => {
                 self.node(*a, "a")?;
                 self.node(*b, "b")

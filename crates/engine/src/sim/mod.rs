@@ -144,6 +144,8 @@ pub enum Timer {
     StalledRequest(u64),
     /// A broker's periodic `producer.id.expiration.ms` pass.
     ProducerIdExpiration,
+    /// The broker's log flusher (`log.flush.scheduler.interval.ms`).
+    LogFlush,
 }
 
 /// What the event queue holds.
@@ -1228,6 +1230,7 @@ impl Simulation {
                 bytes,
             } => self.producer_send(producer, key, count, bytes),
             Input::KillBroker { broker } => self.broker_kill(broker),
+            Input::PowerLoss { brokers } => self.broker_power_loss(&brokers),
             Input::RestartBroker { broker } => self.broker_restart(broker),
             Input::StopBroker { broker } => self.broker_graceful_stop(broker),
             Input::PauseBroker { broker, duration_ms } => self.broker_pause(broker, duration_ms),
@@ -1614,6 +1617,14 @@ fn describe_input(input: &Input) -> String {
             ),
         },
         Input::KillBroker { broker } => format!("kill broker-{broker}"),
+        Input::PowerLoss { brokers } => format!(
+            "cut the power of {}",
+            brokers
+                .iter()
+                .map(|broker| format!("broker-{broker}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         Input::RestartBroker { broker } => format!("restart broker-{broker}"),
         Input::StopBroker { broker } => format!("stop broker-{broker} gracefully (controlled shutdown)"),
         Input::PauseBroker { broker, duration_ms } => format!("pause broker-{broker} for {duration_ms} ms"),

@@ -54,9 +54,21 @@ pub struct Monitor {
     /// at sequence 0 (`ProducerAppendInfo#checkSequence` accepts any
     /// sequence then).
     pub(crate) unchecked_sequences: BTreeSet<RecordId>,
+    /// Logs that lost records to a power loss: (broker, partition).
+    power_lost: BTreeSet<(BrokerId, TopicPartition)>,
+    /// Records a power loss erased from a broker's log: (broker, record).
+    power_erased: BTreeSet<(BrokerId, RecordId)>,
 }
 
 impl Monitor {
+    /// Remembers the records a power loss erased from `broker`'s log of
+    /// `partition`.
+    pub(crate) fn note_power_loss(&mut self, broker: BrokerId, partition: &TopicPartition, records: Vec<RecordId>) {
+        self.power_lost.insert((broker, partition.clone()));
+        self.power_erased
+            .extend(records.into_iter().map(|record| (broker, record)));
+    }
+
     /// Asks for a full check of a partition's acknowledged records.
     pub fn mark_dirty(&mut self, partition: &TopicPartition) {
         self.dirty.insert(partition.clone());
@@ -207,12 +219,20 @@ impl Simulation {
                 if let Some(registration) = self.controller.partitions.get(partition) {
                     if registration.leader_epoch == epoch {
                         for member in &registration.isr {
+                            // A member that lost power is listed until the
+                            // controller fences it; its log is not served
+                            // until it has caught up and rejoined.
+                            let powered_off = self.monitor.power_lost.contains(&(*member, partition.clone()))
+                                && self
+                                    .brokers
+                                    .get(member)
+                                    .is_some_and(|b| b.status == BrokerStatus::Dead || b.fenced);
                             let end = self
                                 .brokers
                                 .get(member)
                                 .and_then(|b| b.logs.get(partition))
                                 .map_or(0, |log| log.log_end_offset());
-                            if hw > end {
+                            if hw > end && !powered_off {
                                 violations.push((
                                     Invariant::HighWatermarkWithinIsr,
                                     partition.clone(),
@@ -342,7 +362,17 @@ impl Simulation {
             return;
         };
         let Some(leader) = registration.leader else { return };
-        let Some(log) = self.brokers.get(&leader).and_then(|broker| broker.logs.get(partition)) else {
+        let Some(broker) = self.brokers.get(&leader) else {
+            return;
+        };
+        // A leader whose log a power loss cut that does not serve yet (it is
+        // down, or back but not yet told of a new leader epoch) is judged
+        // once a leader serves.
+        if !broker.leading.contains_key(partition) && self.monitor.power_lost.contains(&(leader, partition.clone())) {
+            self.monitor.mark_dirty(partition);
+            return;
+        }
+        let Some(log) = broker.logs.get(partition) else {
             return;
         };
         let candidates: Vec<RecordId> = match only {
@@ -390,10 +420,12 @@ impl Simulation {
         for &record in &lost {
             self.records[record as usize].lost = true;
             let acks = self.records[record as usize].acks;
-            if acks == Some(Acks::All) && min_isr >= 2 && !unclean {
+            let powered_off = self.monitor.power_erased.contains(&(leader, record));
+            if acks == Some(Acks::All) && min_isr >= 2 && !unclean && !powered_off {
                 safe.push(record);
             }
             reasons.insert(match acks {
+                _ if powered_off => LossCause::PowerLoss,
                 Some(Acks::Leader) => LossCause::AcksOneUnreplicated,
                 Some(Acks::All) if unclean => LossCause::UncleanElection,
                 Some(Acks::All) => LossCause::AcksAllMissing,

@@ -423,6 +423,10 @@ pub struct ReplicaView {
     /// it each key has one record (the clean part); above it, the dirty
     /// part may hold stale records of the same keys.
     pub cleaned_up_to: Option<Offset>,
+    /// The recovery point: the records below it are flushed to disk; from
+    /// it to the log end they are in the page cache only (a power loss
+    /// loses them, a crash does not).
+    pub recovery_point: Offset,
 }
 
 /// How many segments of a log the view lists.
@@ -752,6 +756,7 @@ impl Simulation {
                                 .log
                                 .lookup(log.log_start_offset() + (log.log_end_offset() - log.log_start_offset()) / 2),
                             cleaned_up_to: log.log.cleaner_checkpoint,
+                            recovery_point: log.log.recovery_point,
                         }
                     })
                     .collect(),

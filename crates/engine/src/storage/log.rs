@@ -130,6 +130,15 @@ pub struct LogConfig {
     pub max_compaction_lag_ms: i64,
     /// `delete.retention.ms` (1 day): how long tombstones outlive a cleaning.
     pub delete_retention_ms: i64,
+    /// `flush.messages` (`Long.MAX_VALUE`: never): once this many records
+    /// are past the recovery point, the append flushes the log
+    /// (`UnifiedLog#append`: `unflushedMessages >= flushInterval`).
+    pub flush_messages: i64,
+    /// `flush.ms` (`Long.MAX_VALUE`: never): the broker's log flusher
+    /// flushes a log last flushed longer ago than this
+    /// (`LogManager#flushDirtyLogs`), when it runs at all (every
+    /// `log.flush.scheduler.interval.ms`, by default never).
+    pub flush_ms: i64,
 }
 
 /// Configurations are compared exactly; the ratio is never NaN (it is
@@ -150,6 +159,8 @@ impl Default for LogConfig {
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
             delete_retention_ms: 24 * 60 * 60 * 1000,
+            flush_messages: i64::MAX,
+            flush_ms: i64::MAX,
         }
     }
 }
@@ -203,6 +214,16 @@ pub struct Log<R: StoredRecord> {
     /// Where the cleaner's last pass stopped (the "cleaner offset
     /// checkpoint"): below it the log is clean.
     pub cleaner_checkpoint: Option<Offset>,
+    /// The recovery point (`LocalLog#recoveryPoint`): every record below it
+    /// was flushed to disk. The records from it to the log end are in the
+    /// operating system's page cache only: a process crash keeps them, a
+    /// power loss does not. Kafka flushes when `flush.messages` or
+    /// `flush.ms` say so (by default never), when a segment rolls (the
+    /// closed segments), and at a clean shutdown; otherwise durability
+    /// rests on replication.
+    pub recovery_point: Offset,
+    /// When the log was last flushed (`UnifiedLog#lastFlushTime`), in ms.
+    pub last_flush_ms: i64,
 }
 
 impl<R: StoredRecord> Log<R> {
@@ -214,6 +235,8 @@ impl<R: StoredRecord> Log<R> {
             log_start_offset: 0,
             log_end_offset: 0,
             cleaner_checkpoint: None,
+            recovery_point: 0,
+            last_flush_ms: now_ms,
         }
     }
 
@@ -254,13 +277,50 @@ impl<R: StoredRecord> Log<R> {
             now_ms,
         );
         if roll {
-            self.roll(Some(batch.base_offset), now_ms);
+            let offset = self.roll(Some(batch.base_offset), now_ms);
+            // `UnifiedLog#roll` schedules `flushUptoOffsetExclusive` of the
+            // new segment's base offset: the closed segments reach the disk
+            // (here at once).
+            self.flush_up_to(offset, now_ms);
         }
         self.log_end_offset = batch.next_offset();
         let interval = self.config.index_interval_bytes;
         let active = Rc::make_mut(self.segments.last_mut().expect("a segment"));
         active.append(batch, interval, now_ms);
-        active.base_offset
+        let base = active.base_offset;
+        if self.unflushed_messages() >= self.config.flush_messages.max(1) as u64 {
+            self.flush(now_ms);
+        }
+        base
+    }
+
+    /// The records past the recovery point (`LocalLog#unflushedMessages`).
+    pub fn unflushed_messages(&self) -> u64 {
+        self.log_end_offset.saturating_sub(self.recovery_point)
+    }
+
+    /// Writes the whole log to disk (`UnifiedLog#flush`): the recovery
+    /// point becomes the log end offset.
+    pub fn flush(&mut self, now_ms: i64) {
+        self.flush_up_to(self.log_end_offset, now_ms);
+    }
+
+    /// Writes the log below `offset` to disk (`UnifiedLog#flush(offset)`,
+    /// which does nothing unless `offset` is past the recovery point).
+    pub fn flush_up_to(&mut self, offset: Offset, now_ms: i64) {
+        let offset = offset.min(self.log_end_offset);
+        if offset > self.recovery_point {
+            self.recovery_point = offset;
+            self.last_flush_ms = now_ms;
+        }
+    }
+
+    /// The broker's log flusher visits the log (`LogManager#flushDirtyLogs`):
+    /// it is flushed if it was last flushed `flush.ms` or more ago.
+    pub fn flush_if_due(&mut self, now_ms: i64) {
+        if now_ms.saturating_sub(self.last_flush_ms) >= self.config.flush_ms {
+            self.flush(now_ms);
+        }
     }
 
     /// Starts a new active segment at `max(expected, log end offset)`
@@ -394,8 +454,10 @@ impl<R: StoredRecord> Log<R> {
             Rc::make_mut(last).truncate_to(offset);
         }
         self.log_end_offset = offset;
-        // UnifiedLog#truncateTo: the log start never stays above the end.
+        // UnifiedLog#truncateTo: the log start never stays above the end,
+        // nor the recovery point.
         self.log_start_offset = self.log_start_offset.min(offset);
+        self.recovery_point = self.recovery_point.min(offset);
         if let Some(checkpoint) = self.cleaner_checkpoint {
             self.cleaner_checkpoint = Some(checkpoint.min(offset));
         }
@@ -407,6 +469,7 @@ impl<R: StoredRecord> Log<R> {
         self.log_start_offset = offset;
         self.log_end_offset = offset;
         self.cleaner_checkpoint = None;
+        self.recovery_point = offset;
     }
 
     /// The segment holding `offset`: the last whose base is at or below it.

@@ -16,6 +16,7 @@ mod log_storage_vectors;
 mod marker_removal;
 mod offset_validation;
 mod partitioning;
+mod power_loss;
 mod producer_expiration;
 mod producer_state_vectors;
 mod quotas;

@@ -112,6 +112,9 @@ pub enum BrokerChange {
     Started,
     /// Crashed; its disk survives.
     Killed,
+    /// It lost power: its process died and its logs lost what was in the
+    /// page cache only (past each one's recovery point).
+    PowerLost,
     /// Stopped before it ever registered.
     StoppedUnregistered,
     /// A controlled shutdown took longer than Kafka waits for it.
@@ -143,6 +146,10 @@ impl std::fmt::Display for BrokerChange {
         match self {
             BrokerChange::Started => write!(formatter, "started"),
             BrokerChange::Killed => write!(formatter, "killed (its log stays on disk)"),
+            BrokerChange::PowerLost => write!(
+                formatter,
+                "lost power: its process died, and what its logs held in the page cache only, never flushed to disk, is gone"
+            ),
             BrokerChange::StoppedUnregistered => write!(formatter, "stopped (it was not registered)"),
             BrokerChange::StoppedShutdownTimedOut => {
                 write!(formatter, "stopped: its controlled shutdown did not finish in time")
@@ -539,6 +546,10 @@ pub enum TruncationReason {
     /// deleted what it would fetch next (`OFFSET_OUT_OF_RANGE`), so it
     /// empties its log and starts at the leader's log start.
     BelowLeaderLogStart,
+    /// The broker lost power: the records past the log's recovery point
+    /// were in the page cache only (on the next start `LogLoader` finds the
+    /// files as the disk kept them).
+    PowerLoss,
 }
 
 impl std::fmt::Display for TruncationReason {
@@ -550,6 +561,9 @@ impl std::fmt::Display for TruncationReason {
             TruncationReason::BelowLeaderLogStart => {
                 formatter.write_str("the leader's log now starts past this log's end (OFFSET_OUT_OF_RANGE)")
             }
+            TruncationReason::PowerLoss => formatter.write_str(
+                "power was lost, and the records past the log's recovery point were in the page cache only, never flushed to disk",
+            ),
         }
     }
 }
@@ -559,6 +573,10 @@ impl std::fmt::Display for TruncationReason {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LossCause {
+    /// A power loss erased them from the replica that leads now before they
+    /// were flushed (every replica that had them lost power, or the others
+    /// could not lead).
+    PowerLoss,
     /// `acks=1`: the leader answered before any follower had them.
     AcksOneUnreplicated,
     /// `acks=all`, and still not on the new leader (a configuration that
@@ -573,6 +591,9 @@ pub enum LossCause {
 impl std::fmt::Display for LossCause {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter.write_str(match self {
+            LossCause::PowerLoss => {
+                "a power loss erased them from the replica that now leads before they were flushed to disk"
+            }
             LossCause::AcksOneUnreplicated => "acknowledged with acks=1 by a leader that had not replicated them",
             LossCause::AcksAllMissing => "acknowledged with acks=all, yet missing from the new leader",
             LossCause::NoGuarantee => "acknowledged without a guarantee",
