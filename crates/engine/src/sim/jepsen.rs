@@ -307,6 +307,7 @@ impl Recorder {
         unsettled: impl Iterator<Item = (u32, TopicPartition, RecordId)>,
         across_epochs: &BTreeSet<RecordId>,
         unchecked: &BTreeSet<RecordId>,
+        lost_to_power: &BTreeSet<TopicPartition>,
     ) -> Verdict {
         let mut history = self.history();
         let mut steps: Vec<Option<(TraceId, Time)>> = self.ops.iter().map(|(_, id, at)| Some((*id, *at))).collect();
@@ -379,6 +380,8 @@ impl Recorder {
             }
             if finding.kind.allowed().is_some() {
                 allowed.push(finding);
+            } else if lost_to_power.contains(&finding.partition) {
+                not_judged.push((finding, NotJudged::PowerLoss));
             } else if finding.kind == AnomalyKind::Unseen {
                 not_judged.push((finding, NotJudged::NoFinalRead));
             } else if finding.kind == AnomalyKind::LostWrite && before_first_read(&finding) {
@@ -431,6 +434,11 @@ pub enum NotJudged {
     /// `auto.offset.reset=latest`, or one joining late), where Jepsen's
     /// test has every reader start at the beginning.
     BeforeFirstRead,
+    /// A power loss erased acknowledged records of the partition from
+    /// every replica that could lead (named in the ledger as the power
+    /// loss's): its log was written again from an earlier offset, which
+    /// Jepsen's checks would report as the loss's consequences.
+    PowerLoss,
 }
 
 impl std::fmt::Display for NotJudged {
@@ -441,6 +449,9 @@ impl std::fmt::Display for NotJudged {
             }
             NotJudged::Deleted => "on a partition where retention or compaction deleted records",
             NotJudged::BeforeFirstRead => "written before the partition's first reader started (past them)",
+            NotJudged::PowerLoss => {
+                "on a partition where a power loss erased acknowledged records from every replica that could lead (the ledger names the loss)"
+            }
         })
     }
 }

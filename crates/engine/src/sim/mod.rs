@@ -848,6 +848,7 @@ impl Simulation {
                     .filter_map(|(id, record)| Some((record.producer, record.partition.clone()?, id as RecordId))),
                 &checks::across_epoch_duplicate_records(self),
                 &self.monitor.unchecked_sequences,
+                &self.monitor.partitions_lost_to_power,
             ),
         )
     }

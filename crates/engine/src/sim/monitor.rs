@@ -58,6 +58,11 @@ pub struct Monitor {
     power_lost: BTreeSet<(BrokerId, TopicPartition)>,
     /// Records a power loss erased from a broker's log: (broker, record).
     power_erased: BTreeSet<(BrokerId, RecordId)>,
+    /// Acknowledged records lost because a power loss erased them from the
+    /// replica that leads now ([`LossCause::PowerLoss`]).
+    pub(crate) lost_to_power: BTreeSet<RecordId>,
+    /// The partitions where that happened.
+    pub(crate) partitions_lost_to_power: BTreeSet<TopicPartition>,
 }
 
 impl Monitor {
@@ -421,6 +426,10 @@ impl Simulation {
             self.records[record as usize].lost = true;
             let acks = self.records[record as usize].acks;
             let powered_off = self.monitor.power_erased.contains(&(leader, record));
+            if powered_off {
+                self.monitor.lost_to_power.insert(record);
+                self.monitor.partitions_lost_to_power.insert(partition.clone());
+            }
             if acks == Some(Acks::All) && min_isr >= 2 && !unclean && !powered_off {
                 safe.push(record);
             }

@@ -5,6 +5,8 @@
 //! clean shutdown.
 
 use kafkascope_engine::protocol::TopicPartition;
+use kafkascope_engine::sim::checks;
+use kafkascope_engine::sim::jepsen::NotJudged;
 use kafkascope_engine::sim::scenario::Scenario;
 use kafkascope_engine::sim::trace::{LossCause, TraceKind, TruncationReason};
 use kafkascope_engine::sim::Simulation;
@@ -23,7 +25,7 @@ fn play(topic: &str, cluster: &str, inputs: &str, until_ms: u64) -> Simulation {
     );
     Scenario::from_json(&text)
         .expect("parses")
-        .run()
+        .run_with_history()
         .expect("plays")
         .simulation
 }
@@ -128,6 +130,33 @@ fn a_power_loss_of_every_replica_loses_the_unflushed_records_and_names_the_cause
     assert_eq!(lost(&simulation), 10, "{:?}", loss_causes(&simulation));
     assert_eq!(loss_causes(&simulation), vec![LossCause::PowerLoss]);
     assert_eq!(violations(&simulation), 0);
+    // Named, and Kafka's design: no safety failure for the fuzzer.
+    assert_eq!(checks::safety_failures(&simulation, true), Vec::<String>::new());
+}
+
+/// After every replica lost the records, new ones take their offsets:
+/// Jepsen's checks would see two values at one offset. The verdict does
+/// not judge a partition whose acknowledged records a power loss erased
+/// from every replica that could lead; the ledger has named the loss.
+#[test]
+fn after_a_power_loss_of_every_replica_the_rewritten_partition_is_not_judged() {
+    let simulation = play(
+        "",
+        r#""eligibleLeaderReplicasEnable": false,"#,
+        &format!(
+            r#"{EVERY_BROKER_LOSES_POWER},
+            {{"atMs": 30000, "input": {{"type": "produce", "producer": 0, "count": 5}}}}"#
+        ),
+        60_000,
+    );
+    assert_eq!(loss_causes(&simulation), vec![LossCause::PowerLoss]);
+    let verdict = simulation.jepsen_verdict().expect("kept");
+    assert!(verdict.findings.is_empty(), "{verdict}");
+    assert!(
+        verdict.not_judged.iter().any(|(_, why)| *why == NotJudged::PowerLoss),
+        "{verdict}"
+    );
+    assert!(verdict.to_string().contains("a power loss erased acknowledged records"), "{verdict}");
 }
 
 #[test]
