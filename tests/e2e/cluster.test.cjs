@@ -76,6 +76,27 @@ test('cutting the power of a leader erases what it had not flushed; the others k
   await page.close();
 });
 
+test('on a phone, cutting a broker\'s power from its sheet kills it and empties what it had not flushed', async () => {
+  const { page, problems } = await openApp(browser, { width: 390, height: 844, query: '?play=0', view: 'map' });
+  await live(page).getByTestId('cluster-run-10s').click();
+  await live(page).getByTestId('cluster-produce').click();
+  await live(page).getByTestId('cluster-run-10s').click();
+  const broker = live(page).getByTestId('node-broker-2');
+  await broker.evaluate((element) => element.scrollIntoView({ block: 'center' }));
+  const frame = await broker.locator(':scope > .frame').boundingBox();
+  await page.mouse.click(frame.x + frame.width / 2, frame.y + 10);
+  await page.getByTestId('selection-sheet').getByTestId('sheet-power').click();
+  assert.match(await broker.getAttribute('aria-label'), /dead/);
+  const ends = await broker.locator('g.replica title').evaluateAll((titles) => titles
+    .map((title) => title.textContent)
+    .filter((text) => !text.includes('__'))
+    .map((text) => Number(text.match(/log end offset (\d+)/)[1])));
+  assert.ok(ends.length > 0 && ends.every((end) => end === 0), JSON.stringify(ends));
+  await page.screenshot({ path: screenshotPath('phone-after-power-loss') });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('play advances simulated time until paused; Space plays and the right arrow steps one event', async () => {
   const { page, problems } = await openApp(browser, { query: '?play=0', view: 'map' });
   const time = async () => Number((await live(page).getByTestId('cluster-time').textContent()).match(/\d+/)[0]);

@@ -195,6 +195,11 @@ test('on a phone a tap on a broker shows its summary on screen, actions first; t
   assert.ok(await sheet.getByTestId('sheet-kill').isVisible());
   // Its actions name the process they act on.
   assert.equal(await sheet.getByTestId('sheet-kill').innerText(), 'Kill broker-2');
+  assert.equal(await sheet.getByTestId('sheet-power').innerText(), 'Cut the power of broker-2 (loses what is not flushed)');
+  const power = await sheet.getByTestId('sheet-power').boundingBox();
+  // As tall as its neighbours' (WCAG's 24 px at least), and as wide as the sheet.
+  const kill = await sheet.getByTestId('sheet-kill').boundingBox();
+  assert.ok(power.height >= Math.max(24, kill.height) && power.width >= 44, JSON.stringify([power, kill]));
   await page.screenshot({ path: screenshotPath('phone-selection-sheet') });
   // Its way into the full inspector, where the actions come before the facts.
   await sheet.getByTestId('sheet-more').click();
