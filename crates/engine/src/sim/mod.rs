@@ -1618,14 +1618,7 @@ fn describe_input(input: &Input) -> String {
             ),
         },
         Input::KillBroker { broker } => format!("kill broker-{broker}"),
-        Input::PowerLoss { brokers } => format!(
-            "cut the power of {}",
-            brokers
-                .iter()
-                .map(|broker| format!("broker-{broker}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        Input::PowerLoss { brokers } => format!("cut the power of {}", trace::broker_names(brokers)),
         Input::RestartBroker { broker } => format!("restart broker-{broker}"),
         Input::StopBroker { broker } => format!("stop broker-{broker} gracefully (controlled shutdown)"),
         Input::PauseBroker { broker, duration_ms } => format!("pause broker-{broker} for {duration_ms} ms"),

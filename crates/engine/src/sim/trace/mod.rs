@@ -522,11 +522,7 @@ impl HighWatermarkReason {
                 [one] => format!("{trigger}; the slowest counted replica is broker-{one}"),
                 several => format!(
                     "{trigger}; the slowest counted replicas, {}, are all at offset {to}",
-                    several
-                        .iter()
-                        .map(|broker| format!("broker-{broker}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    broker_names(several)
                 ),
             },
             HighWatermarkReason::FromLeader => "learned from the leader's fetch response".to_string(),
@@ -566,6 +562,15 @@ impl std::fmt::Display for TruncationReason {
             ),
         }
     }
+}
+
+/// Brokers by name, in order: `broker-1, broker-3`.
+pub fn broker_names(brokers: &[BrokerId]) -> String {
+    brokers
+        .iter()
+        .map(|broker| format!("broker-{broker}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Why acknowledged records are gone, for one kind of record among them.
