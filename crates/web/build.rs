@@ -18,12 +18,14 @@ fn main() {
         .filter(|path| path.extension().is_some_and(|extension| extension == "json"))
         .collect();
     files.sort();
-    let mut out = String::from("/// Every scenario file of `scenarios/`: its name and its text.\npub const SCENARIO_FILES: &[(&str, &str)] = &[\n");
+    let mut out = String::from("/// Every scenario file of `scenarios/`: its name and its text (compact).\npub const SCENARIO_FILES: &[(&str, &str)] = &[\n");
     let mut index: Vec<(u64, String, String)> = Vec::new();
     for file in files {
         // A file that does not parse is left out (the stories leave it out
         // too, and a test names it).
         let text = std::fs::read_to_string(&file).expect("a readable scenario file");
+        println!("cargo:rerun-if-changed={}", file.display());
+        let name = file.file_name().expect("a name").to_string_lossy().into_owned();
         if let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) {
             let story = &value["story"];
             if let (Some(id), Some(order), Some(learn)) =
@@ -31,11 +33,14 @@ fn main() {
             {
                 index.push((order, id.to_string(), learn.to_string()));
             }
+            // Shipped without the file's indentation (#35: the page's
+            // weight); only parsed, never shown as written.
+            let compact = serde_json::to_string(&value).expect("a JSON value serializes");
+            out += &format!("    ({name:?}, {compact:?}),\n");
+        } else {
+            let path = file.canonicalize().expect("a path");
+            out += &format!("    ({name:?}, include_str!({:?})),\n", path.display().to_string());
         }
-        println!("cargo:rerun-if-changed={}", file.display());
-        let name = file.file_name().expect("a name").to_string_lossy().into_owned();
-        let path = file.canonicalize().expect("a path");
-        out += &format!("    ({name:?}, include_str!({:?})),\n", path.display().to_string());
     }
     out += "];\n";
     index.sort();

@@ -149,7 +149,8 @@ function shippedStories() {
     .filter((file) => file.endsWith('.json'))
     .map((file) => JSON.parse(fs.readFileSync(path.join(folder, file), 'utf8')))
     .filter((scenario) => scenario.story)
-    .sort((a, b) => a.story.order - b.story.order);
+    // As the page orders them: by order, then by id.
+    .sort((a, b) => a.story.order - b.story.order || (a.story.id < b.story.id ? -1 : a.story.id > b.story.id ? 1 : 0));
 }
 
 // A run link's text as the page writes it: raw deflate, base64url.

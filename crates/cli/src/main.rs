@@ -354,6 +354,11 @@ fn fuzz(seeds: u64, from: u64, mix: Mix, out: PathBuf, shape: (Option<u32>, Opti
     let mut operator_cases = 0u64;
     let mut resent_cases = 0u64;
     let mut reordered_cases = 0u64;
+    let mut powered_off_cases = 0u64;
+    let mut correlated_cases = 0u64;
+    let mut everyone_cut_cases = 0u64;
+    let mut lost_to_power_cases = 0u64;
+    let mut lost_to_power_records = 0u64;
     let mut stderr = std::io::stderr();
     for (done, seed) in (from..from + seeds).enumerate() {
         let case = FuzzCase::generate(seed, mix).at_shape(shape.0, shape.1);
@@ -379,6 +384,25 @@ fn fuzz(seeds: u64, from: u64, mix: Mix, out: PathBuf, shape: (Option<u32>, Opti
         }
         if verdict.unchecked_reorders > 0 {
             reordered_cases += 1;
+        }
+        if case
+            .inputs
+            .iter()
+            .any(|input| matches!(input.input, kafkascope_engine::sim::config::Input::PowerLoss { .. }))
+        {
+            powered_off_cases += 1;
+        }
+        if verdict.correlated_power_loss {
+            correlated_cases += 1;
+        }
+        if case.inputs.iter().any(|input| {
+            matches!(&input.input, kafkascope_engine::sim::config::Input::PowerLoss { brokers } if brokers.len() > 1)
+        }) {
+            everyone_cut_cases += 1;
+        }
+        if verdict.lost_to_power > 0 {
+            lost_to_power_cases += 1;
+            lost_to_power_records += verdict.lost_to_power as u64;
         }
         let took = run_started.elapsed();
         if took > slowest.1 {
@@ -426,7 +450,13 @@ fn fuzz(seeds: u64, from: u64, mix: Mix, out: PathBuf, shape: (Option<u32>, Opti
          {resent_cases} seeds had an idempotent producer write records twice across an epoch bump (KIP-360: \
          a batch whose first attempt's outcome it never learned, resent under the new epoch, as Kafka's producer does); \
          {reordered_cases} seeds had an idempotent producer's later batch written before its earlier ones by a leader \
-         with no state for the producer (ProducerAppendInfo#checkSequence accepts any sequence then)\n",
+         with no state for the producer (ProducerAppendInfo#checkSequence accepts any sequence then); \
+         {powered_off_cases} seeds cut the power of brokers (what they had not flushed lost from their disks), \
+         {everyone_cut_cases} of them of every broker at once; {correlated_cases} were correlated (every replica of a \
+         partition cut at once, or every replica that could lead one down and the one elected uncleanly power-cut: \
+         judged as lossy, every loss named); \
+         {lost_to_power_cases} lost acknowledged records that every replica holding them had not flushed \
+         ({lost_to_power_records} records, each named as lost to a power loss)\n",
         from + seeds,
         match shape {
             (None, None) => String::new(),

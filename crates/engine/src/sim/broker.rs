@@ -23,8 +23,8 @@ use crate::storage::{BatchProducer, Log as StorageLog, LogBatch, LogConfig};
 use super::config::QuotaType;
 use super::trace::{BrokerChange, HighWatermarkReason, HighWatermarkTrigger, TraceId, TraceKind, TruncationReason};
 use super::types::{
-    BatchSequence, ErrorCode, Message, MetadataImage, NodeId, OffsetSpec, ProducerBatch, Record, Time, TxnMarker,
-    MARKER_RECORD_BASE,
+    BatchSequence, ErrorCode, Message, MessageName, MetadataImage, NodeId, OffsetSpec, ProducerBatch, Record, Time,
+    TxnMarker, MARKER_RECORD_BASE,
 };
 use super::{Simulation, Timer};
 
@@ -929,6 +929,12 @@ impl Simulation {
                 });
             }
         }
+        let partitions = self
+            .controller
+            .partitions
+            .iter()
+            .map(|(partition, registration)| (partition, registration.replicas.as_slice()));
+        self.monitor.note_power_cut(&seen, partitions);
     }
 
     /// The broker process ends (a crash, or the end of a controlled
@@ -1211,19 +1217,22 @@ impl Simulation {
             }
             Timer::VerificationRetry(request) => self.verification_retry(id, request),
             Timer::VerificationTimeout(request) => self.verification_lost(id, request),
-            Timer::StalledRequest(stalled) => {
-                if let Some((from, message, connection)) = self.broker(id).stalled.remove(&stalled) {
+            Timer::StalledRequest(stalled) => match self.broker(id).stalled.remove(&stalled) {
+                Some((from, message @ Message::Produce { .. }, connection)) => {
                     self.broker_handle_produce(id, from, message, connection);
                 }
-            }
+                Some((from, message, _)) => self.broker_handle(id, from, message),
+                None => {}
+            },
             _ => {}
         }
     }
 
     pub(crate) fn broker_receive(&mut self, id: BrokerId, from: NodeId, message: Message) {
         let node = NodeId::Broker(id);
-        if let (Message::Produce { .. }, NodeId::Producer(_)) = (&message, from) {
-            if let Some(delay) = self.network.take_produce_stall(from) {
+        let request = message.name();
+        if let (MessageName::Produce | MessageName::EndTxn, NodeId::Producer(_)) = (request, from) {
+            if let Some(delay) = self.network.take_stall(from, request) {
                 // The request was read; a handler takes it `delay` later,
                 // whatever became of its connection (`RequestChannel`).
                 let stalled = self.broker(id).next_verification();
@@ -1234,11 +1243,18 @@ impl Simulation {
                 self.record(TraceKind::RequestStalled {
                     broker: id,
                     client: from,
+                    request,
                     delay_ms: delay,
                 });
                 return;
             }
         }
+        self.broker_handle(id, from, message);
+    }
+
+    /// A request a handler takes (at once, or after a stall).
+    fn broker_handle(&mut self, id: BrokerId, from: NodeId, message: Message) {
+        let node = NodeId::Broker(id);
         let message = match self.broker_hold_if_muted(id, from, message) {
             Some(message) => message,
             None => return,

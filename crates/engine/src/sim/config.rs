@@ -1481,6 +1481,19 @@ pub enum Input {
         /// How long it waits.
         delay_ms: u64,
     },
+    /// The next `EndTxn` request from this producer reaches its
+    /// transaction coordinator and then waits in the broker's request
+    /// queue for `delayMs` before a handler takes it. The producer gives up
+    /// on it (`request.timeout.ms`) and sends it again; the late one is
+    /// still handled, on whatever transaction is open by then: the delayed
+    /// `EndTxn` of KAFKA-17754, which transaction version 2 fences.
+    #[serde(rename_all = "camelCase")]
+    StallEndTxn {
+        /// Which producer.
+        producer: u32,
+        /// How long it waits.
+        delay_ms: u64,
+    },
     /// A transactional producer commits its open transaction
     /// (`commitTransaction()`: it flushes, then sends `EndTxn`). Ignored by
     /// other producers and when nothing is open.
@@ -1641,7 +1654,7 @@ impl Input {
                 Some(("durationMs", *duration_ms))
             }
             Input::SlowNode { extra_latency_ms, .. } => Some(("extraLatencyMs", *extra_latency_ms)),
-            Input::StallProduce { delay_ms, .. } => Some(("delayMs", *delay_ms)),
+            Input::StallProduce { delay_ms, .. } | Input::StallEndTxn { delay_ms, .. } => Some(("delayMs", *delay_ms)),
             _ => None,
         }
     }

@@ -29,6 +29,7 @@
 use serde::Serialize;
 
 use crate::partitioning::{partition_for_key, RecordKey};
+use crate::protocol::BrokerId;
 use crate::random::Rng;
 use crate::replication::high_watermark::Acks;
 
@@ -136,6 +137,15 @@ pub struct Verdict {
     /// (`ProducerAppendInfo#checkSequence`): a reordering Kafka's
     /// idempotence allows; counted, not failed.
     pub unchecked_reorders: u64,
+    /// A correlated power loss: every replica of a partition lost power at
+    /// once with records it had not flushed, or every replica that could
+    /// lead one was down and the one an unclean election chose had lost
+    /// power. Judged as a lossy case: every loss named, no Jepsen verdict.
+    pub correlated_power_loss: bool,
+    /// Acknowledged records lost because every replica that had them lost
+    /// power before flushing them: each named in the trace
+    /// (`LossCause::PowerLoss`), what Kafka's design allows.
+    pub lost_to_power: usize,
 }
 
 impl Verdict {
@@ -471,6 +481,14 @@ impl FuzzCase {
         let mut inputs = schedule(&config, &mut rng, mix);
         inputs.extend(grow);
         inputs.extend(switch);
+        // Some cases cut the power of one broker now and then (a minority
+        // of every partition's replicas): what its logs had not flushed is
+        // gone from its disk, and nothing acknowledged may be lost. Some
+        // topics flush every few records (`flush.messages`), so a power
+        // loss keeps part of a log. From a stream of its own.
+        if matches!(mix, Mix::All | Mix::Brokers) {
+            inputs.extend(power_losses(&mut config, &mut Rng::new(seed, 24)));
+        }
         // Lost produce responses (the retry an idempotent producer's
         // sequences make harmless), from a stream of their own.
         let mut responses = Rng::new(seed, 15);
@@ -719,7 +737,12 @@ impl FuzzCase {
         simulation.run_until(self.check_at_ms);
         // An unclean election may lose acknowledged records, as Kafka's
         // does; the monitor still reports every loss.
-        let safe = self.safe && operator.is_empty() && !self.operator_acted();
+        // So may a correlated power loss: every replica of a partition cut
+        // at once, or every replica that could lead one down and the one
+        // elected power-cut (its unflushed records gone with it). Each
+        // loss is still named in the ledger.
+        let correlated = simulation.monitor.correlated_power_loss();
+        let safe = self.safe && operator.is_empty() && !self.operator_acted() && !correlated;
         let mut verdict = Verdict {
             safety: safety_failures(&simulation, safe),
             liveness: liveness_failures(&simulation, first_burst_record, safe),
@@ -727,6 +750,8 @@ impl FuzzCase {
             operator,
             across_epoch_duplicates: super::checks::across_epoch_duplicates(&simulation),
             unchecked_reorders: 0,
+            correlated_power_loss: correlated,
+            lost_to_power: simulation.monitor.lost_to_power.len(),
         };
         // Jepsen's checks over the history: in a safe cluster, any anomaly
         // they find (what Kafka's design allows aside) is a safety failure.
@@ -920,6 +945,49 @@ fn schedule(config: &ClusterConfig, rng: &mut Rng, mix: Mix) -> Vec<ScheduledInp
         }
     }
     inputs.sort_by_key(|input| input.at_ms);
+    inputs
+}
+
+/// Power losses in one case of three, with `flush.messages` on some
+/// topics: of one broker at a time (once or twice), or, in one such case
+/// of four, of every broker at once (a data centre's power failure, what
+/// replication cannot protect from). Each broker restarts within ten
+/// seconds (or at the healing).
+fn power_losses(config: &mut ClusterConfig, rng: &mut Rng) -> Vec<ScheduledInput> {
+    let mut inputs = Vec::new();
+    if rng.next_u32() % 3 != 0 {
+        return inputs;
+    }
+    for topic in &mut config.topics {
+        if rng.next_u32() % 3 == 0 {
+            topic.flush_messages = Some(1 + u64::from(rng.next_u32() % 20));
+        }
+    }
+    let cuts: Vec<Vec<BrokerId>> = if rng.next_u32() % 4 == 0 {
+        vec![(1..=config.brokers).collect()]
+    } else {
+        (0..1 + rng.next_u32() % 2)
+            .map(|_| vec![rng.next_u32() % config.brokers + 1])
+            .collect()
+    };
+    for brokers in cuts {
+        let at_ms = u64::from(rng.next_u32()) % FAULTS_END_MS;
+        inputs.push(ScheduledInput {
+            at_ms,
+            input: Input::PowerLoss {
+                brokers: brokers.clone(),
+            },
+        });
+        for broker in brokers {
+            let back = at_ms + u64::from(rng.next_u32() % 10_000);
+            if back < FAULTS_END_MS {
+                inputs.push(ScheduledInput {
+                    at_ms: back,
+                    input: Input::RestartBroker { broker },
+                });
+            }
+        }
+    }
     inputs
 }
 

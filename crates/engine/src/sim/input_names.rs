@@ -195,6 +195,7 @@ impl<'c> Shape<'c> {
             Input::Produce { producer, .. }
             | Input::LoseProduceResponse { producer }
             | Input::StallProduce { producer, .. }
+            | Input::StallEndTxn { producer, .. }
             | Input::CommitTransaction { producer }
             | Input::AbortTransaction { producer }
             | Input::RestartProducer { producer }

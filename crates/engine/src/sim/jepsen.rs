@@ -140,7 +140,7 @@ impl Recorder {
                     // Fenced with a commit under way: the coordinator may
                     // have prepared it, and whoever fenced the producer
                     // completes a prepared commit.
-                    TransactionOutcome::Fenced => self.unfinished(*producer),
+                    TransactionOutcome::Fenced | TransactionOutcome::Fatal(_) => self.unfinished(*producer),
                 };
                 self.committing.remove(producer);
                 if let Some(transaction) = self.open.remove(producer) {

@@ -49,7 +49,7 @@ use monitor::Monitor;
 use network::Network;
 use producer::Producer;
 use trace::{TraceEvent, TraceId, TraceKind};
-use types::{ErrorCode, Message, NodeId, RecordId, Time};
+use types::{ErrorCode, Message, MessageName, NodeId, RecordId, Time};
 
 /// A timer a node set for itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -1269,7 +1269,14 @@ impl Simulation {
             }
             Input::StallProduce { producer, delay_ms } => {
                 if (producer as usize) < self.producers.len() {
-                    self.network.stall_next_produce(NodeId::Producer(producer), delay_ms);
+                    self.network
+                        .stall_next(NodeId::Producer(producer), MessageName::Produce, delay_ms);
+                }
+            }
+            Input::StallEndTxn { producer, delay_ms } => {
+                if (producer as usize) < self.producers.len() {
+                    self.network
+                        .stall_next(NodeId::Producer(producer), MessageName::EndTxn, delay_ms);
                 }
             }
             Input::KillController { controller } => self.controller_kill(controller),
@@ -1631,6 +1638,9 @@ fn describe_input(input: &Input) -> String {
         Input::LoseProduceResponse { producer } => format!("lose the next produce response to producer-{producer}"),
         Input::StallProduce { producer, delay_ms } => {
             format!("producer-{producer}'s next produce request waits {delay_ms} ms in its broker's request queue")
+        }
+        Input::StallEndTxn { producer, delay_ms } => {
+            format!("producer-{producer}'s next EndTxn request waits {delay_ms} ms in its coordinator's request queue")
         }
         Input::RestartProducer { producer } => format!("restart producer-{producer} as a new instance"),
         Input::PoisonRecords {

@@ -63,6 +63,15 @@ pub struct Monitor {
     pub(crate) lost_to_power: BTreeSet<RecordId>,
     /// The partitions where that happened.
     pub(crate) partitions_lost_to_power: BTreeSet<TopicPartition>,
+    /// Partitions an unclean election (KIP-966's last known leader, or
+    /// `unclean.leader.election.enable`) gave to a replica whose log a
+    /// power loss had cut: every replica that could lead was down, and
+    /// the one chosen had lost what it had not flushed.
+    pub(crate) led_uncleanly_after_power_loss: BTreeSet<TopicPartition>,
+    /// Partitions whose every replica lost power in one power loss, some
+    /// with records it had not flushed: nothing holds those records any
+    /// more (a correlated power loss, which replication cannot cover).
+    pub(crate) cut_everywhere: BTreeSet<TopicPartition>,
 }
 
 impl Monitor {
@@ -79,10 +88,40 @@ impl Monitor {
         self.dirty.insert(partition.clone());
     }
 
-    /// Remembers that a partition was led by an unclean election.
-    pub fn note_unclean_election(&mut self, partition: &TopicPartition) {
+    /// Remembers that a partition was led by an unclean election, here
+    /// by `leader`.
+    pub fn note_unclean_election(&mut self, partition: &TopicPartition, leader: Option<BrokerId>) {
         self.unclean.insert(partition.clone());
         self.dirty.insert(partition.clone());
+        if leader.is_some_and(|leader| self.power_lost.contains(&(leader, partition.clone()))) {
+            self.led_uncleanly_after_power_loss.insert(partition.clone());
+        }
+    }
+
+    /// Whether a correlated power loss struck (what the fuzzer judges as a
+    /// lossy case): every replica of a partition lost power at once with
+    /// records not flushed, or an unclean election gave a partition to a
+    /// replica a power loss had cut.
+    pub fn correlated_power_loss(&self) -> bool {
+        !self.led_uncleanly_after_power_loss.is_empty() || !self.cut_everywhere.is_empty()
+    }
+
+    /// After one power loss of `brokers`: notes each partition all of whose
+    /// `replicas` it cut, one of them losing what it had not flushed.
+    pub(crate) fn note_power_cut<'a>(
+        &mut self,
+        brokers: &BTreeSet<BrokerId>,
+        partitions: impl Iterator<Item = (&'a TopicPartition, &'a [BrokerId])>,
+    ) {
+        for (partition, replicas) in partitions {
+            if replicas.iter().all(|replica| brokers.contains(replica))
+                && replicas
+                    .iter()
+                    .any(|&replica| self.power_lost.contains(&(replica, partition.clone())))
+            {
+                self.cut_everywhere.insert(partition.clone());
+            }
+        }
     }
 
     /// Records present more than once in their partition's leader log

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::random::Rng;
 
 use super::config::NetworkConfig;
-use super::types::{NodeId, Time};
+use super::types::{MessageName, NodeId, Time};
 
 /// Why a message never arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -59,9 +59,9 @@ pub struct Network {
     connections: BTreeMap<(NodeId, NodeId), u32>,
     /// Nodes whose next produce response is to be lost.
     lose_next_produce_response: BTreeSet<NodeId>,
-    /// Producers whose next produce request waits this long in its
-    /// broker's request queue.
-    stall_next_produce: BTreeMap<NodeId, u64>,
+    /// Producers whose next request of a kind (`Produce`, `EndTxn`) waits
+    /// this long in its broker's request queue.
+    stall_next: BTreeMap<(NodeId, MessageName), u64>,
     /// Directed (sender, peer) pairs whose connection broke under a lost
     /// message, until the sender hears of it (its `ConnectionClosed`
     /// arrives): what it sends meanwhile goes down the broken connection
@@ -89,7 +89,7 @@ impl Network {
             last_delivery: BTreeMap::new(),
             connections: BTreeMap::new(),
             lose_next_produce_response: BTreeSet::new(),
-            stall_next_produce: BTreeMap::new(),
+            stall_next: BTreeMap::new(),
             unaware: BTreeSet::new(),
         }
     }
@@ -121,16 +121,16 @@ impl Network {
         self.lose_next_produce_response.remove(&node)
     }
 
-    /// The next produce request from `node` will wait `delay_ms` in its
+    /// The next `request` from `node` will wait `delay_ms` in its
     /// broker's request queue.
-    pub fn stall_next_produce(&mut self, node: NodeId, delay_ms: u64) {
-        self.stall_next_produce.insert(node, delay_ms);
+    pub fn stall_next(&mut self, node: NodeId, request: MessageName, delay_ms: u64) {
+        self.stall_next.insert((node, request), delay_ms);
     }
 
-    /// How long a produce request from `node` is to wait, if it is the one
-    /// (and forgets the wish).
-    pub fn take_produce_stall(&mut self, node: NodeId) -> Option<u64> {
-        self.stall_next_produce.remove(&node)
+    /// How long a `request` from `node` is to wait, if it is the one (and
+    /// forgets the wish).
+    pub fn take_stall(&mut self, node: NodeId, request: MessageName) -> Option<u64> {
+        self.stall_next.remove(&(node, request))
     }
 
     /// The current connection between two nodes (its generation).

@@ -1175,6 +1175,14 @@ impl Simulation {
 
     fn producer_retry_or_fail(&mut self, producer: u32, number: u32, batch: PendingBatch, error: ErrorCode) {
         let index = producer as usize;
+        if let Some(fatal) = self.producers[index].txn.as_ref().and_then(|txn| txn.fatal) {
+            // A fatal error stopped the producer while this batch was in
+            // flight: it is not retried but fails with that error, as
+            // `Sender#maybeAbortBatches` fails every incomplete batch.
+            let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
+            self.producer_fail_records(producer, number, records, fatal);
+            return;
+        }
         if self.producers[index].txn.is_some()
             && matches!(error, ErrorCode::ProducerFenced | ErrorCode::InvalidProducerIdMapping)
         {
@@ -1182,7 +1190,7 @@ impl Simulation {
             // completeness).
             let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
             self.producer_fail_records(producer, number, records, error);
-            self.producer_txn_fenced(producer);
+            self.producer_txn_fatal(producer, ErrorCode::ProducerFenced);
             return;
         }
         if self.producers[index].txn.is_some() && error == ErrorCode::InvalidProducerEpoch {

@@ -432,7 +432,14 @@ impl Simulation {
         let outbox = self.controller_outbox.take().unwrap_or_default();
         let trace = self.controller_trace.take().unwrap_or_default();
         self.controller_sender = None;
-        let working = std::mem::replace(&mut self.controller, committed_view);
+        let mut working = std::mem::replace(&mut self.controller, committed_view);
+        if working != *before && working.offset == before.offset {
+            // Every record has an offset of its own: a change with no
+            // other count of its records (a `ConfigRecord`, a
+            // `FeatureLevelRecord`) still moves the image on, or brokers
+            // that have the last image would skip it.
+            working.offset += 1;
+        }
         self.quorum_maybe_schedule_balance(id, &working);
         self.quorum_maybe_schedule_unclean(id, &working);
         if working == *before {
@@ -737,7 +744,7 @@ impl Simulation {
             if changed {
                 self.monitor.mark_dirty(partition);
                 if registration.leader_recovery == crate::controller::partition_change::LeaderRecovery::Recovering {
-                    self.monitor.note_unclean_election(partition);
+                    self.monitor.note_unclean_election(partition, registration.leader);
                 }
             }
         }

@@ -153,6 +153,9 @@ pub struct TxnClient {
     /// After this transaction ends, bump the epoch with `InitProducerId`
     /// (`clientSideEpochBumpRequired`).
     pub epoch_bump_required: bool,
+    /// The fatal error that stopped it (`TransactionManager#lastError`):
+    /// every batch still incomplete fails with it.
+    pub fatal: Option<ErrorCode>,
 }
 
 impl TxnClient {
@@ -177,6 +180,7 @@ impl TxnClient {
             finalized: None,
             ending_v2: None,
             epoch_bump_required: false,
+            fatal: None,
         }
     }
 
@@ -649,7 +653,7 @@ impl Simulation {
             ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable | ErrorCode::NetworkException => {
                 self.producer_txn_lost(producer, true)
             }
-            _ => self.producer_txn_fenced(producer),
+            _ => self.producer_txn_fatal(producer, error),
         }
     }
 
@@ -727,9 +731,9 @@ impl Simulation {
         }
     }
 
-    /// Fatal: a newer epoch exists. The producer stops; what it has not
-    /// sent fails.
-    pub(crate) fn producer_txn_fenced(&mut self, producer: u32) {
+    /// Fatal: a newer epoch exists (`PRODUCER_FENCED`), or another fatal
+    /// error. The producer stops; what it has not sent fails.
+    pub(crate) fn producer_txn_fatal(&mut self, producer: u32, error: ErrorCode) {
         let index = producer as usize;
         let Some(txn) = self.producers[index].txn.as_mut() else {
             return;
@@ -745,9 +749,19 @@ impl Simulation {
         self.record(TraceKind::TransactionEnded {
             producer,
             transactional_id,
-            outcome: TransactionOutcome::Fenced,
+            outcome: match error {
+                ErrorCode::ProducerFenced | ErrorCode::InvalidProducerEpoch => TransactionOutcome::Fenced,
+                error => TransactionOutcome::Fatal(error),
+            },
         });
-        self.producer_fail_unsent(producer, ErrorCode::ProducerFenced);
+        let error = match error {
+            ErrorCode::InvalidProducerEpoch => ErrorCode::ProducerFenced,
+            error => error,
+        };
+        if let Some(txn) = self.producers[index].txn.as_mut() {
+            txn.fatal = Some(error);
+        }
+        self.producer_fail_unsent(producer, error);
         self.consumer_output_transaction_ended(producer, None);
     }
 

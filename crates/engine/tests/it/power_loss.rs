@@ -156,7 +156,10 @@ fn after_a_power_loss_of_every_replica_the_rewritten_partition_is_not_judged() {
         verdict.not_judged.iter().any(|(_, why)| *why == NotJudged::PowerLoss),
         "{verdict}"
     );
-    assert!(verdict.to_string().contains("a power loss erased acknowledged records"), "{verdict}");
+    assert!(
+        verdict.to_string().contains("a power loss erased acknowledged records"),
+        "{verdict}"
+    );
 }
 
 #[test]
@@ -247,4 +250,54 @@ fn wrong_power_settings_are_refused_with_where() {
         r#"{"atMs": 10, "input": {"type": "powerLoss", "brokers": [1, 9]}}"#,
     );
     assert!(wrong_broker.contains("not broker 9"), "{wrong_broker}");
+}
+
+/// The fuzzer cuts power in one case of three: of one broker at a time
+/// (seed 3: a minority of every partition's replicas, nothing acknowledged
+/// lost, the case judged as safe), or of every broker at once (seed 31:
+/// acknowledged records no replica had flushed are gone, each named as
+/// lost to the power loss, and the case is judged as lossy). Seed 7182
+/// cut every broker too: `__transaction_state` lost the exactly-once
+/// app's producer id, its producer stopped on a fatal error with a batch
+/// in flight, and that batch fails with it rather than waiting forever.
+#[test]
+fn the_fuzzer_cuts_power_and_judges_a_correlated_loss_as_lossy() {
+    use kafkascope_engine::sim::config::Input;
+    use kafkascope_engine::sim::fuzz::{FuzzCase, Mix};
+    let cuts = |case: &FuzzCase| -> Vec<usize> {
+        case.inputs
+            .iter()
+            .filter_map(|input| match &input.input {
+                Input::PowerLoss { brokers } => Some(brokers.len()),
+                _ => None,
+            })
+            .collect()
+    };
+    let powered = (0..60)
+        .filter(|&seed| !cuts(&FuzzCase::generate(seed, Mix::All)).is_empty())
+        .count();
+    assert!(powered > 10, "{powered}");
+
+    let one = FuzzCase::generate(3, Mix::All);
+    assert_eq!(cuts(&one), vec![1]);
+    let verdict = one.run();
+    assert!(verdict.passed(), "{verdict:?}");
+    assert!(
+        !verdict.correlated_power_loss && verdict.lost_to_power == 0,
+        "{verdict:?}"
+    );
+
+    for seed in [31, 7182] {
+        let case = FuzzCase::generate(seed, Mix::All);
+        assert!(case.safe);
+        let cut = cuts(&case);
+        assert!(
+            cut.len() == 1 && cut[0] >= 3,
+            "seed {seed}: every broker at once, {cut:?}"
+        );
+        let verdict = case.run();
+        assert!(verdict.passed(), "seed {seed}: {verdict:?}");
+        assert!(verdict.correlated_power_loss, "seed {seed}: {verdict:?}");
+    }
+    assert!(FuzzCase::generate(31, Mix::All).run().lost_to_power > 0);
 }

@@ -131,7 +131,16 @@ fn the_coordinator_aborts_a_transaction_past_its_timeout_and_fences_its_producer
             ..
         }
     )));
-    assert_eq!(outcomes(&simulation, 0), vec![TransactionOutcome::Fenced]);
+    // Under transaction version 2 the abort bumped the epoch, so the late
+    // commit, one epoch behind, counts as a retry of the ended
+    // transaction (`retryOnEpochBump`), which was aborted:
+    // `INVALID_TXN_STATE`, fatal for the producer (`EndTxnHandler`).
+    assert_eq!(
+        outcomes(&simulation, 0),
+        vec![TransactionOutcome::Fatal(
+            kafkascope_engine::sim::types::ErrorCode::InvalidTxnState
+        )]
+    );
     assert_eq!(read(&simulation), vec![5, 0]);
     assert_eq!(simulation.summary().invariant_violations, 0);
 }

@@ -695,16 +695,22 @@ impl Captioner {
             TraceKind::RequestStalled {
                 broker,
                 client,
+                request,
                 delay_ms,
             } => {
                 marks.explainable = true;
+                let late = if *request == MessageName::EndTxn {
+                    "the end of a transaction arrives late, on whatever transaction is open by then"
+                } else {
+                    "the write arrives late"
+                };
                 (
                     StepKind::Note {
                         over: NodeId::Broker(*broker),
                         text: format!("request waits {delay_ms} ms"),
                     },
                     format!(
-                        "{} has read {client}'s produce request, but no request handler takes it for {delay_ms} ms (a stalled handler thread). If {client} gives up meanwhile (request.timeout.ms), it closes the connection, yet the broker still handles the request later: the write arrives late.",
+                        "{} has read {client}'s {request} request, but no request handler takes it for {delay_ms} ms (a stalled handler thread). If {client} gives up meanwhile (request.timeout.ms), it closes the connection, yet the broker still handles the request later: {late}.",
                         NodeId::Broker(*broker)
                     ),
                     Vec::new(),

@@ -42,15 +42,24 @@ pub enum TransactionOutcome {
     /// A newer instance (or the coordinator's timeout) fenced it: fatal,
     /// its unsent records fail.
     Fenced,
+    /// Another fatal error (`INVALID_TXN_STATE` answering an `EndTxn`,
+    /// as `TransactionManager`'s `EndTxnHandler` treats it): the
+    /// application can only close the producer; its unsent records fail.
+    Fatal(ErrorCode),
 }
 
 impl std::fmt::Display for TransactionOutcome {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str(match self {
-            TransactionOutcome::Committed => "transaction committed",
-            TransactionOutcome::Aborted => "transaction aborted",
-            TransactionOutcome::Fenced => "fenced (PRODUCER_FENCED): a newer epoch exists, it stops",
-        })
+        match self {
+            TransactionOutcome::Committed => formatter.write_str("transaction committed"),
+            TransactionOutcome::Aborted => formatter.write_str("transaction aborted"),
+            TransactionOutcome::Fenced => {
+                formatter.write_str("fenced (PRODUCER_FENCED): a newer epoch exists, it stops")
+            }
+            TransactionOutcome::Fatal(error) => {
+                write!(formatter, "fatal error ({error}): it can only be closed, it stops")
+            }
+        }
     }
 }
 
@@ -971,11 +980,13 @@ pub enum TraceKind {
         partition: TopicPartition,
         producer_ids: Vec<u64>,
     },
-    /// A broker read a produce request and left it in its request queue
-    /// (the `StallProduce` input): a handler takes it `delay_ms` later.
+    /// A broker read a client's request (`Produce` or `EndTxn`) and left it
+    /// in its request queue (the `StallProduce` and `StallEndTxn` inputs):
+    /// a handler takes it `delay_ms` later.
     RequestStalled {
         broker: BrokerId,
         client: NodeId,
+        request: MessageName,
         delay_ms: u64,
     },
     /// An operator's `ElectLeaders` elected nobody for a partition (or, with

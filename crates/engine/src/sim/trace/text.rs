@@ -367,9 +367,10 @@ impl TraceEvent {
             TraceKind::RequestStalled {
                 broker,
                 client,
+                request,
                 delay_ms,
             } => format!(
-                "broker-{broker} read {client}'s produce request; it waits {delay_ms} ms in the request queue before a handler takes it"
+                "broker-{broker} read {client}'s {request} request; it waits {delay_ms} ms in the request queue before a handler takes it"
             ),
             _ => unreachable!("TraceEvent::text routes no other TraceKind here"),
         }
