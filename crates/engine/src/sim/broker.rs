@@ -1230,16 +1230,26 @@ impl Simulation {
 
     pub(crate) fn broker_receive(&mut self, id: BrokerId, from: NodeId, message: Message) {
         let node = NodeId::Broker(id);
+        let message = match self.broker_hold_if_muted(id, from, message) {
+            Some(message) => message,
+            None => return,
+        };
         let request = message.name();
         if let (MessageName::Produce | MessageName::EndTxn, NodeId::Producer(_)) = (request, from) {
             if let Some(delay) = self.network.take_stall(from, request) {
                 // The request was read; a handler takes it `delay` later,
                 // whatever became of its connection (`RequestChannel`).
+                // Until then the connection stays muted, as Kafka's
+                // `SocketServer` mutes a connection from reading one
+                // request until its answer is sent: what the client sends
+                // behind it waits unread, and is lost if the client closes
+                // the connection.
                 let stalled = self.broker(id).next_verification();
                 let connection = self.network.connection(node, from);
                 self.broker(id).stalled.insert(stalled, (from, message, connection));
                 let incarnation = self.brokers[&id].incarnation;
                 self.schedule_timer(node, incarnation, delay, Timer::StalledRequest(stalled));
+                self.broker_mute(id, from, delay);
                 self.record(TraceKind::RequestStalled {
                     broker: id,
                     client: from,
@@ -1255,10 +1265,6 @@ impl Simulation {
     /// A request a handler takes (at once, or after a stall).
     fn broker_handle(&mut self, id: BrokerId, from: NodeId, message: Message) {
         let node = NodeId::Broker(id);
-        let message = match self.broker_hold_if_muted(id, from, message) {
-            Some(message) => message,
-            None => return,
-        };
         if self.txn_receive(id, from, &message) {
             return;
         }

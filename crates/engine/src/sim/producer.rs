@@ -1210,7 +1210,11 @@ impl Simulation {
         let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
         let backoff =
             (state.config.retry_backoff_ms << batch.attempts.saturating_sub(1).min(10)).min(RETRY_BACKOFF_MAX_MS);
-        let expired = now + backoff > batch.created_ms + state.config.delivery_timeout();
+        // `ProducerBatch#hasReachedDeliveryTimeout`: a batch is retried
+        // until its `delivery.timeout.ms` has run out; one still waiting
+        // then expires from the queue (`RecordAccumulator#expiredBatches`).
+        let deadline = batch.created_ms + state.config.delivery_timeout();
+        let expired = now >= deadline;
         let partition = TopicPartition {
             topic: state.topic.clone(),
             partition: number,
@@ -1267,6 +1271,12 @@ impl Simulation {
                 self.producer_request_metadata(producer);
             }
             self.schedule_timer(Self::producer_node(producer), 0, backoff, Timer::ProducerDrain);
+            if now + backoff > deadline {
+                // The sender wakes at the next expiry
+                // (`RecordAccumulator#nextExpiryTimeMs`), not only at the
+                // end of the backoff.
+                self.schedule_timer(Self::producer_node(producer), 0, deadline - now, Timer::ProducerDrain);
+            }
         } else {
             let error = if expired { ErrorCode::DeliveryTimeout } else { error };
             let sequenced =
@@ -1303,7 +1313,19 @@ impl Simulation {
                 self.schedule_timer(Self::producer_node(producer), 0, next, Timer::ProducerMetadataMaxAge);
             }
             Timer::ProducerRequestTimeout(request) if self.producer_txn_waits_for(producer, request) => {
-                self.producer_txn_lost(producer, true);
+                let broker = self.producers[index]
+                    .txn
+                    .as_ref()
+                    .and_then(|txn| txn.in_flight.as_ref().map(|&(_, to, _)| to));
+                match broker {
+                    // As for a produce request (`NetworkClient#handleTimedOutRequests`):
+                    // the connection closes, and everything in flight on it fails.
+                    Some(broker) => {
+                        self.connection_closed_by(Self::producer_node(producer), NodeId::Broker(broker));
+                        self.producer_connection_lost(producer, broker, ErrorCode::RequestTimedOut);
+                    }
+                    None => self.producer_txn_lost(producer, true),
+                }
             }
             Timer::ProducerRequestTimeout(request) => {
                 if self.producers[index]

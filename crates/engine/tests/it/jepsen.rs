@@ -18,6 +18,15 @@ fn verdict_of(path: &str) -> Verdict {
     outcome.simulation.jepsen_verdict().expect("the run kept its history")
 }
 
+/// The values of every finding, in order.
+fn finding_values(verdict: &Verdict) -> Vec<u64> {
+    verdict
+        .findings
+        .iter()
+        .flat_map(|finding| finding.values.clone())
+        .collect()
+}
+
 fn kinds(verdict: &Verdict) -> Vec<AnomalyKind> {
     let mut kinds: Vec<AnomalyKind> = verdict.findings.iter().map(|finding| finding.kind).collect();
     kinds.dedup();
@@ -88,11 +97,7 @@ fn a_late_write_without_verification_is_an_aborted_read() {
 fn a_retry_without_idempotence_is_a_duplicate_and_with_it_is_not() {
     let verdict = verdict_of("idempotent-producer-retry.json");
     assert_eq!(kinds(&verdict), vec![AnomalyKind::Duplicate], "{verdict}");
-    let values: Vec<u64> = verdict
-        .findings
-        .iter()
-        .flat_map(|finding| finding.values.clone())
-        .collect();
+    let values = finding_values(&verdict);
     assert_eq!(
         values,
         vec![0, 1, 2, 3, 4],
@@ -458,11 +463,7 @@ fn a_delayed_end_txn_commits_the_next_transaction_under_version_1_and_is_fenced_
     assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
     let verdict = outcome.simulation.jepsen_verdict().expect("kept");
     assert_eq!(kinds(&verdict), vec![AnomalyKind::AbortedRead], "{verdict}");
-    let values: Vec<u64> = verdict
-        .findings
-        .iter()
-        .flat_map(|finding| finding.values.clone())
-        .collect();
+    let values = finding_values(&verdict);
     assert_eq!(values, vec![2, 3], "bob's records, of the first half: {verdict}");
     let trace = outcome.simulation.trace();
     assert!(trace.iter().any(|event| matches!(
@@ -532,10 +533,6 @@ fn retries_without_idempotence_reorder_writes_and_with_it_do_not() {
     assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
     let verdict = outcome.simulation.jepsen_verdict().expect("kept");
     assert_eq!(kinds(&verdict), vec![AnomalyKind::NonMonotonicSend], "{verdict}");
-    let values: Vec<u64> = verdict
-        .findings
-        .iter()
-        .flat_map(|finding| finding.values.clone())
-        .collect();
+    let values = finding_values(&verdict);
     assert_eq!(values, vec![2, 3], "bob and carol, written before alice: {verdict}");
 }
