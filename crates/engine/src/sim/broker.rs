@@ -333,7 +333,7 @@ impl PartitionLog {
     }
 
     /// Cuts the log back to `offset`, rebuilding what depends on it.
-    fn truncate_to(&mut self, offset: Offset, now_ms: u64) {
+    pub(crate) fn truncate_to(&mut self, offset: Offset, now_ms: u64) {
         self.log.truncate_to(offset, now_ms as i64);
         self.epoch_cache.truncate_from_end(offset);
         self.high_watermark = self.high_watermark.min(offset);

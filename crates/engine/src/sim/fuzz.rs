@@ -741,6 +741,7 @@ impl FuzzCase {
         // at once, or every replica that could lead one down and the one
         // elected power-cut (its unflushed records gone with it). Each
         // loss is still named in the ledger.
+        let silent = simulation.final_loss_audit();
         let correlated = simulation.monitor.correlated_power_loss();
         let safe = self.safe && operator.is_empty() && !self.operator_acted() && !correlated;
         let mut verdict = Verdict {
@@ -753,6 +754,14 @@ impl FuzzCase {
             correlated_power_loss: correlated,
             lost_to_power: simulation.monitor.lost_to_power.len(),
         };
+        // Safe or not, no loss may be silent: one the checks after each
+        // event missed is a failure even where losses are allowed.
+        if !silent.is_empty() {
+            verdict.safety.push(format!(
+                "acknowledged records lost with no cause named until the final audit: {}",
+                super::trace::ranges(&silent)
+            ));
+        }
         // Jepsen's checks over the history: in a safe cluster, any anomaly
         // they find (what Kafka's design allows aside) is a safety failure.
         if safe {
