@@ -13,6 +13,13 @@ fn scenario(path: &str) -> Scenario {
     Scenario::from_json(&text).expect("parses")
 }
 
+/// A scenario played with its history kept, every expectation met.
+fn played_with_history(path: &str) -> Outcome {
+    let outcome = scenario(path).run_with_history().expect("plays");
+    assert!(outcome.failures.is_empty(), "{path}: {:?}", outcome.failures);
+    outcome
+}
+
 fn verdict_of(path: &str) -> Verdict {
     let outcome = scenario(path).run_with_history().expect("plays");
     outcome.simulation.jepsen_verdict().expect("the run kept its history")
@@ -459,8 +466,7 @@ fn a_delayed_end_txn_commits_the_next_transaction_under_version_1_and_is_fenced_
     use kafkascope_engine::sim::trace::TransactionOutcome;
     use kafkascope_engine::sim::types::ErrorCode;
     let path = "a-delayed-end-txn-commits-the-next-transaction.json";
-    let outcome = scenario(path).run_with_history().expect("plays");
-    assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
+    let outcome = played_with_history(path);
     let verdict = outcome.simulation.jepsen_verdict().expect("kept");
     assert_eq!(kinds(&verdict), vec![AnomalyKind::AbortedRead], "{verdict}");
     let values = finding_values(&verdict);
@@ -496,10 +502,7 @@ fn a_delayed_end_txn_commits_the_next_transaction_under_version_1_and_is_fenced_
 #[test]
 fn a_send_that_timed_out_but_committed_is_indeterminate_not_failed() {
     use kafkascope_engine::history::{Op, Outcome};
-    let outcome = scenario("a-timeout-is-not-a-failure.json")
-        .run_with_history()
-        .expect("plays");
-    assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
+    let outcome = played_with_history("a-timeout-is-not-a-failure.json");
     let history = outcome.simulation.jepsen_history().expect("kept");
     let indeterminate: Vec<u64> = history
         .ops
@@ -527,10 +530,7 @@ fn a_send_that_timed_out_but_committed_is_indeterminate_not_failed() {
 /// order alone: nothing after the switch is reported.
 #[test]
 fn retries_without_idempotence_reorder_writes_and_with_it_do_not() {
-    let outcome = scenario("without-idempotence-retries-reorder-writes.json")
-        .run_with_history()
-        .expect("plays");
-    assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
+    let outcome = played_with_history("without-idempotence-retries-reorder-writes.json");
     let verdict = outcome.simulation.jepsen_verdict().expect("kept");
     assert_eq!(kinds(&verdict), vec![AnomalyKind::NonMonotonicSend], "{verdict}");
     let values = finding_values(&verdict);
