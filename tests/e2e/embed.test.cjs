@@ -5,7 +5,8 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { launch, openApp, screenshotPath } = require('./browser.cjs');
+const http = require('node:http');
+const { launch, openApp, screenshotPath, listenLocal } = require('./browser.cjs');
 
 const APP_URL = process.env.KAFKASCOPE_URL || 'http://127.0.0.1:8080/';
 
@@ -114,4 +115,43 @@ test('"Show the embed code" gives an iframe that works when pasted into a course
   assert.deepEqual(problems, []);
   await host.close();
   await page.close();
+});
+
+// kafkascope hosted at the root of an origin (as a user site is), copied
+// by a proxy that answers every page address with index.html, as the
+// service worker does at the root of its scope.
+function rootHost(request, response) {
+  const navigate = request.headers['sec-fetch-mode'] === 'navigate';
+  const path = request.url.replace(/^\/+/, '');
+  const target = new URL(navigate ? 'index.html' : path, APP_URL);
+  const upstream = http.request(target, { agent: false, method: request.method, headers: { ...request.headers, host: target.host } }, (answer) => {
+    response.writeHead(answer.statusCode, answer.headers);
+    answer.pipe(response);
+  });
+  upstream.on('error', () => { response.statusCode = 502; response.end(); });
+  response.on('close', () => upstream.destroy());
+  request.pipe(upstream);
+}
+
+test('HOST//other.host?embed=map opens the embed, and its "Open in kafkascope" link stays on this host', async () => {
+  const server = http.createServer(rootHost);
+  const root = await listenLocal(server);
+  try {
+    const page = await browser.newPage({ viewport: { width: 800, height: 600 } });
+    // The attacker's address: two slashes, then another host's name.
+    await page.goto(`${root}//other.example?embed=map&play=0`);
+    await page.getByTestId('embedded').waitFor({ timeout: 60_000 });
+    const href = await page.getByTestId('open-whole').getAttribute('href');
+    const opens = new URL(href, page.url());
+    assert.equal(opens.origin, root, `"Open in kafkascope" leads to ${opens.href}`);
+    assert.ok(!href.startsWith('//') && !href.includes('other.example/'), href);
+    // Followed, it opens kafkascope on this host (the whole page).
+    const [whole] = await Promise.all([page.context().waitForEvent('page'), page.getByTestId('open-whole').click()]);
+    await whole.waitForLoadState('domcontentloaded');
+    assert.equal(new URL(whole.url()).origin, root);
+    await whole.close();
+    await page.close();
+  } finally {
+    server.close();
+  }
 });

@@ -593,8 +593,11 @@ impl Cluster {
                 id: event.id,
                 time: event.time,
                 cause: event.cause,
-                kind: serde_json::to_value(&event.kind)
+                // Through the JSON text: the module's one writer of trace
+                // events (a value writer would be a second copy, #35).
+                kind: serde_json::to_string(&event.kind)
                     .ok()
+                    .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
                     .and_then(|value| value.get("kind").and_then(|kind| kind.as_str().map(str::to_string)))
                     .unwrap_or_default(),
                 line: event.line(),

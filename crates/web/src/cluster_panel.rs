@@ -190,8 +190,7 @@ pub fn cluster_panel() -> Html {
     use_host_commands(dispatch.clone(), session.clone(), playing.clone());
     use_play_loop(session.clone(), clock.clone(), redraw, (*playing, *speed, *rate));
     use_knob_links(dispatch.clone(), playing.clone(), side_tab.setter());
-    use_slices(dispatch.clone(), session.borrow().skipping().map(|_| Action::SkipSlice));
-    use_slices(dispatch.clone(), session.borrow().replaying().map(|_| Action::ReplaySlice));
+    use_session_work(dispatch.clone(), &session, playing.clone());
     let toggle_play = {
         let playing = playing.clone();
         Callback::from(move |_: MouseEvent| playing.set(!*playing))
@@ -247,6 +246,9 @@ pub fn cluster_panel() -> Html {
     ));
     let skipping = current.skipping();
     let link = LinkNotice::of(&current, &link_problem.borrow());
+    let chaos_line = current
+        .chaos()
+        .map(|chaos| chaos_notice_text(chaos, simulation_ref.now()));
     drop(current);
     let inspection = selected
         .as_ref()
@@ -267,13 +269,7 @@ pub fn cluster_panel() -> Html {
         ),
         _ => html! {},
     };
-    let exports = ExportCallbacks {
-        mermaid: {
-            let model = model.clone();
-            Callback::from(move |_: ()| mermaid(&model))
-        },
-        session: session.clone(),
-    };
+    let exports = ExportCallbacks::of(model.clone(), &session, &shared, &playing, view.time_ms);
     html! {
         <section id="map" class="card cluster wide" aria-labelledby="cluster-title" tabindex="0" onkeydown={on_keydown}
             data-testid="cluster" data-events={view.events.to_string()}
@@ -286,6 +282,7 @@ pub fn cluster_panel() -> Html {
                 on_play={toggle_play} on_speed={{ let speed = speed.setter(); Callback::from(move |chosen| speed.set(chosen)) }}
                 on_rate={{ let rate = rate.setter(); Callback::from(move |chosen| rate.set(chosen)) }} on_copy={copy_run_link(session.clone(), shared.clone())} />
             { run_notices(&link, (*shared).as_ref(), &dispatch_callback) }
+            { chaos_notice(chaos_line, &tool_tab, &dispatch_callback) }
             { summary_line(&summary) }
             <div class="map-layout">
                 <div class="map-frame">
@@ -545,6 +542,10 @@ fn use_play_loop(
     use_effect_with(play, move |&(playing, speed, rate)| {
         // Play, pause and a new speed start the measure of the speed reached over.
         clock.borrow_mut().progress.clear();
+        // Playing on after chaos held the map at an anomaly.
+        if playing && session.borrow().chaos().is_some_and(|chaos| chaos.holding) {
+            session.borrow_mut().apply(Action::ResumeChaos);
+        }
         let interval = playing.then(|| {
             gloo_timers::callback::Interval::new(TICK_MS, move || {
                 if tick(&mut session.borrow_mut(), &mut clock.borrow_mut(), speed, rate) {
@@ -685,6 +686,65 @@ fn run_notices(link: &LinkNotice, shared: Option<&(String, u64, Option<bool>)>, 
     </> }
 }
 
+/// The session's work in slices (a long skip, a run link's replay), and
+/// chaos that stops at an anomaly holding the map there (the play button
+/// shows it paused until the learner plays on).
+#[hook]
+fn use_session_work(dispatch: Rc<dyn Fn(Action)>, session: &Rc<RefCell<Session>>, playing: UseStateHandle<bool>) {
+    let (skipping, replaying, holding) = {
+        let current = session.borrow();
+        (
+            current.skipping().is_some(),
+            current.replaying().is_some(),
+            current.chaos().is_some_and(|chaos| chaos.holding),
+        )
+    };
+    use_slices(dispatch.clone(), skipping.then_some(Action::SkipSlice));
+    use_slices(dispatch, replaying.then_some(Action::ReplaySlice));
+    use_effect_with(holding, move |&holding| {
+        if holding {
+            playing.set(false);
+        }
+    });
+}
+
+/// The line above the map while chaos runs, with the way to its tab and a
+/// Stop.
+fn chaos_notice(line: Option<String>, tool_tab: &UseStateHandle<&'static str>, dispatch: &Callback<Action>) -> Html {
+    let Some(line) = line else {
+        return html! {};
+    };
+    let open = {
+        let tool_tab = tool_tab.setter();
+        Callback::from(move |_: MouseEvent| tool_tab.set(TOOL_CHAOS))
+    };
+    html! {
+        <p class="chaos-notice" role="status" data-testid="chaos-notice">
+            { format!("{line} ") }
+            <button type="button" data-testid="chaos-open" onclick={open}>{ "Chaos tab" }</button>
+            { " " }
+            <button type="button" data-testid="chaos-notice-stop" onclick={dispatch.reform(|_: MouseEvent| Action::StopChaos)}>{ "Stop chaos" }</button>
+        </p>
+    }
+}
+
+/// The line above the map while chaos runs: its faults so far, and the
+/// anomaly it holds the map at.
+fn chaos_notice_text(chaos: &crate::session::ChaosRun, now: u64) -> String {
+    let struck = chaos.struck(now);
+    let faults = format!(
+        "Chaos is on: {struck} fault{} so far.",
+        if struck == 1 { "" } else { "s" }
+    );
+    match (&chaos.halt, chaos.holding) {
+        (Some(halt), true) => format!(
+            "{faults} It stopped the map at t = {} ms: {}.",
+            halt.at_ms, halt.finding
+        ),
+        _ => faults,
+    }
+}
+
 /// The map's display switches: internal topics drawn, reduced motion.
 fn display_controls(internal_topics: &UseStateHandle<bool>, reduced_motion: &UseStateHandle<bool>) -> Html {
     let toggle = |state: &UseStateHandle<bool>| {
@@ -714,6 +774,10 @@ struct ToolData {
     kafka_lag: std::collections::BTreeMap<String, String>,
     /// Jepsen's verdict on the run, as last checked.
     jepsen: Option<crate::jepsen_model::JepsenPanel>,
+    /// Chaos: its settings, what runs, and why an edit was refused.
+    chaos_setup: kafkascope_engine::sim::chaos::ChaosSettings,
+    chaos: Option<crate::session::ChaosRun>,
+    chaos_error: Option<String>,
 }
 
 impl ToolData {
@@ -728,6 +792,9 @@ impl ToolData {
             comparison: current.comparison().cloned(),
             kafka_lag: crate::cluster_model::group_lags(&describe_groups(view)),
             jepsen: current.jepsen().cloned(),
+            chaos_setup: current.chaos_setup().clone(),
+            chaos: current.chaos().cloned(),
+            chaos_error: current.chaos_error().map(str::to_string),
         }
     }
 }
@@ -737,6 +804,30 @@ impl ToolData {
 struct ExportCallbacks {
     mermaid: Callback<(), String>,
     session: Rc<RefCell<Session>>,
+    /// The toolbar's "Copy link", and playing on (chaos's tab has both).
+    on_copy: Callback<MouseEvent>,
+    on_play: Callback<MouseEvent>,
+    /// The run's virtual time.
+    now: u64,
+}
+
+impl ExportCallbacks {
+    fn of(
+        model: Rc<crate::map_model::MapModel>,
+        session: &Rc<RefCell<Session>>,
+        shared: &UseStateHandle<Option<(String, u64, Option<bool>)>>,
+        playing: &UseStateHandle<bool>,
+        now: u64,
+    ) -> ExportCallbacks {
+        let playing = playing.clone();
+        ExportCallbacks {
+            mermaid: Callback::from(move |_: ()| mermaid(&model)),
+            session: session.clone(),
+            on_copy: copy_run_link(session.clone(), shared.clone()),
+            on_play: Callback::from(move |_: MouseEvent| playing.set(true)),
+            now,
+        }
+    }
 }
 
 /// The tools under the map, a tab each.
@@ -756,6 +847,9 @@ fn tool_panels(
         comparison,
         kafka_lag,
         jepsen,
+        chaos_setup,
+        chaos,
+        chaos_error,
     } = tools;
     let shown = **tool_tab;
     let save = |name: &'static str, text: fn(&Session) -> String| {
@@ -781,6 +875,10 @@ fn tool_panels(
             <TabPanel id={TOOL_COMPARE} selected={shown == TOOL_COMPARE}><Comparison runs={comparison} on_run={dispatch.reform(|_: MouseEvent| Action::Compare)} /></TabPanel>
             <TabPanel id={TOOL_JEPSEN} selected={shown == TOOL_JEPSEN}>
                 <crate::map_tools::JepsenTool panel={jepsen} on_check={dispatch.reform(|_: MouseEvent| Action::CheckJepsen)} />
+            </TabPanel>
+            <TabPanel id={TOOL_CHAOS} selected={shown == TOOL_CHAOS}>
+                <crate::map_tools::ChaosTool setup={chaos_setup} {chaos} error={chaos_error} dispatch={dispatch.clone()}
+                    on_copy={exports.on_copy.clone()} on_play_on={exports.on_play.clone()} now={exports.now} />
             </TabPanel>
             <TabPanel id={TOOL_EXPORT} selected={shown == TOOL_EXPORT}>
                 <ExportTool mermaid={exports.mermaid.clone()} on_svg={Callback::from(|()| download_svg())}
@@ -1031,6 +1129,7 @@ const TOOL_LEDGER: &str = "ledger";
 const TOOL_QUORUM: &str = "quorum";
 const TOOL_COMPARE: &str = "compare";
 const TOOL_JEPSEN: &str = "jepsen";
+const TOOL_CHAOS: &str = "chaos";
 const TOOL_EXPORT: &str = "export";
 
 /// The tools under the map, each a tab: what just happened, then the
@@ -1045,6 +1144,7 @@ fn tool_tabs() -> Vec<Tab> {
         (TOOL_QUORUM, "kafka-metadata-quorum"),
         (TOOL_COMPARE, "Compare protocols"),
         (TOOL_JEPSEN, "Jepsen's checks"),
+        (TOOL_CHAOS, "Chaos"),
         (TOOL_EXPORT, "Export"),
     ]
     .into_iter()

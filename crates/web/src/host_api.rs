@@ -12,36 +12,27 @@
 //! says why. The parsing and wording live here and are tested natively;
 //! [`bridge`] is the browser side.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// The API's version, in every message.
 pub const HOST_API_VERSION: u32 = 1;
 
-/// What a host may ask.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
+/// What a host may ask. (Read by [`parse_command`], by hand: a derived
+/// reader of a tagged enum is some 16 KB of code in each of the page's
+/// two modules, #35.)
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HostCommand {
     /// The host introduces itself; the page answers `ready`.
     Hello,
     /// Play the live map (or, with `section: "steps"` or on a page that
     /// shows only the steps, the story).
-    Play {
-        #[serde(default)]
-        section: Option<Section>,
-    },
+    Play { section: Option<Section> },
     /// Pause it.
-    Pause {
-        #[serde(default)]
-        section: Option<Section>,
-    },
+    Pause { section: Option<Section> },
     /// Go to a step of the story shown (1-based).
     GoToStep { step: usize },
     /// Open a scenario file's text as a story in the steps.
-    LoadScenario {
-        scenario: String,
-        #[serde(default)]
-        name: Option<String>,
-    },
+    LoadScenario { scenario: String, name: Option<String> },
     /// Set a live knob of the map by its Kafka name (`acks`, `1`).
     SetKnob { knob: String, value: String },
     /// Crash a broker of the live map.
@@ -52,7 +43,7 @@ pub enum HostCommand {
 
 /// A part of the page, by the name `?embed=` takes: what `ready` lists
 /// and what a command is for (only the map and the steps take commands).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Section {
     Lesson,
@@ -191,17 +182,105 @@ pub fn parse_command(json: &str) -> Option<Result<HostCommand, Refused>> {
             ),
         }));
     }
-    let mut value = value;
-    if let Some(object) = value.as_object_mut() {
-        object.remove("kafkascope");
-    }
-    Some(serde_json::from_value(value).map_err(|error| {
+    Some(command_of(&value).map_err(|error| {
         let message = match &command {
             Some(name) => format!("{name} is a command this page takes, but not like this: {error}"),
             None => format!("not a command this page takes: {error}"),
         };
         Refused { command, message }
     }))
+}
+
+/// The command a host's message (an object with `type`) asks for, or what
+/// is wrong with it, in the words serde would use (`unknown variant`,
+/// `unknown field`, `missing field`).
+fn command_of(value: &serde_json::Value) -> Result<HostCommand, String> {
+    use serde_json::Value;
+    let object = value
+        .as_object()
+        .ok_or("invalid type: expected an object with a `type`")?;
+    let kind = match object.get("type") {
+        Some(Value::String(kind)) => kind.as_str(),
+        Some(other) => return Err(format!("invalid type: {other}, expected a command name")),
+        None => return Err("missing field `type`".to_string()),
+    };
+    let fields: &[&str] = match kind {
+        "hello" => &[],
+        "play" | "pause" => &["section"],
+        "goToStep" => &["step"],
+        "loadScenario" => &["scenario", "name"],
+        "setKnob" => &["knob", "value"],
+        "killBroker" | "restartBroker" => &["broker"],
+        other => {
+            let expected: Vec<String> = COMMANDS.iter().map(|name| format!("`{name}`")).collect();
+            return Err(format!(
+                "unknown variant `{other}`, expected one of {}",
+                expected.join(", ")
+            ));
+        }
+    };
+    if let Some(extra) = object
+        .keys()
+        .find(|key| !matches!(key.as_str(), "type" | "kafkascope") && !fields.contains(&key.as_str()))
+    {
+        let expected: Vec<String> = fields.iter().map(|name| format!("`{name}`")).collect();
+        return Err(match expected.as_slice() {
+            [] => format!("unknown field `{extra}`, there are no fields"),
+            _ => format!("unknown field `{extra}`, expected one of {}", expected.join(", ")),
+        });
+    }
+    // A field absent or null is `None`.
+    let field = |name: &str| object.get(name).filter(|value| !value.is_null());
+    let required = |name: &str| field(name).ok_or_else(|| format!("missing field `{name}`"));
+    let text = |value: &Value, name: &str| {
+        value
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("invalid type for `{name}`: {value}, expected a string"))
+    };
+    let whole = |value: &Value, name: &str, max: u64| {
+        value
+            .as_u64()
+            .filter(|number| *number <= max)
+            .ok_or_else(|| format!("invalid value for `{name}`: {value}, expected a whole number from 0 to {max}"))
+    };
+    let section = || -> Result<Option<Section>, String> {
+        field("section")
+            .map(|value| match value.as_str() {
+                Some("lesson") => Ok(Section::Lesson),
+                Some("map") => Ok(Section::Map),
+                Some("steps") => Ok(Section::Steps),
+                Some("sandbox") => Ok(Section::Sandbox),
+                _ => Err(format!(
+                    "unknown variant {value} for `section`, expected one of `lesson`, `map`, `steps`, `sandbox`"
+                )),
+            })
+            .transpose()
+    };
+    Ok(match kind {
+        "hello" => HostCommand::Hello,
+        "play" => HostCommand::Play { section: section()? },
+        "pause" => HostCommand::Pause { section: section()? },
+        "goToStep" => HostCommand::GoToStep {
+            step: whole(required("step")?, "step", u64::from(u32::MAX))? as usize,
+        },
+        "loadScenario" => HostCommand::LoadScenario {
+            scenario: text(required("scenario")?, "scenario")?,
+            name: field("name").map(|name| text(name, "name")).transpose()?,
+        },
+        "setKnob" => HostCommand::SetKnob {
+            knob: text(required("knob")?, "knob")?,
+            value: text(required("value")?, "value")?,
+        },
+        _ => {
+            let broker = whole(required("broker")?, "broker", u64::from(u32::MAX))? as u32;
+            if kind == "killBroker" {
+                HostCommand::KillBroker { broker }
+            } else {
+                HostCommand::RestartBroker { broker }
+            }
+        }
+    })
 }
 
 /// The host origin an embed address pins (`host=https://course.example`):
@@ -614,6 +693,77 @@ mod tests {
             missing.is_err_and(|refused| refused.command.as_deref() == Some("goToStep")
                 && refused.message.contains("missing field `step`"))
         );
+    }
+
+    /// Every command reads as hosts write it; wrong types and values are
+    /// refused with the field named.
+    #[test]
+    fn every_command_reads_and_wrong_fields_are_named() {
+        let read = |json: &str| parse_command(json).expect("for us");
+        assert_eq!(read(r#"{"kafkascope":1,"type":"hello"}"#), Ok(HostCommand::Hello));
+        assert_eq!(
+            read(r#"{"kafkascope":1,"type":"pause","section":"steps"}"#),
+            Ok(HostCommand::Pause {
+                section: Some(Section::Steps)
+            })
+        );
+        assert_eq!(
+            read(r#"{"kafkascope":1,"type":"play","section":null}"#),
+            Ok(HostCommand::Play { section: None })
+        );
+        assert_eq!(
+            read(r#"{"kafkascope":1,"type":"goToStep","step":7}"#),
+            Ok(HostCommand::GoToStep { step: 7 })
+        );
+        assert_eq!(
+            read(r#"{"kafkascope":1,"type":"loadScenario","scenario":"{}","name":"a.json"}"#),
+            Ok(HostCommand::LoadScenario {
+                scenario: "{}".into(),
+                name: Some("a.json".into())
+            })
+        );
+        assert_eq!(
+            read(r#"{"kafkascope":1,"type":"setKnob","knob":"acks","value":"1"}"#),
+            Ok(HostCommand::SetKnob {
+                knob: "acks".into(),
+                value: "1".into()
+            })
+        );
+        assert_eq!(
+            read(r#"{"kafkascope":1,"type":"restartBroker","broker":2}"#),
+            Ok(HostCommand::RestartBroker { broker: 2 })
+        );
+        for (json, expected) in [
+            (
+                r#"{"kafkascope":1,"type":"play","section":"moon"}"#,
+                "unknown variant \"moon\" for `section`",
+            ),
+            (
+                r#"{"kafkascope":1,"type":"goToStep","step":-1}"#,
+                "invalid value for `step`: -1",
+            ),
+            (
+                r#"{"kafkascope":1,"type":"killBroker","broker":4294967296}"#,
+                "invalid value for `broker`",
+            ),
+            (
+                r#"{"kafkascope":1,"type":"setKnob","knob":"acks","value":1}"#,
+                "invalid type for `value`: 1, expected a string",
+            ),
+            (
+                r#"{"kafkascope":1,"type":"hello","x":1}"#,
+                "unknown field `x`, there are no fields",
+            ),
+            (
+                r#"{"kafkascope":1,"type":7}"#,
+                "invalid type: 7, expected a command name",
+            ),
+            (r#"{"kafkascope":1}"#, "missing field `type`"),
+            (r#"{"kafkascope":1,"type":"loadScenario"}"#, "missing field `scenario`"),
+        ] {
+            let refused = read(json).expect_err(json);
+            assert!(refused.message.contains(expected), "{json}: {}", refused.message);
+        }
     }
 
     #[test]

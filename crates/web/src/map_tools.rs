@@ -290,3 +290,156 @@ pub fn jepsen_tool(props: &JepsenToolProps) -> Html {
         </div>
     }
 }
+
+/// The properties of [`ChaosTool`].
+#[derive(Properties, PartialEq)]
+pub struct ChaosToolProps {
+    /// The settings as the learner edits them.
+    pub setup: kafkascope_engine::sim::chaos::ChaosSettings,
+    /// Chaos under way, if any.
+    pub chaos: Option<crate::session::ChaosRun>,
+    /// Why the last edit was refused.
+    pub error: Option<String>,
+    pub dispatch: Callback<crate::session::Action>,
+    /// Copies a link to this moment (the toolbar's "Copy link").
+    pub on_copy: Callback<MouseEvent>,
+    /// Plays the map on from where chaos stopped it.
+    pub on_play_on: Callback<MouseEvent>,
+    /// The run's virtual time.
+    pub now: u64,
+}
+
+/// Chaos mode: random faults on the running cluster from a seed, the
+/// kinds and rate the learner chose, the faults as they strike, and where
+/// it stopped the map (the anomaly, Kafka's design or a bug, a link).
+#[function_component(ChaosTool)]
+pub fn chaos_tool(props: &ChaosToolProps) -> Html {
+    use crate::session::Action;
+    use kafkascope_engine::sim::chaos::{FaultKind, MAX_PER_MINUTE};
+    let dispatch = &props.dispatch;
+    let text = |make: fn(String) -> Action| {
+        dispatch.reform(move |event: Event| make(event.target_unchecked_into::<web_sys::HtmlInputElement>().value()))
+    };
+    let kind_box = |kind: FaultKind| {
+        let on = props.setup.kinds.contains(&kind);
+        let onchange = dispatch.reform(move |event: Event| {
+            Action::ChaosKind(
+                kind,
+                event.target_unchecked_into::<web_sys::HtmlInputElement>().checked(),
+            )
+        });
+        html! {
+            <label class="chaos-kind">
+                <input type="checkbox" data-testid={format!("chaos-kind-{}", kind_id(kind))} checked={on} {onchange} />
+                { format!(" {kind}") }
+            </label>
+        }
+    };
+    let stop_box = dispatch.reform(|event: Event| {
+        Action::ChaosStopAtAnomaly(event.target_unchecked_into::<web_sys::HtmlInputElement>().checked())
+    });
+    let running = props.chaos.is_some();
+    html! {
+        <div class="chaos-tool" data-testid="chaos-tool">
+            <p>{ "Chaos strikes the running cluster with random faults, drawn from a seed by the fault fuzzer's own generator, each healed 2 to 12 seconds later, while the invariant monitors and Jepsen's checks keep watching. Faults strike only while the map plays (or runs or skips time); a link copied now replays the same faults and draws on alike." }</p>
+            <fieldset class="chaos-kinds" disabled={running}>
+                <legend>{ "Faults" }</legend>
+                { for FaultKind::ALL.into_iter().map(kind_box) }
+            </fieldset>
+            <div class="chaos-numbers">
+                <label>{ "faults a minute " }
+                    <crate::knob::KnobInput testid="chaos-rate" value={props.setup.per_minute.to_string()} onchange={text(Action::ChaosRate)} live=true />
+                </label>
+                <label>{ "seed " }
+                    <crate::knob::KnobInput testid="chaos-seed" value={props.setup.seed.to_string()} onchange={text(Action::ChaosSeed)} live=true />
+                </label>
+            </div>
+            <label class="chaos-kind">
+                <input type="checkbox" data-testid="chaos-stop-at-anomaly" checked={props.setup.stop_at_anomaly} onchange={stop_box} />
+                { " Stop at the first anomaly (a lost record, a broken invariant, a finding of Jepsen's checks)" }
+            </label>
+            <p class="muted hint">{ format!("From 1 to {MAX_PER_MINUTE} faults a minute of simulated time; the kinds and numbers apply when chaos starts.") }</p>
+            { match &props.error {
+                Some(message) => html! { <p class="error" role="alert" data-testid="chaos-error">{ message }</p> },
+                None => html! {},
+            } }
+            { if running {
+                html! { <button type="button" data-testid="chaos-stop" onclick={dispatch.reform(|_: MouseEvent| Action::StopChaos)}>{ "Stop chaos" }</button> }
+            } else {
+                html! { <button type="button" data-testid="chaos-start" onclick={dispatch.reform(|_: MouseEvent| Action::StartChaos)}>{ "Start chaos" }</button> }
+            } }
+            { match &props.chaos {
+                Some(chaos) => chaos_status(chaos, props.now, &props.on_play_on, &props.on_copy),
+                None => html! {},
+            } }
+        </div>
+    }
+}
+
+/// A fault kind's name in test ids.
+fn kind_id(kind: kafkascope_engine::sim::chaos::FaultKind) -> &'static str {
+    use kafkascope_engine::sim::chaos::FaultKind;
+    match kind {
+        FaultKind::Crash => "crash",
+        FaultKind::PowerLoss => "power-loss",
+        FaultKind::Pause => "pause",
+        FaultKind::Partition => "partition",
+        FaultKind::LossyLinks => "lossy-links",
+        FaultKind::SlowNode => "slow-node",
+    }
+}
+
+/// What chaos did and found: the anomaly it stopped at, the latest faults.
+fn chaos_status(
+    chaos: &crate::session::ChaosRun,
+    now: u64,
+    on_play_on: &Callback<MouseEvent>,
+    on_copy: &Callback<MouseEvent>,
+) -> Html {
+    use kafkascope_engine::sim::chaos::Judgement;
+    let halt = chaos.halt.as_ref().map(|halt| {
+        let judgement = halt.finding.judgement();
+        let class = match judgement {
+            Judgement::KafkasDesign => "chaos-halt design",
+            Judgement::WouldBeABug => "chaos-halt bug",
+        };
+        let verb = if chaos.holding { "Chaos stopped the map" } else { "The latest anomaly" };
+        let at = match halt.event {
+            Some(event) => format!("{verb} at t = {} ms, trace event #{event}: ", halt.at_ms),
+            None => format!("{verb} at t = {} ms: ", halt.at_ms),
+        };
+        html! {
+            <div class={class} role="status" data-testid="chaos-halt" data-event={halt.event.map(|event| event.to_string())}
+                data-judgement={if judgement == Judgement::KafkasDesign { "design" } else { "bug" }}>
+                <p><strong>{ at }</strong>{ halt.finding.to_string() }{ "." }</p>
+                <p>{ halt.finding.why() }</p>
+                { match &halt.line {
+                    Some(line) => html! { <p class="muted mono">{ line }</p> },
+                    None => html! { <p class="muted">{ "See the Jepsen's checks tab for the finding and its records." }</p> },
+                } }
+                <p class="chaos-actions">
+                    <button type="button" data-testid="chaos-copy-link" title="A link that opens this cluster at this moment, with chaos as it is" onclick={on_copy.clone()}>{ "Copy a link to this moment" }</button>
+                    { if chaos.holding {
+                        html! { <button type="button" data-testid="chaos-resume" onclick={on_play_on.clone()}>{ "Play on" }</button> }
+                    } else { html! {} } }
+                </p>
+            </div>
+        }
+    });
+    html! { <>
+        <p role="status" data-testid="chaos-status">{ format!(
+            "Chaos is on since t = {} ms: {} fault{} so far, {} anomal{} found.",
+            chaos.started_ms,
+            chaos.struck(now),
+            if chaos.struck(now) == 1 { "" } else { "s" },
+            chaos.findings,
+            if chaos.findings == 1 { "y" } else { "ies" },
+        ) }</p>
+        { halt.unwrap_or_default() }
+        { if chaos.struck(now) == 0 { html! {} } else { html! {
+            <ol class="chaos-faults" data-testid="chaos-faults" reversed=true start={chaos.struck(now).to_string()} aria-label="faults chaos injected, newest first">
+                { for chaos.injected.iter().rev().filter(|fault| fault.at_ms <= now).map(|fault| html! { <li>{ fault.to_string() }</li> }) }
+            </ol>
+        } } }
+    </> }
+}

@@ -9,10 +9,11 @@
 use std::collections::VecDeque;
 
 use kafkascope_engine::replication::high_watermark::Acks;
+use kafkascope_engine::sim::chaos::{self, ChaosFault, ChaosSettings, FaultKind, Finding};
 use kafkascope_engine::sim::config::{
     ClientQuota, ClusterConfig, ConfigChange, ConsumerConfig, Input, Ratio, ScheduledInput, StorageSetting,
 };
-use kafkascope_engine::sim::trace::TraceEvent;
+use kafkascope_engine::sim::trace::{TraceEvent, TraceId};
 use kafkascope_engine::sim::types::NodeId;
 use kafkascope_engine::sim::Simulation;
 
@@ -318,6 +319,144 @@ pub enum Action {
     Compare,
     /// Judge the run so far with Jepsen's checks.
     CheckJepsen,
+    /// Chaos's seed, as typed.
+    ChaosSeed(String),
+    /// Chaos's faults a minute (of virtual time), as typed.
+    ChaosRate(String),
+    /// A kind of fault on or off for chaos.
+    ChaosKind(FaultKind, bool),
+    /// Whether chaos stops the map at the first anomaly.
+    ChaosStopAtAnomaly(bool),
+    /// Start random faults on the running cluster ([`chaos`]).
+    StartChaos,
+    /// Stop drawing faults (those under way still heal).
+    StopChaos,
+    /// Play on after chaos stopped the map at an anomaly.
+    ResumeChaos,
+}
+
+/// Chaos under way on the map: its settings, the faults drawn and not yet
+/// due, what it did and what the checks found.
+#[derive(Debug, Clone)]
+pub struct ChaosRun {
+    pub settings: ChaosSettings,
+    /// When chaos started (its windows count from here).
+    pub started_ms: u64,
+    /// The next window of faults to draw.
+    pub next_window: u64,
+    /// Faults drawn whose time has not come.
+    pub pending: Vec<ChaosFault>,
+    /// The latest faults injected, oldest first (at most [`CHAOS_SHOWN`]).
+    pub injected: VecDeque<ChaosFault>,
+    /// Faults injected in all.
+    pub fault_count: u64,
+    /// Anomalies the checks named since chaos started.
+    pub findings: u32,
+    /// The latest of them: where chaos stopped the map, if it stops there.
+    pub halt: Option<ChaosHalt>,
+    /// Jepsen's findings already known (those before chaos or reported).
+    pub jepsen_seen: usize,
+    /// The history's operations when Jepsen's checks last ran.
+    pub jepsen_checked_at: usize,
+    /// Whether the map holds at an anomaly (play ticks do nothing until
+    /// the learner plays on, [`Action::ResumeChaos`]).
+    pub holding: bool,
+}
+
+/// An anomaly chaos found: when, at which trace event, and what.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChaosHalt {
+    pub at_ms: u64,
+    pub event: Option<TraceId>,
+    /// The trace event's line, when the finding is one.
+    pub line: Option<String>,
+    pub finding: Finding,
+}
+
+/// The faults the Chaos tab lists.
+pub const CHAOS_SHOWN: usize = 12;
+
+/// The longest history chaos has Jepsen's checks judge as it runs (a check
+/// costs in proportion: about a tenth of a second natively at this size);
+/// past it the Jepsen's checks tab still judges the run on request.
+pub const CHAOS_JEPSEN_MAX_OPERATIONS: usize = 20_000;
+
+/// The most windows of faults one step of the map draws (a long skip
+/// draws the latest ones only).
+const CHAOS_MAX_WINDOWS: u64 = 360;
+
+impl PartialEq for ChaosRun {
+    /// Equal when the page would draw them alike: by what changes as chaos
+    /// runs (no fault's inputs compared, which the page never shows).
+    fn eq(&self, other: &Self) -> bool {
+        self.settings == other.settings
+            && (
+                self.started_ms,
+                self.next_window,
+                self.fault_count,
+                self.findings,
+                self.holding,
+            ) == (
+                other.started_ms,
+                other.next_window,
+                other.fault_count,
+                other.findings,
+                other.holding,
+            )
+            && self.halt == other.halt
+            && self.injected.len() == other.injected.len()
+            && self.injected.back().map(|fault| fault.at_ms) == other.injected.back().map(|fault| fault.at_ms)
+    }
+}
+
+impl ChaosRun {
+    fn new(settings: ChaosSettings, started_ms: u64, jepsen_seen: usize) -> ChaosRun {
+        ChaosRun {
+            settings,
+            started_ms,
+            next_window: 0,
+            pending: Vec::new(),
+            injected: VecDeque::new(),
+            fault_count: 0,
+            findings: 0,
+            halt: None,
+            jepsen_seen,
+            jepsen_checked_at: 0,
+            holding: false,
+        }
+    }
+
+    /// Chaos as a link carries it.
+    pub fn linked(&self) -> crate::share::LinkedChaos {
+        crate::share::LinkedChaos {
+            settings: self.settings.clone(),
+            started_ms: self.started_ms,
+            next_window: self.next_window,
+            pending: self.pending.clone(),
+            jepsen_seen: self.jepsen_seen,
+            jepsen_checked_at: self.jepsen_checked_at,
+        }
+    }
+
+    fn from_link(linked: &crate::share::LinkedChaos) -> ChaosRun {
+        ChaosRun {
+            next_window: linked.next_window,
+            pending: linked.pending.clone(),
+            jepsen_checked_at: linked.jepsen_checked_at,
+            ..ChaosRun::new(linked.settings.clone(), linked.started_ms, linked.jepsen_seen)
+        }
+    }
+
+    /// Faults that have struck by `now` (some scheduled by the last step
+    /// of the map strike later, when chaos stopped it at an anomaly first).
+    pub fn struck(&self, now: u64) -> u64 {
+        let waiting = self.injected.iter().filter(|fault| fault.at_ms > now).count() as u64;
+        self.fault_count - waiting
+    }
+
+    fn window_start(&self, index: u64) -> u64 {
+        self.started_ms.saturating_add(index.saturating_mul(chaos::WINDOW_MS))
+    }
 }
 
 /// The live map's state.
@@ -354,6 +493,12 @@ pub struct Session {
     /// this moment carries, [`crate::share`]).
     seed: u64,
     log: Vec<crate::share::LoggedInput>,
+    /// Chaos's settings as the learner edits them, and why the last edit
+    /// was refused.
+    chaos_setup: ChaosSettings,
+    chaos_error: Option<String>,
+    /// Chaos under way, if any.
+    chaos: Option<ChaosRun>,
 }
 
 /// What became of the run link the map opened with.
@@ -438,6 +583,9 @@ impl Session {
             jepsen: None,
             seed,
             log: Vec::new(),
+            chaos_setup: ChaosSettings::default(),
+            chaos_error: None,
+            chaos: None,
         }
     }
 
@@ -452,6 +600,7 @@ impl Session {
             now_ms: self.simulation.now(),
             stream: (self.next_record_at, self.streamed),
             carry: self.carry,
+            chaos: self.chaos.as_ref().map(ChaosRun::linked),
         }
     }
 
@@ -469,6 +618,13 @@ impl Session {
         session.config = replay.run().config.clone();
         session.seed = replay.run().seed;
         session.setup.seed = replay.run().seed;
+        // Chaos's findings are named again as the replay passes them; its
+        // faults are among the link's inputs, and it draws on from where
+        // the link left it once the run plays on.
+        session.chaos = replay.run().chaos.as_ref().map(ChaosRun::from_link);
+        if let Some(chaos) = &session.chaos {
+            session.chaos_setup = chaos.settings.clone();
+        }
         session.replay = Some(replay);
         Ok(session)
     }
@@ -545,7 +701,7 @@ impl Session {
             expect: Vec::new(),
             story: None,
         };
-        serde_json::to_string_pretty(&scenario).unwrap_or_default()
+        indent_json(&serde_json::to_string(&scenario).unwrap_or_default())
     }
 
     /// The trace events the page keeps, as JSON (an array, oldest first).
@@ -632,12 +788,26 @@ impl Session {
             if matches!(action, Action::Tick { .. } | Action::SkipSlice) {
                 return;
             }
-            if !matches!(action, Action::ReplaySlice | Action::Select(_)) {
+            // Selecting, and editing chaos's settings, leave it replaying.
+            if !matches!(
+                action,
+                Action::ReplaySlice
+                    | Action::Select(_)
+                    | Action::ResumeChaos
+                    | Action::ChaosSeed(_)
+                    | Action::ChaosRate(_)
+                    | Action::ChaosKind(..)
+                    | Action::ChaosStopAtAnomaly(_)
+            ) {
                 self.stop_replay();
             }
         }
         match action {
-            Action::Tick { virtual_ms, rate } => self.tick(virtual_ms, rate),
+            Action::Tick { virtual_ms, rate } => {
+                if !self.chaos.as_ref().is_some_and(|chaos| chaos.holding) {
+                    self.tick(virtual_ms, rate);
+                }
+            }
             Action::Knob(knob, text) => match knob.change(&text, self.simulation.config()) {
                 Ok(change) => {
                     self.knob_error = None;
@@ -656,6 +826,44 @@ impl Session {
                     COMPARE_CHART_W,
                     COMPARE_CHART_H,
                 ));
+            }
+            Action::ChaosSeed(text) => match parse_knob("chaos seed", &text, 0..=u64::from(u32::MAX)) {
+                Ok(seed) => {
+                    self.chaos_error = None;
+                    self.chaos_setup.seed = seed;
+                }
+                Err(message) => self.chaos_error = Some(message),
+            },
+            Action::ChaosRate(text) => {
+                match parse_knob("faults a minute", &text, 1..=u64::from(chaos::MAX_PER_MINUTE)) {
+                    Ok(rate) => {
+                        self.chaos_error = None;
+                        self.chaos_setup.per_minute = rate as u32;
+                    }
+                    Err(message) => self.chaos_error = Some(message),
+                }
+            }
+            Action::ChaosKind(kind, on) => {
+                let kinds = &mut self.chaos_setup.kinds;
+                kinds.retain(|each| *each != kind);
+                if on {
+                    kinds.push(kind);
+                    kinds.sort();
+                }
+            }
+            Action::ChaosStopAtAnomaly(on) => {
+                self.chaos_setup.stop_at_anomaly = on;
+                if let Some(chaos) = &mut self.chaos {
+                    chaos.settings.stop_at_anomaly = on;
+                    chaos.holding &= on;
+                }
+            }
+            Action::StartChaos => self.start_chaos(),
+            Action::StopChaos => self.chaos = None,
+            Action::ResumeChaos => {
+                if let Some(chaos) = &mut self.chaos {
+                    chaos.holding = false;
+                }
             }
             Action::CheckJepsen => {
                 self.jepsen = self
@@ -690,6 +898,21 @@ impl Session {
         for event in &events {
             self.lag.note(event);
         }
+        // Chaos names what the checks found; the latest is where it stopped.
+        if let Some(chaos) = self.chaos.as_mut() {
+            for event in &events {
+                if let Some(finding) = Finding::of(&event.kind) {
+                    chaos.findings += 1;
+                    chaos.holding |= chaos.settings.stop_at_anomaly;
+                    chaos.halt = Some(ChaosHalt {
+                        at_ms: event.time,
+                        event: Some(event.id),
+                        line: Some(event.line()),
+                        finding,
+                    });
+                }
+            }
+        }
         self.trace.extend(events);
         let excess = self.trace.len().saturating_sub(TRACE_KEPT);
         self.trace.drain(..excess);
@@ -698,9 +921,11 @@ impl Session {
     fn restart(&mut self, config: ClusterConfig, seed: u64) {
         let setup = std::mem::take(&mut self.setup);
         let comparison = self.comparison.take();
+        let chaos_setup = std::mem::take(&mut self.chaos_setup);
         *self = Session::new(config, seed);
         self.setup = setup;
         self.comparison = comparison;
+        self.chaos_setup = chaos_setup;
     }
 
     fn edit_setup(&mut self, field: SetupField, text: &str) {
@@ -760,7 +985,146 @@ impl Session {
                 self.next_record_at += every;
             }
         }
-        self.simulation.run_until(target);
+        self.advance(target);
+    }
+
+    /// Runs to `target`, with chaos's faults due by then injected first;
+    /// chaos that stops at the first anomaly stops the run just after it.
+    fn advance(&mut self, target: u64) {
+        self.draw_chaos(target);
+        let stops = self.replay.is_none() && self.chaos.as_ref().is_some_and(|chaos| chaos.settings.stop_at_anomaly);
+        if stops {
+            self.simulation.run_until_or(target, chaos::is_finding);
+        } else {
+            self.simulation.run_until(target);
+        }
+    }
+
+    fn start_chaos(&mut self) {
+        if let Err(message) = self.chaos_setup.check() {
+            self.chaos_error = Some(message);
+            return;
+        }
+        self.chaos_error = None;
+        // Findings Jepsen's checks had before chaos are not chaos's.
+        let operations = self.simulation.history_operations();
+        let seen = if operations <= CHAOS_JEPSEN_MAX_OPERATIONS {
+            self.simulation
+                .jepsen_verdict()
+                .map_or(0, |verdict| verdict.findings.len())
+        } else {
+            usize::MAX
+        };
+        let mut chaos = ChaosRun::new(self.chaos_setup.clone(), self.simulation.now(), seen);
+        chaos.jepsen_checked_at = operations;
+        self.chaos = Some(chaos);
+    }
+
+    /// Draws chaos's windows that start by `target` and injects the faults
+    /// due by then (each with its healing, scheduled ahead).
+    fn draw_chaos(&mut self, target: u64) {
+        if self.replay.is_some() {
+            return;
+        }
+        let Some(chaos) = self.chaos.as_mut() else {
+            return;
+        };
+        let behind = target.saturating_sub(chaos.started_ms) / chaos::WINDOW_MS;
+        if behind > chaos.next_window + CHAOS_MAX_WINDOWS {
+            chaos.next_window = behind - CHAOS_MAX_WINDOWS;
+        }
+        let mut drew = false;
+        while chaos.window_start(chaos.next_window) <= target {
+            let faults = chaos::window(
+                self.simulation.config(),
+                &chaos.settings,
+                chaos.started_ms,
+                chaos.next_window,
+            );
+            chaos.pending.extend(faults);
+            chaos.next_window += 1;
+            drew = true;
+        }
+        let (due, later): (Vec<ChaosFault>, Vec<ChaosFault>) = std::mem::take(&mut chaos.pending)
+            .into_iter()
+            .partition(|fault| fault.at_ms <= target);
+        chaos.pending = later;
+        chaos.fault_count += due.len() as u64;
+        for fault in &due {
+            chaos.injected.push_back(fault.clone());
+        }
+        let excess = chaos.injected.len().saturating_sub(CHAOS_SHOWN);
+        chaos.injected.drain(..excess);
+        let check_jepsen = drew && chaos.settings.stop_at_anomaly;
+        let now = self.simulation.now();
+        for fault in due {
+            for mut input in fault.inputs {
+                input.at_ms = input.at_ms.max(now);
+                self.note_input(&input);
+                self.simulation.schedule(input);
+            }
+        }
+        if check_jepsen {
+            self.chaos_jepsen();
+        }
+    }
+
+    /// Jepsen's checks over the run so far, as a window of chaos starts
+    /// once the history has grown by a tenth since they last ran (so their
+    /// cost stays in proportion to the run's), up to
+    /// [`CHAOS_JEPSEN_MAX_OPERATIONS`]: a finding they had not reported
+    /// before is an anomaly chaos stops at.
+    fn chaos_jepsen(&mut self) {
+        let operations = self.simulation.history_operations();
+        let due = self.chaos.as_ref().is_some_and(|chaos| {
+            chaos.jepsen_seen != usize::MAX
+                && operations <= CHAOS_JEPSEN_MAX_OPERATIONS
+                && operations >= chaos.jepsen_checked_at + 200 + chaos.jepsen_checked_at / 10
+        });
+        if !due {
+            return;
+        }
+        let Some(verdict) = self.simulation.jepsen_verdict() else {
+            return;
+        };
+        let allowed_here = !chaos::weakened_guarantees(self.simulation.config()).is_empty()
+            || !self.simulation.lost_records().is_empty();
+        let now = self.simulation.now();
+        let Some(chaos) = self.chaos.as_mut() else {
+            return;
+        };
+        if let Some(finding) = verdict.findings.get(chaos.jepsen_seen) {
+            chaos.findings += 1;
+            chaos.holding = true;
+            chaos.halt = Some(ChaosHalt {
+                at_ms: verdict.time_of(finding).unwrap_or(now),
+                event: verdict.trace_id(finding),
+                line: None,
+                finding: Finding::Jepsen {
+                    class: finding.kind.name().to_string(),
+                    partition: finding.partition.to_string(),
+                    allowed_here,
+                },
+            });
+            self.jepsen = Some(crate::jepsen_model::JepsenPanel::live(&verdict, now));
+        }
+        chaos.jepsen_seen = verdict.findings.len();
+        chaos.jepsen_checked_at = operations;
+    }
+
+    /// Chaos under way, if any.
+    pub fn chaos(&self) -> Option<&ChaosRun> {
+        self.chaos.as_ref()
+    }
+
+    /// Chaos's settings as the learner edits them.
+    pub fn chaos_setup(&self) -> &ChaosSettings {
+        &self.chaos_setup
+    }
+
+    /// Why the last edit of chaos's settings was refused.
+    pub fn chaos_error(&self) -> Option<&str> {
+        self.chaos_error.as_deref()
     }
 
     fn input(&mut self, input: Input) {
@@ -810,11 +1174,11 @@ impl Session {
         let now = self.simulation.now();
         let producers = self.simulation.config().producers.len() as u32;
         match action {
-            Action::Run(ms) => self.simulation.run_until(now + ms),
+            Action::Run(ms) => self.advance(now + ms),
             Action::Skip(ms) => self.skip = Some((now, now + ms)),
             Action::SkipSlice => {
                 if let Some((_, to)) = self.skip {
-                    self.simulation.run_until(to.min(now + SKIP_SLICE_MS));
+                    self.advance(to.min(now + SKIP_SLICE_MS));
                     if self.simulation.now() >= to {
                         self.skip = None;
                     }
@@ -939,6 +1303,13 @@ impl Session {
             | Action::Reset
             | Action::Compare
             | Action::CheckJepsen
+            | Action::ChaosSeed(_)
+            | Action::ChaosRate(_)
+            | Action::ChaosKind(..)
+            | Action::ChaosStopAtAnomaly(_)
+            | Action::StartChaos
+            | Action::StopChaos
+            | Action::ResumeChaos
             | Action::Select(_) => {}
         }
     }
@@ -964,6 +1335,64 @@ pub fn covering_keys(partitions: u32) -> Vec<String> {
         n += 1;
     }
     keys.into_iter().flatten().collect()
+}
+
+/// Compact JSON laid out as serde_json's pretty printer lays it out (two
+/// spaces a level, `"key": value`, `[]` and `{}` kept empty). Writing the
+/// compact form and indenting it here keeps a second, pretty copy of every
+/// serde writer out of the simulator's module (#35).
+fn indent_json(compact: &str) -> String {
+    let mut out = String::with_capacity(compact.len() * 2);
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut chars = compact.chars().peekable();
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        for _ in 0..depth {
+            out.push_str("  ");
+        }
+    };
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            '{' | '[' => {
+                out.push(c);
+                if matches!(chars.peek(), Some('}' | ']')) {
+                    out.extend(chars.next());
+                } else {
+                    depth += 1;
+                    newline(&mut out, depth);
+                }
+            }
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                newline(&mut out, depth);
+                out.push(c);
+            }
+            ',' => {
+                out.push(c);
+                newline(&mut out, depth);
+            }
+            ':' => out.push_str(": "),
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -1266,6 +1695,171 @@ mod tests {
     /// single steps, a knob change, a run and an added partition, the
     /// replayed session has processed the same events, reached the same
     /// time and kept the same trace.
+    /// Plays `session` at `rate` records a second for up to `ms` of
+    /// virtual time in 500 ms ticks, or until chaos names an anomaly.
+    fn play_until_finding(session: &mut Session, ms: u64) {
+        for _ in 0..ms / 500 {
+            session.apply(Action::Tick {
+                virtual_ms: 500.0,
+                rate: 20,
+            });
+            if session.chaos().is_some_and(|chaos| chaos.findings > 0) {
+                return;
+            }
+        }
+    }
+
+    fn replayed(text: &str) -> Session {
+        let mut restored = Session::from_link(text).expect("the link opens");
+        while restored.replaying().is_some() {
+            restored.apply(Action::ReplaySlice);
+        }
+        restored
+    }
+
+    /// Chaos injects faults from its seed while the map plays, each one
+    /// logged with its healing, so a link made mid-chaos replays the same
+    /// run and then draws on as the first would have.
+    #[test]
+    fn chaos_injects_logged_faults_and_a_link_draws_on_the_same() {
+        let started = || {
+            let mut session = session();
+            session.apply(Action::ChaosRate("20".into()));
+            session.apply(Action::ChaosStopAtAnomaly(false));
+            session.apply(Action::Tick {
+                virtual_ms: 500.0,
+                rate: 5,
+            });
+            session.apply(Action::StartChaos);
+            session
+        };
+        let mut session = started();
+        let mut other = started();
+        for _ in 0..60 {
+            session.apply(Action::Tick {
+                virtual_ms: 500.0,
+                rate: 5,
+            });
+        }
+        let chaos = session.chaos().expect("chaos runs");
+        assert!(chaos.fault_count >= 3, "{chaos:?}");
+        assert_eq!(chaos.next_window, 4);
+        assert!(chaos
+            .injected
+            .iter()
+            .all(|fault| fault.at_ms <= session.simulation().now()));
+        // Every fault injected is in the link's inputs.
+        let link = session.run_link();
+        for fault in &chaos.injected {
+            assert!(link.inputs.iter().any(|logged| logged.input == fault.inputs[0].input));
+        }
+        // The same run from another pace of ticks draws the same faults.
+        for _ in 0..15 {
+            other.apply(Action::Tick {
+                virtual_ms: 2_000.0,
+                rate: 5,
+            });
+        }
+        assert_eq!(other.chaos().map(|chaos| &chaos.injected), Some(&chaos.injected));
+        // A link replays to the same moment and chaos state, and both draw on alike.
+        let text = crate::share::encode(&link);
+        let mut restored = replayed(&text);
+        assert_eq!(restored.run_hash(), session.run_hash());
+        assert_eq!(
+            restored.chaos().map(ChaosRun::linked),
+            session.chaos().map(ChaosRun::linked)
+        );
+        for each in [&mut session, &mut restored] {
+            for _ in 0..20 {
+                each.apply(Action::Tick {
+                    virtual_ms: 500.0,
+                    rate: 5,
+                });
+            }
+        }
+        assert_eq!(restored.run_hash(), session.run_hash());
+        // The faults drawn after the link are the same (its count starts
+        // over: the faults before are among the link's inputs).
+        let latest = |each: &Session| each.chaos().and_then(|chaos| chaos.injected.back().cloned());
+        assert!(latest(&session).is_some_and(|fault| fault.at_ms > link.now_ms));
+        assert_eq!(latest(&restored), latest(&session));
+        // Stopping chaos draws nothing more; the faults under way heal.
+        session.apply(Action::StopChaos);
+        let logged = session.run_link().inputs.len();
+        session.apply(Action::Run(60_000));
+        assert!(session.chaos().is_none());
+        assert_eq!(session.run_link().inputs.len(), logged);
+        let view = session.simulation().view();
+        assert!(
+            view.brokers
+                .iter()
+                .all(|broker| broker.status == kafkascope_engine::sim::view::ProcessStatus::Running),
+            "every broker back"
+        );
+    }
+
+    /// With every broker's power cut at once, chaos stops the map just
+    /// after the records are lost, names the loss as Kafka's design, and a
+    /// link to that moment replays to the same stop.
+    #[test]
+    fn chaos_stops_at_the_first_anomaly_and_its_link_replays_the_stop() {
+        let mut session = session();
+        session.apply(Action::ChaosKind(FaultKind::Crash, false));
+        session.apply(Action::ChaosKind(FaultKind::Pause, false));
+        session.apply(Action::ChaosKind(FaultKind::Partition, false));
+        session.apply(Action::ChaosKind(FaultKind::LossyLinks, false));
+        session.apply(Action::ChaosKind(FaultKind::SlowNode, false));
+        session.apply(Action::ChaosRate("60".into()));
+        assert_eq!(session.chaos_setup().kinds, vec![FaultKind::PowerLoss]);
+        session.apply(Action::StartChaos);
+        play_until_finding(&mut session, 600_000);
+        let chaos = session.chaos().expect("chaos runs").clone();
+        let halt = chaos.halt.clone().expect("a power loss of every broker loses records");
+        assert!(matches!(halt.finding, Finding::RecordsLost { .. }), "{halt:?}");
+        assert_eq!(halt.finding.judgement(), chaos::Judgement::KafkasDesign);
+        // Stopped at the event that named it.
+        assert_eq!(session.simulation().now(), halt.at_ms);
+        assert_eq!(session.trace().back().map(|event| event.id), halt.event);
+        // Playing on (or editing chaos's settings) while a link replays
+        // leaves the replay going.
+        let text = crate::share::encode(&session.run_link());
+        let mut replaying = Session::from_link(&text).expect("the link opens");
+        replaying.apply(Action::ResumeChaos);
+        replaying.apply(Action::ChaosRate("30".into()));
+        assert!(replaying.replaying().is_some());
+        let restored = replayed(&text);
+        assert_eq!(restored.run_hash(), session.run_hash());
+        assert_eq!(
+            restored.chaos().and_then(|chaos| chaos.halt.clone()),
+            Some(halt.clone())
+        );
+        assert!(restored.chaos().is_some_and(|chaos| chaos.holding));
+        // Held there: play ticks do nothing until the learner plays on.
+        session.apply(Action::Tick {
+            virtual_ms: 500.0,
+            rate: 20,
+        });
+        assert_eq!(session.simulation().now(), halt.at_ms);
+        session.apply(Action::ResumeChaos);
+        session.apply(Action::Tick {
+            virtual_ms: 500.0,
+            rate: 20,
+        });
+        assert!(session.simulation().now() > halt.at_ms);
+        // Settings out of range are refused with a reason.
+        let mut refused = self::session();
+        refused.apply(Action::ChaosRate("0".into()));
+        assert!(refused.chaos_error().is_some());
+        for kind in FaultKind::ALL {
+            refused.apply(Action::ChaosKind(kind, false));
+        }
+        refused.apply(Action::StartChaos);
+        assert!(refused.chaos().is_none());
+        assert!(refused
+            .chaos_error()
+            .is_some_and(|error| error.contains("at least one")));
+    }
+
     #[test]
     fn a_run_link_replays_to_the_same_moment_and_trace() {
         let mut session = session();
@@ -1412,6 +2006,26 @@ mod tests {
         assert_eq!(story.id, "custom-custom");
         let trace: serde_json::Value = serde_json::from_str(&session.trace_json()).expect("json");
         assert_eq!(trace.as_array().map(Vec::len), Some(session.trace().len()));
+        // Laid out exactly as serde_json's pretty printer would.
+        assert_eq!(text, serde_json::to_string_pretty(&scenario).expect("json"));
+    }
+
+    /// The indenter leaves strings alone (brackets, commas, colons and
+    /// escaped quotes inside them) and keeps empty arrays and objects.
+    #[test]
+    fn compact_json_is_indented_as_serde_json_would() {
+        let value = serde_json::json!({
+            "a": "x, [y]: {z} \\\" q",
+            "b": [],
+            "c": {},
+            "d": [1, {"e": null, "f": [true, false]}],
+            "g": -1.5
+        });
+        let compact = serde_json::to_string(&value).expect("json");
+        assert_eq!(
+            super::indent_json(&compact),
+            serde_json::to_string_pretty(&value).expect("json")
+        );
     }
 
     /// The inspector's "Add a partition" is `kafka-topics --alter

@@ -98,6 +98,24 @@ pub struct RunLink {
     /// The fraction of a millisecond the next play tick owes.
     #[serde(default)]
     pub carry: f64,
+    /// Chaos under way at the link's moment: its faults so far are among
+    /// `inputs`; this is how it draws on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chaos: Option<LinkedChaos>,
+}
+
+/// Chaos as a run link carries it: its settings, where its windows count
+/// from, the next one to draw, the faults drawn and not yet due, and how
+/// many of Jepsen's findings it has reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LinkedChaos {
+    pub settings: kafkascope_engine::sim::chaos::ChaosSettings,
+    pub started_ms: u64,
+    pub next_window: u64,
+    pub pending: Vec<kafkascope_engine::sim::chaos::ChaosFault>,
+    pub jepsen_seen: usize,
+    pub jepsen_checked_at: usize,
 }
 
 /// The link's text for a run.
@@ -218,12 +236,31 @@ pub fn decode(text: &str) -> Result<RunLink, String> {
         ));
     }
     check_link_config(&run.config)?;
+    // Chaos's faults drawn and not yet due are inputs like the others:
+    // within the limits, naming only what the cluster has.
+    let mut pending = Vec::new();
+    if let Some(chaos) = &run.chaos {
+        chaos
+            .settings
+            .check()
+            .map_err(|problem| format!("this run link's chaos cannot run: {problem}"))?;
+        if chaos.pending.len() > 1_000 {
+            return Err("this run link's chaos has more than 1,000 faults waiting".to_string());
+        }
+        pending.extend(chaos.pending.iter().flat_map(|fault| fault.inputs.iter().cloned()));
+        if let Some(unknown) = kafkascope_engine::sim::input_names::first_unknown(&run.config, &pending) {
+            return Err(format!(
+                "this run link's chaos names something its cluster lacks: {}",
+                unknown.message
+            ));
+        }
+    }
     let scenario_limits = kafkascope_engine::sim::scenario::Scenario {
         name: String::new(),
         description: String::new(),
         seed: run.seed,
         config: run.config.clone(),
-        inputs: run.inputs.iter().map(LoggedInput::scheduled).collect(),
+        inputs: run.inputs.iter().map(LoggedInput::scheduled).chain(pending).collect(),
         run_until_ms: run.now_ms,
         expect: Vec::new(),
         story: None,
@@ -386,6 +423,51 @@ mod tests {
         let mut simulation = Simulation::new(link.config.clone(), link.seed)?;
         replay(&mut simulation, link, &mut |_| {})?;
         Ok(simulation)
+    }
+
+    /// A link's chaos is checked as the Chaos tab checks it, and its
+    /// waiting faults as every other input: what the page could not have
+    /// made is refused with a reason.
+    #[test]
+    fn a_link_with_chaos_it_could_not_have_made_is_refused() {
+        use kafkascope_engine::sim::chaos::{ChaosFault, ChaosSettings, FaultKind};
+        use kafkascope_engine::sim::config::{Input, ScheduledInput};
+        let with = |settings: ChaosSettings, input: Input| {
+            let mut link = run();
+            link.chaos = Some(LinkedChaos {
+                settings,
+                started_ms: 0,
+                next_window: 1,
+                pending: vec![ChaosFault {
+                    at_ms: 5_000,
+                    kind: FaultKind::Pause,
+                    inputs: vec![ScheduledInput { at_ms: 5_000, input }],
+                    heals_at_ms: 6_000,
+                }],
+                jepsen_seen: 0,
+                jepsen_checked_at: 0,
+            });
+            decode(&encode(&link))
+        };
+        let fine = Input::PauseBroker {
+            broker: 1,
+            duration_ms: 1_000,
+        };
+        assert!(with(ChaosSettings::default(), fine.clone()).is_ok());
+        let none = ChaosSettings {
+            kinds: Vec::new(),
+            ..ChaosSettings::default()
+        };
+        assert!(with(none, fine).is_err_and(|error| error.contains("chaos cannot run")));
+        let missing = Input::KillBroker { broker: 9 };
+        assert!(with(ChaosSettings::default(), missing).is_err_and(|error| error.contains("names something")));
+        let endless = Input::PauseBroker {
+            broker: 1,
+            duration_ms: u64::MAX,
+        };
+        assert!(
+            with(ChaosSettings::default(), endless).is_err_and(|error| error.contains("more than kafkascope allows"))
+        );
     }
 
     #[test]

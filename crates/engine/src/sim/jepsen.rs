@@ -288,6 +288,11 @@ impl Recorder {
         self.ops.push((op, self.at, self.now));
     }
 
+    /// Operations recorded so far.
+    pub fn operations(&self) -> usize {
+        self.ops.len()
+    }
+
     /// The history so far.
     pub fn history(&self) -> History {
         History {

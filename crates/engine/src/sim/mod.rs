@@ -10,6 +10,7 @@
 
 pub mod bench;
 pub mod broker;
+pub mod chaos;
 pub mod checks;
 pub use crate::chunked;
 pub mod config;
@@ -744,6 +745,28 @@ impl Simulation {
         self.now = self.now.max(until_ms);
     }
 
+    /// [`Simulation::run_until`], but stops just after the first event
+    /// that makes a trace event `stop` picks (chaos mode's "stop at the
+    /// first anomaly"): that event's id, with the clock left at it.
+    pub fn run_until_or(&mut self, until_ms: Time, stop: fn(&TraceKind) -> bool) -> Option<TraceId> {
+        let until_ms = until_ms.min(crate::limits::MAX_RUN_MS);
+        while let Some((&(time, _), _)) = self.queue.first_key_value() {
+            if time > until_ms {
+                break;
+            }
+            let before = self.trace.len();
+            self.step();
+            if let Some(offset) = self.trace[before.min(self.trace.len())..]
+                .iter()
+                .position(|event| stop(&event.kind))
+            {
+                return Some(self.trace_base + (before + offset) as TraceId);
+            }
+        }
+        self.run_until(until_ms);
+        None
+    }
+
     fn reach_time_limit(&mut self) {
         if !self.at_time_limit {
             self.at_time_limit = true;
@@ -826,6 +849,12 @@ impl Simulation {
     /// ([`Simulation::jepsen_verdict`]); the run itself is unchanged.
     pub fn keep_history(&mut self) {
         self.keep_history_up_to(crate::limits::MAX_HISTORY_OPERATIONS);
+    }
+
+    /// Operations the run's history holds (0 without one): what a check
+    /// of Jepsen's costs, in proportion.
+    pub fn history_operations(&self) -> usize {
+        self.jepsen.as_ref().map_or(0, |recorder| recorder.operations())
     }
 
     /// [`Simulation::keep_history`], keeping at most `limit` operations
@@ -1610,7 +1639,8 @@ impl Simulation {
     }
 }
 
-fn describe_input(input: &Input) -> String {
+/// What an input does, as the trace says it (`kill broker-2`).
+pub fn describe_input(input: &Input) -> String {
     match input {
         Input::Produce {
             producer, key, count, ..

@@ -101,6 +101,29 @@ pub enum Invariant {
     LogStartWithinHighWatermark,
 }
 
+impl std::fmt::Display for Invariant {
+    /// The promise that broke, in a sentence a learner reads.
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            Invariant::HighWatermarkWithinIsr => "a high watermark passed the log end of an in-sync replica",
+            Invariant::HighWatermarkMonotonic => "a leader's high watermark moved back within its epoch",
+            Invariant::OneLeaderPerEpoch => "two brokers led a partition in the same leader epoch",
+            Invariant::NoAcknowledgedRecordLost => {
+                "a record acknowledged with acks=all, min.insync.replicas of 2 or more and clean elections was lost"
+            }
+            Invariant::ConsumerReadsBelowHighWatermark => "a consumer read at or above the high watermark",
+            Invariant::OneOwnerPerGeneration => "two members of one group generation owned the same partition",
+            Invariant::OneActiveControllerPerEpoch => "two controllers were active in the same quorum epoch",
+            Invariant::ReadCommittedSkipsAborted => {
+                "a read_committed consumer returned a record of an aborted transaction"
+            }
+            Invariant::LastStableOffsetWithinHighWatermark => "a last stable offset passed its high watermark",
+            Invariant::FencedEpochNeverCommits => "a fenced producer epoch committed a transaction",
+            Invariant::LogStartWithinHighWatermark => "a log start offset passed its high watermark",
+        })
+    }
+}
+
 /// A member's partitions in a new generation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
