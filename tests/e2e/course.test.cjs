@@ -21,6 +21,8 @@ const { launch, listenLocal, screenshotPath } = require('./browser.cjs');
 const COURSES = process.env.KAFKASCOPE_COURSES || path.resolve('target/e2e-course');
 // (Its package.json is not exported; its main file is dist/scorm-again.js.)
 const SCORM_AGAIN = path.dirname(require.resolve('scorm-again'));
+// libxml2's schema validation, as WebAssembly (no native parts to install).
+const { validateXML } = require('xmllint-wasm');
 
 /** A zip's files, by name (stored or deflated entries). */
 function unzip(buffer) {
@@ -64,9 +66,9 @@ before(async () => {
     } else if (root === 'scorm-again') {
       response.setHeader('Content-Type', 'text/javascript');
       response.end(fs.readFileSync(path.join(SCORM_AGAIN, path.basename(url.pathname))));
-    } else if (root === 'platform') {
+    } else if (root === 'platform' || root === 'platform-window') {
       response.setHeader('Content-Type', 'text/html; charset=utf-8');
-      response.end(platformPage(name, url.searchParams.get('saved')));
+      response.end(platformPage(name, url.searchParams.get('saved'), root === 'platform-window'));
     } else if (root === 'pkg' && packages.get(name)?.has(rest.join('/'))) {
       response.setHeader('Content-Type', TYPES[path.extname(rest.join('/'))] || 'application/octet-stream');
       response.end(packages.get(name).get(rest.join('/')));
@@ -93,8 +95,9 @@ function launchOf(name) {
 
 // The platform: scorm-again's API for the package's version, what the
 // platform kept from the learner's last visit (`saved`: suspend data and
-// location), every value the package set, and the package in a frame.
-function platformPage(name, saved) {
+// location), every value the package set, and the package in a frame (or,
+// `windowed`, a button that opens it in a window of its own).
+function platformPage(name, saved, windowed = false) {
   const v12 = name.includes('scorm1.2');
   const kept = saved ? JSON.parse(saved) : null;
   return `<!doctype html><html lang="en"><title>a learning platform</title>
@@ -113,7 +116,9 @@ function platformPage(name, saved) {
       api.on('${v12 ? 'LMSSetValue' : 'SetValue'}.cmi.*', (key, value) => { window.values[key] = value; });
     </script>
     <h1>Course: ${name}</h1>
-    <iframe id="sco" src="/pkg/${name}/${launchOf(name)}" title="kafkascope" style="width: 1000px; height: 760px"></iframe>`;
+    ${windowed
+    ? `<button type="button" onclick="window.open('/pkg/${name}/${launchOf(name)}', 'activity')">Open the activity</button>`
+    : `<iframe id="sco" src="/pkg/${name}/${launchOf(name)}" title="kafkascope" style="width: 1000px; height: 760px"></iframe>`}`;
 }
 
 async function visit(name, saved) {
@@ -140,7 +145,7 @@ async function leave({ page }) {
 }
 
 test('the packages hold a SCORM manifest with the required elements, naming every file they carry', () => {
-  assert.deepEqual([...packages.keys()].sort(), ['exercise-scorm1.2', 'exercise-scorm2004', 'story-scorm2004']);
+  assert.deepEqual([...packages.keys()].sort(), ['exercise-scorm1.2', 'exercise-scorm2004', 'lesson-scorm1.2', 'sandbox-scorm2004', 'story-scorm2004']);
   for (const [name, files] of packages) {
     const manifest = files.get('imsmanifest.xml').toString('utf8');
     const v12 = name.includes('1.2');
@@ -149,9 +154,10 @@ test('the packages hold a SCORM manifest with the required elements, naming ever
     for (const element of ['<organizations default="kafkascope-organization">', '<organization identifier="kafkascope-organization">', 'identifierref="kafkascope-sco"', '<resource identifier="kafkascope-sco" type="webcontent"']) {
       assert.ok(manifest.includes(element), `${name}: ${element}`);
     }
-    // Every file listed is in the zip, and every file of the zip is listed.
+    // Every file listed is in the zip, and every file of the zip is listed
+    // (but the manifest and its schemas, the package's control documents).
     const listed = [...manifest.matchAll(/<file href="([^"]+)"\/>/g)].map((match) => match[1].replaceAll('&amp;', '&'));
-    assert.deepEqual(listed.sort(), [...files.keys()].filter((file) => file !== 'imsmanifest.xml').sort());
+    assert.deepEqual(listed.sort(), [...files.keys()].filter((file) => file !== 'imsmanifest.xml' && !file.endsWith('.xsd')).sort());
     assert.ok(files.has(launchOf(name).split('?')[0]));
     if (name.startsWith('exercise')) assert.match(manifest, v12 ? /<adlcp:masteryscore>75</ : /<imsss:minNormalizedMeasure>0\.75</);
   }
@@ -275,4 +281,77 @@ test('outside a platform the package works as the site does, and says it records
   assert.match(await page.evaluate(() => document.documentElement.dataset.courseProblem), /no SCORM 2004 platform found/);
   await page.getByTestId('case-fourth-member-idle').check();
   await page.close();
+});
+
+test('SCORM 2004: the sandbox package completes once the learner runs code', async () => {
+  const first = await visit('sandbox-scorm2004');
+  const run = first.sco.getByTestId('sandbox-run');
+  await run.waitFor({ timeout: 30000 });
+  await first.page.waitForFunction(() => window.values['cmi.completion_status'] === 'incomplete');
+  await run.click();
+  await first.page.waitForFunction(() => window.values['cmi.completion_status'] === 'completed', null, { timeout: 60000 });
+  await first.page.screenshot({ path: screenshotPath('course-sandbox-scorm2004') });
+  const left = await leave(first);
+  assert.equal(left.values['cmi.completion_status'], 'completed');
+  assert.ok(left.events.includes('Terminate'), left.events.join(' '));
+  assert.deepEqual(first.errors, []);
+});
+
+test('SCORM 1.2: the whole lesson package shows every exercise and stays incomplete until each has run', async () => {
+  const first = await visit('lesson-scorm1.2');
+  await first.sco.getByTestId('lesson-summary').waitFor({ timeout: 30000 });
+  assert.ok(await first.sco.locator('.exercise').count() >= 2, 'the lesson package shows every exercise');
+  await first.page.waitForFunction(() => window.values['cmi.core.lesson_status'] === 'incomplete');
+  // One exercise run (on the lesson's Exercise tab): its answers reach
+  // the platform, the lesson is not done.
+  await first.sco.getByTestId('lesson-tab-exercise').click();
+  const exercise = first.sco.getByTestId('exercise-pitfalls');
+  for (const id of ['fourth-member', 'leader-dies', 'second-leader-dies']) await exercise.getByTestId(`case-${id}-continue`).check();
+  await exercise.getByTestId('case-unclean-loss').check();
+  await exercise.getByTestId('exercise-run').click();
+  await exercise.getByTestId('exercise-score').waitFor({ timeout: 60000 });
+  await first.page.waitForFunction(() => window.values['cmi.interactions.3.id'] === 'pitfalls-unclean');
+  const left = await leave(first);
+  assert.equal(left.values['cmi.core.lesson_status'], 'incomplete');
+  assert.ok(left.events.includes('LMSFinish'), left.events.join(' '));
+  assert.deepEqual(first.errors, []);
+});
+
+test('SCORM 1.2: a platform that opens the package in a window of its own is found through the opener', async () => {
+  const page = await browser.newPage();
+  await page.goto(`${baseUrl}/platform-window/exercise-scorm1.2`);
+  const [popup] = await Promise.all([page.waitForEvent('popup'), page.getByRole('button', { name: 'Open the activity' }).click()]);
+  await popup.getByTestId('exercise-pitfalls').waitFor({ timeout: 30000 });
+  await popup.waitForFunction(() => document.documentElement.dataset.course, null, { timeout: 30000 });
+  assert.equal(await popup.evaluate(() => document.documentElement.dataset.course), 'recording');
+  await page.waitForFunction(() => window.values['cmi.core.lesson_status'] === 'incomplete');
+  await popup.getByTestId('case-fourth-member-continue').check();
+  await page.waitForFunction(() => (window.values['cmi.suspend_data'] || '').includes('continue'));
+  await popup.close();
+  await page.close();
+});
+
+test('each package ships the SCORM schemas its manifest names, and the manifest is valid against them', async () => {
+  for (const [name, files] of packages) {
+    const manifest = files.get('imsmanifest.xml').toString('utf8');
+    const located = /xsi:schemaLocation="([^"]+)"/.exec(manifest)[1].trim().split(/\s+/).filter((_, index) => index % 2 === 1);
+    for (const file of located) assert.ok(files.has(file), `${name}: ${file} is named but not shipped`);
+    const schemas = [...files.keys()].filter((file) => file.endsWith('.xsd'))
+      .map((file) => ({ fileName: file, contents: files.get(file).toString('utf8') }));
+    // One schema that imports each namespace the manifest's elements use
+    // (those it declares with xmlns), as a platform's validator loads
+    // them. (SCORM 1.2's manifest also names IMS's metadata schema, for
+    // metadata it does not carry; libxml2 refuses to compile that schema,
+    // whose content models XML Schema's rules call ambiguous.)
+    const namespaces = /xsi:schemaLocation="([^"]+)"/.exec(manifest)[1].trim().split(/\s+/);
+    const imports = [];
+    for (let index = 0; index < namespaces.length; index += 2) {
+      if (!manifest.includes(`="${namespaces[index]}"`)) continue;
+      imports.push(`<xs:import namespace="${namespaces[index]}" schemaLocation="${namespaces[index + 1]}"/>`);
+    }
+    assert.ok(imports.length >= 2, `${name}: ${imports.length} namespaces`);
+    const all = `<?xml version="1.0"?><xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" targetNamespace="urn:kafkascope:manifest">${imports.join('')}</xs:schema>`;
+    const result = await validateXML({ xml: [{ fileName: 'imsmanifest.xml', contents: manifest }], schema: [{ fileName: 'all.xsd', contents: all }], preload: schemas });
+    assert.ok(result.valid, `${name}: ${result.errors.slice(0, 5).map((error) => error.rawMessage).join('; ')}`);
+  }
 });

@@ -145,9 +145,11 @@ pub fn course_command(arguments: &[String]) -> Outcome {
         None => site::build_release(&crate::setup::ensure_web_build_tools()?)?,
     };
     let out = out.unwrap_or_else(|| {
-        target_dir()
-            .join("course")
-            .join(format!("kafkascope-{}-scorm{}.zip", course.part.file_name(), course.scorm.name()))
+        target_dir().join("course").join(format!(
+            "kafkascope-{}-scorm{}.zip",
+            course.part.file_name(),
+            course.scorm.name()
+        ))
     });
     write_package(&dist, &course, &out)?;
     println!(
@@ -173,7 +175,10 @@ fn check_part(part: &Part) -> Outcome {
                 .map(|all| all.iter().filter_map(|exercise| exercise["id"].as_str()).collect())
                 .unwrap_or_default();
             if !ids.contains(&id.as_str()) {
-                return Err(format!("the lesson has no exercise {id:?}; its exercises are {}", ids.join(", ")));
+                return Err(format!(
+                    "the lesson has no exercise {id:?}; its exercises are {}",
+                    ids.join(", ")
+                ));
             }
         }
         Part::Story(id) => {
@@ -299,6 +304,29 @@ pub fn manifest(course: &Course, files: &[String]) -> String {
 /// Every file of the built site, as paths inside the package: the raw
 /// files (a platform serves the package's files itself, so the `.br` and
 /// `.gz` copies stay out).
+/// The SCORM version's schema files (`crates/xtask/scorm-schemas/`: ADL's
+/// and IMS's XSDs as the specifications publish them), by name.
+fn schemas(scorm: Scorm) -> Outcome<Vec<(String, Vec<u8>)>> {
+    let folder = repo_root().join("crates/xtask/scorm-schemas").join(match scorm {
+        Scorm::V12 => "1.2",
+        Scorm::V2004 => "2004",
+    });
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&folder).map_err(|error| format!("cannot list {}: {error}", folder.display()))? {
+        let path = entry.map_err(|error| error.to_string())?.path();
+        if path.extension().is_some_and(|extension| extension == "xsd") {
+            let name = path
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let bytes = std::fs::read(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+            files.push((name, bytes));
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
 fn site_files(dist: &Path) -> Outcome<Vec<String>> {
     let mut files = Vec::new();
     let mut folders = vec![dist.to_path_buf()];
@@ -307,7 +335,10 @@ fn site_files(dist: &Path) -> Outcome<Vec<String>> {
             let path = entry.map_err(|error| error.to_string())?.path();
             if path.is_dir() {
                 folders.push(path);
-            } else if !path.extension().is_some_and(|extension| extension == "br" || extension == "gz") {
+            } else if !path
+                .extension()
+                .is_some_and(|extension| extension == "br" || extension == "gz")
+            {
                 let inside = path.strip_prefix(dist).map_err(|error| error.to_string())?;
                 files.push(inside.to_string_lossy().replace('\\', "/"));
             }
@@ -325,6 +356,12 @@ pub fn write_package(dist: &Path, course: &Course, out: &Path) -> Outcome {
     let files = site_files(dist)?;
     let mut zip = ZipWriter::default();
     zip.add("imsmanifest.xml", manifest(course, &files).as_bytes())?;
+    // The schemas the manifest's `xsi:schemaLocation` names, at the
+    // package's root beside it, as ADL's packaging guidance asks (they are
+    // the package's control documents, not the resource's files).
+    for (name, bytes) in schemas(course.scorm)? {
+        zip.add(&name, &bytes)?;
+    }
     for file in &files {
         let bytes = std::fs::read(dist.join(file)).map_err(|error| format!("cannot read {file}: {error}"))?;
         zip.add(file, &bytes)?;

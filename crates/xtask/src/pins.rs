@@ -17,6 +17,9 @@ pub struct Pins {
     /// scorm-again, the SCORM 1.2 and 2004 run-time that stands in for a
     /// learning platform in the course package's browser tests.
     pub scorm_again: String,
+    /// xmllint-wasm, libxml2's schema validation, for the course package's
+    /// manifest in the browser tests.
+    pub xmllint_wasm: String,
 }
 
 /// Loads `tools.toml` and checks its mirrors.
@@ -37,6 +40,7 @@ pub fn load() -> Outcome<Pins> {
         playwright_core: get("playwright-core")?,
         axe_core: get("axe-core")?,
         scorm_again: get("scorm-again")?,
+        xmllint_wasm: get("xmllint-wasm")?,
     };
 
     let lock = read(&root.join("Cargo.lock"))?;

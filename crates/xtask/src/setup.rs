@@ -198,8 +198,8 @@ fn ensure_cargo_tool(program: &str, crate_name: &str, version: &str, locked: boo
     run(&mut command).map_err(|error| format!("could not install {crate_name} {version}: {error}"))
 }
 
-/// Installs binaryen, playwright-core, axe-core and scorm-again with npm into
-/// `target/tools/node`.
+/// Installs binaryen, playwright-core, axe-core, scorm-again and
+/// xmllint-wasm with npm into `target/tools/node`.
 fn ensure_npm_tools(pins: &Pins) -> Outcome<PathBuf> {
     let prefix = target_dir().join("tools/node");
     let node_modules = prefix.join("node_modules");
@@ -208,6 +208,7 @@ fn ensure_npm_tools(pins: &Pins) -> Outcome<PathBuf> {
         ("playwright-core", &pins.playwright_core),
         ("axe-core", &pins.axe_core),
         ("scorm-again", &pins.scorm_again),
+        ("xmllint-wasm", &pins.xmllint_wasm),
     ];
     let missing: Vec<String> = wanted
         .iter()

@@ -95,7 +95,8 @@ fn list_tests(folder: &std::path::Path, suffix: &str) -> Outcome<Vec<PathBuf>> {
 }
 
 /// The SCORM packages the course test imports, as `cargo xtask course`
-/// writes them: one exercise in SCORM 1.2 and in SCORM 2004, and a story.
+/// writes them: one exercise in SCORM 1.2 and in SCORM 2004, a story, the
+/// whole lesson and the sandbox.
 fn course_packages(dist: &std::path::Path) -> Outcome<PathBuf> {
     use crate::course::{write_package, Course, Part, Scorm};
     let folder = target_dir().join("e2e-course");
@@ -114,6 +115,22 @@ fn course_packages(dist: &std::path::Path) -> Outcome<PathBuf> {
         mastery: None,
     };
     write_package(dist, &story, &folder.join("story-scorm2004.zip"))?;
+    let whole = |part, scorm| Course {
+        part,
+        scorm,
+        title: "kafkascope".into(),
+        mastery: None,
+    };
+    write_package(
+        dist,
+        &whole(Part::Lesson, Scorm::V12),
+        &folder.join("lesson-scorm1.2.zip"),
+    )?;
+    write_package(
+        dist,
+        &whole(Part::Sandbox, Scorm::V2004),
+        &folder.join("sandbox-scorm2004.zip"),
+    )?;
     Ok(folder)
 }
 
