@@ -65,6 +65,7 @@ test('chaos strikes the running map, stops it at the first anomaly, says it is K
   assert.match(await halt.innerText(), /^Chaos stopped the map at t = \d+ ms, trace event #\d+: \d+ acknowledged records? lost from orders-\d+: a power loss erased them/);
   assert.equal(await halt.getAttribute('data-judgement'), 'design');
   assert.match(await halt.innerText(), /Kafka's design: Kafka does not sync each write to disk .* a power loss of every replica that had them takes what no disk held yet/);
+  assert.match(await tool.getByTestId('chaos-try').innerText(), /set flush\.messages to 1 on the Knobs tab/);
   assert.match(await tool.getByTestId('chaos-faults').innerText(), /cut the power of broker-1, broker-2, broker-3/);
   assert.match(await live(page).getByTestId('chaos-notice').innerText(), /It stopped the map at t = \d+ ms: \d+ acknowledged records? lost/);
   // Held there: the summary counts the loss, and play shows paused.
@@ -99,7 +100,23 @@ test('chaos strikes the running map, stops it at the first anomaly, says it is K
   assert.match(await live(page).getByTestId('cluster-play').innerText(), /Pause/);
   await live(page).getByTestId('chaos-notice-stop').click();
   assert.equal(await live(page).getByTestId('chaos-notice').count(), 0);
-  assert.equal(await tool.getByTestId('chaos-start').count(), 1);
+  await live(page).getByTestId('cluster-play').click();
+
+  // The other way: every record synced (flush.messages=1), the same chaos
+  // cuts every broker's power and loses nothing acknowledged.
+  await showTool(page, 'knobs');
+  await live(page).getByTestId('knob-flush-messages').fill('1');
+  await live(page).getByTestId('knob-flush-messages').press('Enter');
+  assert.equal(await live(page).getByTestId('knob-error').count(), 0);
+  const lost = await live(page).getByTestId('cluster-summary').innerText();
+  await showTool(page, 'chaos');
+  await tool.getByTestId('chaos-start').click();
+  await live(page).getByTestId('cluster-produce').click();
+  for (let round = 0; round < 6; round += 1) await live(page).getByTestId('cluster-run-10s').click();
+  const struck = Number((await tool.getByTestId('chaos-status').innerText()).match(/(\d+) faults so far/)[1]);
+  assert.ok(struck >= 30, `${struck} faults`);
+  assert.equal(await live(page).getByTestId('chaos-halt').count(), 0, 'chaos stopped at a loss with every record synced');
+  assert.equal((await live(page).getByTestId('cluster-summary').innerText()).match(/lost (\d+)/)[1], lost.match(/lost (\d+)/)[1]);
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -22,6 +22,8 @@ pub struct KnobValues {
     /// `retention.ms`, `retention.bytes`, `segment.bytes`,
     /// `internal.segment.bytes` (-1: not set).
     pub storage: (i64, i64, i64, i64),
+    /// `flush.messages` (-1: not set, Kafka's default: never).
+    pub flush_messages: i64,
     /// `cleanup.policy`, `min.cleanable.dirty.ratio`,
     /// `min.compaction.lag.ms`, `delete.retention.ms`.
     pub cleanup: (String, f64, u64, u64),
@@ -55,6 +57,11 @@ impl KnobValues {
                 topic.internal_segment_bytes.map_or(-1, |bytes| bytes as i64),
             )
         });
+        let flush_messages = config
+            .topics
+            .first()
+            .and_then(|topic| topic.flush_messages)
+            .map_or(-1, |messages| i64::try_from(messages).unwrap_or(i64::MAX));
         let replication_factor = config.topics.first().map_or(1, |topic| topic.replication_factor);
         let cleanup = config
             .topics
@@ -80,6 +87,7 @@ impl KnobValues {
             min_insync,
             replication_factor,
             storage,
+            flush_messages,
             cleanup,
             quota,
             unclean: config.unclean_leader_election_enable,
@@ -192,6 +200,10 @@ pub fn knobs_form(props: &KnobsFormProps) -> Html {
                         <KnobInput live=true testid="knob-internal-segment-bytes" value={values.storage.3.to_string()} onchange={live(Knob::Storage(StorageSetting::InternalSegmentBytes))} />
                     </label>
                     <p class="muted hint">{ "Topic storage (kafka-configs --alter on every topic): retention deletes the oldest segments whose newest record is older than retention.ms (the active one too, once it is due), or the oldest while a log is over retention.bytes, at each broker's retention check (every log.retention.check.interval.ms, 5 min by default). -1 means no limit. Kafka 4.1 refuses a segment.bytes below 1 MiB, which would take hours to fill here; internal.segment.bytes is Kafka's test-only setting that overrides it with no minimum (-1: not set), so set it to a few KB to see segments roll within seconds." }</p>
+                    <label>{ "flush.messages " }
+                        <KnobInput live=true testid="knob-flush-messages" value={values.flush_messages.to_string()} onchange={live(Knob::Storage(StorageSetting::FlushMessages))} />
+                    </label>
+                    <p class="muted hint">{ "How many records a log may hold that are not yet synced to disk (-1: not set, Kafka's default, log.flush.interval.messages: never). Kafka leaves durability to replication: a crash keeps the page cache, a power loss does not. 1 syncs every record, which costs a real broker its throughput and costs nothing here; with it, a power loss of every broker loses nothing acknowledged (try it with Chaos)." }</p>
                     <label>{ "cleanup.policy " }
                         <select key={format!("cleanup-{refusals}")} data-testid="knob-cleanup-policy" onchange={live(Knob::CleanupPolicy)}>
                             { for ["delete", "compact", "compact,delete"].iter().map(|value| html! { <option value={*value} selected={values.cleanup.0 == *value}>{ *value }</option> }) }

@@ -413,6 +413,10 @@ fn chaos_status(
                 data-judgement={if judgement == Judgement::KafkasDesign { "design" } else { "bug" }}>
                 <p><strong>{ at }</strong>{ halt.finding.to_string() }{ "." }</p>
                 <p>{ halt.finding.why() }</p>
+                { if matches!(&halt.finding, kafkascope_engine::sim::chaos::Finding::RecordsLost { causes, .. }
+                    if causes.contains(&kafkascope_engine::sim::trace::LossCause::PowerLoss)) {
+                    html! { <p data-testid="chaos-try">{ "Try it the other way: set flush.messages to 1 on the Knobs tab, then start chaos again with the same seed. Every record is synced before it is acknowledged, and no power loss takes one." }</p> }
+                } else { html! {} } }
                 { match &halt.line {
                     Some(line) => html! { <p class="muted mono">{ line }</p> },
                     None => html! { <p class="muted">{ "See the Jepsen's checks tab for the finding and its records." }</p> },

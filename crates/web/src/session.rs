@@ -50,7 +50,7 @@ pub enum Knob {
 
 impl Knob {
     /// Every live knob.
-    pub const ALL: [Knob; 19] = [
+    pub const ALL: [Knob; 20] = [
         Knob::Acks,
         Knob::MinInsyncReplicas,
         Knob::UncleanLeaderElection,
@@ -64,6 +64,7 @@ impl Knob {
         Knob::Storage(StorageSetting::SegmentMs),
         Knob::Storage(StorageSetting::MinCompactionLagMs),
         Knob::Storage(StorageSetting::DeleteRetentionMs),
+        Knob::Storage(StorageSetting::FlushMessages),
         Knob::CleanupPolicy,
         Knob::MinCleanableDirtyRatio,
         Knob::ProducerByteRate,
@@ -93,6 +94,7 @@ impl Knob {
             Knob::Storage(StorageSetting::SegmentMs) => "segment.ms",
             Knob::Storage(StorageSetting::MinCompactionLagMs) => "min.compaction.lag.ms",
             Knob::Storage(StorageSetting::DeleteRetentionMs) => "delete.retention.ms",
+            Knob::Storage(StorageSetting::FlushMessages) => "flush.messages",
             Knob::CleanupPolicy => "cleanup.policy",
             Knob::MinCleanableDirtyRatio => "min.cleanable.dirty.ratio",
             Knob::ProducerByteRate => "producer_byte_rate",
@@ -1858,6 +1860,33 @@ mod tests {
         assert!(refused
             .chaos_error()
             .is_some_and(|error| error.contains("at least one")));
+    }
+
+    /// The same chaos with `flush.messages=1` on the topic: every record is
+    /// on disk when it is acknowledged, so cutting every broker's power
+    /// loses nothing, and chaos finds nothing to stop at.
+    #[test]
+    fn with_every_record_synced_a_power_loss_of_every_broker_loses_nothing() {
+        let mut session = session();
+        session.apply(Action::Knob(Knob::Storage(StorageSetting::FlushMessages), "1".into()));
+        assert_eq!(session.knob_error(), None);
+        assert_eq!(session.simulation().config().topics[0].flush_messages, Some(1));
+        for kind in [FaultKind::Crash, FaultKind::Pause, FaultKind::Partition, FaultKind::LossyLinks, FaultKind::SlowNode] {
+            session.apply(Action::ChaosKind(kind, false));
+        }
+        session.apply(Action::ChaosRate("60".into()));
+        session.apply(Action::StartChaos);
+        play_until_finding(&mut session, 300_000);
+        let chaos = session.chaos().expect("chaos runs");
+        assert!(chaos.fault_count > 100, "{}", chaos.fault_count);
+        assert_eq!(chaos.findings, 0, "{:?}", chaos.halt);
+        assert!(session.simulation().summary().acknowledged > 0);
+        assert_eq!(session.simulation().summary().lost, 0);
+        // 0 is refused as Kafka refuses it; -1 unsets it.
+        session.apply(Action::Knob(Knob::Storage(StorageSetting::FlushMessages), "0".into()));
+        assert!(session.knob_error().is_some_and(|error| error.contains("flush.messages")));
+        session.apply(Action::Knob(Knob::Storage(StorageSetting::FlushMessages), "-1".into()));
+        assert_eq!(session.simulation().config().topics[0].flush_messages, None);
     }
 
     #[test]

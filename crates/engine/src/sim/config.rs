@@ -1921,6 +1921,11 @@ pub enum StorageSetting {
     /// cleaning that saw it.
     #[serde(rename = "delete.retention.ms")]
     DeleteRetentionMs,
+    /// `flush.messages`: the log is synced to disk once this many records
+    /// are not (-1: not set, `log.flush.interval.messages`, by default
+    /// never).
+    #[serde(rename = "flush.messages")]
+    FlushMessages,
 }
 
 impl std::fmt::Display for StorageSetting {
@@ -1933,6 +1938,7 @@ impl std::fmt::Display for StorageSetting {
             StorageSetting::SegmentMs => "segment.ms",
             StorageSetting::MinCompactionLagMs => "min.compaction.lag.ms",
             StorageSetting::DeleteRetentionMs => "delete.retention.ms",
+            StorageSetting::FlushMessages => "flush.messages",
         })
     }
 }
@@ -1954,6 +1960,9 @@ impl TopicConfig {
             StorageSetting::SegmentMs => changed.segment_ms = positive(value)?,
             StorageSetting::MinCompactionLagMs => changed.min_compaction_lag_ms = positive(value)?,
             StorageSetting::DeleteRetentionMs => changed.delete_retention_ms = positive(value)?,
+            StorageSetting::FlushMessages => {
+                changed.flush_messages = if value == -1 { None } else { Some(positive(value)?) }
+            }
         }
         changed.validate_storage()?;
         Ok(changed)
