@@ -1179,7 +1179,10 @@ impl Session {
             Action::Run(ms) => self.advance(now + ms),
             Action::Skip(ms) => self.skip = Some((now, now + ms)),
             Action::SkipSlice => {
-                if let Some((_, to)) = self.skip {
+                if self.chaos.as_ref().is_some_and(|chaos| chaos.holding) {
+                    // Chaos stopped the map at an anomaly: the skip ends there.
+                    self.skip = None;
+                } else if let Some((_, to)) = self.skip {
                     self.advance(to.min(now + SKIP_SLICE_MS));
                     if self.simulation.now() >= to {
                         self.skip = None;
@@ -1860,6 +1863,31 @@ mod tests {
         assert!(refused
             .chaos_error()
             .is_some_and(|error| error.contains("at least one")));
+    }
+
+    /// A long skip under chaos that stops at the first anomaly ends at it.
+    #[test]
+    fn a_skip_under_chaos_ends_at_the_first_anomaly() {
+        let mut session = session();
+        for kind in [FaultKind::Crash, FaultKind::Pause, FaultKind::Partition, FaultKind::LossyLinks, FaultKind::SlowNode] {
+            session.apply(Action::ChaosKind(kind, false));
+        }
+        session.apply(Action::ChaosRate("60".into()));
+        session.apply(Action::Produce);
+        session.apply(Action::StartChaos);
+        session.apply(Action::Skip(3_600_000));
+        for _ in 0..100 {
+            if session.skipping().is_none() {
+                break;
+            }
+            session.apply(Action::SkipSlice);
+        }
+        assert_eq!(session.skipping(), None);
+        let chaos = session.chaos().expect("chaos runs");
+        let halt = chaos.halt.clone().expect("a power loss of every broker loses the records");
+        assert!(chaos.holding && chaos.findings == 1, "{chaos:?}");
+        assert_eq!(session.simulation().now(), halt.at_ms);
+        assert!(halt.at_ms < 3_600_000);
     }
 
     /// The same chaos with `flush.messages=1` on the topic: every record is
