@@ -15,6 +15,7 @@
 //! `read_committed`, compaction), so "next" and "skipped" are measured in the
 //! version order of values a reader could see, never by offset arithmetic.
 
+use crate::sorting::Gather;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -387,7 +388,7 @@ pub fn check(history: &History) -> Vec<Finding> {
     check_sends(history, &mut findings);
     check_interleaving(&facts, &mut findings);
     check_cycles(&facts, &mut findings);
-    findings.sort();
+    crate::sorting::sort(&mut findings);
     findings.dedup();
     findings
 }
@@ -527,7 +528,7 @@ fn skip_finding(
         .iter()
         .chain(std::iter::once(&value))
         .filter_map(&transaction_of)
-        .collect();
+        .gather();
     let torn = skipped_values
         .iter()
         .filter_map(&transaction_of)
@@ -609,7 +610,7 @@ fn check_interleaving(facts: &Facts, findings: &mut Vec<Finding>) {
         if !between.is_empty() {
             let mut involved: Vec<Value> = values.iter().map(|(_, value)| *value).collect();
             involved.extend(between);
-            involved.sort_unstable();
+            crate::sorting::sort_u64(&mut involved);
             findings.push(Finding {
                 kind: AnomalyKind::InterleavedSends,
                 partition,
@@ -640,7 +641,7 @@ fn check_cycles(facts: &Facts, findings: &mut Vec<Finding>) {
     }
     let mut edges: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new();
     for order in orders.values_mut() {
-        order.sort_unstable();
+        crate::sorting::sort(order);
         for pair in order.windows(2) {
             if pair[0].1 != pair[1].1 {
                 edges.entry(pair[0].1).or_default().insert(pair[1].1);
@@ -659,7 +660,7 @@ fn check_cycles(facts: &Facts, findings: &mut Vec<Finding>) {
                     .iter()
                     .map(|(_, transaction)| *transaction)
                     .filter(|transaction| component.contains(transaction))
-                    .collect();
+                    .gather();
                 present.len() >= 2
             })
             .map(|(partition, _)| partition.clone());
@@ -669,7 +670,7 @@ fn check_cycles(facts: &Facts, findings: &mut Vec<Finding>) {
             .filter_map(|transaction| values.get(&(*transaction, partition.clone())))
             .filter_map(|at| at.first().map(|(_, value)| *value))
             .collect();
-        involved.sort_unstable();
+        crate::sorting::sort_u64(&mut involved);
         findings.push(Finding {
             kind: AnomalyKind::WriteCycle,
             partition,
@@ -688,7 +689,7 @@ fn strongly_connected(edges: &BTreeMap<u64, BTreeSet<u64>>) -> Vec<BTreeSet<u64>
     let nodes: BTreeSet<u64> = edges
         .iter()
         .flat_map(|(from, to)| std::iter::once(*from).chain(to.iter().copied()))
-        .collect();
+        .gather();
     let mut index_of: BTreeMap<u64, usize> = BTreeMap::new();
     let mut low: BTreeMap<u64, usize> = BTreeMap::new();
     let mut on_stack: BTreeSet<u64> = BTreeSet::new();

@@ -130,7 +130,7 @@ pub fn hash_set_copy_capacity(size: usize) -> usize {
 pub fn hash_map_iteration_order(hashes: &[i32], capacity: usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..hashes.len()).collect();
     // A stable sort keeps insertion order within a bucket.
-    order.sort_by_key(|&index| hash_map_bucket(hashes[index], capacity));
+    crate::sorting::sort_by_key(&mut order, |&index| hash_map_bucket(hashes[index], capacity));
     order
 }
 

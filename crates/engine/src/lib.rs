@@ -25,5 +25,6 @@ pub mod protocol;
 pub mod random;
 pub mod replication;
 pub mod sim;
+pub mod sorting;
 pub mod storage;
 pub mod txn_coordinator;

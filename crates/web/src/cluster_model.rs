@@ -3,6 +3,7 @@
 //! --describe`, `kafka-consumer-groups --describe`, `kafka-metadata-quorum
 //! describe --status`), all derived from the engine's [`ClusterView`].
 
+use kafkascope_engine::sorting::Gather;
 use std::collections::BTreeMap;
 
 use kafkascope_engine::sim::config::{
@@ -272,7 +273,7 @@ pub fn describe_config(config: &ClusterConfig) -> String {
         .consumers
         .iter()
         .map(|consumer| consumer.group.as_str())
-        .collect();
+        .gather();
     format!(
         "{} brokers, {} KRaft controllers, topics {}; {} producer(s); {} consumer(s) in groups {}.",
         config.brokers,
@@ -448,7 +449,7 @@ pub fn group_lags(rows: &[GroupRow]) -> BTreeMap<String, String> {
     }
     lags.into_iter()
         .map(|(group, lag)| (group, lag.map_or("-".to_string(), |lag| lag.to_string())))
-        .collect()
+        .gather()
 }
 
 /// `kafka-metadata-quorum describe --status`, reduced to what the

@@ -6,6 +6,7 @@
 //!
 //! [`ClusterView`]: kafkascope_engine::sim::view::ClusterView
 
+use kafkascope_engine::sorting::Gather;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -1074,7 +1075,7 @@ fn member_settings(
                 (consumer.config.commit_mode, consumer.config.idempotent_handler),
             )
         })
-        .collect()
+        .gather()
 }
 
 /// Which consumers have a slow handler (the inspector offers to undo it).

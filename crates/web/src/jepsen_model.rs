@@ -197,7 +197,7 @@ impl JepsenPanel {
 /// "on payments-0: records #0–#4, #7".
 fn records_on(partition: &str, values: &[u64]) -> String {
     let mut distinct = values.to_vec();
-    distinct.sort_unstable();
+    kafkascope_engine::sorting::sort(&mut distinct);
     distinct.dedup();
     format!(
         "on {partition}: record{} #{}",

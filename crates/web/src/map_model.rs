@@ -4,6 +4,7 @@
 //! the inspector texts and the Mermaid export come from here too, so the
 //! whole picture is testable natively.
 
+use kafkascope_engine::sorting::Gather;
 use std::collections::BTreeMap;
 
 use crate::cluster_model::count_of;
@@ -579,7 +580,7 @@ fn replica_rows(
             name_w: 0.0,
         })
         .collect();
-    rows.sort_by_key(|replica| replica.internal);
+    kafkascope_engine::sorting::sort_by_key(&mut rows, |replica| replica.internal);
     if frame.internal_topics {
         return (rows, None);
     }
@@ -969,7 +970,7 @@ fn group_node(view: &ClusterView, group: &str, members: &[&ConsumerView], rect: 
             )
         })
         .collect();
-    offsets.sort();
+    kafkascope_engine::sorting::sort(&mut offsets);
     let id = Selection::Group(group.to_string());
     MapNode {
         name: id.key(),
@@ -1231,7 +1232,7 @@ fn edges(view: &ClusterView, model: &MapModel, lanes: &Lanes) -> Vec<MapEdge> {
         .partitions
         .iter()
         .filter_map(|partition| partition.leader.map(|leader| (partition.partition.as_str(), leader)))
-        .collect();
+        .gather();
     for producer in &view.producers {
         for partition in view
             .partitions
@@ -1324,7 +1325,7 @@ fn edges(view: &ClusterView, model: &MapModel, lanes: &Lanes) -> Vec<MapEdge> {
 
 fn messages(view: &ClusterView, model: &MapModel, time_ms: f64) -> Vec<MapMessage> {
     let edges: BTreeMap<(NodeId, NodeId), &MapEdge> =
-        model.edges.iter().map(|edge| ((edge.from, edge.to), edge)).collect();
+        model.edges.iter().map(|edge| ((edge.from, edge.to), edge)).gather();
     view.in_flight
         .iter()
         .filter_map(|message| {
@@ -1739,7 +1740,7 @@ fn inspect_node(view: &ClusterView, node: &MapNode) -> Option<Inspection> {
                         if out.is_empty() { "none".into() } else { out.join(", ") }
                     }),
                     ("Coordinates".into(), {
-                        let groups: std::collections::BTreeSet<&str> = view.consumers.iter().filter(|consumer| consumer.coordinator == Some(*id)).map(|consumer| consumer.group.as_str()).collect();
+                        let groups: std::collections::BTreeSet<&str> = view.consumers.iter().filter(|consumer| consumer.coordinator == Some(*id)).map(|consumer| consumer.group.as_str()).gather();
                         if groups.is_empty() { "no group".into() } else { groups.into_iter().collect::<Vec<_>>().join(", ") }
                     }),
                 ],

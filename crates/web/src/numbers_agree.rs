@@ -223,7 +223,7 @@ fn every_panel_agrees_with_the_view_at_every_chapter_of_every_story() {
         points.push(run.steps.len() - 1);
         // Each key moment too: the steps a learner jumps to.
         points.extend(run.outline.moments.iter().map(|(index, _)| *index));
-        points.sort_unstable();
+        kafkascope_engine::sorting::sort(&mut points);
         points.dedup();
         for index in points {
             run.seek(index);

@@ -2,6 +2,7 @@
 //! and how a value given to `show(value)` is drawn. No Yew, no DOM, so the
 //! native tests check it.
 
+use kafkascope_engine::sorting::Gather;
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
@@ -375,7 +376,7 @@ fn as_partition_map(value: &Value) -> Option<Vec<(u32, Vec<String>)>> {
         .get("numPartitions")?
         .as_u64()
         .filter(|count| (1..=1_000).contains(count))? as u32;
-    let mut keys: BTreeMap<u32, Vec<String>> = (0..count).map(|partition| (partition, Vec::new())).collect();
+    let mut keys: BTreeMap<u32, Vec<String>> = (0..count).map(|partition| (partition, Vec::new())).gather();
     for placement in value.get("placements")?.as_array()? {
         let partition = u32::try_from(placement.get("partition")?.as_u64()?).ok()?;
         let key = placement.get("key")?.as_str()?.to_string();
@@ -415,7 +416,7 @@ mod tests {
                     .map(str::to_string)
             })
             .collect();
-        files.sort();
+        kafkascope_engine::sorting::sort(&mut files);
         let listed: Vec<&str> = EXAMPLES.iter().map(|example| example.id).collect();
         assert_eq!(files, listed);
         let expected: Value =

@@ -5,6 +5,7 @@
 //! [`crate::sequence_model`]; the map is the same [`ClusterMap`] the live
 //! section draws.
 
+use kafkascope_engine::sorting::Gather;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -827,8 +828,8 @@ fn filter_options(story_run: &crate::sequence_model::StoryRun) -> (Vec<String>, 
         .steps
         .iter()
         .flat_map(|step| step.partitions.iter().cloned())
-        .collect();
-    let names: std::collections::BTreeSet<String> = story_run.steps.iter().map(|step| step.name.clone()).collect();
+        .gather();
+    let names: std::collections::BTreeSet<String> = story_run.steps.iter().map(|step| step.name.clone()).gather();
     (
         partitions.into_iter().collect(),
         lifelines(story_run.steps.iter()),

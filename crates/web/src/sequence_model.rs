@@ -4,6 +4,7 @@
 //! plain data derived from the engine's [`Recording`] and trace, tested
 //! natively; the component in [`crate::sequence`] only draws it.
 
+use kafkascope_engine::sorting::Gather;
 use std::collections::{BTreeMap, BTreeSet};
 
 use kafkascope_engine::limits::{MAX_LINK_FORKS, MAX_STORY_WORK};
@@ -88,7 +89,9 @@ pub fn stories() -> &'static [StoryDef] {
                 })
             })
             .collect();
-        stories.sort_by(|a, b| (a.story().order, &a.id).cmp(&(b.story().order, &b.id)));
+        kafkascope_engine::sorting::sort_by(&mut stories, |a, b| {
+            (a.story().order, &a.id).cmp(&(b.story().order, &b.id))
+        });
         stories
     })
 }
@@ -525,7 +528,7 @@ impl StoryRun {
     /// for (that step's caption), with the trace's own line beside it.
     pub fn why_lines(&self, index: usize) -> Vec<WhyLine> {
         let lines = self.why_raw(index);
-        let by_id: BTreeMap<u64, &TraceEvent> = self.trace.iter().map(|event| (event.id, event)).collect();
+        let by_id: BTreeMap<u64, &TraceEvent> = self.trace.iter().map(|event| (event.id, event)).gather();
         lines
             .into_iter()
             .map(|(time, id, raw)| {
@@ -552,7 +555,7 @@ impl StoryRun {
         let Some(step) = self.steps.get(index) else {
             return Vec::new();
         };
-        let by_id: BTreeMap<u64, &TraceEvent> = self.trace.iter().map(|event| (event.id, event)).collect();
+        let by_id: BTreeMap<u64, &TraceEvent> = self.trace.iter().map(|event| (event.id, event)).gather();
         let Some(&event) = by_id.get(&step.trace_id) else {
             return Vec::new();
         };
@@ -575,7 +578,7 @@ impl StoryRun {
             lines.extend(self.root_causes(event));
         }
         lines.extend(chain.iter().map(|link| (link.time, link.id, describe(link))));
-        lines.sort_by_key(|(time, id, _)| (*time, *id));
+        kafkascope_engine::sorting::sort_by_key(&mut lines, |(time, id, _)| (*time, *id));
         lines.dedup_by_key(|(_, id, _)| *id);
         lines
     }
@@ -692,7 +695,7 @@ impl StoryRun {
         let TraceKind::RecordsLost { partition, records, .. } = &loss.kind else {
             return Vec::new();
         };
-        let lost: BTreeSet<u64> = records.iter().copied().collect();
+        let lost: BTreeSet<u64> = records.iter().copied().gather();
         let before = || self.trace.iter().take_while(|event| event.id < loss.id);
         let mut lines = Vec::new();
         let mut offsets: BTreeSet<u64> = BTreeSet::new();
@@ -762,7 +765,7 @@ impl StoryRun {
                 .collect::<Vec<_>>()
                 .join(" and ")
         };
-        let missing: BTreeSet<u32> = replicas.difference(&holders).copied().collect();
+        let missing: BTreeSet<u32> = replicas.difference(&holders).copied().gather();
         if !missing.is_empty() && !holders.is_empty() {
             lines.push((
                 loss.time,
@@ -850,7 +853,7 @@ impl LossHistory {
         else {
             return None;
         };
-        let lost: BTreeSet<u64> = records.iter().copied().collect();
+        let lost: BTreeSet<u64> = records.iter().copied().gather();
         let before: Vec<&TraceEvent> = trace.iter().take_while(|event| event.id < loss.id).collect();
         let mut batches = Vec::new();
         for (at, event) in before.iter().enumerate() {
@@ -1101,9 +1104,9 @@ pub fn lifelines<'a>(steps: impl IntoIterator<Item = &'a Step>) -> Vec<NodeId> {
         NodeId::Controller(id) => (2, *id),
         NodeId::Consumer(id) => (3, *id),
     };
-    let nodes: BTreeSet<NodeId> = steps.into_iter().flat_map(Step::nodes).collect();
+    let nodes: BTreeSet<NodeId> = steps.into_iter().flat_map(Step::nodes).gather();
     let mut nodes: Vec<NodeId> = nodes.into_iter().collect();
-    nodes.sort_by_key(rank);
+    kafkascope_engine::sorting::sort_by_key(&mut nodes, rank);
     nodes
 }
 
@@ -1169,7 +1172,7 @@ pub fn roles(
         .consumers
         .iter()
         .filter_map(|consumer| consumer.coordinator)
-        .collect();
+        .gather();
     for coordinator in coordinators {
         roles
             .entry(NodeId::Broker(coordinator))
@@ -1189,7 +1192,7 @@ pub fn roles(
     roles
         .into_iter()
         .map(|(node, roles)| (node, roles.join(" · ")))
-        .collect()
+        .gather()
 }
 
 /// A Mermaid identifier for `name`: ASCII letters, digits and `_` only,

@@ -850,7 +850,7 @@ impl Session {
                 kinds.retain(|each| *each != kind);
                 if on {
                     kinds.push(kind);
-                    kinds.sort();
+                    kafkascope_engine::sorting::sort(kinds);
                 }
             }
             Action::ChaosStopAtAnomaly(on) => {
@@ -988,6 +988,15 @@ impl Session {
             }
         }
         self.advance(target);
+    }
+
+    /// One event. Chaos's faults due by the next event strike first, so a
+    /// learner stepping through chaos meets them as play does.
+    fn step(&mut self) {
+        if let Some(next) = self.simulation.next_event_time() {
+            self.draw_chaos(next);
+        }
+        self.simulation.step();
     }
 
     /// Runs to `target`, with chaos's faults due by then injected first;
@@ -1192,9 +1201,7 @@ impl Session {
             Action::StopSkip => self.skip = None,
             Action::ReplaySlice => self.replay_slice(),
             Action::StopReplay => self.stop_replay(),
-            Action::Step => {
-                self.simulation.step();
-            }
+            Action::Step => self.step(),
             Action::Produce | Action::ProduceKeyed => {
                 for producer in 0..producers {
                     self.input(Input::Produce {
@@ -1803,6 +1810,34 @@ mod tests {
         );
     }
 
+    /// Stepping through chaos one event at a time meets the same faults,
+    /// at the same times, as playing it does; a link replays the stepped run.
+    #[test]
+    fn stepping_through_chaos_meets_the_faults_play_meets() {
+        let started = || {
+            let mut session = session();
+            session.apply(Action::ChaosRate("30".into()));
+            session.apply(Action::ChaosStopAtAnomaly(false));
+            session.apply(Action::StartChaos);
+            session
+        };
+        let mut stepped = started();
+        while stepped.simulation().now() < 12_000 {
+            stepped.apply(Action::Step);
+        }
+        let mut played = started();
+        played.apply(Action::Run(stepped.simulation().now()));
+        let faults = |session: &Session| session.chaos().map(|chaos| chaos.injected.clone()).unwrap_or_default();
+        assert!(faults(&stepped).len() >= 3, "{:?}", stepped.chaos());
+        assert_eq!(faults(&stepped), faults(&played));
+        let link = stepped.run_link();
+        for fault in &faults(&stepped) {
+            assert!(link.inputs.iter().any(|logged| logged.input == fault.inputs[0].input));
+        }
+        let restored = replayed(&crate::share::encode(&link));
+        assert_eq!(restored.run_hash(), stepped.run_hash());
+    }
+
     /// With every broker's power cut at once, chaos stops the map just
     /// after the records are lost, names the loss as Kafka's design, and a
     /// link to that moment replays to the same stop.
@@ -1869,7 +1904,13 @@ mod tests {
     #[test]
     fn a_skip_under_chaos_ends_at_the_first_anomaly() {
         let mut session = session();
-        for kind in [FaultKind::Crash, FaultKind::Pause, FaultKind::Partition, FaultKind::LossyLinks, FaultKind::SlowNode] {
+        for kind in [
+            FaultKind::Crash,
+            FaultKind::Pause,
+            FaultKind::Partition,
+            FaultKind::LossyLinks,
+            FaultKind::SlowNode,
+        ] {
             session.apply(Action::ChaosKind(kind, false));
         }
         session.apply(Action::ChaosRate("60".into()));
@@ -1884,7 +1925,10 @@ mod tests {
         }
         assert_eq!(session.skipping(), None);
         let chaos = session.chaos().expect("chaos runs");
-        let halt = chaos.halt.clone().expect("a power loss of every broker loses the records");
+        let halt = chaos
+            .halt
+            .clone()
+            .expect("a power loss of every broker loses the records");
         assert!(chaos.holding && chaos.findings == 1, "{chaos:?}");
         assert_eq!(session.simulation().now(), halt.at_ms);
         assert!(halt.at_ms < 3_600_000);
@@ -1899,7 +1943,13 @@ mod tests {
         session.apply(Action::Knob(Knob::Storage(StorageSetting::FlushMessages), "1".into()));
         assert_eq!(session.knob_error(), None);
         assert_eq!(session.simulation().config().topics[0].flush_messages, Some(1));
-        for kind in [FaultKind::Crash, FaultKind::Pause, FaultKind::Partition, FaultKind::LossyLinks, FaultKind::SlowNode] {
+        for kind in [
+            FaultKind::Crash,
+            FaultKind::Pause,
+            FaultKind::Partition,
+            FaultKind::LossyLinks,
+            FaultKind::SlowNode,
+        ] {
             session.apply(Action::ChaosKind(kind, false));
         }
         session.apply(Action::ChaosRate("60".into()));
@@ -1912,7 +1962,9 @@ mod tests {
         assert_eq!(session.simulation().summary().lost, 0);
         // 0 is refused as Kafka refuses it; -1 unsets it.
         session.apply(Action::Knob(Knob::Storage(StorageSetting::FlushMessages), "0".into()));
-        assert!(session.knob_error().is_some_and(|error| error.contains("flush.messages")));
+        assert!(session
+            .knob_error()
+            .is_some_and(|error| error.contains("flush.messages")));
         session.apply(Action::Knob(Knob::Storage(StorageSetting::FlushMessages), "-1".into()));
         assert_eq!(session.simulation().config().topics[0].flush_messages, None);
     }

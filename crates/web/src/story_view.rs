@@ -8,6 +8,7 @@
 //! over [`Step`]s, tested natively; [`crate::story_cursor`] keeps the
 //! learner's place in it and [`crate::sequence`] draws it.
 
+use kafkascope_engine::sorting::Gather;
 use std::collections::BTreeSet;
 use std::ops::Range;
 
@@ -134,7 +135,7 @@ impl Outline {
             .filter_map(|(index, step)| Moment::of(step).map(|moment| (index, moment)))
             .collect();
         let body = first_input.min(steps.len())..steps.len();
-        let mut default_view: BTreeSet<usize> = body.clone().collect();
+        let mut default_view: BTreeSet<usize> = body.clone().gather();
         let mut abridged = false;
         if default_view.len() + usize::from(startup.is_some()) > MAX_DEFAULT_STEPS {
             abridged = true;

@@ -23,6 +23,7 @@
 //! directories (every replica's directory counts as online), `wantFence`
 //! heartbeats, brokers behind on metadata, Raft and controller failover.
 
+use crate::sorting::Gather;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
@@ -572,7 +573,7 @@ impl ClusterControl {
         }];
         for (index, replicas) in assignment.iter().enumerate() {
             // validateManualPartitionAssignment
-            let distinct: BTreeSet<BrokerId> = replicas.iter().copied().collect();
+            let distinct: BTreeSet<BrokerId> = replicas.iter().copied().gather();
             if replicas.is_empty() || distinct.len() != replicas.len() {
                 return Err(ControllerError::InvalidReplicaAssignment);
             }
@@ -839,7 +840,7 @@ impl ClusterControl {
                     && Some(broker) != unclean_shutdown
                     && (Some(broker) == broker_to_add || self.is_active(broker))
             })
-            .collect();
+            .gather();
         let election = if self.unclean_enabled() {
             Election::Unclean
         } else {
@@ -893,7 +894,7 @@ impl ClusterControl {
             .keys()
             .copied()
             .filter(|&broker| self.is_active(broker))
-            .collect();
+            .gather();
         let builder_election = match election {
             ElectionType::Preferred => Election::Preferred,
             ElectionType::Unclean => Election::Unclean,

@@ -21,6 +21,7 @@
 //! for broker ids below the set's table size (16), which is what Kafka
 //! writes for the small clusters the simulator runs.
 
+use crate::sorting::Gather;
 use std::collections::BTreeSet;
 
 use serde::Serialize;
@@ -341,7 +342,7 @@ impl<'a> PartitionChange<'a> {
         }
         // Java's HashSet iterates small ids in ascending order, and -1
         // (`None`) first.
-        let mut candidates: BTreeSet<Option<BrokerId>> = targets.elr.iter().copied().map(Some).collect();
+        let mut candidates: BTreeSet<Option<BrokerId>> = targets.elr.iter().copied().map(Some).gather();
         candidates.extend(self.partition.isr.iter().copied().map(Some));
         let elr: Vec<BrokerId> = candidates
             .iter()

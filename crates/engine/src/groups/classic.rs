@@ -24,6 +24,7 @@
 //! leaves), this picks the earliest-joined member, or the first eligible
 //! one of [`ClassicShard::leader_preference`].
 
+use crate::sorting::Gather;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
@@ -634,7 +635,7 @@ impl ClassicGroup {
         self.members
             .iter()
             .map(|member| (member.member_id.clone(), member.assignment.clone()))
-            .collect()
+            .gather()
     }
 
     /// A JoinGroup answer for `member_id` in the current generation; the
@@ -905,7 +906,7 @@ impl ClassicShard {
     pub fn committed_offsets(&self, group_id: &str) -> BTreeMap<(String, u32), i64> {
         self.offsets
             .get(group_id)
-            .map(|offsets| offsets.iter().map(|(key, value)| (key.clone(), value.offset)).collect())
+            .map(|offsets| offsets.iter().map(|(key, value)| (key.clone(), value.offset)).gather())
             .unwrap_or_default()
     }
 
@@ -1859,7 +1860,7 @@ impl ClassicShard {
             sessions.push((member.member_id.clone(), member.session_timeout_ms));
             member.is_new = false;
         }
-        group.pending_sync = group.members.iter().map(|member| member.member_id.clone()).collect();
+        group.pending_sync = group.members.iter().map(|member| member.member_id.clone()).gather();
         let sync_timeout = group.rebalance_timeout_ms();
         self.out.responses.extend(answers);
         for (member, session) in sessions {
@@ -1975,7 +1976,7 @@ impl ClassicShard {
                 if !group.is_leader(&request.member_id) {
                     return None;
                 }
-                let mut assignment: BTreeMap<String, Vec<u8>> = request.assignments.iter().cloned().collect();
+                let mut assignment: BTreeMap<String, Vec<u8>> = request.assignments.iter().cloned().gather();
                 for member in &group.members {
                     assignment.entry(member.member_id.clone()).or_default();
                 }

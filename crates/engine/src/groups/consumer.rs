@@ -27,6 +27,7 @@
 //! subscriptions, racks, classic-protocol members in a consumer group,
 //! group deletion by the offsets-expiry job.
 
+use crate::sorting::Gather;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::Serialize;
@@ -623,7 +624,7 @@ impl ConsumerShard {
                     updated.instance_id = value.instance_id.clone();
                     updated.rebalance_timeout_ms = value.rebalance_timeout_ms;
                     updated.server_assignor = value.server_assignor.clone();
-                    updated.subscribed_topic_names = value.subscribed_topic_names.iter().cloned().collect();
+                    updated.subscribed_topic_names = value.subscribed_topic_names.iter().cloned().gather();
                     updated.client_id = value.client_id.clone();
                     state.put_member(member, Some(updated));
                 }
@@ -772,7 +773,7 @@ impl ConsumerShard {
         subscribed
             .keys()
             .filter_map(|topic| self.topics.get(topic).map(|count| (topic.clone(), *count)))
-            .collect()
+            .gather()
     }
 
     // ----- ConsumerGroupHeartbeat ------------------------------------------
@@ -879,7 +880,7 @@ impl ConsumerShard {
             updated.server_assignor = Some(assignor.clone());
         }
         if let Some(topics) = &request.subscribed_topic_names {
-            updated.subscribed_topic_names = topics.iter().cloned().collect();
+            updated.subscribed_topic_names = topics.iter().cloned().gather();
         }
         updated.client_id = request.client_id.clone();
 
@@ -1017,7 +1018,7 @@ impl ConsumerShard {
         subscription_type: Option<SubscriptionType>,
     ) -> (BTreeSet<Partition>, Vec<ConsumerRecord>) {
         let mut members: BTreeMap<String, &ConsumerMember> =
-            group.members.iter().map(|(id, member)| (id.clone(), member)).collect();
+            group.members.iter().map(|(id, member)| (id.clone(), member)).gather();
         members.insert(updated.member_id.clone(), updated);
         let assignor_name = group
             .preferred_assignor(member, updated)
@@ -1034,7 +1035,11 @@ impl ConsumerShard {
                 .map(|member| Member {
                     member_id: member.member_id.clone(),
                     group_instance_id: member.instance_id.clone(),
-                    topics: member.subscribed_topic_names.iter().map(|topic| topic.as_str().into()).collect(),
+                    topics: member
+                        .subscribed_topic_names
+                        .iter()
+                        .map(|topic| topic.as_str().into())
+                        .collect(),
                     owned: group
                         .target
                         .get(&member.member_id)
@@ -1058,10 +1063,10 @@ impl ConsumerShard {
                 let partitions = partitions
                     .into_iter()
                     .map(|partition| (partition.topic.to_string(), partition.partition))
-                    .collect();
+                    .gather();
                 (member, partitions)
             })
-            .collect();
+            .gather();
         let mut assignment = computed.clone();
         if strategy == Strategy::Uniform {
             self.last_uniform = Some(computed);
@@ -1143,9 +1148,9 @@ impl ConsumerShard {
         target: &BTreeSet<Partition>,
         owned: Option<&[Partition]>,
     ) -> ConsumerMember {
-        let assigned: BTreeSet<Partition> = member.assigned.intersection(target).cloned().collect();
-        let revoking: BTreeSet<Partition> = member.assigned.difference(&assigned).cloned().collect();
-        let mut pending: BTreeSet<Partition> = target.difference(&assigned).cloned().collect();
+        let assigned: BTreeSet<Partition> = member.assigned.intersection(target).cloned().gather();
+        let revoking: BTreeSet<Partition> = member.assigned.difference(&assigned).cloned().gather();
+        let mut pending: BTreeSet<Partition> = target.difference(&assigned).cloned().gather();
         let before = pending.len();
         pending.retain(|partition| group.partition_epoch(partition) == -1);
         let unreleased = pending.len() != before;

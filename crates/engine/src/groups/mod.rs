@@ -1,9 +1,11 @@
 //! Consumer groups: where a group's coordinator lives and, as they land,
-//! how its members share partitions.
+//! how its members share partitions; and share groups' record-by-record
+//! delivery on a partition's leader (`share_partition`, KIP-932).
 
 pub mod assignors;
 pub mod classic;
 pub mod consumer;
+pub mod share_partition;
 pub mod timer;
 
 use crate::java::{kafka_abs, string_hash_code};

@@ -8,6 +8,7 @@
 //! exactly as `java.util.PriorityQueue` does (`offer`, `poll`,
 //! `removeAt`), so ties break as they do in Kafka.
 
+use crate::sorting::Gather;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -94,7 +95,7 @@ impl<Op> CoordinatorTimer<Op> {
         self.heap
             .iter()
             .map(|entry| (entry.key.clone(), entry.deadline_ms))
-            .collect()
+            .gather()
     }
 
     /// `PriorityQueue#removeAt`: the last entry fills the hole and sifts

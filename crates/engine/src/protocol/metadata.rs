@@ -5,6 +5,7 @@
 //! change them live above: elections in `crate::controller`, the quorum
 //! and the active controller in `crate::sim`.
 
+use crate::sorting::Gather;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -126,7 +127,7 @@ impl Controller {
             .iter()
             .filter(|(_, state)| !state.fenced && !state.in_controlled_shutdown)
             .map(|(&id, _)| id)
-            .collect()
+            .gather()
     }
 
     /// The image brokers receive.
@@ -139,8 +140,8 @@ impl Controller {
                 .iter()
                 .filter(|(_, state)| state.fenced)
                 .map(|(&id, _)| id)
-                .collect(),
-            registered: self.brokers.keys().copied().collect(),
+                .gather(),
+            registered: self.brokers.keys().copied().gather(),
             transaction_version: self.transaction_version,
         }
     }

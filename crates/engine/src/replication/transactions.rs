@@ -155,7 +155,7 @@ pub fn consume_batches(
 ) -> (Vec<Offset>, Offset) {
     let mut pending: Vec<(ProducerId, Offset)> = aborted.to_vec();
     // A priority queue by first offset in Kafka.
-    pending.sort_by_key(|&(producer, first)| (first, producer));
+    crate::sorting::sort_by_key(&mut pending, |&(producer, first)| (first, producer));
     let mut pending = std::collections::VecDeque::from(pending);
     let mut aborted_producers = std::collections::BTreeSet::new();
     let mut returned = Vec::new();

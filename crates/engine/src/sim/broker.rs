@@ -4,6 +4,7 @@
 //! ISR) or follower (fetching from the leader, truncating where its log
 //! diverged). Kafka: `ReplicaManager`, `Partition`, `AbstractFetcherThread`.
 
+use crate::sorting::Gather;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -395,7 +396,7 @@ impl PartitionLog {
             .active_producers()
             .iter()
             .map(|(producer_id, entry)| (*producer_id, (entry.last_data_offset(), entry.producer_epoch)))
-            .collect();
+            .gather();
         let last_of_active_producer = move |batch: &LogBatch<Record>| {
             batch
                 .producer
@@ -1524,7 +1525,7 @@ impl Simulation {
                     .map(|(partition, registration)| {
                         (partition.clone(), (registration.leader, registration.leader_epoch))
                     })
-                    .collect()
+                    .gather()
             })
             .unwrap_or_default();
         self.send(NodeId::Broker(id), from, Message::MetadataResponse { leaders });
@@ -1619,7 +1620,7 @@ impl Simulation {
                             },
                         )
                     })
-                    .collect();
+                    .gather();
                 let (parked_before, held_before) = broker
                     .leading
                     .remove(&partition)
@@ -2529,7 +2530,9 @@ impl Simulation {
             .iter()
             .filter_map(|(partition, log)| Some((log.cleanable_ratio(now)?, partition.clone())))
             .collect();
-        partitions.sort_by(|(a, first), (b, second)| b.total_cmp(a).then_with(|| first.cmp(second)));
+        crate::sorting::sort_by(&mut partitions, |(a, first), (b, second)| {
+            b.total_cmp(a).then_with(|| first.cmp(second))
+        });
         for (_, partition) in partitions {
             let log = self.broker(id).logs.get_mut(&partition).expect("listed above");
             let Some(outcome) = log.clean(now) else { continue };
@@ -2833,7 +2836,7 @@ impl Simulation {
             .followers
             .iter()
             .map(|(&replica, info)| (replica, info.state.log_end_offset.unwrap_or(0)))
-            .collect();
+            .gather();
         let caught_up: Vec<BrokerId> = leader
             .followers
             .iter()

@@ -160,7 +160,7 @@ pub fn window(config: &ClusterConfig, settings: &ChaosSettings, started_ms: Time
     let mut times: Vec<Time> = (0..count)
         .map(|_| from + u64::from(rng.next_u32()) % WINDOW_MS)
         .collect();
-    times.sort_unstable();
+    crate::sorting::sort_u64(&mut times);
     times
         .into_iter()
         .filter_map(|at_ms| {

@@ -8,6 +8,7 @@
 //! looks for the new one, then heartbeats on in the same generation.
 
 use crate::replication::transactions::{returned_records, IsolationLevel};
+use crate::sorting::Gather;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -277,7 +278,7 @@ impl Consumer {
                 let position = self.positions.get(partition).copied().unwrap_or(0);
                 (partition.clone(), hw.saturating_sub(position))
             })
-            .collect()
+            .gather()
     }
 }
 

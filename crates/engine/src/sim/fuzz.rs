@@ -26,6 +26,7 @@
 //! the fewest inputs that still fail, as a scenario `kafkascope run`
 //! replays.
 
+use crate::sorting::Gather;
 use serde::Serialize;
 
 use crate::partitioning::{partition_for_key, RecordKey};
@@ -261,7 +262,7 @@ impl FuzzCase {
         // own so the rest of the schedule stays as it was.
         let mut protocols = Rng::new(seed, 13);
         let groups: std::collections::BTreeSet<String> =
-            consumers.iter().map(|consumer| consumer.group.clone()).collect();
+            consumers.iter().map(|consumer| consumer.group.clone()).gather();
         for group in groups {
             if protocols.next_u32() % 3 != 0 {
                 continue;
@@ -277,7 +278,7 @@ impl FuzzCase {
         // async), some handlers are idempotent; from a stream of its own.
         let mut commits = Rng::new(seed, 14);
         let groups: std::collections::BTreeSet<String> =
-            consumers.iter().map(|consumer| consumer.group.clone()).collect();
+            consumers.iter().map(|consumer| consumer.group.clone()).gather();
         for group in groups {
             let mode = match commits.next_u32() % 6 {
                 0 => super::config::CommitMode::BeforeProcessing,
@@ -295,7 +296,7 @@ impl FuzzCase {
         // stream of its own.
         let mut isolation = Rng::new(seed, 16);
         let groups: std::collections::BTreeSet<String> =
-            consumers.iter().map(|consumer| consumer.group.clone()).collect();
+            consumers.iter().map(|consumer| consumer.group.clone()).gather();
         for group in groups {
             if isolation.next_u32() % 2 == 0 {
                 for consumer in consumers.iter_mut().filter(|consumer| consumer.group == group) {
@@ -553,7 +554,7 @@ impl FuzzCase {
                 },
             });
         }
-        inputs.sort_by_key(|input| input.at_ms);
+        crate::sorting::sort_by_key(&mut inputs, |input| input.at_ms);
         let mut case = FuzzCase {
             seed,
             config,
@@ -953,7 +954,7 @@ fn schedule(config: &ClusterConfig, rng: &mut Rng, mix: Mix) -> Vec<ScheduledInp
             inputs.push(ScheduledInput { at_ms: time, input });
         }
     }
-    inputs.sort_by_key(|input| input.at_ms);
+    crate::sorting::sort_by_key(&mut inputs, |input| input.at_ms);
     inputs
 }
 

@@ -5,6 +5,7 @@
 //! that names nothing it has, as Kafka's tools refuse one; a scenario
 //! author hears which field, and where in the file, before the run.
 
+use crate::sorting::Gather;
 use std::collections::BTreeMap;
 
 use super::config::{ClusterConfig, ConfigChange, Input, PartitionRef, ScheduledInput};
@@ -274,10 +275,10 @@ pub fn first_unknown(config: &ClusterConfig, inputs: &[ScheduledInput]) -> Optio
             .topics
             .iter()
             .map(|topic| (topic.name.as_str(), topic.partitions))
-            .collect(),
+            .gather(),
     };
     let mut order: Vec<usize> = (0..inputs.len()).collect();
-    order.sort_by_key(|index| inputs[*index].at_ms);
+    crate::sorting::sort_by_key(&mut order, |index| inputs[*index].at_ms);
     order.into_iter().find_map(|index| {
         shape
             .take(&inputs[index].input)

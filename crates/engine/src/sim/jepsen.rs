@@ -16,6 +16,7 @@
 //! out when a producer is transactional (they may read what later aborts,
 //! as Kafka documents).
 
+use crate::sorting::Gather;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::chunked::ChunkedVec;
@@ -341,7 +342,7 @@ impl Recorder {
             .iter()
             .map(|&index| (history.ops[index].clone(), steps[index]))
             .collect();
-        sends.sort_by_key(|(op, _)| match op {
+        crate::sorting::sort_by_key(&mut sends, |(op, _)| match op {
             Op::Send { value, .. } => *value,
             _ => 0,
         });
@@ -360,7 +361,7 @@ impl Recorder {
                 } => Some((*value, *offset)),
                 _ => None,
             })
-            .collect();
+            .gather();
         let before_first_read = |finding: &Finding| {
             self.first_read.get(&finding.partition).is_some_and(|first| {
                 finding

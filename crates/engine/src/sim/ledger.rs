@@ -10,6 +10,7 @@
 //! each, from the `poll()` that returned them. A crash in the middle of a
 //! batch leaves the rest unprocessed.
 
+use crate::sorting::Gather;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -433,7 +434,7 @@ impl super::Simulation {
                     .filter_map(|((topic, index), offset)| {
                         Some((TopicPartition::new(topic.as_str(), index), u64::try_from(offset).ok()?))
                     })
-                    .collect()
+                    .gather()
             })
             .unwrap_or_default()
     }

@@ -36,6 +36,7 @@ pub mod types;
 pub mod verification;
 pub mod view;
 
+use crate::sorting::Gather;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -1266,7 +1267,7 @@ impl Simulation {
             Input::PauseBroker { broker, duration_ms } => self.broker_pause(broker, duration_ms),
             Input::CutLink { a, b } => self.network.cut(a, b),
             Input::HealLink { a, b } => self.network.heal(a, b),
-            Input::Partition { side } => self.network.partition(side.into_iter().collect()),
+            Input::Partition { side } => self.network.partition(side.into_iter().gather()),
             Input::HealNetwork => self.network.heal_all(),
             Input::SlowNode { node, extra_latency_ms } => self.network.slow_down(node, extra_latency_ms),
             Input::DropMessages { per_million } => self.network.set_drop_rate(per_million),

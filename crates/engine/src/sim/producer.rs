@@ -3,6 +3,7 @@
 //! and `batch.size`, `acks`, retries with backoff until
 //! `delivery.timeout.ms`, and idempotent sequence numbers.
 
+use crate::sorting::Gather;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::Serialize;
@@ -544,7 +545,7 @@ impl Simulation {
                 }
             }
         }
-        nodes.sort_unstable();
+        crate::sorting::sort(&mut nodes);
         let max_in_flight = self.producers[index].config.max_in_flight_requests_per_connection as usize;
         let now = self.now;
         for node in nodes {
@@ -934,7 +935,7 @@ impl Simulation {
             .into_iter()
             .filter(|(partition, _)| *partition.topic == *topic)
             .map(|(partition, leader)| (partition.partition, leader))
-            .collect();
+            .gather();
         // KIP-320 (`Metadata#updateLatestMetadata`): a partition whose
         // leader epoch is older than one this producer has seen keeps the
         // leader it knew; a broker cut off from the controller may still

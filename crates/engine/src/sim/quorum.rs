@@ -27,6 +27,7 @@
 //! offset) together with the records it stands for, rather than
 //! serialized record batches.
 
+use crate::sorting::Gather;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -284,7 +285,7 @@ impl Quorum {
                     fetch_sent_ms: None,
                     fetched_from_leader: true,
                     votes: BTreeSet::new(),
-                    voters: ids.clone().map(|peer| (peer, caught_up)).collect(),
+                    voters: ids.clone().map(|peer| (peer, caught_up)).gather(),
                     observers: BTreeMap::new(),
                     epoch_start: 0,
                     begin_epoch_sent_ms: 0,
@@ -297,10 +298,10 @@ impl Quorum {
                 };
                 (id, node)
             })
-            .collect();
+            .gather();
         Quorum {
             nodes,
-            leaders_by_epoch: [(1, 1)].into_iter().collect(),
+            leaders_by_epoch: [(1, 1)].into_iter().gather(),
             elections: 0,
             rng,
         }
@@ -706,7 +707,7 @@ impl Simulation {
                 }
             })
             .collect();
-        matched.sort_unstable_by(|a, b| b.cmp(a));
+        crate::sorting::sort_by(&mut matched, |a, b| b.cmp(a));
         let candidate = matched.get(majority - 1).copied().unwrap_or(0).min(node.log.len());
         if candidate <= node.committed || candidate <= node.epoch_start {
             return;
@@ -880,7 +881,7 @@ impl Simulation {
         let jitter = u64::from(self.quorum.rng.next_u32()) % ELECTION_TIMEOUT_MS;
         let node = self.quorum.nodes.get_mut(&id).expect("known");
         node.role = Role::Prospective;
-        node.votes = [id].into_iter().collect();
+        node.votes = [id].into_iter().gather();
         let epoch = node.epoch;
         let (last_epoch, last_index) = (node.last_epoch(), node.log.len() as u64);
         self.record(TraceKind::ControllerStatus {
@@ -933,7 +934,7 @@ impl Simulation {
         node.voted_for = Some(id);
         node.leader = None;
         node.fetch_sent_ms = None;
-        node.votes = [id].into_iter().collect();
+        node.votes = [id].into_iter().gather();
         let epoch = node.epoch;
         let last_index = node.log.len();
         let last_epoch = node.last_epoch();
@@ -1004,7 +1005,7 @@ impl Simulation {
                 };
                 (peer, progress)
             })
-            .collect();
+            .gather();
         node.observers.clear();
         node.held.clear();
         // A fresh session for every registered broker.
@@ -1013,7 +1014,7 @@ impl Simulation {
             .last()
             .map(|entry| entry.state.brokers.keys().copied().collect())
             .unwrap_or_default();
-        node.heartbeats = brokers.into_iter().map(|broker| (broker, now)).collect();
+        node.heartbeats = brokers.into_iter().map(|broker| (broker, now)).gather();
         self.quorum.elections += 1;
         if let Some(&other) = self.quorum.leaders_by_epoch.get(&epoch) {
             if other != id {

@@ -647,7 +647,7 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
     match expectation {
         Expectation::RecordsLost { records } => {
             let mut expected = records.clone();
-            expected.sort_unstable();
+            crate::sorting::sort(&mut expected);
             (lost != expected).then(|| format!("expected records {expected:?} lost, but lost {lost:?}"))
         }
         Expectation::SomeRecordsLost { at_least } => (summary.lost < *at_least).then(|| {

@@ -26,6 +26,7 @@
 //! markers for one broker into one request); the coordinator's own appends
 //! wait `offsets.commit.timeout.ms` like the group coordinator's.
 
+use crate::sorting::Gather;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -718,7 +719,7 @@ impl Simulation {
             .partitions
             .iter()
             .map(|partition| (partition.clone(), None))
-            .collect();
+            .gather();
         coordinator
             .markers
             .insert(transactional_id.clone(), MarkersOut { request, remaining });

@@ -236,6 +236,43 @@ fn no_driver_or_engine_code_unwraps() {
     assert!(found.is_empty(), "unwrap outside tests:\n{}", found.join("\n"));
 }
 
+/// Issue 35: the standard library's sorts are generic over the element and
+/// the comparison, so every call site added a copy of driftsort to the
+/// page's WebAssembly (about 250 KB for 70 copies). The engine and the page
+/// sort through `kafkascope_engine::sorting`, and build ordered collections
+/// with its `gather` (`collect` into a `BTreeMap` or `BTreeSet` sorts too).
+#[test]
+fn engine_and_page_sort_with_the_one_shared_sort() {
+    const STD_SORTS: &[&str] = &[
+        ".sort()",
+        ".sort_by(",
+        ".sort_by_key(",
+        ".sort_unstable",
+        ".sort_by_cached_key(",
+        "collect::<BTreeMap",
+        "collect::<BTreeSet",
+        "collect::<std::collections::BTree",
+        "BTreeMap::from([",
+        "BTreeSet::from([",
+    ];
+    let mut found = Vec::new();
+    for crate_dir in ["engine", "web"] {
+        for file in rust_files(&repo().join("crates").join(crate_dir).join("src")) {
+            let text = std::fs::read_to_string(&file).expect("source");
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            for (line, content) in code_lines(code).filter(|(_, line)| STD_SORTS.iter().any(|sort| line.contains(sort)))
+            {
+                found.push(format!("{}:{line}: {}", relative(&file), content.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the standard library's sort, not kafkascope_engine::sorting:\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn the_web_reads_no_engine_text() {
     let mut found = Vec::new();
@@ -511,16 +548,23 @@ fn nothing_below_the_simulator_imports_it() {
     assert!(found.is_empty(), "modules below sim import it:\n{}", found.join("\n"));
 }
 
-/// `protocol` is the bottom layer: it imports nothing of the engine but itself.
+/// `protocol` is the bottom layer: it imports nothing of the engine but
+/// itself and `sorting` (the engine's one sort, which imports nothing).
 #[test]
 fn the_protocol_imports_nothing_of_the_engine() {
-    let found: Vec<String> = import_graph()
+    let graph = import_graph();
+    assert_eq!(
+        graph.get("sorting"),
+        Some(&BTreeSet::new()),
+        "sorting imports nothing of the engine"
+    );
+    let found: Vec<String> = graph
         .iter()
         .filter(|(module, _)| module.starts_with("protocol"))
         .flat_map(|(module, imports)| {
             imports
                 .iter()
-                .filter(|target| !target.starts_with("protocol"))
+                .filter(|target| !target.starts_with("protocol") && *target != "sorting")
                 .map(move |target| format!("{module} imports {target}"))
         })
         .collect();

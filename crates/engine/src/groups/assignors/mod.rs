@@ -18,6 +18,7 @@ pub use report::{AssignmentReport, PartitionMove};
 
 pub use crate::protocol::{TopicName, TopicPartition};
 
+use crate::sorting::Gather;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -266,7 +267,7 @@ pub(crate) fn empty_assignment(input: &GroupInput) -> Assignment {
         .members
         .iter()
         .map(|member| (member.member_id.clone(), Vec::new()))
-        .collect()
+        .gather()
 }
 
 #[cfg(test)]

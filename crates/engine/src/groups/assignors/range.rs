@@ -19,7 +19,7 @@ pub(super) fn assign(input: &GroupInput) -> Assignment {
         if subscribers.is_empty() {
             continue;
         }
-        subscribers.sort_by(|left, right| member_order(left, right));
+        crate::sorting::sort_by(&mut subscribers, |left, right| member_order(left, right));
         let subscriber_count = subscribers.len() as u32;
         let per_member = partition_count / subscriber_count;
         let with_extra = partition_count % subscriber_count;

@@ -5,6 +5,7 @@
 //! give up, how many partitions each member ends with, and a sentence per
 //! partition explaining the assignor's rule as it applied here.
 
+use crate::sorting::Gather;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -77,11 +78,11 @@ pub(super) fn report(
             revoked.insert(member.member_id.clone(), lost);
         }
     }
-    moves.sort_by(|left, right| left.partition.cmp(&right.partition));
+    crate::sorting::sort_by(&mut moves, |left, right| left.partition.cmp(&right.partition));
     let counts = assignment
         .iter()
         .map(|(member, partitions)| (member.clone(), partitions.len()))
-        .collect();
+        .gather();
     let reasons = reasons(strategy, input, &assignment);
     AssignmentReport {
         assignment,
@@ -95,7 +96,7 @@ pub(super) fn report(
 
 fn reasons(strategy: Strategy, input: &GroupInput, assignment: &Assignment) -> BTreeMap<TopicPartition, String> {
     let mut sorted: Vec<&Member> = input.members.iter().collect();
-    sorted.sort_by(|left, right| member_order(left, right));
+    crate::sorting::sort_by(&mut sorted, |left, right| member_order(left, right));
     let order_text: Vec<&str> = sorted.iter().map(|member| member.member_id.as_str()).collect();
     let mut reasons = BTreeMap::new();
     for (member_id, partitions) in assignment {

@@ -5,6 +5,7 @@
 //! partition's topic is skipped (`CircularIterator` advances past it). With
 //! unequal subscriptions this can be very unbalanced.
 
+use crate::sorting::Gather;
 use std::collections::BTreeSet;
 
 use super::{empty_assignment, member_order, Assignment, GroupInput, Member, TopicPartition};
@@ -12,7 +13,7 @@ use super::{empty_assignment, member_order, Assignment, GroupInput, Member, Topi
 pub(super) fn assign(input: &GroupInput) -> Assignment {
     let mut assignment = empty_assignment(input);
     let mut members: Vec<&Member> = input.members.iter().collect();
-    members.sort_by(|left, right| member_order(left, right));
+    crate::sorting::sort_by(&mut members, |left, right| member_order(left, right));
     if members.is_empty() {
         return assignment;
     }
@@ -22,13 +23,17 @@ pub(super) fn assign(input: &GroupInput) -> Assignment {
         .iter()
         .flat_map(|member| member.topics.iter().map(|topic| &**topic))
         .filter(|topic| input.topics.contains_key(*topic))
-        .collect();
+        .gather();
 
     let mut next = 0usize;
     for topic in subscribed {
         for partition in 0..input.topics[topic] {
             // Some member subscribes to this topic, so this loop ends.
-            while !members[next % members.len()].topics.iter().any(|subscribed| &**subscribed == topic) {
+            while !members[next % members.len()]
+                .topics
+                .iter()
+                .any(|subscribed| &**subscribed == topic)
+            {
                 next += 1;
             }
             let member = members[next % members.len()];

@@ -5,6 +5,7 @@
 //! sandbox's scale example all build the group here, so they measure the
 //! same thing.
 
+use crate::sorting::Gather;
 use super::{Assignment, GroupInput, Member, TopicName};
 
 /// Topics in Kafka's scale case.
@@ -33,7 +34,7 @@ pub fn uniform_group(topic_count: usize, partitions_per_topic: u32, consumer_cou
         topics: topics
             .iter()
             .map(|topic| (topic.to_string(), partitions_per_topic))
-            .collect(),
+            .gather(),
         members: (0..consumer_count)
             .map(|index| Member {
                 member_id: canonical_name("c", index, consumer_count),

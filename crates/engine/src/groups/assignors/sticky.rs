@@ -21,12 +21,13 @@
 //! partitions ascending) and members by their position in the input, which
 //! keeps the million-partition case fast.
 
+use crate::sorting::Gather;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::{Assignment, GroupInput, TopicPartition};
-use crate::protocol::TopicName;
 use crate::java::{compare_strings, hash_map_bucket, hash_map_capacity, hash_map_iteration_order, string_hash_code};
+use crate::protocol::TopicName;
 
 /// Kafka's `DEFAULT_GENERATION`: a member that reports no generation.
 const DEFAULT_GENERATION: i32 = -1;
@@ -86,8 +87,12 @@ struct Universe {
 
 impl Universe {
     fn new(input: &GroupInput) -> Universe {
-        let mut topics: Vec<TopicName> = input.topics.keys().map(|topic| TopicName::from(topic.as_str())).collect();
-        topics.sort_by(|left, right| compare_strings(left, right));
+        let mut topics: Vec<TopicName> = input
+            .topics
+            .keys()
+            .map(|topic| TopicName::from(topic.as_str()))
+            .collect();
+        crate::sorting::sort_by(&mut topics, |left, right| compare_strings(left, right));
         let counts: Vec<u32> = topics.iter().map(|topic| input.topics[&**topic]).collect();
         let mut offsets = Vec::with_capacity(topics.len());
         let mut total = 0u32;
@@ -206,7 +211,9 @@ fn run(input: &GroupInput, universe: &Universe) -> StickyOutcome {
         .collect();
     let hash_order = hash_map_iteration_order(&hashes, hash_map_capacity(16, member_count));
     let mut by_id: Vec<usize> = (0..member_count).collect();
-    by_id.sort_by(|&left, &right| compare_strings(&input.members[left].member_id, &input.members[right].member_id));
+    crate::sorting::sort_by(&mut by_id, |&left, &right| {
+        compare_strings(&input.members[left].member_id, &input.members[right].member_id)
+    });
     let mut id_rank = vec![0; member_count];
     for (rank, &member) in by_id.iter().enumerate() {
         id_rank[member] = rank;
@@ -319,8 +326,12 @@ fn same_bytes(left: &[u8], right: &[u8]) -> bool {
     }
     match length {
         0..=3 => left == right,
-        4..=8 => word::<4>(left, 0) == word::<4>(right, 0) && word::<4>(left, length - 4) == word::<4>(right, length - 4),
-        9..=16 => word::<8>(left, 0) == word::<8>(right, 0) && word::<8>(left, length - 8) == word::<8>(right, length - 8),
+        4..=8 => {
+            word::<4>(left, 0) == word::<4>(right, 0) && word::<4>(left, length - 4) == word::<4>(right, length - 4)
+        }
+        9..=16 => {
+            word::<8>(left, 0) == word::<8>(right, 0) && word::<8>(left, length - 8) == word::<8>(right, length - 8)
+        }
         _ => left == right,
     }
 }
@@ -364,7 +375,7 @@ fn constrained(universe: &Universe, members: &Members) -> StickyOutcome {
                 (u64::from(number - universe.offsets[topic]) << 32) | topic as u64
             })
             .collect();
-        keyed.sort_unstable();
+        crate::sorting::sort_u64(&mut keyed);
         let owned: Vec<u32> = keyed
             .into_iter()
             .map(|key| universe.offsets[(key & 0xffff_ffff) as usize] + (key >> 32) as u32)
@@ -393,10 +404,8 @@ fn constrained(universe: &Universe, members: &Members) -> StickyOutcome {
         lists[member].extend_from_slice(&owned[..keep]);
     }
 
-    under_min.sort_by_key(|&member| members.id_rank[member]);
-    exactly_min
-        .make_contiguous()
-        .sort_by_key(|&member| members.id_rank[member]);
+    crate::sorting::sort_by_key(&mut under_min, |&member| members.id_rank[member]);
+    crate::sorting::sort_by_key(exactly_min.make_contiguous(), |&member| members.id_rank[member]);
 
     // Deal the unassigned partitions, in (topic, partition) order, round-robin
     // over the members below the minimum quota, then one more each to members
@@ -538,7 +547,7 @@ impl<'a> General<'a> {
 
         // All partitions, topics ordered by (number of subscribers, name).
         let mut topic_order: Vec<usize> = (0..self.universe.topics.len()).collect();
-        topic_order.sort_by_key(|&topic| (self.topic_consumers[topic].len(), topic));
+        crate::sorting::sort_by_key(&mut topic_order, |&topic| (self.topic_consumers[topic].len(), topic));
         let mut sorted_partitions: Vec<u32> = topic_order
             .iter()
             .flat_map(|&topic| {
@@ -678,7 +687,7 @@ impl<'a> General<'a> {
             .filter(|&member| !self.fixed[member])
             .map(|member| assignment[member].len())
             .collect();
-        sizes.sort_unstable();
+        crate::sorting::sort(&mut sizes);
         let count = sizes.len();
         // With sizes ascending, size i is larger than i others and smaller
         // than count - 1 - i others.
@@ -803,8 +812,8 @@ impl<'a> General<'a> {
         let mut added = BTreeMap::new();
         for member in 0..self.current.len() {
             let raw = &self.members.raw_owned[member];
-            let mine: BTreeSet<u32> = self.current[member].iter().copied().collect();
-            let owned: BTreeSet<u32> = raw.iter().copied().collect();
+            let mine: BTreeSet<u32> = self.current[member].iter().copied().gather();
+            let owned: BTreeSet<u32> = raw.iter().copied().gather();
             for &number in &self.current[member] {
                 if !owned.contains(&number) {
                     added.insert(number, member);

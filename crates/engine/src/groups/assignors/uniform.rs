@@ -18,6 +18,7 @@
 //! the ids change the answer. Members are visited in the order of the map
 //! that holds them (`TreeMap` in Kafka's tests, `HashMap` in production).
 
+use crate::sorting::Gather;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{AssignError, Assignment, GroupInput, MemberMap, SubscriptionType, TopicPartition};
@@ -114,10 +115,10 @@ pub(super) fn assign(input: &GroupInput) -> Result<Assignment, AssignError> {
         Some(SubscriptionType::Homogeneous) => true,
         Some(SubscriptionType::Heterogeneous) => false,
         None => {
-            let first: Option<BTreeSet<usize>> = subscriptions.first().map(|s| s.iter().copied().collect());
+            let first: Option<BTreeSet<usize>> = subscriptions.first().map(|s| s.iter().copied().gather());
             subscriptions
                 .iter()
-                .all(|s| Some(s.iter().copied().collect::<BTreeSet<usize>>()) == first)
+                .all(|s| Some(s.iter().copied().gather::<BTreeSet<usize>>()) == first)
         }
     };
     let model = Model {
@@ -140,7 +141,7 @@ pub(super) fn assign(input: &GroupInput) -> Result<Assignment, AssignError> {
         .members
         .iter()
         .map(|member| (member.member_id.clone(), Vec::new()))
-        .collect();
+        .gather();
     for (topic, partition_owners) in owners.iter().enumerate() {
         for (partition, &owner) in partition_owners.iter().enumerate() {
             if owner != UNOWNED {
@@ -152,7 +153,7 @@ pub(super) fn assign(input: &GroupInput) -> Result<Assignment, AssignError> {
         }
     }
     for list in assignment.values_mut() {
-        list.sort();
+        crate::sorting::sort(list);
     }
     Ok(assignment)
 }
@@ -171,7 +172,7 @@ fn member_order(input: &GroupInput, map: MemberMap) -> Vec<usize> {
     match map {
         MemberMap::Treemap => {
             let mut order: Vec<usize> = (0..input.members.len()).collect();
-            order.sort_by(|&left, &right| {
+            crate::sorting::sort_by(&mut order, |&left, &right| {
                 compare_strings(&input.members[left].member_id, &input.members[right].member_id)
             });
             order
@@ -226,7 +227,7 @@ impl Model<'_> {
             .into_iter()
             .map(|index| first_subscription[index])
             .collect();
-        let subscribed: BTreeSet<usize> = first_subscription.iter().copied().collect();
+        let subscribed: BTreeSet<usize> = first_subscription.iter().copied().gather();
 
         let mut owners = self.empty_owners();
         let mut currently_owned = self.empty_owners();
@@ -391,7 +392,7 @@ impl Heterogeneous<'_, '_> {
     /// Partitions per subscriber descending, then subscriber count
     /// ascending, then topic id ascending (`Uuid#compareTo`).
     fn sort_topics(&self, mut topics: Vec<usize>) -> Vec<usize> {
-        topics.sort_by(|&left, &right| {
+        crate::sorting::sort_by(&mut topics, |&left, &right| {
             let per_subscriber =
                 |topic: usize| self.model.topics[topic].partitions as f64 / self.subscribers[topic].len() as f64;
             per_subscriber(right)
@@ -440,7 +441,7 @@ impl Heterogeneous<'_, '_> {
         }
         let owners = &self.owners[topic];
         let mut partitions: Vec<usize> = (0..owners.len()).collect();
-        partitions.sort_by_key(|&partition| (owners[partition], partition));
+        crate::sorting::sort_by_key(&mut partitions, |&partition| (owners[partition], partition));
         let mut start: BTreeMap<usize, usize> = BTreeMap::new();
         let mut end: BTreeMap<usize, usize> = BTreeMap::new();
         for (index, &partition) in partitions.iter().enumerate() {
@@ -494,7 +495,7 @@ struct Balancer {
 impl Balancer {
     fn new(members: &[usize], sizes: &[usize]) -> Balancer {
         let mut sorted = members.to_vec();
-        sorted.sort_by_key(|&member| (sizes[member], member));
+        crate::sorting::sort_by_key(&mut sorted, |&member| (sizes[member], member));
         let first = sizes[sorted[0]] as isize;
         let last = sizes[sorted[sorted.len() - 1]] as isize;
         Balancer {

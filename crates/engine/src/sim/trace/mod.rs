@@ -1065,7 +1065,7 @@ pub fn hash(events: &[TraceEvent]) -> u64 {
 /// `[3, 4, 5, 9]` as `3-5, 9`.
 pub fn ranges(ids: &[RecordId]) -> String {
     let mut sorted = ids.to_vec();
-    sorted.sort_unstable();
+    crate::sorting::sort_u64(&mut sorted);
     sorted.dedup();
     let mut parts = Vec::new();
     let mut index = 0;

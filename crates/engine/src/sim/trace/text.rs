@@ -3,6 +3,7 @@
 
 use crate::sim::config::{OffsetReset, QuotaType};
 use crate::sim::types::ErrorCode;
+use crate::sorting::Gather;
 
 use super::{member_assignments, ranges, ChangeReason, TraceEvent, TraceKind};
 
@@ -234,7 +235,7 @@ impl TraceEvent {
                 log_start_offset,
             } => {
                 let reasons: std::collections::BTreeSet<String> =
-                    segments.iter().map(|(_, _, reason)| reason.to_string()).collect();
+                    segments.iter().map(|(_, _, reason)| reason.to_string()).gather();
                 format!(
                     "broker-{broker} deleted {} segment{} of {partition} ({bytes} bytes, {}); the log now starts at offset {log_start_offset}",
                     segments.len(),
