@@ -363,6 +363,8 @@ pub struct ChaosRun {
     /// Whether the map holds at an anomaly (play ticks do nothing until
     /// the learner plays on, [`Action::ResumeChaos`]).
     pub holding: bool,
+    /// The index of Jepsen's finding the latest stop is at, when it is one.
+    pub jepsen_halt: Option<usize>,
 }
 
 /// An anomaly chaos found: when, at which trace event, and what.
@@ -425,6 +427,7 @@ impl ChaosRun {
             jepsen_seen,
             jepsen_checked_at: 0,
             holding: false,
+            jepsen_halt: None,
         }
     }
 
@@ -437,6 +440,7 @@ impl ChaosRun {
             pending: self.pending.clone(),
             jepsen_seen: self.jepsen_seen,
             jepsen_checked_at: self.jepsen_checked_at,
+            jepsen_halt: self.jepsen_halt.filter(|_| self.holding),
         }
     }
 
@@ -445,6 +449,7 @@ impl ChaosRun {
             next_window: linked.next_window,
             pending: linked.pending.clone(),
             jepsen_checked_at: linked.jepsen_checked_at,
+            jepsen_halt: linked.jepsen_halt,
             ..ChaosRun::new(linked.settings.clone(), linked.started_ms, linked.jepsen_seen)
         }
     }
@@ -658,6 +663,7 @@ impl Session {
                 (self.next_record_at, self.streamed) = run.stream;
                 self.carry = run.carry.clamp(0.0, 1.0);
                 self.collect_trace();
+                self.restore_jepsen_halt();
                 self.link_outcome = Some(LinkOutcome::Opened {
                     at_ms: self.simulation.now(),
                     hash: self.run_hash(),
@@ -906,6 +912,7 @@ impl Session {
                 if let Some(finding) = Finding::of(&event.kind) {
                     chaos.findings += 1;
                     chaos.holding |= chaos.settings.stop_at_anomaly;
+                    chaos.jepsen_halt = None;
                     chaos.halt = Some(ChaosHalt {
                         at_ms: event.time,
                         event: Some(event.id),
@@ -1098,29 +1105,52 @@ impl Session {
         let Some(verdict) = self.simulation.jepsen_verdict() else {
             return;
         };
+        let Some(seen) = self.chaos.as_ref().map(|chaos| chaos.jepsen_seen) else {
+            return;
+        };
+        if verdict.findings.len() > seen {
+            self.hold_at_jepsen(&verdict, seen);
+        }
+        if let Some(chaos) = self.chaos.as_mut() {
+            chaos.jepsen_seen = verdict.findings.len();
+            chaos.jepsen_checked_at = operations;
+        }
+    }
+
+    /// Chaos stops the map at Jepsen's finding number `index` of `verdict`.
+    fn hold_at_jepsen(&mut self, verdict: &kafkascope_engine::sim::jepsen::Verdict, index: usize) {
         let allowed_here = !chaos::weakened_guarantees(self.simulation.config()).is_empty()
             || !self.simulation.lost_records().is_empty();
         let now = self.simulation.now();
-        let Some(chaos) = self.chaos.as_mut() else {
+        let (Some(chaos), Some(finding)) = (self.chaos.as_mut(), verdict.findings.get(index)) else {
             return;
         };
-        if let Some(finding) = verdict.findings.get(chaos.jepsen_seen) {
-            chaos.findings += 1;
-            chaos.holding = true;
-            chaos.halt = Some(ChaosHalt {
-                at_ms: verdict.time_of(finding).unwrap_or(now),
-                event: verdict.trace_id(finding),
-                line: None,
-                finding: Finding::Jepsen {
-                    class: finding.kind.name().to_string(),
-                    partition: finding.partition.to_string(),
-                    allowed_here,
-                },
-            });
-            self.jepsen = Some(crate::jepsen_model::JepsenPanel::live(&verdict, now));
+        chaos.findings += 1;
+        chaos.holding = true;
+        chaos.jepsen_halt = Some(index);
+        chaos.halt = Some(ChaosHalt {
+            at_ms: verdict.time_of(finding).unwrap_or(now),
+            event: verdict.trace_id(finding),
+            line: None,
+            finding: Finding::Jepsen {
+                class: finding.kind.name().to_string(),
+                partition: finding.partition.to_string(),
+                allowed_here,
+            },
+        });
+        self.jepsen = Some(crate::jepsen_model::JepsenPanel::live(verdict, now));
+    }
+
+    /// A link made where chaos held the map at one of Jepsen's findings
+    /// holds there again once replayed: the replay's history is judged
+    /// again (the trace names losses and broken invariants by itself).
+    fn restore_jepsen_halt(&mut self) {
+        let Some(index) = self.chaos.as_ref().and_then(|chaos| chaos.jepsen_halt) else {
+            return;
+        };
+        if let Some(verdict) = self.simulation.jepsen_verdict() {
+            self.hold_at_jepsen(&verdict, index);
         }
-        chaos.jepsen_seen = verdict.findings.len();
-        chaos.jepsen_checked_at = operations;
     }
 
     /// Chaos under way, if any.
@@ -1898,6 +1928,35 @@ mod tests {
         assert!(refused
             .chaos_error()
             .is_some_and(|error| error.contains("at least one")));
+    }
+
+    /// A link made where chaos stopped the map at one of Jepsen's findings
+    /// (a duplicate: retries without idempotence over links that lose
+    /// answers) opens stopped at the same finding, its checks shown.
+    #[test]
+    fn a_link_to_a_stop_at_a_jepsen_finding_replays_the_stop() {
+        let mut session = session();
+        session.apply(Action::Knob(Knob::EnableIdempotence, "false".into()));
+        assert_eq!(session.knob_error(), None);
+        for kind in FaultKind::ALL {
+            session.apply(Action::ChaosKind(kind, kind == FaultKind::LossyLinks));
+        }
+        session.apply(Action::ChaosRate("60".into()));
+        session.apply(Action::StartChaos);
+        play_until_finding(&mut session, 600_000);
+        let chaos = session.chaos().expect("chaos runs").clone();
+        let halt = chaos.halt.clone().expect("retries without idempotence write duplicates");
+        assert!(matches!(halt.finding, Finding::Jepsen { .. }), "{halt:?}");
+        let link = session.run_link();
+        assert!(link.chaos.as_ref().is_some_and(|linked| linked.jepsen_halt.is_some()));
+        let restored = replayed(&crate::share::encode(&link));
+        assert_eq!(restored.run_hash(), session.run_hash());
+        assert_eq!(restored.chaos().and_then(|chaos| chaos.halt.clone()), Some(halt));
+        assert!(restored.chaos().is_some_and(|chaos| chaos.holding));
+        assert!(restored.jepsen().is_some());
+        // Played on, a link no longer stops there.
+        session.apply(Action::ResumeChaos);
+        assert!(session.run_link().chaos.is_some_and(|linked| linked.jepsen_halt.is_none()));
     }
 
     /// A long skip under chaos that stops at the first anomaly ends at it.

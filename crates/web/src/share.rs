@@ -116,6 +116,10 @@ pub struct LinkedChaos {
     pub pending: Vec<kafkascope_engine::sim::chaos::ChaosFault>,
     pub jepsen_seen: usize,
     pub jepsen_checked_at: usize,
+    /// Which of Jepsen's findings chaos holds the map at, when the link was
+    /// made there (a replay judges the history again to show it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jepsen_halt: Option<usize>,
 }
 
 /// The link's text for a run.
@@ -246,6 +250,9 @@ pub fn decode(text: &str) -> Result<RunLink, String> {
             .map_err(|problem| format!("this run link's chaos cannot run: {problem}"))?;
         if chaos.pending.len() > 1_000 {
             return Err("this run link's chaos has more than 1,000 faults waiting".to_string());
+        }
+        if chaos.jepsen_halt.is_some_and(|finding| finding >= chaos.jepsen_seen) {
+            return Err("this run link's chaos stops at a finding of Jepsen's checks it has not seen".to_string());
         }
         pending.extend(chaos.pending.iter().flat_map(|fault| fault.inputs.iter().cloned()));
         if let Some(unknown) = kafkascope_engine::sim::input_names::first_unknown(&run.config, &pending) {
@@ -446,6 +453,7 @@ mod tests {
                 }],
                 jepsen_seen: 0,
                 jepsen_checked_at: 0,
+                jepsen_halt: None,
             });
             decode(&encode(&link))
         };
@@ -468,6 +476,22 @@ mod tests {
         assert!(
             with(ChaosSettings::default(), endless).is_err_and(|error| error.contains("more than kafkascope allows"))
         );
+        // A stop at a finding of Jepsen's checks the link has not seen.
+        let mut link = run();
+        link.chaos = Some(LinkedChaos {
+            settings: ChaosSettings::default(),
+            started_ms: 0,
+            next_window: 1,
+            pending: Vec::new(),
+            jepsen_seen: 1,
+            jepsen_checked_at: 0,
+            jepsen_halt: Some(0),
+        });
+        assert!(decode(&encode(&link)).is_ok());
+        if let Some(chaos) = link.chaos.as_mut() {
+            chaos.jepsen_halt = Some(1);
+        }
+        assert!(decode(&encode(&link)).is_err_and(|error| error.contains("has not seen")));
     }
 
     #[test]

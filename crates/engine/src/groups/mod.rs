@@ -5,6 +5,7 @@
 pub mod assignors;
 pub mod classic;
 pub mod consumer;
+pub mod share_coordinator;
 pub mod share_partition;
 pub mod timer;
 

@@ -35,8 +35,13 @@
 //!   `findLastOffsetAcknowledged`, `nextFetchOffset`, `canAcquireRecords`,
 //!   `updateCacheAndOffsets` (the log start offset moved past records).
 //!
-//! Not modelled yet: initialising from the share coordinator's state (and
-//! its initial read gap), failed writes, and `read_committed` filtering of
+//! - a new leader starts from what the share coordinator kept
+//!   (`maybeInitialize`): the persisted batches, none of them acquired, and
+//!   an initial read gap for the offsets between them it has no state for,
+//!   which count as never delivered until the end offset moves on
+//!   (`InitialReadGapOffset`).
+//!
+//! Not modelled yet: failed writes, and `read_committed` filtering of
 //! aborted transactions.
 
 use std::collections::BTreeMap;
@@ -386,6 +391,20 @@ pub struct SharePartition {
     cached: BTreeMap<u64, InFlightBatch>,
     /// Whether records came back and the next fetch must look for them.
     find_next_fetch_offset: bool,
+    /// After initialising from the share coordinator: the end offset then,
+    /// and the first offset it had no state for that is not yet acquired
+    /// (`InitialReadGapOffset`); it counts while the end offset stays.
+    initial_read_gap: Option<(u64, u64)>,
+}
+
+/// Why a share-partition cannot start from the state the share coordinator
+/// returned (Kafka fails the share-partition then).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InitializeError {
+    /// A batch starts below the start offset.
+    BatchBelowStartOffset,
+    /// A batch is stored as acquired, which is never written.
+    AcquiredBatch,
 }
 
 impl SharePartition {
@@ -399,6 +418,73 @@ impl SharePartition {
             end_offset: start_offset,
             cached: BTreeMap::new(),
             find_next_fetch_offset: false,
+            initial_read_gap: None,
+        }
+    }
+
+    /// A share-partition on a new leader, from the share coordinator's
+    /// state: its start offset and the batches it kept, in offset order
+    /// (`maybeInitialize`).
+    pub fn initialized(config: ShareConfig, start_offset: u64, batches: &[StateBatch]) -> Result<SharePartition, InitializeError> {
+        let mut share = SharePartition::new(config, start_offset);
+        let mut gap_start = None;
+        let mut previous_last = start_offset.checked_sub(1);
+        for batch in batches {
+            if batch.first < start_offset {
+                return Err(InitializeError::BatchBelowStartOffset);
+            }
+            if batch.state == RecordState::Acquired {
+                return Err(InitializeError::AcquiredBatch);
+            }
+            let next = previous_last.map_or(0, |last| last + 1);
+            if gap_start.is_none() && batch.first > next {
+                gap_start = Some(next);
+            }
+            previous_last = Some(batch.last);
+            let state = InFlightState {
+                state: batch.state,
+                delivery_count: batch.delivery_count,
+                member: None,
+                lock_deadline_ms: None,
+            };
+            share.cached.insert(
+                batch.first,
+                InFlightBatch {
+                    first: batch.first,
+                    last: batch.last,
+                    records: BatchRecords::Whole(state),
+                },
+            );
+        }
+        match share.last_cached_offset() {
+            Some(last) => {
+                share.find_next_fetch_offset = true;
+                share.end_offset = last;
+                share.initial_read_gap = gap_start.map(|gap| (last, gap));
+                share.maybe_update_cached_state_and_offsets();
+            }
+            None => share.end_offset = start_offset,
+        }
+        Ok(share)
+    }
+
+    /// The initial read gap's start, while it counts
+    /// (`isInitialReadGapOffsetWindowActive`).
+    pub fn initial_read_gap_start(&self) -> Option<u64> {
+        self.initial_read_gap
+            .filter(|&(end, _)| end == self.end_offset)
+            .map(|(_, start)| start)
+    }
+
+    /// `maybeUpdateReadGapFetchOffset`: the gap now starts at `offset`, or
+    /// is over once the end offset moved past the one it was made for.
+    fn update_read_gap(&mut self, offset: u64) {
+        if let Some((end, start)) = &mut self.initial_read_gap {
+            if *end == self.end_offset {
+                *start = offset;
+            } else {
+                self.initial_read_gap = None;
+            }
         }
     }
 
@@ -465,10 +551,28 @@ impl SharePartition {
             self.find_next_fetch_offset = false;
             return self.end_offset;
         }
-        let available = self
-            .states()
-            .find(|(_, _, state)| state.state == RecordState::Available)
-            .map(|(first, _, _)| first);
+        let mut gap = self.initial_read_gap_start();
+        let mut available = None;
+        for batch in self.cached.values() {
+            if let Some(gap_start) = &mut gap {
+                if batch.first > *gap_start {
+                    available = Some(*gap_start);
+                    break;
+                }
+                *gap_start = batch.last + 1;
+            }
+            let first_available = match &batch.records {
+                BatchRecords::Whole(state) => (state.state == RecordState::Available).then_some(batch.first),
+                BatchRecords::PerOffset(states) => states
+                    .iter()
+                    .find(|(_, state)| state.state == RecordState::Available)
+                    .map(|(&offset, _)| offset),
+            };
+            if first_available.is_some() {
+                available = first_available;
+                break;
+            }
+        }
         available.unwrap_or_else(|| {
             self.find_next_fetch_offset = false;
             self.end_offset + 1
@@ -514,9 +618,22 @@ impl SharePartition {
         let deadline = now_ms + self.config.record_lock_duration_ms;
         let limit = self.config.delivery_count_limit;
         let mut acquired = Acquired::default();
+        let mut maybe_gap_start = base;
         for key in keys {
             if acquired.count >= max_records {
                 break;
+            }
+            if self.initial_read_gap_start().is_some() {
+                // Offsets the share coordinator had no state for are new.
+                if maybe_gap_start < key {
+                    let gap = self.acquire_new(member, batches, maybe_gap_start, key - 1, batch_size, max_records, now_ms);
+                    acquired.records.extend(gap.records);
+                    acquired.count += gap.count;
+                }
+                maybe_gap_start = self.cached[&key].last + 1;
+                if acquired.count >= max_records {
+                    break;
+                }
             }
             let Some(batch) = self.cached.get_mut(&key) else { continue };
             let full = batch.first >= first_batch.base && batch.last <= last_batch.last;
@@ -545,6 +662,9 @@ impl SharePartition {
             let more = self.acquire_new(member, batches, cached_last + 1, last_batch.last, batch_size, max_records - acquired.count, now_ms);
             acquired.records.extend(more.records);
             acquired.count += more.count;
+        }
+        if let Some(last) = acquired.records.last() {
+            self.update_read_gap(last.last + 1);
         }
         acquired
     }
@@ -577,6 +697,7 @@ impl SharePartition {
             self.start_offset = first_acquired;
         }
         self.end_offset = self.end_offset.max(last_acquired);
+        self.update_read_gap(last_acquired + 1);
         Acquired {
             records,
             count: last_acquired - first_acquired + 1,
@@ -956,7 +1077,8 @@ impl SharePartition {
         let Some((&key, batch)) = self.cached.range(..=acknowledged).next_back() else { return };
         let keep_from = if acknowledged == batch.last {
             let next = self.cached.range(acknowledged + 1..).next().map(|(&next, _)| next);
-            self.start_offset = next.unwrap_or(acknowledged + 1);
+            let start = next.unwrap_or(acknowledged + 1);
+            self.start_offset = self.initial_read_gap_start().map_or(start, |gap| gap.min(start));
             next
         } else {
             self.start_offset = acknowledged + 1;
@@ -982,12 +1104,24 @@ impl SharePartition {
     /// `findLastOffsetAcknowledged`: the end of the run of done records at
     /// the front of the cache.
     fn last_offset_acknowledged(&self) -> Option<u64> {
+        let gap = self.initial_read_gap_start();
         let mut last = None;
-        for (_, end, state) in self.states() {
-            if !state.state.is_terminal() {
+        for batch in self.cached.values() {
+            if gap.is_some_and(|gap| batch.last >= gap) {
                 return last;
             }
-            last = Some(end);
+            match &batch.records {
+                BatchRecords::Whole(state) if !state.state.is_terminal() => return last,
+                BatchRecords::Whole(_) => last = Some(batch.last),
+                BatchRecords::PerOffset(states) => {
+                    for (&offset, state) in states {
+                        if !state.state.is_terminal() {
+                            return last;
+                        }
+                        last = Some(offset);
+                    }
+                }
+            }
         }
         last
     }
@@ -1455,6 +1589,148 @@ mod tests {
         assert_eq!(share.next_fetch_offset(), 5);
         ack(&mut share, "member-2", 3, 4, Release).expect("released");
         assert_eq!(share.next_fetch_offset(), 3);
+    }
+
+    fn persisted(batches: &[(u64, u64, RecordState, u16)]) -> Vec<StateBatch> {
+        batches
+            .iter()
+            .map(|&(first, last, state, delivery_count)| StateBatch {
+                first,
+                last,
+                state,
+                delivery_count,
+            })
+            .collect()
+    }
+
+    /// `maybeInitialize` from the share coordinator's start offset and
+    /// batches: (start, end, next fetch offset, cached batches, gap start).
+    fn initialized(start: u64, batches: &[(u64, u64, RecordState, u16)]) -> SharePartition {
+        SharePartition::initialized(ShareConfig::default(), start, &persisted(batches)).expect("initialised")
+    }
+
+    fn window(share: &mut SharePartition) -> (u64, u64, u64, usize, Option<u64>) {
+        let next = share.next_fetch_offset();
+        (share.start_offset(), share.end_offset(), next, share.batches().count(), share.initial_read_gap_start())
+    }
+
+    use RecordState::{Acknowledged as Acked, Archived as Arch, Available as Avail};
+
+    #[test]
+    fn test_maybe_initialize() {
+        let mut share = initialized(5, &[(5, 10, Avail, 2), (11, 15, Arch, 3)]);
+        assert_eq!(window(&mut share), (5, 15, 5, 2, None));
+        assert_eq!(state(&share, 7), (Avail, 2, None));
+        assert_eq!(state(&share, 12), (Arch, 3, None));
+    }
+
+    #[test]
+    fn test_maybe_initialize_state_batches_with_gaps() {
+        let mut at_beginning = initialized(10, &[(15, 20, Acked, 2), (21, 30, Arch, 3)]);
+        assert_eq!(window(&mut at_beginning), (10, 30, 10, 2, Some(10)));
+        let mut multiple = initialized(10, &[(15, 20, Acked, 2), (30, 40, Arch, 3)]);
+        assert_eq!(window(&mut multiple), (10, 40, 10, 2, Some(10)));
+        let mut not_at_beginning = initialized(15, &[(15, 20, Acked, 2), (30, 40, Arch, 3)]);
+        assert_eq!(window(&mut not_at_beginning), (21, 40, 21, 1, Some(21)));
+        let mut without = initialized(15, &[(15, 20, Acked, 2), (21, 30, Arch, 3)]);
+        assert_eq!(window(&mut without), (31, 31, 31, 0, None));
+        let invalid = SharePartition::initialized(ShareConfig::default(), 10, &persisted(&[(5, 20, Acked, 1)]));
+        assert_eq!(invalid, Err(InitializeError::BatchBelowStartOffset));
+    }
+
+    #[test]
+    fn test_maybe_initialize_when_read_state_rpc_returns_zero_available_records() {
+        let mut batches = vec![(233, 233, Arch, 1)];
+        batches.extend((234..=733).map(|offset| (offset, offset, Acked, 1)));
+        let mut share = initialized(233, &batches);
+        assert_eq!(window(&mut share), (734, 734, 734, 0, None));
+    }
+
+    fn gap_fetch(share: &mut SharePartition, spans: &[(u64, u64)], max: u64) -> (Vec<(u64, u64, u16)>, u64) {
+        let acquired = share.acquire(M1, 500, max, 0, &log(spans), 0);
+        (ranges(&acquired), acquired.count)
+    }
+
+    #[test]
+    fn test_acquire_gap_at_beginning_and_records_fetched_from_gap() {
+        let mut share = initialized(11, &[(21, 30, Acked, 2), (31, 40, Arch, 1)]);
+        assert_eq!(gap_fetch(&mut share, &[(11, 15)], u64::MAX), (vec![(11, 15, 1)], 5));
+        assert_eq!(window(&mut share), (11, 40, 16, 3, Some(16)));
+    }
+
+    #[test]
+    fn test_acquire_gap_at_beginning_and_fetched_records_overlap_in_flight_batches() {
+        let mut share = initialized(11, &[(21, 30, Acked, 2), (31, 40, Arch, 1)]);
+        assert_eq!(gap_fetch(&mut share, &[(11, 25)], u64::MAX), (vec![(11, 20, 1)], 10));
+        assert_eq!(window(&mut share), (11, 40, 41, 3, Some(21)));
+    }
+
+    #[test]
+    fn test_acquire_gap_at_beginning_and_fetched_records_overlap_in_flight_available_batches() {
+        let mut share = initialized(11, &[(21, 30, Avail, 2), (31, 40, Arch, 1)]);
+        let expected = vec![(11, 20, 1), (21, 21, 3), (22, 22, 3), (23, 23, 3), (24, 24, 3), (25, 25, 3)];
+        assert_eq!(gap_fetch(&mut share, &[(11, 25)], u64::MAX), (expected, 15));
+        assert_eq!(window(&mut share), (11, 40, 26, 3, Some(26)));
+    }
+
+    #[test]
+    fn test_acquire_when_cached_state_contains_gaps_and_records_fetched_from_non_gap_offset() {
+        let mut share = initialized(11, &[(11, 20, Avail, 2), (31, 40, Arch, 1)]);
+        assert_eq!(gap_fetch(&mut share, &[(11, 25)], u64::MAX), (vec![(11, 20, 3), (21, 25, 1)], 15));
+        assert_eq!(window(&mut share), (11, 40, 26, 3, Some(26)));
+    }
+
+    #[test]
+    fn test_acquire_gap_at_beginning_and_fetched_records_overlap_multiple_in_flight_batches() {
+        let mut share = initialized(
+            11,
+            &[(21, 30, Acked, 2), (41, 50, Avail, 1), (61, 70, Arch, 1), (81, 90, Avail, 1)],
+        );
+        let mut expected = vec![(11, 20, 1), (31, 40, 1), (41, 50, 2), (51, 60, 1), (71, 80, 1)];
+        expected.extend((81..=85).map(|offset| (offset, offset, 2)));
+        assert_eq!(gap_fetch(&mut share, &[(11, 85)], u64::MAX), (expected, 55));
+        let (start, end, next, _, gap) = window(&mut share);
+        assert_eq!((start, end, next, gap), (11, 90, 86, Some(86)));
+    }
+
+    #[test]
+    fn test_acquire_gap_at_beginning_and_fetched_records_end_just_before_gap() {
+        let mut share = initialized(11, &[(21, 30, Avail, 2), (41, 50, Acked, 1), (61, 70, Arch, 1)]);
+        assert_eq!(gap_fetch(&mut share, &[(11, 30)], u64::MAX), (vec![(11, 20, 1), (21, 30, 3)], 20));
+        let (start, end, next, _, gap) = window(&mut share);
+        assert_eq!((start, end, next, gap), (11, 70, 31, Some(31)));
+    }
+
+    #[test]
+    fn test_acquire_gap_at_beginning_and_fetched_records_include_gap_offsets_at_end() {
+        let mut share = initialized(
+            11,
+            &[(21, 30, Acked, 2), (41, 50, Avail, 1), (61, 70, Arch, 1), (81, 90, Avail, 1)],
+        );
+        let expected = vec![(11, 20, 1), (31, 40, 1), (41, 50, 2), (51, 60, 1), (71, 75, 1)];
+        assert_eq!(gap_fetch(&mut share, &[(11, 75)], u64::MAX), (expected, 45));
+        let (start, end, next, _, gap) = window(&mut share);
+        assert_eq!((start, end, next, gap), (11, 90, 76, Some(76)));
+    }
+
+    #[test]
+    fn test_acquire_when_records_fetched_from_gap_and_max_fetch_records_is_exceeded() {
+        let mut share = initialized(11, &[(11, 20, Acked, 2), (31, 40, Arch, 1)]);
+        assert_eq!(gap_fetch(&mut share, &[(21, 23), (24, 26), (27, 28)], 6), (vec![(21, 26, 1)], 6));
+        let (start, end, next, _, gap) = window(&mut share);
+        assert_eq!((start, end, next, gap), (21, 40, 27, Some(27)));
+    }
+
+    #[test]
+    fn test_acquire_max_fetch_records_exceeded_after_and_before_acquiring_gaps() {
+        let mut after = initialized(11, &[(21, 30, Avail, 2), (31, 40, Arch, 1)]);
+        assert_eq!(gap_fetch(&mut after, &[(11, 20), (21, 30)], 8), (vec![(11, 20, 1)], 10));
+        let (start, end, next, _, gap) = window(&mut after);
+        assert_eq!((start, end, next, gap), (11, 40, 21, Some(21)));
+        let mut before = initialized(11, &[(11, 20, Avail, 2), (31, 40, Avail, 1)]);
+        assert_eq!(gap_fetch(&mut before, &[(11, 20), (21, 40)], 8), (vec![(11, 20, 3)], 10));
+        let (start, end, next, _, gap) = window(&mut before);
+        assert_eq!((start, end, next, gap), (11, 40, 21, Some(21)));
     }
 
     /// A record that keeps coming back is delivered at most the limit's
