@@ -1,0 +1,1170 @@
+//! A consumer client (`KafkaConsumer`, `ConsumerCoordinator`, `Fetcher`):
+//! it finds its group's coordinator, joins the group (the leader member
+//! computes the assignment with the group's assignor), fetches committed
+//! offsets, reads from partition leaders up to the high watermark, and
+//! commits its positions every `auto.commit.interval.ms`. Eager protocol:
+//! on a rebalance it commits and gives up all partitions before rejoining.
+//! If its coordinator is lost it keeps reading its partitions while it
+//! looks for the new one, then heartbeats on in the same generation.
+
+use crate::replication::transactions::{returned_records, IsolationLevel};
+use crate::sorting::Gather;
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::groups::assignors::{assign, GroupInput, Member, Strategy, TopicPartition};
+use crate::protocol::{BrokerId, Offset};
+
+use super::config::{AfterFailures, CommitMode, ConsumerConfig, OffsetReset, QuotaType};
+use super::trace::{ConsumerChange, Invariant, TraceKind};
+use super::types::{ErrorCode, JoinResult, Message, NodeId, OffsetSpec, Time};
+use super::{Simulation, Timer};
+
+mod answers;
+mod fetch;
+mod outputs;
+
+/// Where a consumer is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConsumerPhase {
+    /// Not running.
+    Stopped,
+    /// Looking up its coordinator and the topic metadata.
+    FindingCoordinator,
+    /// Sent JoinGroup.
+    Joining,
+    /// Sent SyncGroup.
+    Syncing,
+    /// Has its partitions; reading.
+    Consuming,
+}
+
+impl std::fmt::Display for ConsumerPhase {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            ConsumerPhase::Stopped => "stopped",
+            ConsumerPhase::FindingCoordinator => "finding-coordinator",
+            ConsumerPhase::Joining => "joining",
+            ConsumerPhase::Syncing => "syncing",
+            ConsumerPhase::Consuming => "consuming",
+        })
+    }
+}
+
+/// Records a fetch returned that the application has not polled yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fetched {
+    /// What `poll()` may return, in order (control records and, for
+    /// `read_committed`, aborted transactions' records already dropped).
+    pub records: Vec<super::types::Record>,
+    /// Where the position moves once they are all returned: past a trailing
+    /// marker or aborted batch too (`CompletedFetch#nextFetchOffset`).
+    pub next_offset: Offset,
+    /// The leader epoch of the last batch fetched, markers included
+    /// (`CompletedFetch#lastEpoch`): the position's epoch once they are
+    /// all returned.
+    pub last_epoch: Option<u32>,
+}
+
+/// A consumer's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Consumer {
+    /// Index among the configured consumers.
+    pub id: u32,
+    /// Its settings.
+    pub config: ConsumerConfig,
+    /// Its phase.
+    pub phase: ConsumerPhase,
+    /// Bumped at every start, so old timers are ignored.
+    pub incarnation: u32,
+    /// The coordinator broker.
+    pub coordinator: Option<BrokerId>,
+    /// Its member id.
+    pub member_id: Option<String>,
+    /// Its generation.
+    pub generation: u32,
+    /// Its partitions this generation.
+    pub assignment: Vec<TopicPartition>,
+    /// Next offset to read, per partition.
+    pub positions: BTreeMap<TopicPartition, Offset>,
+    /// Last high watermark seen, per partition (for lag).
+    pub high_watermarks: BTreeMap<TopicPartition, Offset>,
+    /// Committed positions, as last acknowledged.
+    pub committed: BTreeMap<TopicPartition, Offset>,
+    /// Commits sent and not yet answered, oldest first (answers come back in
+    /// order on the coordinator connection).
+    pub pending_commits: std::collections::VecDeque<Vec<(TopicPartition, Offset)>>,
+    /// Partition leaders and partition counts from metadata.
+    pub leaders: BTreeMap<TopicPartition, Option<BrokerId>>,
+    /// The newest leader epoch seen for each partition: metadata naming
+    /// an older one is stale and ignored (KIP-320, `Metadata#updateLatestMetadata`).
+    #[serde(skip)]
+    pub leader_epochs: BTreeMap<TopicPartition, u32>,
+    /// KIP-320: the leader epoch of the last record consumed before each
+    /// position, with that position (`FetchPosition#offsetEpoch`); it
+    /// counts only while the position is still that offset, so a position
+    /// set any other way (a committed offset, whose epoch this simulation
+    /// does not keep, or a reset) has none and is never validated.
+    #[serde(skip)]
+    pub position_epochs: BTreeMap<TopicPartition, (Offset, u32)>,
+    /// KIP-320: positions awaiting validation after a leader change
+    /// (`AWAIT_VALIDATION`: not fetched), with the broker an
+    /// `OffsetForLeaderEpoch` is out to.
+    #[serde(skip)]
+    pub validating: BTreeMap<TopicPartition, Option<BrokerId>>,
+    /// Partitions with a fetch out.
+    pub fetching: BTreeMap<TopicPartition, bool>,
+    /// Records read so far.
+    pub records_read: u64,
+    bootstrap_attempt: u32,
+    /// A metadata refresh waits for its backoff (the broker it will ask).
+    refresh_pending: Option<BrokerId>,
+    /// When the one pending coordinator lookup retry fires.
+    retry_at: Option<u64>,
+    /// The broker a metadata request in flight went to.
+    metadata_in_flight: Option<BrokerId>,
+    /// When its metadata last came back (`metadata.max.age.ms` counts
+    /// from here).
+    metadata_at: u64,
+    /// The broker each fetch in flight went to (its connection).
+    fetch_brokers: BTreeMap<TopicPartition, BrokerId>,
+    /// Partitions per subscribed topic, from the latest metadata (kept
+    /// when leaders are forgotten).
+    partition_counts: BTreeMap<String, u32>,
+    /// As the leader: the partition counts its last assignment used
+    /// (`ConsumerCoordinator`'s assignment snapshot).
+    assignment_snapshot: Option<BTreeMap<String, u32>>,
+    /// Requests waiting for an answer, per broker connection, oldest
+    /// first: (request number, deadline).
+    outstanding: BTreeMap<BrokerId, std::collections::VecDeque<(u64, u64)>>,
+    next_request: u64,
+    /// Connections with a request-timeout check scheduled (one at a time).
+    timeout_armed: std::collections::BTreeSet<BrokerId>,
+    /// An OffsetFetch for partitions without a position is out.
+    offset_fetch_in_flight: bool,
+    /// Partitions whose position `auto.offset.reset` is resetting (it fell
+    /// out of range), with the `ListOffsets` spec asked for and the lost
+    /// position.
+    pub(crate) resetting: BTreeMap<TopicPartition, (OffsetSpec, Offset)>,
+    /// The last reset of each partition's position after
+    /// `OFFSET_OUT_OF_RANGE`: (from, to).
+    pub last_resets: BTreeMap<TopicPartition, (Offset, Offset)>,
+    /// Brokers that throttled its fetches (`consumer_byte_rate`), until
+    /// when: it fetches nothing from them before (KIP-219).
+    pub throttled_until: BTreeMap<BrokerId, Time>,
+    /// Records fetched and not yet returned by `poll()`, per partition
+    /// (Kafka's fetch buffer; a partition with buffered records is not
+    /// fetched again until they are returned).
+    pub buffer: BTreeMap<TopicPartition, Fetched>,
+    /// The handler works on the last poll's records until then.
+    pub processing_until: Option<u64>,
+    /// When the application last called `poll()`.
+    pub last_poll_ms: u64,
+    /// Its process is paused (a GC pause) until then.
+    pub paused_until: Option<u64>,
+    /// An auto-commit came due while the handler worked: it goes out at
+    /// the next poll, as Kafka's does.
+    commit_due: bool,
+    /// It left the group on a poll timeout: it joins again at its next poll.
+    pub(crate) rejoin_on_poll: bool,
+    /// KIP-848: a `ConsumerGroupHeartbeat` is in flight.
+    pub(crate) heartbeat_in_flight: bool,
+    /// KIP-848: how often to heartbeat, as the coordinator last said.
+    pub(crate) heartbeat_interval_ms: u64,
+    /// KIP-848: when the one pending heartbeat timer is due.
+    pub(crate) heartbeat_due_at: Option<u64>,
+    /// KIP-848: a revocation waits for its commit before it is reported.
+    pub(crate) ack_after_commit: bool,
+    /// The records of the last poll the handler is working through, and
+    /// when it started on them.
+    pub in_process: Vec<super::ledger::InProcess>,
+    processing_started_ms: u64,
+    /// `commitSync()` after processing is out: the next poll waits for it.
+    awaiting_commit: bool,
+    /// Consume-transform-produce: `commitTransaction()` is out (the next
+    /// poll waits for it), with the positions sent in it.
+    pub(crate) awaiting_txn: Option<Vec<(TopicPartition, Offset)>>,
+    /// Records processed in the open transaction: processed for good once
+    /// it commits, to do again if it aborts.
+    pub in_transaction: Vec<super::ledger::InProcess>,
+    /// The positions in `in_process` of the records its handler fails on
+    /// (poison records).
+    pub(crate) poisoned: Vec<usize>,
+}
+
+/// `retry.backoff.ms` (100): the least time between a failed fetch and the
+/// metadata refresh it triggers.
+const RETRY_BACKOFF_MS: u64 = 100;
+/// `request.timeout.ms` (30000).
+const CONSUMER_REQUEST_TIMEOUT_MS: u64 = 30_000;
+
+impl Consumer {
+    /// A consumer that has not started.
+    pub fn new(id: u32, config: ConsumerConfig) -> Consumer {
+        Consumer {
+            id,
+            config,
+            phase: ConsumerPhase::Stopped,
+            incarnation: 0,
+            coordinator: None,
+            member_id: None,
+            generation: 0,
+            assignment: Vec::new(),
+            positions: BTreeMap::new(),
+            high_watermarks: BTreeMap::new(),
+            committed: BTreeMap::new(),
+            pending_commits: std::collections::VecDeque::new(),
+            leaders: BTreeMap::new(),
+            leader_epochs: BTreeMap::new(),
+            position_epochs: BTreeMap::new(),
+            validating: BTreeMap::new(),
+            fetching: BTreeMap::new(),
+            records_read: 0,
+            bootstrap_attempt: 0,
+            refresh_pending: None,
+            retry_at: None,
+            metadata_in_flight: None,
+            metadata_at: 0,
+            fetch_brokers: BTreeMap::new(),
+            partition_counts: BTreeMap::new(),
+            assignment_snapshot: None,
+            outstanding: BTreeMap::new(),
+            next_request: 0,
+            timeout_armed: std::collections::BTreeSet::new(),
+            offset_fetch_in_flight: false,
+            resetting: BTreeMap::new(),
+            last_resets: BTreeMap::new(),
+            throttled_until: BTreeMap::new(),
+            buffer: BTreeMap::new(),
+            processing_until: None,
+            last_poll_ms: 0,
+            paused_until: None,
+            commit_due: false,
+            rejoin_on_poll: false,
+            heartbeat_in_flight: false,
+            heartbeat_interval_ms: 5_000,
+            heartbeat_due_at: None,
+            ack_after_commit: false,
+            in_process: Vec::new(),
+            processing_started_ms: 0,
+            awaiting_commit: false,
+            awaiting_txn: None,
+            in_transaction: Vec::new(),
+            poisoned: Vec::new(),
+        }
+    }
+
+    /// The position of `partition` and the leader epoch of the record
+    /// before it, if it has one (KIP-320's `offsetEpoch`).
+    pub fn position_epoch(&self, partition: &TopicPartition) -> Option<(Offset, u32)> {
+        let position = *self.positions.get(partition)?;
+        self.position_epochs
+            .get(partition)
+            .filter(|(offset, _)| *offset == position)
+            .map(|(_, epoch)| (position, *epoch))
+    }
+
+    /// Whether it rebalances cooperatively (KIP-429): its assignor supports
+    /// only the `COOPERATIVE` protocol among the ones the engine runs
+    /// (`ConsumerPartitionAssignor#supportedProtocols`).
+    pub fn cooperative(&self) -> bool {
+        Strategy::from_name(&self.config.assignor) == Some(Strategy::CooperativeSticky)
+    }
+
+    /// Lag per assigned partition: high watermark minus position.
+    pub fn lag(&self) -> BTreeMap<TopicPartition, Offset> {
+        self.assignment
+            .iter()
+            .map(|partition| {
+                let hw = self.high_watermarks.get(partition).copied().unwrap_or(0);
+                let position = self.positions.get(partition).copied().unwrap_or(0);
+                (partition.clone(), hw.saturating_sub(position))
+            })
+            .gather()
+    }
+}
+
+impl Simulation {
+    fn consumer_node(id: u32) -> NodeId {
+        NodeId::Consumer(id)
+    }
+
+    /// The consumers.
+    pub fn consumers(&self) -> &[Consumer] {
+        &self.consumers
+    }
+
+    /// A consumer that was not in the configuration starts. It takes the
+    /// next index; one the cluster would refuse is ignored (drivers check
+    /// with [`ClusterConfig::validate_consumer`](super::config::ClusterConfig::validate_consumer) first).
+    pub(crate) fn consumer_add(&mut self, config: super::config::ConsumerConfig) {
+        if self.config.validate_consumer(&config).is_err() || self.consumers.len() >= crate::limits::MAX_CONSUMERS {
+            return;
+        }
+        let id = self.consumers.len() as u32;
+        self.config.consumers.push(config.clone());
+        self.consumers.push(Consumer::new(id, config));
+        self.consumer_start(id);
+    }
+
+    pub(crate) fn consumer_start(&mut self, id: u32) {
+        let Some(consumer) = self.consumers.get_mut(id as usize) else {
+            return;
+        };
+        if consumer.phase != ConsumerPhase::Stopped {
+            return;
+        }
+        consumer.incarnation += 1;
+        consumer.retry_at = None;
+        consumer.refresh_pending = None;
+        consumer.metadata_in_flight = None;
+        consumer.outstanding.clear();
+        consumer.timeout_armed.clear();
+        consumer.phase = ConsumerPhase::FindingCoordinator;
+        consumer.member_id = None;
+        consumer.generation = 0;
+        consumer.assignment.clear();
+        consumer.positions.clear();
+        consumer.resetting.clear();
+        consumer.fetching.clear();
+        consumer.coordinator = None;
+        consumer.pending_commits.clear();
+        consumer.buffer.clear();
+        consumer.processing_until = None;
+        consumer.paused_until = None;
+        consumer.last_poll_ms = self.now;
+        consumer.commit_due = false;
+        consumer.rejoin_on_poll = false;
+        consumer.heartbeat_in_flight = false;
+        consumer.heartbeat_interval_ms = self.config.group_consumer_heartbeat_interval_ms;
+        consumer.heartbeat_due_at = None;
+        consumer.ack_after_commit = false;
+        consumer.in_process.clear();
+        consumer.awaiting_commit = false;
+        consumer.awaiting_txn = None;
+        consumer.in_transaction.clear();
+        consumer.poisoned.clear();
+        let incarnation = consumer.incarnation;
+        // The app's producer starts with it (a new instance: it fences
+        // the one that died, KIP-98). One that a fatal error stopped (the
+        // app closed it and stopped) is replaced by a new instance too.
+        if let Some(producer) = consumer.config.output_producer {
+            let fenced = self
+                .producers
+                .get(producer as usize)
+                .and_then(|state| state.txn.as_ref())
+                .is_some_and(|txn| txn.phase == super::txn_client::TxnPhase::Fenced);
+            if fenced {
+                self.producer_crash(producer);
+            }
+            self.producer_revive(producer);
+        }
+        let consumer = &mut self.consumers[id as usize];
+        let group = consumer.config.group.clone();
+        self.record(TraceKind::ConsumerStatus {
+            consumer: id,
+            status: ConsumerChange::Started {
+                group: group.to_string(),
+            },
+        });
+        self.consumer_bootstrap(id);
+        let heartbeat = self.consumers[id as usize].config.heartbeat_interval_ms;
+        let commit = self.consumers[id as usize].config.auto_commit_interval_ms;
+        self.schedule_timer(
+            Self::consumer_node(id),
+            incarnation,
+            heartbeat,
+            Timer::ConsumerHeartbeat,
+        );
+        self.schedule_timer(Self::consumer_node(id), incarnation, commit, Timer::ConsumerCommit);
+        let max_age = self.consumers[id as usize].config.metadata_max_age_ms;
+        self.consumers[id as usize].metadata_at = self.now;
+        self.schedule_timer(
+            Self::consumer_node(id),
+            incarnation,
+            max_age,
+            Timer::ConsumerMetadataMaxAge,
+        );
+    }
+
+    /// Asks a bootstrap broker for metadata and the coordinator.
+    /// Schedules the coordinator lookup's next try, unless one is already
+    /// due as soon: a client has one retry pending, never a growing number.
+    fn consumer_schedule_retry(&mut self, id: u32, delay: u64) {
+        let at = self.now + delay;
+        let consumer = &mut self.consumers[id as usize];
+        if consumer.retry_at.is_some_and(|pending| pending <= at) {
+            return;
+        }
+        consumer.retry_at = Some(at);
+        let incarnation = consumer.incarnation;
+        self.schedule_timer(Self::consumer_node(id), incarnation, delay, Timer::ConsumerRetry);
+    }
+
+    fn consumer_bootstrap(&mut self, id: u32) {
+        let consumer = &mut self.consumers[id as usize];
+        let broker = consumer.bootstrap_attempt % self.config.brokers + 1;
+        consumer.bootstrap_attempt += 1;
+        consumer.metadata_in_flight = Some(broker);
+        let group = consumer.config.group.clone();
+        self.send(
+            Self::consumer_node(id),
+            NodeId::Broker(broker),
+            Message::MetadataRequest,
+        );
+        self.send(
+            Self::consumer_node(id),
+            NodeId::Broker(broker),
+            Message::FindCoordinator { group },
+        );
+        self.consumer_schedule_retry(id, 1_000);
+    }
+
+    /// A consumer's `client.id`: as configured, else `consumer-N`.
+    pub(crate) fn consumer_client_id(&self, id: u32) -> String {
+        self.consumers
+            .get(id as usize)
+            .and_then(|consumer| consumer.config.client_id.clone())
+            .unwrap_or_else(|| format!("consumer-{id}"))
+    }
+
+    pub(crate) fn consumer_stop(&mut self, id: u32, clean: bool) {
+        let Some(consumer) = self.consumers.get(id as usize) else {
+            return;
+        };
+        if consumer.phase == ConsumerPhase::Stopped {
+            return;
+        }
+        if clean {
+            // A clean shutdown lets the handler finish its batch, then
+            // commits (auto-commit on close, or the application's own).
+            let done = std::mem::take(&mut self.consumers[id as usize].in_process);
+            // Under exactly-once, work counts only with its transaction.
+            if self.consumers[id as usize].config.commit_mode != CommitMode::Transactional {
+                self.consumer_processed(id, &done);
+            }
+            self.consumer_commit(id);
+            self.consumer_commit_after_processing(id);
+            let consumer = &self.consumers[id as usize];
+            let member_id = consumer.member_id.clone();
+            self.consumer_leave_group(id, member_id);
+        } else {
+            self.consumer_interrupted(id);
+        }
+        let consumer = &mut self.consumers[id as usize];
+        consumer.phase = ConsumerPhase::Stopped;
+        consumer.incarnation += 1;
+        consumer.assignment.clear();
+        consumer.throttled_until.clear();
+        let status = if clean {
+            ConsumerChange::Closed
+        } else {
+            ConsumerChange::Crashed
+        };
+        self.record(TraceKind::ConsumerStatus { consumer: id, status });
+        if !clean {
+            // The process died with its sockets: nothing still in flight on
+            // them reaches a process started later.
+            self.consumer_drop_connections(id);
+            // Its producer dies with it: an open transaction stays open on
+            // the coordinator until a new instance fences it or
+            // `transaction.timeout.ms` passes.
+            if let Some(producer) = self.consumers[id as usize].config.output_producer {
+                self.producer_crash(producer);
+            }
+        }
+        let consumer = &mut self.consumers[id as usize];
+        consumer.awaiting_txn = None;
+        consumer.in_transaction.clear();
+        consumer.poisoned.clear();
+    }
+
+    /// `poll()` threw (`auto.offset.reset=none` and no position to start
+    /// from). The simulated application does not catch it: its poll loop
+    /// ends and it closes the consumer, which leaves the group (its
+    /// partitions move to the others, who hit the same wall).
+    fn consumer_exception_stops(&mut self, id: u32) {
+        self.consumer_stop(id, true);
+    }
+
+    /// The leader rejoins when the metadata its assignment used changed
+    /// (`ConsumerCoordinator#rejoinNeededOrPending`: "cached metadata has
+    /// changed"), checked when it polls (after a metadata answer, after its
+    /// handler is done, on its heartbeat timer when idle); while its
+    /// handler works or its coordinator is unknown the need stays.
+    fn consumer_metadata_changed(&mut self, id: u32) -> bool {
+        let consumer = &mut self.consumers[id as usize];
+        // The check belongs to poll(): not while the handler works on the
+        // last poll's records or the process is paused.
+        if consumer.phase != ConsumerPhase::Consuming
+            || consumer.processing_until.is_some()
+            || consumer.paused_until.is_some_and(|until| until > self.now)
+            || consumer.coordinator.is_none()
+            || consumer.config.consumer_protocol()
+            || consumer
+                .assignment_snapshot
+                .as_ref()
+                .is_none_or(|snapshot| *snapshot == consumer.partition_counts)
+        {
+            return false;
+        }
+        consumer.assignment_snapshot = None;
+        self.consumer_commit(id);
+        self.consumer_join(id);
+        true
+    }
+
+    fn consumer_join(&mut self, id: u32) {
+        if self.consumers[id as usize].config.consumer_protocol() {
+            self.member_join(id);
+            return;
+        }
+        let consumer = &mut self.consumers[id as usize];
+        let Some(coordinator) = consumer.coordinator else {
+            return;
+        };
+        consumer.phase = ConsumerPhase::Joining;
+        let owned = if consumer.cooperative() {
+            // Cooperative protocol (KIP-429): keep reading what it owns
+            // through the rebalance, and tell the leader what that is.
+            consumer.assignment.clone()
+        } else {
+            // Eager protocol: give up everything before joining.
+            consumer.fetching.clear();
+            consumer.buffer.clear();
+            std::mem::take(&mut consumer.assignment)
+        };
+        let message = Message::JoinGroup {
+            group: consumer.config.group.clone(),
+            member_id: consumer.member_id.clone(),
+            instance: consumer.config.group_instance_id.clone(),
+            session_timeout_ms: consumer.config.session_timeout_ms,
+            rebalance_timeout_ms: consumer.config.max_poll_interval_ms,
+            topics: consumer.config.topics.clone(),
+            owned,
+            assignor: consumer.config.assignor.clone(),
+        };
+        self.send(Self::consumer_node(id), NodeId::Broker(coordinator), message);
+    }
+
+    /// An automatic commit (`enable.auto.commit`): every interval, before a
+    /// rebalance, on close. Nothing when the application commits itself.
+    pub(crate) fn consumer_commit(&mut self, id: u32) {
+        if self.consumers[id as usize].config.commit_mode == CommitMode::Auto {
+            self.consumer_send_commit(id);
+        }
+    }
+
+    /// Commits every consumed position; returns whether a commit went out.
+    fn consumer_send_commit(&mut self, id: u32) -> bool {
+        let consumer = &self.consumers[id as usize];
+        let (Some(coordinator), Some(member_id)) = (consumer.coordinator, consumer.member_id.clone()) else {
+            return false;
+        };
+        if consumer.phase != ConsumerPhase::Consuming {
+            return false;
+        }
+        // Auto-commit sends every consumed position each interval (`maybeAutoCommitOffsetsAsync`).
+        let offsets: Vec<(TopicPartition, Offset)> = consumer
+            .positions
+            .iter()
+            .map(|(partition, position)| (partition.clone(), *position))
+            .collect();
+        if offsets.is_empty() {
+            return false;
+        }
+        let message = Message::OffsetCommit {
+            group: consumer.config.group.clone(),
+            generation: consumer.generation,
+            member_id,
+            instance: consumer.config.group_instance_id.clone(),
+            offsets: offsets.clone(),
+        };
+        self.consumers[id as usize].pending_commits.push_back(offsets);
+        self.send(Self::consumer_node(id), NodeId::Broker(coordinator), message);
+        true
+    }
+
+    /// Applies a live change to a consumer's settings.
+    pub(crate) fn consumer_config_change(&mut self, id: u32, change: impl Fn(&mut ConsumerConfig)) {
+        if let Some(consumer) = self.consumers.get_mut(id as usize) {
+            change(&mut consumer.config);
+        }
+        if let Some(config) = self.config.consumers.get_mut(id as usize) {
+            change(config);
+        }
+    }
+
+    /// The handler finished these records: the ledger notes them, and the
+    /// duplicates among them are traced with why.
+    fn consumer_processed(&mut self, id: u32, records: &[super::ledger::InProcess]) {
+        if records.is_empty() {
+            return;
+        }
+        let consumer = &self.consumers[id as usize];
+        let group = consumer.config.group.clone();
+        let (incarnation, idempotent) = (consumer.incarnation, consumer.config.idempotent_handler);
+        let lives: Vec<u32> = self.consumers.iter().map(|consumer| consumer.incarnation).collect();
+        let found = self
+            .ledger
+            .process(&group, id, incarnation, idempotent, records, |who, life| {
+                lives.get(who as usize).is_some_and(|now| *now != life)
+            });
+        for ((partition, reason), (from, to, count, skipped)) in found {
+            self.record(TraceKind::ProcessedAgain {
+                group: group.clone(),
+                consumer: id,
+                partition,
+                from,
+                to,
+                count,
+                reason,
+                skipped,
+            });
+        }
+    }
+
+    /// The application commits after processing (`commitSync` or
+    /// `commitAsync`), if that is its mode.
+    fn consumer_commit_after_processing(&mut self, id: u32) {
+        let mode = self.consumers[id as usize].config.commit_mode;
+        if matches!(mode, CommitMode::AfterProcessing | CommitMode::AfterProcessingAsync) {
+            let sent = self.consumer_send_commit(id);
+            self.consumers[id as usize].awaiting_commit = sent && mode == CommitMode::AfterProcessing;
+        }
+    }
+
+    pub(crate) fn consumer_timer(&mut self, id: u32, incarnation: u32, timer: Timer) {
+        let Some(consumer) = self.consumers.get(id as usize) else {
+            return;
+        };
+        if consumer.incarnation != incarnation || consumer.phase == ConsumerPhase::Stopped {
+            return;
+        }
+        let node = Self::consumer_node(id);
+        match timer {
+            Timer::ConsumerHeartbeat => {
+                // (The simulation's consumer polls on its heartbeat timer
+                // too when it has nothing to process.)
+                if self.consumer_metadata_changed(id) {
+                    let heartbeat = self.consumers[id as usize].config.heartbeat_interval_ms;
+                    self.schedule_timer(node, incarnation, heartbeat, Timer::ConsumerHeartbeat);
+                    return;
+                }
+                let consumer = &self.consumers[id as usize];
+                let heartbeat = consumer.config.heartbeat_interval_ms;
+                // The heartbeat thread notices a handler that has not
+                // polled within max.poll.interval.ms: the member leaves
+                // (`AbstractCoordinator.HeartbeatThread`, "consumer poll
+                // timeout has expired").
+                let interval = consumer.config.max_poll_interval_ms;
+                if consumer.processing_until.is_some()
+                    && consumer.member_id.is_some()
+                    && !consumer.rejoin_on_poll
+                    && self.now.saturating_sub(consumer.last_poll_ms) > interval
+                {
+                    self.consumer_poll_timeout(id);
+                }
+                let consumer = &self.consumers[id as usize];
+                // Heartbeats belong to a joined member: none while it looks for
+                // the coordinator or waits for its JoinGroup answer.
+                // A consumer-protocol member heartbeats on its own timer.
+                let joined = matches!(consumer.phase, ConsumerPhase::Syncing | ConsumerPhase::Consuming)
+                    && !consumer.config.consumer_protocol();
+                if let (true, Some(coordinator), Some(member_id)) =
+                    (joined, consumer.coordinator, consumer.member_id.clone())
+                {
+                    let message = Message::Heartbeat {
+                        group: consumer.config.group.clone(),
+                        generation: consumer.generation,
+                        member_id,
+                        instance: consumer.config.group_instance_id.clone(),
+                    };
+                    self.send(node, NodeId::Broker(coordinator), message);
+                }
+                // `updateFetchPositions` runs at every poll: partitions still
+                // without a position (their OffsetFetch or ListOffsets was
+                // lost) are asked for again.
+                self.consumer_fetch_positions(id);
+                self.schedule_timer(node, incarnation, heartbeat, Timer::ConsumerHeartbeat);
+            }
+            Timer::ConsumerCommit => {
+                let interval = consumer.config.auto_commit_interval_ms;
+                // Auto-commit runs inside poll(): while the handler works it
+                // waits for the next poll.
+                if consumer.processing_until.is_some() {
+                    self.consumers[id as usize].commit_due = true;
+                } else {
+                    self.consumer_commit(id);
+                }
+                self.schedule_timer(node, incarnation, interval, Timer::ConsumerCommit);
+            }
+            Timer::ConsumerPollTimer => {
+                let consumer = &self.consumers[id as usize];
+                if consumer.processing_until.is_some()
+                    && consumer.member_id.is_some()
+                    && !consumer.rejoin_on_poll
+                    && self.now.saturating_sub(consumer.last_poll_ms) >= consumer.config.max_poll_interval_ms
+                {
+                    self.consumer_poll_timeout(id);
+                }
+            }
+            Timer::ConsumerProcessed => {
+                let consumer = &mut self.consumers[id as usize];
+                consumer.processing_until = None;
+                let done = std::mem::take(&mut consumer.in_process);
+                let Some(done) = self.consumer_handle_poison(id, done) else {
+                    return;
+                };
+                let consumer = &mut self.consumers[id as usize];
+                if consumer.config.commit_mode == CommitMode::Transactional {
+                    self.consumer_commit_transaction(id, done);
+                } else {
+                    self.consumer_processed(id, &done);
+                    self.consumer_commit_after_processing(id);
+                }
+                self.consumer_poll(id);
+                self.consumer_fetch_all(id);
+            }
+            Timer::ConsumerPauseEnd => {
+                let consumer = &mut self.consumers[id as usize];
+                if consumer.paused_until.is_some_and(|until| until <= self.now) {
+                    consumer.paused_until = None;
+                    self.record(TraceKind::ConsumerStatus {
+                        consumer: id,
+                        status: ConsumerChange::Resumed,
+                    });
+                    self.consumer_poll(id);
+                    self.consumer_fetch_all(id);
+                }
+            }
+            // Only the one pending retry counts (later ones replace none);
+            // a pause may have held it past its time.
+            Timer::ConsumerRetry if consumer.retry_at.is_some_and(|at| at <= self.now) => {
+                self.consumers[id as usize].retry_at = None;
+                if self.consumers[id as usize].coordinator.is_none() {
+                    self.consumer_bootstrap(id);
+                }
+            }
+            Timer::ConsumerRequestTimeout(broker) => {
+                let now = self.now;
+                let consumer = &mut self.consumers[id as usize];
+                consumer.timeout_armed.remove(&broker);
+                let Some(&(_, deadline)) = consumer.outstanding.get(&broker).and_then(|queue| queue.front()) else {
+                    return;
+                };
+                if deadline > now {
+                    // The oldest request still has time: check again then.
+                    consumer.timeout_armed.insert(broker);
+                    self.schedule_timer(node, incarnation, deadline - now, Timer::ConsumerRequestTimeout(broker));
+                } else {
+                    // `NetworkClient#handleTimedOutRequests`: a request with no
+                    // answer within its timeout closes its connection, which
+                    // fails everything in flight on it.
+                    self.record(TraceKind::ConsumerStatus {
+                        consumer: id,
+                        status: ConsumerChange::TimedOut { broker },
+                    });
+                    self.connection_reset(node, NodeId::Broker(broker));
+                }
+            }
+            Timer::ConsumerGroupHeartbeat => self.member_heartbeat_due(id),
+            Timer::ConsumerUnthrottled => {
+                let now = self.now;
+                self.consumers[id as usize]
+                    .throttled_until
+                    .retain(|_, until| *until > now);
+                self.consumer_fetch_all(id);
+            }
+            // `metadata.max.age.ms` (`Metadata#timeToNextUpdate`): metadata
+            // older than that is refreshed even when nothing failed; this is
+            // how a group leader finds partitions added to a subscribed
+            // topic, and rejoins so they get owners.
+            Timer::ConsumerMetadataMaxAge => {
+                let max_age = consumer.config.metadata_max_age_ms;
+                let due = consumer.metadata_at + max_age;
+                if due <= self.now && consumer.metadata_in_flight.is_none() && consumer.refresh_pending.is_none() {
+                    let broker = consumer.bootstrap_attempt % self.config.brokers + 1;
+                    let consumer = &mut self.consumers[id as usize];
+                    consumer.bootstrap_attempt += 1;
+                    consumer.metadata_in_flight = Some(broker);
+                    self.send(node, NodeId::Broker(broker), Message::MetadataRequest);
+                }
+                let next = if due <= self.now { max_age } else { due - self.now };
+                self.schedule_timer(node, incarnation, next, Timer::ConsumerMetadataMaxAge);
+            }
+            Timer::ConsumerMetadataRefresh => {
+                if let Some(broker) = self.consumers[id as usize].refresh_pending.take() {
+                    self.consumers[id as usize].metadata_in_flight = Some(broker);
+                    self.send(node, NodeId::Broker(broker), Message::MetadataRequest);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Notes a request the consumer sends to a broker, with its timeout:
+    /// `request.timeout.ms` (30000), or for a JoinGroup the rebalance
+    /// timeout plus five seconds, as `ConsumerCoordinator` sets it.
+    pub(crate) fn consumer_note_request(&mut self, id: u32, broker: BrokerId, message: &Message) {
+        let timeout = match message {
+            Message::JoinGroup {
+                rebalance_timeout_ms, ..
+            } => rebalance_timeout_ms + 5_000,
+            Message::LeaveGroup { .. } => return,
+            Message::ConsumerGroupHeartbeat { member_epoch: -1, .. } => return,
+            _ => CONSUMER_REQUEST_TIMEOUT_MS,
+        };
+        let now = self.now;
+        let Some(consumer) = self.consumers.get_mut(id as usize) else {
+            return;
+        };
+        consumer.next_request += 1;
+        let request = consumer.next_request;
+        consumer
+            .outstanding
+            .entry(broker)
+            .or_default()
+            .push_back((request, now + timeout));
+        // One timer per connection at a time, for its oldest request.
+        if consumer.timeout_armed.insert(broker) {
+            let incarnation = consumer.incarnation;
+            self.schedule_timer(
+                NodeId::Consumer(id),
+                incarnation,
+                timeout,
+                Timer::ConsumerRequestTimeout(broker),
+            );
+        }
+    }
+
+    pub(crate) fn consumer_receive(&mut self, id: u32, from: NodeId, message: Message) {
+        let Some(consumer) = self.consumers.get(id as usize) else {
+            return;
+        };
+        if consumer.phase == ConsumerPhase::Stopped {
+            return;
+        }
+        // An answer from a broker settles the oldest request on that
+        // connection; a disconnect settles them all.
+        if let NodeId::Broker(broker) = from {
+            let consumer = &mut self.consumers[id as usize];
+            if message == Message::ConnectionClosed {
+                consumer.outstanding.remove(&broker);
+            } else if let Some(queue) = consumer.outstanding.get_mut(&broker) {
+                queue.pop_front();
+            }
+        }
+        match message {
+            Message::MetadataResponse { leaders } => self.consumer_metadata_answer(id, leaders),
+            Message::FindCoordinatorResponse { coordinator, .. } => self.consumer_coordinator_found(id, coordinator),
+            Message::JoinGroupResponse { result, member_id, .. } => self.consumer_join_answer(id, member_id, result),
+            Message::SyncGroupResponse { result, .. } => self.consumer_sync_answer(id, result),
+            Message::HeartbeatResponse { error: Some(error), .. } => self.consumer_group_error(id, error),
+            Message::ConsumerGroupHeartbeatResponse { result, .. } => self.member_answer(id, result),
+            Message::OffsetFetchResponse {
+                result: Ok(offsets), ..
+            } => self.consumer_committed_offsets(id, offsets),
+            Message::OffsetFetchResponse {
+                result: Err(ErrorCode::UnstableOffsetCommit),
+                ..
+            } => {
+                // KIP-447: a transaction's offsets for these partitions are
+                // not decided yet; asked again (here at the next heartbeat
+                // tick rather than after `retry.backoff.ms`).
+                self.consumers[id as usize].offset_fetch_in_flight = false;
+            }
+            Message::OffsetFetchResponse { result: Err(error), .. } => self.consumer_group_error(id, error),
+            Message::ListOffsetsResponse {
+                partition,
+                result: Ok(offset),
+            } => self.consumer_list_offsets_answer(id, partition, offset),
+            Message::OffsetCommitResponse { result: Ok(()), .. } => {
+                let consumer = &mut self.consumers[id as usize];
+                if let Some(offsets) = consumer.pending_commits.pop_front() {
+                    consumer.committed.extend(offsets);
+                }
+                self.member_commit_settled(id);
+                self.consumer_sync_commit_settled(id);
+            }
+            Message::OffsetCommitResponse { result: Err(error), .. } => self.consumer_commit_failed(id, error),
+            Message::ConsumerFetchResponse {
+                partition,
+                records,
+                high_watermark,
+                last_stable_offset,
+                aborted,
+                error,
+                fetch_offset,
+                next_offset,
+                throttle_time_ms,
+            } => {
+                if throttle_time_ms > 0 {
+                    self.consumer_throttled(id, from, throttle_time_ms);
+                }
+                self.consumer_fetched(
+                    id,
+                    from,
+                    partition,
+                    FetchAnswer {
+                        records,
+                        high_watermark,
+                        last_stable_offset,
+                        aborted,
+                        fetch_offset,
+                        next_offset,
+                    },
+                    error,
+                );
+            }
+            Message::OffsetForLeaderEpochResponse { partition, result } => {
+                self.consumer_validation_answer(id, from, partition, result)
+            }
+            Message::ConnectionClosed => self.consumer_connection_closed(id, from),
+            _ => {}
+        }
+    }
+
+    /// The member did not poll in time: a dynamic member sends LeaveGroup
+    /// (a static one stays until its session ends); either forgets its
+    /// member id and generation and joins again at its next poll
+    /// (`maybeLeaveGroup`, `resetStateAndGeneration`).
+    fn consumer_poll_timeout(&mut self, id: u32) {
+        let consumer = &mut self.consumers[id as usize];
+        let interval = consumer.config.max_poll_interval_ms;
+        if consumer.config.consumer_protocol() {
+            // `ConsumerMembershipManager#transitionToStale`: it leaves with
+            // epoch -1, its partitions are lost, and it joins again (same
+            // member id) at its next poll.
+            self.member_leave(id);
+            let consumer = &mut self.consumers[id as usize];
+            consumer.generation = 0;
+            consumer.rejoin_on_poll = true;
+            consumer.pending_commits.clear();
+            consumer.assignment.clear();
+            consumer.positions.clear();
+            consumer.resetting.clear();
+            consumer.fetching.clear();
+            consumer.buffer.clear();
+            consumer.phase = ConsumerPhase::Joining;
+            self.record(TraceKind::ConsumerStatus {
+                consumer: id,
+                status: ConsumerChange::PollTimeout {
+                    max_poll_interval_ms: interval,
+                },
+            });
+            return;
+        }
+        let member_id = consumer.member_id.take();
+        consumer.generation = 0;
+        consumer.rejoin_on_poll = true;
+        consumer.pending_commits.clear();
+        self.consumer_leave_group(id, member_id);
+        self.record(TraceKind::ConsumerStatus {
+            consumer: id,
+            status: ConsumerChange::PollTimeout {
+                max_poll_interval_ms: interval,
+            },
+        });
+    }
+
+    /// `commitSync()` returned (or failed): the application polls again.
+    fn consumer_sync_commit_settled(&mut self, id: u32) {
+        let consumer = &mut self.consumers[id as usize];
+        if consumer.awaiting_commit && consumer.pending_commits.is_empty() {
+            consumer.awaiting_commit = false;
+            self.consumer_poll(id);
+            self.consumer_fetch_all(id);
+        }
+    }
+
+    /// The process crashed mid-batch: the records its handler finished are
+    /// processed, the rest are not; those whose offsets were already
+    /// committed (or on their way) will not be read by the group again.
+    fn consumer_interrupted(&mut self, id: u32) {
+        let now = self.now;
+        let consumer = &mut self.consumers[id as usize];
+        let batch = std::mem::take(&mut consumer.in_process);
+        if batch.is_empty() {
+            return;
+        }
+        let per_record = consumer.config.processing_ms_per_record.max(1);
+        let done = (now.saturating_sub(consumer.processing_started_ms) / per_record).min(batch.len() as u64) as usize;
+        let mut committed: BTreeMap<TopicPartition, Offset> = consumer.committed.clone();
+        for offsets in &consumer.pending_commits {
+            for (partition, offset) in offsets {
+                let best = committed.entry(partition.clone()).or_insert(*offset);
+                *best = (*best).max(*offset);
+            }
+        }
+        let group = consumer.config.group.clone();
+        let mut skipped: BTreeMap<TopicPartition, (Offset, Offset)> = BTreeMap::new();
+        for record in &batch[done..] {
+            if committed
+                .get(&record.partition)
+                .is_some_and(|offset| *offset > record.offset)
+            {
+                let range = skipped
+                    .entry(record.partition.clone())
+                    .or_insert((record.offset, record.offset));
+                range.0 = range.0.min(record.offset);
+                range.1 = range.1.max(record.offset);
+            }
+        }
+        let uncommitted_done = batch[..done]
+            .iter()
+            .filter(|record| {
+                committed
+                    .get(&record.partition)
+                    .is_none_or(|offset| *offset <= record.offset)
+            })
+            .count() as u64;
+        let in_transaction = self.consumers[id as usize].config.commit_mode == CommitMode::Transactional;
+        let uncommitted_done = if in_transaction { 0 } else { uncommitted_done };
+        if !in_transaction {
+            self.consumer_processed(id, &batch[..done]);
+        }
+        self.record(TraceKind::ProcessingInterrupted {
+            in_transaction,
+            group,
+            consumer: id,
+            processed: done as u64,
+            unprocessed: (batch.len() - done) as u64,
+            uncommitted_processed: uncommitted_done,
+            committed_unprocessed: skipped
+                .into_iter()
+                .map(|(partition, (from, to))| (partition, from, to))
+                .collect(),
+        });
+    }
+
+    /// Sends LeaveGroup for a dynamic member. Only dynamic members leave:
+    /// a static member (`group.instance.id`) stays in the group until its
+    /// session times out, so a quick restart gets its partitions back with
+    /// no rebalance (KIP-345, `AbstractCoordinator#maybeLeaveGroup`).
+    fn consumer_leave_group(&mut self, id: u32, member_id: Option<String>) {
+        if self.consumers[id as usize].config.consumer_protocol() {
+            self.member_leave(id);
+            return;
+        }
+        let consumer = &self.consumers[id as usize];
+        let dynamic = consumer.config.group_instance_id.is_none();
+        if let (true, Some(coordinator), Some(member_id)) = (dynamic, consumer.coordinator, member_id) {
+            let group = consumer.config.group.clone();
+            self.send(
+                Self::consumer_node(id),
+                NodeId::Broker(coordinator),
+                Message::LeaveGroup {
+                    group,
+                    member_id,
+                    instance: None,
+                },
+            );
+        }
+    }
+
+    /// Breaks the consumer's connections to every broker.
+    fn consumer_drop_connections(&mut self, id: u32) {
+        for broker in 1..=self.config.brokers {
+            self.connection_reset(Self::consumer_node(id), NodeId::Broker(broker));
+        }
+    }
+
+    /// The consumer's process stops for `duration_ms` (a GC pause).
+    pub(crate) fn consumer_pause(&mut self, id: u32, duration_ms: u64) {
+        let now = self.now;
+        let Some(consumer) = self.consumers.get_mut(id as usize) else {
+            return;
+        };
+        if consumer.phase == ConsumerPhase::Stopped || duration_ms == 0 {
+            return;
+        }
+        let until = now.saturating_add(duration_ms);
+        consumer.paused_until = Some(consumer.paused_until.map_or(until, |current| current.max(until)));
+        let incarnation = consumer.incarnation;
+        self.record(TraceKind::ConsumerStatus {
+            consumer: id,
+            status: ConsumerChange::Paused { duration_ms },
+        });
+        self.schedule_timer(
+            Self::consumer_node(id),
+            incarnation,
+            duration_ms,
+            Timer::ConsumerPauseEnd,
+        );
+    }
+
+    /// Until when a consumer's process is paused, if it is now.
+    pub(crate) fn consumer_paused_until(&self, id: u32) -> Option<u64> {
+        self.consumers
+            .get(id as usize)
+            .and_then(|consumer| consumer.paused_until)
+            .filter(|until| *until > self.now)
+    }
+}
+
+/// A consumer fetch's answer, as `consumer_fetched` takes it.
+#[derive(Debug, Default)]
+struct FetchAnswer {
+    records: Vec<super::types::Record>,
+    high_watermark: Offset,
+    last_stable_offset: Offset,
+    aborted: Vec<(u64, Offset)>,
+    fetch_offset: Offset,
+    next_offset: Offset,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replication::transactions::ControlType;
+    use crate::sim::types::{BatchSequence, Record, TxnMarker};
+
+    fn record(offset: Offset, producer: u64, transactional: bool, marker: Option<ControlType>) -> Record {
+        Record {
+            offset,
+            leader_epoch: 0,
+            id: offset,
+            bytes: 1,
+            batch: Some(BatchSequence {
+                producer_id: producer,
+                epoch: 0,
+                first_sequence: if marker.is_some() { -1 } else { 0 },
+                last_sequence: if marker.is_some() { -1 } else { 1 },
+                transactional,
+                marker: marker.map(|control| TxnMarker {
+                    control,
+                    coordinator_epoch: 0,
+                }),
+            }),
+            timestamp: 0,
+            key: None,
+            tombstone: false,
+            headers_size: 1,
+        }
+    }
+
+    #[test]
+    fn read_committed_drops_aborted_records_and_markers_and_moves_past_them() {
+        // Producer 7's transaction (0..=1) aborted at 3; producer 8's
+        // record 2 is not transactional.
+        let records = vec![
+            record(0, 7, true, None),
+            record(1, 7, true, None),
+            record(2, 8, false, None),
+            record(3, 7, true, Some(ControlType::Abort)),
+        ];
+        let (committed, next) = returned_records(records.clone(), IsolationLevel::ReadCommitted, &[(7, 0)], 0);
+        assert_eq!(committed.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![2]);
+        assert_eq!(next, 4);
+        let (uncommitted, next) = returned_records(records.clone(), IsolationLevel::ReadUncommitted, &[], 0);
+        assert_eq!(uncommitted.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!(next, 4);
+        // Only the marker left: nothing returned, the position moves on.
+        let (none, next) = returned_records(records[3..].to_vec(), IsolationLevel::ReadCommitted, &[], 3);
+        assert!(none.is_empty());
+        assert_eq!(next, 4);
+    }
+}

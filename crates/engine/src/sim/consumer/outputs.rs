@@ -1,0 +1,218 @@
+//! What a consumer's application does with records beyond reading them:
+//! poison records and the dead letter queue, and the outputs and
+//! transactions of a consume-transform-produce pipeline.
+
+use super::*;
+
+impl Simulation {
+    /// Whether every handler fails on this record (a `PoisonRecords` rule
+    /// matches it).
+    pub(super) fn is_poison(&self, record: &crate::sim::ledger::InProcess) -> bool {
+        if self.poison.is_empty() {
+            return false;
+        }
+        let key = self
+            .records
+            .get(record.record as usize)
+            .and_then(|made| made.key.as_deref());
+        self.poison.iter().any(|rule| {
+            *rule.topic == *record.partition.topic
+                && rule.key.as_deref().is_none_or(|poison_key| Some(poison_key) == key)
+                && rule
+                    .partition
+                    .is_none_or(|partition| partition == record.partition.partition)
+                && rule.offset.is_none_or(|offset| offset == record.offset)
+        })
+    }
+
+    /// The handler finished a batch with poison records in it: under
+    /// `dead-letter` each goes to `<topic>.DLQ` and the rest are processed
+    /// (returned); under `stop` the records before the first are
+    /// processed, the exception stops the member, and nothing is returned.
+    pub(super) fn consumer_handle_poison(
+        &mut self,
+        id: u32,
+        done: Vec<crate::sim::ledger::InProcess>,
+    ) -> Option<Vec<crate::sim::ledger::InProcess>> {
+        let consumer = &mut self.consumers[id as usize];
+        let poisoned = std::mem::take(&mut consumer.poisoned);
+        if poisoned.is_empty() {
+            return Some(done);
+        }
+        let policy = consumer.config.on_failure.clone();
+        let group = consumer.config.group.clone();
+        let attempts = policy.retries.saturating_add(1);
+        match (policy.then, policy.dead_letter_producer) {
+            (AfterFailures::DeadLetter, Some(producer)) => {
+                let mut rest = Vec::new();
+                for (index, record) in done.into_iter().enumerate() {
+                    if !poisoned.contains(&index) {
+                        rest.push(record);
+                        continue;
+                    }
+                    let headers = crate::sim::DeadLetterHeaders {
+                        topic: record.partition.topic.to_string(),
+                        partition: record.partition.partition,
+                        offset: record.offset,
+                        error: "the handler could not process this record (a poison record)".to_string(),
+                        attempts,
+                    };
+                    let topic = self
+                        .producers
+                        .get(producer as usize)
+                        .map(|state| state.config.topic.clone())
+                        .unwrap_or_default();
+                    let Some(dead_letter) = self.producer_send_dead_letter(producer, record.record, headers) else {
+                        continue;
+                    };
+                    self.ledger.dead_letter(&group, &[record.record]);
+                    self.record(TraceKind::DeadLettered {
+                        group: group.clone(),
+                        consumer: id,
+                        partition: record.partition.clone(),
+                        offset: record.offset,
+                        attempts,
+                        topic,
+                        dead_letter,
+                    });
+                }
+                Some(rest)
+            }
+            _ => {
+                let first = poisoned[0].min(done.len().saturating_sub(1));
+                self.consumer_processed(id, &done[..first]);
+                let abandoned: Vec<crate::sim::types::RecordId> =
+                    done[first..].iter().map(|record| record.record).collect();
+                self.ledger.abandon(&group, &abandoned);
+                if let Some(failed) = done.get(first) {
+                    self.record(TraceKind::HandlerFailed {
+                        group,
+                        consumer: id,
+                        partition: failed.partition.clone(),
+                        offset: failed.offset,
+                        attempts,
+                        skipped: (done.len() - first) as u64,
+                    });
+                }
+                self.consumer_fail(id);
+                None
+            }
+        }
+    }
+
+    /// The handler's exception left the poll loop: the app closes its
+    /// consumer. `close()` commits what `poll()` consumed when
+    /// auto-commit is on (past the failed batch: at most once for the
+    /// rest of it), nothing otherwise; the member leaves the group.
+    pub(super) fn consumer_fail(&mut self, id: u32) {
+        self.consumer_commit(id);
+        let member_id = self.consumers[id as usize].member_id.clone();
+        self.consumer_leave_group(id, member_id);
+        let consumer = &mut self.consumers[id as usize];
+        consumer.phase = ConsumerPhase::Stopped;
+        consumer.incarnation += 1;
+        consumer.assignment.clear();
+        consumer.buffer.clear();
+        self.record(TraceKind::ConsumerStatus {
+            consumer: id,
+            status: ConsumerChange::Closed,
+        });
+    }
+
+    /// The handler sends one output record per record it starts on
+    /// through its `outputProducer` (consume-transform-produce).
+    pub(super) fn consumer_send_outputs(&mut self, id: u32, records: &[crate::sim::types::RecordId]) {
+        let Some(producer) = self.consumers[id as usize].config.output_producer else {
+            return;
+        };
+        for &source in records {
+            let (key, bytes) = match self.records.get(source as usize) {
+                Some(record) => (record.key.as_ref().map(|key| key.to_string()), record.bytes),
+                None => (None, 100),
+            };
+            self.producer_send_derived(producer, source, key, bytes);
+        }
+    }
+
+    /// With `commitMode: "transactional"`: the batch is processed, so the
+    /// positions go into the output transaction
+    /// (`sendOffsetsToTransaction(positions, groupMetadata())`) and it
+    /// commits (`commitTransaction()`); the next poll waits for it.
+    pub(super) fn consumer_commit_transaction(&mut self, id: u32, done: Vec<crate::sim::ledger::InProcess>) {
+        let consumer = &mut self.consumers[id as usize];
+        let Some(producer) = consumer.config.output_producer else {
+            return;
+        };
+        consumer.in_transaction.extend(done);
+        let offsets: Vec<(TopicPartition, Offset)> = consumer
+            .positions
+            .iter()
+            .filter(|(partition, _)| consumer.assignment.contains(partition))
+            .map(|(partition, position)| (partition.clone(), *position))
+            .collect();
+        let send = crate::sim::txn_client::SendOffsets {
+            group: consumer.config.group.clone(),
+            generation: i32::try_from(consumer.generation).unwrap_or(i32::MAX),
+            member_id: consumer.member_id.clone().unwrap_or_default(),
+            instance: consumer.config.group_instance_id.clone(),
+            offsets: offsets.clone(),
+            added: false,
+        };
+        consumer.awaiting_txn = Some(offsets);
+        self.producer_send_offsets(producer, send);
+        self.producer_end_transaction(producer, true);
+    }
+
+    /// The output producer's transaction ended: committed (`Some(true)`),
+    /// the records of it are processed once and its offsets committed;
+    /// aborted (`Some(false)`), the app goes back to the last committed
+    /// offsets and does them again (the usual recovery: `abortTransaction()`
+    /// then seek to the committed positions); fenced (`None`), a newer
+    /// instance owns the transactional id: the app closes.
+    pub(crate) fn consumer_output_transaction_ended(&mut self, producer: u32, outcome: Option<bool>) {
+        let Some(id) = self.consumers.iter().position(|consumer| {
+            consumer.config.output_producer == Some(producer) && consumer.phase != ConsumerPhase::Stopped
+        }) else {
+            return;
+        };
+        let id = id as u32;
+        let consumer = &mut self.consumers[id as usize];
+        if consumer.config.commit_mode != CommitMode::Transactional {
+            return;
+        }
+        let sent = consumer.awaiting_txn.take();
+        let done = std::mem::take(&mut consumer.in_transaction);
+        match outcome {
+            Some(true) => {
+                if let Some(offsets) = sent {
+                    consumer.committed.extend(offsets);
+                }
+                self.consumer_processed(id, &done);
+                self.consumer_poll(id);
+                self.consumer_fetch_all(id);
+            }
+            Some(false) => {
+                let group = consumer.config.group.clone();
+                consumer.buffer.clear();
+                let rewound: Vec<(TopicPartition, Offset)> = consumer
+                    .assignment
+                    .iter()
+                    .filter_map(|partition| {
+                        consumer
+                            .positions
+                            .remove(partition)
+                            .map(|position| (partition.clone(), position))
+                    })
+                    .collect();
+                self.record(TraceKind::TransactionRolledBack {
+                    group,
+                    consumer: id,
+                    records: done.len() as u64,
+                    rewound,
+                });
+                self.consumer_fetch_positions(id);
+            }
+            None => self.consumer_stop(id, true),
+        }
+    }
+}
