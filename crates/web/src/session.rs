@@ -1938,9 +1938,7 @@ mod tests {
         let mut session = session();
         session.apply(Action::Knob(Knob::EnableIdempotence, "false".into()));
         assert_eq!(session.knob_error(), None);
-        for kind in FaultKind::ALL {
-            session.apply(Action::ChaosKind(kind, kind == FaultKind::LossyLinks));
-        }
+        only_chaos_kind(&mut session, FaultKind::LossyLinks);
         session.apply(Action::ChaosRate("60".into()));
         session.apply(Action::StartChaos);
         play_until_finding(&mut session, 600_000);
@@ -1959,19 +1957,18 @@ mod tests {
         assert!(session.run_link().chaos.is_some_and(|linked| linked.jepsen_halt.is_none()));
     }
 
+    /// Chaos with one kind of fault turned on and every other off.
+    fn only_chaos_kind(session: &mut Session, only: FaultKind) {
+        for kind in FaultKind::ALL {
+            session.apply(Action::ChaosKind(kind, kind == only));
+        }
+    }
+
     /// A long skip under chaos that stops at the first anomaly ends at it.
     #[test]
     fn a_skip_under_chaos_ends_at_the_first_anomaly() {
         let mut session = session();
-        for kind in [
-            FaultKind::Crash,
-            FaultKind::Pause,
-            FaultKind::Partition,
-            FaultKind::LossyLinks,
-            FaultKind::SlowNode,
-        ] {
-            session.apply(Action::ChaosKind(kind, false));
-        }
+        only_chaos_kind(&mut session, FaultKind::PowerLoss);
         session.apply(Action::ChaosRate("60".into()));
         session.apply(Action::Produce);
         session.apply(Action::StartChaos);
@@ -2002,15 +1999,7 @@ mod tests {
         session.apply(Action::Knob(Knob::Storage(StorageSetting::FlushMessages), "1".into()));
         assert_eq!(session.knob_error(), None);
         assert_eq!(session.simulation().config().topics[0].flush_messages, Some(1));
-        for kind in [
-            FaultKind::Crash,
-            FaultKind::Pause,
-            FaultKind::Partition,
-            FaultKind::LossyLinks,
-            FaultKind::SlowNode,
-        ] {
-            session.apply(Action::ChaosKind(kind, false));
-        }
+        only_chaos_kind(&mut session, FaultKind::PowerLoss);
         session.apply(Action::ChaosRate("60".into()));
         session.apply(Action::StartChaos);
         play_until_finding(&mut session, 300_000);

@@ -10,6 +10,7 @@ mod range;
 pub mod rebalance;
 mod report;
 mod round_robin;
+pub mod simple;
 pub mod scale;
 mod sticky;
 mod uniform;
@@ -201,16 +202,7 @@ fn assign_with_withheld(
     strategy: Strategy,
     input: &GroupInput,
 ) -> Result<(Assignment, Vec<TopicPartition>), AssignError> {
-    check_limits(input).map_err(|error| AssignError::new(error.to_string()))?;
-    let mut seen = std::collections::BTreeSet::new();
-    for member in &input.members {
-        if !seen.insert(member.member_id.as_str()) {
-            return Err(AssignError::new(format!(
-                "member id {:?} appears more than once",
-                member.member_id
-            )));
-        }
-    }
+    check_input(input)?;
     let assignment = match strategy {
         Strategy::CooperativeSticky => return Ok(sticky::assign_cooperative(input)),
         Strategy::Uniform => uniform::assign(input)?,
@@ -224,6 +216,21 @@ fn assign_with_withheld(
         Strategy::ServerRange => range::assign(input),
     };
     Ok((assignment, Vec::new()))
+}
+
+/// Refuses an input over the limits or naming a member twice.
+fn check_input(input: &GroupInput) -> Result<(), AssignError> {
+    check_limits(input).map_err(|error| AssignError::new(error.to_string()))?;
+    let mut seen = std::collections::BTreeSet::new();
+    for member in &input.members {
+        if !seen.insert(member.member_id.as_str()) {
+            return Err(AssignError::new(format!(
+                "member id {:?} appears more than once",
+                member.member_id
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// What one assignment may be asked to cover ([`crate::limits`]): checked

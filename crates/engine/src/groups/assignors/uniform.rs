@@ -50,14 +50,7 @@ pub(super) fn assign(input: &GroupInput) -> Result<Assignment, AssignError> {
     let mut topics: Vec<Topic> = Vec::new();
     let mut topic_index: BTreeMap<&str, usize> = BTreeMap::new();
     for (name, &count) in &input.topics {
-        let id = match input.topic_ids.get(name) {
-            Some(text) => uuid_bits(text).ok_or_else(|| {
-                AssignError::new(format!(
-                    "topicIds.{name}: {text:?} is not a Kafka topic id (22 characters of base64url)"
-                ))
-            })?,
-            None => derived_topic_id(name),
-        };
+        let id = topic_id(input, name)?;
         topic_index.insert(name.as_str(), topics.len());
         topics.push(Topic {
             name: name.clone(),
@@ -158,6 +151,19 @@ pub(super) fn assign(input: &GroupInput) -> Result<Assignment, AssignError> {
     Ok(assignment)
 }
 
+/// The id of topic `name`: the one `input` gives, or a stand-in derived
+/// from the name.
+pub(super) fn topic_id(input: &GroupInput, name: &str) -> Result<(i64, i64), AssignError> {
+    match input.topic_ids.get(name) {
+        Some(text) => uuid_bits(text).ok_or_else(|| {
+            AssignError::new(format!(
+                "topicIds.{name}: {text:?} is not a Kafka topic id (22 characters of base64url)"
+            ))
+        }),
+        None => Ok(derived_topic_id(name)),
+    }
+}
+
 /// A stable stand-in topic id for a topic given without one: Kafka assigns
 /// random ids, so any fixed choice is as faithful as another; this one is
 /// derived from the name so a run is reproducible.
@@ -168,7 +174,7 @@ fn derived_topic_id(name: &str) -> (i64, i64) {
 }
 
 /// The order in which the coordinator's member map is iterated.
-fn member_order(input: &GroupInput, map: MemberMap) -> Vec<usize> {
+pub(super) fn member_order(input: &GroupInput, map: MemberMap) -> Vec<usize> {
     match map {
         MemberMap::Treemap => {
             let mut order: Vec<usize> = (0..input.members.len()).collect();
