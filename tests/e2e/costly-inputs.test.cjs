@@ -199,6 +199,37 @@ test('a story link with 3,000 forks is refused before any is replayed, and the s
   await page.close();
 });
 
+test('a story link with 16 forks on a long story replays them a slice at a time with a Stop, and the page answers meanwhile', async () => {
+  // Each fork replays the whole story from its first step.
+  const forks = Array.from({ length: 16 }, (_, n) => (n % 2 ? '1:restart-1' : '1:kill-1')).join(',');
+  for (const width of [1280, 390]) {
+    const { page } = await openApp(browser, { query: `?play=0&story=rebalance-storm&fork=${forks}#steps`, width });
+    // A slow laptop: the CPU four times slower, as the issue measures.
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Emulation.setCPUThrottlingRate', { rate: 4 });
+    await showView(page, 'stories');
+    const loading = within(page, 'story-loading');
+    await loading.waitFor();
+    assert.match(await loading.innerText(), /Replaying this link's fork \d+ of 16: \d+ of \d+ ms\./);
+    await answers(page);
+    const stop = within(page, 'story-loading-stop');
+    const box = await stop.boundingBox();
+    assert.ok(box.height >= 44 && box.width >= 44, `the Stop is ${box.width}x${box.height}`);
+    if (width === 1280) {
+      await page.screenshot({ path: screenshotPath('story-forks-loading') });
+    }
+    await stop.click();
+    const problem = within(page, 'link-problem');
+    await problem.waitFor();
+    assert.match(await problem.innerText(), /You stopped replaying this link's forks: it was stopped at \d+ ms of its \d+ ms; it opens after the first \d+\./);
+    assert.equal(await steps(page).getAttribute('data-story'), 'rebalance-storm');
+    assert.equal(await within(page, 'story-loading').count(), 0);
+    await within(page, 'step-next').click();
+    assert.deepEqual(await seriousViolations(page), []);
+    await page.close();
+  }
+});
+
 test('a scenario of 64 brokers and 1,000 partitions for ten minutes opened by ?scenario= says it is too large, and the page answers', async () => {
   // The attacker's file is answered by the test (a service worker would
   // fetch past the test's route, so none runs here).
@@ -210,8 +241,15 @@ test('a scenario of 64 brokers and 1,000 partitions for ten minutes opened by ?s
   await page.route('**/attacker/big.json', (route) => route.fulfill({ contentType: 'application/json', body: JSON.stringify(big) }));
   await page.goto(`${APP_URL}?play=0&scenario=${encodeURIComponent(new URL('attacker/big.json', APP_URL).href)}#steps`);
   await steps(page).waitFor({ timeout: 30000 });
+  // It plays a slice at a time, its progress shown, and the page answers
+  // while it does.
+  const loading = within(page, 'story-loading');
+  await loading.waitFor({ timeout: 30000 });
+  assert.match(await loading.innerText(), /Playing the story: \d+ of 600000 ms\./);
+  await answers(page);
   const problem = within(page, 'scenario-problem');
   await problem.waitFor({ timeout: 60000 });
+  assert.equal(await within(page, 'story-loading').count(), 0);
   assert.match(await problem.innerText(), /this story is too large to play on the page: 64 brokers with 3\d{3} partition replicas had taken \d+ events to reach \d+ ms of its 600000 ms.* shorten runUntilMs/);
   await answers(page);
   await page.screenshot({ path: screenshotPath('scenario-too-large') });

@@ -978,7 +978,7 @@ fn use_knob_links(dispatch: Rc<dyn Fn(Action)>, playing: UseStateHandle<bool>, s
 /// one per timer turn, so the page draws its progress in between and its
 /// Stop stays clickable: `next` is the slice's action while there is one.
 #[hook]
-fn use_slices(dispatch: Rc<dyn Fn(Action)>, next: Option<Action>) {
+pub(crate) fn use_slices<A: 'static>(dispatch: Rc<dyn Fn(A)>, next: Option<A>) {
     let slice_scheduled = use_mut_ref(|| false);
     use_effect(move || {
         if let Some(next) = next.filter(|_| !*slice_scheduled.borrow()) {

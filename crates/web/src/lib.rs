@@ -38,6 +38,7 @@ pub mod share;
 pub mod sim_slot;
 pub mod step_parts;
 pub mod story_cursor;
+pub mod story_loader;
 pub mod story_timeline;
 pub mod story_view;
 pub mod tabs;

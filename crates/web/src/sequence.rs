@@ -22,6 +22,7 @@ use crate::sequence_model::{
     lifelines, link, merged_link, mermaid, parse_link, story, Filter, Step, StepKind, NAVIGATE_EVENT,
 };
 use crate::story_cursor::{CursorAction, FilterField, StoryCursor};
+use crate::story_loader::{LoadProgress, StoryLoader, OPEN_WORK, SLICE_WORK};
 
 fn set_url(query: &str) {
     if let Some(history) = web_sys::window().and_then(|window| window.history().ok()) {
@@ -358,6 +359,9 @@ fn use_host_commands(dispatch: Dispatch, cursor: Rc<RefCell<Option<StoryCursor>>
                         step: None,
                         filter: Filter::default(),
                     });
+                    if let Some(problem) = cursor.borrow().as_ref().and_then(StoryCursor::open_problem) {
+                        return Err(problem.to_string());
+                    }
                 }
                 other => return Err(format!("the sequence steps do not take {}", other.name())),
             }
@@ -612,12 +616,120 @@ fn step_keys(dispatch: Dispatch, any: bool) -> Callback<KeyboardEvent> {
     })
 }
 
+/// Scenario files: one the learner opens (the picker or a drop on the
+/// section) or the address names (`?scenario=`) plays as a story; one that
+/// is not valid says where and why.
+struct ScenarioFiles {
+    problem: Option<String>,
+    /// Whether `?scenario=` is still being fetched.
+    loading: bool,
+    on_file: Callback<Event>,
+    on_drop: Callback<DragEvent>,
+}
+
+#[hook]
+fn use_scenario_files(
+    dispatch: Dispatch,
+    playing: UseStateHandle<bool>,
+    cursor: Rc<RefCell<Option<StoryCursor>>>,
+    from_address: FromAddress,
+) -> ScenarioFiles {
+    let scenario_problem = use_state(|| None::<String>);
+    let open_file = file_opener(dispatch.clone(), playing, scenario_problem.clone());
+    let loading = use_scenario_from_address(dispatch, cursor, scenario_problem.clone(), from_address);
+    ScenarioFiles {
+        problem: (*scenario_problem).clone(),
+        loading,
+        on_file: file_input(open_file.clone()),
+        on_drop: file_drop(open_file),
+    }
+}
+
 /// A story fetched from the address, and the address as the query has it.
 type FromAddress = Rc<RefCell<Option<(&'static crate::sequence_model::StoryDef, String)>>>;
 
+/// The steps section. The story the address names opens at once when it
+/// is as small as a shipped story; a larger one (a costly scenario, a link
+/// with many forks) plays a slice at a time, its progress shown with a
+/// Stop, and the page answers meanwhile.
 #[function_component(SequenceSteps)]
 pub fn sequence_steps() -> Html {
-    let cursor: Rc<RefCell<Option<StoryCursor>>> = use_mut_ref(|| StoryCursor::from_link(&page_query()).ok());
+    let first = use_mut_ref(|| {
+        StoryLoader::from_link(&page_query()).ok().map(|mut loader| {
+            loader.slice(OPEN_WORK);
+            loader
+        })
+    });
+    let cursor: Rc<RefCell<Option<StoryCursor>>> = use_mut_ref(|| None);
+    let redraw = use_force_update();
+    // A loader that is done opens its story.
+    if first.borrow().as_ref().is_some_and(StoryLoader::is_done) {
+        let done = first.borrow_mut().take().expect("a loader");
+        *cursor.borrow_mut() = done
+            .loaded()
+            .ok()
+            .and_then(|loaded| StoryCursor::from_loaded(loaded).ok());
+    }
+    let progress = first.borrow().as_ref().map(StoryLoader::progress);
+    let on_first: Rc<dyn Fn(bool)> = Rc::new(move |stop: bool| {
+        if let Some(loader) = first.borrow_mut().as_mut() {
+            if stop {
+                loader.stop();
+            } else {
+                loader.slice(SLICE_WORK);
+            }
+        }
+        redraw.force_update();
+    });
+    crate::cluster_panel::use_slices(on_first.clone(), progress.map(|_| false));
+    match progress {
+        Some(progress) => first_loading(progress, on_first),
+        None => html! { <OpenSteps cursor={SharedCursor(cursor)} /> },
+    }
+}
+
+/// The steps section while its first story plays: how far, and a Stop
+/// that opens it as far as it has played.
+fn first_loading(progress: LoadProgress, on_first: Rc<dyn Fn(bool)>) -> Html {
+    html! {
+        <section id="steps" class="card steps wide" aria-labelledby="steps-title" data-testid="steps" data-story-loading="true">
+            <h2 id="steps-title">{ "Stories: a run, message by message" }</h2>
+            { opening_line(progress, Callback::from(move |_: MouseEvent| on_first(true))) }
+        </section>
+    }
+}
+
+/// The line that says a story is opening, with its Stop.
+fn opening_line(progress: LoadProgress, on_stop: Callback<MouseEvent>) -> Html {
+    html! {
+        <p class="replay-progress" role="status" data-testid="story-loading">
+            <progress max={progress.until_ms.to_string()} value={progress.now_ms.to_string()} aria-label="story played" />
+            { format!(" {} ", progress.text()) }
+            <button type="button" data-testid="story-loading-stop" onclick={on_stop}>{ "Stop and show what has played" }</button>
+        </p>
+    }
+}
+
+/// The cursor the open steps share with the section (equal when it is the
+/// same one).
+#[derive(Clone)]
+pub struct SharedCursor(Rc<RefCell<Option<StoryCursor>>>);
+
+impl PartialEq for SharedCursor {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct OpenStepsProps {
+    pub cursor: SharedCursor,
+}
+
+/// The steps section with a story open.
+#[function_component(OpenSteps)]
+fn open_steps(props: &OpenStepsProps) -> Html {
+    let cursor = props.cursor.0.clone();
     use_held_for_scenario();
     let redraw = use_force_update();
     let playing = use_state(|| false);
@@ -636,6 +748,12 @@ pub fn sequence_steps() -> Html {
     let dispatch = cursor_dispatch(cursor.clone(), redraw);
 
     use_host_commands(dispatch.clone(), cursor.clone(), playing.clone());
+    // Another story opening plays a slice at a time.
+    let opening = cursor
+        .borrow()
+        .as_ref()
+        .and_then(|current| current.opening().map(|(_, progress)| progress));
+    crate::cluster_panel::use_slices(dispatch.clone(), opening.map(|_| CursorAction::PlaySlice));
     let borrowed = cursor.borrow();
     let Some(current) = borrowed.as_ref() else {
         return unloaded();
@@ -648,6 +766,7 @@ pub fn sequence_steps() -> Html {
     use_step_events(story_def.id.clone(), index, total);
     let forks_made = current.forks().to_vec();
     let problem = current.problem().map(str::to_string);
+    let open_problem = current.open_problem().map(str::to_string);
     let why_open = current.why_open();
     let visible = current.visible();
     let place = visible.partition_point(|&shown| shown < index);
@@ -679,18 +798,8 @@ pub fn sequence_steps() -> Html {
         go.clone(),
     );
     let (on_play, on_pace) = play_callbacks(playing.clone(), pace.setter());
-    // A scenario file the learner opens (the picker or a drop on this
-    // section) plays as a story; one that is not valid says where and why.
-    let scenario_problem = use_state(|| None::<String>);
-    let open_file = file_opener(dispatch.clone(), playing.clone(), scenario_problem.clone());
-    let scenario_loading = use_scenario_from_address(
-        dispatch.clone(),
-        cursor.clone(),
-        scenario_problem.clone(),
-        from_address.clone(),
-    );
-    let on_file = file_input(open_file.clone());
-    let on_drop = file_drop(open_file);
+    let files = use_scenario_files(dispatch.clone(), playing.clone(), cursor.clone(), from_address.clone());
+    let scenario_loading = files.loading;
     let on_drag_over = Callback::from(|event: DragEvent| event.prevent_default());
     let on_story = story_picker(dispatch.clone(), playing.clone());
     // A filter that hides the current step moves to the nearest shown one.
@@ -737,11 +846,12 @@ pub fn sequence_steps() -> Html {
             data-opening={(outline.opening_step() + 1).to_string()}
             data-trace-hash={format!("{trace_hash:016x}")} data-time={view.time_ms.to_string()}
             data-scenario-loading={scenario_loading.to_string()}
-            ondrop={on_drop} ondragover={on_drag_over}>
+            ondrop={files.on_drop} ondragover={on_drag_over}>
             <h2 id="steps-title" class={classes!(compact.then_some("visually-hidden"))}>{ "Stories: a run, message by message" }</h2>
             { if let Some(problem) = &problem { html! { <p class="error" role="alert" data-testid="link-problem">{ problem }</p> } } else { html! {} } }
+            { opening.map_or_else(Html::default, |progress| opening_line(progress, on_action.reform(|_: MouseEvent| CursorAction::StopOpening))) }
             <crate::step_parts::StoryBar compact={compact} story={story_def.id.clone()} custom={story_def.is_custom().then(|| format!("{} (from {})", story_def.title(), story_def.file))}
-                title={title} description={description} problem={(*scenario_problem).clone()} on_story={on_story} on_file={on_file} />
+                title={title} description={description} problem={files.problem.or(open_problem)} on_story={on_story} on_file={files.on_file} />
             <crate::step_parts::StepControls playing={*playing} pace={*pace} on_action={on_action.clone()} on_play={on_play} on_pace={on_pace}
                 // The step's own number (the one links and Learn name), and
                 // where it sits among the steps shown.

@@ -152,9 +152,8 @@ pub fn scenario_url_name(url: &str) -> Result<String, String> {
 /// shipped scenario is (its JSON, with the line and column of a mistake
 /// and the field's name; kafkascope's limits; its story block), given a
 /// plain story block if it has none, and kept for the page's life (each
-/// opened file is a little memory, as a shipped story is). Its run is
-/// played to the end before it opens, so a cluster that cannot start says
-/// so here.
+/// opened file is a little memory, as a shipped story is). It plays when
+/// the steps open it.
 pub fn custom_story(file_name: &str, text: &str) -> Result<&'static StoryDef, String> {
     if text.len() > MAX_SCENARIO_FILE_BYTES {
         return Err(format!(
@@ -194,34 +193,27 @@ pub fn custom_story(file_name: &str, text: &str) -> Result<&'static StoryDef, St
         file: Box::leak(file_name.to_string().into_boxed_str()),
         scenario,
     }));
-    // Played once here, to say now whether it plays; the steps then open
-    // this run ([`take_prepared`]) rather than play it again. A file that
-    // does not play is remembered too, so opening it again costs nothing.
-    match StoryRun::start(definition) {
-        Ok(run) => {
-            PREPARED.with(|prepared| *prepared.borrow_mut() = Some(run));
-            remember(file_name, text, Ok(definition))
-        }
-        Err(error) => remember(file_name, text, Err(format!("{file_name}: {error}"))),
+    // It plays when the steps open it (a slice at a time if it is large);
+    // if it turns out not to play, [`unplayable`] remembers why, so opening
+    // it again says so at once.
+    remember(file_name, text, Ok(definition))
+}
+
+/// Why `story` does not open, as the page says it: an opened file's name
+/// first, and remembered for that file from now on.
+pub fn unplayable(story: &'static StoryDef, problem: String) -> String {
+    if !story.is_custom() {
+        return problem;
     }
-}
-
-thread_local! {
-    /// The run [`custom_story`] played, until the steps open it.
-    static PREPARED: std::cell::RefCell<Option<StoryRun>> = const { std::cell::RefCell::new(None) };
-}
-
-/// The run of `story` that [`custom_story`] has just played, if that is
-/// the story: opening it then costs no second play.
-pub fn take_prepared(story: &'static StoryDef) -> Option<StoryRun> {
-    PREPARED.with(|prepared| {
-        let mut prepared = prepared.borrow_mut();
-        if prepared.as_ref().is_some_and(|run| std::ptr::eq(run.story, story)) {
-            prepared.take()
-        } else {
-            None
+    let said = format!("{}: {problem}", story.file);
+    OPENED.with(|opened| {
+        for kept in opened.borrow_mut().values_mut() {
+            if kept.as_ref().is_ok_and(|kept| std::ptr::eq(*kept, story)) {
+                *kept = Err(said.clone());
+            }
         }
-    })
+    });
+    said
 }
 
 /// The most distinct scenario files a page keeps (each opened file stays
@@ -376,6 +368,10 @@ pub struct StoryRun {
     pub forks: Vec<String>,
     /// The work the last play (the start, or a fork's replay) took.
     pub last_work: u64,
+    /// A play under way (the start, or a fork's replay), played a slice
+    /// at a time by [`Self::play_slice`]: its work so far and an event's
+    /// cost.
+    playing: Option<(u64, u64)>,
     /// Jepsen's verdict on the whole run (to its end, or as far as it
     /// played), for "What Jepsen would say about this run".
     pub verdict: Option<kafkascope_engine::sim::jepsen::Verdict>,
@@ -404,6 +400,14 @@ fn too_costly(simulation: &Simulation, until: u64, cost: u64) -> String {
 impl StoryRun {
     /// Plays a story to its end.
     pub fn start(story: &'static StoryDef) -> Result<StoryRun, String> {
+        let mut run = StoryRun::begin(story)?;
+        run.play_to_end()?;
+        Ok(run)
+    }
+
+    /// A story ready to play from its start, a slice at a time
+    /// ([`Self::play_slice`]); nothing has played yet.
+    pub fn begin(story: &'static StoryDef) -> Result<StoryRun, String> {
         let scenario = story.scenario.clone();
         let mut simulation = Simulation::new(scenario.config.clone(), scenario.seed)?;
         for input in &scenario.inputs {
@@ -425,10 +429,11 @@ impl StoryRun {
             outline: Default::default(),
             forks: Vec::new(),
             last_work: 0,
+            playing: None,
             verdict: None,
             jepsen: None,
         };
-        run.play_to_end()?;
+        run.playing = Some((0, run.recording.simulation().event_cost()));
         Ok(run)
     }
 
@@ -436,9 +441,20 @@ impl StoryRun {
     /// [`MAX_STORY_WORK`]; past it the run stops where it is (its steps so
     /// far kept) and `Err` says why.
     fn play_to_end(&mut self) -> Result<(), String> {
+        loop {
+            if let Some(outcome) = self.play_slice(u64::MAX) {
+                return outcome;
+            }
+        }
+    }
+
+    /// Plays the play under way on by about `budget` work: `None` while
+    /// there is more to play, else how it ended (as [`Self::play_to_end`]
+    /// says). A play's steps are drawn when it ends.
+    pub fn play_slice(&mut self, budget: u64) -> Option<Result<(), String>> {
+        let (mut work, mut cost) = self.playing.unwrap_or((0, self.recording.simulation().event_cost()));
         let until = self.scenario.run_until_ms;
-        let mut work = 0u64;
-        let mut cost = self.recording.simulation().event_cost();
+        let stop_at = work.saturating_add(budget);
         let mut refusal = None;
         while self
             .recording
@@ -446,6 +462,10 @@ impl StoryRun {
             .next_event_time()
             .is_some_and(|time| time <= until)
         {
+            if work >= stop_at {
+                self.playing = Some((work, cost));
+                return None;
+            }
             self.recording.step();
             let position = self.recording.position();
             let known = self.recording.trace().len();
@@ -460,6 +480,37 @@ impl StoryRun {
                 break;
             }
         }
+        Some(self.finish_play(work, refusal))
+    }
+
+    /// Ends the play under way where it is, as if the story ended there
+    /// (the learner's Stop): its steps so far are drawn and `Err` says
+    /// where it stopped.
+    pub fn stop_play(&mut self) -> Result<(), String> {
+        let work = self.playing.map_or(0, |(work, _)| work);
+        let stopped = format!(
+            "it was stopped at {} ms of its {} ms",
+            self.recording.simulation().now(),
+            self.scenario.run_until_ms
+        );
+        self.finish_play(work, Some(stopped))
+    }
+
+    /// The work of the play under way so far, or of the last one.
+    pub fn play_work(&self) -> u64 {
+        self.playing.map_or(self.last_work, |(work, _)| work)
+    }
+
+    /// Whether a play is under way, and how far it is: (simulated ms
+    /// reached, ms it plays to).
+    pub fn play_progress(&self) -> Option<(u64, u64)> {
+        self.playing
+            .map(|_| (self.recording.simulation().now(), self.scenario.run_until_ms))
+    }
+
+    /// Draws the steps of a play that has ended.
+    fn finish_play(&mut self, work: u64, refusal: Option<String>) -> Result<(), String> {
+        self.playing = None;
         self.last_work = work;
         self.trace = self.recording.trace().to_vec();
         self.steps = steps_of(&self.trace, &self.positions, self.story);
@@ -493,6 +544,13 @@ impl StoryRun {
     /// Forks at step `index`: the old future is discarded, `inputs`
     /// happen at that moment, and the run plays to its end again.
     pub fn fork(&mut self, index: usize, inputs: Vec<Input>, description: String) -> Result<(), String> {
+        self.begin_fork(index, inputs, description);
+        self.play_to_end()
+    }
+
+    /// Forks at step `index` as [`Self::fork`] does, to be played a slice
+    /// at a time ([`Self::play_slice`]).
+    pub fn begin_fork(&mut self, index: usize, inputs: Vec<Input>, description: String) {
         self.seek(index);
         let now = self.recording.simulation().now();
         self.recording.fork(
@@ -503,7 +561,7 @@ impl StoryRun {
         );
         self.positions.truncate(self.recording.trace().len());
         self.forks.push(description);
-        self.play_to_end()
+        self.playing = Some((0, self.recording.simulation().event_cost()));
     }
 
     /// A hash of the trace up to the current point (equal points of equal
@@ -1444,6 +1502,7 @@ pub const NAVIGATE_EVENT: &str = "kafkascope-navigate";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::story_cursor::{CursorAction, StoryCursor};
 
     #[test]
     fn a_hidden_step_gives_way_to_the_nearest_shown_one_and_bad_links_are_named() {
@@ -2035,12 +2094,30 @@ mod tests {
             "inputs": [{"atMs": 100, "input": {"type": "produce", "producer": 0, "count": 100}}],
             "runUntilMs": MAX_STORY_RUN_MS
         });
-        let error = custom_story("big.json", &scenario.to_string()).expect_err("too costly");
+        // The file is checked at once; it plays when the steps open it, a
+        // slice at a time after the first, so the page answers meanwhile.
+        let story = custom_story("big.json", &scenario.to_string()).expect("checked");
+        let mut cursor = StoryCursor::from_link("?story=happy-path").expect("opens");
+        cursor.apply(CursorAction::Open {
+            story,
+            step: None,
+            filter: Filter::default(),
+        });
+        let mut slices = 0;
+        while let Some((opening, progress)) = cursor.opening() {
+            assert!(std::ptr::eq(opening, story));
+            assert!(progress.until_ms == MAX_STORY_RUN_MS && progress.fork == 0);
+            cursor.apply(CursorAction::PlaySlice);
+            slices += 1;
+        }
+        assert!(slices >= 40, "{slices} slices");
+        let error = cursor.open_problem().expect("refused").to_string();
         assert!(
             error.starts_with("big.json: this story is too large to play on the page")
                 && error.contains("shorten runUntilMs"),
             "{error}"
         );
+        assert_eq!(cursor.story().id, "happy-path", "the story shown stays");
         // The same file again is refused from memory: not played again, and
         // not kept a second time.
         let kept = OPENED.with(|opened| opened.borrow().len());
@@ -2051,22 +2128,27 @@ mod tests {
         assert_eq!(OPENED.with(|opened| opened.borrow().len()), kept);
     }
 
-    /// An opened file is played once: the run that checked it is the run
-    /// the steps open.
+    /// An opened file as small as the shipped stories opens at once, as
+    /// the same story played whole.
     #[test]
-    fn an_opened_scenario_is_played_once() {
+    fn a_small_opened_scenario_opens_at_once() {
         let shipped = stories()
             .iter()
             .find(|story| story.id == "happy-path")
             .map(|story| serde_json::to_string(&story.scenario).expect("json"))
             .expect("happy-path");
-        let story = custom_story("once.json", &shipped).expect("plays");
-        let run = take_prepared(story).expect("the checked run is kept for the steps");
-        assert!(std::ptr::eq(run.story, story));
-        assert!(take_prepared(story).is_none(), "taken once");
+        let story = custom_story("once.json", &shipped).expect("checked");
+        let mut cursor = StoryCursor::from_link("?story=acks1-loss").expect("opens");
+        cursor.apply(CursorAction::Open {
+            story,
+            step: None,
+            filter: Filter::default(),
+        });
+        assert!(cursor.opening().is_none());
+        assert!(std::ptr::eq(cursor.story(), story));
         let fresh = StoryRun::start(story).expect("plays");
-        assert_eq!(run.trace.len(), fresh.trace.len());
-        assert_eq!(run.steps.len(), fresh.steps.len());
+        assert_eq!(cursor.run().trace.len(), fresh.trace.len());
+        assert_eq!(cursor.run().steps, fresh.steps);
     }
 
     /// A fuzz pass over large shapes within every count a scenario file may
@@ -2083,9 +2165,9 @@ mod tests {
                 Some([40, 300, 1_000, 1_000, 200, 5][seed as usize]),
             );
             let text = serde_json::to_string(&case.scenario()).expect("json");
-            match custom_story(&format!("large-{seed}.json"), &text) {
-                Ok(story) => assert!(StoryRun::start(story).is_ok(), "seed {seed}"),
-                Err(error) => assert!(error.contains("too large to play on the page"), "seed {seed}: {error}"),
+            let story = custom_story(&format!("large-{seed}.json"), &text).expect("within the format's counts");
+            if let Err(error) = StoryRun::start(story) {
+                assert!(error.contains("too large to play on the page"), "seed {seed}: {error}");
             }
         }
     }

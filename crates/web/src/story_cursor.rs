@@ -10,9 +10,8 @@ use kafkascope_engine::sim::config::{ConfigChange, Input};
 use kafkascope_engine::sim::types::NodeId;
 
 use crate::selection::{as_broker, parse_node};
-use crate::sequence_model::{
-    first_story, link_problem, nearest_shown, parse_forks, parse_link, Filter, ForkLink, StoryDef, StoryRun,
-};
+use crate::sequence_model::{nearest_shown, Filter, ForkLink, StoryDef, StoryRun};
+use crate::story_loader::{LoadProgress, Loaded, StoryLoader, OPEN_WORK, SLICE_WORK};
 
 /// Which filter a choice sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +56,10 @@ pub enum CursorAction {
     Every(bool),
     /// Unfold or fold the start-up's steps.
     Startup(bool),
+    /// Play the story being opened on by a slice.
+    PlaySlice,
+    /// Open the story being opened as far as it has played.
+    StopOpening,
 }
 
 /// A story being read.
@@ -67,64 +70,38 @@ pub struct StoryCursor {
     filter: Filter,
     why_open: bool,
     problem: Option<String>,
+    /// Another story being opened, a slice at a time.
+    loading: Option<StoryLoader>,
+    /// Why the last story asked for did not open (a scenario file too
+    /// costly to play).
+    open_problem: Option<String>,
 }
 
 impl StoryCursor {
     /// The story a page address names (or the first), at its step, with its
     /// forks replayed; a bad story, step or fork is said in [`Self::problem`].
     pub fn from_link(query: &str) -> Result<StoryCursor, String> {
-        let (linked_story, linked_step) = parse_link(query);
-        let story = linked_story.unwrap_or(first_story());
-        let mut run = StoryRun::start(story)?;
-        let mut forks = Vec::new();
-        let mut fork_problem = None;
-        // A link's forks together may replay at most twice a story's work
-        // (each fork replays the rest of the story).
-        let mut replayed = run.last_work;
-        match parse_forks(query) {
-            Err(problem) => fork_problem = Some(problem),
-            Ok(linked) => {
-                for (step, choice) in linked {
-                    let label = fork_label(run.scenario.config.brokers, &choice);
-                    match label {
-                        Some(label) if step < run.steps.len() => {
-                            let played = run.fork(step, fork_inputs(&choice), label);
-                            forks.push((step, choice));
-                            replayed += run.last_work;
-                            if let Err(problem) = played {
-                                fork_problem = Some(format!("This link's forks stop early: {problem}."));
-                                break;
-                            }
-                            if replayed > 2 * kafkascope_engine::limits::MAX_STORY_WORK {
-                                fork_problem = Some(format!(
-                                    "This link's forks replay more of the story than kafkascope plays at once; it opens after the first {}.",
-                                    forks.len()
-                                ));
-                                break;
-                            }
-                        }
-                        _ => {
-                            fork_problem = Some(format!(
-                                "This link's fork \"{}:{choice}\" names no such step or choice; the story opens without it.",
-                                step + 1
-                            ));
-                            break;
-                        }
-                    }
-                }
-            }
-        }
-        let problem = link_problem(query, run.steps.len()).or(fork_problem);
+        let mut loader = StoryLoader::from_link(query)?;
+        loader.finish();
+        StoryCursor::from_loaded(loader.loaded()?)
+    }
+
+    /// The cursor on a story a [`StoryLoader`] has opened.
+    pub fn from_loaded(loaded: Loaded) -> Result<StoryCursor, String> {
         // A story opens on its first chapter; a link to a step opens there
         // (with every step shown if the default view leaves it out).
-        let current = linked_step.map_or(run.outline.opening_step(), |step| step.saturating_sub(1));
+        let current = loaded
+            .step
+            .map_or(loaded.run.outline.opening_step(), |step| step.saturating_sub(1));
         let mut cursor = StoryCursor {
-            run,
-            forks,
+            run: loaded.run,
+            forks: loaded.forks,
             current,
-            filter: Filter::default(),
+            filter: loaded.filter,
             why_open: false,
-            problem,
+            problem: loaded.problem,
+            loading: None,
+            open_problem: None,
         };
         cursor.show(current);
         cursor.settle();
@@ -217,26 +194,43 @@ impl StoryCursor {
     pub fn apply(&mut self, action: CursorAction) {
         match action {
             CursorAction::Open { story, step, filter } => {
+                // Whatever was opening is given up for this.
+                self.loading = None;
+                self.open_problem = None;
                 // Another story, or the same file opened again (its own
-                // definition, maybe edited): play it afresh.
+                // definition, maybe edited): play it afresh, at once if it
+                // is small, else a slice at a time.
                 if !std::ptr::eq(self.run.story, story) {
-                    // An opened file's run was played when it was checked.
-                    let run = crate::sequence_model::take_prepared(story).map_or_else(|| StoryRun::start(story), Ok);
-                    match run {
-                        Ok(run) => {
-                            self.run = run;
-                            self.forks.clear();
+                    match StoryLoader::open(story, step, filter) {
+                        Ok(mut loader) => {
+                            if loader.slice(OPEN_WORK) {
+                                self.opened(loader);
+                            } else {
+                                self.loading = Some(loader);
+                            }
                         }
-                        Err(problem) => {
-                            self.problem = Some(problem);
-                            return;
-                        }
+                        Err(problem) => self.problem = Some(problem),
                     }
+                    return;
                 }
                 self.filter = filter;
                 let target = step.unwrap_or(self.run.outline.opening_step());
                 self.show(target);
                 self.move_to(target);
+            }
+            CursorAction::PlaySlice => {
+                if let Some(loader) = self.loading.as_mut() {
+                    if loader.slice(SLICE_WORK) {
+                        let loader = self.loading.take().expect("loading");
+                        self.opened(loader);
+                    }
+                }
+            }
+            CursorAction::StopOpening => {
+                if let Some(mut loader) = self.loading.take() {
+                    loader.stop();
+                    self.opened(loader);
+                }
             }
             CursorAction::Go(target) => {
                 self.show(target);
@@ -329,6 +323,37 @@ impl StoryCursor {
         }
     }
 
+    /// Another story being opened, and how far it is.
+    pub fn opening(&self) -> Option<(&'static StoryDef, LoadProgress)> {
+        self.loading.as_ref().map(|loader| (loader.story(), loader.progress()))
+    }
+
+    /// Why the last story asked for did not open.
+    pub fn open_problem(&self) -> Option<&str> {
+        self.open_problem.as_deref()
+    }
+
+    /// A story opened: the steps show it (or say why it does not open; a
+    /// scenario file that does not play is remembered as such).
+    fn opened(&mut self, loader: StoryLoader) {
+        let story = loader.story();
+        match loader.loaded() {
+            Ok(loaded) => {
+                let target = loaded.step.unwrap_or(loaded.run.outline.opening_step());
+                self.run = loaded.run;
+                self.forks = loaded.forks;
+                self.filter = loaded.filter;
+                self.show(target);
+                self.move_to(target);
+                self.problem = loaded.problem;
+            }
+            Err(problem) => {
+                let problem = crate::sequence_model::unplayable(story, problem);
+                self.open_problem = Some(problem);
+            }
+        }
+    }
+
     /// After the view changed: the current step, or the nearest shown one.
     fn keep_in_view(&mut self) {
         if let Some(nearest) = nearest_shown(&self.visible(), self.current) {
@@ -365,7 +390,7 @@ pub fn fork_choices(brokers: u32) -> Vec<(String, String)> {
     choices
 }
 
-fn fork_label(brokers: u32, choice: &str) -> Option<String> {
+pub(crate) fn fork_label(brokers: u32, choice: &str) -> Option<String> {
     fork_choices(brokers)
         .into_iter()
         .find(|(value, _)| value == choice)

@@ -103,14 +103,19 @@ impl Recording {
     }
 
     /// Forks at the current point: the inputs scheduled later are dropped
-    /// and `inputs` are scheduled instead. Snapshots of the old future go.
+    /// and `inputs` are scheduled instead. Snapshots of the old future go,
+    /// and so does one taken at this very point (it holds the old inputs);
+    /// the forked point is snapshotted instead, so a seek to anywhere after
+    /// it replays the new future, never the old one from an earlier
+    /// snapshot.
     pub fn fork(&mut self, inputs: Vec<ScheduledInput>) {
         let position = self.position();
-        self.snapshots.retain(|(at, _, _)| *at <= position);
+        self.snapshots.retain(|(at, _, _)| *at < position);
         self.trace.truncate(self.visible);
         self.current.discard_future_inputs();
         for input in inputs {
             self.current.schedule(input);
         }
+        self.snapshots.push((position, self.current.clone(), self.visible));
     }
 }

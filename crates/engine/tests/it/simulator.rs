@@ -377,6 +377,46 @@ mod recording {
         let past = fork.trace().iter().take_while(|event| event.time <= now).count();
         assert_eq!(hash(&fork.trace()[..past]), hash(&original.trace()[..past]));
     }
+
+    /// A seek to just after a fork (before the next snapshot) replays the
+    /// new future, not the old one from the snapshot before the fork: a
+    /// story link with two forks replayed the first fork's future wrongly
+    /// when it went back for the second.
+    #[test]
+    fn a_seek_just_after_a_fork_replays_the_forked_future() {
+        let mut fork = recording(9);
+        // Not on a snapshot: 500 events apart.
+        fork.seek(1_234);
+        let at = fork.position();
+        let now = fork.simulation().now();
+        fork.fork(vec![ScheduledInput {
+            at_ms: now,
+            input: Input::KillBroker { broker: 1 },
+        }]);
+        fork.run_until(40_000);
+        let forked = fork.trace().to_vec();
+        let end = fork.position();
+        for target in [at + 1, at + 10, at + 300, at] {
+            fork.seek(target);
+            assert_eq!(fork.position(), target);
+            fork.seek(end);
+            assert_eq!(hash(fork.trace()), hash(&forked), "after a seek to {target}");
+        }
+        // A second fork after the first keeps the first's future before it.
+        fork.seek(at + 50);
+        let second_at = fork.simulation().now();
+        fork.fork(vec![ScheduledInput {
+            at_ms: second_at,
+            input: Input::KillBroker { broker: 2 },
+        }]);
+        fork.run_until(40_000);
+        let kept = fork.trace().iter().take_while(|event| event.time < second_at).count();
+        assert_eq!(hash(&fork.trace()[..kept]), hash(&forked[..kept]));
+        assert!(fork
+            .trace()
+            .iter()
+            .any(|event| event.line().contains("input: kill broker-1")));
+    }
 }
 
 /// Three brokers, one `orders` topic with `partitions` partitions, one
