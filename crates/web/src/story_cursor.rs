@@ -278,13 +278,15 @@ impl StoryCursor {
                     return;
                 };
                 let label = fork_label(self.run.scenario.config.brokers, &choice).unwrap_or_else(|| choice.clone());
-                if let Err(problem) = self.run.fork(self.current, fork_inputs(&choice), label) {
-                    self.problem = Some(format!("The fork stops early: {problem}."));
-                }
+                let played = self.run.fork(self.current, fork_inputs(&choice), label);
                 self.forks.push((self.current, choice));
                 let next = self.run.step_at_or_after(at);
                 self.show(next);
                 self.move_to(next);
+                // Said after the move, which clears the last message.
+                if let Err(problem) = played {
+                    self.problem = Some(format!("The fork stops early: {problem}."));
+                }
             }
             CursorAction::ToggleWhy => self.why_open = !self.why_open,
             CursorAction::Chapter(forward) => {

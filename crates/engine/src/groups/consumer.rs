@@ -815,22 +815,9 @@ impl ConsumerShard {
     }
 
     fn regular_heartbeat(&mut self, request: &HeartbeatRequest) -> Result<HeartbeatResponse, ErrorCode> {
-        let now = self.now_ms;
         let group_id = request.group_id.clone();
         let joining = request.member_epoch == 0;
-        if joining
-            && (request.rebalance_timeout_ms == -1
-                || request.owned.as_ref().is_none_or(|owned| !owned.is_empty())
-                || request
-                    .subscribed_topic_names
-                    .as_ref()
-                    .is_none_or(|topics| topics.is_empty()))
-        {
-            return Err(ErrorCode::InvalidRequest);
-        }
-        if request.member_epoch < LEAVE_GROUP_MEMBER_EPOCH {
-            return Err(ErrorCode::InvalidRequest);
-        }
+        check_heartbeat_request(request)?;
         let transient = !self.groups.contains_key(&group_id);
         if transient && !joining {
             return Err(ErrorCode::GroupIdNotFound);
@@ -869,20 +856,7 @@ impl ConsumerShard {
             }
         }
 
-        let mut updated = member.clone();
-        if let Some(instance) = &request.instance_id {
-            updated.instance_id = Some(instance.clone());
-        }
-        if request.rebalance_timeout_ms != -1 {
-            updated.rebalance_timeout_ms = request.rebalance_timeout_ms;
-        }
-        if let Some(assignor) = &request.server_assignor {
-            updated.server_assignor = Some(assignor.clone());
-        }
-        if let Some(topics) = &request.subscribed_topic_names {
-            updated.subscribed_topic_names = topics.iter().cloned().gather();
-        }
-        updated.client_id = request.client_id.clone();
+        let updated = updated_member(&member, request);
 
         let mut records = Vec::new();
         let is_new = !group.members.contains_key(&member_id);
@@ -902,15 +876,113 @@ impl ConsumerShard {
             bump = updated.subscribed_topic_names != member.subscribed_topic_names;
         }
 
+        let (group_epoch, subscription_metadata, subscription_type) =
+            self.refresh_subscriptions(&group, (!is_new).then_some(&member), &updated, bump, &mut records);
+
+        let (target_epoch, target) = if group_epoch > group.assignment_epoch {
+            let (target, target_records) = self.compute_target(
+                &group,
+                group_epoch,
+                &member,
+                &updated,
+                &subscription_metadata,
+                subscription_type,
+            );
+            records.extend(target_records);
+            (group_epoch, target)
+        } else {
+            (
+                group.assignment_epoch,
+                group.target.get(&member_id).cloned().unwrap_or_default(),
+            )
+        };
+
+        let reconciled = self.reconcile(&group, &updated, target_epoch, &target, request.owned.as_deref())?;
+        if reconciled != updated {
+            self.record_reconciled(&group_id, &member_id, &reconciled, &mut records);
+        }
+        self.schedule(
+            session_key(&group_id, &member_id),
+            self.config.session_timeout_ms,
+            TimerOp::Session {
+                group: group_id.clone(),
+                member: member_id.clone(),
+            },
+        );
+        let full = joining
+            || (request.rebalance_timeout_ms != -1
+                && request.subscribed_topic_names.is_some()
+                && request.owned.is_some());
+        let assignment = (full || reconciled.assigned != member.assigned).then(|| reconciled.assigned.clone());
+        self.out.records.extend(records);
+        Ok(HeartbeatResponse {
+            error: None,
+            member_id,
+            member_epoch: reconciled.member_epoch,
+            heartbeat_interval_ms: self.config.heartbeat_interval_ms,
+            assignment,
+        })
+    }
+
+    /// A member's reconciled assignment, written as its current
+    /// assignment record; its rebalance timer armed while it still owns
+    /// partitions it must revoke, else cancelled.
+    fn record_reconciled(
+        &mut self,
+        group_id: &str,
+        member_id: &str,
+        reconciled: &ConsumerMember,
+        records: &mut Vec<ConsumerRecord>,
+    ) {
+        records.push(ConsumerRecord::CurrentMemberAssignment {
+            group: group_id.to_string(),
+            member: member_id.to_string(),
+            value: Some(CurrentAssignmentValue {
+                member_epoch: reconciled.member_epoch,
+                previous_member_epoch: reconciled.previous_member_epoch,
+                state: reconciled.state,
+                assigned: reconciled.assigned.clone(),
+                pending_revocation: reconciled.pending_revocation.clone(),
+            }),
+        });
+        if reconciled.state == MemberState::UnrevokedPartitions {
+            self.schedule(
+                rebalance_key(group_id, member_id),
+                u64::try_from(reconciled.rebalance_timeout_ms).unwrap_or(0),
+                TimerOp::Rebalance {
+                    group: group_id.to_string(),
+                    member: member_id.to_string(),
+                    epoch: reconciled.member_epoch,
+                },
+            );
+        } else {
+            self.timer.cancel(&rebalance_key(group_id, member_id));
+        }
+    }
+
+    /// The group's subscriptions after the heartbeat: when the member's
+    /// subscription changed (`bump`) or the metadata refresh is due, the
+    /// subscribed topics' metadata again, and the group epoch bumped if it
+    /// changed, with their records. `old` is the member before, if it was
+    /// one.
+    fn refresh_subscriptions(
+        &mut self,
+        group: &ConsumerGroup,
+        old: Option<&ConsumerMember>,
+        updated: &ConsumerMember,
+        mut bump: bool,
+        records: &mut Vec<ConsumerRecord>,
+    ) -> (i32, BTreeMap<String, u32>, Option<SubscriptionType>) {
+        let now = self.now_ms;
+        let group_id = group.group_id.clone();
         let mut group_epoch = group.group_epoch;
         let mut subscription_metadata = group.subscription_metadata.clone();
         let mut subscription_type = None;
         let expired = now >= group.metadata_refresh.0 || group.group_epoch < group.metadata_refresh.1;
         if bump || expired {
-            let old = (!is_new).then_some(&member);
-            let subscribed = group.subscribed_topics_with(old, Some(&updated));
+            let subscribed = group.subscribed_topics_with(old, Some(updated));
             subscription_metadata = self.subscription_metadata(&subscribed);
-            let members = group.members.len() + usize::from(is_new);
+            let members = group.members.len() + usize::from(old.is_none());
             subscription_type = Some(if subscribed.values().all(|count| *count == members) {
                 SubscriptionType::Homogeneous
             } else {
@@ -936,73 +1008,7 @@ impl ConsumerShard {
                 state.metadata_refresh = (now.saturating_add(i32::MAX as u64), group_epoch);
             }
         }
-
-        let (target_epoch, target) = if group_epoch > group.assignment_epoch {
-            let (target, target_records) = self.compute_target(
-                &group,
-                group_epoch,
-                &member,
-                &updated,
-                &subscription_metadata,
-                subscription_type,
-            );
-            records.extend(target_records);
-            (group_epoch, target)
-        } else {
-            (
-                group.assignment_epoch,
-                group.target.get(&member_id).cloned().unwrap_or_default(),
-            )
-        };
-
-        let reconciled = self.reconcile(&group, &updated, target_epoch, &target, request.owned.as_deref())?;
-        if reconciled != updated {
-            records.push(ConsumerRecord::CurrentMemberAssignment {
-                group: group_id.clone(),
-                member: member_id.clone(),
-                value: Some(CurrentAssignmentValue {
-                    member_epoch: reconciled.member_epoch,
-                    previous_member_epoch: reconciled.previous_member_epoch,
-                    state: reconciled.state,
-                    assigned: reconciled.assigned.clone(),
-                    pending_revocation: reconciled.pending_revocation.clone(),
-                }),
-            });
-            if reconciled.state == MemberState::UnrevokedPartitions {
-                self.schedule(
-                    rebalance_key(&group_id, &member_id),
-                    u64::try_from(reconciled.rebalance_timeout_ms).unwrap_or(0),
-                    TimerOp::Rebalance {
-                        group: group_id.clone(),
-                        member: member_id.clone(),
-                        epoch: reconciled.member_epoch,
-                    },
-                );
-            } else {
-                self.timer.cancel(&rebalance_key(&group_id, &member_id));
-            }
-        }
-        self.schedule(
-            session_key(&group_id, &member_id),
-            self.config.session_timeout_ms,
-            TimerOp::Session {
-                group: group_id.clone(),
-                member: member_id.clone(),
-            },
-        );
-        let full = joining
-            || (request.rebalance_timeout_ms != -1
-                && request.subscribed_topic_names.is_some()
-                && request.owned.is_some());
-        let assignment = (full || reconciled.assigned != member.assigned).then(|| reconciled.assigned.clone());
-        self.out.records.extend(records);
-        Ok(HeartbeatResponse {
-            error: None,
-            member_id,
-            member_epoch: reconciled.member_epoch,
-            heartbeat_interval_ms: self.config.heartbeat_interval_ms,
-            assignment,
-        })
+        (group_epoch, subscription_metadata, subscription_type)
     }
 
     /// `TargetAssignmentBuilder#build`: the assignor over every member (the
@@ -1180,4 +1186,46 @@ impl ConsumerShard {
         next.pending_revocation = BTreeSet::new();
         next
     }
+}
+
+/// `throwIfConsumerGroupHeartbeatRequestIsInvalid`: a joining member
+/// (epoch 0) names its rebalance timeout and subscription and owns
+/// nothing; no epoch is below the leave epoch.
+fn check_heartbeat_request(request: &HeartbeatRequest) -> Result<(), ErrorCode> {
+    let joining = request.member_epoch == 0;
+    if joining
+        && (request.rebalance_timeout_ms == -1
+            || request.owned.as_ref().is_none_or(|owned| !owned.is_empty())
+            || request
+                .subscribed_topic_names
+                .as_ref()
+                .is_none_or(|topics| topics.is_empty()))
+    {
+        return Err(ErrorCode::InvalidRequest);
+    }
+    if request.member_epoch < LEAVE_GROUP_MEMBER_EPOCH {
+        return Err(ErrorCode::InvalidRequest);
+    }
+    Ok(())
+}
+
+/// The member as the heartbeat updates it: instance id, rebalance
+/// timeout, server assignor and subscription where the request gives
+/// them, and its client id.
+fn updated_member(member: &ConsumerMember, request: &HeartbeatRequest) -> ConsumerMember {
+    let mut updated = member.clone();
+    if let Some(instance) = &request.instance_id {
+        updated.instance_id = Some(instance.clone());
+    }
+    if request.rebalance_timeout_ms != -1 {
+        updated.rebalance_timeout_ms = request.rebalance_timeout_ms;
+    }
+    if let Some(assignor) = &request.server_assignor {
+        updated.server_assignor = Some(assignor.clone());
+    }
+    if let Some(topics) = &request.subscribed_topic_names {
+        updated.subscribed_topic_names = topics.iter().cloned().gather();
+    }
+    updated.client_id = request.client_id.clone();
+    updated
 }

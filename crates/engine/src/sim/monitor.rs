@@ -15,6 +15,10 @@ use super::trace::{ranges, Invariant, LossCause, LossReason, TraceKind};
 use super::types::{Record, RecordId};
 use super::Simulation;
 
+/// A broken invariant found by a check: which, where, in which epoch or
+/// generation, and what was seen.
+type Violation = (Invariant, TopicPartition, u32, String);
+
 /// Which leader invariants an event can affect.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum CheckScope<'a> {
@@ -201,7 +205,25 @@ impl Simulation {
     /// Runs every check; called after each event. `scope` limits the
     /// leader checks to the one partition the event could have changed.
     pub(crate) fn check_invariants(&mut self, scope: CheckScope<'_>) {
-        let mut violations: Vec<(Invariant, TopicPartition, u32, String)> = Vec::new();
+        let mut violations: Vec<Violation> = Vec::new();
+        self.check_leaders(scope, &mut violations);
+        self.check_group_owners(&mut violations);
+        for (invariant, partition, epoch, detail) in violations {
+            if self.monitor.reported.insert((invariant, partition, epoch)) {
+                self.monitor.violations += 1;
+                self.record(TraceKind::InvariantViolated { invariant, detail });
+            }
+        }
+        let dirty = std::mem::take(&mut self.monitor.dirty);
+        for partition in dirty {
+            self.check_acknowledged(&partition, None);
+        }
+    }
+
+    /// The leaders' invariants: one leader per epoch, a high watermark
+    /// that never goes back, log start and last stable offset within it,
+    /// and within every ISR member's log end.
+    fn check_leaders(&mut self, scope: CheckScope<'_>, violations: &mut Vec<Violation>) {
         for (&id, broker) in &self.brokers {
             if broker.status == BrokerStatus::Dead {
                 continue;
@@ -289,6 +311,10 @@ impl Simulation {
                 }
             }
         }
+    }
+
+    /// Within one group generation no partition has two owners.
+    fn check_group_owners(&mut self, violations: &mut Vec<Violation>) {
         // Within one group generation no partition has two owners. Only
         // members the group's coordinator counts in that generation are
         // compared: a member cut off from its coordinator keeps reading
@@ -386,16 +412,6 @@ impl Simulation {
                     owners.insert(key, consumer.id);
                 }
             }
-        }
-        for (invariant, partition, epoch, detail) in violations {
-            if self.monitor.reported.insert((invariant, partition, epoch)) {
-                self.monitor.violations += 1;
-                self.record(TraceKind::InvariantViolated { invariant, detail });
-            }
-        }
-        let dirty = std::mem::take(&mut self.monitor.dirty);
-        for partition in dirty {
-            self.check_acknowledged(&partition, None);
         }
     }
 

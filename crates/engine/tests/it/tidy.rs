@@ -319,6 +319,29 @@ fn no_web_function_is_over_150_lines() {
     );
 }
 
+/// The longest an engine file may be outside its tests (issue #33, item
+/// 5: a file a person can hold in their head). A process's handlers are
+/// rooms of its own module (`sim/broker/`, `sim/consumer/`, ...).
+const ENGINE_FILE_LINES: usize = 1_250;
+
+#[test]
+fn no_engine_file_is_over_1250_lines_outside_its_tests() {
+    let mut long = Vec::new();
+    for file in rust_files(&repo().join("crates/engine/src")) {
+        let text = std::fs::read_to_string(&file).expect("source");
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let lines = code.lines().count();
+        if lines > ENGINE_FILE_LINES {
+            long.push(format!("{} ({lines} lines)", relative(&file)));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "engine files over {ENGINE_FILE_LINES} lines outside their tests; give them rooms:\n{}",
+        long.join("\n")
+    );
+}
+
 #[test]
 fn report_long_files_and_functions() {
     let mut report = Vec::new();

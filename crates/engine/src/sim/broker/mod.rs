@@ -612,28 +612,7 @@ impl Simulation {
                     status: BrokerChange::Resumed,
                 });
             }
-            Timer::BrokerHeartbeat => {
-                if self.brokers[&id]
-                    .shutting_down
-                    .is_some_and(|asked| self.now >= asked + CONTROLLED_SHUTDOWN_TIMEOUT_MS)
-                {
-                    self.broker_stop(id, BrokerChange::StoppedShutdownTimedOut);
-                    return;
-                }
-                let controllers = self.config.controllers;
-                let broker = self.broker(id);
-                if broker.heartbeat_outstanding {
-                    // No answer to the last heartbeat: try the next controller.
-                    broker.controller = broker.controller % controllers + 1;
-                }
-                self.schedule_timer(
-                    node,
-                    incarnation,
-                    self.config.broker_heartbeat_interval_ms,
-                    Timer::BrokerHeartbeat,
-                );
-                self.broker_send_heartbeat(id);
-            }
+            Timer::BrokerHeartbeat => self.broker_heartbeat_due(id),
             Timer::IsrExpiration => {
                 self.schedule_timer(
                     node,
@@ -705,28 +684,8 @@ impl Simulation {
                     }
                 }
             }
-            Timer::DelayedFetchExpiry(partition, held) => {
-                let broker = self.broker(id);
-                let Some(leader) = broker.leading.get_mut(&partition) else {
-                    return;
-                };
-                let Some(position) = leader.held.iter().position(|fetch| fetch.id == held) else {
-                    return;
-                };
-                let fetch = leader.held.remove(position);
-                self.answer_held(id, &partition, fetch);
-            }
-            Timer::ProduceExpiry(partition, request) => {
-                let broker = self.broker(id);
-                let Some(leader) = broker.leading.get_mut(&partition) else {
-                    return;
-                };
-                let Some(position) = leader.parked.iter().position(|parked| parked.timer == request) else {
-                    return;
-                };
-                let parked = leader.parked.remove(position);
-                self.answer_parked(id, &partition, parked, Err(ErrorCode::RequestTimedOut));
-            }
+            Timer::DelayedFetchExpiry(partition, held) => self.leader_held_fetch_expired(id, &partition, held),
+            Timer::ProduceExpiry(partition, request) => self.leader_parked_produce_expired(id, &partition, request),
             Timer::VerificationRetry(request) => self.verification_retry(id, request),
             Timer::VerificationTimeout(request) => self.verification_lost(id, request),
             Timer::StalledRequest(stalled) => match self.broker(id).stalled.remove(&stalled) {
@@ -738,6 +697,61 @@ impl Simulation {
             },
             _ => {}
         }
+    }
+
+    /// The heartbeat timer: a controlled shutdown that took too long
+    /// stops the broker; otherwise the next heartbeat goes out (to the next
+    /// controller if the last one had no answer).
+    fn broker_heartbeat_due(&mut self, id: BrokerId) {
+        let incarnation = self.brokers[&id].incarnation;
+        let node = NodeId::Broker(id);
+        if self.brokers[&id]
+            .shutting_down
+            .is_some_and(|asked| self.now >= asked + CONTROLLED_SHUTDOWN_TIMEOUT_MS)
+        {
+            self.broker_stop(id, BrokerChange::StoppedShutdownTimedOut);
+            return;
+        }
+        let controllers = self.config.controllers;
+        let broker = self.broker(id);
+        if broker.heartbeat_outstanding {
+            // No answer to the last heartbeat: try the next controller.
+            broker.controller = broker.controller % controllers + 1;
+        }
+        self.schedule_timer(
+            node,
+            incarnation,
+            self.config.broker_heartbeat_interval_ms,
+            Timer::BrokerHeartbeat,
+        );
+        self.broker_send_heartbeat(id);
+    }
+
+    /// A fetch held for `fetch.max.wait.ms` is answered with what there is.
+    fn leader_held_fetch_expired(&mut self, id: BrokerId, partition: &TopicPartition, held: u64) {
+        let broker = self.broker(id);
+        let Some(leader) = broker.leading.get_mut(partition) else {
+            return;
+        };
+        let Some(position) = leader.held.iter().position(|fetch| fetch.id == held) else {
+            return;
+        };
+        let fetch = leader.held.remove(position);
+        self.answer_held(id, partition, fetch);
+    }
+
+    /// An acks=all produce still waiting when its timeout ends is answered
+    /// REQUEST_TIMED_OUT.
+    fn leader_parked_produce_expired(&mut self, id: BrokerId, partition: &TopicPartition, request: u64) {
+        let broker = self.broker(id);
+        let Some(leader) = broker.leading.get_mut(partition) else {
+            return;
+        };
+        let Some(position) = leader.parked.iter().position(|parked| parked.timer == request) else {
+            return;
+        };
+        let parked = leader.parked.remove(position);
+        self.answer_parked(id, partition, parked, Err(ErrorCode::RequestTimedOut));
     }
 
     pub(crate) fn broker_receive(&mut self, id: BrokerId, from: NodeId, message: Message) {

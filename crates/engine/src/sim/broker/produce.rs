@@ -319,111 +319,35 @@ impl Simulation {
             respond(self, Err(ErrorCode::InvalidRecord));
             return;
         }
-        let log = &self.brokers[&id].logs[&partition];
-        if let Some((producer_id, epoch, first_sequence)) = batch.idempotence {
-            let last_sequence = first_sequence + batch.records.len() as i32 - 1;
-            // No state for the producer: any sequence is taken on trust.
-            let unchecked = first_sequence != 0
-                && log
-                    .producers
-                    .last_entry(producer_id)
-                    .is_none_or(|entry| entry.producer_epoch == crate::txn_coordinator::NO_PRODUCER_EPOCH);
-            match log.producers.check_client(
-                producer_id,
-                producer_epoch(epoch),
-                first_sequence,
-                last_sequence,
-                batch.transactional,
-                verification,
-            ) {
-                SequenceCheck::Append => {
-                    if unchecked {
-                        self.monitor
-                            .unchecked_sequences
-                            .extend(batch.records.iter().map(|(record, _)| *record));
-                    }
+        match self.leader_check_sequence(id, &partition, &batch, verification) {
+            SequenceOutcome::Append => {}
+            SequenceOutcome::Refuse(error) => {
+                respond(self, Err(error));
+                return;
+            }
+            // A duplicate is answered with the original offsets, but an
+            // acks=all request still waits for the high watermark to pass
+            // them (`ReplicaManager#appendRecords`).
+            SequenceOutcome::Duplicate(base_offset) => {
+                if acks == Acks::All {
+                    let count = batch.records.len() as u64;
+                    self.leader_park_reply(
+                        id,
+                        &partition,
+                        client,
+                        base_offset,
+                        count,
+                        ParkedReply::Produce { request, timeout_ms },
+                    );
+                    self.leader_maybe_advance_hw(id, &partition, HighWatermarkTrigger::DuplicateBatch);
+                } else {
+                    respond(self, Ok(base_offset));
                 }
-                SequenceCheck::Duplicate {
-                    first_offset: base_offset,
-                    ..
-                } => {
-                    self.record(TraceKind::DuplicateIgnored {
-                        broker: id,
-                        partition: partition.clone(),
-                        producer_id,
-                        first_sequence,
-                        last_sequence,
-                        first_offset: base_offset,
-                    });
-                    // A duplicate is answered with the original offsets, but an
-                    // acks=all request still waits for the high watermark to
-                    // pass them (`ReplicaManager#appendRecords`).
-                    if acks == Acks::All {
-                        let count = batch.records.len() as u64;
-                        self.leader_park_reply(
-                            id,
-                            &partition,
-                            client,
-                            base_offset,
-                            count,
-                            ParkedReply::Produce { request, timeout_ms },
-                        );
-                        self.leader_maybe_advance_hw(id, &partition, HighWatermarkTrigger::DuplicateBatch);
-                    } else {
-                        respond(self, Ok(base_offset));
-                    }
-                    return;
-                }
-                // A batch of an epoch older than the partition's producer
-                // state (`ProducerStateManager#checkProducerEpoch` throws
-                // `InvalidProducerEpochException`), transactional or not.
-                SequenceCheck::StaleEpoch => {
-                    respond(self, Err(ErrorCode::InvalidProducerEpoch));
-                    return;
-                }
-                SequenceCheck::OutOfOrder { .. } => {
-                    respond(self, Err(ErrorCode::OutOfOrderSequenceNumber));
-                    return;
-                }
-                // KIP-890: not part of an open transaction and not verified
-                // ("Record was not part of an ongoing transaction").
-                SequenceCheck::NotInTransaction => {
-                    self.record_refused(id, &partition, &batch, ErrorCode::InvalidTxnState);
-                    respond(self, Err(ErrorCode::InvalidTxnState));
-                    return;
-                }
+                return;
             }
         }
         let base_offset = self.brokers[&id].logs[&partition].log_end_offset();
-        let sequence = batch
-            .idempotence
-            .map(|(producer_id, epoch, first_sequence)| BatchSequence {
-                producer_id,
-                epoch,
-                first_sequence,
-                last_sequence: first_sequence + batch.records.len() as i32 - 1,
-                transactional: batch.transactional,
-                marker: None,
-            });
-        let records = batch
-            .records
-            .iter()
-            .enumerate()
-            .map(|(index, &(record_id, bytes))| {
-                let made = self.records.get(record_id as usize);
-                Record {
-                    offset: base_offset + index as u64,
-                    leader_epoch,
-                    id: record_id,
-                    bytes,
-                    batch: sequence,
-                    timestamp: made.map_or(0, |made| made.timestamp as i64),
-                    key: made.and_then(|made| made.key.clone()),
-                    tombstone: made.is_some_and(|made| made.tombstone),
-                    headers_size: made.map_or(1, crate::sim::ProducedRecord::headers_size),
-                }
-            })
-            .collect();
+        let records = self.leader_batch_records(&batch, base_offset, leader_epoch);
         let now = self.now;
         let log = self.broker(id).logs.get_mut(&partition).expect("leader has a log");
         log.append_records(records, now);
@@ -449,6 +373,105 @@ impl Simulation {
         }
         self.leader_release_held_fetches(id, &partition);
         self.leader_maybe_advance_hw(id, &partition, HighWatermarkTrigger::LeaderAppended);
+    }
+
+    /// The producer-state check of an idempotent or transactional batch
+    /// (`ProducerStateManager`, `ProducerAppendInfo`): append it, refuse
+    /// it with an error, or answer it as a duplicate of the batch at the
+    /// offset given (traced here). A batch without a producer id appends.
+    fn leader_check_sequence(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        batch: &ProducerBatch,
+        verification: Option<u64>,
+    ) -> SequenceOutcome {
+        let Some((producer_id, epoch, first_sequence)) = batch.idempotence else {
+            return SequenceOutcome::Append;
+        };
+        let log = &self.brokers[&id].logs[partition];
+        let last_sequence = first_sequence + batch.records.len() as i32 - 1;
+        // No state for the producer: any sequence is taken on trust.
+        let unchecked = first_sequence != 0
+            && log
+                .producers
+                .last_entry(producer_id)
+                .is_none_or(|entry| entry.producer_epoch == crate::txn_coordinator::NO_PRODUCER_EPOCH);
+        match log.producers.check_client(
+            producer_id,
+            producer_epoch(epoch),
+            first_sequence,
+            last_sequence,
+            batch.transactional,
+            verification,
+        ) {
+            SequenceCheck::Append => {
+                if unchecked {
+                    self.monitor
+                        .unchecked_sequences
+                        .extend(batch.records.iter().map(|(record, _)| *record));
+                }
+                SequenceOutcome::Append
+            }
+            SequenceCheck::Duplicate {
+                first_offset: base_offset,
+                ..
+            } => {
+                self.record(TraceKind::DuplicateIgnored {
+                    broker: id,
+                    partition: partition.clone(),
+                    producer_id,
+                    first_sequence,
+                    last_sequence,
+                    first_offset: base_offset,
+                });
+                SequenceOutcome::Duplicate(base_offset)
+            }
+            // A batch of an epoch older than the partition's producer
+            // state (`ProducerStateManager#checkProducerEpoch` throws
+            // `InvalidProducerEpochException`), transactional or not.
+            SequenceCheck::StaleEpoch => SequenceOutcome::Refuse(ErrorCode::InvalidProducerEpoch),
+            SequenceCheck::OutOfOrder { .. } => SequenceOutcome::Refuse(ErrorCode::OutOfOrderSequenceNumber),
+            // KIP-890: not part of an open transaction and not verified
+            // ("Record was not part of an ongoing transaction").
+            SequenceCheck::NotInTransaction => {
+                self.record_refused(id, partition, batch, ErrorCode::InvalidTxnState);
+                SequenceOutcome::Refuse(ErrorCode::InvalidTxnState)
+            }
+        }
+    }
+
+    /// A batch's records as the leader appends them from `base_offset`.
+    fn leader_batch_records(&self, batch: &ProducerBatch, base_offset: u64, leader_epoch: u32) -> Vec<Record> {
+        let sequence = batch
+            .idempotence
+            .map(|(producer_id, epoch, first_sequence)| BatchSequence {
+                producer_id,
+                epoch,
+                first_sequence,
+                last_sequence: first_sequence + batch.records.len() as i32 - 1,
+                transactional: batch.transactional,
+                marker: None,
+            });
+        batch
+            .records
+            .iter()
+            .enumerate()
+            .map(|(index, &(record_id, bytes))| {
+                let made = self.records.get(record_id as usize);
+                Record {
+                    offset: base_offset + index as u64,
+                    leader_epoch,
+                    id: record_id,
+                    bytes,
+                    batch: sequence,
+                    timestamp: made.map_or(0, |made| made.timestamp as i64),
+                    key: made.and_then(|made| made.key.clone()),
+                    tombstone: made.is_some_and(|made| made.tombstone),
+                    headers_size: made.map_or(1, crate::sim::ProducedRecord::headers_size),
+                }
+            })
+            .collect()
     }
 
     /// Parks an acks=all request until the high watermark passes its records
@@ -489,4 +512,12 @@ impl Simulation {
             Timer::ProduceExpiry(partition.clone(), timer),
         );
     }
+}
+
+/// What the producer-state check says of a batch.
+enum SequenceOutcome {
+    Append,
+    Refuse(ErrorCode),
+    /// A duplicate of the batch appended at this offset.
+    Duplicate(u64),
 }

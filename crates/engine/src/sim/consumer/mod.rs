@@ -645,51 +645,7 @@ impl Simulation {
         }
         let node = Self::consumer_node(id);
         match timer {
-            Timer::ConsumerHeartbeat => {
-                // (The simulation's consumer polls on its heartbeat timer
-                // too when it has nothing to process.)
-                if self.consumer_metadata_changed(id) {
-                    let heartbeat = self.consumers[id as usize].config.heartbeat_interval_ms;
-                    self.schedule_timer(node, incarnation, heartbeat, Timer::ConsumerHeartbeat);
-                    return;
-                }
-                let consumer = &self.consumers[id as usize];
-                let heartbeat = consumer.config.heartbeat_interval_ms;
-                // The heartbeat thread notices a handler that has not
-                // polled within max.poll.interval.ms: the member leaves
-                // (`AbstractCoordinator.HeartbeatThread`, "consumer poll
-                // timeout has expired").
-                let interval = consumer.config.max_poll_interval_ms;
-                if consumer.processing_until.is_some()
-                    && consumer.member_id.is_some()
-                    && !consumer.rejoin_on_poll
-                    && self.now.saturating_sub(consumer.last_poll_ms) > interval
-                {
-                    self.consumer_poll_timeout(id);
-                }
-                let consumer = &self.consumers[id as usize];
-                // Heartbeats belong to a joined member: none while it looks for
-                // the coordinator or waits for its JoinGroup answer.
-                // A consumer-protocol member heartbeats on its own timer.
-                let joined = matches!(consumer.phase, ConsumerPhase::Syncing | ConsumerPhase::Consuming)
-                    && !consumer.config.consumer_protocol();
-                if let (true, Some(coordinator), Some(member_id)) =
-                    (joined, consumer.coordinator, consumer.member_id.clone())
-                {
-                    let message = Message::Heartbeat {
-                        group: consumer.config.group.clone(),
-                        generation: consumer.generation,
-                        member_id,
-                        instance: consumer.config.group_instance_id.clone(),
-                    };
-                    self.send(node, NodeId::Broker(coordinator), message);
-                }
-                // `updateFetchPositions` runs at every poll: partitions still
-                // without a position (their OffsetFetch or ListOffsets was
-                // lost) are asked for again.
-                self.consumer_fetch_positions(id);
-                self.schedule_timer(node, incarnation, heartbeat, Timer::ConsumerHeartbeat);
-            }
+            Timer::ConsumerHeartbeat => self.consumer_heartbeat_due(id, incarnation),
             Timer::ConsumerCommit => {
                 let interval = consumer.config.auto_commit_interval_ms;
                 // Auto-commit runs inside poll(): while the handler works it
@@ -711,23 +667,7 @@ impl Simulation {
                     self.consumer_poll_timeout(id);
                 }
             }
-            Timer::ConsumerProcessed => {
-                let consumer = &mut self.consumers[id as usize];
-                consumer.processing_until = None;
-                let done = std::mem::take(&mut consumer.in_process);
-                let Some(done) = self.consumer_handle_poison(id, done) else {
-                    return;
-                };
-                let consumer = &mut self.consumers[id as usize];
-                if consumer.config.commit_mode == CommitMode::Transactional {
-                    self.consumer_commit_transaction(id, done);
-                } else {
-                    self.consumer_processed(id, &done);
-                    self.consumer_commit_after_processing(id);
-                }
-                self.consumer_poll(id);
-                self.consumer_fetch_all(id);
-            }
+            Timer::ConsumerProcessed => self.consumer_processing_done(id),
             Timer::ConsumerPauseEnd => {
                 let consumer = &mut self.consumers[id as usize];
                 if consumer.paused_until.is_some_and(|until| until <= self.now) {
@@ -748,28 +688,7 @@ impl Simulation {
                     self.consumer_bootstrap(id);
                 }
             }
-            Timer::ConsumerRequestTimeout(broker) => {
-                let now = self.now;
-                let consumer = &mut self.consumers[id as usize];
-                consumer.timeout_armed.remove(&broker);
-                let Some(&(_, deadline)) = consumer.outstanding.get(&broker).and_then(|queue| queue.front()) else {
-                    return;
-                };
-                if deadline > now {
-                    // The oldest request still has time: check again then.
-                    consumer.timeout_armed.insert(broker);
-                    self.schedule_timer(node, incarnation, deadline - now, Timer::ConsumerRequestTimeout(broker));
-                } else {
-                    // `NetworkClient#handleTimedOutRequests`: a request with no
-                    // answer within its timeout closes its connection, which
-                    // fails everything in flight on it.
-                    self.record(TraceKind::ConsumerStatus {
-                        consumer: id,
-                        status: ConsumerChange::TimedOut { broker },
-                    });
-                    self.connection_reset(node, NodeId::Broker(broker));
-                }
-            }
+            Timer::ConsumerRequestTimeout(broker) => self.consumer_request_timed_out(id, incarnation, broker),
             Timer::ConsumerGroupHeartbeat => self.member_heartbeat_due(id),
             Timer::ConsumerUnthrottled => {
                 let now = self.now;
@@ -782,19 +701,7 @@ impl Simulation {
             // older than that is refreshed even when nothing failed; this is
             // how a group leader finds partitions added to a subscribed
             // topic, and rejoins so they get owners.
-            Timer::ConsumerMetadataMaxAge => {
-                let max_age = consumer.config.metadata_max_age_ms;
-                let due = consumer.metadata_at + max_age;
-                if due <= self.now && consumer.metadata_in_flight.is_none() && consumer.refresh_pending.is_none() {
-                    let broker = consumer.bootstrap_attempt % self.config.brokers + 1;
-                    let consumer = &mut self.consumers[id as usize];
-                    consumer.bootstrap_attempt += 1;
-                    consumer.metadata_in_flight = Some(broker);
-                    self.send(node, NodeId::Broker(broker), Message::MetadataRequest);
-                }
-                let next = if due <= self.now { max_age } else { due - self.now };
-                self.schedule_timer(node, incarnation, next, Timer::ConsumerMetadataMaxAge);
-            }
+            Timer::ConsumerMetadataMaxAge => self.consumer_metadata_aged(id, incarnation),
             Timer::ConsumerMetadataRefresh => {
                 if let Some(broker) = self.consumers[id as usize].refresh_pending.take() {
                     self.consumers[id as usize].metadata_in_flight = Some(broker);
@@ -803,6 +710,120 @@ impl Simulation {
             }
             _ => {}
         }
+    }
+
+    /// The heartbeat timer of a classic member: the poll-interval check,
+    /// a `Heartbeat` to the coordinator once joined, and positions asked
+    /// for again (`AbstractCoordinator.HeartbeatThread`).
+    fn consumer_heartbeat_due(&mut self, id: u32, incarnation: u32) {
+        let node = Self::consumer_node(id);
+        // (The simulation's consumer polls on its heartbeat timer
+        // too when it has nothing to process.)
+        if self.consumer_metadata_changed(id) {
+            let heartbeat = self.consumers[id as usize].config.heartbeat_interval_ms;
+            self.schedule_timer(node, incarnation, heartbeat, Timer::ConsumerHeartbeat);
+            return;
+        }
+        let consumer = &self.consumers[id as usize];
+        let heartbeat = consumer.config.heartbeat_interval_ms;
+        // The heartbeat thread notices a handler that has not
+        // polled within max.poll.interval.ms: the member leaves
+        // (`AbstractCoordinator.HeartbeatThread`, "consumer poll
+        // timeout has expired").
+        let interval = consumer.config.max_poll_interval_ms;
+        if consumer.processing_until.is_some()
+            && consumer.member_id.is_some()
+            && !consumer.rejoin_on_poll
+            && self.now.saturating_sub(consumer.last_poll_ms) > interval
+        {
+            self.consumer_poll_timeout(id);
+        }
+        let consumer = &self.consumers[id as usize];
+        // Heartbeats belong to a joined member: none while it looks for
+        // the coordinator or waits for its JoinGroup answer.
+        // A consumer-protocol member heartbeats on its own timer.
+        let joined = matches!(consumer.phase, ConsumerPhase::Syncing | ConsumerPhase::Consuming)
+            && !consumer.config.consumer_protocol();
+        if let (true, Some(coordinator), Some(member_id)) = (joined, consumer.coordinator, consumer.member_id.clone()) {
+            let message = Message::Heartbeat {
+                group: consumer.config.group.clone(),
+                generation: consumer.generation,
+                member_id,
+                instance: consumer.config.group_instance_id.clone(),
+            };
+            self.send(node, NodeId::Broker(coordinator), message);
+        }
+        // `updateFetchPositions` runs at every poll: partitions still
+        // without a position (their OffsetFetch or ListOffsets was
+        // lost) are asked for again.
+        self.consumer_fetch_positions(id);
+        self.schedule_timer(node, incarnation, heartbeat, Timer::ConsumerHeartbeat);
+    }
+
+    /// The application finished the records of its last poll: poison
+    /// records handled, offsets committed (or the transaction), and the
+    /// next poll.
+    fn consumer_processing_done(&mut self, id: u32) {
+        let consumer = &mut self.consumers[id as usize];
+        consumer.processing_until = None;
+        let done = std::mem::take(&mut consumer.in_process);
+        let Some(done) = self.consumer_handle_poison(id, done) else {
+            return;
+        };
+        let consumer = &mut self.consumers[id as usize];
+        if consumer.config.commit_mode == CommitMode::Transactional {
+            self.consumer_commit_transaction(id, done);
+        } else {
+            self.consumer_processed(id, &done);
+            self.consumer_commit_after_processing(id);
+        }
+        self.consumer_poll(id);
+        self.consumer_fetch_all(id);
+    }
+
+    /// The oldest request to `broker` has had no answer within its
+    /// timeout: its connection is closed (`NetworkClient#handleTimedOutRequests`),
+    /// else the check is armed again for when it is due.
+    fn consumer_request_timed_out(&mut self, id: u32, incarnation: u32, broker: BrokerId) {
+        let node = Self::consumer_node(id);
+        let now = self.now;
+        let consumer = &mut self.consumers[id as usize];
+        consumer.timeout_armed.remove(&broker);
+        let Some(&(_, deadline)) = consumer.outstanding.get(&broker).and_then(|queue| queue.front()) else {
+            return;
+        };
+        if deadline > now {
+            // The oldest request still has time: check again then.
+            consumer.timeout_armed.insert(broker);
+            self.schedule_timer(node, incarnation, deadline - now, Timer::ConsumerRequestTimeout(broker));
+        } else {
+            // `NetworkClient#handleTimedOutRequests`: a request with no
+            // answer within its timeout closes its connection, which
+            // fails everything in flight on it.
+            self.record(TraceKind::ConsumerStatus {
+                consumer: id,
+                status: ConsumerChange::TimedOut { broker },
+            });
+            self.connection_reset(node, NodeId::Broker(broker));
+        }
+    }
+
+    /// `metadata.max.age.ms` has passed since the last metadata: it is
+    /// asked for again, and the check armed for the next time.
+    fn consumer_metadata_aged(&mut self, id: u32, incarnation: u32) {
+        let node = Self::consumer_node(id);
+        let consumer = &self.consumers[id as usize];
+        let max_age = consumer.config.metadata_max_age_ms;
+        let due = consumer.metadata_at + max_age;
+        if due <= self.now && consumer.metadata_in_flight.is_none() && consumer.refresh_pending.is_none() {
+            let broker = consumer.bootstrap_attempt % self.config.brokers + 1;
+            let consumer = &mut self.consumers[id as usize];
+            consumer.bootstrap_attempt += 1;
+            consumer.metadata_in_flight = Some(broker);
+            self.send(node, NodeId::Broker(broker), Message::MetadataRequest);
+        }
+        let next = if due <= self.now { max_age } else { due - self.now };
+        self.schedule_timer(node, incarnation, next, Timer::ConsumerMetadataMaxAge);
     }
 
     /// Notes a request the consumer sends to a broker, with its timeout:
