@@ -180,15 +180,14 @@ impl FuzzCase {
     /// The case for `seed` under `mix`.
     pub fn generate(seed: u64, mix: Mix) -> FuzzCase {
         let mut rng = Rng::new(seed, 11);
-        let mut pick = |bound: u32| rng.next_u32() % bound;
-        let brokers = 3 + pick(3);
-        let topic_count = 1 + pick(3);
+        let brokers = 3 + pick(&mut rng, 3);
+        let topic_count = 1 + pick(&mut rng, 3);
         // One case in five is lossy: acks=1 or unclean election allowed.
-        let safe = pick(5) != 0;
+        let safe = pick(&mut rng, 5) != 0;
         let topics: Vec<TopicConfig> = (0..topic_count)
             .map(|index| TopicConfig {
                 name: format!("t{index}"),
-                partitions: 1 + pick(4),
+                partitions: 1 + pick(&mut rng, 4),
                 replication_factor: 3,
                 min_insync_replicas: 2,
                 ..TopicConfig::default()
@@ -198,7 +197,7 @@ impl FuzzCase {
             .iter()
             .map(|topic| {
                 let mut producer = ProducerConfig::new(topic.name.clone());
-                if !safe && pick(2) == 0 {
+                if !safe && pick(&mut rng, 2) == 0 {
                     producer.acks = Acks::Leader;
                     producer.enable_idempotence = Some(false);
                 }
@@ -227,192 +226,16 @@ impl FuzzCase {
                 producer.transaction_timeout_ms = crate::txn_coordinator::TRANSACTION_MAX_TIMEOUT_MS;
             }
         }
-        // Eager assignors and the cooperative one (KIP-429).
-        let assignors = ["range", "roundrobin", "sticky", "cooperative-sticky"];
-        let mut consumers = Vec::new();
-        for group in 0..1 + pick(2) {
-            let subscribed: Vec<String> = topics
-                .iter()
-                .filter(|_| pick(3) != 0)
-                .map(|topic| topic.name.clone())
-                .collect();
-            let subscribed = if subscribed.is_empty() {
-                vec![topics[0].name.clone()]
-            } else {
-                subscribed
-            };
-            let assignor = assignors[pick(assignors.len() as u32) as usize];
-            // Some groups have static members (KIP-345), some a short
-            // max.poll.interval.ms that a slow handler overruns.
-            let static_members = pick(3) == 0;
-            let max_poll_interval_ms = if pick(3) == 0 { 5_000 } else { 300_000 };
-            for member in 0..1 + pick(3) {
-                let mut consumer = ConsumerConfig::new(format!("g{group}"), subscribed.clone());
-                consumer.assignor = assignor.to_string();
-                consumer.auto_offset_reset = OffsetReset::Earliest;
-                if static_members {
-                    consumer.group_instance_id = Some(format!("g{group}-member-{member}"));
-                }
-                consumer.max_poll_interval_ms = max_poll_interval_ms;
-                consumers.push(consumer);
-            }
-        }
-        // Some groups speak the consumer protocol (KIP-848), with the
-        // broker's default assignor or one asked for; from a stream of its
-        // own so the rest of the schedule stays as it was.
-        let mut protocols = Rng::new(seed, 13);
-        let groups: std::collections::BTreeSet<String> =
-            consumers.iter().map(|consumer| consumer.group.clone()).gather();
-        for group in groups {
-            if protocols.next_u32() % 3 != 0 {
-                continue;
-            }
-            let remote = [None, Some("uniform"), Some("range")][(protocols.next_u32() % 3) as usize];
-            for consumer in consumers.iter_mut().filter(|consumer| consumer.group == group) {
-                consumer.group_protocol = super::config::GroupProtocol::Consumer;
-                consumer.group_remote_assignor = remote.map(str::to_string);
-                consumer.group_instance_id = None;
-            }
-        }
-        // Some groups commit by hand (before or after processing, sync or
-        // async), some handlers are idempotent; from a stream of its own.
-        let mut commits = Rng::new(seed, 14);
-        let groups: std::collections::BTreeSet<String> =
-            consumers.iter().map(|consumer| consumer.group.clone()).gather();
-        for group in groups {
-            let mode = match commits.next_u32() % 6 {
-                0 => super::config::CommitMode::BeforeProcessing,
-                1 => super::config::CommitMode::AfterProcessing,
-                2 => super::config::CommitMode::AfterProcessingAsync,
-                _ => super::config::CommitMode::Auto,
-            };
-            let idempotent = commits.next_u32() % 4 == 0;
-            for consumer in consumers.iter_mut().filter(|consumer| consumer.group == group) {
-                consumer.commit_mode = mode;
-                consumer.idempotent_handler = idempotent;
-            }
-        }
-        // Some groups read with isolation.level=read_committed; from a
-        // stream of its own.
-        let mut isolation = Rng::new(seed, 16);
-        let groups: std::collections::BTreeSet<String> =
-            consumers.iter().map(|consumer| consumer.group.clone()).gather();
-        for group in groups {
-            if isolation.next_u32() % 2 == 0 {
-                for consumer in consumers.iter_mut().filter(|consumer| consumer.group == group) {
-                    consumer.isolation_level = crate::replication::transactions::IsolationLevel::ReadCommitted;
-                }
-            }
-        }
-        // Some safe cases run an exactly-once pipeline (KIP-98, KIP-447): a
-        // group of two app instances reads t0 (read_committed) and writes
-        // one output per record to its own topic through its own
-        // transactional producer, with the offsets in the same
-        // transaction; from a stream of its own.
-        let mut pipeline = Rng::new(seed, 18);
+        let mut consumers = consumer_groups(&mut rng, &topics);
+        assign_group_protocols(seed, &mut consumers);
+        assign_commit_modes(seed, &mut consumers);
+        assign_isolation(seed, &mut consumers);
         let mut topics = topics;
-        // Only in safe configurations: where an unclean election may lose
-        // a transaction coordinator's records, a transaction can hang for
-        // good, as Kafka's can (what KIP-890 and `kafka-transactions.sh
-        // abort` are for).
-        if pipeline.next_u32() % 3 == 0 && safe {
-            topics.push(TopicConfig {
-                name: PIPELINE_TOPIC.to_string(),
-                partitions: 1 + pipeline.next_u32() % 3,
-                replication_factor: 3,
-                min_insync_replicas: 2,
-                ..TopicConfig::default()
-            });
-            let input = topics[0].name.clone();
-            let processing = u64::from(pipeline.next_u32() % 3) * 20;
-            for member in 0..2 {
-                let mut producer = ProducerConfig::new(PIPELINE_TOPIC);
-                producer.transactional_id = Some(format!("eos-{member}"));
-                producer.transaction_timeout_ms = crate::txn_coordinator::TRANSACTION_MAX_TIMEOUT_MS;
-                producer.max_in_flight_requests_per_connection = 1 + pipeline.next_u32() % 5;
-                producers.push(producer);
-                let mut consumer = ConsumerConfig::new(PIPELINE_GROUP, vec![input.clone()]);
-                consumer.auto_offset_reset = OffsetReset::Earliest;
-                consumer.commit_mode = super::config::CommitMode::Transactional;
-                consumer.output_producer = Some(producers.len() as u32 - 1);
-                consumer.isolation_level = crate::replication::transactions::IsolationLevel::ReadCommitted;
-                consumer.processing_ms_per_record = processing;
-                consumers.push(consumer);
-            }
-        }
-        // Some topics keep little (small segments, retention by size or
-        // time) and the brokers check retention often, so that segments
-        // are deleted under faults; not the exactly-once pipeline's input,
-        // whose every record must reach the output. From a stream of its own.
-        let mut storage = Rng::new(seed, 19);
-        let pipeline_input = consumers
-            .iter()
-            .find(|consumer| consumer.output_producer.is_some())
-            .and_then(|consumer| consumer.topics.first().cloned());
-        let mut retention_check = None;
-        for topic in &mut topics {
-            if storage.next_u32() % 3 != 0
-                || Some(&topic.name) == pipeline_input.as_ref()
-                || topic.name == PIPELINE_TOPIC
-            {
-                continue;
-            }
-            topic.internal_segment_bytes = Some(300 + u64::from(storage.next_u32() % 2_000));
-            match storage.next_u32() % 3 {
-                0 => topic.retention_bytes = 1_000 + i64::from(storage.next_u32() % 4_000),
-                1 => topic.retention_ms = 2_000 + i64::from(storage.next_u32() % 30_000),
-                _ => {
-                    topic.retention_bytes = 1_000 + i64::from(storage.next_u32() % 4_000);
-                    topic.retention_ms = 2_000 + i64::from(storage.next_u32() % 30_000);
-                }
-            }
-            retention_check = Some(1_000 + u64::from(storage.next_u32() % 9_000));
-        }
-        // Some cases give the internal topics small segments and a busy
-        // cleaner, so that `__consumer_offsets` and `__transaction_state`
-        // are compacted under faults and coordinators that fail over
-        // replay compacted logs. From a stream of its own.
-        let mut compaction = Rng::new(seed, 20);
-        let (offsets_segment_bytes, cleaner_backoff) = if compaction.next_u32() % 3 == 0 {
-            (
-                400 + u64::from(compaction.next_u32() % 3_000),
-                1_000 + u64::from(compaction.next_u32() % 9_000),
-            )
-        } else {
-            (100 * 1024 * 1024, 15_000)
-        };
-        // Some cases put every client under default byte-rate quotas, so
-        // that throttled answers and muted connections meet faults. From a
-        // stream of its own.
+        add_pipeline(seed, safe, &mut topics, &mut producers, &mut consumers);
+        let retention_check = small_storage(seed, &mut topics, &consumers);
+        let (offsets_segment_bytes, cleaner_backoff) = internal_compaction(seed);
         let mut quota_rng = Rng::new(seed, 21);
-        let quotas = if quota_rng.next_u32() % 3 == 0 {
-            // At least batch.size (16384) over the ten seconds a fetch may
-            // take in bytes: a batch larger than that is always
-            // throttled and never read, in Kafka as here (the first batch
-            // of an answer is sent whole, whatever `fetch.max.bytes`).
-            let mut rate = || 1_700 + u64::from(quota_rng.next_u32() % 2_300);
-            let (produce, fetch) = (rate(), rate());
-            let quota = match quota_rng.next_u32() % 3 {
-                0 => ClientQuota {
-                    client_id: None,
-                    producer_byte_rate: Some(produce),
-                    consumer_byte_rate: None,
-                },
-                1 => ClientQuota {
-                    client_id: None,
-                    producer_byte_rate: None,
-                    consumer_byte_rate: Some(fetch),
-                },
-                _ => ClientQuota {
-                    client_id: None,
-                    producer_byte_rate: Some(produce),
-                    consumer_byte_rate: Some(fetch),
-                },
-            };
-            vec![quota]
-        } else {
-            Vec::new()
-        };
+        let quotas = default_quotas(&mut quota_rng);
         let config = ClusterConfig {
             brokers,
             controllers: 3,
@@ -425,42 +248,12 @@ impl FuzzCase {
             consumers,
             offsets_topic_partitions: 3,
             transaction_state_partitions: 3,
-            unclean_leader_election_enable: !safe && pick(2) == 0,
+            unclean_leader_election_enable: !safe && pick(&mut rng, 2) == 0,
             network: NetworkConfig::default(),
             ..ClusterConfig::default()
         };
-        // Some cases have an operator add partitions to a topic, during the
-        // faults or soon after, and give the clients a short
-        // `metadata.max.age.ms` so they find the new partitions before the
-        // check. From a stream of its own.
-        let mut growth = Rng::new(seed, 22);
         let mut config = config;
-        // A static group leader that rejoins after the change (a restart, a
-        // poll timeout) does so without computing an assignment (KIP-814)
-        // and takes the metadata it has then as its snapshot, so it never
-        // notices the new partitions, in Kafka as here: cases with static
-        // members add none.
-        let statics = config
-            .consumers
-            .iter()
-            .any(|consumer| consumer.group_instance_id.is_some());
-        let grow = (growth.next_u32() % 4 == 0 && !statics).then(|| {
-            let max_age = 5_000 + u64::from(growth.next_u32() % 25_000);
-            for producer in &mut config.producers {
-                producer.metadata_max_age_ms = max_age;
-            }
-            for consumer in &mut config.consumers {
-                consumer.metadata_max_age_ms = max_age;
-            }
-            let topic = &config.topics[(growth.next_u32() as usize) % config.topics.len()];
-            ScheduledInput {
-                at_ms: u64::from(growth.next_u32()) % (FAULTS_END_MS + 20_000),
-                input: Input::CreatePartitions {
-                    topic: topic.name.clone(),
-                    count: topic.partitions + 1 + growth.next_u32() % 3,
-                },
-            }
-        });
+        let grow = partition_growth(seed, &mut config);
         // Transaction version 2, as a new Kafka 4.1 cluster runs, in three
         // cases of four, version 1 in the rest; now and then an operator
         // changes it mid-run (`kafka-features`), which each producer
@@ -490,70 +283,9 @@ impl FuzzCase {
         if matches!(mix, Mix::All | Mix::Brokers) {
             inputs.extend(power_losses(&mut config, &mut Rng::new(seed, 24)));
         }
-        // Lost produce responses (the retry an idempotent producer's
-        // sequences make harmless), from a stream of their own.
-        let mut responses = Rng::new(seed, 15);
-        let pipeline_producers = config
-            .consumers
-            .iter()
-            .filter(|consumer| consumer.output_producer.is_some())
-            .count() as u32;
-        for producer in 0..config.producers.len() as u32 - 1 - pipeline_producers {
-            for _ in 0..responses.next_u32() % 3 {
-                inputs.push(ScheduledInput {
-                    at_ms: u64::from(responses.next_u32()) % FAULTS_END_MS,
-                    input: Input::LoseProduceResponse { producer },
-                });
-            }
-        }
-        // Transactional producers commit or abort now and then (not a
-        // pipeline's: its app does that).
-        for (producer, producer_config) in config.producers.iter().enumerate() {
-            if producer_config.transactional_id.is_none() || is_output_producer(&config, producer) {
-                continue;
-            }
-            for _ in 0..1 + transactional.next_u32() % 4 {
-                let producer = producer as u32;
-                inputs.push(ScheduledInput {
-                    at_ms: u64::from(transactional.next_u32()) % FAULTS_END_MS,
-                    input: if transactional.next_u32() % 3 == 0 {
-                        Input::AbortTransaction { producer }
-                    } else {
-                        Input::CommitTransaction { producer }
-                    },
-                });
-            }
-            // Now and then one of its produce requests waits in a broker's
-            // queue past its timeout and lands late: the write KIP-890's
-            // verification keeps out of a transaction that has ended.
-            if features.next_u32() % 3 == 0 {
-                inputs.push(ScheduledInput {
-                    at_ms: u64::from(features.next_u32()) % FAULTS_END_MS,
-                    input: Input::StallProduce {
-                        producer: producer as u32,
-                        delay_ms: 1_000 + u64::from(features.next_u32() % 60_000),
-                    },
-                });
-            }
-        }
-        // Under quotas, a backlog: one large send that a consumer reads in
-        // more bytes than its quota lets through, so it is throttled. Few
-        // records (a handler slowed to a second a record must still get
-        // through them before the check).
-        if !config.quotas.is_empty()
-            && config.producers[0].transactional_id.is_none()
-            && !is_output_producer(&config, 0)
-        {
-            inputs.push(ScheduledInput {
-                at_ms: u64::from(quota_rng.next_u32()) % FAULTS_END_MS,
-                input: Input::Produce {
-                    producer: 0,
-                    key: None,
-                    count: 20 + quota_rng.next_u32() % 30,
-                    bytes: 1_000 + quota_rng.next_u32() % 1_000,
-                },
-            });
-        }
+        inputs.extend(lost_responses(seed, &config));
+        inputs.extend(transaction_inputs(&config, &mut transactional, &mut features));
+        inputs.extend(quota_backlog(&config, &mut quota_rng));
         crate::sorting::sort_by_key(&mut inputs, |input| input.at_ms);
         let mut case = FuzzCase {
             seed,
@@ -1060,6 +792,331 @@ pub fn minimise(case: &FuzzCase) -> FuzzCase {
             return best.with_operator();
         }
     }
+}
+
+/// Some groups speak the consumer protocol (KIP-848), with the
+/// broker's default assignor or one asked for; from a stream of its
+/// own so the rest of the schedule stays as it was.
+fn assign_group_protocols(seed: u64, consumers: &mut [ConsumerConfig]) {
+    let mut protocols = Rng::new(seed, 13);
+    let groups: std::collections::BTreeSet<String> = consumers.iter().map(|consumer| consumer.group.clone()).gather();
+    for group in groups {
+        if protocols.next_u32() % 3 != 0 {
+            continue;
+        }
+        let remote = [None, Some("uniform"), Some("range")][(protocols.next_u32() % 3) as usize];
+        for consumer in consumers.iter_mut().filter(|consumer| consumer.group == group) {
+            consumer.group_protocol = super::config::GroupProtocol::Consumer;
+            consumer.group_remote_assignor = remote.map(str::to_string);
+            consumer.group_instance_id = None;
+        }
+    }
+}
+
+/// Some groups commit by hand (before or after processing, sync or
+/// async), some handlers are idempotent; from a stream of its own.
+fn assign_commit_modes(seed: u64, consumers: &mut [ConsumerConfig]) {
+    let mut commits = Rng::new(seed, 14);
+    let groups: std::collections::BTreeSet<String> = consumers.iter().map(|consumer| consumer.group.clone()).gather();
+    for group in groups {
+        let mode = match commits.next_u32() % 6 {
+            0 => super::config::CommitMode::BeforeProcessing,
+            1 => super::config::CommitMode::AfterProcessing,
+            2 => super::config::CommitMode::AfterProcessingAsync,
+            _ => super::config::CommitMode::Auto,
+        };
+        let idempotent = commits.next_u32() % 4 == 0;
+        for consumer in consumers.iter_mut().filter(|consumer| consumer.group == group) {
+            consumer.commit_mode = mode;
+            consumer.idempotent_handler = idempotent;
+        }
+    }
+}
+
+/// Some groups read with isolation.level=read_committed; from a
+/// stream of its own.
+fn assign_isolation(seed: u64, consumers: &mut [ConsumerConfig]) {
+    let mut isolation = Rng::new(seed, 16);
+    let groups: std::collections::BTreeSet<String> = consumers.iter().map(|consumer| consumer.group.clone()).gather();
+    for group in groups {
+        if isolation.next_u32() % 2 == 0 {
+            for consumer in consumers.iter_mut().filter(|consumer| consumer.group == group) {
+                consumer.isolation_level = crate::replication::transactions::IsolationLevel::ReadCommitted;
+            }
+        }
+    }
+}
+
+/// Some safe cases run an exactly-once pipeline (KIP-98, KIP-447): a
+/// group of two app instances reads t0 (read_committed) and writes one
+/// output per record to its own topic through its own transactional
+/// producer, with the offsets in the same transaction; from a stream of
+/// its own.
+fn add_pipeline(
+    seed: u64,
+    safe: bool,
+    topics: &mut Vec<TopicConfig>,
+    producers: &mut Vec<ProducerConfig>,
+    consumers: &mut Vec<ConsumerConfig>,
+) {
+    let mut pipeline = Rng::new(seed, 18);
+    // Only in safe configurations: where an unclean election may lose
+    // a transaction coordinator's records, a transaction can hang for
+    // good, as Kafka's can (what KIP-890 and `kafka-transactions.sh
+    // abort` are for).
+    if pipeline.next_u32() % 3 == 0 && safe {
+        topics.push(TopicConfig {
+            name: PIPELINE_TOPIC.to_string(),
+            partitions: 1 + pipeline.next_u32() % 3,
+            replication_factor: 3,
+            min_insync_replicas: 2,
+            ..TopicConfig::default()
+        });
+        let input = topics[0].name.clone();
+        let processing = u64::from(pipeline.next_u32() % 3) * 20;
+        for member in 0..2 {
+            let mut producer = ProducerConfig::new(PIPELINE_TOPIC);
+            producer.transactional_id = Some(format!("eos-{member}"));
+            producer.transaction_timeout_ms = crate::txn_coordinator::TRANSACTION_MAX_TIMEOUT_MS;
+            producer.max_in_flight_requests_per_connection = 1 + pipeline.next_u32() % 5;
+            producers.push(producer);
+            let mut consumer = ConsumerConfig::new(PIPELINE_GROUP, vec![input.clone()]);
+            consumer.auto_offset_reset = OffsetReset::Earliest;
+            consumer.commit_mode = super::config::CommitMode::Transactional;
+            consumer.output_producer = Some(producers.len() as u32 - 1);
+            consumer.isolation_level = crate::replication::transactions::IsolationLevel::ReadCommitted;
+            consumer.processing_ms_per_record = processing;
+            consumers.push(consumer);
+        }
+    }
+}
+
+/// Some topics keep little (small segments, retention by size or
+/// time) and the brokers check retention often, so that segments
+/// are deleted under faults; not the exactly-once pipeline's input,
+/// whose every record must reach the output. From a stream of its own.
+fn small_storage(seed: u64, topics: &mut [TopicConfig], consumers: &[ConsumerConfig]) -> Option<u64> {
+    let mut storage = Rng::new(seed, 19);
+    let pipeline_input = consumers
+        .iter()
+        .find(|consumer| consumer.output_producer.is_some())
+        .and_then(|consumer| consumer.topics.first().cloned());
+    let mut retention_check = None;
+    for topic in topics.iter_mut() {
+        if storage.next_u32() % 3 != 0 || Some(&topic.name) == pipeline_input.as_ref() || topic.name == PIPELINE_TOPIC {
+            continue;
+        }
+        topic.internal_segment_bytes = Some(300 + u64::from(storage.next_u32() % 2_000));
+        match storage.next_u32() % 3 {
+            0 => topic.retention_bytes = 1_000 + i64::from(storage.next_u32() % 4_000),
+            1 => topic.retention_ms = 2_000 + i64::from(storage.next_u32() % 30_000),
+            _ => {
+                topic.retention_bytes = 1_000 + i64::from(storage.next_u32() % 4_000);
+                topic.retention_ms = 2_000 + i64::from(storage.next_u32() % 30_000);
+            }
+        }
+        retention_check = Some(1_000 + u64::from(storage.next_u32() % 9_000));
+    }
+    retention_check
+}
+
+/// Some cases give the internal topics small segments and a busy
+/// cleaner, so that `__consumer_offsets` and `__transaction_state`
+/// are compacted under faults and coordinators that fail over
+/// replay compacted logs. From a stream of its own.
+fn internal_compaction(seed: u64) -> (u64, u64) {
+    let mut compaction = Rng::new(seed, 20);
+    if compaction.next_u32() % 3 == 0 {
+        (
+            400 + u64::from(compaction.next_u32() % 3_000),
+            1_000 + u64::from(compaction.next_u32() % 9_000),
+        )
+    } else {
+        (100 * 1024 * 1024, 15_000)
+    }
+}
+
+/// Some cases put every client under default byte-rate quotas, so
+/// that throttled answers and muted connections meet faults. From a
+/// stream of its own.
+fn default_quotas(quota_rng: &mut Rng) -> Vec<ClientQuota> {
+    if quota_rng.next_u32() % 3 == 0 {
+        // At least batch.size (16384) over the ten seconds a fetch may
+        // take in bytes: a batch larger than that is always
+        // throttled and never read, in Kafka as here (the first batch
+        // of an answer is sent whole, whatever `fetch.max.bytes`).
+        let mut rate = || 1_700 + u64::from(quota_rng.next_u32() % 2_300);
+        let (produce, fetch) = (rate(), rate());
+        let quota = match quota_rng.next_u32() % 3 {
+            0 => ClientQuota {
+                client_id: None,
+                producer_byte_rate: Some(produce),
+                consumer_byte_rate: None,
+            },
+            1 => ClientQuota {
+                client_id: None,
+                producer_byte_rate: None,
+                consumer_byte_rate: Some(fetch),
+            },
+            _ => ClientQuota {
+                client_id: None,
+                producer_byte_rate: Some(produce),
+                consumer_byte_rate: Some(fetch),
+            },
+        };
+        vec![quota]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Some cases have an operator add partitions to a topic, during the
+/// faults or soon after, and give the clients a short
+/// `metadata.max.age.ms` so they find the new partitions before the
+/// check. From a stream of its own.
+fn partition_growth(seed: u64, config: &mut ClusterConfig) -> Option<ScheduledInput> {
+    let mut growth = Rng::new(seed, 22);
+    // A static group leader that rejoins after the change (a restart, a
+    // poll timeout) does so without computing an assignment (KIP-814)
+    // and takes the metadata it has then as its snapshot, so it never
+    // notices the new partitions, in Kafka as here: cases with static
+    // members add none.
+    let statics = config
+        .consumers
+        .iter()
+        .any(|consumer| consumer.group_instance_id.is_some());
+    (growth.next_u32() % 4 == 0 && !statics).then(|| {
+        let max_age = 5_000 + u64::from(growth.next_u32() % 25_000);
+        for producer in &mut config.producers {
+            producer.metadata_max_age_ms = max_age;
+        }
+        for consumer in &mut config.consumers {
+            consumer.metadata_max_age_ms = max_age;
+        }
+        let topic = &config.topics[(growth.next_u32() as usize) % config.topics.len()];
+        ScheduledInput {
+            at_ms: u64::from(growth.next_u32()) % (FAULTS_END_MS + 20_000),
+            input: Input::CreatePartitions {
+                topic: topic.name.clone(),
+                count: topic.partitions + 1 + growth.next_u32() % 3,
+            },
+        }
+    })
+}
+
+/// Lost produce responses (the retry an idempotent producer's
+/// sequences make harmless), from a stream of their own.
+fn lost_responses(seed: u64, config: &ClusterConfig) -> Vec<ScheduledInput> {
+    let mut inputs = Vec::new();
+    let mut responses = Rng::new(seed, 15);
+    let pipeline_producers = config
+        .consumers
+        .iter()
+        .filter(|consumer| consumer.output_producer.is_some())
+        .count() as u32;
+    for producer in 0..config.producers.len() as u32 - 1 - pipeline_producers {
+        for _ in 0..responses.next_u32() % 3 {
+            inputs.push(ScheduledInput {
+                at_ms: u64::from(responses.next_u32()) % FAULTS_END_MS,
+                input: Input::LoseProduceResponse { producer },
+            });
+        }
+    }
+    inputs
+}
+
+/// Transactional producers commit or abort now and then (not a
+/// pipeline's: its app does that).
+fn transaction_inputs(config: &ClusterConfig, transactional: &mut Rng, features: &mut Rng) -> Vec<ScheduledInput> {
+    let mut inputs = Vec::new();
+    for (producer, producer_config) in config.producers.iter().enumerate() {
+        if producer_config.transactional_id.is_none() || is_output_producer(&config, producer) {
+            continue;
+        }
+        for _ in 0..1 + transactional.next_u32() % 4 {
+            let producer = producer as u32;
+            inputs.push(ScheduledInput {
+                at_ms: u64::from(transactional.next_u32()) % FAULTS_END_MS,
+                input: if transactional.next_u32() % 3 == 0 {
+                    Input::AbortTransaction { producer }
+                } else {
+                    Input::CommitTransaction { producer }
+                },
+            });
+        }
+        // Now and then one of its produce requests waits in a broker's
+        // queue past its timeout and lands late: the write KIP-890's
+        // verification keeps out of a transaction that has ended.
+        if features.next_u32() % 3 == 0 {
+            inputs.push(ScheduledInput {
+                at_ms: u64::from(features.next_u32()) % FAULTS_END_MS,
+                input: Input::StallProduce {
+                    producer: producer as u32,
+                    delay_ms: 1_000 + u64::from(features.next_u32() % 60_000),
+                },
+            });
+        }
+    }
+    inputs
+}
+
+/// Under quotas, a backlog: one large send that a consumer reads in
+/// more bytes than its quota lets through, so it is throttled. Few
+/// records (a handler slowed to a second a record must still get
+/// through them before the check).
+fn quota_backlog(config: &ClusterConfig, quota_rng: &mut Rng) -> Option<ScheduledInput> {
+    if !config.quotas.is_empty() && config.producers[0].transactional_id.is_none() && !is_output_producer(&config, 0) {
+        return Some(ScheduledInput {
+            at_ms: u64::from(quota_rng.next_u32()) % FAULTS_END_MS,
+            input: Input::Produce {
+                producer: 0,
+                key: None,
+                count: 20 + quota_rng.next_u32() % 30,
+                bytes: 1_000 + quota_rng.next_u32() % 1_000,
+            },
+        });
+    }
+    None
+}
+
+/// One or two consumer groups of one to three members each, with an eager
+/// assignor or the cooperative one (KIP-429).
+fn consumer_groups(rng: &mut Rng, topics: &[TopicConfig]) -> Vec<ConsumerConfig> {
+    let assignors = ["range", "roundrobin", "sticky", "cooperative-sticky"];
+    let mut consumers = Vec::new();
+    for group in 0..1 + pick(rng, 2) {
+        let subscribed: Vec<String> = topics
+            .iter()
+            .filter(|_| pick(rng, 3) != 0)
+            .map(|topic| topic.name.clone())
+            .collect();
+        let subscribed = if subscribed.is_empty() {
+            vec![topics[0].name.clone()]
+        } else {
+            subscribed
+        };
+        let assignor = assignors[pick(rng, assignors.len() as u32) as usize];
+        // Some groups have static members (KIP-345), some a short
+        // max.poll.interval.ms that a slow handler overruns.
+        let static_members = pick(rng, 3) == 0;
+        let max_poll_interval_ms = if pick(rng, 3) == 0 { 5_000 } else { 300_000 };
+        for member in 0..1 + pick(rng, 3) {
+            let mut consumer = ConsumerConfig::new(format!("g{group}"), subscribed.clone());
+            consumer.assignor = assignor.to_string();
+            consumer.auto_offset_reset = OffsetReset::Earliest;
+            if static_members {
+                consumer.group_instance_id = Some(format!("g{group}-member-{member}"));
+            }
+            consumer.max_poll_interval_ms = max_poll_interval_ms;
+            consumers.push(consumer);
+        }
+    }
+    consumers
+}
+
+/// A number below `bound` from the case's main stream.
+fn pick(rng: &mut Rng, bound: u32) -> u32 {
+    rng.next_u32() % bound
 }
 
 #[cfg(test)]

@@ -684,6 +684,148 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
                 summary.invariant_violations
             )
         }),
+        Expectation::ConsumerRead { .. } => check_group_progress(expectation, simulation, facts),
+        Expectation::Retention { .. } => check_storage_and_quotas(expectation, simulation, facts),
+        Expectation::Compaction { .. } => check_storage_and_quotas(expectation, simulation, facts),
+        Expectation::Throttled { .. } => check_storage_and_quotas(expectation, simulation, facts),
+        Expectation::Outputs { .. } => check_group_progress(expectation, simulation, facts),
+        Expectation::TransactionEpochs { .. } => check_transactions_and_leaders(expectation, simulation, facts),
+        Expectation::TruncationDetected { .. } => check_storage_and_quotas(expectation, simulation, facts),
+        Expectation::NoJepsenAnomalies => match simulation.jepsen_verdict() {
+            None => Some("the run kept no history for Jepsen's checks".to_string()),
+            Some(verdict) if verdict.findings.is_empty() => None,
+            Some(verdict) => Some(format!("expected no anomaly from Jepsen's checks, but: {verdict}")),
+        },
+        Expectation::JepsenAnomaly { anomaly, at_least } => match simulation.jepsen_verdict() {
+            None => Some("the run kept no history for Jepsen's checks".to_string()),
+            Some(verdict) => {
+                let count = verdict
+                    .findings
+                    .iter()
+                    .chain(&verdict.allowed)
+                    .filter(|finding| finding.kind == *anomaly)
+                    .count() as u64;
+                (count < *at_least).then(|| {
+                    format!(
+                        "expected Jepsen's checks to find at least {at_least} {}, but they found {count} ({verdict})",
+                        anomaly.name()
+                    )
+                })
+            }
+        },
+        Expectation::HangingTransactions { .. } => check_transactions_and_leaders(expectation, simulation, facts),
+        Expectation::IdleConsumer { consumer } => match simulation.consumers().get(*consumer as usize) {
+            Some(state) if state.phase == super::consumer::ConsumerPhase::Consuming && state.assignment.is_empty() => {
+                None
+            }
+            Some(state) => Some(format!(
+                "expected consumer-{consumer} to sit idle in its group, but it is {:?} with {} partitions",
+                state.phase,
+                state.assignment.len()
+            )),
+            None => Some(format!("there is no consumer-{consumer}")),
+        },
+        Expectation::ControllerElections { at_least } => (summary.controller_elections < *at_least).then(|| {
+            format!(
+                "expected at least {at_least} controller elections, but {} happened",
+                summary.controller_elections
+            )
+        }),
+        // Checked in `Scenario::run`, which knows where the burst began.
+        Expectation::Recovers { .. } => None,
+        Expectation::EligibleLeaderReplicas { .. } => check_transactions_and_leaders(expectation, simulation, facts),
+        Expectation::PartitionLeader { .. } => check_transactions_and_leaders(expectation, simulation, facts),
+        Expectation::Delivery { .. } => check_group_progress(expectation, simulation, facts),
+        Expectation::Rebalances { .. } => check_group_progress(expectation, simulation, facts),
+        Expectation::PollTimeout { consumer } => (!facts.poll_timeouts.contains(consumer))
+            .then(|| format!("expected consumer-{consumer} to leave its group on a max.poll.interval.ms timeout")),
+        Expectation::GroupGeneration { .. } => check_group_progress(expectation, simulation, facts),
+    }
+}
+
+/// The expectations about transactions and partition leaders.
+fn check_transactions_and_leaders(
+    expectation: &Expectation,
+    simulation: &Simulation,
+    facts: &TraceFacts,
+) -> Option<String> {
+    match expectation {
+        Expectation::TransactionEpochs {
+            transactional_id,
+            epochs,
+        } => {
+            let seen = facts
+                .transaction_epochs
+                .get(transactional_id)
+                .cloned()
+                .unwrap_or_default();
+            (seen != *epochs).then(|| {
+                format!(
+                    "expected {transactional_id}'s transaction records to carry epochs {epochs:?}, but they carried {seen:?}"
+                )
+            })
+        }
+        Expectation::HangingTransactions { at_least, at_most } => {
+            let hanging = super::checks::hanging_transactions(simulation);
+            let count = hanging.len() as u64;
+            if count < *at_least {
+                Some(format!(
+                    "expected at least {at_least} hanging transactions, but found {count}"
+                ))
+            } else {
+                at_most
+                    .filter(|most| count > *most)
+                    .map(|most| format!("expected at most {most} hanging transactions, but found {count}: {hanging:?}"))
+            }
+        }
+        Expectation::EligibleLeaderReplicas { topic, partition, elr } => {
+            let found = simulation
+                .controller()
+                .partitions
+                .iter()
+                .find(|(key, _)| *key.topic == **topic && key.partition == *partition)
+                .map(|(_, registration)| registration.elr.clone());
+            (found.as_ref() != Some(elr)).then(|| {
+                format!("expected {topic}-{partition}'s eligible leader replicas to be {elr:?}, but they are {found:?}")
+            })
+        }
+        Expectation::PartitionLeader {
+            topic,
+            partition,
+            broker,
+        } => {
+            let leader = simulation
+                .controller()
+                .partitions
+                .iter()
+                .find(|(key, _)| *key.topic == **topic && key.partition == *partition)
+                .and_then(|(_, registration)| registration.leader);
+            (leader != Some(*broker)).then(|| {
+                format!(
+                    "expected broker-{broker} to lead {topic}-{partition}, but the leader is {}",
+                    leader.map_or("none".to_string(), |leader| format!("broker-{leader}"))
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The expectations about consumer groups: what they read, processed
+/// and wrote, their generations and rebalances.
+fn check_group_progress(expectation: &Expectation, simulation: &Simulation, facts: &TraceFacts) -> Option<String> {
+    match expectation {
+        Expectation::GroupGeneration { consumer, at_least } => {
+            let generation = simulation
+                .consumers()
+                .get(*consumer as usize)
+                .map_or(0, |state| state.generation);
+            (generation < *at_least).then(|| {
+                format!(
+                    "expected consumer-{consumer}'s group to reach generation {at_least}, but it is at {generation}"
+                )
+            })
+        }
         Expectation::ConsumerRead {
             consumer,
             at_least,
@@ -703,6 +845,96 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
                 })
             }
         }
+        Expectation::Outputs {
+            topic,
+            sources_at_least,
+            duplicated_at_least,
+            duplicated_at_most,
+        } => {
+            let audit = simulation.output_audit(topic);
+            let duplicated = audit.duplicated.len() as u64;
+            if audit.sources < *sources_at_least {
+                Some(format!(
+                    "expected at least {sources_at_least} input records with a committed output on {topic}, but {} have one",
+                    audit.sources
+                ))
+            } else if duplicated < *duplicated_at_least {
+                Some(format!(
+                        "expected at least {duplicated_at_least} input records with more than one committed output on {topic}, but {duplicated} have"
+                    ))
+            } else {
+                duplicated_at_most.filter(|most| duplicated > *most).map(|most| {
+                        format!(
+                            "expected at most {most} input records with more than one committed output on {topic}, but {duplicated} have: {:?}",
+                            audit.duplicated
+                        )
+                    })
+            }
+        }
+        Expectation::Delivery {
+            group,
+            again_at_least,
+            again_at_most,
+            never_at_least,
+            never_at_most,
+            dead_lettered_at_least,
+            dead_lettered_at_most,
+        } => {
+            let ledger = simulation
+                .ledger_views()
+                .into_iter()
+                .find(|view| &view.group == group)
+                .unwrap_or_default();
+            let never: u64 = ledger.never_processed.iter().map(|(_, count)| count).sum();
+            let again = ledger.processed_more;
+            let outside =
+                |count: u64, least: u64, most: Option<u64>| count < least || most.is_some_and(|most| count > most);
+            (outside(again, *again_at_least, *again_at_most) || outside(never, *never_at_least, *never_at_most)).then(|| {
+                    format!(
+                        "expected group {group} to process {again_at_least}{} record(s) more than once and to never process {never_at_least}{}, but it processed {again} more than once and never processed {never}",
+                        again_at_most.map_or(" or more".to_string(), |most| format!(" to {most}")),
+                        never_at_most.map_or(" or more".to_string(), |most| format!(" to {most}")),
+                    )
+                }).or_else(|| {
+                    let dead = ledger.dead_lettered;
+                    outside(dead, *dead_lettered_at_least, *dead_lettered_at_most).then(|| {
+                        format!(
+                            "expected group {group} to send {dead_lettered_at_least}{} record(s) to its dead letter queue, but it sent {dead}",
+                            dead_lettered_at_most.map_or(" or more".to_string(), |most| format!(" to {most}")),
+                        )
+                    })
+                })
+        }
+        Expectation::Rebalances {
+            group,
+            after_ms,
+            at_least,
+            at_most,
+        } => {
+            let count = facts
+                .rebalances
+                .iter()
+                .filter(|(time, name)| time > after_ms && name == group)
+                .count() as u32;
+            let too_few = count < *at_least;
+            let too_many = at_most.is_some_and(|most| count > most);
+            (too_few || too_many).then(|| {
+                let wanted = match at_most {
+                    Some(most) if most == at_least => format!("{most}"),
+                    Some(most) => format!("{at_least} to {most}"),
+                    None => format!("at least {at_least}"),
+                };
+                format!("expected {wanted} rebalances of group {group} after {after_ms} ms, but there were {count}")
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The expectations about storage (retention, compaction, truncation)
+/// and quotas.
+fn check_storage_and_quotas(expectation: &Expectation, simulation: &Simulation, facts: &TraceFacts) -> Option<String> {
+    match expectation {
         Expectation::Retention {
             topic,
             log_start_at_least,
@@ -720,8 +952,8 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
             let resets = facts.out_of_range.iter().filter(|known| **known == **topic).count() as u64;
             if deleted < *log_start_at_least {
                 Some(format!(
-                    "expected retention to delete at least {log_start_at_least} offsets of {topic}, but the logs start at {deleted} in all"
-                ))
+                        "expected retention to delete at least {log_start_at_least} offsets of {topic}, but the logs start at {deleted} in all"
+                    ))
             } else if resets < *resets_at_least {
                 Some(format!(
                     "expected at least {resets_at_least} OFFSET_OUT_OF_RANGE resets on {topic}, but there were {resets}"
@@ -777,45 +1009,6 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
                 })
             }
         }
-        Expectation::Outputs {
-            topic,
-            sources_at_least,
-            duplicated_at_least,
-            duplicated_at_most,
-        } => {
-            let audit = simulation.output_audit(topic);
-            let duplicated = audit.duplicated.len() as u64;
-            if audit.sources < *sources_at_least {
-                Some(format!(
-                    "expected at least {sources_at_least} input records with a committed output on {topic}, but {} have one",
-                    audit.sources
-                ))
-            } else if duplicated < *duplicated_at_least {
-                Some(format!(
-                    "expected at least {duplicated_at_least} input records with more than one committed output on {topic}, but {duplicated} have"
-                ))
-            } else {
-                duplicated_at_most.filter(|most| duplicated > *most).map(|most| {
-                    format!(
-                        "expected at most {most} input records with more than one committed output on {topic}, but {duplicated} have: {:?}",
-                        audit.duplicated
-                    )
-                })
-            }
-        }
-        Expectation::TransactionEpochs {
-            transactional_id,
-            epochs,
-        } => {
-            let seen = facts
-                .transaction_epochs
-                .get(transactional_id)
-                .cloned()
-                .unwrap_or_default();
-            (seen != *epochs).then(|| {
-                format!("expected {transactional_id}'s transaction records to carry epochs {epochs:?}, but they carried {seen:?}")
-            })
-        }
         Expectation::TruncationDetected {
             consumer,
             diverging_offset,
@@ -833,157 +1026,6 @@ fn check(expectation: &Expectation, simulation: &Simulation, summary: &Summary, 
                 )
             })
         }
-        Expectation::NoJepsenAnomalies => match simulation.jepsen_verdict() {
-            None => Some("the run kept no history for Jepsen's checks".to_string()),
-            Some(verdict) if verdict.findings.is_empty() => None,
-            Some(verdict) => Some(format!("expected no anomaly from Jepsen's checks, but: {verdict}")),
-        },
-        Expectation::JepsenAnomaly { anomaly, at_least } => match simulation.jepsen_verdict() {
-            None => Some("the run kept no history for Jepsen's checks".to_string()),
-            Some(verdict) => {
-                let count = verdict
-                    .findings
-                    .iter()
-                    .chain(&verdict.allowed)
-                    .filter(|finding| finding.kind == *anomaly)
-                    .count() as u64;
-                (count < *at_least).then(|| {
-                    format!(
-                        "expected Jepsen's checks to find at least {at_least} {}, but they found {count} ({verdict})",
-                        anomaly.name()
-                    )
-                })
-            }
-        },
-        Expectation::HangingTransactions { at_least, at_most } => {
-            let hanging = super::checks::hanging_transactions(simulation);
-            let count = hanging.len() as u64;
-            if count < *at_least {
-                Some(format!(
-                    "expected at least {at_least} hanging transactions, but found {count}"
-                ))
-            } else {
-                at_most
-                    .filter(|most| count > *most)
-                    .map(|most| format!("expected at most {most} hanging transactions, but found {count}: {hanging:?}"))
-            }
-        }
-        Expectation::IdleConsumer { consumer } => match simulation.consumers().get(*consumer as usize) {
-            Some(state) if state.phase == super::consumer::ConsumerPhase::Consuming && state.assignment.is_empty() => {
-                None
-            }
-            Some(state) => Some(format!(
-                "expected consumer-{consumer} to sit idle in its group, but it is {:?} with {} partitions",
-                state.phase,
-                state.assignment.len()
-            )),
-            None => Some(format!("there is no consumer-{consumer}")),
-        },
-        Expectation::ControllerElections { at_least } => (summary.controller_elections < *at_least).then(|| {
-            format!(
-                "expected at least {at_least} controller elections, but {} happened",
-                summary.controller_elections
-            )
-        }),
-        // Checked in `Scenario::run`, which knows where the burst began.
-        Expectation::Recovers { .. } => None,
-        Expectation::EligibleLeaderReplicas { topic, partition, elr } => {
-            let found = simulation
-                .controller()
-                .partitions
-                .iter()
-                .find(|(key, _)| *key.topic == **topic && key.partition == *partition)
-                .map(|(_, registration)| registration.elr.clone());
-            (found.as_ref() != Some(elr)).then(|| {
-                format!("expected {topic}-{partition}'s eligible leader replicas to be {elr:?}, but they are {found:?}")
-            })
-        }
-        Expectation::PartitionLeader {
-            topic,
-            partition,
-            broker,
-        } => {
-            let leader = simulation
-                .controller()
-                .partitions
-                .iter()
-                .find(|(key, _)| *key.topic == **topic && key.partition == *partition)
-                .and_then(|(_, registration)| registration.leader);
-            (leader != Some(*broker)).then(|| {
-                format!(
-                    "expected broker-{broker} to lead {topic}-{partition}, but the leader is {}",
-                    leader.map_or("none".to_string(), |leader| format!("broker-{leader}"))
-                )
-            })
-        }
-        Expectation::Delivery {
-            group,
-            again_at_least,
-            again_at_most,
-            never_at_least,
-            never_at_most,
-            dead_lettered_at_least,
-            dead_lettered_at_most,
-        } => {
-            let ledger = simulation
-                .ledger_views()
-                .into_iter()
-                .find(|view| &view.group == group)
-                .unwrap_or_default();
-            let never: u64 = ledger.never_processed.iter().map(|(_, count)| count).sum();
-            let again = ledger.processed_more;
-            let outside =
-                |count: u64, least: u64, most: Option<u64>| count < least || most.is_some_and(|most| count > most);
-            (outside(again, *again_at_least, *again_at_most) || outside(never, *never_at_least, *never_at_most)).then(|| {
-                format!(
-                    "expected group {group} to process {again_at_least}{} record(s) more than once and to never process {never_at_least}{}, but it processed {again} more than once and never processed {never}",
-                    again_at_most.map_or(" or more".to_string(), |most| format!(" to {most}")),
-                    never_at_most.map_or(" or more".to_string(), |most| format!(" to {most}")),
-                )
-            }).or_else(|| {
-                let dead = ledger.dead_lettered;
-                outside(dead, *dead_lettered_at_least, *dead_lettered_at_most).then(|| {
-                    format!(
-                        "expected group {group} to send {dead_lettered_at_least}{} record(s) to its dead letter queue, but it sent {dead}",
-                        dead_lettered_at_most.map_or(" or more".to_string(), |most| format!(" to {most}")),
-                    )
-                })
-            })
-        }
-        Expectation::Rebalances {
-            group,
-            after_ms,
-            at_least,
-            at_most,
-        } => {
-            let count = facts
-                .rebalances
-                .iter()
-                .filter(|(time, name)| time > after_ms && name == group)
-                .count() as u32;
-            let too_few = count < *at_least;
-            let too_many = at_most.is_some_and(|most| count > most);
-            (too_few || too_many).then(|| {
-                let wanted = match at_most {
-                    Some(most) if most == at_least => format!("{most}"),
-                    Some(most) => format!("{at_least} to {most}"),
-                    None => format!("at least {at_least}"),
-                };
-                format!("expected {wanted} rebalances of group {group} after {after_ms} ms, but there were {count}")
-            })
-        }
-        Expectation::PollTimeout { consumer } => (!facts.poll_timeouts.contains(consumer))
-            .then(|| format!("expected consumer-{consumer} to leave its group on a max.poll.interval.ms timeout")),
-        Expectation::GroupGeneration { consumer, at_least } => {
-            let generation = simulation
-                .consumers()
-                .get(*consumer as usize)
-                .map_or(0, |state| state.generation);
-            (generation < *at_least).then(|| {
-                format!(
-                    "expected consumer-{consumer}'s group to reach generation {at_least}, but it is at {generation}"
-                )
-            })
-        }
+        _ => None,
     }
 }

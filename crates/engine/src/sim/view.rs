@@ -681,10 +681,9 @@ impl Simulation {
         Ok(records)
     }
 
-    /// A picture of the cluster now.
-    pub fn view(&self) -> ClusterView {
-        let brokers = self
-            .brokers
+    /// Each broker as the map draws it: status, metadata log, replicas.
+    fn broker_views(&self) -> Vec<BrokerView> {
+        self.brokers
             .values()
             .map(|broker| BrokerView {
                 id: broker.id,
@@ -761,65 +760,12 @@ impl Simulation {
                     })
                     .collect(),
             })
-            .collect();
-        let partitions = self
-            .controller
-            .partitions
-            .iter()
-            .map(|(partition, registration)| PartitionView {
-                partition: partition.to_string(),
-                topic: partition.topic.to_string(),
-                index: partition.partition,
-                internal: is_internal(&partition.topic),
-                leader: registration.leader,
-                replicas: registration.replicas.clone(),
-                isr: registration.isr.clone(),
-                leader_epoch: registration.leader_epoch,
-                partition_epoch: registration.partition_epoch,
-                recovering: registration.leader_recovery == LeaderRecovery::Recovering,
-                elr: registration.elr.clone(),
-                last_known_elr: registration.last_known_elr.clone(),
-            })
-            .collect();
-        let controllers = self
-            .quorum
-            .nodes
-            .values()
-            .map(|node| ControllerView {
-                id: node.id,
-                alive: node.alive,
-                role: node.role,
-                epoch: node.epoch,
-                log_length: node.log.len(),
-                committed: node.committed,
-                leader: node.leader,
-                fetchers: if node.role == Role::Leader && node.alive {
-                    let voters = node
-                        .voters
-                        .iter()
-                        .filter(|(&voter, _)| voter != node.id)
-                        .map(|(&voter, progress)| (NodeId::Controller(voter), true, progress));
-                    let observers = node
-                        .observers
-                        .iter()
-                        .map(|(&broker, progress)| (NodeId::Broker(broker), false, progress));
-                    voters
-                        .chain(observers)
-                        .map(|(node, voter, progress)| FetcherView {
-                            node,
-                            voter,
-                            log_end_offset: progress.fetch_offset,
-                            last_fetch_ms: progress.last_fetch_ms,
-                            last_caught_up_ms: progress.last_caught_up_ms,
-                        })
-                        .collect()
-                } else {
-                    Vec::new()
-                },
-            })
-            .collect();
-        let consumers = self
-            .consumers
+            .collect()
+    }
+
+    /// Each consumer as the map draws it.
+    fn consumer_views(&self) -> Vec<ConsumerView> {
+        self.consumers
             .iter()
             .map(|consumer| ConsumerView {
                 id: consumer.id,
@@ -868,9 +814,12 @@ impl Simulation {
                 })
                 .and_then(|registration| registration.leader),
             })
-            .collect();
-        let producers = self
-            .producers
+            .collect()
+    }
+
+    /// Each producer as the map draws it.
+    fn producer_views(&self) -> Vec<ProducerView> {
+        self.producers
             .iter()
             .map(|producer| {
                 let batches = producer.batches.values().flatten();
@@ -927,7 +876,70 @@ impl Simulation {
                         .max(),
                 }
             })
+            .collect()
+    }
+
+    /// A picture of the cluster now.
+    pub fn view(&self) -> ClusterView {
+        let brokers = self.broker_views();
+        let partitions = self
+            .controller
+            .partitions
+            .iter()
+            .map(|(partition, registration)| PartitionView {
+                partition: partition.to_string(),
+                topic: partition.topic.to_string(),
+                index: partition.partition,
+                internal: is_internal(&partition.topic),
+                leader: registration.leader,
+                replicas: registration.replicas.clone(),
+                isr: registration.isr.clone(),
+                leader_epoch: registration.leader_epoch,
+                partition_epoch: registration.partition_epoch,
+                recovering: registration.leader_recovery == LeaderRecovery::Recovering,
+                elr: registration.elr.clone(),
+                last_known_elr: registration.last_known_elr.clone(),
+            })
             .collect();
+        let controllers = self
+            .quorum
+            .nodes
+            .values()
+            .map(|node| ControllerView {
+                id: node.id,
+                alive: node.alive,
+                role: node.role,
+                epoch: node.epoch,
+                log_length: node.log.len(),
+                committed: node.committed,
+                leader: node.leader,
+                fetchers: if node.role == Role::Leader && node.alive {
+                    let voters = node
+                        .voters
+                        .iter()
+                        .filter(|(&voter, _)| voter != node.id)
+                        .map(|(&voter, progress)| (NodeId::Controller(voter), true, progress));
+                    let observers = node
+                        .observers
+                        .iter()
+                        .map(|(&broker, progress)| (NodeId::Broker(broker), false, progress));
+                    voters
+                        .chain(observers)
+                        .map(|(node, voter, progress)| FetcherView {
+                            node,
+                            voter,
+                            log_end_offset: progress.fetch_offset,
+                            last_fetch_ms: progress.last_fetch_ms,
+                            last_caught_up_ms: progress.last_caught_up_ms,
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+            })
+            .collect();
+        let consumers = self.consumer_views();
+        let producers = self.producer_views();
         let in_flight = self
             .queue
             .iter()
