@@ -327,6 +327,9 @@ pub struct Simulation {
     pub(crate) controller_trace: Option<Vec<TraceKind>>,
     pub(crate) brokers: BTreeMap<BrokerId, Broker>,
     pub(crate) producers: Vec<Producer>,
+    /// While a producer handles an answer: what it told its application,
+    /// handed over once the whole answer is handled.
+    pub(crate) producer_told_app: Option<Vec<(u32, Option<bool>)>>,
     pub(crate) consumers: Vec<consumer::Consumer>,
     pub(crate) commits: chunked::ChunkedVec<coordinator::CommitRecord>,
     /// What each group's handlers did with each record.
@@ -391,6 +394,7 @@ impl Simulation {
             controller_trace: None,
             brokers: BTreeMap::new(),
             producers: Vec::new(),
+            producer_told_app: None,
             consumers: Vec::new(),
             commits: chunked::ChunkedVec::new(),
             ledger: ledger::Ledger::default(),

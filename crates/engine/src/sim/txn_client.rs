@@ -657,6 +657,16 @@ impl Simulation {
         }
     }
 
+    /// Tells the application of `producer` that its transaction ended
+    /// (`Some(committed)`) or that a fatal error stopped the producer
+    /// (`None`): at once, or once the answer being handled is done.
+    fn producer_tell_app(&mut self, producer: u32, outcome: Option<bool>) {
+        match &mut self.producer_told_app {
+            Some(told) => told.push((producer, outcome)),
+            None => self.consumer_output_transaction_ended(producer, outcome),
+        }
+    }
+
     /// `commitTransaction()` or `abortTransaction()` returned.
     fn producer_txn_ended(&mut self, producer: u32, commit: bool) {
         let Some(txn) = self.txn_client(producer) else { return };
@@ -762,7 +772,7 @@ impl Simulation {
             txn.fatal = Some(error);
         }
         self.producer_fail_unsent(producer, error);
-        self.consumer_output_transaction_ended(producer, None);
+        self.producer_tell_app(producer, None);
     }
 
     /// The `commitTransaction` / `abortTransaction` inputs.

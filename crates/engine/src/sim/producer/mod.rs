@@ -489,11 +489,21 @@ impl Simulation {
             Message::MetadataResponse { leaders } => self.producer_metadata_answer(producer, leaders),
             // One answer for every partition of the request; each
             // partition's result is handled on its own (`Sender#handleProduceResponse`).
+            // The sender handles the whole answer before the application
+            // hears of a fatal error (its thread sees the failed futures
+            // afterwards, `Sender#completeBatch`): every partition's batch
+            // fails first.
             Message::ProduceResponse {
                 request,
                 responses,
                 throttle_time_ms,
-            } => self.producer_produce_answer(producer, request, responses, throttle_time_ms),
+            } => {
+                self.producer_told_app = Some(Vec::new());
+                self.producer_produce_answer(producer, request, responses, throttle_time_ms);
+                for (producer, outcome) in self.producer_told_app.take().unwrap_or_default() {
+                    self.consumer_output_transaction_ended(producer, outcome);
+                }
+            }
             Message::InitProducerIdResponse { request, result, .. } => {
                 if self.producers[index]
                     .init_in_flight
