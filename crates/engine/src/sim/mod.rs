@@ -31,7 +31,6 @@ pub mod recording;
 pub mod scenario;
 pub mod trace;
 pub mod txn;
-pub mod txn_client;
 pub mod types;
 pub mod verification;
 pub mod view;
@@ -53,6 +52,7 @@ use producer::Producer;
 use trace::{TraceEvent, TraceId, TraceKind};
 use types::{ErrorCode, Message, MessageName, NodeId, RecordId, Time};
 
+mod contexts;
 mod dispatch;
 mod inputs;
 
@@ -327,9 +327,6 @@ pub struct Simulation {
     pub(crate) controller_trace: Option<Vec<TraceKind>>,
     pub(crate) brokers: BTreeMap<BrokerId, Broker>,
     pub(crate) producers: Vec<Producer>,
-    /// While a producer handles an answer: what it told its application,
-    /// handed over once the whole answer is handled.
-    pub(crate) producer_told_app: Option<Vec<(u32, Option<bool>)>>,
     pub(crate) consumers: Vec<consumer::Consumer>,
     pub(crate) commits: chunked::ChunkedVec<coordinator::CommitRecord>,
     /// What each group's handlers did with each record.
@@ -394,7 +391,6 @@ impl Simulation {
             controller_trace: None,
             brokers: BTreeMap::new(),
             producers: Vec::new(),
-            producer_told_app: None,
             consumers: Vec::new(),
             commits: chunked::ChunkedVec::new(),
             ledger: ledger::Ledger::default(),
@@ -902,11 +898,14 @@ impl Simulation {
 
     fn note_history(&mut self, kind: &TraceKind, id: TraceId) {
         if let Some(recorder) = self.jepsen.as_deref_mut() {
-            let producers = &self.producers;
+            // From the configuration: a producer's transactional id never
+            // changes, and a producer whose handler runs is not in
+            // `producers` meanwhile.
+            let producers = &self.config.producers;
             recorder.note(kind, id, self.now, |producer| {
                 producers
                     .get(producer as usize)
-                    .is_some_and(|producer| producer.config.transactional_id.is_some())
+                    .is_some_and(|producer| producer.transactional_id.is_some())
             });
         }
     }

@@ -477,7 +477,7 @@ pub struct TransactionView {
     /// `transactional.id`.
     pub transactional_id: String,
     /// Where it is.
-    pub phase: super::txn_client::TxnPhase,
+    pub phase: super::producer::transactions::TxnPhase,
     /// Partitions (of its topic) in the open transaction.
     pub partitions: Vec<u32>,
     /// A commit (true) or abort (false) under way.

@@ -13,7 +13,8 @@
 //! Failing too: web code that reads meaning out of text the engine wrote
 //! for people (summaries, trace lines, node names, roles as strings); a
 //! module below `sim` that imports it, `protocol` importing any other
-//! engine module, and any circle of imports among the engine's modules.
+//! engine module, any circle of imports among the engine's modules, and a
+//! process that runs behind a context naming the `Simulation`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -339,6 +340,37 @@ fn no_engine_file_is_over_1250_lines_outside_its_tests() {
         long.is_empty(),
         "engine files over {ENGINE_FILE_LINES} lines outside their tests; give them rooms:\n{}",
         long.join("\n")
+    );
+}
+
+/// The processes that run as their own state machines (issue 33, item
+/// 2): each owns its state and handles its messages, timers and inputs
+/// with `&mut self` and the narrow context `sim::contexts` gives it.
+const BEHIND_A_CONTEXT: [&str; 1] = ["crates/engine/src/sim/producer"];
+
+/// Architecture Invariant: a process behind a context never reaches the
+/// simulation, so what its handlers may change is its own state and what
+/// the context offers, not a convention. Its files never name
+/// `Simulation`, and nothing in them is an `impl` of it.
+#[test]
+fn processes_behind_a_context_never_reach_the_simulation() {
+    let mut found = Vec::new();
+    for dir in BEHIND_A_CONTEXT {
+        let files = rust_files(&repo().join(dir));
+        assert!(!files.is_empty(), "{dir} has no files");
+        for file in files {
+            let text = std::fs::read_to_string(&file).expect("source");
+            for (number, line) in code_lines(&text) {
+                if line.contains("Simulation") {
+                    found.push(format!("{}:{number}: {}", relative(&file), line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a process behind a context reaches the simulation:\n{}",
+        found.join("\n")
     );
 }
 

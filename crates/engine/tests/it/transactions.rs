@@ -11,7 +11,7 @@ use kafkascope_engine::sim::config::{
     ClusterConfig, ConsumerConfig, Input, OffsetReset, ProducerConfig, ScheduledInput, TopicConfig,
 };
 use kafkascope_engine::sim::trace::{TraceKind, TransactionOutcome};
-use kafkascope_engine::sim::txn_client::TxnPhase;
+use kafkascope_engine::sim::producer::transactions::TxnPhase;
 use kafkascope_engine::sim::Simulation;
 
 /// One transactional id shared by `instances` producers of `payments`

@@ -355,7 +355,7 @@ impl Simulation {
                 .producers
                 .get(producer as usize)
                 .and_then(|state| state.txn.as_ref())
-                .is_some_and(|txn| txn.phase == super::txn_client::TxnPhase::Fenced);
+                .is_some_and(|txn| txn.phase == super::producer::transactions::TxnPhase::Fenced);
             if fenced {
                 self.producer_crash(producer);
             }

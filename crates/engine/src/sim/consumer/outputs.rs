@@ -150,7 +150,7 @@ impl Simulation {
             .filter(|(partition, _)| consumer.assignment.contains(partition))
             .map(|(partition, position)| (partition.clone(), *position))
             .collect();
-        let send = crate::sim::txn_client::SendOffsets {
+        let send = crate::sim::producer::transactions::SendOffsets {
             group: consumer.config.group.clone(),
             generation: i32::try_from(consumer.generation).unwrap_or(i32::MAX),
             member_id: consumer.member_id.clone().unwrap_or_default(),

@@ -5,15 +5,14 @@
 
 use super::*;
 
-impl Simulation {
+impl Producer {
     /// A `MetadataResponse`: the leaders of the producer's topic.
-    pub(super) fn producer_metadata_answer(
+    pub(super) fn metadata_answer(
         &mut self,
-        producer: u32,
+        context: &mut ProducerContext,
         leaders: BTreeMap<TopicPartition, (Option<BrokerId>, u32)>,
     ) {
-        let index = producer as usize;
-        let state = &mut self.producers[index];
+        let state = &mut *self;
         state.metadata_in_flight = None;
         let topic = state.config.topic.clone();
         let mut mine: BTreeMap<u32, (Option<BrokerId>, u32)> = leaders
@@ -38,41 +37,39 @@ impl Simulation {
         }
         if mine.is_empty() {
             // This broker knows no metadata yet: ask again soon.
-            self.schedule_timer(Self::producer_node(producer), 0, 100, Timer::ProducerMetadataTimeout(0));
+            context.timer(100, Timer::ProducerMetadataTimeout(0));
             return;
         }
         if mine.values().all(|(leader, _)| leader.is_some()) {
             state.metadata_retries = 0;
         }
-        state.metadata_at = self.now;
+        state.metadata_at = context.now();
         state.leaders = Some(mine);
-        self.producer_partition_waiting(producer);
-        self.producer_drain(producer);
+        self.partition_waiting(context);
+        self.drain(context);
     }
 
     /// A `ProduceResponse`: each partition's batch acknowledged, retried or
     /// failed, after the broker's throttle time.
-    pub(super) fn producer_produce_answer(
+    pub(super) fn produce_answer(
         &mut self,
-        producer: u32,
+        context: &mut ProducerContext,
         request: u64,
         responses: Vec<(TopicPartition, Result<Offset, ErrorCode>)>,
         throttle_time_ms: u64,
     ) {
-        let index = producer as usize;
-        let Some(in_flight) = self.producers[index].in_flight.remove(&request) else {
+        let Some(in_flight) = self.in_flight.remove(&request) else {
             return;
         };
         if throttle_time_ms > 0 {
             // KIP-219: no request to this broker until the throttle
             // time is over (`NetworkClient#maybeThrottle`).
             let broker = in_flight.broker;
-            let until = self.now + throttle_time_ms;
-            let state = &mut self.producers[index];
-            let entry = state.throttled_until.entry(broker).or_insert(until);
+            let until = context.now() + throttle_time_ms;
+            let entry = self.throttled_until.entry(broker).or_insert(until);
             *entry = (*entry).max(until);
-            self.record(TraceKind::Throttled {
-                client: Self::producer_node(producer),
+            context.trace(TraceKind::Throttled {
+                client: NodeId::Producer(self.id),
                 broker,
                 throttle_time_ms,
                 quota: QuotaType::Produce,
@@ -80,44 +77,44 @@ impl Simulation {
             // Its other requests to that broker wait in the muted
             // connection: their timeouts grow by the throttle
             // time (`InFlightRequests#incrementThrottleTime`).
-            for other in self.producers[index].in_flight.values_mut() {
+            for other in self.in_flight.values_mut() {
                 if other.broker == broker {
                     other.throttled_ms += throttle_time_ms;
                 }
             }
-            self.schedule_timer(Self::producer_node(producer), 0, throttle_time_ms, Timer::ProducerDrain);
+            context.timer(throttle_time_ms, Timer::ProducerDrain);
         }
         let mut batches = in_flight.batches;
         for (partition, result) in responses {
-            let Some(position) = batches.iter().position(|(queued, _)| {
-                *queued == partition.partition && *partition.topic == *self.producers[index].topic
-            }) else {
+            let Some(position) = batches
+                .iter()
+                .position(|(queued, _)| *queued == partition.partition && *partition.topic == *self.topic)
+            else {
                 continue;
             };
             let (number, batch) = batches.remove(position);
             match result {
-                Ok(base_offset) => self.producer_acknowledged(producer, number, &batch, base_offset),
-                Err(error) => self.producer_retry_or_fail(producer, number, batch, error),
+                Ok(base_offset) => self.acknowledged(context, number, &batch, base_offset),
+                Err(error) => self.retry_or_fail(context, number, batch, error),
             }
         }
         // A partition the answer does not name (never in this
         // simulation) is retried.
         for (number, batch) in batches {
-            self.producer_retry_or_fail(producer, number, batch, ErrorCode::NetworkException);
+            self.retry_or_fail(context, number, batch, ErrorCode::NetworkException);
         }
-        self.producer_drain(producer);
+        self.drain(context);
     }
 
     /// A partition's batch was acknowledged at `base_offset`.
-    pub(super) fn producer_acknowledged(
+    pub(super) fn acknowledged(
         &mut self,
-        producer: u32,
+        context: &mut ProducerContext,
         partition: u32,
         batch: &PendingBatch,
         base_offset: u64,
     ) {
-        let index = producer as usize;
-        let state = &mut self.producers[index];
+        let state = &mut *self;
         if let (Some(sequence), true) = (
             batch.sequence,
             batch.epoch == state.epoch && Some(batch.producer_id) == state.producer_id,
@@ -129,48 +126,41 @@ impl Simulation {
         let acks = state.config.acks;
         let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
         for (position, &record) in records.iter().enumerate() {
-            self.mark_acknowledged(record, Some(base_offset + position as u64));
-            self.records[record as usize].acks = Some(acks);
+            context.acknowledged(record, Some(base_offset + position as u64), acks);
         }
-        let partition = self.partition_key(producer, partition);
-        self.record(TraceKind::Acknowledged {
-            producer,
+        let partition = self.partition_key(partition);
+        context.trace(TraceKind::Acknowledged {
+            producer: self.id,
             partition: partition.clone(),
             base_offset: Some(base_offset),
             records: records.clone(),
         });
         // An acknowledgement can arrive after a new leader took over.
-        self.check_acknowledged(&partition, Some(&records));
+        context.check_acknowledged(&partition, &records);
     }
 
     /// Schedules a metadata refresh after `retry.backoff.ms`, doubling with
     /// each refresh in a row up to `retry.backoff.max.ms` (KIP-580).
-    pub(super) fn producer_schedule_refresh(&mut self, producer: u32) {
-        let state = &mut self.producers[producer as usize];
+    pub(super) fn schedule_refresh(&mut self, context: &mut ProducerContext) {
+        let state = &mut *self;
         if state.refresh_scheduled || state.metadata_in_flight.is_some() {
             return;
         }
         state.refresh_scheduled = true;
         let backoff = (state.config.retry_backoff_ms << state.metadata_retries.min(10)).min(RETRY_BACKOFF_MAX_MS);
         state.metadata_retries += 1;
-        self.schedule_timer(
-            Self::producer_node(producer),
-            0,
-            backoff,
-            Timer::ProducerMetadataRefresh,
-        );
+        context.timer(backoff, Timer::ProducerMetadataRefresh);
     }
 
     /// Batches still in the accumulator whose `delivery.timeout.ms` ran out
     /// fail, sent or not (`RecordAccumulator#expiredBatches`).
-    pub(super) fn producer_expire_batches(&mut self, producer: u32) {
-        let index = producer as usize;
-        let now = self.now;
-        let timeout = self.producers[index].config.delivery_timeout();
-        let partitions: Vec<u32> = self.producers[index].batches.keys().copied().collect();
+    pub(super) fn expire_batches(&mut self, context: &mut ProducerContext) {
+        let now = context.now();
+        let timeout = self.config.delivery_timeout();
+        let partitions: Vec<u32> = self.batches.keys().copied().collect();
         for partition in partitions {
             loop {
-                let queue = self.producers[index].batches.entry(partition).or_default();
+                let queue = self.batches.entry(partition).or_default();
                 let Some(batch) = queue.front() else { break };
                 if now < batch.created_ms + timeout {
                     break;
@@ -180,12 +170,12 @@ impl Simulation {
                 let sequenced = batch.sequence.is_some();
                 if let Some((&first, later)) = records.split_first() {
                     for &record in later {
-                        self.expired_with_older_batch.insert(record, first);
+                        context.expired_with(record, first);
                     }
                 }
-                self.producer_fail_records(producer, partition, records, ErrorCode::DeliveryTimeout);
+                self.fail_records(context, partition, records, ErrorCode::DeliveryTimeout);
                 if sequenced {
-                    self.producer_bump_epoch(producer);
+                    self.bump_epoch();
                 }
             }
         }
@@ -197,14 +187,14 @@ impl Simulation {
     /// new epoch from sequence 0). Only an epoch that would pass
     /// `Short.MAX_VALUE` needs a new producer id from `InitProducerId`
     /// (`TransactionManager#bumpIdempotentProducerEpoch`).
-    pub(super) fn producer_bump_epoch(&mut self, producer: u32) {
-        if self.producers[producer as usize].txn.is_some() {
+    pub(super) fn bump_epoch(&mut self) {
+        if self.txn.is_some() {
             // A transactional producer's epoch is the coordinator's: the
             // transaction can only abort now.
-            self.producer_txn_abortable(producer);
+            self.txn_abortable();
             return;
         }
-        let state = &mut self.producers[producer as usize];
+        let state = &mut *self;
         if !state.idempotent() {
             return;
         }
@@ -219,23 +209,19 @@ impl Simulation {
     }
 
     /// Marks records as failed for good and traces it.
-    pub(crate) fn producer_fail_records(
+    pub(crate) fn fail_records(
         &mut self,
-        producer: u32,
+        context: &mut ProducerContext,
         partition: u32,
         records: Vec<RecordId>,
         error: ErrorCode,
     ) {
         for &record in &records {
-            if !self.records[record as usize].failed {
-                self.records[record as usize].failed = true;
-                self.failed_count += 1;
-                self.highlights.tally.entry(producer).or_default()[2] += 1;
-            }
+            context.failed(record);
         }
-        let partition = self.partition_key(producer, partition);
-        self.record(TraceKind::ProduceFailed {
-            producer,
+        let partition = self.partition_key(partition);
+        context.trace(TraceKind::ProduceFailed {
+            producer: self.id,
             partition,
             error,
             records,
@@ -246,8 +232,8 @@ impl Simulation {
     /// Fails every record `producer` has not sent yet with `error`: its
     /// queued batches, the records waiting for metadata, and those its
     /// transaction holds for the next one.
-    pub(crate) fn producer_fail_unsent(&mut self, producer: u32, error: ErrorCode) {
-        let state = &mut self.producers[producer as usize];
+    pub(crate) fn fail_unsent(&mut self, context: &mut ProducerContext, error: ErrorCode) {
+        let state = &mut *self;
         let queued: Vec<(u32, PendingBatch)> = std::mem::take(&mut state.batches)
             .into_iter()
             .flat_map(|(partition, queue)| queue.into_iter().map(move |batch| (partition, batch)))
@@ -258,46 +244,49 @@ impl Simulation {
         }
         for (partition, batch) in queued {
             let records = batch.records.iter().map(|&(record, _)| record).collect();
-            self.producer_fail_records(producer, partition, records, error);
+            self.fail_records(context, partition, records, error);
         }
         if !waiting.is_empty() {
-            self.producer_fail_records(producer, 0, waiting, error);
+            self.fail_records(context, 0, waiting, error);
         }
     }
 
-    pub(super) fn producer_retry_or_fail(&mut self, producer: u32, number: u32, batch: PendingBatch, error: ErrorCode) {
-        let index = producer as usize;
-        if let Some(fatal) = self.producers[index].txn.as_ref().and_then(|txn| txn.fatal) {
+    pub(super) fn retry_or_fail(
+        &mut self,
+        context: &mut ProducerContext,
+        number: u32,
+        batch: PendingBatch,
+        error: ErrorCode,
+    ) {
+        if let Some(fatal) = self.txn.as_ref().and_then(|txn| txn.fatal) {
             // A fatal error stopped the producer while this batch was in
             // flight: it is not retried but fails with that error, as
             // `Sender#maybeAbortBatches` fails every incomplete batch.
             let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
-            self.producer_fail_records(producer, number, records, fatal);
+            self.fail_records(context, number, records, fatal);
             return;
         }
-        if self.producers[index].txn.is_some()
-            && matches!(error, ErrorCode::ProducerFenced | ErrorCode::InvalidProducerIdMapping)
-        {
+        if self.txn.is_some() && matches!(error, ErrorCode::ProducerFenced | ErrorCode::InvalidProducerIdMapping) {
             // Fenced: fatal (brokers never answer a produce so; kept for
             // completeness).
             let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
-            self.producer_fail_records(producer, number, records, error);
-            self.producer_txn_fatal(producer, ErrorCode::ProducerFenced);
+            self.fail_records(context, number, records, error);
+            self.txn_fatal(context, ErrorCode::ProducerFenced);
             return;
         }
-        if self.producers[index].txn.is_some() && error == ErrorCode::InvalidProducerEpoch {
+        if self.txn.is_some() && error == ErrorCode::InvalidProducerEpoch {
             // A newer epoch wrote to this partition. Kafka 4.1's client
             // makes that an abortable error (`InvalidProducerEpochException`
             // is an `ApplicationRecoverableException`): the transaction can
             // only abort, and the abort's EndTxn learns whether the
             // producer is fenced (`PRODUCER_FENCED`).
             let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
-            self.producer_fail_records(producer, number, records, error);
-            self.producer_txn_abortable(producer);
+            self.fail_records(context, number, records, error);
+            self.txn_abortable();
             return;
         }
-        let now = self.now;
-        let state = &mut self.producers[index];
+        let now = context.now();
+        let state = &mut *self;
         let mut batch = batch;
         let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
         let backoff =
@@ -334,9 +323,9 @@ impl Simulation {
         if bump_and_retry && !expired {
             // The partition's batches are renumbered from 0 under the new
             // epoch when they are next drained.
-            self.producer_bump_epoch(producer);
+            self.bump_epoch();
         }
-        let state = &mut self.producers[index];
+        let state = &mut *self;
         if error.retriable() && !expired && (!next_in_line || bump_and_retry) {
             batch.ready_at_ms = now + backoff;
             // Re-enqueue in sequence order (`RecordAccumulator#insertInSequenceOrder`).
@@ -352,33 +341,33 @@ impl Simulation {
             if error.invalidates_metadata() {
                 state.leaders = None;
             }
-            self.record(TraceKind::ProduceFailed {
-                producer,
+            context.trace(TraceKind::ProduceFailed {
+                producer: self.id,
                 partition,
                 error,
                 records,
                 will_retry: true,
             });
-            if self.producers[index].leaders.is_none() {
-                self.producer_request_metadata(producer);
+            if self.leaders.is_none() {
+                self.request_metadata(context);
             }
-            self.schedule_timer(Self::producer_node(producer), 0, backoff, Timer::ProducerDrain);
+            context.timer(backoff, Timer::ProducerDrain);
             if now + backoff > deadline {
                 // The sender wakes at the next expiry
                 // (`RecordAccumulator#nextExpiryTimeMs`), not only at the
                 // end of the backoff.
-                self.schedule_timer(Self::producer_node(producer), 0, deadline - now, Timer::ProducerDrain);
+                context.timer(deadline - now, Timer::ProducerDrain);
             }
         } else {
             let error = if expired { ErrorCode::DeliveryTimeout } else { error };
             let sequenced =
                 batch.sequence.is_some() && batch.epoch == state.epoch && Some(batch.producer_id) == state.producer_id;
-            self.producer_fail_records(producer, number, records, error);
-            if sequenced || self.producers[index].txn.is_some() {
+            self.fail_records(context, number, records, error);
+            if sequenced || self.txn.is_some() {
                 // A transactional producer's failed batch makes the
                 // transaction abortable (TRANSACTION_ABORTABLE and
                 // INVALID_TXN_STATE from a leader's verification included).
-                self.producer_bump_epoch(producer);
+                self.bump_epoch();
             }
         }
     }

@@ -5,33 +5,29 @@
 
 use super::*;
 
-impl Simulation {
+impl Producer {
     /// Partitions records waiting for metadata and appends them to batches.
-    pub(crate) fn producer_partition_waiting(&mut self, producer: u32) {
-        let index = producer as usize;
-        let Some(leaders) = self.producers[index].leaders.clone() else {
-            self.producer_request_metadata(producer);
+    pub(crate) fn partition_waiting(&mut self, context: &mut ProducerContext) {
+        let Some(leaders) = self.leaders.clone() else {
+            self.request_metadata(context);
             return;
         };
         let partition_count = leaders.len() as u32;
         if partition_count == 0 {
             return;
         }
-        let now = self.now;
+        let now = context.now();
         // What the partitioner sees of each partition: whether its leader is
         // known (fixed here) and how many batches are queued for it, kept up
         // to date as records open new batches.
-        let mut states: Vec<PartitionState> = {
-            let state = &self.producers[index];
-            (0..partition_count)
-                .map(|partition| PartitionState {
-                    leader_known: leaders.get(&partition).is_some_and(|(leader, _)| leader.is_some()),
-                    queued_batches: state.batches.get(&partition).map(|queue| queue.len() as u32),
-                })
-                .collect()
-        };
-        while let Some((record, key, bytes)) = self.producers[index].waiting.pop_front() {
-            let state = &mut self.producers[index];
+        let mut states: Vec<PartitionState> = (0..partition_count)
+            .map(|partition| PartitionState {
+                leader_known: leaders.get(&partition).is_some_and(|(leader, _)| leader.is_some()),
+                queued_batches: self.batches.get(&partition).map(|queue| queue.len() as u32),
+            })
+            .collect();
+        while let Some((record, key, bytes)) = self.waiting.pop_front() {
+            let state = &mut *self;
             let partition = match &key {
                 // Keyed: murmur2 over all partitions, leader or not.
                 Some(key) => partition_for_key(key.as_bytes(), partition_count).unwrap_or(0),
@@ -82,12 +78,12 @@ impl Simulation {
                     .partitioner
                     .appended(partition, bytes, &states, ready, &mut state.rng);
             }
-            let topic_partition = self.partition_key(producer, partition);
-            self.records[record as usize].partition = Some(topic_partition);
-            let linger = self.producers[index].config.linger_ms;
+            let topic_partition = self.partition_key(partition);
+            context.placed(record, topic_partition);
+            let linger = self.config.linger_ms;
             if linger > 0 && new_batch {
                 // The sender wakes when this batch has lingered long enough.
-                self.schedule_timer(Self::producer_node(producer), 0, linger, Timer::ProducerDrain);
+                context.timer(linger, Timer::ProducerDrain);
             }
         }
     }
@@ -96,15 +92,14 @@ impl Simulation {
     /// producer id; then every broker leading a partition with a sendable
     /// batch gets produce requests, each carrying at most one batch per
     /// partition that broker leads, while its connection has room.
-    pub(crate) fn producer_drain(&mut self, producer: u32) {
-        let index = producer as usize;
-        if self.producers[index].crashed {
+    pub(crate) fn drain(&mut self, context: &mut ProducerContext) {
+        if self.crashed {
             return;
         }
-        self.producer_expire_batches(producer);
+        self.expire_batches(context);
         // A transactional producer sends only to partitions in its open
         // transaction, once it has its producer id.
-        let allowed = self.producer_txn_step(producer);
+        let allowed = self.txn_step(context);
         if allowed.as_ref().is_some_and(BTreeSet::is_empty) {
             return;
         }
@@ -114,69 +109,61 @@ impl Simulation {
         // sends it and sends nothing else while it is in flight, and
         // `RecordAccumulator#shouldStopDrainBatchesForPartition` drains
         // nothing while the producer id is not valid.
-        if self.producers[index].idempotent() && self.producers[index].producer_id.is_none() {
+        if self.idempotent() && self.producer_id.is_none() {
             if allowed.is_none() {
-                self.producer_init_producer_id(producer);
+                self.init_producer_id(context);
             }
             return;
         }
-        let Some(mut leaders) = self.producers[index].leaders.clone() else {
+        let Some(mut leaders) = self.leaders.clone() else {
             return;
         };
         // A partition with records to send and no known leader asks for
         // new metadata (`Sender#sendProducerData`: unknown leaders request
         // an update), with a backoff that grows to retry.backoff.max.ms.
-        let leaderless = self.producers[index].batches.iter().any(|(partition, queue)| {
+        let leaderless = self.batches.iter().any(|(partition, queue)| {
             !queue.is_empty() && leaders.get(partition).is_none_or(|(leader, _)| leader.is_none())
         });
         if leaderless {
-            self.producer_schedule_refresh(producer);
+            self.schedule_refresh(context);
         }
         if let Some(allowed) = &allowed {
             leaders.retain(|partition, _| allowed.contains(partition));
         }
         // `RecordAccumulator#ready`: the leaders of partitions with a
         // sendable batch.
+        let now = context.now();
         let mut nodes: Vec<BrokerId> = Vec::new();
         for (partition, (leader, _)) in &leaders {
             if let Some(leader) = leader {
-                if !nodes.contains(leader) && self.producer_partition_ready(producer, *partition) {
+                if !nodes.contains(leader) && self.partition_ready(now, *partition) {
                     nodes.push(*leader);
                 }
             }
         }
         crate::sorting::sort(&mut nodes);
-        let max_in_flight = self.producers[index].config.max_in_flight_requests_per_connection as usize;
-        let now = self.now;
+        let max_in_flight = self.config.max_in_flight_requests_per_connection as usize;
         for node in nodes {
             // `NetworkClient#canSendRequest`: not to a broker that throttles it.
-            if self.producers[index]
-                .throttled_until
-                .get(&node)
-                .is_some_and(|until| *until > now)
-            {
+            if self.throttled_until.get(&node).is_some_and(|until| *until > now) {
                 continue;
             }
             loop {
                 // `NetworkClient#canSendRequest` / `InFlightRequests#canSendMore`:
                 // at most max.in.flight.requests.per.connection requests
                 // await an answer on one broker's connection.
-                let in_flight = self.producers[index]
-                    .in_flight
-                    .values()
-                    .filter(|request| request.broker == node)
-                    .count();
+                let in_flight = self.in_flight.values().filter(|request| request.broker == node).count();
                 if in_flight >= max_in_flight {
                     break;
                 }
-                let batches = self.producer_drain_node(producer, node, &leaders);
+                let batches = self.drain_node(now, node, &leaders);
                 if batches.is_empty() {
                     break;
                 }
-                self.producer_send_request(producer, node, batches);
-                let still_ready = leaders.iter().any(|(&partition, (leader, _))| {
-                    *leader == Some(node) && self.producer_partition_ready(producer, partition)
-                });
+                self.send_request(context, node, batches);
+                let still_ready = leaders
+                    .iter()
+                    .any(|(&partition, (leader, _))| *leader == Some(node) && self.partition_ready(now, partition));
                 if !still_ready {
                     break;
                 }
@@ -187,32 +174,28 @@ impl Simulation {
     /// Whether a partition's first batch is sendable
     /// (`RecordAccumulator#partitionReady`): full (or not the last one),
     /// lingered `linger.ms`, and not in its retry backoff.
-    pub(super) fn producer_partition_ready(&self, producer: u32, partition: u32) -> bool {
-        let state = &self.producers[producer as usize];
-        let Some(queue) = state.batches.get(&partition) else {
+    pub(super) fn partition_ready(&self, now: Time, partition: u32) -> bool {
+        let Some(queue) = self.batches.get(&partition) else {
             return false;
         };
         let Some(batch) = queue.front() else { return false };
-        if self.now < batch.ready_at_ms || self.producer_partition_muted(producer, partition) {
+        if now < batch.ready_at_ms || self.partition_muted(partition) {
             return false;
         }
-        let full = queue.len() > 1 || batch.bytes >= state.config.batch_size;
-        full || self.now >= batch.created_ms + state.config.linger_ms
+        let full = queue.len() > 1 || batch.bytes >= self.config.batch_size;
+        full || now >= batch.created_ms + self.config.linger_ms
     }
 
     /// With max.in.flight.requests.per.connection=1 a partition with a
     /// batch in flight is muted (`RecordAccumulator#isMuted`,
     /// `Sender#guaranteeMessageOrder`).
-    pub(super) fn producer_partition_muted(&self, producer: u32, partition: u32) -> bool {
-        let state = &self.producers[producer as usize];
-        state.config.max_in_flight_requests_per_connection == 1
-            && self.producer_partition_in_flight(producer, partition) > 0
+    pub(super) fn partition_muted(&self, partition: u32) -> bool {
+        self.config.max_in_flight_requests_per_connection == 1 && self.partition_in_flight(partition) > 0
     }
 
     /// Batches of a partition in flight.
-    pub(super) fn producer_partition_in_flight(&self, producer: u32, partition: u32) -> usize {
-        self.producers[producer as usize]
-            .in_flight
+    pub(super) fn partition_in_flight(&self, partition: u32) -> usize {
+        self.in_flight
             .values()
             .filter(|request| request.batches.iter().any(|(queued, _)| *queued == partition))
             .count()
@@ -223,14 +206,12 @@ impl Simulation {
     /// each (not in backoff) while the request stays under
     /// `max.request.size`; an idempotent producer's sequence is assigned
     /// here.
-    pub(super) fn producer_drain_node(
+    pub(super) fn drain_node(
         &mut self,
-        producer: u32,
+        now: Time,
         node: BrokerId,
         leaders: &BTreeMap<u32, (Option<BrokerId>, u32)>,
     ) -> Vec<(u32, PendingBatch)> {
-        let index = producer as usize;
-        let now = self.now;
         let parts: Vec<u32> = leaders
             .iter()
             .filter(|(_, (leader, _))| *leader == Some(node))
@@ -240,16 +221,16 @@ impl Simulation {
         if parts.is_empty() {
             return ready;
         }
-        let mut drain_index = self.producers[index].drain_index.get(&node).copied().unwrap_or(0) % parts.len();
+        let mut drain_index = self.drain_index.get(&node).copied().unwrap_or(0) % parts.len();
         let start = drain_index;
         let mut size = 0u64;
         loop {
             let partition = parts[drain_index];
-            self.producers[index].drain_index.insert(node, drain_index);
+            self.drain_index.insert(node, drain_index);
             drain_index = (drain_index + 1) % parts.len();
-            let muted = self.producer_partition_muted(producer, partition);
-            let partition_in_flight = self.producer_partition_in_flight(producer, partition);
-            let state = &mut self.producers[index];
+            let muted = self.partition_muted(partition);
+            let partition_in_flight = self.partition_in_flight(partition);
+            let state = &mut *self;
             let idempotent = state.idempotent();
             if let Some(first) = state.batches.get(&partition).and_then(|queue| queue.front()) {
                 if !muted && now >= first.ready_at_ms {
@@ -297,9 +278,13 @@ impl Simulation {
     /// Sends one produce request to `node` with the drained batches
     /// (`Sender#sendProduceRequest`); with acks=0 they count as
     /// acknowledged once on the wire.
-    pub(super) fn producer_send_request(&mut self, producer: u32, node: BrokerId, batches: Vec<(u32, PendingBatch)>) {
-        let index = producer as usize;
-        let state = &mut self.producers[index];
+    pub(super) fn send_request(
+        &mut self,
+        context: &mut ProducerContext,
+        node: BrokerId,
+        batches: Vec<(u32, PendingBatch)>,
+    ) {
+        let state = &mut *self;
         state.next_request += 1;
         let request = state.next_request;
         let acks = state.config.acks;
@@ -331,18 +316,17 @@ impl Simulation {
                 })
                 .collect(),
         };
-        self.send(Self::producer_node(producer), NodeId::Broker(node), message);
+        context.send(node, message);
         if acks == Acks::None {
             // acks=0: done as soon as it is on the wire, with no offset.
             for (partition, batch) in batches {
                 let records: Vec<RecordId> = batch.records.iter().map(|&(record, _)| record).collect();
                 for &record in &records {
-                    self.mark_acknowledged(record, None);
-                    self.records[record as usize].acks = Some(Acks::None);
+                    context.acknowledged(record, None, Acks::None);
                 }
-                let partition_key = self.partition_key(producer, partition);
-                self.record(TraceKind::Acknowledged {
-                    producer,
+                let partition_key = self.partition_key(partition);
+                context.trace(TraceKind::Acknowledged {
+                    producer: self.id,
                     partition: partition_key,
                     base_offset: None,
                     records,
@@ -350,7 +334,7 @@ impl Simulation {
             }
             return;
         }
-        self.producers[index].in_flight.insert(
+        self.in_flight.insert(
             request,
             InFlight {
                 batches,
@@ -358,11 +342,6 @@ impl Simulation {
                 throttled_ms: 0,
             },
         );
-        self.schedule_timer(
-            Self::producer_node(producer),
-            0,
-            timeout,
-            Timer::ProducerRequestTimeout(request),
-        );
+        context.timer(timeout, Timer::ProducerRequestTimeout(request));
     }
 }

@@ -15,12 +15,14 @@ use crate::random::Rng;
 use crate::replication::high_watermark::Acks;
 
 use super::config::{ProducerConfig, QuotaType};
+use super::contexts::ProducerContext;
 use super::trace::TraceKind;
 use super::types::{ErrorCode, Message, NodeId, ProducerBatch, RecordId, Time};
-use super::{Simulation, Timer};
+use super::Timer;
 
 mod answers;
 mod drain;
+pub mod transactions;
 
 /// `retry.backoff.max.ms` (1000).
 const RETRY_BACKOFF_MAX_MS: u64 = 1_000;
@@ -118,7 +120,7 @@ pub struct Producer {
     /// (`TxnPartitionEntry.lastAckedSequence`).
     pub acked_sequences: BTreeMap<u32, i32>,
     /// A transactional producer's transaction state (`transactional.id` set).
-    pub txn: Option<super::txn_client::TxnClient>,
+    pub txn: Option<transactions::TxnClient>,
     pub(crate) next_request: u64,
     pub(crate) bootstrap_attempt: u32,
     /// Its process died (with the consumer app it belongs to) and has not
@@ -133,6 +135,11 @@ pub struct Producer {
 impl Producer {
     /// A producer that has not talked to anyone yet.
     pub fn new(id: u32, config: ProducerConfig, rng: Rng) -> Producer {
+        let topic = crate::protocol::TopicName::from(config.topic.as_str());
+        Producer::build(id, config, rng, topic)
+    }
+
+    fn build(id: u32, config: ProducerConfig, rng: Rng, topic: crate::protocol::TopicName) -> Producer {
         let partitioner = NullKeyPartitioner::new(
             config.null_key,
             NullKeyConfig {
@@ -140,10 +147,10 @@ impl Producer {
                 adaptive: true,
             },
         );
-        let txn = config.transactional_id.clone().map(super::txn_client::TxnClient::new);
+        let txn = config.transactional_id.clone().map(transactions::TxnClient::new);
         Producer {
             id,
-            topic: crate::protocol::TopicName::from(config.topic.as_str()),
+            topic,
             config,
             leaders: None,
             leader_epochs: BTreeMap::new(),
@@ -173,6 +180,18 @@ impl Producer {
         }
     }
 
+    /// What holds its place while one of its handlers runs (nothing reads
+    /// it: the simulation hands the producer to its handlers by value).
+    /// Allocates nothing.
+    pub(crate) fn stand_in(&self) -> Producer {
+        Producer::build(
+            self.id,
+            ProducerConfig::new(String::new()),
+            Rng::new(0, 0),
+            self.topic.clone(),
+        )
+    }
+
     /// Uses the simulation's shared allocation of its topic's name.
     pub(crate) fn share_topic(&mut self, topic: crate::protocol::TopicName) {
         if *topic == *self.topic {
@@ -188,261 +207,188 @@ impl Producer {
     pub(crate) fn topic_name(&self) -> crate::protocol::TopicName {
         self.topic.clone()
     }
-}
 
-impl Simulation {
-    fn producer_node(id: u32) -> NodeId {
-        NodeId::Producer(id)
-    }
-
-    fn partition_key(&self, producer: u32, partition: u32) -> TopicPartition {
+    fn partition_key(&self, partition: u32) -> TopicPartition {
         TopicPartition {
-            topic: self.producers[producer as usize].topic.clone(),
+            topic: self.topic.clone(),
             partition,
         }
     }
 
-    /// A producer's `client.id`: as configured, else `producer-N`.
-    pub(crate) fn producer_client_id(&self, producer: u32) -> String {
-        self.producers
-            .get(producer as usize)
-            .and_then(|state| state.config.client_id.clone())
-            .unwrap_or_else(|| format!("producer-{producer}"))
-    }
-
-    /// The `Produce` input: records enter the producer.
-    pub(crate) fn producer_send(&mut self, producer: u32, key: Option<String>, count: u32, bytes: u32) {
-        self.producer_send_with(producer, key, count, bytes, false);
-    }
-
-    /// The `ProduceTombstone` input: one record with a null value.
-    pub(crate) fn producer_send_tombstone(&mut self, producer: u32, key: String) {
-        self.producer_send_with(producer, Some(key), 1, 0, true);
-    }
-
-    fn producer_send_with(&mut self, producer: u32, key: Option<String>, count: u32, bytes: u32, tombstone: bool) {
-        if producer as usize >= self.producers.len() {
-            return;
-        }
+    /// The application sends `count` records (a tombstone: one with a
+    /// null value).
+    pub(crate) fn send(
+        &mut self,
+        context: &mut ProducerContext,
+        key: Option<String>,
+        count: u32,
+        bytes: u32,
+        tombstone: bool,
+    ) {
         // kafkascope's limits ([`crate::limits`]): the whole send is refused.
-        let produced = self.records.len() as u64;
+        let produced = context.records_produced();
         if produced + u64::from(count) > crate::limits::MAX_RECORDS {
-            self.record(TraceKind::LimitReached {
+            context.trace(TraceKind::LimitReached {
                 what: "records produced".to_string(),
                 limit: crate::limits::MAX_RECORDS,
             });
             return;
         }
         if bytes > crate::limits::MAX_RECORD_BYTES {
-            self.record(TraceKind::LimitReached {
+            context.trace(TraceKind::LimitReached {
                 what: "bytes per record".to_string(),
                 limit: u64::from(crate::limits::MAX_RECORD_BYTES),
             });
             return;
         }
-        let fenced = self.producers[producer as usize]
+        let fenced = self
             .txn
             .as_ref()
-            .is_some_and(|txn| txn.phase == super::txn_client::TxnPhase::Fenced);
+            .is_some_and(|txn| txn.phase == transactions::TxnPhase::Fenced);
         let mut refused = Vec::new();
         for _ in 0..count {
-            let record = self.new_record_with(producer, key.clone(), bytes, tombstone);
+            let record = context.new_record(key.clone(), bytes, tombstone);
             if fenced {
                 refused.push(record);
                 continue;
             }
-            if let Some(entry) = self.producer_txn_hold(producer, (record, key.clone(), bytes)) {
-                self.producers[producer as usize].waiting.push_back(entry);
+            if let Some(entry) = self.txn_hold((record, key.clone(), bytes)) {
+                self.waiting.push_back(entry);
             }
         }
         if !refused.is_empty() {
             // A fenced producer is closed: every send fails.
-            self.producer_fail_records(producer, 0, refused, ErrorCode::ProducerFenced);
+            self.fail_records(context, 0, refused, ErrorCode::ProducerFenced);
         }
-        self.producer_partition_waiting(producer);
-        self.producer_drain(producer);
+        self.partition_waiting(context);
+        self.drain(context);
     }
 
-    /// One output record of a consume-transform-produce handler, made
-    /// from record `source` (same key and size).
-    pub(crate) fn producer_send_derived(&mut self, producer: u32, source: RecordId, key: Option<String>, bytes: u32) {
-        if let Some(made) = self.producer_send_one(producer, key, bytes) {
-            self.records[made as usize].source = Some(source);
-        }
-    }
-
-    /// A dead letter: record `source` again (same key and size) with
-    /// headers saying where it came from and why; returns its id.
-    pub(crate) fn producer_send_dead_letter(
+    /// One record sent by the app; its id, unless nothing was sent (a
+    /// crashed producer, a limit).
+    pub(crate) fn send_one(
         &mut self,
-        producer: u32,
-        source: RecordId,
-        headers: super::DeadLetterHeaders,
+        context: &mut ProducerContext,
+        key: Option<String>,
+        bytes: u32,
     ) -> Option<RecordId> {
-        let (key, bytes) = match self.records.get(source as usize) {
-            Some(record) => (record.key.as_ref().map(|key| key.to_string()), record.bytes),
-            None => (None, 100),
-        };
-        let made = self.producer_send_one(producer, key, bytes)?;
-        self.records[made as usize].dead_letter = Some(std::rc::Rc::new(headers));
-        Some(made)
-    }
-
-    /// One record sent by the app through `producer`; its id, unless
-    /// nothing was sent (a crashed producer, a limit).
-    fn producer_send_one(&mut self, producer: u32, key: Option<String>, bytes: u32) -> Option<RecordId> {
-        if self.producers.get(producer as usize).is_none_or(|state| state.crashed) {
+        if self.crashed {
             return None;
         }
-        let before = self.records.len();
-        self.producer_send(producer, key, 1, bytes);
-        (self.records.len() > before).then_some(before as RecordId)
+        let before = context.records_produced();
+        self.send(context, key, 1, bytes, false);
+        (context.records_produced() > before).then_some(before as RecordId)
     }
 
     /// The producer's process dies (with its app): what it buffered and
     /// what it had in flight is gone, its connections break, and it stays
-    /// down until [`producer_revive`](Self::producer_revive). A
-    /// transaction it left open stays open on the coordinator.
-    pub(crate) fn producer_crash(&mut self, producer: u32) {
-        let index = producer as usize;
-        let Some(state) = self.producers.get(index) else { return };
-        if state.crashed {
+    /// down until [`revive`](Self::revive). A transaction it left open
+    /// stays open on the coordinator.
+    pub(crate) fn crash(&mut self, context: &mut ProducerContext) {
+        if self.crashed {
             return;
         }
-        let (next_id, now) = (self.next_trace_id(), self.now);
-        if let Some(recorder) = self.jepsen.as_deref_mut() {
-            recorder.producer_crashed(producer, next_id, now);
-        }
+        context.crashed();
         // Sends that had not completed never will: they fail with the
         // process (nothing was acknowledged to it).
-        let mut gone: Vec<RecordId> = state.waiting.iter().map(|(record, _, _)| *record).collect();
+        let mut gone: Vec<RecordId> = self.waiting.iter().map(|(record, _, _)| *record).collect();
         gone.extend(
-            state
-                .batches
+            self.batches
                 .values()
                 .flatten()
                 .flat_map(|batch| batch.records.iter().map(|(record, _)| *record)),
         );
         gone.extend(
-            state
-                .in_flight
+            self.in_flight
                 .values()
                 .flat_map(|request| request.batches.iter())
                 .flat_map(|(_, batch)| batch.records.iter().map(|(record, _)| *record)),
         );
-        if let Some(txn) = &state.txn {
+        if let Some(txn) = &self.txn {
             gone.extend(txn.held.iter().map(|(record, _, _)| *record));
         }
         for record in gone {
-            if !self.records[record as usize].failed && self.records[record as usize].acknowledged.is_none() {
-                self.records[record as usize].failed = true;
-                self.failed_count += 1;
-                self.highlights.tally.entry(producer).or_default()[2] += 1;
-            }
+            context.lost_with_process(record);
         }
-        let state = &self.producers[index];
-        let mut fresh = Producer::new(state.id, state.config.clone(), state.rng.clone());
-        fresh.topic = state.topic.clone();
-        fresh.next_request = state.next_request;
-        fresh.bootstrap_attempt = state.bootstrap_attempt;
+        let mut fresh = Producer::build(self.id, self.config.clone(), self.rng.clone(), self.topic.clone());
+        fresh.next_request = self.next_request;
+        fresh.bootstrap_attempt = self.bootstrap_attempt;
         fresh.crashed = true;
-        self.producers[index] = fresh;
-        for broker in 1..=self.config.brokers {
-            self.connection_reset(Self::producer_node(producer), NodeId::Broker(broker));
-        }
+        *self = fresh;
+        context.break_connections();
     }
 
     /// A crashed producer's process starts again, as a new instance (a
     /// transactional one calls `initTransactions()` first).
-    pub(crate) fn producer_revive(&mut self, producer: u32) {
-        let Some(state) = self.producers.get_mut(producer as usize) else {
-            return;
-        };
-        if !state.crashed {
+    pub(crate) fn revive(&mut self, context: &mut ProducerContext) {
+        if !self.crashed {
             return;
         }
-        state.crashed = false;
-        self.producer_drain(producer);
+        self.crashed = false;
+        self.drain(context);
     }
 
     /// `enable.idempotence` switched mid-run: on, the producer asks for a
     /// new producer id before its next batch and numbers batches from 0,
     /// as a new instance would; off, batches not yet sent go without a
     /// sequence.
-    pub(crate) fn producer_set_idempotence(&mut self, producer: u32, enable: bool) {
-        let Some(state) = self.producers.get_mut(producer as usize) else {
-            return;
-        };
-        let was = state.idempotent();
-        state.config.enable_idempotence = Some(enable);
+    pub(crate) fn set_idempotence(&mut self, context: &mut ProducerContext, enable: bool) {
+        let was = self.idempotent();
+        self.config.enable_idempotence = Some(enable);
         if enable && !was {
-            state.producer_id = None;
-            state.epoch = 0;
-            state.sequences.clear();
-            state.acked_sequences.clear();
+            self.producer_id = None;
+            self.epoch = 0;
+            self.sequences.clear();
+            self.acked_sequences.clear();
         }
-        self.producer_drain(producer);
+        self.drain(context);
     }
 
-    fn producer_request_metadata(&mut self, producer: u32) {
-        let state = &mut self.producers[producer as usize];
-        if state.metadata_in_flight.is_some() {
+    fn request_metadata(&mut self, context: &mut ProducerContext) {
+        if self.metadata_in_flight.is_some() {
             return;
         }
-        state.next_request += 1;
-        let request = state.next_request;
-        state.metadata_in_flight = Some(request);
+        self.next_request += 1;
+        let request = self.next_request;
+        self.metadata_in_flight = Some(request);
         // Bootstrap servers are tried in turn.
-        let broker = state.bootstrap_attempt % self.config.brokers + 1;
-        state.bootstrap_attempt += 1;
-        state.metadata_broker = Some(broker);
-        self.send(
-            Self::producer_node(producer),
-            NodeId::Broker(broker),
-            Message::MetadataRequest,
-        );
-        self.schedule_timer(
-            Self::producer_node(producer),
-            0,
-            1_000,
-            Timer::ProducerMetadataTimeout(request),
-        );
+        let broker = self.bootstrap_attempt % context.brokers() + 1;
+        self.bootstrap_attempt += 1;
+        self.metadata_broker = Some(broker);
+        context.send(broker, Message::MetadataRequest);
+        context.timer(1_000, Timer::ProducerMetadataTimeout(request));
     }
 
     /// Sends `InitProducerId` to the least loaded broker
     /// (`NetworkClient#leastLoadedNode`: fewest requests in flight, ties
     /// taken in turn), unless one is out or a failed one waits for its
     /// retry backoff.
-    fn producer_init_producer_id(&mut self, producer: u32) {
-        let index = producer as usize;
-        let now = self.now;
-        let brokers = self.config.brokers;
-        let state = &mut self.producers[index];
-        if state.init_in_flight.is_some() || now < state.init_retry_at || brokers == 0 {
+    fn init_producer_id(&mut self, context: &mut ProducerContext) {
+        let now = context.now();
+        let brokers = context.brokers();
+        if self.init_in_flight.is_some() || now < self.init_retry_at || brokers == 0 {
             return;
         }
-        let start = state.bootstrap_attempt;
-        state.bootstrap_attempt += 1;
+        let start = self.bootstrap_attempt;
+        self.bootstrap_attempt += 1;
         let load = |broker: BrokerId| {
-            state
-                .in_flight
+            self.in_flight
                 .values()
                 .filter(|request| request.broker == broker)
                 .count()
-                + usize::from(state.metadata_in_flight.is_some() && state.metadata_broker == Some(broker))
+                + usize::from(self.metadata_in_flight.is_some() && self.metadata_broker == Some(broker))
         };
         let broker = (0..brokers)
             .map(|offset| (start + offset) % brokers + 1)
             .min_by_key(|&broker| load(broker))
             .expect("at least one broker");
-        state.next_request += 1;
-        let request = state.next_request;
-        state.init_in_flight = Some((request, broker));
-        let timeout = state.config.request_timeout_ms;
-        let transaction_timeout_ms = state.config.transaction_timeout_ms;
-        self.send(
-            Self::producer_node(producer),
-            NodeId::Broker(broker),
+        self.next_request += 1;
+        let request = self.next_request;
+        self.init_in_flight = Some((request, broker));
+        let timeout = self.config.request_timeout_ms;
+        let transaction_timeout_ms = self.config.transaction_timeout_ms;
+        context.send(
+            broker,
             Message::InitProducerId {
                 request,
                 transactional_id: None,
@@ -450,31 +396,25 @@ impl Simulation {
                 expected: None,
             },
         );
-        self.schedule_timer(
-            Self::producer_node(producer),
-            0,
-            timeout,
-            Timer::ProducerRequestTimeout(request),
-        );
+        context.timer(timeout, Timer::ProducerRequestTimeout(request));
     }
 
     /// `InitProducerId` failed (a disconnect, a timeout, an error): it is
     /// enqueued again and sent after `retry.backoff.ms`
     /// (`TxnRequestHandler#reenqueue`, `Sender#maybeSendAndPollTransactionalRequest`).
-    fn producer_init_failed(&mut self, producer: u32) {
-        let state = &mut self.producers[producer as usize];
-        state.init_in_flight = None;
-        let backoff = state.config.retry_backoff_ms;
-        state.init_retry_at = self.now + backoff;
-        self.schedule_timer(Self::producer_node(producer), 0, backoff, Timer::ProducerDrain);
+    fn init_failed(&mut self, context: &mut ProducerContext) {
+        self.init_in_flight = None;
+        let backoff = self.config.retry_backoff_ms;
+        self.init_retry_at = context.now() + backoff;
+        context.timer(backoff, Timer::ProducerDrain);
     }
 
-    pub(crate) fn producer_receive(&mut self, producer: u32, from: NodeId, message: Message) {
-        let index = producer as usize;
-        if self.producers[index].crashed {
+    /// A message from a broker.
+    pub(crate) fn receive(&mut self, context: &mut ProducerContext, from: NodeId, message: Message) {
+        if self.crashed {
             return;
         }
-        if self.producer_txn_receive(producer, &message) {
+        if self.txn_receive(context, &message) {
             return;
         }
         match message {
@@ -485,44 +425,30 @@ impl Simulation {
             // disconnect (`NetworkClient#handleDisconnections`): produce
             // requests are retried (NETWORK_EXCEPTION, which also asks for
             // new metadata), a metadata request goes to another node.
-            Message::ConnectionClosed => self.producer_connection_closed(producer, from),
-            Message::MetadataResponse { leaders } => self.producer_metadata_answer(producer, leaders),
+            Message::ConnectionClosed => self.connection_closed(context, from),
+            Message::MetadataResponse { leaders } => self.metadata_answer(context, leaders),
             // One answer for every partition of the request; each
             // partition's result is handled on its own (`Sender#handleProduceResponse`).
-            // The sender handles the whole answer before the application
-            // hears of a fatal error (its thread sees the failed futures
-            // afterwards, `Sender#completeBatch`): every partition's batch
-            // fails first.
             Message::ProduceResponse {
                 request,
                 responses,
                 throttle_time_ms,
-            } => {
-                self.producer_told_app = Some(Vec::new());
-                self.producer_produce_answer(producer, request, responses, throttle_time_ms);
-                for (producer, outcome) in self.producer_told_app.take().unwrap_or_default() {
-                    self.consumer_output_transaction_ended(producer, outcome);
-                }
-            }
+            } => self.produce_answer(context, request, responses, throttle_time_ms),
             Message::InitProducerIdResponse { request, result, .. } => {
-                if self.producers[index]
-                    .init_in_flight
-                    .is_none_or(|(waiting, _)| waiting != request)
-                {
+                if self.init_in_flight.is_none_or(|(waiting, _)| waiting != request) {
                     return;
                 }
                 match result {
                     Ok((producer_id, epoch)) => {
-                        let state = &mut self.producers[index];
-                        state.init_in_flight = None;
-                        state.producer_id = Some(producer_id);
-                        state.epoch = epoch;
-                        state.sequences.clear();
-                        state.acked_sequences.clear();
-                        self.producer_drain(producer);
+                        self.init_in_flight = None;
+                        self.producer_id = Some(producer_id);
+                        self.epoch = epoch;
+                        self.sequences.clear();
+                        self.acked_sequences.clear();
+                        self.drain(context);
                     }
                     // Retriable errors are retried (`InitProducerIdHandler#handleResponse`).
-                    Err(_) => self.producer_init_failed(producer),
+                    Err(_) => self.init_failed(context),
                 }
             }
             _ => {}
@@ -531,9 +457,9 @@ impl Simulation {
 
     /// A broken connection to a broker: what was in flight on it fails and is
     /// retried, and metadata is asked for again.
-    fn producer_connection_closed(&mut self, producer: u32, from: NodeId) {
+    fn connection_closed(&mut self, context: &mut ProducerContext, from: NodeId) {
         let NodeId::Broker(broker) = from else { return };
-        self.producer_connection_lost(producer, broker, ErrorCode::NetworkException);
+        self.connection_lost(context, broker, ErrorCode::NetworkException);
     }
 
     /// The connection to `broker` is gone, closed by the broker or by the
@@ -541,66 +467,65 @@ impl Simulation {
     /// `error` (`NetworkClient#processDisconnection`; `Sender` answers a
     /// timed-out connection's batches REQUEST_TIMED_OUT, a broken one's
     /// NETWORK_EXCEPTION), and metadata is asked for again.
-    fn producer_connection_lost(&mut self, producer: u32, broker: BrokerId, error: ErrorCode) {
-        let index = producer as usize;
-        let state = &mut self.producers[index];
-        if state.metadata_in_flight.is_some() && state.metadata_broker == Some(broker) {
-            state.metadata_in_flight = None;
-            self.producer_request_metadata(producer);
+    fn connection_lost(&mut self, context: &mut ProducerContext, broker: BrokerId, error: ErrorCode) {
+        if self.metadata_in_flight.is_some() && self.metadata_broker == Some(broker) {
+            self.metadata_in_flight = None;
+            self.request_metadata(context);
         }
-        if self.producers[index].init_in_flight.is_some_and(|(_, to)| to == broker) {
-            self.producer_init_failed(producer);
+        if self.init_in_flight.is_some_and(|(_, to)| to == broker) {
+            self.init_failed(context);
         }
-        self.producer_txn_disconnected(producer, broker);
-        let lost: Vec<u64> = self.producers[index]
+        self.txn_disconnected(context, broker);
+        let lost: Vec<u64> = self
             .in_flight
             .iter()
             .filter(|(_, request)| request.broker == broker)
             .map(|(&request, _)| request)
             .collect();
         for request in lost {
-            if let Some(in_flight) = self.producers[index].in_flight.remove(&request) {
+            if let Some(in_flight) = self.in_flight.remove(&request) {
                 for (partition, batch) in in_flight.batches {
-                    self.producer_retry_or_fail(producer, partition, batch, error);
+                    self.retry_or_fail(context, partition, batch, error);
                 }
             }
         }
         // A disconnect also asks for new metadata
         // (`DefaultMetadataUpdater#handleServerDisconnect`): an
         // acks=0 producer learns of a dead leader this way.
-        let leads = self.producers[index]
+        let leads = self
             .leaders
             .as_ref()
             .is_some_and(|leaders| leaders.values().any(|(leader, _)| *leader == Some(broker)));
         if leads {
-            self.producer_schedule_refresh(producer);
+            self.schedule_refresh(context);
         }
-        self.producer_drain(producer);
+        self.drain(context);
     }
 
-    pub(crate) fn producer_timer(&mut self, producer: u32, timer: Timer) {
-        let index = producer as usize;
+    /// A timer of its own.
+    pub(crate) fn timer(&mut self, context: &mut ProducerContext, timer: Timer) {
+        let now = context.now();
         match timer {
-            Timer::ProducerDrain => self.producer_drain(producer),
+            Timer::ProducerDrain => self.drain(context),
             Timer::ProducerMetadataRefresh => {
-                self.producers[index].refresh_scheduled = false;
-                self.producer_request_metadata(producer);
-                self.producer_drain(producer);
+                self.refresh_scheduled = false;
+                self.request_metadata(context);
+                self.drain(context);
             }
             // `metadata.max.age.ms` (`Metadata#timeToNextUpdate`): metadata
             // older than that is refreshed even when nothing failed; this is
             // how a producer finds partitions added to its topic.
             Timer::ProducerMetadataMaxAge => {
-                let max_age = self.producers[index].config.metadata_max_age_ms;
-                let due = self.producers[index].metadata_at + max_age;
-                if due <= self.now {
-                    self.producer_request_metadata(producer);
+                let max_age = self.config.metadata_max_age_ms;
+                let due = self.metadata_at + max_age;
+                if due <= now {
+                    self.request_metadata(context);
                 }
-                let next = if due <= self.now { max_age } else { due - self.now };
-                self.schedule_timer(Self::producer_node(producer), 0, next, Timer::ProducerMetadataMaxAge);
+                let next = if due <= now { max_age } else { due - now };
+                context.timer(next, Timer::ProducerMetadataMaxAge);
             }
-            Timer::ProducerRequestTimeout(request) if self.producer_txn_waits_for(producer, request) => {
-                let broker = self.producers[index]
+            Timer::ProducerRequestTimeout(request) if self.txn_waits_for(request) => {
+                let broker = self
                     .txn
                     .as_ref()
                     .and_then(|txn| txn.in_flight.as_ref().map(|&(_, to, _)| to));
@@ -608,47 +533,38 @@ impl Simulation {
                     // As for a produce request (`NetworkClient#handleTimedOutRequests`):
                     // the connection closes, and everything in flight on it fails.
                     Some(broker) => {
-                        self.connection_closed_by(Self::producer_node(producer), NodeId::Broker(broker));
-                        self.producer_connection_lost(producer, broker, ErrorCode::RequestTimedOut);
+                        context.close_connection(broker);
+                        self.connection_lost(context, broker, ErrorCode::RequestTimedOut);
                     }
-                    None => self.producer_txn_lost(producer, true),
+                    None => self.txn_lost(context, true),
                 }
             }
             Timer::ProducerRequestTimeout(request) => {
-                if self.producers[index]
-                    .init_in_flight
-                    .is_some_and(|(waiting, _)| waiting == request)
-                {
-                    self.producer_init_failed(producer);
-                } else if let Some(extra) = self.producers[index]
+                if self.init_in_flight.is_some_and(|(waiting, _)| waiting == request) {
+                    self.init_failed(context);
+                } else if let Some(extra) = self
                     .in_flight
                     .get_mut(&request)
                     .map(|in_flight| std::mem::take(&mut in_flight.throttled_ms))
                     .filter(|extra| *extra > 0)
                 {
-                    self.schedule_timer(
-                        Self::producer_node(producer),
-                        0,
-                        extra,
-                        Timer::ProducerRequestTimeout(request),
-                    );
-                } else if let Some(broker) = self.producers[index].in_flight.get(&request).map(|sent| sent.broker) {
+                    context.timer(extra, Timer::ProducerRequestTimeout(request));
+                } else if let Some(broker) = self.in_flight.get(&request).map(|sent| sent.broker) {
                     // `NetworkClient#handleTimedOutRequests` closes the
                     // connection: everything in flight on it fails, not
                     // only the request that timed out.
-                    self.connection_closed_by(Self::producer_node(producer), NodeId::Broker(broker));
-                    self.producer_connection_lost(producer, broker, ErrorCode::RequestTimedOut);
+                    context.close_connection(broker);
+                    self.connection_lost(context, broker, ErrorCode::RequestTimedOut);
                 }
             }
             Timer::ProducerMetadataTimeout(request) => {
-                let state = &mut self.producers[index];
-                if request == 0 || state.metadata_in_flight == Some(request) {
-                    state.metadata_in_flight = None;
-                    if state.leaders.is_none() {
-                        self.producer_request_metadata(producer);
+                if request == 0 || self.metadata_in_flight == Some(request) {
+                    self.metadata_in_flight = None;
+                    if self.leaders.is_none() {
+                        self.request_metadata(context);
                     }
                 }
-                self.producer_drain(producer);
+                self.drain(context);
             }
             _ => {}
         }

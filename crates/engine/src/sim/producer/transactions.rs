@@ -41,9 +41,11 @@ use serde::Serialize;
 use crate::protocol::transactions::TransactionVersion;
 use crate::protocol::BrokerId;
 
-use super::trace::{TraceKind, TransactionOutcome};
-use super::types::{ErrorCode, Message, NodeId, RecordId, Time};
-use super::{Simulation, Timer};
+use super::super::contexts::ProducerContext;
+use super::super::trace::{TraceKind, TransactionOutcome};
+use super::super::types::{ErrorCode, Message, RecordId, Time};
+use super::super::Timer;
+use super::Producer;
 
 /// Where a transactional producer is (`TransactionManager.State`, reduced).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -197,17 +199,12 @@ impl TxnClient {
     }
 }
 
-impl Simulation {
-    fn txn_client(&mut self, producer: u32) -> Option<&mut TxnClient> {
-        self.producers.get_mut(producer as usize)?.txn.as_mut()
-    }
-
+impl Producer {
     /// The transaction work before a drain; returns the partitions whose
     /// batches may be sent now (`None`: not transactional, all may).
-    pub(crate) fn producer_txn_step(&mut self, producer: u32) -> Option<BTreeSet<u32>> {
-        let index = producer as usize;
-        let now = self.now;
-        let state = &self.producers[index];
+    pub(crate) fn txn_step(&mut self, context: &mut ProducerContext) -> Option<BTreeSet<u32>> {
+        let now = context.now();
+        let state = &*self;
         let txn = state.txn.as_ref()?;
         let none = Some(BTreeSet::new());
         match txn.phase {
@@ -216,11 +213,11 @@ impl Simulation {
                 if txn.in_flight.is_none() {
                     if now < txn.retry_at {
                         let wait = txn.retry_at - now;
-                        self.schedule_timer(NodeId::Producer(producer), 0, wait, Timer::ProducerDrain);
+                        context.timer(wait, Timer::ProducerDrain);
                     } else if txn.coordinator.is_none() {
-                        self.producer_txn_send(producer, TxnCall::FindCoordinator);
+                        self.txn_send(context, TxnCall::FindCoordinator);
                     } else {
-                        self.producer_txn_send(producer, TxnCall::InitProducerId);
+                        self.txn_send(context, TxnCall::InitProducerId);
                     }
                 }
                 return none;
@@ -238,12 +235,12 @@ impl Simulation {
                 .map(|(&partition, _)| partition)
                 .collect();
             if !new.is_empty() {
-                let txn = self.txn_client(producer).expect("transactional");
+                let txn = self.txn.as_mut().expect("transactional");
                 txn.added.extend(new);
                 txn.phase = TxnPhase::InTransaction;
             }
         }
-        let state = &self.producers[index];
+        let state = &*self;
         let txn = state.txn.as_ref()?;
         let added = txn.added.clone();
         if matches!(txn.in_flight, Some((_, _, TxnCall::EndTxn(_)))) {
@@ -254,11 +251,11 @@ impl Simulation {
         }
         if now < txn.retry_at {
             let wait = txn.retry_at - now;
-            self.schedule_timer(NodeId::Producer(producer), 0, wait, Timer::ProducerDrain);
+            context.timer(wait, Timer::ProducerDrain);
             return Some(added);
         }
         if txn.coordinator.is_none() {
-            self.producer_txn_send(producer, TxnCall::FindCoordinator);
+            self.txn_send(context, TxnCall::FindCoordinator);
             return Some(added);
         }
         // Partitions with records and not in the transaction yet
@@ -270,7 +267,7 @@ impl Simulation {
             .map(|(&partition, _)| partition)
             .collect();
         if !new.is_empty() {
-            self.producer_txn_send(producer, TxnCall::AddPartitions(new));
+            self.txn_send(context, TxnCall::AddPartitions(new));
             return Some(added);
         }
         // `sendOffsetsToTransaction`: `AddOffsetsToTxn`, then the
@@ -283,7 +280,7 @@ impl Simulation {
             } else {
                 TxnCall::TxnOffsetCommit
             };
-            self.producer_txn_send(producer, call);
+            self.txn_send(context, call);
             return Some(added);
         }
         let flushed = state.waiting.is_empty()
@@ -293,9 +290,9 @@ impl Simulation {
             let commit = commit && !txn.abortable;
             if added.is_empty() && !txn.offsets_added {
                 // Nothing was sent in it: it ends on the client alone.
-                self.producer_txn_ended(producer, commit);
+                self.txn_ended(context, commit);
             } else {
-                self.producer_txn_send(producer, TxnCall::EndTxn(commit));
+                self.txn_send(context, TxnCall::EndTxn(commit));
             }
             return none;
         }
@@ -304,10 +301,9 @@ impl Simulation {
 
     /// Sends a request to the coordinator (or, to find it, to a broker in
     /// turn), with a timeout of `request.timeout.ms`.
-    fn producer_txn_send(&mut self, producer: u32, call: TxnCall) {
-        let index = producer as usize;
-        let brokers = self.config.brokers;
-        let state = &mut self.producers[index];
+    fn txn_send(&mut self, context: &mut ProducerContext, call: TxnCall) {
+        let brokers = context.brokers();
+        let state = &mut *self;
         let Some(txn) = state.txn.as_ref() else { return };
         let broker = match (&call, txn.coordinator, txn.group_coordinator) {
             (TxnCall::TxnOffsetCommit, _, Some(group_coordinator)) => group_coordinator,
@@ -391,25 +387,20 @@ impl Simulation {
             }
             txn.in_flight = Some((request, broker, call));
         }
-        if let (true, Some(recorder)) = (commits, self.jepsen.as_deref_mut()) {
-            recorder.commit_sent(producer);
+        if commits {
+            context.commit_sent();
         }
-        self.send(NodeId::Producer(producer), NodeId::Broker(broker), message);
-        self.schedule_timer(
-            NodeId::Producer(producer),
-            0,
-            timeout,
-            Timer::ProducerRequestTimeout(request),
-        );
+        context.send(broker, message);
+        context.timer(timeout, Timer::ProducerRequestTimeout(request));
     }
 
     /// The request out failed in a way that calls for the coordinator
     /// again (a timeout, a disconnect, `NOT_COORDINATOR`): it is sent again
     /// after `retry.backoff.ms`, to the coordinator found anew.
-    pub(crate) fn producer_txn_lost(&mut self, producer: u32, rediscover: bool) {
-        let now = self.now;
-        let backoff = self.producers[producer as usize].config.retry_backoff_ms;
-        let Some(txn) = self.txn_client(producer) else { return };
+    pub(crate) fn txn_lost(&mut self, context: &mut ProducerContext, rediscover: bool) {
+        let now = context.now();
+        let backoff = self.config.retry_backoff_ms;
+        let Some(txn) = self.txn.as_mut() else { return };
         let to_group = matches!(
             txn.in_flight,
             Some((_, _, TxnCall::TxnOffsetCommit | TxnCall::FindGroupCoordinator(_)))
@@ -421,33 +412,31 @@ impl Simulation {
             txn.coordinator = None;
         }
         txn.retry_at = now + backoff;
-        self.schedule_timer(NodeId::Producer(producer), 0, backoff, Timer::ProducerDrain);
+        context.timer(backoff, Timer::ProducerDrain);
     }
 
     /// Whether `request` is the transaction request out.
-    pub(crate) fn producer_txn_waits_for(&self, producer: u32, request: u64) -> bool {
-        self.producers[producer as usize]
-            .txn
+    pub(crate) fn txn_waits_for(&self, request: u64) -> bool {
+        self.txn
             .as_ref()
             .is_some_and(|txn| txn.in_flight.as_ref().is_some_and(|(out, _, _)| *out == request))
     }
 
     /// A connection to `broker` broke: a transaction request on it is lost.
-    pub(crate) fn producer_txn_disconnected(&mut self, producer: u32, broker: BrokerId) {
-        let lost = self.producers[producer as usize]
+    pub(crate) fn txn_disconnected(&mut self, context: &mut ProducerContext, broker: BrokerId) {
+        let lost = self
             .txn
             .as_ref()
             .is_some_and(|txn| txn.in_flight.as_ref().is_some_and(|(_, to, _)| *to == broker));
         if lost {
-            self.producer_txn_lost(producer, true);
+            self.txn_lost(context, true);
         }
     }
 
     /// Answers from brokers to a transactional producer's requests;
     /// returns `false` for other messages.
-    pub(crate) fn producer_txn_receive(&mut self, producer: u32, message: &Message) -> bool {
-        let index = producer as usize;
-        let Some(txn) = self.producers[index].txn.as_ref() else {
+    pub(crate) fn txn_receive(&mut self, context: &mut ProducerContext, message: &Message) -> bool {
+        let Some(txn) = self.txn.as_ref() else {
             return false;
         };
         let out = txn.in_flight.clone();
@@ -458,12 +447,12 @@ impl Simulation {
                 }
                 match coordinator {
                     Some(coordinator) => {
-                        let txn = self.txn_client(producer).expect("transactional");
+                        let txn = self.txn.as_mut().expect("transactional");
                         txn.coordinator = Some(*coordinator);
                         txn.in_flight = None;
-                        self.producer_drain(producer);
+                        self.drain(context);
                     }
-                    None => self.producer_txn_lost(producer, true),
+                    None => self.txn_lost(context, true),
                 }
                 true
             }
@@ -472,8 +461,8 @@ impl Simulation {
                 result,
                 finalized,
             } => {
-                self.txn_client(producer).expect("transactional").finalized = Some(*finalized);
-                self.producer_txn_init_answer(producer, out, request, result);
+                self.txn.as_mut().expect("transactional").finalized = Some(*finalized);
+                self.txn_init_answer(context, out, request, result);
                 true
             }
             Message::AddPartitionsToTxnResponse { request, error } => {
@@ -482,13 +471,13 @@ impl Simulation {
                 };
                 match error {
                     None => {
-                        let txn = self.txn_client(producer).expect("transactional");
+                        let txn = self.txn.as_mut().expect("transactional");
                         txn.in_flight = None;
                         txn.phase = TxnPhase::InTransaction;
                         txn.added.extend(partitions);
-                        self.producer_drain(producer);
+                        self.drain(context);
                     }
-                    Some(error) => self.producer_txn_error(producer, *error),
+                    Some(error) => self.txn_error(context, *error),
                 }
                 true
             }
@@ -498,21 +487,21 @@ impl Simulation {
                 }
                 match coordinator {
                     Some(coordinator) => {
-                        let txn = self.txn_client(producer).expect("transactional");
+                        let txn = self.txn.as_mut().expect("transactional");
                         txn.group_coordinator = Some(*coordinator);
                         txn.in_flight = None;
-                        self.producer_drain(producer);
+                        self.drain(context);
                     }
-                    None => self.producer_txn_lost(producer, true),
+                    None => self.txn_lost(context, true),
                 }
                 true
             }
             Message::AddOffsetsToTxnResponse { request, error } => {
-                self.producer_txn_offsets_added(producer, out, request, error);
+                self.txn_offsets_added(context, out, request, error);
                 true
             }
             Message::TxnOffsetCommitResponse { request, error, .. } => {
-                self.producer_txn_offsets_committed(producer, out, request, error);
+                self.txn_offsets_committed(context, out, request, error);
                 true
             }
             Message::EndTxnResponse {
@@ -521,7 +510,7 @@ impl Simulation {
                 producer: next,
                 finalized,
             } => {
-                self.txn_client(producer).expect("transactional").finalized = Some(*finalized);
+                self.txn.as_mut().expect("transactional").finalized = Some(*finalized);
                 let Some(TxnCall::EndTxn(commit)) = answered(out, *request) else {
                     return true;
                 };
@@ -532,15 +521,14 @@ impl Simulation {
                             // bumped epoch (or a new producer id), its
                             // sequences from 0 (`EndTxnHandler`,
                             // `resetSequenceNumbers`).
-                            let state = &mut self.producers[index];
-                            state.producer_id = Some(*producer_id);
-                            state.epoch = *epoch;
-                            state.sequences.clear();
-                            state.acked_sequences.clear();
+                            self.producer_id = Some(*producer_id);
+                            self.epoch = *epoch;
+                            self.sequences.clear();
+                            self.acked_sequences.clear();
                         }
-                        self.producer_txn_ended(producer, commit);
+                        self.txn_ended(context, commit);
                     }
-                    Some(error) => self.producer_txn_error(producer, *error),
+                    Some(error) => self.txn_error(context, *error),
                 }
                 true
             }
@@ -550,20 +538,19 @@ impl Simulation {
 
     /// An `InitProducerIdResponse` from the transaction coordinator: the
     /// producer's id and epoch, ready for a transaction.
-    fn producer_txn_init_answer(
+    fn txn_init_answer(
         &mut self,
-        producer: u32,
+        context: &mut ProducerContext,
         out: Option<(u64, BrokerId, TxnCall)>,
         request: &u64,
         result: &Result<(u64, u16), ErrorCode>,
     ) {
-        let index = producer as usize;
         if !matches!(answered(out, *request), Some(TxnCall::InitProducerId)) {
             return;
         }
         match result {
             Ok((producer_id, epoch)) => {
-                let state = &mut self.producers[index];
+                let state = &mut *self;
                 state.producer_id = Some(*producer_id);
                 state.epoch = *epoch;
                 state.sequences.clear();
@@ -573,17 +560,17 @@ impl Simulation {
                 txn.phase = TxnPhase::Ready;
                 txn.epoch_bump_required = false;
                 txn.follow_finalized(true);
-                self.producer_drain(producer);
+                self.drain(context);
             }
-            Err(error) => self.producer_txn_error(producer, *error),
+            Err(error) => self.txn_error(context, *error),
         }
     }
 
     /// An `AddOffsetsToTxnResponse`: the group's offsets partition is in the
     /// transaction.
-    fn producer_txn_offsets_added(
+    fn txn_offsets_added(
         &mut self,
-        producer: u32,
+        context: &mut ProducerContext,
         out: Option<(u64, BrokerId, TxnCall)>,
         request: &u64,
         error: &Option<ErrorCode>,
@@ -593,24 +580,24 @@ impl Simulation {
         }
         match error {
             None => {
-                let txn = self.txn_client(producer).expect("transactional");
+                let txn = self.txn.as_mut().expect("transactional");
                 txn.in_flight = None;
                 txn.phase = TxnPhase::InTransaction;
                 txn.offsets_added = true;
                 if let Some(offsets) = txn.offsets.as_mut() {
                     offsets.added = true;
                 }
-                self.producer_drain(producer);
+                self.drain(context);
             }
-            Some(error) => self.producer_txn_error(producer, *error),
+            Some(error) => self.txn_error(context, *error),
         }
     }
 
     /// A `TxnOffsetCommitResponse`: the consumer's positions are pending in the
     /// transaction, or what its error asks for.
-    fn producer_txn_offsets_committed(
+    fn txn_offsets_committed(
         &mut self,
-        producer: u32,
+        context: &mut ProducerContext,
         out: Option<(u64, BrokerId, TxnCall)>,
         request: &u64,
         error: &Option<ErrorCode>,
@@ -621,55 +608,43 @@ impl Simulation {
         // `TransactionManager.TxnOffsetCommitHandler`.
         match error {
             None => {
-                let txn = self.txn_client(producer).expect("transactional");
+                let txn = self.txn.as_mut().expect("transactional");
                 txn.in_flight = None;
                 txn.offsets = None;
-                self.producer_drain(producer);
+                self.drain(context);
             }
-            Some(ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable) => {
-                self.producer_txn_lost(producer, true)
-            }
+            Some(ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable) => self.txn_lost(context, true),
             Some(
                 ErrorCode::RequestTimedOut | ErrorCode::UnknownTopicOrPartition | ErrorCode::ConcurrentTransactions,
-            ) => self.producer_txn_lost(producer, false),
+            ) => self.txn_lost(context, false),
             Some(ErrorCode::UnknownMemberId | ErrorCode::IllegalGeneration | ErrorCode::FencedInstanceId) => {
                 // "consumer group metadata mismatch": the member
                 // lost its partitions; the transaction can only
                 // abort (`CommitFailedException`, abortable).
-                let txn = self.txn_client(producer).expect("transactional");
+                let txn = self.txn.as_mut().expect("transactional");
                 txn.in_flight = None;
                 txn.offsets = None;
                 txn.abortable = true;
-                self.producer_drain(producer);
+                self.drain(context);
             }
-            Some(error) => self.producer_txn_error(producer, *error),
+            Some(error) => self.txn_error(context, *error),
         }
     }
 
     /// A coordinator's error: retried, sent to a new coordinator, or fatal.
-    fn producer_txn_error(&mut self, producer: u32, error: ErrorCode) {
+    fn txn_error(&mut self, context: &mut ProducerContext, error: ErrorCode) {
         match error {
-            ErrorCode::ConcurrentTransactions => self.producer_txn_lost(producer, false),
+            ErrorCode::ConcurrentTransactions => self.txn_lost(context, false),
             ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable | ErrorCode::NetworkException => {
-                self.producer_txn_lost(producer, true)
+                self.txn_lost(context, true)
             }
-            _ => self.producer_txn_fatal(producer, error),
-        }
-    }
-
-    /// Tells the application of `producer` that its transaction ended
-    /// (`Some(committed)`) or that a fatal error stopped the producer
-    /// (`None`): at once, or once the answer being handled is done.
-    fn producer_tell_app(&mut self, producer: u32, outcome: Option<bool>) {
-        match &mut self.producer_told_app {
-            Some(told) => told.push((producer, outcome)),
-            None => self.consumer_output_transaction_ended(producer, outcome),
+            _ => self.txn_fatal(context, error),
         }
     }
 
     /// `commitTransaction()` or `abortTransaction()` returned.
-    fn producer_txn_ended(&mut self, producer: u32, commit: bool) {
-        let Some(txn) = self.txn_client(producer) else { return };
+    fn txn_ended(&mut self, context: &mut ProducerContext, commit: bool) {
+        let Some(txn) = self.txn.as_mut() else { return };
         txn.in_flight = None;
         if txn.ending_v2.is_none() {
             // Ended with no `EndTxn` (nothing was sent in it): the next
@@ -696,8 +671,8 @@ impl Simulation {
             txn.aborted += 1;
         }
         let transactional_id = txn.transactional_id.clone();
-        self.record(TraceKind::TransactionEnded {
-            producer,
+        context.trace(TraceKind::TransactionEnded {
+            producer: self.id,
             transactional_id,
             outcome: if commit {
                 TransactionOutcome::Committed
@@ -706,16 +681,16 @@ impl Simulation {
             },
         });
         // Records sent meanwhile start the next transaction.
-        self.producers[producer as usize].waiting.extend(held);
-        self.producer_partition_waiting(producer);
-        self.producer_drain(producer);
-        self.consumer_output_transaction_ended(producer, Some(commit));
+        self.waiting.extend(held);
+        self.partition_waiting(context);
+        self.drain(context);
+        context.tell_app(Some(commit));
     }
 
     /// `sendOffsetsToTransaction(offsets, groupMetadata)`: the offsets go
     /// in the open transaction (sent before it ends).
-    pub(crate) fn producer_send_offsets(&mut self, producer: u32, offsets: SendOffsets) {
-        let Some(txn) = self.txn_client(producer) else { return };
+    pub(crate) fn send_offsets(&mut self, context: &mut ProducerContext, offsets: SendOffsets) {
+        let Some(txn) = self.txn.as_mut() else { return };
         if txn.phase == TxnPhase::Fenced || offsets.offsets.is_empty() {
             return;
         }
@@ -725,7 +700,7 @@ impl Simulation {
             txn.phase = TxnPhase::InTransaction;
         }
         txn.offsets = Some(offsets);
-        self.producer_drain(producer);
+        self.drain(context);
     }
 
     /// A batch of the open transaction failed for good (or another error
@@ -733,8 +708,8 @@ impl Simulation {
     /// (`maybeTransitionToErrorState`). Under versions 0 and 1 the abort is
     /// followed by an epoch bump (`clientSideEpochBumpRequired`); under
     /// version 2 the abort's `EndTxn` bumps it.
-    pub(crate) fn producer_txn_abortable(&mut self, producer: u32) {
-        let Some(txn) = self.txn_client(producer) else { return };
+    pub(crate) fn txn_abortable(&mut self) {
+        let Some(txn) = self.txn.as_mut() else { return };
         txn.abortable = true;
         if !txn.v2 && txn.ending.is_none() {
             txn.epoch_bump_required = true;
@@ -743,9 +718,8 @@ impl Simulation {
 
     /// Fatal: a newer epoch exists (`PRODUCER_FENCED`), or another fatal
     /// error. The producer stops; what it has not sent fails.
-    pub(crate) fn producer_txn_fatal(&mut self, producer: u32, error: ErrorCode) {
-        let index = producer as usize;
-        let Some(txn) = self.producers[index].txn.as_mut() else {
+    pub(crate) fn txn_fatal(&mut self, context: &mut ProducerContext, error: ErrorCode) {
+        let Some(txn) = self.txn.as_mut() else {
             return;
         };
         if txn.phase == TxnPhase::Fenced {
@@ -756,8 +730,8 @@ impl Simulation {
         txn.ending = None;
         txn.offsets = None;
         let transactional_id = txn.transactional_id.clone();
-        self.record(TraceKind::TransactionEnded {
-            producer,
+        context.trace(TraceKind::TransactionEnded {
+            producer: self.id,
             transactional_id,
             outcome: match error {
                 ErrorCode::ProducerFenced | ErrorCode::InvalidProducerEpoch => TransactionOutcome::Fenced,
@@ -768,31 +742,30 @@ impl Simulation {
             ErrorCode::InvalidProducerEpoch => ErrorCode::ProducerFenced,
             error => error,
         };
-        if let Some(txn) = self.producers[index].txn.as_mut() {
+        if let Some(txn) = self.txn.as_mut() {
             txn.fatal = Some(error);
         }
-        self.producer_fail_unsent(producer, error);
-        self.producer_tell_app(producer, None);
+        self.fail_unsent(context, error);
+        context.tell_app(None);
     }
 
     /// The `commitTransaction` / `abortTransaction` inputs.
-    pub(crate) fn producer_end_transaction(&mut self, producer: u32, commit: bool) {
-        let Some(txn) = self.txn_client(producer) else { return };
+    pub(crate) fn end_transaction(&mut self, context: &mut ProducerContext, commit: bool) {
+        let Some(txn) = self.txn.as_mut() else { return };
         if txn.phase == TxnPhase::Fenced || txn.ending.is_some() {
             return;
         }
         txn.ending = Some(commit);
-        self.producer_drain(producer);
+        self.drain(context);
     }
 
     /// Holds a record sent while a transaction ends for the next one;
     /// returns it back when no transaction is ending.
-    pub(crate) fn producer_txn_hold(
+    pub(crate) fn txn_hold(
         &mut self,
-        producer: u32,
         record: (RecordId, Option<String>, u32),
     ) -> Option<(RecordId, Option<String>, u32)> {
-        match self.txn_client(producer) {
+        match self.txn.as_mut() {
             Some(txn) if txn.ending.is_some() => {
                 txn.held.push_back(record);
                 None
