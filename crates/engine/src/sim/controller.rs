@@ -4,18 +4,25 @@
 //!
 //! Every change moves the metadata log offset forward; brokers learn it by
 //! fetching the metadata log once it is committed (see [`super::quorum`]).
+//!
+//! Each of the active controller's write events is a [`Decision`]: its
+//! handlers change a working copy of the metadata image and hold what they
+//! send and trace; the simulation turns the result into a metadata log
+//! entry whose answers go out once it commits (`super::contexts`). A
+//! decision reaches nothing else of the simulation.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::controller::partition_change::{
     Election, LeaderRecovery, PartitionChange, PartitionChangeRecord, PartitionRegistration,
 };
 use crate::protocol::{BrokerId, TopicPartition};
 
-use super::config::{ElectionType, PartitionRef};
+use super::config::{ClusterConfig, ElectionType, PartitionRef, TopicConfig};
 use super::trace::{BrokerChange, ChangeReason, FencingReason, TraceKind};
-use super::types::{ErrorCode, Message, NodeId};
-use super::Simulation;
+use super::types::{ErrorCode, Message, NodeId, Time};
+use crate::protocol::TopicName;
+use crate::random::Rng;
 
 pub use crate::protocol::metadata::{records_between, BrokerRegistrationState, Controller};
 
@@ -64,115 +71,184 @@ pub fn place_replicas(
         .collect()
 }
 
-impl Simulation {
-    /// Creates the configured topics.
-    pub(crate) fn controller_bootstrap(&mut self) {
-        self.controller.unclean_leader_election_enable = self.config.unclean_leader_election_enable;
-        // `kafka-storage format` finalizes the features (a new 4.1 cluster:
-        // `transaction.version=2`, or the level the scenario formats with).
-        self.controller.transaction_version = self.config.transaction_version;
-        let brokers: Vec<BrokerId> = (1..=self.config.brokers).collect();
-        let mut topics = self.config.topics.clone();
-        // Kafka creates __consumer_offsets on a group's first coordinator
-        // lookup; a run with consumers starts with it (one that adds its
-        // first consumer later gets it then: `controller_create_offsets_topic`).
-        // (Not with fewer brokers than `offsets.topic.replication.factor`:
-        // the lookups then fail until there are enough.)
-        if !self.config.consumers.is_empty() && self.config.brokers >= self.config.offsets_topic_replication_factor {
-            topics.push(self.offsets_topic_config());
-        }
-        for topic in topics {
-            self.controller_create_topic(&topic, &brokers);
-        }
+/// One name per topic for the whole run: `name`'s shared allocation in
+/// `names`, made on first use (comparisons of partition keys then skip
+/// the name).
+pub(crate) fn shared_name(names: &mut BTreeMap<String, TopicName>, name: &str) -> TopicName {
+    if let Some(shared) = names.get(name) {
+        return shared.clone();
+    }
+    let shared = TopicName::from(name);
+    names.insert(name.to_string(), shared.clone());
+    shared
+}
+
+/// `__consumer_offsets` as `offsets.topic.num.partitions` and
+/// `offsets.topic.replication.factor` (3) make it; it has no
+/// `min.insync.replicas` of its own (the cluster's default, 1).
+pub(crate) fn offsets_topic_config(config: &ClusterConfig) -> TopicConfig {
+    TopicConfig {
+        name: super::coordinator::OFFSETS_TOPIC.to_string(),
+        partitions: config.offsets_topic_partitions,
+        replication_factor: config.offsets_topic_replication_factor.max(1),
+        min_insync_replicas: 1,
+        // `offsets.topic.*`: a compacted topic (`GroupCoordinatorConfig`).
+        cleanup_policy: crate::storage::CleanupPolicy::COMPACT,
+        ..TopicConfig::default()
+    }
+}
+
+/// `__transaction_state` as `transaction.state.log.replication.factor` (3)
+/// and `transaction.state.log.min.isr` (2; at most the RF counts,
+/// `Partition#effectiveMinIsr`) make it.
+pub(crate) fn transaction_topic_config(config: &ClusterConfig) -> TopicConfig {
+    let replication_factor = config.transaction_state_log_replication_factor.max(1);
+    TopicConfig {
+        name: super::txn::TRANSACTION_STATE_TOPIC.to_string(),
+        partitions: config.transaction_state_partitions,
+        replication_factor,
+        min_insync_replicas: replication_factor.min(config.transaction_state_log_min_isr.max(1)),
+        // A compacted topic (`TransactionLog`).
+        cleanup_policy: crate::storage::CleanupPolicy::COMPACT,
+        ..TopicConfig::default()
+    }
+}
+
+/// One write event of the active controller: the working copy of the
+/// metadata image it changes, and the narrow context it decides with.
+pub(crate) struct Decision<'a> {
+    /// The working image (the latest, possibly uncommitted, state).
+    pub(super) image: &'a mut Controller,
+    pub(super) config: &'a ClusterConfig,
+    pub(super) now: Time,
+    /// The deciding controller.
+    pub(super) me: NodeId,
+    /// When each broker last sent a heartbeat (its
+    /// `BrokerHeartbeatManager`, not replicated).
+    pub(super) heartbeats: &'a mut BTreeMap<BrokerId, u64>,
+    /// Replica placement's randomness.
+    pub(super) placement_rng: &'a mut Rng,
+    /// The run's shared topic names ([`shared_name`]).
+    pub(super) topic_names: &'a mut BTreeMap<String, TopicName>,
+    /// Internal topics it could not create yet (traced once each).
+    pub(super) internal_topics_refused: &'a mut BTreeSet<String>,
+    /// What it sends, held until its entry commits.
+    pub(super) outbox: Vec<(NodeId, NodeId, Message)>,
+    /// What it traces, held as its messages are.
+    pub(super) trace: Vec<TraceKind>,
+    /// The periodic unclean election pass ran: whether it hit its limit
+    /// (and should run again at once).
+    pub(super) unclean_pass_hit_limit: Option<bool>,
+}
+
+impl Decision<'_> {
+    /// Sends a message (held until the decision commits).
+    fn send(&mut self, from: NodeId, to: NodeId, message: Message) {
+        self.outbox.push((from, to, message));
     }
 
-    /// `__consumer_offsets` as `offsets.topic.num.partitions` and
-    /// `offsets.topic.replication.factor` (3) make it; it has no
-    /// `min.insync.replicas` of its own (the cluster's default, 1).
-    fn offsets_topic_config(&self) -> super::config::TopicConfig {
-        super::config::TopicConfig {
-            name: super::coordinator::OFFSETS_TOPIC.to_string(),
-            partitions: self.config.offsets_topic_partitions,
-            replication_factor: self.config.offsets_topic_replication_factor.max(1),
-            min_insync_replicas: 1,
-            // `offsets.topic.*`: a compacted topic (`GroupCoordinatorConfig`).
-            cleanup_policy: crate::storage::CleanupPolicy::COMPACT,
-            ..super::config::TopicConfig::default()
-        }
+    /// Traces a fact (held with the messages).
+    fn record(&mut self, kind: TraceKind) {
+        self.trace.push(kind);
     }
 
-    /// Creates `__consumer_offsets` if it does not exist yet: a broker asked
-    /// to find a group's coordinator before any group existed has the
-    /// active controller create it (`AutoTopicCreationManager`, then
-    /// `ReplicationControlManager#createTopics`) and answers
-    /// `COORDINATOR_NOT_AVAILABLE` meanwhile; the consumer asks again.
-    pub(crate) fn controller_create_offsets_topic(&mut self) {
-        let topic = self.offsets_topic_config();
-        self.controller_create_internal_topic(topic);
+    fn note_heartbeat(&mut self, broker: BrokerId) {
+        self.heartbeats.insert(broker, self.now);
     }
 
-    /// Creates `__transaction_state` if it does not exist yet, as
-    /// [`Self::controller_create_offsets_topic`] does for groups:
-    /// `transaction.state.log.replication.factor` (3) and
-    /// `transaction.state.log.min.isr` (2; at most the RF counts,
-    /// `Partition#effectiveMinIsr`).
-    pub(crate) fn controller_create_transaction_topic(&mut self) {
-        let replication_factor = self.config.transaction_state_log_replication_factor.max(1);
-        let topic = super::config::TopicConfig {
-            name: super::txn::TRANSACTION_STATE_TOPIC.to_string(),
-            partitions: self.config.transaction_state_partitions,
-            replication_factor,
-            min_insync_replicas: replication_factor.min(self.config.transaction_state_log_min_isr.max(1)),
-            // A compacted topic (`TransactionLog`).
-            cleanup_policy: crate::storage::CleanupPolicy::COMPACT,
-            ..super::config::TopicConfig::default()
-        };
-        self.controller_create_internal_topic(topic);
+    fn shared_topic(&mut self, name: &str) -> TopicName {
+        shared_name(self.topic_names, name)
     }
 
-    fn controller_create_internal_topic(&mut self, topic: super::config::TopicConfig) {
-        let Some(active) = self.quorum.active() else { return };
-        let name = topic.name.clone();
-        let exists = move |simulation: &Simulation| {
-            simulation
-                .controller
-                .partitions
-                .keys()
-                .any(|partition| *partition.topic == *name)
-        };
-        if exists(self) {
+    fn topic_config(&self, partition: &TopicPartition) -> Option<&TopicConfig> {
+        self.config.topics.iter().find(|topic| *topic.name == *partition.topic)
+    }
+
+    /// Creates an internal topic (`__consumer_offsets`,
+    /// `__transaction_state`) unless it exists. Replicas go only to usable
+    /// brokers, unfenced and not in controlled shutdown
+    /// (`BrokerHeartbeatManager#usableBrokers`: a broker on its way out
+    /// must not be given a new partition to lead, or its shutdown never
+    /// completes); with too few of them the creation fails
+    /// (INVALID_REPLICATION_FACTOR) and the next lookup asks again.
+    pub(crate) fn create_internal_topic(&mut self, topic: &TopicConfig) {
+        let brokers = self.usable_brokers();
+        if self
+            .image
+            .partitions
+            .keys()
+            .any(|partition| *partition.topic == *topic.name)
+        {
             return;
         }
-        self.with_leader_state(active, |simulation| {
-            // Replicas go only to usable brokers, unfenced and not in
-            // controlled shutdown (`BrokerHeartbeatManager#usableBrokers`:
-            // a broker on its way out must not be given a new partition to
-            // lead, or its shutdown never completes); with too few of them
-            // the creation fails (INVALID_REPLICATION_FACTOR) and the next
-            // lookup asks again.
-            let brokers = simulation.controller_usable_brokers();
-            if exists(simulation) {
-                return;
-            }
-            if brokers.len() >= topic.replication_factor as usize {
-                simulation.controller_create_topic(&topic, &brokers);
-            } else if simulation.internal_topics_refused.insert(topic.name.clone()) {
-                // `StripedReplicaPlacer`: "The target replication factor of
-                // N cannot be reached because only M broker(s) are
-                // registered." Traced the first time; each lookup asks again.
-                simulation.record(TraceKind::InternalTopicNotCreated {
-                    topic: topic.name.clone(),
-                    replication_factor: topic.replication_factor,
-                    brokers: brokers.len() as u32,
-                });
-            }
-        });
+        if brokers.len() >= topic.replication_factor as usize {
+            self.create_topic(topic, &brokers);
+        } else if self.internal_topics_refused.insert(topic.name.clone()) {
+            // `StripedReplicaPlacer`: "The target replication factor of
+            // N cannot be reached because only M broker(s) are
+            // registered." Traced the first time; each lookup asks again.
+            self.record(TraceKind::InternalTopicNotCreated {
+                topic: topic.name.clone(),
+                replication_factor: topic.replication_factor,
+                brokers: brokers.len() as u32,
+            });
+        }
     }
 
+    /// A topic's `min.insync.replicas` changed: its partitions with an ELR
+    /// or a last known ELR lose both, and their partition epoch goes up;
+    /// leaders and ISRs stay (`ConfigurationControlManager#
+    /// createClearElrRecordsAsNeeded`, a `ClearElrRecord`).
+    pub(crate) fn clear_elr(&mut self, topic: &str) {
+        let cleared: Vec<TopicPartition> = self
+            .image
+            .partitions
+            .iter()
+            .filter(|(partition, registration)| {
+                *partition.topic == *topic && (!registration.elr.is_empty() || !registration.last_known_elr.is_empty())
+            })
+            .map(|(partition, _)| partition.clone())
+            .collect();
+        for partition in cleared {
+            let Some(registration) = self.image.partitions.get_mut(&partition) else {
+                continue;
+            };
+            registration.elr.clear();
+            registration.last_known_elr.clear();
+            registration.partition_epoch += 1;
+            let (isr, partition_epoch) = (registration.isr.clone(), registration.partition_epoch);
+            self.record(TraceKind::IsrChanged {
+                partition,
+                from: isr.clone(),
+                to: isr,
+                elr: Vec::new(),
+                partition_epoch,
+                reason: ChangeReason::MinInsyncReplicasChanged,
+            });
+        }
+    }
+
+    /// `unclean.leader.election.enable` changed (a `ConfigRecord`).
+    pub(crate) fn set_unclean_leader_election(&mut self, enable: bool) {
+        self.image.unclean_leader_election_enable = enable;
+    }
+
+    /// `transaction.version` changed (a `FeatureLevelRecord`).
+    pub(crate) fn set_transaction_version(&mut self, version: crate::protocol::transactions::TransactionVersion) {
+        self.image.transaction_version = version;
+    }
+
+    /// A new leader's first entry (KRaft's `LeaderChangeMessage`).
+    pub(crate) fn write_leader_change(&mut self) {
+        self.image.offset += 1;
+    }
+}
+
+impl Decision<'_> {
     /// The brokers new replicas may go to: unfenced and not in controlled
     /// shutdown (`BrokerHeartbeatManager#usableBrokers`).
-    fn controller_usable_brokers(&self) -> Vec<BrokerId> {
-        self.controller
+    fn usable_brokers(&self) -> Vec<BrokerId> {
+        self.image
             .brokers
             .iter()
             .filter(|(_, registration)| !registration.fenced && !registration.in_controlled_shutdown)
@@ -192,9 +268,9 @@ impl Simulation {
     /// partition's ISR is its active replicas and its leader the first of
     /// them (none active: `INVALID_REPLICATION_FACTOR`). All or nothing;
     /// the trace says so once the records commit.
-    pub(crate) fn controller_create_partitions(&mut self, topic: &str, count: u32) {
+    pub(crate) fn create_partitions(&mut self, topic: &str, count: u32) {
         let existing: Vec<&PartitionRegistration> = self
-            .controller
+            .image
             .partitions
             .iter()
             .filter(|(partition, _)| *partition.topic == *topic)
@@ -203,14 +279,14 @@ impl Simulation {
         let now = existing.len() as u32;
         let replication_factor = existing.first().map_or(0, |first| first.replicas.len() as u32);
         let placeable: Vec<BrokerId> = self
-            .controller
+            .image
             .brokers
             .iter()
             .filter(|(_, registration)| !registration.in_controlled_shutdown)
             .map(|(&broker, _)| broker)
             .collect();
         let active = |broker: &BrokerId| {
-            self.controller
+            self.image
                 .brokers
                 .get(broker)
                 .is_some_and(|registration| !registration.fenced && !registration.in_controlled_shutdown)
@@ -226,7 +302,7 @@ impl Simulation {
         };
         let placement = match refusal {
             Some(_) => Vec::new(),
-            None => place_replicas(count - now, replication_factor, &placeable, &mut self.placement_rng),
+            None => place_replicas(count - now, replication_factor, &placeable, &mut *self.placement_rng),
         };
         let partitions: Vec<(Vec<BrokerId>, Vec<BrokerId>)> = placement
             .into_iter()
@@ -251,11 +327,11 @@ impl Simulation {
         }
         let name = self.shared_topic(topic);
         for (index, (replicas, isr)) in partitions.into_iter().enumerate() {
-            self.controller.partitions.insert(
+            self.image.partitions.insert(
                 TopicPartition::new(name.clone(), now + index as u32),
                 new_partition(replicas, isr),
             );
-            self.controller.offset += 1;
+            self.image.offset += 1;
         }
         self.record(TraceKind::PartitionsCreated {
             topic: topic.to_string(),
@@ -266,7 +342,7 @@ impl Simulation {
 
     /// Writes a topic's partitions over `brokers` ([`place_replicas`]),
     /// each led by its first replica.
-    fn controller_create_topic(&mut self, topic: &super::config::TopicConfig, brokers: &[BrokerId]) {
+    pub(crate) fn create_topic(&mut self, topic: &TopicConfig, brokers: &[BrokerId]) {
         {
             // One allocation per topic name, shared by every partition key
             // (comparisons of keys then skip the name).
@@ -275,73 +351,33 @@ impl Simulation {
                 topic.partitions,
                 topic.replication_factor,
                 brokers,
-                &mut self.placement_rng,
+                &mut *self.placement_rng,
             );
             for (partition, replicas) in placement.into_iter().enumerate() {
-                self.controller.partitions.insert(
+                self.image.partitions.insert(
                     TopicPartition::new(name.clone(), partition as u32),
                     new_partition(replicas.clone(), replicas),
                 );
-                self.controller.offset += 1;
+                self.image.offset += 1;
             }
         }
     }
 
-    /// Registers a broker that was already part of the cluster at time 0.
-    pub(crate) fn controller_register_initial(&mut self, broker: BrokerId) -> u64 {
-        self.controller.offset += 1;
-        let epoch = self.controller.offset;
-        self.controller.brokers.insert(
-            broker,
-            BrokerRegistrationState {
-                epoch,
-                fenced: false,
-                incarnation: 1,
-                in_controlled_shutdown: false,
-            },
-        );
-        epoch
-    }
-
-    /// A message reached controller `id`: quorum traffic, or a broker
-    /// request, which only the active controller handles.
-    pub(crate) fn controller_deliver(&mut self, id: u32, from: NodeId, message: Message) {
-        if self.quorum_receive(id, from, &message) {
-            return;
-        }
-        let node = &self.quorum.nodes[&id];
-        if node.role == super::quorum::Role::Leader {
-            self.with_leader_state(id, |simulation| simulation.controller_receive(from, message));
-        } else if matches!(
-            message,
-            Message::BrokerRegistration { .. } | Message::BrokerHeartbeat { .. } | Message::AlterPartition { .. }
-        ) {
-            let leader = node.leader;
-            self.send(NodeId::Controller(id), from, Message::NotController { leader });
-        }
-    }
-
-    fn note_heartbeat(&mut self, broker: BrokerId) {
-        let now = self.now;
-        if let Some(node) = self.controller_sender.and_then(|id| self.quorum.nodes.get_mut(&id)) {
-            node.heartbeats.insert(broker, now);
-        }
-    }
-
-    pub(crate) fn controller_receive(&mut self, from: NodeId, message: Message) {
-        let me = self.controller_node();
+    /// A broker's request to the active controller.
+    pub(crate) fn receive(&mut self, from: NodeId, message: Message) {
+        let me = self.me;
         match message {
             Message::BrokerRegistration {
                 broker,
                 incarnation,
                 previous_broker_epoch,
-            } => self.controller_register_broker(me, from, broker, incarnation, previous_broker_epoch),
+            } => self.register_broker(me, from, broker, incarnation, previous_broker_epoch),
             Message::BrokerHeartbeat {
                 broker,
                 broker_epoch,
                 metadata_offset,
                 want_shut_down,
-            } => self.controller_broker_heartbeat(me, from, broker, broker_epoch, metadata_offset, want_shut_down),
+            } => self.broker_heartbeat(me, from, broker, broker_epoch, metadata_offset, want_shut_down),
             Message::AlterPartition {
                 partition,
                 leader,
@@ -350,7 +386,7 @@ impl Simulation {
                 new_isr,
                 leader_recovery,
             } => {
-                let result = self.controller_alter_partition(
+                let result = self.alter_partition(
                     &partition,
                     leader,
                     leader_epoch,
@@ -367,7 +403,7 @@ impl Simulation {
     /// `BrokerRegistration`: a new broker epoch, the same one for the same
     /// process, or `DUPLICATE_BROKER_REGISTRATION` while another incarnation's
     /// session lasts (`ClusterControlManager#registerBroker`).
-    fn controller_register_broker(
+    fn register_broker(
         &mut self,
         me: NodeId,
         from: NodeId,
@@ -377,11 +413,8 @@ impl Simulation {
     ) {
         let now = self.now;
         let session = self.config.broker_session_timeout_ms;
-        let last_heartbeat = self
-            .controller_sender
-            .and_then(|id| self.quorum.nodes.get(&id))
-            .and_then(|node| node.heartbeats.get(&broker).copied());
-        match self.controller.brokers.get(&broker) {
+        let last_heartbeat = self.heartbeats.get(&broker).copied();
+        match self.image.brokers.get(&broker) {
             // The same process registering again keeps its epoch
             // and fencing state (`ClusterControlManager#registerBroker`).
             Some(state) if state.incarnation == incarnation => {
@@ -412,14 +445,14 @@ impl Simulation {
             // far as the ISR may shrink) and may not lead, before
             // its new registration is written.
             Some(state) if previous_broker_epoch != Some(state.epoch) => {
-                self.controller_unclean_shutdown(broker);
+                self.unclean_shutdown(broker);
             }
             _ => {}
         }
         self.note_heartbeat(broker);
-        self.controller.offset += 1;
-        let epoch = self.controller.offset;
-        self.controller.brokers.insert(
+        self.image.offset += 1;
+        let epoch = self.image.offset;
+        self.image.brokers.insert(
             broker,
             BrokerRegistrationState {
                 epoch,
@@ -433,7 +466,7 @@ impl Simulation {
 
     /// `BrokerHeartbeat`: the broker's session goes on; it is unfenced once
     /// caught up, and a controlled shutdown moves on.
-    fn controller_broker_heartbeat(
+    fn broker_heartbeat(
         &mut self,
         me: NodeId,
         from: NodeId,
@@ -442,17 +475,17 @@ impl Simulation {
         metadata_offset: u64,
         want_shut_down: bool,
     ) {
-        let Some(state) = self.controller.brokers.get_mut(&broker) else {
+        let Some(state) = self.image.brokers.get_mut(&broker) else {
             return;
         };
         if state.epoch != broker_epoch {
             return;
         }
         self.note_heartbeat(broker);
-        let state = &self.controller.brokers[&broker];
-        let leads = |simulation: &Simulation| {
-            simulation
-                .controller
+        let state = &self.image.brokers[&broker];
+        let leads = |decision: &Decision| {
+            decision
+                .image
                 .partitions
                 .values()
                 .any(|registration| registration.leader == Some(broker))
@@ -467,25 +500,25 @@ impl Simulation {
             if state.fenced || !leads(self) {
                 should_shut_down = true;
                 if !state.fenced {
-                    self.controller_fence(broker, FencingReason::ControlledShutdownDone);
+                    self.fence(broker, FencingReason::ControlledShutdownDone);
                 }
             } else if !state.in_controlled_shutdown {
-                self.controller
+                self.image
                     .brokers
                     .get_mut(&broker)
                     .expect("registered")
                     .in_controlled_shutdown = true;
-                self.controller.offset += 1;
+                self.image.offset += 1;
                 self.record(TraceKind::BrokerStatus {
                     broker,
                     status: BrokerChange::InControlledShutdown,
                 });
-                self.controller_move_off(broker, ChangeReason::BrokerShuttingDown { broker });
+                self.move_off(broker, ChangeReason::BrokerShuttingDown { broker });
             }
         } else if state.fenced && metadata_offset >= state.epoch {
             // Unfence once the broker has caught up with its own registration.
-            self.controller.brokers.get_mut(&broker).expect("registered").fenced = false;
-            self.controller.offset += 1;
+            self.image.brokers.get_mut(&broker).expect("registered").fenced = false;
+            self.image.offset += 1;
             self.record(TraceKind::BrokerFencing {
                 broker,
                 fenced: false,
@@ -494,9 +527,9 @@ impl Simulation {
                     broker_epoch,
                 },
             });
-            self.controller_elect_leaderless(ChangeReason::BrokerUnfenced { broker });
+            self.elect_leaderless(ChangeReason::BrokerUnfenced { broker });
         }
-        let state = &self.controller.brokers[&broker];
+        let state = &self.image.brokers[&broker];
         let (fenced, in_controlled_shutdown) = (state.fenced, state.in_controlled_shutdown);
         self.send(
             me,
@@ -510,7 +543,7 @@ impl Simulation {
         );
     }
 
-    fn controller_alter_partition(
+    fn alter_partition(
         &mut self,
         partition: &TopicPartition,
         leader: BrokerId,
@@ -519,7 +552,7 @@ impl Simulation {
         new_isr: Vec<BrokerId>,
         leader_recovery: LeaderRecovery,
     ) -> Result<PartitionRegistration, ErrorCode> {
-        let Some(current) = self.controller.partitions.get(partition).cloned() else {
+        let Some(current) = self.image.partitions.get(partition).cloned() else {
             return Err(ErrorCode::NotLeaderOrFollower);
         };
         if current.leader != Some(leader) || current.leader_epoch != leader_epoch {
@@ -528,14 +561,14 @@ impl Simulation {
         if current.partition_epoch != partition_epoch {
             return Err(ErrorCode::InvalidUpdateVersion);
         }
-        let acceptable = self.controller.acceptable();
+        let acceptable = self.image.acceptable();
         if new_isr
             .iter()
             .any(|broker| !acceptable.contains(broker) && !current.isr.contains(broker))
         {
             return Err(ErrorCode::IneligibleReplica);
         }
-        let mut change = self.controller_change(partition, &current, Election::Online, &acceptable);
+        let mut change = self.change(partition, &current, Election::Online, &acceptable);
         change.target_isr = new_isr;
         // KIP-704: the leader reports it has recovered; the partition
         // leaves RECOVERING with this change.
@@ -546,26 +579,20 @@ impl Simulation {
             ChangeReason::FollowerCaughtUp
         };
         if let Some(record) = change.build() {
-            self.controller_commit(partition, record, reason);
+            self.commit(partition, record, reason);
         }
-        Ok(self.controller.partitions[partition].clone())
+        Ok(self.image.partitions[partition].clone())
     }
 
-    /// `BrokerHeartbeatManager`: fences one broker whose session expired
-    /// (run on the active controller `id`).
-    pub(crate) fn controller_session_check(&mut self, id: u32) {
+    /// `BrokerHeartbeatManager`: fences one broker whose session expired.
+    pub(crate) fn session_check(&mut self) {
         let now = self.now;
         let timeout = self.config.broker_session_timeout_ms;
-        let heartbeats = self
-            .quorum
-            .nodes
-            .get(&id)
-            .map(|node| node.heartbeats.clone())
-            .unwrap_or_default();
+        let heartbeats = self.heartbeats.clone();
         // `BrokerHeartbeatManager#findOneStaleBroker`: the unfenced broker
         // heard from least recently, if its session has expired.
         let stale = self
-            .controller
+            .image
             .brokers
             .iter()
             .filter(|(_, state)| !state.fenced)
@@ -574,45 +601,45 @@ impl Simulation {
             .filter(|&(heard, _)| now.saturating_sub(heard) > timeout)
             .map(|(_, broker)| broker);
         if let Some(broker) = stale {
-            self.controller_fence(broker, FencingReason::SessionExpired { timeout_ms: timeout });
+            self.fence(broker, FencingReason::SessionExpired { timeout_ms: timeout });
         }
     }
 
     /// `handleBrokerFenced`: out of every ISR (never emptying one), and new
     /// leaders for the partitions it led.
-    fn controller_fence(&mut self, broker: BrokerId, reason: FencingReason) {
-        if let Some(state) = self.controller.brokers.get_mut(&broker) {
+    fn fence(&mut self, broker: BrokerId, reason: FencingReason) {
+        if let Some(state) = self.image.brokers.get_mut(&broker) {
             state.fenced = true;
         }
-        self.controller.offset += 1;
+        self.image.offset += 1;
         self.record(TraceKind::BrokerFencing {
             broker,
             fenced: true,
             reason,
         });
-        self.controller_move_off(broker, ChangeReason::BrokerFenced { broker });
+        self.move_off(broker, ChangeReason::BrokerFenced { broker });
     }
 
     /// `generateLeaderAndIsrUpdates`: takes a broker out of every ISR (never
     /// emptying one) and elects new leaders for the partitions it led.
-    fn controller_move_off(&mut self, broker: BrokerId, reason: ChangeReason) {
-        let acceptable = self.controller.acceptable();
-        let election = self.controller_election();
+    fn move_off(&mut self, broker: BrokerId, reason: ChangeReason) {
+        let acceptable = self.image.acceptable();
+        let election = self.election();
         let affected: Vec<TopicPartition> = self
-            .controller
+            .image
             .partitions
             .iter()
             .filter(|(_, registration)| registration.isr.contains(&broker) || registration.leader == Some(broker))
             .map(|(partition, _)| partition.clone())
             .collect();
         for partition in affected {
-            let current = self.controller.partitions[&partition].clone();
-            let mut change = self.controller_change(&partition, &current, election, &acceptable);
+            let current = self.image.partitions[&partition].clone();
+            let mut change = self.change(&partition, &current, election, &acceptable);
             // Out of the ISR (`generateLeaderAndIsrUpdates`); without ELR
             // the builder keeps the last member rather than empty it.
             change.target_isr = current.isr.iter().copied().filter(|&member| member != broker).collect();
             if let Some(record) = change.build() {
-                self.controller_commit(&partition, record, reason);
+                self.commit(&partition, record, reason);
             }
         }
     }
@@ -621,12 +648,12 @@ impl Simulation {
     /// broker as an unclean-shutdown replica: out of every ISR it is in
     /// (the last member stays, as ELR is off) and not electable; partitions
     /// it led get a new leader where one is acceptable.
-    fn controller_unclean_shutdown(&mut self, broker: BrokerId) {
-        let mut acceptable = self.controller.acceptable();
+    fn unclean_shutdown(&mut self, broker: BrokerId) {
+        let mut acceptable = self.image.acceptable();
         acceptable.remove(&broker);
-        let election = self.controller_election();
+        let election = self.election();
         let affected: Vec<TopicPartition> = self
-            .controller
+            .image
             .partitions
             .iter()
             .filter(|(_, registration)| registration.isr.contains(&broker) || registration.elr.contains(&broker))
@@ -634,12 +661,12 @@ impl Simulation {
             .collect();
         let reason = ChangeReason::UncleanRestart { broker };
         for partition in affected {
-            let current = self.controller.partitions[&partition].clone();
-            let mut change = self.controller_change(&partition, &current, election, &acceptable);
+            let current = self.image.partitions[&partition].clone();
+            let mut change = self.change(&partition, &current, election, &acceptable);
             change.unclean_shutdown_replicas = vec![broker];
             change.target_isr = current.isr.iter().copied().filter(|&member| member != broker).collect();
             if let Some(record) = change.build() {
-                self.controller_commit(&partition, record, reason);
+                self.commit(&partition, record, reason);
             }
         }
     }
@@ -648,7 +675,7 @@ impl Simulation {
     /// Leader Replicas as configured (KIP-966) and the topic's effective
     /// `min.insync.replicas` (`getTopicEffectiveMinIsr`: at most its
     /// replication factor).
-    fn controller_change<'a>(
+    fn change<'a>(
         &self,
         partition: &TopicPartition,
         current: &'a PartitionRegistration,
@@ -666,7 +693,7 @@ impl Simulation {
 
     /// The election a leaderless partition gets: unclean where the topic
     /// allows it (`unclean.leader.election.enable`).
-    fn controller_election(&self) -> Election {
+    fn election(&self) -> Election {
         if self.config.unclean_leader_election_enable {
             Election::Unclean
         } else {
@@ -677,21 +704,21 @@ impl Simulation {
     /// `ReplicationControlManager#maybeBalancePartitionLeaders`: a
     /// preferred election for every partition not led by its first
     /// replica; it moves only where that replica is alive and in the ISR.
-    pub(crate) fn controller_balance_leaders(&mut self) {
-        let acceptable = self.controller.acceptable();
+    pub(crate) fn balance_leaders(&mut self) {
+        let acceptable = self.image.acceptable();
         let imbalanced: Vec<TopicPartition> = self
-            .controller
+            .image
             .partitions
             .iter()
             .filter(|(_, registration)| registration.leader != registration.replicas.first().copied())
             .map(|(partition, _)| partition.clone())
             .collect();
         for partition in imbalanced {
-            let current = self.controller.partitions[&partition].clone();
-            let change = self.controller_change(&partition, &current, Election::Preferred, &acceptable);
+            let current = self.image.partitions[&partition].clone();
+            let change = self.change(&partition, &current, Election::Preferred, &acceptable);
             if let Some(record) = change.build() {
                 let preferred = current.replicas.first().copied().unwrap_or(0);
-                self.controller_commit(&partition, record, ChangeReason::PreferredLeader { broker: preferred });
+                self.commit(&partition, record, ChangeReason::PreferredLeader { broker: preferred });
             }
         }
     }
@@ -699,22 +726,27 @@ impl Simulation {
     /// `ReplicationControlManager#maybeElectUncleanLeaders`, the periodic
     /// pass: an unclean election for each leaderless partition (where the
     /// topic allows it), at most `MAX_ELECTIONS_PER_IMBALANCE` of them.
-    /// Returns whether it hit that limit and should run again at once.
-    pub(crate) fn controller_unclean_election_pass(&mut self) -> bool {
+    /// Notes whether it hit that limit and should run again at once.
+    pub(crate) fn unclean_election_pass(&mut self) {
+        let hit_limit = self.unclean_pass();
+        self.unclean_pass_hit_limit = Some(hit_limit);
+    }
+
+    fn unclean_pass(&mut self) -> bool {
         if !self.config.unclean_leader_election_enable {
             return false;
         }
-        let acceptable = self.controller.acceptable();
+        let acceptable = self.image.acceptable();
         let mut elections = 0;
-        for partition in self.controller_leaderless() {
+        for partition in self.leaderless() {
             if elections >= crate::controller::cluster_control::MAX_ELECTIONS_PER_IMBALANCE {
                 return true;
             }
-            let current = self.controller.partitions[&partition].clone();
-            let change = self.controller_change(&partition, &current, Election::Unclean, &acceptable);
+            let current = self.image.partitions[&partition].clone();
+            let change = self.change(&partition, &current, Election::Unclean, &acceptable);
             if let Some(record) = change.build() {
                 elections += 1;
-                self.controller_commit(&partition, record, ChangeReason::UncleanPass);
+                self.commit(&partition, record, ChangeReason::UncleanPass);
             }
         }
         false
@@ -728,15 +760,15 @@ impl Simulation {
     /// no partitions, as Kafka leaves it out); one whose election finds no
     /// leader answers `PREFERRED_LEADER_NOT_AVAILABLE` or
     /// `ELIGIBLE_LEADERS_NOT_AVAILABLE`.
-    pub(crate) fn controller_elect_leaders(&mut self, election_type: ElectionType, partitions: &[PartitionRef]) {
+    pub(crate) fn elect_leaders(&mut self, election_type: ElectionType, partitions: &[PartitionRef]) {
         let every = partitions.is_empty();
         let named: Vec<Result<TopicPartition, PartitionRef>> = if every {
-            self.controller.partitions.keys().cloned().map(Ok).collect()
+            self.image.partitions.keys().cloned().map(Ok).collect()
         } else {
             partitions
                 .iter()
                 .map(|named| {
-                    self.controller
+                    self.image
                         .partitions
                         .keys()
                         .find(|partition| *partition.topic == *named.topic && partition.partition == named.partition)
@@ -745,7 +777,7 @@ impl Simulation {
                 })
                 .collect()
         };
-        let acceptable = self.controller.acceptable();
+        let acceptable = self.image.acceptable();
         for partition in named {
             let partition = match partition {
                 Ok(partition) => partition,
@@ -761,7 +793,7 @@ impl Simulation {
                     continue;
                 }
             };
-            let current = self.controller.partitions[&partition].clone();
+            let current = self.image.partitions[&partition].clone();
             let not_needed = match election_type {
                 ElectionType::Preferred => {
                     current.leader.is_some() && current.leader == current.replicas.first().copied()
@@ -783,10 +815,10 @@ impl Simulation {
             let error = if not_needed {
                 ErrorCode::ElectionNotNeeded
             } else {
-                let change = self.controller_change(&partition, &current, election, &acceptable);
+                let change = self.change(&partition, &current, election, &acceptable);
                 match change.build() {
                     Some(record) => {
-                        self.controller_commit(&partition, record, reason);
+                        self.commit(&partition, record, reason);
                         continue;
                     }
                     None => unavailable,
@@ -803,21 +835,21 @@ impl Simulation {
     }
 
     /// Elects leaders for partitions that have none (after an unfence).
-    pub(crate) fn controller_elect_leaderless(&mut self, reason: ChangeReason) {
-        let acceptable = self.controller.acceptable();
-        let election = self.controller_election();
-        for partition in self.controller_leaderless() {
-            let current = self.controller.partitions[&partition].clone();
-            let change = self.controller_change(&partition, &current, election, &acceptable);
+    pub(crate) fn elect_leaderless(&mut self, reason: ChangeReason) {
+        let acceptable = self.image.acceptable();
+        let election = self.election();
+        for partition in self.leaderless() {
+            let current = self.image.partitions[&partition].clone();
+            let change = self.change(&partition, &current, election, &acceptable);
             if let Some(record) = change.build() {
-                self.controller_commit(&partition, record, reason);
+                self.commit(&partition, record, reason);
             }
         }
     }
 
     /// The partitions with no leader.
-    fn controller_leaderless(&self) -> Vec<TopicPartition> {
-        self.controller
+    fn leaderless(&self) -> Vec<TopicPartition> {
+        self.image
             .partitions
             .iter()
             .filter(|(_, registration)| registration.leader.is_none())
@@ -826,12 +858,12 @@ impl Simulation {
     }
 
     /// Applies a record to the registration and traces what changed.
-    fn controller_commit(&mut self, partition: &TopicPartition, record: PartitionChangeRecord, reason: ChangeReason) {
-        let before = self.controller.partitions[partition].clone();
-        let registration = self.controller.partitions.get_mut(partition).expect("known partition");
+    fn commit(&mut self, partition: &TopicPartition, record: PartitionChangeRecord, reason: ChangeReason) {
+        let before = self.image.partitions[partition].clone();
+        let registration = self.image.partitions.get_mut(partition).expect("known partition");
         registration.apply(&record);
         let after = registration.clone();
-        self.controller.offset += 1;
+        self.image.offset += 1;
         if (record.isr.is_some() && before.isr != after.isr) || before.elr != after.elr {
             self.record(TraceKind::IsrChanged {
                 partition: partition.clone(),
@@ -843,7 +875,7 @@ impl Simulation {
             });
         }
         if record.leader.is_some() {
-            self.controller.elections += 1;
+            self.image.elections += 1;
             let unclean = record.leader_recovery == Some(LeaderRecovery::Recovering);
             self.record(TraceKind::LeaderElected {
                 partition: partition.clone(),

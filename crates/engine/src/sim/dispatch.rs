@@ -8,10 +8,6 @@ use super::*;
 impl Simulation {
     /// Sends a message over the network.
     pub(crate) fn send(&mut self, from: NodeId, to: NodeId, message: Message) {
-        if let (NodeId::Controller(_), Some(outbox)) = (from, &mut self.controller_outbox) {
-            outbox.push((from, to, message));
-            return;
-        }
         if let (NodeId::Consumer(consumer), NodeId::Broker(broker)) = (from, to) {
             self.consumer_note_request(consumer, broker, &message);
         }

@@ -79,9 +79,9 @@ impl Simulation {
                 election_type,
                 partitions,
             } => match self.quorum.active() {
-                Some(active) => self.with_leader_state(active, |simulation| {
-                    simulation.controller_elect_leaders(election_type, &partitions)
-                }),
+                Some(active) => {
+                    self.with_leader_state(active, |decision| decision.elect_leaders(election_type, &partitions))
+                }
                 None => {
                     self.record(TraceKind::ElectLeadersFailed {
                         election_type,
@@ -110,9 +110,7 @@ impl Simulation {
             return;
         }
         match self.quorum.active() {
-            Some(active) => self.with_leader_state(active, |simulation| {
-                simulation.controller_create_partitions(&topic, count)
-            }),
+            Some(active) => self.with_leader_state(active, |decision| decision.create_partitions(&topic, count)),
             None => {
                 self.record(TraceKind::CreatePartitionsFailed {
                     topic,
@@ -244,35 +242,7 @@ impl Simulation {
                 // their partition epoch goes up; leaders and ISRs stay.
                 if changed && self.config.eligible_leader_replicas_enable {
                     if let Some(active) = self.quorum.active() {
-                        self.with_leader_state(active, |simulation| {
-                            let cleared: Vec<TopicPartition> = simulation
-                                .controller
-                                .partitions
-                                .iter()
-                                .filter(|(partition, registration)| {
-                                    *partition.topic == *topic
-                                        && (!registration.elr.is_empty() || !registration.last_known_elr.is_empty())
-                                })
-                                .map(|(partition, _)| partition.clone())
-                                .collect();
-                            for partition in cleared {
-                                let Some(registration) = simulation.controller.partitions.get_mut(&partition) else {
-                                    continue;
-                                };
-                                registration.elr.clear();
-                                registration.last_known_elr.clear();
-                                registration.partition_epoch += 1;
-                                let (isr, partition_epoch) = (registration.isr.clone(), registration.partition_epoch);
-                                simulation.record(TraceKind::IsrChanged {
-                                    partition,
-                                    from: isr.clone(),
-                                    to: isr,
-                                    elr: Vec::new(),
-                                    partition_epoch,
-                                    reason: trace::ChangeReason::MinInsyncReplicasChanged,
-                                });
-                            }
-                        });
+                        self.with_leader_state(active, |decision| decision.clear_elr(&topic));
                     }
                 }
             }
@@ -284,9 +254,7 @@ impl Simulation {
                 // Nothing is elected at once.
                 self.config.unclean_leader_election_enable = enable;
                 if let Some(active) = self.quorum.active() {
-                    self.with_leader_state(active, |simulation| {
-                        simulation.controller.unclean_leader_election_enable = enable;
-                    });
+                    self.with_leader_state(active, |decision| decision.set_unclean_leader_election(enable));
                 }
             }
             ConfigChange::TransactionVersion { level } => {
@@ -296,9 +264,7 @@ impl Simulation {
                 let version = crate::protocol::transactions::TransactionVersion(level);
                 self.config.transaction_version = version;
                 if let Some(active) = self.quorum.active() {
-                    self.with_leader_state(active, |simulation| {
-                        simulation.controller.transaction_version = version;
-                    });
+                    self.with_leader_state(active, |decision| decision.set_transaction_version(version));
                 }
             }
             ConfigChange::TransactionPartitionVerification { enable } => {

@@ -320,11 +320,6 @@ pub struct Simulation {
     /// The committed metadata: the cluster's view of the controller state.
     pub(crate) controller: Controller,
     pub(crate) quorum: quorum::Quorum,
-    /// While the active controller decides: which one it is, and what it
-    /// sends and traces (held until the decision commits).
-    pub(crate) controller_sender: Option<u32>,
-    pub(crate) controller_outbox: Option<Vec<(NodeId, NodeId, Message)>>,
-    pub(crate) controller_trace: Option<Vec<TraceKind>>,
     pub(crate) brokers: BTreeMap<BrokerId, Broker>,
     pub(crate) producers: Vec<Producer>,
     pub(crate) consumers: Vec<consumer::Consumer>,
@@ -386,9 +381,6 @@ impl Simulation {
             placement_rng: root.derive("replica-placement"),
             controller: Controller::default(),
             quorum: quorum::Quorum::new(1, Controller::default(), root.derive("unused")),
-            controller_sender: None,
-            controller_outbox: None,
-            controller_trace: None,
             brokers: BTreeMap::new(),
             producers: Vec::new(),
             consumers: Vec::new(),
@@ -472,12 +464,7 @@ impl Simulation {
     /// compare by pointer first, which keeps the maps keyed by partition
     /// cheap.
     pub(crate) fn shared_topic(&mut self, name: &str) -> crate::protocol::TopicName {
-        if let Some(shared) = self.topic_names.get(name) {
-            return shared.clone();
-        }
-        let shared = crate::protocol::TopicName::from(name);
-        self.topic_names.insert(name.to_string(), shared.clone());
-        shared
+        controller::shared_name(&mut self.topic_names, name)
     }
 
     /// Changes what the trace records.
@@ -834,10 +821,6 @@ impl Simulation {
     /// the active controller decides, until the decision commits).
     pub(crate) fn record(&mut self, kind: TraceKind) -> TraceId {
         let id = self.trace_base + self.trace.len() as TraceId;
-        if let Some(held) = &mut self.controller_trace {
-            held.push(kind);
-            return id;
-        }
         self.highlights.note(self.now, &kind);
         self.note_history(&kind, id);
         self.trace.push(TraceEvent {

@@ -21,6 +21,7 @@ use super::trace::TraceKind;
 use super::types::{Message, NodeId, RecordId, Time};
 use super::{Simulation, Timer};
 
+mod controller;
 mod producer;
 
 /// What a producer's handlers may do beyond their own state.

@@ -36,12 +36,15 @@ use serde::Serialize;
 use crate::protocol::BrokerId;
 use crate::random::Rng;
 
+use super::controller::Decision;
 use super::trace::{CandidacyReason, ControllerChange, Invariant, TraceKind};
 use super::types::{ErrorCode, Message, MetadataFetchAnswer, MetadataRecord, NodeId};
 use super::{Simulation, Timer};
 
 pub use crate::protocol::metadata::LogEntry;
 use crate::protocol::metadata::{records_between, Controller};
+
+mod election;
 
 /// `controller.quorum.election.timeout.ms` (1000).
 pub const ELECTION_TIMEOUT_MS: u64 = 1_000;
@@ -338,11 +341,6 @@ impl QuorumNode {
 }
 
 impl Simulation {
-    /// The controller node sending what the controller logic sends now.
-    pub(crate) fn controller_node(&self) -> NodeId {
-        NodeId::Controller(self.controller_sender.unwrap_or(1))
-    }
-
     /// Starts every controller's timers; followers start fetching.
     pub(crate) fn quorum_start(&mut self) {
         let ids: Vec<u32> = self.quorum.nodes.keys().copied().collect();
@@ -419,21 +417,42 @@ impl Simulation {
         self.schedule_timer(NodeId::Controller(id), incarnation, 1_000, Timer::SessionCheck);
     }
 
-    /// Runs controller logic on the active controller's working state and
-    /// holds what it sends until the resulting log entry commits.
-    pub(crate) fn with_leader_state(&mut self, id: u32, work: impl FnOnce(&mut Simulation)) {
-        let Some(node) = self.quorum.nodes.get(&id) else { return };
+    /// Runs one decision of controller `id` (the active one) on a working
+    /// copy of its latest state ([`Decision`]) and holds what it sends and
+    /// traces until the resulting log entry commits.
+    pub(crate) fn with_leader_state(&mut self, id: u32, work: impl FnOnce(&mut Decision<'_>)) {
+        let Some(node) = self.quorum.nodes.get_mut(&id) else {
+            return;
+        };
         let before = node.log.last().expect("never empty").state.clone();
-        let working = (*before).clone();
-        let committed_view = std::mem::replace(&mut self.controller, working);
-        self.controller_sender = Some(id);
-        self.controller_outbox = Some(Vec::new());
-        self.controller_trace = Some(Vec::new());
-        work(self);
-        let outbox = self.controller_outbox.take().unwrap_or_default();
-        let trace = self.controller_trace.take().unwrap_or_default();
-        self.controller_sender = None;
-        let mut working = std::mem::replace(&mut self.controller, committed_view);
+        let mut working = (*before).clone();
+        let mut decision = Decision {
+            image: &mut working,
+            config: &self.config,
+            now: self.now,
+            me: NodeId::Controller(id),
+            heartbeats: &mut node.heartbeats,
+            placement_rng: &mut self.placement_rng,
+            topic_names: &mut self.topic_names,
+            internal_topics_refused: &mut self.internal_topics_refused,
+            outbox: Vec::new(),
+            trace: Vec::new(),
+            unclean_pass_hit_limit: None,
+        };
+        work(&mut decision);
+        let Decision {
+            outbox,
+            trace,
+            unclean_pass_hit_limit,
+            ..
+        } = decision;
+        if let Some(hit_limit) = unclean_pass_hit_limit {
+            node.unclean_scheduled = if hit_limit {
+                Schedule::Immediately
+            } else {
+                Schedule::Deferred
+            };
+        }
         if working != *before && working.offset == before.offset {
             // Every record has an offset of its own: a change with no
             // other count of its records (a `ConfigRecord`, a
@@ -816,242 +835,24 @@ impl Simulation {
                 let node = self.quorum.nodes.get_mut(&id).expect("known");
                 if node.role == Role::Leader && node.balance_scheduled {
                     node.balance_scheduled = false;
-                    self.with_leader_state(id, |simulation| simulation.controller_balance_leaders());
+                    self.with_leader_state(id, |decision| decision.balance_leaders());
                 }
             }
             Timer::UncleanElectionCheck
                 if self.quorum.nodes[&id].role == Role::Leader
                     && self.quorum.nodes[&id].unclean_scheduled == Schedule::Scheduled =>
             {
-                self.with_leader_state(id, |simulation| {
-                    let again = simulation.controller_unclean_election_pass();
-                    let node = simulation.quorum.nodes.get_mut(&id).expect("known");
-                    node.unclean_scheduled = if again {
-                        Schedule::Immediately
-                    } else {
-                        Schedule::Deferred
-                    };
-                });
+                self.with_leader_state(id, |decision| decision.unclean_election_pass());
             }
             Timer::SessionCheck => {
                 if self.quorum.nodes[&id].role == Role::Leader {
-                    self.with_leader_state(id, |simulation| simulation.controller_session_check(id));
+                    self.with_leader_state(id, |decision| decision.session_check());
                 }
                 let delay = self.session_check_delay(id);
                 self.schedule_timer(NodeId::Controller(id), incarnation, delay, Timer::SessionCheck);
             }
             _ => {}
         }
-    }
-
-    /// The leader tells every voter that has not fetched in its epoch yet
-    /// that it leads (`BeginQuorumEpoch`, sent again each
-    /// `controller.quorum.request.timeout.ms` until they fetch).
-    fn quorum_begin_epoch(&mut self, id: u32, force: bool) {
-        let now = self.now;
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
-        if !force && now.saturating_sub(node.begin_epoch_sent_ms) < REQUEST_TIMEOUT_MS {
-            return;
-        }
-        node.begin_epoch_sent_ms = now;
-        let epoch = node.epoch;
-        let unaware: Vec<u32> = node
-            .voters
-            .iter()
-            .filter(|(&voter, progress)| {
-                voter != id && progress.last_caught_up_ms.is_none() && progress.fetch_offset == 0
-            })
-            .map(|(&voter, _)| voter)
-            .collect();
-        for voter in unaware {
-            self.send(
-                NodeId::Controller(id),
-                NodeId::Controller(voter),
-                Message::BeginQuorumEpoch { epoch, leader: id },
-            );
-        }
-    }
-
-    /// `transitionToProspective`: asks every voter whether it could win
-    /// the next epoch (a `Vote` with `preVote`), keeping its own epoch; a
-    /// majority's yes starts the real election. Refused, it asks again
-    /// after the election timeout.
-    fn quorum_start_pre_vote(&mut self, id: u32) {
-        let incarnation = self.quorum.nodes[&id].incarnation;
-        let jitter = u64::from(self.quorum.rng.next_u32()) % ELECTION_TIMEOUT_MS;
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
-        node.role = Role::Prospective;
-        node.votes = [id].into_iter().gather();
-        let epoch = node.epoch;
-        let (last_epoch, last_index) = (node.last_epoch(), node.log.len() as u64);
-        self.record(TraceKind::ControllerStatus {
-            controller: id,
-            status: ControllerChange::Prospective { epoch },
-        });
-        // A pre-vote carries the prospective's own epoch, not the next one
-        // (`KafkaRaftClient#buildVoteRequest`).
-        let ask = Message::Vote {
-            epoch,
-            candidate: id,
-            last_epoch,
-            last_index,
-            pre_vote: true,
-        };
-        self.quorum_ask_votes(id, ask, incarnation, ELECTION_TIMEOUT_MS + jitter, epoch);
-        self.quorum_maybe_win_pre_vote(id);
-    }
-
-    /// Sends `ask` (a `Vote`) to every other voter, and gives the round
-    /// until `timeout` (`Timer::ElectionTimeout` of `epoch`).
-    fn quorum_ask_votes(&mut self, id: u32, ask: Message, incarnation: u32, timeout: u64, epoch: u32) {
-        let peers: Vec<u32> = self.quorum.nodes.keys().copied().filter(|&peer| peer != id).collect();
-        for peer in peers {
-            self.send(NodeId::Controller(id), NodeId::Controller(peer), ask.clone());
-        }
-        self.schedule_timer(
-            NodeId::Controller(id),
-            incarnation,
-            timeout,
-            Timer::ElectionTimeout(epoch),
-        );
-    }
-
-    /// A prospective with a majority of pre-votes stands for election.
-    fn quorum_maybe_win_pre_vote(&mut self, id: u32) {
-        let majority = self.quorum.majority();
-        let node = &self.quorum.nodes[&id];
-        if node.role == Role::Prospective && node.votes.len() >= majority {
-            self.quorum_start_election(id, CandidacyReason::PreVoteGranted);
-        }
-    }
-
-    fn quorum_start_election(&mut self, id: u32, reason: CandidacyReason) {
-        let incarnation = self.quorum.nodes[&id].incarnation;
-        let jitter = u64::from(self.quorum.rng.next_u32()) % ELECTION_TIMEOUT_MS;
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
-        node.epoch += 1;
-        node.role = Role::Candidate;
-        node.voted_for = Some(id);
-        node.leader = None;
-        node.fetch_sent_ms = None;
-        node.votes = [id].into_iter().gather();
-        let epoch = node.epoch;
-        let last_index = node.log.len();
-        let last_epoch = node.last_epoch();
-        self.record(TraceKind::ControllerElection {
-            controller: id,
-            epoch,
-            reason,
-        });
-        let ask = Message::Vote {
-            epoch,
-            candidate: id,
-            last_epoch,
-            last_index: last_index as u64,
-            pre_vote: false,
-        };
-        self.quorum_ask_votes(id, ask, incarnation, ELECTION_TIMEOUT_MS + jitter, epoch);
-        self.quorum_maybe_win(id);
-    }
-
-    /// A node sees a newer epoch, or learns the leader of its own: it
-    /// follows (and fetches from the leader, once known).
-    fn quorum_step_down(&mut self, id: u32, epoch: u32, leader: Option<u32>) {
-        let now = self.now;
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
-        if epoch > node.epoch {
-            node.epoch = epoch;
-            node.voted_for = None;
-            node.leader = None;
-            node.fetch_sent_ms = None;
-            node.fetched_from_leader = false;
-        }
-        if node.role == Role::Leader {
-            node.clear_leadership();
-        }
-        node.role = Role::Follower;
-        node.votes.clear();
-        if leader.is_some() && node.leader != leader {
-            node.leader = leader;
-            node.fetch_sent_ms = None;
-            node.fetched_from_leader = false;
-            node.last_heard_ms = now;
-        }
-        self.quorum_fetch(id);
-    }
-
-    fn quorum_maybe_win(&mut self, id: u32) {
-        let majority = self.quorum.majority();
-        let now = self.now;
-        let peers = self.quorum_peer_ids();
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
-        if node.role != Role::Candidate || node.votes.len() < majority {
-            return;
-        }
-        node.role = Role::Leader;
-        node.leader = Some(id);
-        let epoch = node.epoch;
-        let votes: Vec<u32> = node.votes.iter().copied().collect();
-        node.epoch_start = node.log.len();
-        // Nothing is known of the other voters until they fetch; each gets
-        // a full check-quorum window to do so.
-        node.voters = peers
-            .into_iter()
-            .map(|peer| {
-                let progress = FetcherProgress {
-                    fetch_offset: 0,
-                    last_fetch_ms: now,
-                    last_caught_up_ms: None,
-                };
-                (peer, progress)
-            })
-            .gather();
-        node.observers.clear();
-        node.held.clear();
-        // A fresh session for every registered broker.
-        let brokers: Vec<BrokerId> = node
-            .log
-            .last()
-            .map(|entry| entry.state.brokers.keys().copied().collect())
-            .unwrap_or_default();
-        node.heartbeats = brokers.into_iter().map(|broker| (broker, now)).gather();
-        self.quorum.elections += 1;
-        if let Some(&other) = self.quorum.leaders_by_epoch.get(&epoch) {
-            if other != id {
-                self.monitor.violations += 1;
-                self.record(TraceKind::InvariantViolated {
-                    invariant: Invariant::OneActiveControllerPerEpoch,
-                    detail: format!("controller-{other} and controller-{id} both lead epoch {epoch}"),
-                });
-            }
-        }
-        self.quorum.leaders_by_epoch.insert(epoch, id);
-        self.record(TraceKind::ControllerElected {
-            controller: id,
-            epoch,
-            votes,
-        });
-        self.quorum_begin_epoch(id, true);
-        // A new leader commits its predecessors' entries by writing one of
-        // its own (KRaft's `LeaderChangeMessage`).
-        self.with_leader_state(id, |simulation| simulation.controller.offset += 1);
-    }
-
-    /// Whether leader `id` heard from a majority (itself included) within
-    /// the check-quorum window.
-    fn quorum_has_majority_contact(&self, id: u32) -> bool {
-        let node = &self.quorum.nodes[&id];
-        let window = FETCH_TIMEOUT_MS * 3 / 2;
-        let heard = node
-            .voters
-            .iter()
-            .filter(|(&peer, progress)| peer != id && self.now.saturating_sub(progress.last_fetch_ms) <= window)
-            .count();
-        heard + 1 >= self.quorum.majority()
-    }
-
-    fn quorum_peer_ids(&self) -> Vec<u32> {
-        self.quorum.nodes.keys().copied().collect()
     }
 
     /// Handles quorum messages (from controllers, and brokers' fetches);
@@ -1129,63 +930,6 @@ impl Simulation {
             _ => return false,
         }
         true
-    }
-
-    /// `Vote`: grant or refuse a candidate's vote, or a prospective's
-    /// pre-vote (KIP-996), moving first to a newer epoch it names.
-    #[allow(clippy::too_many_arguments)]
-    fn quorum_vote(
-        &mut self,
-        id: u32,
-        from: NodeId,
-        epoch: u32,
-        candidate: u32,
-        last_epoch: u32,
-        last_index: u64,
-        pre_vote: bool,
-    ) {
-        let now = self.now;
-        let last_index = last_index as usize;
-        // A vote or pre-vote from a newer epoch moves this voter to
-        // it, leaderless (`KafkaRaftClient#handleVoteRequest`). A
-        // prospective never bumps its own epoch, so only a voter
-        // whose earlier candidacy failed carries one this new: the
-        // quorum must move up to it, or that voter and any broker
-        // that learned its epoch would wait for ever.
-        if epoch > self.quorum.nodes[&id].epoch {
-            self.quorum_step_down(id, epoch, None);
-        }
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
-        let up_to_date = (last_epoch, last_index) >= (node.last_epoch(), node.log.len());
-        let granted = if pre_vote {
-            // `canGrantVote(isPreVote)`: a leader refuses, and so
-            // does a follower that has fetched from its leader;
-            // the others grant a prospective of their epoch whose
-            // log is as up to date as theirs.
-            let has_leader = match node.role {
-                Role::Leader => true,
-                Role::Follower => node.leader.is_some() && node.fetched_from_leader,
-                Role::Candidate | Role::Prospective => false,
-            };
-            epoch == node.epoch && up_to_date && !has_leader
-        } else {
-            let granted = epoch == node.epoch
-                && node.role != Role::Leader
-                && node.voted_for.is_none_or(|voted| voted == candidate)
-                && up_to_date;
-            if granted {
-                node.voted_for = Some(candidate);
-                node.last_heard_ms = now;
-            }
-            granted
-        };
-        let reply = Message::VoteResponse {
-            epoch: node.epoch,
-            leader: node.leader,
-            granted,
-            pre_vote,
-        };
-        self.send(NodeId::Controller(id), from, reply);
     }
 
     /// The leader's answer to this voter's fetch of the metadata log:
