@@ -114,6 +114,29 @@ pub(crate) fn transaction_topic_config(config: &ClusterConfig) -> TopicConfig {
     }
 }
 
+/// Writes a topic's partitions into `image` over `brokers`
+/// ([`place_replicas`]), each led by its first replica (a decision's, or
+/// the image the cluster is formatted with).
+pub(crate) fn create_topic(
+    image: &mut Controller,
+    topic: &TopicConfig,
+    brokers: &[BrokerId],
+    placement_rng: &mut Rng,
+    topic_names: &mut BTreeMap<String, TopicName>,
+) {
+    // One allocation per topic name, shared by every partition key
+    // (comparisons of keys then skip the name).
+    let name = shared_name(topic_names, &topic.name);
+    let placement = place_replicas(topic.partitions, topic.replication_factor, brokers, placement_rng);
+    for (partition, replicas) in placement.into_iter().enumerate() {
+        image.partitions.insert(
+            TopicPartition::new(name.clone(), partition as u32),
+            new_partition(replicas.clone(), replicas),
+        );
+        image.offset += 1;
+    }
+}
+
 /// One write event of the active controller: the working copy of the
 /// metadata image it changes, and the narrow context it decides with.
 pub(crate) struct Decision<'a> {
@@ -342,25 +365,8 @@ impl Decision<'_> {
 
     /// Writes a topic's partitions over `brokers` ([`place_replicas`]),
     /// each led by its first replica.
-    pub(crate) fn create_topic(&mut self, topic: &TopicConfig, brokers: &[BrokerId]) {
-        {
-            // One allocation per topic name, shared by every partition key
-            // (comparisons of keys then skip the name).
-            let name = self.shared_topic(&topic.name);
-            let placement = place_replicas(
-                topic.partitions,
-                topic.replication_factor,
-                brokers,
-                &mut *self.placement_rng,
-            );
-            for (partition, replicas) in placement.into_iter().enumerate() {
-                self.image.partitions.insert(
-                    TopicPartition::new(name.clone(), partition as u32),
-                    new_partition(replicas.clone(), replicas),
-                );
-                self.image.offset += 1;
-            }
-        }
+    fn create_topic(&mut self, topic: &TopicConfig, brokers: &[BrokerId]) {
+        create_topic(self.image, topic, brokers, self.placement_rng, self.topic_names);
     }
 
     /// A broker's request to the active controller.

@@ -1,15 +1,13 @@
 //! The simulation's entry points to the controllers' decisions: a
 //! message for a controller, the topics the cluster starts with, the
 //! internal topics a client's first coordinator lookup creates. Each
-//! decision runs as a [`Decision`] on the active controller
+//! decision runs as a `controller::Decision` on the active controller
 //! ([`Simulation::with_leader_state`], beside the quorum that commits it).
-
-use std::collections::BTreeMap;
 
 use crate::protocol::BrokerId;
 
 use super::super::config::TopicConfig;
-use super::super::controller::{offsets_topic_config, transaction_topic_config, BrokerRegistrationState, Decision};
+use super::super::controller::{create_topic, offsets_topic_config, transaction_topic_config, BrokerRegistrationState};
 use super::super::quorum::Role;
 use super::super::types::{Message, NodeId};
 use super::super::Simulation;
@@ -32,23 +30,14 @@ impl Simulation {
         if !self.config.consumers.is_empty() && self.config.brokers >= self.config.offsets_topic_replication_factor {
             topics.push(offsets_topic_config(&self.config));
         }
-        let mut heartbeats = BTreeMap::new();
-        let mut decision = Decision {
-            image: &mut self.controller,
-            config: &self.config,
-            now: self.now,
-            me: NodeId::Controller(1),
-            heartbeats: &mut heartbeats,
-            placement_rng: &mut self.placement_rng,
-            topic_names: &mut self.topic_names,
-            internal_topics_refused: &mut self.internal_topics_refused,
-            outbox: Vec::new(),
-            trace: Vec::new(),
-            unclean_pass_hit_limit: None,
-        };
-        // Creating a topic sends and traces nothing.
         for topic in &topics {
-            decision.create_topic(topic, &brokers);
+            create_topic(
+                &mut self.controller,
+                topic,
+                &brokers,
+                &mut self.placement_rng,
+                &mut self.topic_names,
+            );
         }
     }
 
