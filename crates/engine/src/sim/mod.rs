@@ -320,6 +320,10 @@ pub struct Simulation {
     /// The committed metadata: the cluster's view of the controller state.
     pub(crate) controller: Controller,
     pub(crate) quorum: quorum::Quorum,
+    /// Whether each controller's process runs, by id: the network's view
+    /// (the quorum keeps its own, and is not in `quorum` while one of its
+    /// handlers runs).
+    pub(crate) controller_processes: BTreeMap<u32, bool>,
     pub(crate) brokers: BTreeMap<BrokerId, Broker>,
     pub(crate) producers: Vec<Producer>,
     pub(crate) consumers: Vec<consumer::Consumer>,
@@ -381,6 +385,7 @@ impl Simulation {
             placement_rng: root.derive("replica-placement"),
             controller: Controller::default(),
             quorum: quorum::Quorum::new(1, Controller::default(), root.derive("unused")),
+            controller_processes: BTreeMap::new(),
             brokers: BTreeMap::new(),
             producers: Vec::new(),
             consumers: Vec::new(),
@@ -437,6 +442,7 @@ impl Simulation {
             simulation.controller.clone(),
             root.derive("controller-quorum"),
         );
+        simulation.controller_processes = simulation.quorum.nodes.keys().map(|&id| (id, true)).gather();
         let image = simulation.controller.image();
         let metadata_log = simulation.quorum.nodes[&1].log.clone();
         for (id, epoch) in epochs {

@@ -522,8 +522,7 @@ impl Simulation {
     pub(crate) fn close_connections(&mut self, node: NodeId) {
         let mut peers: Vec<NodeId> = self.brokers.keys().map(|&broker| NodeId::Broker(broker)).collect();
         peers.extend(
-            self.quorum
-                .nodes
+            self.controller_processes
                 .keys()
                 .map(|&controller| NodeId::Controller(controller)),
         );

@@ -10,19 +10,26 @@
 //! the simulation once the handler returns.
 //!
 //! The producer (with its transaction manager) runs this way
-//! ([`ProducerContext`], its entry points in `producer.rs`); the broker,
-//! the controller and the consumer are still methods of [`Simulation`]
-//! (issue 33).
+//! ([`ProducerContext`], its entry points in `producer.rs`), and so does
+//! the controller quorum ([`QuorumContext`], `quorum.rs`), whose active
+//! controller decides with a `controller::Decision` (`controller.rs`). The
+//! broker and the consumer are still methods of [`Simulation`] (issue 33).
 
+use std::collections::BTreeMap;
+
+use crate::protocol::metadata::Controller;
 use crate::protocol::{BrokerId, TopicPartition};
 use crate::replication::high_watermark::Acks;
 
+use super::config::ClusterConfig;
+use super::controller::Decision;
 use super::trace::TraceKind;
 use super::types::{Message, NodeId, RecordId, Time};
 use super::{Simulation, Timer};
 
 mod controller;
 mod producer;
+mod quorum;
 
 /// What a producer's handlers may do beyond their own state.
 pub(crate) struct ProducerContext<'a> {
@@ -149,5 +156,98 @@ impl ProducerContext<'_> {
     /// the producer (`None`).
     pub(crate) fn tell_app(&mut self, outcome: Option<bool>) {
         self.told_app.push(outcome);
+    }
+}
+
+/// What the controller quorum's handlers may do beyond the quorum's own
+/// state (its controllers, their logs, votes and held fetches).
+pub(crate) struct QuorumContext<'a> {
+    sim: &'a mut Simulation,
+}
+
+/// What one decision of the active controller held back: its messages
+/// (from, to, message) and trace facts, released when its entry commits,
+/// and, for the periodic unclean election pass, whether it hit its limit.
+pub(crate) struct Decided {
+    pub(crate) messages: Vec<(NodeId, NodeId, Message)>,
+    pub(crate) trace: Vec<TraceKind>,
+    pub(crate) unclean_pass_hit_limit: Option<bool>,
+}
+
+impl QuorumContext<'_> {
+    /// The simulated time.
+    pub(crate) fn now(&self) -> Time {
+        self.sim.now
+    }
+
+    /// The cluster's settings.
+    pub(crate) fn config(&self) -> &ClusterConfig {
+        &self.sim.config
+    }
+
+    /// Sends a message from a controller (`from`).
+    pub(crate) fn send(&mut self, from: NodeId, to: NodeId, message: Message) {
+        self.sim.send(from, to, message);
+    }
+
+    /// Sets a timer on controller `node` (for its `incarnation`).
+    pub(crate) fn timer(&mut self, node: NodeId, incarnation: u32, delay_ms: Time, timer: Timer) {
+        self.sim.schedule_timer(node, incarnation, delay_ms, timer);
+    }
+
+    /// Records a trace fact.
+    pub(crate) fn trace(&mut self, kind: TraceKind) {
+        self.sim.record(kind);
+    }
+
+    /// Controller `id`'s process starts or dies; a dead one's connections
+    /// all break.
+    pub(crate) fn set_running(&mut self, id: u32, running: bool) {
+        self.sim.controller_processes.insert(id, running);
+        if !running {
+            self.sim.close_connections(NodeId::Controller(id));
+        }
+    }
+
+    /// Two controllers lead one epoch: the invariant is violated (the
+    /// trace says so).
+    pub(crate) fn violation(&mut self) {
+        self.sim.monitor.violations += 1;
+    }
+
+    /// The quorum committed `state`: it becomes the cluster's view.
+    pub(crate) fn committed(&mut self, state: &Controller) {
+        self.sim.apply_committed(state);
+    }
+
+    /// Runs one decision of controller `id` on `image` (a working copy of
+    /// its latest state) with the broker `heartbeats` it keeps.
+    pub(crate) fn decide(
+        &mut self,
+        id: u32,
+        image: &mut Controller,
+        heartbeats: &mut BTreeMap<BrokerId, u64>,
+        work: impl FnOnce(&mut Decision<'_>),
+    ) -> Decided {
+        let sim = &mut *self.sim;
+        let mut decision = Decision {
+            image,
+            config: &sim.config,
+            now: sim.now,
+            me: NodeId::Controller(id),
+            heartbeats,
+            placement_rng: &mut sim.placement_rng,
+            topic_names: &mut sim.topic_names,
+            internal_topics_refused: &mut sim.internal_topics_refused,
+            outbox: Vec::new(),
+            trace: Vec::new(),
+            unclean_pass_hit_limit: None,
+        };
+        work(&mut decision);
+        Decided {
+            messages: decision.outbox,
+            trace: decision.trace,
+            unclean_pass_hit_limit: decision.unclean_pass_hit_limit,
+        }
     }
 }

@@ -4,13 +4,13 @@
 
 use super::*;
 
-impl Simulation {
+impl Quorum {
     /// The leader tells every voter that has not fetched in its epoch yet
     /// that it leads (`BeginQuorumEpoch`, sent again each
     /// `controller.quorum.request.timeout.ms` until they fetch).
-    pub(super) fn quorum_begin_epoch(&mut self, id: u32, force: bool) {
-        let now = self.now;
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
+    pub(super) fn begin_epoch(&mut self, context: &mut QuorumContext, id: u32, force: bool) {
+        let now = context.now();
+        let node = self.nodes.get_mut(&id).expect("known");
         if !force && now.saturating_sub(node.begin_epoch_sent_ms) < REQUEST_TIMEOUT_MS {
             return;
         }
@@ -25,7 +25,7 @@ impl Simulation {
             .map(|(&voter, _)| voter)
             .collect();
         for voter in unaware {
-            self.send(
+            context.send(
                 NodeId::Controller(id),
                 NodeId::Controller(voter),
                 Message::BeginQuorumEpoch { epoch, leader: id },
@@ -37,15 +37,15 @@ impl Simulation {
     /// the next epoch (a `Vote` with `preVote`), keeping its own epoch; a
     /// majority's yes starts the real election. Refused, it asks again
     /// after the election timeout.
-    pub(super) fn quorum_start_pre_vote(&mut self, id: u32) {
-        let incarnation = self.quorum.nodes[&id].incarnation;
-        let jitter = u64::from(self.quorum.rng.next_u32()) % ELECTION_TIMEOUT_MS;
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
+    pub(super) fn start_pre_vote(&mut self, context: &mut QuorumContext, id: u32) {
+        let incarnation = self.nodes[&id].incarnation;
+        let jitter = u64::from(self.rng.next_u32()) % ELECTION_TIMEOUT_MS;
+        let node = self.nodes.get_mut(&id).expect("known");
         node.role = Role::Prospective;
         node.votes = [id].into_iter().gather();
         let epoch = node.epoch;
         let (last_epoch, last_index) = (node.last_epoch(), node.log.len() as u64);
-        self.record(TraceKind::ControllerStatus {
+        context.trace(TraceKind::ControllerStatus {
             controller: id,
             status: ControllerChange::Prospective { epoch },
         });
@@ -58,18 +58,26 @@ impl Simulation {
             last_index,
             pre_vote: true,
         };
-        self.quorum_ask_votes(id, ask, incarnation, ELECTION_TIMEOUT_MS + jitter, epoch);
-        self.quorum_maybe_win_pre_vote(id);
+        self.ask_votes(context, id, ask, incarnation, ELECTION_TIMEOUT_MS + jitter, epoch);
+        self.maybe_win_pre_vote(context, id);
     }
 
     /// Sends `ask` (a `Vote`) to every other voter, and gives the round
     /// until `timeout` (`Timer::ElectionTimeout` of `epoch`).
-    pub(super) fn quorum_ask_votes(&mut self, id: u32, ask: Message, incarnation: u32, timeout: u64, epoch: u32) {
-        let peers: Vec<u32> = self.quorum.nodes.keys().copied().filter(|&peer| peer != id).collect();
+    pub(super) fn ask_votes(
+        &mut self,
+        context: &mut QuorumContext,
+        id: u32,
+        ask: Message,
+        incarnation: u32,
+        timeout: u64,
+        epoch: u32,
+    ) {
+        let peers: Vec<u32> = self.nodes.keys().copied().filter(|&peer| peer != id).collect();
         for peer in peers {
-            self.send(NodeId::Controller(id), NodeId::Controller(peer), ask.clone());
+            context.send(NodeId::Controller(id), NodeId::Controller(peer), ask.clone());
         }
-        self.schedule_timer(
+        context.timer(
             NodeId::Controller(id),
             incarnation,
             timeout,
@@ -78,18 +86,18 @@ impl Simulation {
     }
 
     /// A prospective with a majority of pre-votes stands for election.
-    pub(super) fn quorum_maybe_win_pre_vote(&mut self, id: u32) {
-        let majority = self.quorum.majority();
-        let node = &self.quorum.nodes[&id];
+    pub(super) fn maybe_win_pre_vote(&mut self, context: &mut QuorumContext, id: u32) {
+        let majority = self.majority();
+        let node = &self.nodes[&id];
         if node.role == Role::Prospective && node.votes.len() >= majority {
-            self.quorum_start_election(id, CandidacyReason::PreVoteGranted);
+            self.start_election(context, id, CandidacyReason::PreVoteGranted);
         }
     }
 
-    pub(super) fn quorum_start_election(&mut self, id: u32, reason: CandidacyReason) {
-        let incarnation = self.quorum.nodes[&id].incarnation;
-        let jitter = u64::from(self.quorum.rng.next_u32()) % ELECTION_TIMEOUT_MS;
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
+    pub(super) fn start_election(&mut self, context: &mut QuorumContext, id: u32, reason: CandidacyReason) {
+        let incarnation = self.nodes[&id].incarnation;
+        let jitter = u64::from(self.rng.next_u32()) % ELECTION_TIMEOUT_MS;
+        let node = self.nodes.get_mut(&id).expect("known");
         node.epoch += 1;
         node.role = Role::Candidate;
         node.voted_for = Some(id);
@@ -99,7 +107,7 @@ impl Simulation {
         let epoch = node.epoch;
         let last_index = node.log.len();
         let last_epoch = node.last_epoch();
-        self.record(TraceKind::ControllerElection {
+        context.trace(TraceKind::ControllerElection {
             controller: id,
             epoch,
             reason,
@@ -111,15 +119,15 @@ impl Simulation {
             last_index: last_index as u64,
             pre_vote: false,
         };
-        self.quorum_ask_votes(id, ask, incarnation, ELECTION_TIMEOUT_MS + jitter, epoch);
-        self.quorum_maybe_win(id);
+        self.ask_votes(context, id, ask, incarnation, ELECTION_TIMEOUT_MS + jitter, epoch);
+        self.maybe_win(context, id);
     }
 
     /// A node sees a newer epoch, or learns the leader of its own: it
     /// follows (and fetches from the leader, once known).
-    pub(super) fn quorum_step_down(&mut self, id: u32, epoch: u32, leader: Option<u32>) {
-        let now = self.now;
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
+    pub(super) fn step_down(&mut self, context: &mut QuorumContext, id: u32, epoch: u32, leader: Option<u32>) {
+        let now = context.now();
+        let node = self.nodes.get_mut(&id).expect("known");
         if epoch > node.epoch {
             node.epoch = epoch;
             node.voted_for = None;
@@ -138,14 +146,14 @@ impl Simulation {
             node.fetched_from_leader = false;
             node.last_heard_ms = now;
         }
-        self.quorum_fetch(id);
+        self.fetch(context, id);
     }
 
-    pub(super) fn quorum_maybe_win(&mut self, id: u32) {
-        let majority = self.quorum.majority();
-        let now = self.now;
-        let peers = self.quorum_peer_ids();
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
+    pub(super) fn maybe_win(&mut self, context: &mut QuorumContext, id: u32) {
+        let majority = self.majority();
+        let now = context.now();
+        let peers = self.peer_ids();
+        let node = self.nodes.get_mut(&id).expect("known");
         if node.role != Role::Candidate || node.votes.len() < majority {
             return;
         }
@@ -176,50 +184,51 @@ impl Simulation {
             .map(|entry| entry.state.brokers.keys().copied().collect())
             .unwrap_or_default();
         node.heartbeats = brokers.into_iter().map(|broker| (broker, now)).gather();
-        self.quorum.elections += 1;
-        if let Some(&other) = self.quorum.leaders_by_epoch.get(&epoch) {
+        self.elections += 1;
+        if let Some(&other) = self.leaders_by_epoch.get(&epoch) {
             if other != id {
-                self.monitor.violations += 1;
-                self.record(TraceKind::InvariantViolated {
+                context.violation();
+                context.trace(TraceKind::InvariantViolated {
                     invariant: Invariant::OneActiveControllerPerEpoch,
                     detail: format!("controller-{other} and controller-{id} both lead epoch {epoch}"),
                 });
             }
         }
-        self.quorum.leaders_by_epoch.insert(epoch, id);
-        self.record(TraceKind::ControllerElected {
+        self.leaders_by_epoch.insert(epoch, id);
+        context.trace(TraceKind::ControllerElected {
             controller: id,
             epoch,
             votes,
         });
-        self.quorum_begin_epoch(id, true);
+        self.begin_epoch(context, id, true);
         // A new leader commits its predecessors' entries by writing one of
         // its own (KRaft's `LeaderChangeMessage`).
-        self.with_leader_state(id, |decision| decision.write_leader_change());
+        self.with_leader_state(context, id, |decision| decision.write_leader_change());
     }
 
     /// Whether leader `id` heard from a majority (itself included) within
     /// the check-quorum window.
-    pub(super) fn quorum_has_majority_contact(&self, id: u32) -> bool {
-        let node = &self.quorum.nodes[&id];
+    pub(super) fn has_majority_contact(&self, id: u32, now: Time) -> bool {
+        let node = &self.nodes[&id];
         let window = FETCH_TIMEOUT_MS * 3 / 2;
         let heard = node
             .voters
             .iter()
-            .filter(|(&peer, progress)| peer != id && self.now.saturating_sub(progress.last_fetch_ms) <= window)
+            .filter(|(&peer, progress)| peer != id && now.saturating_sub(progress.last_fetch_ms) <= window)
             .count();
-        heard + 1 >= self.quorum.majority()
+        heard + 1 >= self.majority()
     }
 
-    pub(super) fn quorum_peer_ids(&self) -> Vec<u32> {
-        self.quorum.nodes.keys().copied().collect()
+    pub(super) fn peer_ids(&self) -> Vec<u32> {
+        self.nodes.keys().copied().collect()
     }
 
     /// `Vote`: grant or refuse a candidate's vote, or a prospective's
     /// pre-vote (KIP-996), moving first to a newer epoch it names.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn quorum_vote(
+    pub(super) fn vote(
         &mut self,
+        context: &mut QuorumContext,
         id: u32,
         from: NodeId,
         epoch: u32,
@@ -228,7 +237,7 @@ impl Simulation {
         last_index: u64,
         pre_vote: bool,
     ) {
-        let now = self.now;
+        let now = context.now();
         let last_index = last_index as usize;
         // A vote or pre-vote from a newer epoch moves this voter to
         // it, leaderless (`KafkaRaftClient#handleVoteRequest`). A
@@ -236,10 +245,10 @@ impl Simulation {
         // whose earlier candidacy failed carries one this new: the
         // quorum must move up to it, or that voter and any broker
         // that learned its epoch would wait for ever.
-        if epoch > self.quorum.nodes[&id].epoch {
-            self.quorum_step_down(id, epoch, None);
+        if epoch > self.nodes[&id].epoch {
+            self.step_down(context, id, epoch, None);
         }
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
+        let node = self.nodes.get_mut(&id).expect("known");
         let up_to_date = (last_epoch, last_index) >= (node.last_epoch(), node.log.len());
         let granted = if pre_vote {
             // `canGrantVote(isPreVote)`: a leader refuses, and so
@@ -269,6 +278,6 @@ impl Simulation {
             granted,
             pre_vote,
         };
-        self.send(NodeId::Controller(id), from, reply);
+        context.send(NodeId::Controller(id), from, reply);
     }
 }

@@ -36,10 +36,11 @@ use serde::Serialize;
 use crate::protocol::BrokerId;
 use crate::random::Rng;
 
+use super::contexts::{Decided, QuorumContext};
 use super::controller::Decision;
 use super::trace::{CandidacyReason, ControllerChange, Invariant, TraceKind};
-use super::types::{ErrorCode, Message, MetadataFetchAnswer, MetadataRecord, NodeId};
-use super::{Simulation, Timer};
+use super::types::{ErrorCode, Message, MetadataFetchAnswer, MetadataRecord, NodeId, Time};
+use super::Timer;
 
 pub use crate::protocol::metadata::LogEntry;
 use crate::protocol::metadata::{records_between, Controller};
@@ -340,14 +341,25 @@ impl QuorumNode {
     }
 }
 
-impl Simulation {
+impl Quorum {
+    /// What holds the quorum's place while one of its handlers runs
+    /// (allocates nothing).
+    pub(crate) fn stand_in() -> Quorum {
+        Quorum {
+            nodes: BTreeMap::new(),
+            leaders_by_epoch: BTreeMap::new(),
+            elections: 0,
+            rng: Rng::new(0, 0),
+        }
+    }
+
     /// Starts every controller's timers; followers start fetching.
-    pub(crate) fn quorum_start(&mut self) {
-        let ids: Vec<u32> = self.quorum.nodes.keys().copied().collect();
+    pub(crate) fn start(&mut self, context: &mut QuorumContext) {
+        let ids: Vec<u32> = self.nodes.keys().copied().collect();
         for id in ids {
-            self.schedule_timer(NodeId::Controller(id), 1, TICK_MS, Timer::QuorumTick);
-            self.schedule_timer(NodeId::Controller(id), 1, 1_000, Timer::SessionCheck);
-            self.quorum_fetch(id);
+            context.timer(NodeId::Controller(id), 1, TICK_MS, Timer::QuorumTick);
+            context.timer(NodeId::Controller(id), 1, 1_000, Timer::SessionCheck);
+            self.fetch(context, id);
         }
     }
 
@@ -356,12 +368,12 @@ impl Simulation {
     /// `QuorumController.rescheduleMaybeFenceStaleBrokers` schedules it
     /// (`BrokerHeartbeatManager.nextCheckTimeNs`), and at least every
     /// second (a heartbeat in between only pushes the expiry later).
-    fn session_check_delay(&self, id: u32) -> u64 {
-        let Some(node) = self.quorum.nodes.get(&id).filter(|node| node.role == Role::Leader) else {
+    fn session_check_delay(&self, context: &QuorumContext, id: u32) -> u64 {
+        let Some(node) = self.nodes.get(&id).filter(|node| node.role == Role::Leader) else {
             return 1_000;
         };
         let Some(latest) = node.log.last() else { return 1_000 };
-        let timeout = self.config.broker_session_timeout_ms;
+        let timeout = context.config().broker_session_timeout_ms;
         latest
             .state
             .brokers
@@ -369,16 +381,13 @@ impl Simulation {
             .filter(|(_, state)| !state.fenced)
             .map(|(broker, _)| node.heartbeats.get(broker).copied().unwrap_or(0) + timeout + 1)
             .min()
-            .map_or(1_000, |expiry| expiry.saturating_sub(self.now).clamp(1, 1_000))
+            .map_or(1_000, |expiry| expiry.saturating_sub(context.now()).clamp(1, 1_000))
     }
 
-    /// Whether a controller process runs (messages to a dead one are lost).
-    pub(crate) fn controller_alive(&self, id: u32) -> bool {
-        self.quorum.nodes.get(&id).is_some_and(|node| node.alive)
-    }
-
-    pub(crate) fn controller_kill(&mut self, id: u32) {
-        let Some(node) = self.quorum.nodes.get_mut(&id) else {
+    /// Controller `id`'s process dies: it forgets its leadership and its
+    /// connections break.
+    pub(crate) fn kill(&mut self, context: &mut QuorumContext, id: u32) {
+        let Some(node) = self.nodes.get_mut(&id) else {
             return;
         };
         if !node.alive {
@@ -390,16 +399,17 @@ impl Simulation {
         node.fetch_sent_ms = None;
         node.votes.clear();
         node.clear_leadership();
-        self.record(TraceKind::ControllerStatus {
+        context.trace(TraceKind::ControllerStatus {
             controller: id,
             status: ControllerChange::Killed,
         });
-        self.close_connections(NodeId::Controller(id));
+        context.set_running(id, false);
     }
 
-    pub(crate) fn controller_restart(&mut self, id: u32) {
-        let now = self.now;
-        let Some(node) = self.quorum.nodes.get_mut(&id) else {
+    /// Controller `id`'s process starts again (a new incarnation).
+    pub(crate) fn restart(&mut self, context: &mut QuorumContext, id: u32) {
+        let now = context.now();
+        let Some(node) = self.nodes.get_mut(&id) else {
             return;
         };
         if node.alive {
@@ -409,43 +419,34 @@ impl Simulation {
         node.incarnation += 1;
         node.last_heard_ms = now;
         let incarnation = node.incarnation;
-        self.record(TraceKind::ControllerStatus {
+        context.set_running(id, true);
+        context.trace(TraceKind::ControllerStatus {
             controller: id,
             status: ControllerChange::Started,
         });
-        self.schedule_timer(NodeId::Controller(id), incarnation, TICK_MS, Timer::QuorumTick);
-        self.schedule_timer(NodeId::Controller(id), incarnation, 1_000, Timer::SessionCheck);
+        context.timer(NodeId::Controller(id), incarnation, TICK_MS, Timer::QuorumTick);
+        context.timer(NodeId::Controller(id), incarnation, 1_000, Timer::SessionCheck);
     }
 
     /// Runs one decision of controller `id` (the active one) on a working
     /// copy of its latest state ([`Decision`]) and holds what it sends and
     /// traces until the resulting log entry commits.
-    pub(crate) fn with_leader_state(&mut self, id: u32, work: impl FnOnce(&mut Decision<'_>)) {
-        let Some(node) = self.quorum.nodes.get_mut(&id) else {
+    pub(crate) fn with_leader_state(
+        &mut self,
+        context: &mut QuorumContext,
+        id: u32,
+        work: impl FnOnce(&mut Decision<'_>),
+    ) {
+        let Some(node) = self.nodes.get_mut(&id) else {
             return;
         };
         let before = node.log.last().expect("never empty").state.clone();
         let mut working = (*before).clone();
-        let mut decision = Decision {
-            image: &mut working,
-            config: &self.config,
-            now: self.now,
-            me: NodeId::Controller(id),
-            heartbeats: &mut node.heartbeats,
-            placement_rng: &mut self.placement_rng,
-            topic_names: &mut self.topic_names,
-            internal_topics_refused: &mut self.internal_topics_refused,
-            outbox: Vec::new(),
-            trace: Vec::new(),
-            unclean_pass_hit_limit: None,
-        };
-        work(&mut decision);
-        let Decision {
-            outbox,
+        let Decided {
+            messages: outbox,
             trace,
             unclean_pass_hit_limit,
-            ..
-        } = decision;
+        } = context.decide(id, &mut working, &mut node.heartbeats, work);
         if let Some(hit_limit) = unclean_pass_hit_limit {
             node.unclean_scheduled = if hit_limit {
                 Schedule::Immediately
@@ -460,29 +461,29 @@ impl Simulation {
             // that have the last image would skip it.
             working.offset += 1;
         }
-        self.quorum_maybe_schedule_balance(id, &working);
-        self.quorum_maybe_schedule_unclean(id, &working);
+        self.maybe_schedule_balance(context, id, &working);
+        self.maybe_schedule_unclean(context, id, &working);
         if working == *before {
             // A decision that writes nothing still answers from the latest,
             // possibly uncommitted, state: like a `ControllerWriteEvent`
             // with no records, its answers wait until everything written
             // before it has committed.
-            let node = self.quorum.nodes.get_mut(&id).expect("known");
+            let node = self.nodes.get_mut(&id).expect("known");
             if let Some(last) = node.pending.last_mut() {
                 last.messages.extend(outbox);
                 last.trace.extend(trace);
                 return;
             }
             for (from, to, message) in outbox {
-                self.send(from, to, message);
+                context.send(from, to, message);
             }
             for kind in trace {
-                self.record(kind);
+                context.trace(kind);
             }
             return;
         }
-        let now = self.now;
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
+        let now = context.now();
+        let node = self.nodes.get_mut(&id).expect("known");
         let records = records_between(&before, &working, node.log.len() == node.epoch_start);
         node.log.push(LogEntry {
             epoch: node.epoch,
@@ -503,20 +504,20 @@ impl Simulation {
             messages: outbox,
             trace,
         });
-        self.quorum_advance_commit(id);
+        self.advance_commit(context, id);
         // New entries: every held fetch can be answered.
-        self.quorum_complete_held(id, None);
+        self.complete_held(context, id, None);
     }
 
     /// `QuorumController#maybeScheduleNextBalancePartitionLeaders`: after
     /// each decision, when some partition is not led by its first replica
     /// and no balance is scheduled, one is scheduled
     /// `leader.imbalance.check.interval.seconds` later.
-    fn quorum_maybe_schedule_balance(&mut self, id: u32, state: &Controller) {
-        if !self.config.auto_leader_rebalance_enable {
+    fn maybe_schedule_balance(&mut self, context: &mut QuorumContext, id: u32, state: &Controller) {
+        if !context.config().auto_leader_rebalance_enable {
             return;
         }
-        let Some(node) = self.quorum.nodes.get_mut(&id) else {
+        let Some(node) = self.nodes.get_mut(&id) else {
             return;
         };
         if node.balance_scheduled || node.role != Role::Leader {
@@ -529,8 +530,8 @@ impl Simulation {
         if imbalanced {
             node.balance_scheduled = true;
             let incarnation = node.incarnation;
-            let interval = self.config.leader_imbalance_check_interval_ms;
-            self.schedule_timer(
+            let interval = context.config().leader_imbalance_check_interval_ms;
+            context.timer(
                 NodeId::Controller(id),
                 incarnation,
                 interval,
@@ -543,8 +544,8 @@ impl Simulation {
     /// decision, when some partition has no leader and no pass is
     /// scheduled, one is scheduled `unclean.leader.election.interval.ms`
     /// later (10 ms if the last pass hit its limit).
-    fn quorum_maybe_schedule_unclean(&mut self, id: u32, state: &Controller) {
-        let Some(node) = self.quorum.nodes.get_mut(&id) else {
+    fn maybe_schedule_unclean(&mut self, context: &mut QuorumContext, id: u32, state: &Controller) {
+        let Some(node) = self.nodes.get_mut(&id) else {
             return;
         };
         if node.unclean_scheduled == Schedule::Scheduled || node.role != Role::Leader {
@@ -557,19 +558,19 @@ impl Simulation {
         {
             let delay = match node.unclean_scheduled {
                 Schedule::Immediately => 10,
-                _ => self.config.unclean_leader_election_interval_ms,
+                _ => context.config().unclean_leader_election_interval_ms,
             };
             node.unclean_scheduled = Schedule::Scheduled;
             let incarnation = node.incarnation;
-            self.schedule_timer(NodeId::Controller(id), incarnation, delay, Timer::UncleanElectionCheck);
+            context.timer(NodeId::Controller(id), incarnation, delay, Timer::UncleanElectionCheck);
         }
     }
 
     /// A follower sends the leader it knows a fetch from its log end, unless
     /// one is in flight.
-    fn quorum_fetch(&mut self, id: u32) {
-        let now = self.now;
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
+    fn fetch(&mut self, context: &mut QuorumContext, id: u32) {
+        let now = context.now();
+        let node = self.nodes.get_mut(&id).expect("known");
         // A prospective keeps fetching from the leader it knew: an answer
         // makes it a follower again.
         if !node.alive || !matches!(node.role, Role::Follower | Role::Prospective) || node.fetch_sent_ms.is_some() {
@@ -584,26 +585,26 @@ impl Simulation {
             fetch_offset: node.log.len(),
             last_fetched_epoch: node.last_epoch(),
         };
-        self.send(NodeId::Controller(id), NodeId::Controller(leader), message);
+        context.send(NodeId::Controller(id), NodeId::Controller(leader), message);
     }
 
     /// The leader answers fetch `held` (or every held fetch): the entries
     /// past its fetch offset and the high watermark.
-    fn quorum_complete_held(&mut self, id: u32, only: Option<u64>) {
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
+    fn complete_held(&mut self, context: &mut QuorumContext, id: u32, only: Option<u64>) {
+        let node = self.nodes.get_mut(&id).expect("known");
         let (answer, keep): (Vec<HeldFetch>, Vec<HeldFetch>) = std::mem::take(&mut node.held)
             .into_iter()
             .partition(|held| only.is_none_or(|only| only == held.id));
         node.held = keep;
         for held in answer {
-            let response = self.quorum_fetch_answer(id, held.fetch_offset);
-            self.send(NodeId::Controller(id), held.from, response);
+            let response = self.fetch_answer(id, held.fetch_offset);
+            context.send(NodeId::Controller(id), held.from, response);
         }
     }
 
     /// The leader's answer to a fetch from `fetch_offset` that matched its log.
-    fn quorum_fetch_answer(&self, id: u32, fetch_offset: usize) -> Message {
-        let node = &self.quorum.nodes[&id];
+    fn fetch_answer(&self, id: u32, fetch_offset: usize) -> Message {
+        let node = &self.nodes[&id];
         let from = fetch_offset.min(node.log.len());
         let to = (from + FETCH_MAX_ENTRIES).min(node.log.len());
         Message::MetadataFetchResponse(MetadataFetchAnswer {
@@ -619,9 +620,17 @@ impl Simulation {
 
     /// The leader handles a fetch from a voter or an observer
     /// (`KafkaRaftClient#handleFetchRequest`).
-    fn quorum_handle_fetch(&mut self, id: u32, from: NodeId, epoch: u32, fetch_offset: usize, last_fetched_epoch: u32) {
-        let now = self.now;
-        let node = &self.quorum.nodes[&id];
+    fn handle_fetch(
+        &mut self,
+        context: &mut QuorumContext,
+        id: u32,
+        from: NodeId,
+        epoch: u32,
+        fetch_offset: usize,
+        last_fetched_epoch: u32,
+    ) {
+        let now = context.now();
+        let node = &self.nodes[&id];
         // Only the leader of the fetcher's epoch answers with data
         // (`validateLeaderOnlyRequest`): an older epoch is fenced, a newer
         // one unknown, and a non-leader names the leader it knows.
@@ -644,7 +653,7 @@ impl Simulation {
                 high_watermark: 0,
                 diverging: None,
             });
-            self.send(NodeId::Controller(id), from, response);
+            context.send(NodeId::Controller(id), from, response);
             return;
         }
         if let Some(diverging) = diverging_epoch(&node.log, fetch_offset, last_fetched_epoch) {
@@ -657,11 +666,11 @@ impl Simulation {
                 high_watermark: node.committed,
                 diverging: Some(diverging),
             });
-            self.send(NodeId::Controller(id), from, response);
+            context.send(NodeId::Controller(id), from, response);
             return;
         }
         let end = node.log.len();
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
+        let node = self.nodes.get_mut(&id).expect("known");
         let progress = match from {
             NodeId::Controller(peer) => node.voters.entry(peer),
             NodeId::Broker(broker) => node.observers.entry(broker),
@@ -678,12 +687,12 @@ impl Simulation {
             progress.last_caught_up_ms = Some(now);
         }
         if matches!(from, NodeId::Controller(_)) {
-            self.quorum_advance_commit(id);
+            self.advance_commit(context, id);
         }
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
+        let node = self.nodes.get_mut(&id).expect("known");
         if fetch_offset < node.log.len() {
-            let response = self.quorum_fetch_answer(id, fetch_offset);
-            self.send(NodeId::Controller(id), from, response);
+            let response = self.fetch_answer(id, fetch_offset);
+            context.send(NodeId::Controller(id), from, response);
             return;
         }
         // Nothing new: held until the leader appends, the high watermark
@@ -697,7 +706,7 @@ impl Simulation {
             from,
             fetch_offset,
         });
-        self.schedule_timer(
+        context.timer(
             NodeId::Controller(id),
             incarnation,
             MAX_FETCH_WAIT_MS,
@@ -709,9 +718,9 @@ impl Simulation {
     /// epoch, Raft's rule: `LeaderState#maybeUpdateHighWatermark`),
     /// releasing held messages and trace events; held fetches learn the new
     /// high watermark.
-    fn quorum_advance_commit(&mut self, id: u32) {
-        let majority = self.quorum.majority();
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
+    fn advance_commit(&mut self, context: &mut QuorumContext, id: u32) {
+        let majority = self.majority();
+        let node = self.nodes.get_mut(&id).expect("known");
         if node.role != Role::Leader {
             return;
         }
@@ -737,119 +746,97 @@ impl Simulation {
             .into_iter()
             .partition(|pending| pending.index <= candidate);
         node.pending = waiting;
-        self.apply_committed(&state);
+        context.committed(&state);
         for pending in ready {
             for kind in pending.trace {
-                self.record(kind);
+                context.trace(kind);
             }
             for (from, to, message) in pending.messages {
-                self.send(from, to, message);
+                context.send(from, to, message);
             }
         }
         // `onUpdateLeaderHighWatermark`: held fetches complete.
-        self.quorum_complete_held(id, None);
+        self.complete_held(context, id, None);
     }
 
-    /// A newly committed controller state becomes the cluster's view.
-    fn apply_committed(&mut self, state: &Controller) {
-        if state.offset <= self.controller.offset && *state == self.controller {
-            return;
-        }
-        for (partition, registration) in &state.partitions {
-            let changed = self
-                .controller
-                .partitions
-                .get(partition)
-                .is_none_or(|old| old.leader_epoch != registration.leader_epoch);
-            if changed {
-                self.monitor.mark_dirty(partition);
-                if registration.leader_recovery == crate::controller::partition_change::LeaderRecovery::Recovering {
-                    self.monitor.note_unclean_election(partition, registration.leader);
-                }
-            }
-        }
-        self.controller = state.clone();
-    }
-
-    pub(crate) fn quorum_timer(&mut self, id: u32, incarnation: u32, timer: Timer) {
-        let now = self.now;
-        let Some(node) = self.quorum.nodes.get(&id) else { return };
+    pub(crate) fn timer(&mut self, context: &mut QuorumContext, id: u32, incarnation: u32, timer: Timer) {
+        let now = context.now();
+        let Some(node) = self.nodes.get(&id) else { return };
         if !node.alive || node.incarnation != incarnation {
             return;
         }
         match timer {
             Timer::QuorumTick => {
-                self.schedule_timer(NodeId::Controller(id), incarnation, TICK_MS, Timer::QuorumTick);
-                let node = &self.quorum.nodes[&id];
+                context.timer(NodeId::Controller(id), incarnation, TICK_MS, Timer::QuorumTick);
+                let node = &self.nodes[&id];
                 match node.role {
                     // Check quorum (KIP-595, `LeaderState#timeUntilCheckQuorumExpires`):
                     // a leader that has not heard from a majority of voters
                     // within 1.5 × controller.quorum.fetch.timeout.ms resigns,
                     // so a controller cut off from the quorum stops answering
                     // brokers as if it were active.
-                    Role::Leader if !self.quorum_has_majority_contact(id) => {
-                        let node = self.quorum.nodes.get_mut(&id).expect("known");
+                    Role::Leader if !self.has_majority_contact(id, now) => {
+                        let node = self.nodes.get_mut(&id).expect("known");
                         node.role = Role::Follower;
                         node.leader = None;
                         node.clear_leadership();
                         node.last_heard_ms = now;
                         let epoch = node.epoch;
-                        self.record(TraceKind::ControllerStatus {
+                        context.trace(TraceKind::ControllerStatus {
                             controller: id,
                             status: ControllerChange::Resigned { epoch },
                         });
                     }
-                    Role::Leader => self.quorum_begin_epoch(id, false),
+                    Role::Leader => self.begin_epoch(context, id, false),
                     Role::Follower if now.saturating_sub(node.last_heard_ms) > FETCH_TIMEOUT_MS => {
-                        self.quorum_start_pre_vote(id);
+                        self.start_pre_vote(context, id);
                     }
                     Role::Follower => {
                         // A fetch with no answer within the request timeout
                         // is given up and sent again.
-                        let node = self.quorum.nodes.get_mut(&id).expect("known");
+                        let node = self.nodes.get_mut(&id).expect("known");
                         if node
                             .fetch_sent_ms
                             .is_some_and(|sent| now.saturating_sub(sent) >= REQUEST_TIMEOUT_MS)
                         {
                             node.fetch_sent_ms = None;
                         }
-                        self.quorum_fetch(id);
+                        self.fetch(context, id);
                     }
                     Role::Candidate | Role::Prospective => {}
                 }
             }
-            Timer::QuorumFetchExpiry(held) if self.quorum.nodes[&id].role == Role::Leader => {
-                self.quorum_complete_held(id, Some(held));
+            Timer::QuorumFetchExpiry(held) if self.nodes[&id].role == Role::Leader => {
+                self.complete_held(context, id, Some(held));
             }
-            Timer::QuorumFetchRetry => self.quorum_fetch(id),
+            Timer::QuorumFetchRetry => self.fetch(context, id),
             Timer::ElectionTimeout(epoch) => {
                 // A candidate whose election timed out, or a prospective
                 // whose pre-vote did, asks again with a pre-vote (KIP-996:
                 // no epoch is bumped without a majority's go-ahead).
-                let node = &self.quorum.nodes[&id];
+                let node = &self.nodes[&id];
                 if matches!(node.role, Role::Candidate | Role::Prospective) && node.epoch == epoch {
-                    self.quorum_start_pre_vote(id);
+                    self.start_pre_vote(context, id);
                 }
             }
             Timer::LeaderImbalanceCheck => {
-                let node = self.quorum.nodes.get_mut(&id).expect("known");
+                let node = self.nodes.get_mut(&id).expect("known");
                 if node.role == Role::Leader && node.balance_scheduled {
                     node.balance_scheduled = false;
-                    self.with_leader_state(id, |decision| decision.balance_leaders());
+                    self.with_leader_state(context, id, |decision| decision.balance_leaders());
                 }
             }
             Timer::UncleanElectionCheck
-                if self.quorum.nodes[&id].role == Role::Leader
-                    && self.quorum.nodes[&id].unclean_scheduled == Schedule::Scheduled =>
+                if self.nodes[&id].role == Role::Leader && self.nodes[&id].unclean_scheduled == Schedule::Scheduled =>
             {
-                self.with_leader_state(id, |decision| decision.unclean_election_pass());
+                self.with_leader_state(context, id, |decision| decision.unclean_election_pass());
             }
             Timer::SessionCheck => {
-                if self.quorum.nodes[&id].role == Role::Leader {
-                    self.with_leader_state(id, |decision| decision.session_check());
+                if self.nodes[&id].role == Role::Leader {
+                    self.with_leader_state(context, id, |decision| decision.session_check());
                 }
-                let delay = self.session_check_delay(id);
-                self.schedule_timer(NodeId::Controller(id), incarnation, delay, Timer::SessionCheck);
+                let delay = self.session_check_delay(context, id);
+                context.timer(NodeId::Controller(id), incarnation, delay, Timer::SessionCheck);
             }
             _ => {}
         }
@@ -857,20 +844,20 @@ impl Simulation {
 
     /// Handles quorum messages (from controllers, and brokers' fetches);
     /// returns `false` for other messages.
-    pub(crate) fn quorum_receive(&mut self, id: u32, from: NodeId, message: &Message) -> bool {
+    pub(crate) fn receive(&mut self, context: &mut QuorumContext, id: u32, from: NodeId, message: &Message) -> bool {
         if let Message::MetadataFetch {
             epoch,
             fetch_offset,
             last_fetched_epoch,
         } = message
         {
-            self.quorum_handle_fetch(id, from, *epoch, *fetch_offset, *last_fetched_epoch);
+            self.handle_fetch(context, id, from, *epoch, *fetch_offset, *last_fetched_epoch);
             return true;
         }
         let NodeId::Controller(peer) = from else {
             if let (Message::ConnectionClosed, NodeId::Broker(_)) = (message, from) {
                 // A broker's held fetch is gone with its connection.
-                let node = self.quorum.nodes.get_mut(&id).expect("known");
+                let node = self.nodes.get_mut(&id).expect("known");
                 node.held.retain(|held| held.from != from);
             }
             return false;
@@ -882,44 +869,53 @@ impl Simulation {
                 last_epoch,
                 last_index,
                 pre_vote,
-            } => self.quorum_vote(id, from, *epoch, *candidate, *last_epoch, *last_index, *pre_vote),
+            } => self.vote(
+                context,
+                id,
+                from,
+                *epoch,
+                *candidate,
+                *last_epoch,
+                *last_index,
+                *pre_vote,
+            ),
             Message::VoteResponse {
                 epoch,
                 leader,
                 granted,
                 pre_vote,
             } => {
-                let node = &self.quorum.nodes[&id];
+                let node = &self.nodes[&id];
                 if *epoch > node.epoch {
-                    self.quorum_step_down(id, *epoch, leader.filter(|&leader| leader != id));
+                    self.step_down(context, id, *epoch, leader.filter(|&leader| leader != id));
                 } else if *granted && *epoch == node.epoch {
                     let expected = if *pre_vote { Role::Prospective } else { Role::Candidate };
                     if node.role == expected {
-                        self.quorum.nodes.get_mut(&id).expect("known").votes.insert(peer);
+                        self.nodes.get_mut(&id).expect("known").votes.insert(peer);
                         if *pre_vote {
-                            self.quorum_maybe_win_pre_vote(id);
+                            self.maybe_win_pre_vote(context, id);
                         } else {
-                            self.quorum_maybe_win(id);
+                            self.maybe_win(context, id);
                         }
                     }
                 }
             }
             Message::BeginQuorumEpoch { epoch, leader } => {
-                let node = &self.quorum.nodes[&id];
+                let node = &self.nodes[&id];
                 if *epoch > node.epoch || (*epoch == node.epoch && node.role != Role::Leader) {
-                    self.quorum_step_down(id, *epoch, Some(*leader));
+                    self.step_down(context, id, *epoch, Some(*leader));
                 }
             }
-            Message::MetadataFetchResponse(answer) => self.quorum_fetched(id, peer, answer),
+            Message::MetadataFetchResponse(answer) => self.fetched(context, id, peer, answer),
             Message::ConnectionClosed => {
-                let node = self.quorum.nodes.get_mut(&id).expect("known");
+                let node = self.nodes.get_mut(&id).expect("known");
                 // As leader: the peer's held fetch is gone. As follower: the
                 // fetch in flight failed; fetch again after the backoff.
                 node.held.retain(|held| held.from != from);
                 if node.leader == Some(peer) && node.fetch_sent_ms.is_some() {
                     node.fetch_sent_ms = None;
                     let incarnation = node.incarnation;
-                    self.schedule_timer(
+                    context.timer(
                         NodeId::Controller(id),
                         incarnation,
                         RECONNECT_BACKOFF_MS,
@@ -934,8 +930,8 @@ impl Simulation {
 
     /// The leader's answer to this voter's fetch of the metadata log:
     /// entries to append, where its log diverged, or the leader to follow.
-    fn quorum_fetched(&mut self, id: u32, peer: u32, answer: &MetadataFetchAnswer) {
-        let now = self.now;
+    fn fetched(&mut self, context: &mut QuorumContext, id: u32, peer: u32, answer: &MetadataFetchAnswer) {
+        let now = context.now();
         let MetadataFetchAnswer {
             epoch,
             leader,
@@ -945,13 +941,13 @@ impl Simulation {
             high_watermark,
             diverging,
         } = answer;
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
+        let node = self.nodes.get_mut(&id).expect("known");
         node.fetch_sent_ms = None;
         if *epoch > node.epoch {
-            self.quorum_step_down(id, *epoch, *leader);
+            self.step_down(context, id, *epoch, *leader);
             return;
         }
-        let node = self.quorum.nodes.get_mut(&id).expect("known");
+        let node = self.nodes.get_mut(&id).expect("known");
         if *epoch < node.epoch || !matches!(node.role, Role::Follower | Role::Prospective) {
             return;
         }
@@ -959,7 +955,7 @@ impl Simulation {
             // The responder is not the leader of this epoch: follow
             // the one it names, or wait for the next tick.
             if let Some(leader) = leader.filter(|&leader| leader != peer && leader != id) {
-                self.quorum_step_down(id, *epoch, Some(leader));
+                self.step_down(context, id, *epoch, Some(leader));
             }
             return;
         }
@@ -974,7 +970,7 @@ impl Simulation {
         apply_fetched(log, committed, *from_offset, entries, *high_watermark, *diverging);
         if let Some((epoch, end)) = diverging {
             let length = node.log.len();
-            self.record(TraceKind::ControllerStatus {
+            context.trace(TraceKind::ControllerStatus {
                 controller: id,
                 status: ControllerChange::TruncatedMetadataLog {
                     length,
@@ -984,7 +980,7 @@ impl Simulation {
                 },
             });
         }
-        self.quorum_fetch(id);
+        self.fetch(context, id);
     }
 }
 
