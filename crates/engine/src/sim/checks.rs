@@ -206,6 +206,15 @@ pub fn liveness_failures(simulation: &Simulation, first_burst_record: u64, safe:
         failures.extend(pipeline_failures(simulation, true));
     }
     let now = simulation.now();
+    failures.extend(record_failures(simulation, first_burst_record, safe, now));
+    failures.extend(group_failures(simulation, safe, now));
+    failures
+}
+
+/// Records from `first_burst_record` on not acknowledged, and records
+/// neither acknowledged nor failed, by producer.
+fn record_failures(simulation: &Simulation, first_burst_record: u64, safe: bool, now: u64) -> Vec<String> {
+    let mut failures = Vec::new();
     let mut unacknowledged: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     let mut undecided: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     for (id, record) in simulation.records().iter().enumerate() {
@@ -242,9 +251,14 @@ pub fn liveness_failures(simulation: &Simulation, first_burst_record: u64, safe:
             ranges(&records)
         ));
     }
-    // Every group reads up to the high watermark of every partition it
-    // subscribes to, and no transaction is left open (the last stable
-    // offset is the high watermark).
+    failures
+}
+
+/// Every group reads up to the high watermark of every partition it
+/// subscribes to, and no transaction is left open (the last stable offset
+/// is the high watermark).
+fn group_failures(simulation: &Simulation, safe: bool, now: u64) -> Vec<String> {
+    let mut failures = Vec::new();
     let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for consumer in simulation.consumers() {
         let topics = groups.entry(consumer.config.group.as_str()).or_default();

@@ -254,24 +254,7 @@ impl FuzzCase {
         };
         let mut config = config;
         let grow = partition_growth(seed, &mut config);
-        // Transaction version 2, as a new Kafka 4.1 cluster runs, in three
-        // cases of four, version 1 in the rest; now and then an operator
-        // changes it mid-run (`kafka-features`), which each producer
-        // follows at its next transaction boundary. From a stream of its
-        // own.
-        let mut features = Rng::new(seed, 23);
-        let version_1 = features.next_u32() % 4 == 0;
-        config.transaction_version = if version_1 {
-            crate::protocol::transactions::TransactionVersion::TV_1
-        } else {
-            crate::protocol::transactions::TransactionVersion::TV_2
-        };
-        let switch = (features.next_u32() % 6 == 0).then(|| ScheduledInput {
-            at_ms: u64::from(features.next_u32()) % (FAULTS_END_MS + 20_000),
-            input: Input::SetConfig(crate::sim::config::ConfigChange::TransactionVersion {
-                level: if version_1 { 2 } else { 1 },
-            }),
-        });
+        let (mut features, switch) = transaction_feature(seed, &mut config);
         let mut inputs = schedule(&config, &mut rng, mix);
         inputs.extend(grow);
         inputs.extend(switch);
@@ -1117,6 +1100,28 @@ fn consumer_groups(rng: &mut Rng, topics: &[TopicConfig]) -> Vec<ConsumerConfig>
 /// A number below `bound` from the case's main stream.
 fn pick(rng: &mut Rng, bound: u32) -> u32 {
     rng.next_u32() % bound
+}
+
+/// Transaction version 2, as a new Kafka 4.1 cluster runs, in three cases
+/// of four, version 1 in the rest; now and then an operator changes it
+/// mid-run (`kafka-features`), which each producer follows at its next
+/// transaction boundary. From a stream of its own, returned with the
+/// change (the transaction inputs draw from it next).
+fn transaction_feature(seed: u64, config: &mut ClusterConfig) -> (Rng, Option<ScheduledInput>) {
+    let mut features = Rng::new(seed, 23);
+    let version_1 = features.next_u32() % 4 == 0;
+    config.transaction_version = if version_1 {
+        crate::protocol::transactions::TransactionVersion::TV_1
+    } else {
+        crate::protocol::transactions::TransactionVersion::TV_2
+    };
+    let switch = (features.next_u32() % 6 == 0).then(|| ScheduledInput {
+        at_ms: u64::from(features.next_u32()) % (FAULTS_END_MS + 20_000),
+        input: Input::SetConfig(crate::sim::config::ConfigChange::TransactionVersion {
+            level: if version_1 { 2 } else { 1 },
+        }),
+    });
+    (features, switch)
 }
 
 #[cfg(test)]

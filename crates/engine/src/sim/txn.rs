@@ -405,33 +405,13 @@ impl Simulation {
                 transaction_timeout_ms,
                 expected,
                 ..
-            } => {
-                let new_producer_id = self.txn_new_producer_id(id, partition, transactional_id);
-                let server_version = self.broker_transaction_version(id);
-                let coordinator = self.broker(id).txn_coordinators.get_mut(partition).expect("checked");
-                let ongoing = coordinator
-                    .shard
-                    .get(transactional_id)
-                    .is_some_and(|txn| txn.state == crate::txn_coordinator::TxnState::Ongoing);
-                let expected = expected.map(|(producer_id, epoch)| (producer_id, short(epoch)));
-                let decision = coordinator.shard.init_producer_id(
-                    transactional_id,
-                    *transaction_timeout_ms,
-                    new_producer_id,
-                    expected,
-                    server_version,
-                );
-                let Waiting::InitProducerId { request, .. } = waiting else {
-                    unreachable!()
-                };
-                (
-                    decision,
-                    Waiting::InitProducerId {
-                        request,
-                        fencing: ongoing,
-                    },
-                )
-            }
+            } => self.txn_decide_init(
+                id,
+                partition,
+                transactional_id,
+                (*transaction_timeout_ms, *expected),
+                waiting,
+            ),
             Message::AddPartitionsToTxn {
                 producer_id,
                 epoch,
@@ -513,6 +493,46 @@ impl Simulation {
             }
             _ => return None,
         })
+    }
+
+    /// `InitProducerId` (`TransactionCoordinator#handleInitProducerId`):
+    /// the decision, and whether it fences an ongoing transaction (the
+    /// answer then waits for its abort). `asked` is the request's
+    /// transaction timeout and the producer id and epoch it expects.
+    fn txn_decide_init(
+        &mut self,
+        id: BrokerId,
+        partition: &TopicPartition,
+        transactional_id: &str,
+        asked: (u64, Option<(u64, u16)>),
+        waiting: Waiting,
+    ) -> (Decision, Waiting) {
+        let (transaction_timeout_ms, expected) = asked;
+        let new_producer_id = self.txn_new_producer_id(id, partition, transactional_id);
+        let server_version = self.broker_transaction_version(id);
+        let coordinator = self.broker(id).txn_coordinators.get_mut(partition).expect("checked");
+        let ongoing = coordinator
+            .shard
+            .get(transactional_id)
+            .is_some_and(|txn| txn.state == crate::txn_coordinator::TxnState::Ongoing);
+        let expected = expected.map(|(producer_id, epoch)| (producer_id, short(epoch)));
+        let decision = coordinator.shard.init_producer_id(
+            transactional_id,
+            transaction_timeout_ms,
+            new_producer_id,
+            expected,
+            server_version,
+        );
+        let Waiting::InitProducerId { request, .. } = waiting else {
+            unreachable!()
+        };
+        (
+            decision,
+            Waiting::InitProducerId {
+                request,
+                fencing: ongoing,
+            },
+        )
     }
 
     /// A producer id for a request that may need one (a new transactional
