@@ -8,9 +8,6 @@ use super::*;
 impl Simulation {
     /// Sends a message over the network.
     pub(crate) fn send(&mut self, from: NodeId, to: NodeId, message: Message) {
-        if let (NodeId::Consumer(consumer), NodeId::Broker(broker)) = (from, to) {
-            self.consumer_note_request(consumer, broker, &message);
-        }
         let sent = if self.trace_options.messages {
             Some(self.record(TraceKind::Sent {
                 from,
@@ -125,10 +122,7 @@ impl Simulation {
                 .get(&id)
                 .is_some_and(|broker| broker.status != broker::BrokerStatus::Dead),
             NodeId::Producer(id) => (id as usize) < self.producers.len(),
-            NodeId::Consumer(id) => self
-                .consumers
-                .get(id as usize)
-                .is_some_and(|consumer| consumer.phase != consumer::ConsumerPhase::Stopped),
+            NodeId::Consumer(id) => self.consumer_processes.get(id as usize).copied().unwrap_or(false),
         }
     }
 

@@ -21,7 +21,6 @@ pub mod fuzz;
 pub mod input_names;
 pub mod jepsen;
 pub mod ledger;
-pub mod member;
 pub mod monitor;
 pub mod network;
 pub mod producer;
@@ -327,6 +326,13 @@ pub struct Simulation {
     pub(crate) brokers: BTreeMap<BrokerId, Broker>,
     pub(crate) producers: Vec<Producer>,
     pub(crate) consumers: Vec<consumer::Consumer>,
+    /// Whether each consumer's process runs, by index: the network's view
+    /// (a consumer is not in `consumers` while one of its handlers runs).
+    pub(crate) consumer_processes: Vec<bool>,
+    /// What producers told their applications during this event (a
+    /// transaction ended, or a fatal error), handed to the consumer
+    /// applications that own them once the event's handler returns.
+    pub(crate) told_apps: std::collections::VecDeque<(u32, Option<bool>)>,
     pub(crate) commits: chunked::ChunkedVec<coordinator::CommitRecord>,
     /// What each group's handlers did with each record.
     pub(crate) ledger: ledger::Ledger,
@@ -389,6 +395,8 @@ impl Simulation {
             brokers: BTreeMap::new(),
             producers: Vec::new(),
             consumers: Vec::new(),
+            consumer_processes: Vec::new(),
+            told_apps: std::collections::VecDeque::new(),
             commits: chunked::ChunkedVec::new(),
             ledger: ledger::Ledger::default(),
             member_counter: 0,
@@ -456,13 +464,12 @@ impl Simulation {
         simulation.quorum_start();
         for (index, consumer) in simulation.config.consumers.clone().into_iter().enumerate() {
             let start = consumer.start;
-            simulation
-                .consumers
-                .push(consumer::Consumer::new(index as u32, consumer));
+            simulation.consumer_push(consumer);
             if start {
                 simulation.consumer_start(index as u32);
             }
         }
+        simulation.hand_over_told_apps();
         Ok(simulation)
     }
 
@@ -709,6 +716,7 @@ impl Simulation {
             }
             Event::Input(input) => self.apply_input(std::rc::Rc::unwrap_or_clone(input)),
         }
+        self.hand_over_told_apps();
         self.check_invariants(match (&scope, clients_only) {
             (Some(touched), _) => monitor::CheckScope::Partitions(touched.as_slice()),
             (None, true) => monitor::CheckScope::ClientsOnly,

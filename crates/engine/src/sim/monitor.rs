@@ -12,7 +12,7 @@ use crate::replication::high_watermark::Acks;
 
 use super::broker::{BrokerStatus, PartitionLog};
 use super::trace::{ranges, Invariant, LossCause, LossReason, TraceKind};
-use super::types::{Record, RecordId};
+use super::types::{NodeId, Record, RecordId};
 use super::Simulation;
 
 /// A broken invariant found by a check: which, where, in which epoch or
@@ -531,6 +531,42 @@ impl Simulation {
             self.record(TraceKind::InvariantViolated {
                 invariant: Invariant::NoAcknowledgedRecordLost,
                 detail: format!("records {} of {partition} were acknowledged under acks=all, min.insync.replicas={min_isr} and clean elections, and are lost", ranges(&safe)),
+            });
+        }
+    }
+}
+
+impl Simulation {
+    /// The monitor: no record a `read_committed` consumer returns belongs
+    /// to a transaction its leader's transaction index lists as aborted.
+    pub(crate) fn check_read_committed(
+        &mut self,
+        id: u32,
+        from: NodeId,
+        partition: &TopicPartition,
+        returned: &[Record],
+    ) {
+        let NodeId::Broker(broker) = from else { return };
+        let Some(log) = self.brokers.get(&broker).and_then(|broker| broker.logs.get(partition)) else {
+            return;
+        };
+        let aborted: Vec<crate::protocol::Offset> = returned
+            .iter()
+            .filter_map(|record| {
+                let batch = record.batch?;
+                (batch.transactional
+                    && log.txn_index.entries().iter().any(|txn| {
+                        txn.producer_id == batch.producer_id
+                            && (txn.first_offset..=txn.last_offset).contains(&record.offset)
+                    }))
+                .then_some(record.offset)
+            })
+            .collect();
+        if !aborted.is_empty() {
+            self.monitor.violations += 1;
+            self.record(TraceKind::InvariantViolated {
+                invariant: Invariant::ReadCommittedSkipsAborted,
+                detail: format!("consumer-{id} (read_committed) returned offsets {aborted:?} of {partition}, which belong to aborted transactions"),
             });
         }
     }

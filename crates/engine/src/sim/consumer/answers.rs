@@ -5,18 +5,18 @@
 
 use super::*;
 
-impl Simulation {
+impl Consumer {
     /// A `MetadataResponse`: the leaders and partition counts of the
     /// consumer's topics.
-    pub(super) fn consumer_metadata_answer(
+    pub(super) fn metadata_answer(
         &mut self,
-        id: u32,
+        context: &mut ConsumerContext<'_>,
         leaders: BTreeMap<TopicPartition, (Option<BrokerId>, u32)>,
     ) {
-        let topics = self.consumers[id as usize].config.topics.clone();
-        let consumer = &mut self.consumers[id as usize];
+        let topics = self.config.topics.clone();
+        let consumer = &mut *self;
         consumer.metadata_in_flight = None;
-        consumer.metadata_at = self.now;
+        consumer.metadata_at = context.now();
         let mut counts: BTreeMap<String, u32> = BTreeMap::new();
         for (partition, (leader, epoch)) in leaders {
             if topics.iter().any(|topic| **topic == *partition.topic) {
@@ -45,16 +45,16 @@ impl Simulation {
         if !counts.is_empty() {
             consumer.partition_counts = counts;
         }
-        if self.consumer_metadata_changed(id) {
+        if self.metadata_changed(context) {
             return;
         }
-        self.consumer_fetch_all(id);
+        self.fetch_all(context);
     }
 
     /// A `FindCoordinatorResponse`: join the group, or go on with a
     /// coordinator found again.
-    pub(super) fn consumer_coordinator_found(&mut self, id: u32, coordinator: Option<BrokerId>) {
-        let consumer = &mut self.consumers[id as usize];
+    pub(super) fn coordinator_found(&mut self, context: &mut ConsumerContext<'_>, coordinator: Option<BrokerId>) {
+        let consumer = &mut *self;
         if consumer.coordinator.is_some() {
             return;
         }
@@ -64,47 +64,56 @@ impl Simulation {
             // unknown just heartbeats to the new one, which loaded
             // the group from __consumer_offsets: no rejoin.
             if consumer.phase == ConsumerPhase::FindingCoordinator {
-                self.consumer_join(id);
+                self.join(context);
             } else {
-                self.consumer_fetch_positions(id);
-                if self.consumers[id as usize].config.consumer_protocol() {
-                    self.member_heartbeat(id);
+                self.fetch_positions(context);
+                if self.config.consumer_protocol() {
+                    self.member_heartbeat(context);
                 }
             }
         }
     }
 
     /// A `JoinGroupResponse`: the new generation, or what its error asks for.
-    pub(super) fn consumer_join_answer(&mut self, id: u32, member_id: String, result: Result<JoinResult, ErrorCode>) {
+    pub(super) fn join_answer(
+        &mut self,
+        context: &mut ConsumerContext<'_>,
+        member_id: String,
+        result: Result<JoinResult, ErrorCode>,
+    ) {
         match result {
-            Ok(join) => self.consumer_joined(id, join),
+            Ok(join) => self.joined(context, join),
             Err(ErrorCode::MemberIdRequired) => {
                 // KIP-394: join again, with the id the coordinator gave.
-                let consumer = &mut self.consumers[id as usize];
+                let consumer = &mut *self;
                 if consumer.phase == ConsumerPhase::Joining {
                     consumer.member_id = Some(member_id);
-                    self.consumer_join(id);
+                    self.join(context);
                 }
             }
             Err(ErrorCode::UnknownMemberId) => {
                 // The coordinator does not know this member (a new
                 // coordinator without its group, or it expired): join
                 // again as a new member (`resetStateAndGeneration`).
-                let consumer = &mut self.consumers[id as usize];
+                let consumer = &mut *self;
                 if consumer.phase == ConsumerPhase::Joining {
                     consumer.member_id = None;
-                    self.consumer_join(id);
+                    self.join(context);
                 }
             }
-            Err(error) => self.consumer_group_error(id, error),
+            Err(error) => self.group_error(context, error),
         }
     }
 
     /// A `SyncGroupResponse`: the member's partitions for the generation.
-    pub(super) fn consumer_sync_answer(&mut self, id: u32, result: Result<Vec<TopicPartition>, ErrorCode>) {
+    pub(super) fn sync_answer(
+        &mut self,
+        context: &mut ConsumerContext<'_>,
+        result: Result<Vec<TopicPartition>, ErrorCode>,
+    ) {
         match result {
             Ok(partitions) => {
-                let consumer = &mut self.consumers[id as usize];
+                let consumer = &mut *self;
                 if consumer.phase != ConsumerPhase::Syncing {
                     return;
                 }
@@ -122,18 +131,18 @@ impl Simulation {
                         .cloned()
                         .collect();
                     if !revoked.is_empty() {
-                        self.consumer_commit(id);
+                        self.commit(context);
                     }
-                    let consumer = &mut self.consumers[id as usize];
+                    let consumer = &mut *self;
                     consumer.positions.retain(|partition, _| partitions.contains(partition));
                     consumer.resetting.retain(|partition, _| partitions.contains(partition));
                     consumer.fetching.retain(|partition, _| partitions.contains(partition));
                     consumer.buffer.retain(|partition, _| partitions.contains(partition));
                     consumer.assignment = partitions;
-                    self.consumer_fetch_positions(id);
-                    self.consumer_fetch_all(id);
+                    self.fetch_positions(context);
+                    self.fetch_all(context);
                     if !revoked.is_empty() {
-                        self.consumer_join(id);
+                        self.join(context);
                     }
                 } else {
                     consumer.assignment = partitions;
@@ -143,67 +152,78 @@ impl Simulation {
                     consumer.positions.clear();
                     consumer.resetting.clear();
                     consumer.buffer.clear();
-                    self.consumer_fetch_positions(id);
+                    self.fetch_positions(context);
                 }
             }
-            Err(error) => self.consumer_group_error(id, error),
+            Err(error) => self.group_error(context, error),
         }
     }
 
     /// An `OffsetFetchResponse`: each partition starts at its committed
     /// offset, or where `auto.offset.reset` says.
-    pub(super) fn consumer_committed_offsets(&mut self, id: u32, offsets: Vec<(TopicPartition, Option<Offset>)>) {
-        let reset = self.consumers[id as usize].config.auto_offset_reset;
-        self.consumers[id as usize].offset_fetch_in_flight = false;
+    pub(super) fn committed_offsets(
+        &mut self,
+        context: &mut ConsumerContext<'_>,
+        offsets: Vec<(TopicPartition, Option<Offset>)>,
+    ) {
+        let id = self.id;
+        let reset = self.config.auto_offset_reset;
+        self.offset_fetch_in_flight = false;
         for (partition, committed) in offsets {
-            if self.consumers[id as usize].resetting.contains_key(&partition) {
+            if self.resetting.contains_key(&partition) {
                 continue;
             }
             match committed {
                 Some(offset) => {
-                    let consumer = &mut self.consumers[id as usize];
+                    let consumer = &mut *self;
                     consumer.positions.insert(partition.clone(), offset);
                     consumer.committed.insert(partition, offset);
                 }
                 None if reset == OffsetReset::Earliest => {
-                    self.consumers[id as usize].positions.insert(partition, 0);
+                    self.positions.insert(partition, 0);
                 }
                 None if reset == OffsetReset::None => {
-                    self.record(TraceKind::NoOffsetForPartition {
-                        client: Self::consumer_node(id),
+                    context.trace(TraceKind::NoOffsetForPartition {
+                        client: NodeId::Consumer(id),
                         partition,
                     });
-                    self.consumer_exception_stops(id);
+                    self.exception_stops(context);
                     return;
                 }
                 None => {
                     // Start at the end: ask the leader for its high watermark.
-                    if let Some(Some(leader)) = self.consumers[id as usize].leaders.get(&partition).copied() {
+                    if let Some(Some(leader)) = self.leaders.get(&partition).copied() {
                         self.send(
-                            Self::consumer_node(id),
-                            NodeId::Broker(leader),
+                            context,
+                            leader,
                             Message::ListOffsets {
                                 partition,
                                 spec: OffsetSpec::Latest,
-                                isolation: self.consumers[id as usize].config.isolation_level,
+                                isolation: self.config.isolation_level,
                             },
                         );
                     }
                 }
             }
         }
-        self.consumer_fetch_all(id);
+        self.fetch_all(context);
     }
 
     /// A `ListOffsetsResponse`: where a partition being reset starts.
-    pub(super) fn consumer_list_offsets_answer(&mut self, id: u32, partition: TopicPartition, offset: Offset) {
-        let consumer = &mut self.consumers[id as usize];
+    pub(super) fn list_offsets_answer(
+        &mut self,
+        context: &mut ConsumerContext<'_>,
+        partition: TopicPartition,
+        offset: Offset,
+    ) {
+        let id = self.id;
+        let consumer = &mut *self;
         if let Some((_, from)) = consumer.resetting.remove(&partition) {
             if consumer.assignment.contains(&partition) {
                 consumer.positions.insert(partition.clone(), offset);
                 consumer.last_resets.insert(partition.clone(), (from, offset));
-                self.record(TraceKind::OffsetReset {
-                    client: Self::consumer_node(id),
+                context.trace(TraceKind::OffsetReset {
+                    client: NodeId::Consumer(id),
                     partition,
                     offset,
                 });
@@ -211,23 +231,23 @@ impl Simulation {
         } else if consumer.assignment.contains(&partition) {
             consumer.positions.entry(partition).or_insert(offset);
         }
-        self.consumer_fetch_all(id);
+        self.fetch_all(context);
     }
 
     /// An `OffsetCommitResponse` with an error.
-    pub(super) fn consumer_commit_failed(&mut self, id: u32, error: ErrorCode) {
-        let consumer = &mut self.consumers[id as usize];
+    pub(super) fn commit_failed(&mut self, context: &mut ConsumerContext<'_>, error: ErrorCode) {
+        let consumer = &mut *self;
         consumer.pending_commits.pop_front();
-        self.consumer_sync_commit_settled(id);
-        let consumer = &mut self.consumers[id as usize];
+        self.sync_commit_settled(context);
+        let consumer = &mut *self;
         let modern = consumer.config.consumer_protocol();
-        self.member_commit_settled(id);
+        self.member_commit_settled(context);
         // A consumer-protocol member learns about its membership
         // from its heartbeats: a commit refused with a stale epoch
         // or an unknown member is only a failed commit.
         let membership = matches!(error, ErrorCode::StaleMemberEpoch | ErrorCode::UnknownMemberId);
         if !(modern && membership) {
-            self.consumer_group_error(id, error);
+            self.group_error(context, error);
         }
     }
 
@@ -235,12 +255,13 @@ impl Simulation {
     /// it until then (`NetworkClient#maybeThrottle`), and what is in flight
     /// on that connection gets that much longer before it times out
     /// (`InFlightRequests#incrementThrottleTime`).
-    pub(super) fn consumer_throttled(&mut self, id: u32, from: NodeId, throttle_time_ms: u64) {
+    pub(super) fn throttled(&mut self, context: &mut ConsumerContext<'_>, from: NodeId, throttle_time_ms: u64) {
+        let id = self.id;
         let NodeId::Broker(broker) = from else {
             return;
         };
-        let until = self.now + throttle_time_ms;
-        let consumer = &mut self.consumers[id as usize];
+        let until = context.now() + throttle_time_ms;
+        let consumer = &mut *self;
         let entry = consumer.throttled_until.entry(broker).or_insert(until);
         *entry = (*entry).max(until);
         if let Some(queue) = consumer.outstanding.get_mut(&broker) {
@@ -249,37 +270,34 @@ impl Simulation {
             }
         }
         let incarnation = consumer.incarnation;
-        self.record(TraceKind::Throttled {
-            client: Self::consumer_node(id),
+        context.trace(TraceKind::Throttled {
+            client: NodeId::Consumer(id),
             broker,
             throttle_time_ms,
             quota: QuotaType::Fetch,
         });
-        self.schedule_timer(
-            Self::consumer_node(id),
-            incarnation,
-            throttle_time_ms,
-            Timer::ConsumerUnthrottled,
-        );
+        context.timer(incarnation, throttle_time_ms, Timer::ConsumerUnthrottled);
     }
 
     /// Resets a lost `position` as `auto.offset.reset` says: asks the
     /// leader `from` for its start or end (`ListOffsets` at the consumer's
     /// isolation level) and remembers the reset until the answer.
-    pub(super) fn consumer_reset_position(
+    pub(super) fn reset_position(
         &mut self,
-        id: u32,
+        context: &mut ConsumerContext<'_>,
         from: NodeId,
         partition: TopicPartition,
         spec: OffsetSpec,
         position: Offset,
     ) {
-        let consumer = &mut self.consumers[id as usize];
+        let consumer = &mut *self;
         consumer.resetting.insert(partition.clone(), (spec, position));
         let isolation = consumer.config.isolation_level;
+        // Answers come from brokers only.
+        let NodeId::Broker(leader) = from else { return };
         self.send(
-            Self::consumer_node(id),
-            from,
+            context,
+            leader,
             Message::ListOffsets {
                 partition,
                 spec,
@@ -297,21 +315,22 @@ impl Simulation {
     /// seeks to that end, with `none` `poll()` throws
     /// `LogTruncationException`; no end known at all resets the position
     /// by `auto.offset.reset`.
-    pub(super) fn consumer_validation_answer(
+    pub(super) fn validation_answer(
         &mut self,
-        id: u32,
+        context: &mut ConsumerContext<'_>,
         from: NodeId,
         partition: TopicPartition,
         result: Result<Option<(u32, Offset)>, ErrorCode>,
     ) {
+        let id = self.id;
         let NodeId::Broker(broker) = from else { return };
-        let consumer = &mut self.consumers[id as usize];
+        let consumer = &mut *self;
         if consumer.validating.get(&partition) != Some(&Some(broker)) {
             return;
         }
         let Some((position, _)) = consumer.position_epoch(&partition) else {
             consumer.validating.remove(&partition);
-            self.consumer_fetch_all(id);
+            self.fetch_all(context);
             return;
         };
         let answer = match result {
@@ -323,7 +342,7 @@ impl Simulation {
                 consumer.validating.insert(partition.clone(), None);
                 consumer.leaders.insert(partition, None);
                 if consumer.refresh_pending.is_none() {
-                    self.consumer_schedule_refresh(id, broker % self.config.brokers + 1);
+                    self.schedule_refresh(context, broker % context.config().brokers + 1);
                 }
                 return;
             }
@@ -331,25 +350,25 @@ impl Simulation {
         consumer.validating.remove(&partition);
         let diverging = match answer {
             Some((_, end_offset)) if end_offset >= position => {
-                self.consumer_fetch_all(id);
+                self.fetch_all(context);
                 return;
             }
             Some((epoch, end_offset)) => Some((epoch, end_offset)),
             None => None,
         };
         let reset = consumer.config.auto_offset_reset;
-        self.record(TraceKind::LogTruncationDetected {
-            client: Self::consumer_node(id),
+        context.trace(TraceKind::LogTruncationDetected {
+            client: NodeId::Consumer(id),
             partition: partition.clone(),
             position,
             diverging: diverging.map(|(_, end_offset)| end_offset),
             reset,
         });
-        let consumer = &mut self.consumers[id as usize];
+        let consumer = &mut *self;
         consumer.buffer.remove(&partition);
         match (diverging, reset) {
             (_, OffsetReset::None) => {
-                self.consumer_exception_stops(id);
+                self.exception_stops(context);
                 return;
             }
             (Some((epoch, end_offset)), _) => {
@@ -364,19 +383,19 @@ impl Simulation {
                 } else {
                     OffsetSpec::Latest
                 };
-                self.consumer_reset_position(id, from, partition, spec, position);
+                self.reset_position(context, from, partition, spec, position);
             }
         }
-        self.consumer_fetch_all(id);
+        self.fetch_all(context);
     }
 
     /// Every request in flight to `from` failed: fetches it held are retried
     /// after a metadata refresh, and a lost coordinator is looked up again.
-    pub(super) fn consumer_connection_closed(&mut self, id: u32, from: NodeId) {
+    pub(super) fn connection_closed(&mut self, context: &mut ConsumerContext<'_>, from: NodeId) {
         let NodeId::Broker(broker) = from else {
             return;
         };
-        let consumer = &self.consumers[id as usize];
+        let consumer = &*self;
         let lost_fetches: Vec<TopicPartition> = consumer
             .fetching
             .iter()
@@ -385,34 +404,34 @@ impl Simulation {
             .collect();
         let lost_coordinator = consumer.coordinator == Some(broker);
         if consumer.metadata_in_flight == Some(broker) {
-            self.consumers[id as usize].metadata_in_flight = None;
+            self.metadata_in_flight = None;
         }
         for partition in lost_fetches {
-            self.consumer_fetched(
-                id,
+            self.fetched(
+                context,
                 from,
                 partition,
                 FetchAnswer::default(),
                 Some(ErrorCode::NotLeaderOrFollower),
             );
         }
-        let lost_validations: Vec<TopicPartition> = self.consumers[id as usize]
+        let lost_validations: Vec<TopicPartition> = self
             .validating
             .iter()
             .filter(|(_, in_flight)| **in_flight == Some(broker))
             .map(|(partition, _)| partition.clone())
             .collect();
         for partition in lost_validations {
-            self.consumer_validation_answer(id, from, partition, Err(ErrorCode::NetworkException));
+            self.validation_answer(context, from, partition, Err(ErrorCode::NetworkException));
         }
-        if lost_coordinator && self.consumers[id as usize].phase != ConsumerPhase::Stopped {
-            self.consumer_group_error(id, ErrorCode::NetworkException);
+        if lost_coordinator && self.phase != ConsumerPhase::Stopped {
+            self.group_error(context, ErrorCode::NetworkException);
         }
-        self.consumer_fetch_all(id);
+        self.fetch_all(context);
     }
 
-    pub(super) fn consumer_joined(&mut self, id: u32, join: JoinResult) {
-        let consumer = &mut self.consumers[id as usize];
+    pub(super) fn joined(&mut self, context: &mut ConsumerContext<'_>, join: JoinResult) {
+        let consumer = &mut *self;
         if consumer.phase != ConsumerPhase::Joining {
             return;
         }
@@ -460,24 +479,25 @@ impl Simulation {
             instance: consumer.config.group_instance_id.clone(),
             assignment,
         };
-        self.send(Self::consumer_node(id), NodeId::Broker(coordinator), message);
+        self.send(context, coordinator, message);
     }
 
-    pub(crate) fn consumer_group_error(&mut self, id: u32, error: ErrorCode) {
-        let consumer = &mut self.consumers[id as usize];
+    pub(crate) fn group_error(&mut self, context: &mut ConsumerContext<'_>, error: ErrorCode) {
+        let id = self.id;
+        let consumer = &mut *self;
         match error {
             ErrorCode::RebalanceInProgress | ErrorCode::IllegalGeneration => {
                 if consumer.phase == ConsumerPhase::Consuming || consumer.phase == ConsumerPhase::Syncing {
                     if error == ErrorCode::IllegalGeneration {
                         // Its generation is gone: what it owned is lost
                         // (`onPartitionsLost`), cooperative or not.
-                        self.consumer_commit(id);
-                        let consumer = &mut self.consumers[id as usize];
+                        self.commit(context);
+                        let consumer = &mut *self;
                         consumer.assignment.clear();
                         consumer.fetching.clear();
                         consumer.buffer.clear();
                     }
-                    let consumer = &mut self.consumers[id as usize];
+                    let consumer = &mut *self;
                     if consumer.processing_until.is_some() {
                         // The heartbeat thread only asks for a rejoin; the
                         // application joins in its next poll()
@@ -485,8 +505,8 @@ impl Simulation {
                         // handler holds up the whole group's join round.
                         consumer.rejoin_on_poll = true;
                     } else {
-                        self.consumer_commit(id);
-                        self.consumer_join(id);
+                        self.commit(context);
+                        self.join(context);
                     }
                 }
             }
@@ -497,7 +517,7 @@ impl Simulation {
                 // A JoinGroup already in flight will get the new id; a
                 // second one would make this client two members.
                 if consumer.phase != ConsumerPhase::Joining {
-                    self.consumer_join(id);
+                    self.join(context);
                 }
             }
             ErrorCode::FencedInstanceId
@@ -510,6 +530,7 @@ impl Simulation {
                 // assignor (`InconsistentGroupProtocolException`). The
                 // consumer stops.
                 consumer.phase = ConsumerPhase::Stopped;
+                context.set_running(false);
                 consumer.incarnation += 1;
                 consumer.assignment.clear();
                 consumer.fetching.clear();
@@ -518,8 +539,8 @@ impl Simulation {
                 } else {
                     ConsumerChange::Refused { error }
                 };
-                self.record(TraceKind::ConsumerStatus { consumer: id, status });
-                self.consumer_drop_connections(id);
+                context.trace(TraceKind::ConsumerStatus { consumer: id, status });
+                self.drop_connections(context);
             }
             _ => {
                 // NOT_COORDINATOR and the like: the coordinator is unknown
@@ -530,16 +551,16 @@ impl Simulation {
                 // joining joins again once it is found.
                 let old = consumer.coordinator.take();
                 if let (Some(broker), false) = (old, error == ErrorCode::NetworkException) {
-                    self.connection_reset(Self::consumer_node(id), NodeId::Broker(broker));
+                    context.connection_reset(broker);
                 }
-                let consumer = &mut self.consumers[id as usize];
+                let consumer = &mut *self;
                 // Requests on the old coordinator connection get no answer.
                 consumer.pending_commits.clear();
                 consumer.offset_fetch_in_flight = false;
                 consumer.heartbeat_in_flight = false;
-                self.member_commit_settled(id);
-                self.consumer_sync_commit_settled(id);
-                let consumer = &mut self.consumers[id as usize];
+                self.member_commit_settled(context);
+                self.sync_commit_settled(context);
+                let consumer = &mut *self;
                 if consumer.phase != ConsumerPhase::Consuming {
                     consumer.phase = ConsumerPhase::FindingCoordinator;
                     consumer.assignment.clear();
@@ -549,7 +570,7 @@ impl Simulation {
                 // `AbstractCoordinator.ensureCoordinatorReady` does, or a
                 // coordinator that is gone but still in the metadata would
                 // be asked again at network speed.
-                self.consumer_schedule_retry(id, RETRY_BACKOFF_MS);
+                self.schedule_retry(context, RETRY_BACKOFF_MS);
             }
         }
     }

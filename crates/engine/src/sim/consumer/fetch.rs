@@ -4,11 +4,11 @@
 
 use super::*;
 
-impl Simulation {
+impl Consumer {
     /// Asks the coordinator for the committed offsets of owned partitions
     /// that have no position yet (one OffsetFetch at a time).
-    pub(crate) fn consumer_fetch_positions(&mut self, id: u32) {
-        let consumer = &self.consumers[id as usize];
+    pub(crate) fn fetch_positions(&mut self, context: &mut ConsumerContext<'_>) {
+        let consumer = &*self;
         let Some(coordinator) = consumer.coordinator else {
             return;
         };
@@ -30,10 +30,10 @@ impl Simulation {
             .collect();
         for (partition, spec, leader) in resets {
             if let Some(leader) = leader {
-                let isolation = self.consumers[id as usize].config.isolation_level;
+                let isolation = self.config.isolation_level;
                 self.send(
-                    Self::consumer_node(id),
-                    NodeId::Broker(leader),
+                    context,
+                    leader,
                     Message::ListOffsets {
                         partition,
                         spec,
@@ -42,7 +42,7 @@ impl Simulation {
                 );
             }
         }
-        let consumer = &self.consumers[id as usize];
+        let consumer = &*self;
         let partitions: Vec<TopicPartition> = consumer
             .assignment
             .iter()
@@ -55,20 +55,16 @@ impl Simulation {
             return;
         }
         let group = consumer.config.group.clone();
-        self.consumers[id as usize].offset_fetch_in_flight = true;
-        self.send(
-            Self::consumer_node(id),
-            NodeId::Broker(coordinator),
-            Message::OffsetFetch { group, partitions },
-        );
+        self.offset_fetch_in_flight = true;
+        self.send(context, coordinator, Message::OffsetFetch { group, partitions });
     }
 
     /// Sends a fetch for every owned partition with a position and a known
     /// leader, one at a time per partition.
-    pub(crate) fn consumer_fetch_all(&mut self, id: u32) {
+    pub(crate) fn fetch_all(&mut self, context: &mut ConsumerContext<'_>) {
         // A position that moved (a reset, a committed offset, a revoked
         // partition) while it awaited validation has no epoch to check.
-        let consumer = &mut self.consumers[id as usize];
+        let consumer = &mut *self;
         let keep: Vec<bool> = consumer
             .validating
             .keys()
@@ -76,7 +72,7 @@ impl Simulation {
             .collect();
         let mut keep = keep.into_iter();
         consumer.validating.retain(|_, _| keep.next().unwrap_or(false));
-        let consumer = &self.consumers[id as usize];
+        let consumer = &*self;
         // During a cooperative rebalance a member still reads what it owns.
         let reading = matches!(
             consumer.phase,
@@ -110,7 +106,7 @@ impl Simulation {
             if consumer
                 .throttled_until
                 .get(leader)
-                .is_some_and(|until| *until > self.now)
+                .is_some_and(|until| *until > context.now())
             {
                 continue;
             }
@@ -119,23 +115,21 @@ impl Simulation {
         // An owned partition without a known leader asks for metadata again
         // after retry.backoff.ms (the client's `Metadata` refresh when a
         // leader is unknown), until one is known.
-        let consumer = &self.consumers[id as usize];
+        let consumer = &*self;
         let leaderless = consumer
             .assignment
             .iter()
             .any(|partition| !matches!(consumer.leaders.get(partition), Some(Some(_))));
         if leaderless && consumer.refresh_pending.is_none() && consumer.metadata_in_flight.is_none() {
-            let broker = consumer.bootstrap_attempt % self.config.brokers + 1;
-            self.consumers[id as usize].bootstrap_attempt += 1;
-            self.consumer_schedule_refresh(id, broker);
+            let broker = consumer.bootstrap_attempt % context.config().brokers + 1;
+            self.bootstrap_attempt += 1;
+            self.schedule_refresh(context, broker);
         }
         for (partition, leader, leader_epoch, current_leader_epoch) in validations {
-            self.consumers[id as usize]
-                .validating
-                .insert(partition.clone(), Some(leader));
+            self.validating.insert(partition.clone(), Some(leader));
             self.send(
-                Self::consumer_node(id),
-                NodeId::Broker(leader),
+                context,
+                leader,
                 Message::OffsetForLeaderEpoch {
                     partition,
                     leader_epoch,
@@ -144,18 +138,16 @@ impl Simulation {
             );
         }
         for (partition, offset, leader) in requests {
-            self.consumers[id as usize].fetching.insert(partition.clone(), true);
-            self.consumers[id as usize]
-                .fetch_brokers
-                .insert(partition.clone(), leader);
-            let current_leader_epoch = self.consumers[id as usize].leader_epochs.get(&partition).copied();
+            self.fetching.insert(partition.clone(), true);
+            self.fetch_brokers.insert(partition.clone(), leader);
+            let current_leader_epoch = self.leader_epochs.get(&partition).copied();
             self.send(
-                Self::consumer_node(id),
-                NodeId::Broker(leader),
+                context,
+                leader,
                 Message::ConsumerFetch {
                     partition,
                     offset,
-                    isolation: self.consumers[id as usize].config.isolation_level,
+                    isolation: self.config.isolation_level,
                     current_leader_epoch,
                 },
             );
@@ -164,27 +156,23 @@ impl Simulation {
 
     /// Asks `broker` for metadata once `retry.backoff.ms` has passed (the
     /// client's `Metadata` refresh backoff).
-    pub(super) fn consumer_schedule_refresh(&mut self, id: u32, broker: BrokerId) {
-        let consumer = &mut self.consumers[id as usize];
+    pub(super) fn schedule_refresh(&mut self, context: &mut ConsumerContext<'_>, broker: BrokerId) {
+        let consumer = &mut *self;
         consumer.refresh_pending = Some(broker);
         let incarnation = consumer.incarnation;
-        self.schedule_timer(
-            Self::consumer_node(id),
-            incarnation,
-            RETRY_BACKOFF_MS,
-            Timer::ConsumerMetadataRefresh,
-        );
+        context.timer(incarnation, RETRY_BACKOFF_MS, Timer::ConsumerMetadataRefresh);
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn consumer_fetched(
+    pub(super) fn fetched(
         &mut self,
-        id: u32,
+        context: &mut ConsumerContext<'_>,
         from: NodeId,
         partition: TopicPartition,
         answer: FetchAnswer,
         error: Option<ErrorCode>,
     ) {
+        let id = self.id;
         let FetchAnswer {
             records,
             high_watermark,
@@ -193,7 +181,7 @@ impl Simulation {
             fetch_offset,
             next_offset: batches_end,
         } = answer;
-        let consumer = &mut self.consumers[id as usize];
+        let consumer = &mut *self;
         // Only the answer to the fetch in flight counts.
         if from != NodeId::Broker(consumer.fetch_brokers.get(&partition).copied().unwrap_or(0))
             || consumer.fetching.get(&partition) != Some(&true)
@@ -218,8 +206,8 @@ impl Simulation {
             };
             consumer.buffer.remove(&partition);
             let reset = consumer.config.auto_offset_reset;
-            self.record(TraceKind::OffsetOutOfRange {
-                client: Self::consumer_node(id),
+            context.trace(TraceKind::OffsetOutOfRange {
+                client: NodeId::Consumer(id),
                 partition: partition.clone(),
                 position,
                 reset,
@@ -228,11 +216,11 @@ impl Simulation {
                 OffsetReset::Earliest => OffsetSpec::Earliest,
                 OffsetReset::Latest => OffsetSpec::Latest,
                 OffsetReset::None => {
-                    self.consumer_exception_stops(id);
+                    self.exception_stops(context);
                     return;
                 }
             };
-            self.consumer_reset_position(id, from, partition, spec, position);
+            self.reset_position(context, from, partition, spec, position);
             return;
         }
         if let Some(error) = error {
@@ -243,10 +231,10 @@ impl Simulation {
             if error == ErrorCode::NotLeaderOrFollower && consumer.refresh_pending.is_none() {
                 consumer.leaders.clear();
                 let broker = match from {
-                    NodeId::Broker(broker) => broker % self.config.brokers + 1,
+                    NodeId::Broker(broker) => broker % context.config().brokers + 1,
                     _ => 1,
                 };
-                self.consumer_schedule_refresh(id, broker);
+                self.schedule_refresh(context, broker);
             }
             // KIP-320: FENCED_LEADER_EPOCH, the consumer's metadata is
             // older than the broker's: it asks for metadata again, position
@@ -254,13 +242,13 @@ impl Simulation {
             // UNKNOWN_LEADER_EPOCH, the broker is behind: Kafka fetches
             // again at the next poll; here after the same backoff.
             if matches!(error, ErrorCode::FencedLeaderEpoch | ErrorCode::UnknownLeaderEpoch)
-                && self.consumers[id as usize].refresh_pending.is_none()
+                && self.refresh_pending.is_none()
             {
                 let broker = match from {
                     NodeId::Broker(broker) => broker,
                     _ => 1,
                 };
-                self.consumer_schedule_refresh(id, broker);
+                self.schedule_refresh(context, broker);
             }
             return;
         }
@@ -281,7 +269,7 @@ impl Simulation {
             // (`AbstractFetch`: "Discarding stale fetch response"). From
             // the position itself, records may start later: compaction
             // left a gap.
-            self.consumer_fetch_all(id);
+            self.fetch_all(context);
             return;
         }
         let last_epoch = records.last().map(|record| record.leader_epoch);
@@ -293,9 +281,9 @@ impl Simulation {
             next_offset
         };
         if isolation == IsolationLevel::ReadCommitted {
-            self.check_read_committed(id, from, &partition, &fresh);
+            context.check_read_committed(from, &partition, &fresh);
         }
-        let consumer = &mut self.consumers[id as usize];
+        let consumer = &mut *self;
         let above: Vec<Offset> = fresh
             .iter()
             .map(|record| record.offset)
@@ -320,52 +308,18 @@ impl Simulation {
             }
         }
         if !above.is_empty() {
-            self.monitor.violations += 1;
+            context.violation();
             let limit = match isolation {
                 IsolationLevel::ReadUncommitted => "high watermark",
                 IsolationLevel::ReadCommitted => "last stable offset",
             };
-            self.record(TraceKind::InvariantViolated {
+            context.trace(TraceKind::InvariantViolated {
                 invariant: Invariant::ConsumerReadsBelowHighWatermark,
                 detail: format!("consumer-{id} read offsets {above:?} of {partition} at or above the {limit} {bound}"),
             });
         }
-        self.consumer_poll(id);
-        self.consumer_fetch_all(id);
-    }
-
-    /// The monitor: no record a `read_committed` consumer returns belongs
-    /// to a transaction its leader's transaction index lists as aborted.
-    pub(super) fn check_read_committed(
-        &mut self,
-        id: u32,
-        from: NodeId,
-        partition: &TopicPartition,
-        returned: &[crate::sim::types::Record],
-    ) {
-        let NodeId::Broker(broker) = from else { return };
-        let Some(log) = self.brokers.get(&broker).and_then(|broker| broker.logs.get(partition)) else {
-            return;
-        };
-        let aborted: Vec<Offset> = returned
-            .iter()
-            .filter_map(|record| {
-                let batch = record.batch?;
-                (batch.transactional
-                    && log.txn_index.entries().iter().any(|txn| {
-                        txn.producer_id == batch.producer_id
-                            && (txn.first_offset..=txn.last_offset).contains(&record.offset)
-                    }))
-                .then_some(record.offset)
-            })
-            .collect();
-        if !aborted.is_empty() {
-            self.monitor.violations += 1;
-            self.record(TraceKind::InvariantViolated {
-                invariant: Invariant::ReadCommittedSkipsAborted,
-                detail: format!("consumer-{id} (read_committed) returned offsets {aborted:?} of {partition}, which belong to aborted transactions"),
-            });
-        }
+        self.poll(context);
+        self.fetch_all(context);
     }
 
     /// The application calls `poll()`: an auto-commit that came due goes
@@ -374,9 +328,10 @@ impl Simulation {
     /// takes `processing_ms_per_record` each before the next poll. With
     /// nothing buffered the application waits in `poll()` for the next
     /// fetch to return records.
-    pub(super) fn consumer_poll(&mut self, id: u32) {
-        let now = self.now;
-        let consumer = &mut self.consumers[id as usize];
+    pub(super) fn poll(&mut self, context: &mut ConsumerContext<'_>) {
+        let id = self.id;
+        let now = context.now();
+        let consumer = &mut *self;
         if consumer.phase == ConsumerPhase::Stopped || consumer.processing_until.is_some() {
             return;
         }
@@ -392,30 +347,25 @@ impl Simulation {
         if std::mem::take(&mut consumer.rejoin_on_poll) {
             if consumer.coordinator.is_some() {
                 // `onJoinPrepare`: commit what was consumed, then join.
-                self.consumer_commit(id);
-                self.consumer_join(id);
+                self.commit(context);
+                self.join(context);
             } else {
                 consumer.phase = ConsumerPhase::FindingCoordinator;
                 consumer.assignment.clear();
                 consumer.fetching.clear();
                 consumer.buffer.clear();
-                self.consumer_schedule_retry(id, RETRY_BACKOFF_MS);
+                self.schedule_retry(context, RETRY_BACKOFF_MS);
             }
         }
-        self.consumer_metadata_changed(id);
-        let consumer = &mut self.consumers[id as usize];
+        self.metadata_changed(context);
+        let consumer = &mut *self;
         if std::mem::take(&mut consumer.commit_due) {
-            self.consumer_commit(id);
+            self.commit(context);
         }
         // Jepsen's checks read this poll unless a `read_uncommitted`
         // consumer may see what a transaction later aborts.
-        let judged = self.jepsen.is_some()
-            && (self.consumers[id as usize].config.isolation_level == IsolationLevel::ReadCommitted
-                || self
-                    .producers
-                    .iter()
-                    .all(|producer| producer.config.transactional_id.is_none()));
-        let consumer = &mut self.consumers[id as usize];
+        let judged = context.jepsen_judges(self.config.isolation_level);
+        let consumer = &mut *self;
         if consumer.awaiting_txn.is_some() {
             // `commitTransaction()` has not returned yet.
             return;
@@ -476,21 +426,18 @@ impl Simulation {
         consumer.processing_started_ms = now;
         if count > 0 && consumer.config.commit_mode == CommitMode::BeforeProcessing {
             // `commitSync()` before the handler runs: at most once.
-            self.consumer_send_commit(id);
+            self.send_commit(context);
         }
-        self.consumer_send_outputs(id, &sources);
-        let next_id = self.next_trace_id();
-        if let Some(recorder) = self.jepsen.as_deref_mut() {
-            recorder.poll(id, polled, next_id, now);
-        }
-        let poisoned: Vec<usize> = self.consumers[id as usize]
+        self.send_outputs(context, &sources);
+        context.jepsen_poll(polled);
+        let poisoned: Vec<usize> = self
             .in_process
             .iter()
             .enumerate()
-            .filter(|(_, record)| self.is_poison(record))
+            .filter(|(_, record)| context.is_poison(record))
             .map(|(index, _)| index)
             .collect();
-        let consumer = &mut self.consumers[id as usize];
+        let consumer = &mut *self;
         let policy = &consumer.config.on_failure;
         // Each failed attempt takes the handler's time for a record, and
         // each retry waits its backoff first.
@@ -518,29 +465,24 @@ impl Simulation {
                 .last_poll_ms
                 .saturating_add(consumer.config.max_poll_interval_ms);
             if now + busy > deadline {
-                self.schedule_timer(
-                    Self::consumer_node(id),
-                    incarnation,
-                    deadline.saturating_sub(now),
-                    Timer::ConsumerPollTimer,
-                );
+                context.timer(incarnation, deadline.saturating_sub(now), Timer::ConsumerPollTimer);
             }
-            self.schedule_timer(Self::consumer_node(id), incarnation, busy, Timer::ConsumerProcessed);
+            context.timer(incarnation, busy, Timer::ConsumerProcessed);
         } else {
             let done = std::mem::take(&mut consumer.in_process);
             if consumer.config.commit_mode == CommitMode::Transactional {
                 if count > 0 {
-                    self.consumer_commit_transaction(id, done);
+                    self.commit_transaction(context, done);
                 }
             } else {
-                self.consumer_processed(id, &done);
+                self.processed(context, &done);
                 if count > 0 {
-                    self.consumer_commit_after_processing(id);
+                    self.commit_after_processing(context);
                 }
             }
         }
         for (partition, from, to, high_watermark, _) in taken {
-            self.record(TraceKind::Consumed {
+            context.trace(TraceKind::Consumed {
                 consumer: id,
                 partition,
                 from,
@@ -549,12 +491,8 @@ impl Simulation {
             });
         }
         // Handled at once: the application polls again straight away.
-        if count > 0
-            && per_record == 0
-            && !self.consumers[id as usize].buffer.is_empty()
-            && self.consumers[id as usize].awaiting_txn.is_none()
-        {
-            self.consumer_poll(id);
+        if count > 0 && per_record == 0 && !self.buffer.is_empty() && self.awaiting_txn.is_none() {
+            self.poll(context);
         }
     }
 }

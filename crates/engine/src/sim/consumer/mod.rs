@@ -17,12 +17,14 @@ use crate::groups::assignors::{assign, GroupInput, Member, Strategy, TopicPartit
 use crate::protocol::{BrokerId, Offset};
 
 use super::config::{AfterFailures, CommitMode, ConsumerConfig, OffsetReset, QuotaType};
+use super::contexts::ConsumerContext;
 use super::trace::{ConsumerChange, Invariant, TraceKind};
 use super::types::{ErrorCode, JoinResult, Message, NodeId, OffsetSpec, Time};
-use super::{Simulation, Timer};
+use super::Timer;
 
 mod answers;
 mod fetch;
+mod member;
 mod outputs;
 
 /// Where a consumer is in its life.
@@ -256,6 +258,16 @@ impl Consumer {
         }
     }
 
+    /// What holds consumer `id`'s place while one of its handlers runs.
+    pub(crate) fn stand_in(id: u32) -> Consumer {
+        Consumer::new(id, ConsumerConfig::new(String::new(), Vec::new()))
+    }
+
+    /// Whether it runs and its application writes with `producer`.
+    pub(crate) fn writes_with(&self, producer: u32) -> bool {
+        self.config.output_producer == Some(producer) && self.phase != ConsumerPhase::Stopped
+    }
+
     /// The position of `partition` and the leader epoch of the record
     /// before it, if it has one (KIP-320's `offsetEpoch`).
     pub fn position_epoch(&self, partition: &TopicPartition) -> Option<(Offset, u32)> {
@@ -286,33 +298,10 @@ impl Consumer {
     }
 }
 
-impl Simulation {
-    fn consumer_node(id: u32) -> NodeId {
-        NodeId::Consumer(id)
-    }
-
-    /// The consumers.
-    pub fn consumers(&self) -> &[Consumer] {
-        &self.consumers
-    }
-
-    /// A consumer that was not in the configuration starts. It takes the
-    /// next index; one the cluster would refuse is ignored (drivers check
-    /// with [`ClusterConfig::validate_consumer`](super::config::ClusterConfig::validate_consumer) first).
-    pub(crate) fn consumer_add(&mut self, config: super::config::ConsumerConfig) {
-        if self.config.validate_consumer(&config).is_err() || self.consumers.len() >= crate::limits::MAX_CONSUMERS {
-            return;
-        }
-        let id = self.consumers.len() as u32;
-        self.config.consumers.push(config.clone());
-        self.consumers.push(Consumer::new(id, config));
-        self.consumer_start(id);
-    }
-
-    pub(crate) fn consumer_start(&mut self, id: u32) {
-        let Some(consumer) = self.consumers.get_mut(id as usize) else {
-            return;
-        };
+impl Consumer {
+    pub(crate) fn start(&mut self, context: &mut ConsumerContext<'_>) {
+        let id = self.id;
+        let consumer = &mut *self;
         if consumer.phase != ConsumerPhase::Stopped {
             return;
         }
@@ -323,6 +312,7 @@ impl Simulation {
         consumer.outstanding.clear();
         consumer.timeout_armed.clear();
         consumer.phase = ConsumerPhase::FindingCoordinator;
+        context.set_running(true);
         consumer.member_id = None;
         consumer.generation = 0;
         consumer.assignment.clear();
@@ -334,11 +324,11 @@ impl Simulation {
         consumer.buffer.clear();
         consumer.processing_until = None;
         consumer.paused_until = None;
-        consumer.last_poll_ms = self.now;
+        consumer.last_poll_ms = context.now();
         consumer.commit_due = false;
         consumer.rejoin_on_poll = false;
         consumer.heartbeat_in_flight = false;
-        consumer.heartbeat_interval_ms = self.config.group_consumer_heartbeat_interval_ms;
+        consumer.heartbeat_interval_ms = context.config().group_consumer_heartbeat_interval_ms;
         consumer.heartbeat_due_at = None;
         consumer.ack_after_commit = false;
         consumer.in_process.clear();
@@ -351,110 +341,79 @@ impl Simulation {
         // the one that died, KIP-98). One that a fatal error stopped (the
         // app closed it and stopped) is replaced by a new instance too.
         if let Some(producer) = consumer.config.output_producer {
-            let fenced = self
-                .producers
-                .get(producer as usize)
-                .and_then(|state| state.txn.as_ref())
-                .is_some_and(|txn| txn.phase == super::producer::transactions::TxnPhase::Fenced);
-            if fenced {
-                self.producer_crash(producer);
+            if context.producer_fenced(producer) {
+                context.producer_crash(producer);
             }
-            self.producer_revive(producer);
+            context.producer_revive(producer);
         }
-        let consumer = &mut self.consumers[id as usize];
+        let consumer = &mut *self;
         let group = consumer.config.group.clone();
-        self.record(TraceKind::ConsumerStatus {
+        context.trace(TraceKind::ConsumerStatus {
             consumer: id,
             status: ConsumerChange::Started {
                 group: group.to_string(),
             },
         });
-        self.consumer_bootstrap(id);
-        let heartbeat = self.consumers[id as usize].config.heartbeat_interval_ms;
-        let commit = self.consumers[id as usize].config.auto_commit_interval_ms;
-        self.schedule_timer(
-            Self::consumer_node(id),
-            incarnation,
-            heartbeat,
-            Timer::ConsumerHeartbeat,
-        );
-        self.schedule_timer(Self::consumer_node(id), incarnation, commit, Timer::ConsumerCommit);
-        let max_age = self.consumers[id as usize].config.metadata_max_age_ms;
-        self.consumers[id as usize].metadata_at = self.now;
-        self.schedule_timer(
-            Self::consumer_node(id),
-            incarnation,
-            max_age,
-            Timer::ConsumerMetadataMaxAge,
-        );
+        self.bootstrap(context);
+        let heartbeat = self.config.heartbeat_interval_ms;
+        let commit = self.config.auto_commit_interval_ms;
+        context.timer(incarnation, heartbeat, Timer::ConsumerHeartbeat);
+        context.timer(incarnation, commit, Timer::ConsumerCommit);
+        let max_age = self.config.metadata_max_age_ms;
+        self.metadata_at = context.now();
+        context.timer(incarnation, max_age, Timer::ConsumerMetadataMaxAge);
     }
 
     /// Asks a bootstrap broker for metadata and the coordinator.
     /// Schedules the coordinator lookup's next try, unless one is already
     /// due as soon: a client has one retry pending, never a growing number.
-    fn consumer_schedule_retry(&mut self, id: u32, delay: u64) {
-        let at = self.now + delay;
-        let consumer = &mut self.consumers[id as usize];
+    fn schedule_retry(&mut self, context: &mut ConsumerContext<'_>, delay: u64) {
+        let at = context.now() + delay;
+        let consumer = &mut *self;
         if consumer.retry_at.is_some_and(|pending| pending <= at) {
             return;
         }
         consumer.retry_at = Some(at);
         let incarnation = consumer.incarnation;
-        self.schedule_timer(Self::consumer_node(id), incarnation, delay, Timer::ConsumerRetry);
+        context.timer(incarnation, delay, Timer::ConsumerRetry);
     }
 
-    fn consumer_bootstrap(&mut self, id: u32) {
-        let consumer = &mut self.consumers[id as usize];
-        let broker = consumer.bootstrap_attempt % self.config.brokers + 1;
+    fn bootstrap(&mut self, context: &mut ConsumerContext<'_>) {
+        let consumer = &mut *self;
+        let broker = consumer.bootstrap_attempt % context.config().brokers + 1;
         consumer.bootstrap_attempt += 1;
         consumer.metadata_in_flight = Some(broker);
         let group = consumer.config.group.clone();
-        self.send(
-            Self::consumer_node(id),
-            NodeId::Broker(broker),
-            Message::MetadataRequest,
-        );
-        self.send(
-            Self::consumer_node(id),
-            NodeId::Broker(broker),
-            Message::FindCoordinator { group },
-        );
-        self.consumer_schedule_retry(id, 1_000);
+        self.send(context, broker, Message::MetadataRequest);
+        self.send(context, broker, Message::FindCoordinator { group });
+        self.schedule_retry(context, 1_000);
     }
 
-    /// A consumer's `client.id`: as configured, else `consumer-N`.
-    pub(crate) fn consumer_client_id(&self, id: u32) -> String {
-        self.consumers
-            .get(id as usize)
-            .and_then(|consumer| consumer.config.client_id.clone())
-            .unwrap_or_else(|| format!("consumer-{id}"))
-    }
-
-    pub(crate) fn consumer_stop(&mut self, id: u32, clean: bool) {
-        let Some(consumer) = self.consumers.get(id as usize) else {
-            return;
-        };
+    pub(crate) fn stop(&mut self, context: &mut ConsumerContext<'_>, clean: bool) {
+        let id = self.id;
+        let consumer = &*self;
         if consumer.phase == ConsumerPhase::Stopped {
             return;
         }
         if clean {
             // A clean shutdown lets the handler finish its batch, then
             // commits (auto-commit on close, or the application's own).
-            let done = std::mem::take(&mut self.consumers[id as usize].in_process);
+            let done = std::mem::take(&mut self.in_process);
             // Under exactly-once, work counts only with its transaction.
-            if self.consumers[id as usize].config.commit_mode != CommitMode::Transactional {
-                self.consumer_processed(id, &done);
+            if self.config.commit_mode != CommitMode::Transactional {
+                self.processed(context, &done);
             }
-            self.consumer_commit(id);
-            self.consumer_commit_after_processing(id);
-            let consumer = &self.consumers[id as usize];
+            self.commit(context);
+            self.commit_after_processing(context);
+            let consumer = &*self;
             let member_id = consumer.member_id.clone();
-            self.consumer_leave_group(id, member_id);
+            self.leave_group(context, member_id);
         } else {
-            self.consumer_interrupted(id);
+            self.interrupted(context);
         }
-        let consumer = &mut self.consumers[id as usize];
+        let consumer = &mut *self;
         consumer.phase = ConsumerPhase::Stopped;
+        context.set_running(false);
         consumer.incarnation += 1;
         consumer.assignment.clear();
         consumer.throttled_until.clear();
@@ -463,19 +422,19 @@ impl Simulation {
         } else {
             ConsumerChange::Crashed
         };
-        self.record(TraceKind::ConsumerStatus { consumer: id, status });
+        context.trace(TraceKind::ConsumerStatus { consumer: id, status });
         if !clean {
             // The process died with its sockets: nothing still in flight on
             // them reaches a process started later.
-            self.consumer_drop_connections(id);
+            self.drop_connections(context);
             // Its producer dies with it: an open transaction stays open on
             // the coordinator until a new instance fences it or
             // `transaction.timeout.ms` passes.
-            if let Some(producer) = self.consumers[id as usize].config.output_producer {
-                self.producer_crash(producer);
+            if let Some(producer) = self.config.output_producer {
+                context.producer_crash(producer);
             }
         }
-        let consumer = &mut self.consumers[id as usize];
+        let consumer = &mut *self;
         consumer.awaiting_txn = None;
         consumer.in_transaction.clear();
         consumer.poisoned.clear();
@@ -485,8 +444,8 @@ impl Simulation {
     /// from). The simulated application does not catch it: its poll loop
     /// ends and it closes the consumer, which leaves the group (its
     /// partitions move to the others, who hit the same wall).
-    fn consumer_exception_stops(&mut self, id: u32) {
-        self.consumer_stop(id, true);
+    fn exception_stops(&mut self, context: &mut ConsumerContext<'_>) {
+        self.stop(context, true);
     }
 
     /// The leader rejoins when the metadata its assignment used changed
@@ -494,13 +453,13 @@ impl Simulation {
     /// changed"), checked when it polls (after a metadata answer, after its
     /// handler is done, on its heartbeat timer when idle); while its
     /// handler works or its coordinator is unknown the need stays.
-    fn consumer_metadata_changed(&mut self, id: u32) -> bool {
-        let consumer = &mut self.consumers[id as usize];
+    fn metadata_changed(&mut self, context: &mut ConsumerContext<'_>) -> bool {
+        let consumer = &mut *self;
         // The check belongs to poll(): not while the handler works on the
         // last poll's records or the process is paused.
         if consumer.phase != ConsumerPhase::Consuming
             || consumer.processing_until.is_some()
-            || consumer.paused_until.is_some_and(|until| until > self.now)
+            || consumer.paused_until.is_some_and(|until| until > context.now())
             || consumer.coordinator.is_none()
             || consumer.config.consumer_protocol()
             || consumer
@@ -511,17 +470,17 @@ impl Simulation {
             return false;
         }
         consumer.assignment_snapshot = None;
-        self.consumer_commit(id);
-        self.consumer_join(id);
+        self.commit(context);
+        self.join(context);
         true
     }
 
-    fn consumer_join(&mut self, id: u32) {
-        if self.consumers[id as usize].config.consumer_protocol() {
-            self.member_join(id);
+    fn join(&mut self, context: &mut ConsumerContext<'_>) {
+        if self.config.consumer_protocol() {
+            self.member_join(context);
             return;
         }
-        let consumer = &mut self.consumers[id as usize];
+        let consumer = &mut *self;
         let Some(coordinator) = consumer.coordinator else {
             return;
         };
@@ -546,20 +505,20 @@ impl Simulation {
             owned,
             assignor: consumer.config.assignor.clone(),
         };
-        self.send(Self::consumer_node(id), NodeId::Broker(coordinator), message);
+        self.send(context, coordinator, message);
     }
 
     /// An automatic commit (`enable.auto.commit`): every interval, before a
     /// rebalance, on close. Nothing when the application commits itself.
-    pub(crate) fn consumer_commit(&mut self, id: u32) {
-        if self.consumers[id as usize].config.commit_mode == CommitMode::Auto {
-            self.consumer_send_commit(id);
+    pub(crate) fn commit(&mut self, context: &mut ConsumerContext<'_>) {
+        if self.config.commit_mode == CommitMode::Auto {
+            self.send_commit(context);
         }
     }
 
     /// Commits every consumed position; returns whether a commit went out.
-    fn consumer_send_commit(&mut self, id: u32) -> bool {
-        let consumer = &self.consumers[id as usize];
+    fn send_commit(&mut self, context: &mut ConsumerContext<'_>) -> bool {
+        let consumer = &*self;
         let (Some(coordinator), Some(member_id)) = (consumer.coordinator, consumer.member_id.clone()) else {
             return false;
         };
@@ -582,38 +541,24 @@ impl Simulation {
             instance: consumer.config.group_instance_id.clone(),
             offsets: offsets.clone(),
         };
-        self.consumers[id as usize].pending_commits.push_back(offsets);
-        self.send(Self::consumer_node(id), NodeId::Broker(coordinator), message);
+        self.pending_commits.push_back(offsets);
+        self.send(context, coordinator, message);
         true
-    }
-
-    /// Applies a live change to a consumer's settings.
-    pub(crate) fn consumer_config_change(&mut self, id: u32, change: impl Fn(&mut ConsumerConfig)) {
-        if let Some(consumer) = self.consumers.get_mut(id as usize) {
-            change(&mut consumer.config);
-        }
-        if let Some(config) = self.config.consumers.get_mut(id as usize) {
-            change(config);
-        }
     }
 
     /// The handler finished these records: the ledger notes them, and the
     /// duplicates among them are traced with why.
-    fn consumer_processed(&mut self, id: u32, records: &[super::ledger::InProcess]) {
+    fn processed(&mut self, context: &mut ConsumerContext<'_>, records: &[super::ledger::InProcess]) {
+        let id = self.id;
         if records.is_empty() {
             return;
         }
-        let consumer = &self.consumers[id as usize];
+        let consumer = &*self;
         let group = consumer.config.group.clone();
         let (incarnation, idempotent) = (consumer.incarnation, consumer.config.idempotent_handler);
-        let lives: Vec<u32> = self.consumers.iter().map(|consumer| consumer.incarnation).collect();
-        let found = self
-            .ledger
-            .process(&group, id, incarnation, idempotent, records, |who, life| {
-                lives.get(who as usize).is_some_and(|now| *now != life)
-            });
+        let found = context.processed(&group, incarnation, idempotent, records);
         for ((partition, reason), (from, to, count, skipped)) in found {
-            self.record(TraceKind::ProcessedAgain {
+            context.trace(TraceKind::ProcessedAgain {
                 group: group.clone(),
                 consumer: id,
                 partition,
@@ -628,84 +573,80 @@ impl Simulation {
 
     /// The application commits after processing (`commitSync` or
     /// `commitAsync`), if that is its mode.
-    fn consumer_commit_after_processing(&mut self, id: u32) {
-        let mode = self.consumers[id as usize].config.commit_mode;
+    fn commit_after_processing(&mut self, context: &mut ConsumerContext<'_>) {
+        let mode = self.config.commit_mode;
         if matches!(mode, CommitMode::AfterProcessing | CommitMode::AfterProcessingAsync) {
-            let sent = self.consumer_send_commit(id);
-            self.consumers[id as usize].awaiting_commit = sent && mode == CommitMode::AfterProcessing;
+            let sent = self.send_commit(context);
+            self.awaiting_commit = sent && mode == CommitMode::AfterProcessing;
         }
     }
 
-    pub(crate) fn consumer_timer(&mut self, id: u32, incarnation: u32, timer: Timer) {
-        let Some(consumer) = self.consumers.get(id as usize) else {
-            return;
-        };
+    pub(crate) fn timer(&mut self, context: &mut ConsumerContext<'_>, incarnation: u32, timer: Timer) {
+        let id = self.id;
+        let consumer = &*self;
         if consumer.incarnation != incarnation || consumer.phase == ConsumerPhase::Stopped {
             return;
         }
-        let node = Self::consumer_node(id);
         match timer {
-            Timer::ConsumerHeartbeat => self.consumer_heartbeat_due(id, incarnation),
+            Timer::ConsumerHeartbeat => self.heartbeat_due(context, incarnation),
             Timer::ConsumerCommit => {
                 let interval = consumer.config.auto_commit_interval_ms;
                 // Auto-commit runs inside poll(): while the handler works it
                 // waits for the next poll.
                 if consumer.processing_until.is_some() {
-                    self.consumers[id as usize].commit_due = true;
+                    self.commit_due = true;
                 } else {
-                    self.consumer_commit(id);
+                    self.commit(context);
                 }
-                self.schedule_timer(node, incarnation, interval, Timer::ConsumerCommit);
+                context.timer(incarnation, interval, Timer::ConsumerCommit);
             }
             Timer::ConsumerPollTimer => {
-                let consumer = &self.consumers[id as usize];
+                let consumer = &*self;
                 if consumer.processing_until.is_some()
                     && consumer.member_id.is_some()
                     && !consumer.rejoin_on_poll
-                    && self.now.saturating_sub(consumer.last_poll_ms) >= consumer.config.max_poll_interval_ms
+                    && context.now().saturating_sub(consumer.last_poll_ms) >= consumer.config.max_poll_interval_ms
                 {
-                    self.consumer_poll_timeout(id);
+                    self.poll_timeout(context);
                 }
             }
-            Timer::ConsumerProcessed => self.consumer_processing_done(id),
+            Timer::ConsumerProcessed => self.processing_done(context),
             Timer::ConsumerPauseEnd => {
-                let consumer = &mut self.consumers[id as usize];
-                if consumer.paused_until.is_some_and(|until| until <= self.now) {
+                let consumer = &mut *self;
+                if consumer.paused_until.is_some_and(|until| until <= context.now()) {
                     consumer.paused_until = None;
-                    self.record(TraceKind::ConsumerStatus {
+                    context.trace(TraceKind::ConsumerStatus {
                         consumer: id,
                         status: ConsumerChange::Resumed,
                     });
-                    self.consumer_poll(id);
-                    self.consumer_fetch_all(id);
+                    self.poll(context);
+                    self.fetch_all(context);
                 }
             }
             // Only the one pending retry counts (later ones replace none);
             // a pause may have held it past its time.
-            Timer::ConsumerRetry if consumer.retry_at.is_some_and(|at| at <= self.now) => {
-                self.consumers[id as usize].retry_at = None;
-                if self.consumers[id as usize].coordinator.is_none() {
-                    self.consumer_bootstrap(id);
+            Timer::ConsumerRetry if consumer.retry_at.is_some_and(|at| at <= context.now()) => {
+                self.retry_at = None;
+                if self.coordinator.is_none() {
+                    self.bootstrap(context);
                 }
             }
-            Timer::ConsumerRequestTimeout(broker) => self.consumer_request_timed_out(id, incarnation, broker),
-            Timer::ConsumerGroupHeartbeat => self.member_heartbeat_due(id),
+            Timer::ConsumerRequestTimeout(broker) => self.request_timed_out(context, incarnation, broker),
+            Timer::ConsumerGroupHeartbeat => self.member_heartbeat_due(context),
             Timer::ConsumerUnthrottled => {
-                let now = self.now;
-                self.consumers[id as usize]
-                    .throttled_until
-                    .retain(|_, until| *until > now);
-                self.consumer_fetch_all(id);
+                let now = context.now();
+                self.throttled_until.retain(|_, until| *until > now);
+                self.fetch_all(context);
             }
             // `metadata.max.age.ms` (`Metadata#timeToNextUpdate`): metadata
             // older than that is refreshed even when nothing failed; this is
             // how a group leader finds partitions added to a subscribed
             // topic, and rejoins so they get owners.
-            Timer::ConsumerMetadataMaxAge => self.consumer_metadata_aged(id, incarnation),
+            Timer::ConsumerMetadataMaxAge => self.metadata_aged(context, incarnation),
             Timer::ConsumerMetadataRefresh => {
-                if let Some(broker) = self.consumers[id as usize].refresh_pending.take() {
-                    self.consumers[id as usize].metadata_in_flight = Some(broker);
-                    self.send(node, NodeId::Broker(broker), Message::MetadataRequest);
+                if let Some(broker) = self.refresh_pending.take() {
+                    self.metadata_in_flight = Some(broker);
+                    self.send(context, broker, Message::MetadataRequest);
                 }
             }
             _ => {}
@@ -715,16 +656,15 @@ impl Simulation {
     /// The heartbeat timer of a classic member: the poll-interval check,
     /// a `Heartbeat` to the coordinator once joined, and positions asked
     /// for again (`AbstractCoordinator.HeartbeatThread`).
-    fn consumer_heartbeat_due(&mut self, id: u32, incarnation: u32) {
-        let node = Self::consumer_node(id);
+    fn heartbeat_due(&mut self, context: &mut ConsumerContext<'_>, incarnation: u32) {
         // (The simulation's consumer polls on its heartbeat timer
         // too when it has nothing to process.)
-        if self.consumer_metadata_changed(id) {
-            let heartbeat = self.consumers[id as usize].config.heartbeat_interval_ms;
-            self.schedule_timer(node, incarnation, heartbeat, Timer::ConsumerHeartbeat);
+        if self.metadata_changed(context) {
+            let heartbeat = self.config.heartbeat_interval_ms;
+            context.timer(incarnation, heartbeat, Timer::ConsumerHeartbeat);
             return;
         }
-        let consumer = &self.consumers[id as usize];
+        let consumer = &*self;
         let heartbeat = consumer.config.heartbeat_interval_ms;
         // The heartbeat thread notices a handler that has not
         // polled within max.poll.interval.ms: the member leaves
@@ -734,11 +674,11 @@ impl Simulation {
         if consumer.processing_until.is_some()
             && consumer.member_id.is_some()
             && !consumer.rejoin_on_poll
-            && self.now.saturating_sub(consumer.last_poll_ms) > interval
+            && context.now().saturating_sub(consumer.last_poll_ms) > interval
         {
-            self.consumer_poll_timeout(id);
+            self.poll_timeout(context);
         }
-        let consumer = &self.consumers[id as usize];
+        let consumer = &*self;
         // Heartbeats belong to a joined member: none while it looks for
         // the coordinator or waits for its JoinGroup answer.
         // A consumer-protocol member heartbeats on its own timer.
@@ -751,43 +691,43 @@ impl Simulation {
                 member_id,
                 instance: consumer.config.group_instance_id.clone(),
             };
-            self.send(node, NodeId::Broker(coordinator), message);
+            self.send(context, coordinator, message);
         }
         // `updateFetchPositions` runs at every poll: partitions still
         // without a position (their OffsetFetch or ListOffsets was
         // lost) are asked for again.
-        self.consumer_fetch_positions(id);
-        self.schedule_timer(node, incarnation, heartbeat, Timer::ConsumerHeartbeat);
+        self.fetch_positions(context);
+        context.timer(incarnation, heartbeat, Timer::ConsumerHeartbeat);
     }
 
     /// The application finished the records of its last poll: poison
     /// records handled, offsets committed (or the transaction), and the
     /// next poll.
-    fn consumer_processing_done(&mut self, id: u32) {
-        let consumer = &mut self.consumers[id as usize];
+    fn processing_done(&mut self, context: &mut ConsumerContext<'_>) {
+        let consumer = &mut *self;
         consumer.processing_until = None;
         let done = std::mem::take(&mut consumer.in_process);
-        let Some(done) = self.consumer_handle_poison(id, done) else {
+        let Some(done) = self.handle_poison(context, done) else {
             return;
         };
-        let consumer = &mut self.consumers[id as usize];
+        let consumer = &mut *self;
         if consumer.config.commit_mode == CommitMode::Transactional {
-            self.consumer_commit_transaction(id, done);
+            self.commit_transaction(context, done);
         } else {
-            self.consumer_processed(id, &done);
-            self.consumer_commit_after_processing(id);
+            self.processed(context, &done);
+            self.commit_after_processing(context);
         }
-        self.consumer_poll(id);
-        self.consumer_fetch_all(id);
+        self.poll(context);
+        self.fetch_all(context);
     }
 
     /// The oldest request to `broker` has had no answer within its
     /// timeout: its connection is closed (`NetworkClient#handleTimedOutRequests`),
     /// else the check is armed again for when it is due.
-    fn consumer_request_timed_out(&mut self, id: u32, incarnation: u32, broker: BrokerId) {
-        let node = Self::consumer_node(id);
-        let now = self.now;
-        let consumer = &mut self.consumers[id as usize];
+    fn request_timed_out(&mut self, context: &mut ConsumerContext<'_>, incarnation: u32, broker: BrokerId) {
+        let id = self.id;
+        let now = context.now();
+        let consumer = &mut *self;
         consumer.timeout_armed.remove(&broker);
         let Some(&(_, deadline)) = consumer.outstanding.get(&broker).and_then(|queue| queue.front()) else {
             return;
@@ -795,41 +735,50 @@ impl Simulation {
         if deadline > now {
             // The oldest request still has time: check again then.
             consumer.timeout_armed.insert(broker);
-            self.schedule_timer(node, incarnation, deadline - now, Timer::ConsumerRequestTimeout(broker));
+            context.timer(incarnation, deadline - now, Timer::ConsumerRequestTimeout(broker));
         } else {
             // `NetworkClient#handleTimedOutRequests`: a request with no
             // answer within its timeout closes its connection, which
             // fails everything in flight on it.
-            self.record(TraceKind::ConsumerStatus {
+            context.trace(TraceKind::ConsumerStatus {
                 consumer: id,
                 status: ConsumerChange::TimedOut { broker },
             });
-            self.connection_reset(node, NodeId::Broker(broker));
+            context.connection_reset(broker);
         }
     }
 
     /// `metadata.max.age.ms` has passed since the last metadata: it is
     /// asked for again, and the check armed for the next time.
-    fn consumer_metadata_aged(&mut self, id: u32, incarnation: u32) {
-        let node = Self::consumer_node(id);
-        let consumer = &self.consumers[id as usize];
+    fn metadata_aged(&mut self, context: &mut ConsumerContext<'_>, incarnation: u32) {
+        let consumer = &*self;
         let max_age = consumer.config.metadata_max_age_ms;
         let due = consumer.metadata_at + max_age;
-        if due <= self.now && consumer.metadata_in_flight.is_none() && consumer.refresh_pending.is_none() {
-            let broker = consumer.bootstrap_attempt % self.config.brokers + 1;
-            let consumer = &mut self.consumers[id as usize];
+        if due <= context.now() && consumer.metadata_in_flight.is_none() && consumer.refresh_pending.is_none() {
+            let broker = consumer.bootstrap_attempt % context.config().brokers + 1;
+            let consumer = &mut *self;
             consumer.bootstrap_attempt += 1;
             consumer.metadata_in_flight = Some(broker);
-            self.send(node, NodeId::Broker(broker), Message::MetadataRequest);
+            self.send(context, broker, Message::MetadataRequest);
         }
-        let next = if due <= self.now { max_age } else { due - self.now };
-        self.schedule_timer(node, incarnation, next, Timer::ConsumerMetadataMaxAge);
+        let next = if due <= context.now() {
+            max_age
+        } else {
+            due - context.now()
+        };
+        context.timer(incarnation, next, Timer::ConsumerMetadataMaxAge);
+    }
+
+    /// Sends `message` to `broker`, noting the request's timeout first.
+    fn send(&mut self, context: &mut ConsumerContext<'_>, broker: BrokerId, message: Message) {
+        self.note_request(context, broker, &message);
+        context.send(broker, message);
     }
 
     /// Notes a request the consumer sends to a broker, with its timeout:
     /// `request.timeout.ms` (30000), or for a JoinGroup the rebalance
     /// timeout plus five seconds, as `ConsumerCoordinator` sets it.
-    pub(crate) fn consumer_note_request(&mut self, id: u32, broker: BrokerId, message: &Message) {
+    fn note_request(&mut self, context: &mut ConsumerContext<'_>, broker: BrokerId, message: &Message) {
         let timeout = match message {
             Message::JoinGroup {
                 rebalance_timeout_ms, ..
@@ -838,10 +787,8 @@ impl Simulation {
             Message::ConsumerGroupHeartbeat { member_epoch: -1, .. } => return,
             _ => CONSUMER_REQUEST_TIMEOUT_MS,
         };
-        let now = self.now;
-        let Some(consumer) = self.consumers.get_mut(id as usize) else {
-            return;
-        };
+        let now = context.now();
+        let consumer = &mut *self;
         consumer.next_request += 1;
         let request = consumer.next_request;
         consumer
@@ -852,26 +799,19 @@ impl Simulation {
         // One timer per connection at a time, for its oldest request.
         if consumer.timeout_armed.insert(broker) {
             let incarnation = consumer.incarnation;
-            self.schedule_timer(
-                NodeId::Consumer(id),
-                incarnation,
-                timeout,
-                Timer::ConsumerRequestTimeout(broker),
-            );
+            context.timer(incarnation, timeout, Timer::ConsumerRequestTimeout(broker));
         }
     }
 
-    pub(crate) fn consumer_receive(&mut self, id: u32, from: NodeId, message: Message) {
-        let Some(consumer) = self.consumers.get(id as usize) else {
-            return;
-        };
+    pub(crate) fn receive(&mut self, context: &mut ConsumerContext<'_>, from: NodeId, message: Message) {
+        let consumer = &*self;
         if consumer.phase == ConsumerPhase::Stopped {
             return;
         }
         // An answer from a broker settles the oldest request on that
         // connection; a disconnect settles them all.
         if let NodeId::Broker(broker) = from {
-            let consumer = &mut self.consumers[id as usize];
+            let consumer = &mut *self;
             if message == Message::ConnectionClosed {
                 consumer.outstanding.remove(&broker);
             } else if let Some(queue) = consumer.outstanding.get_mut(&broker) {
@@ -879,15 +819,15 @@ impl Simulation {
             }
         }
         match message {
-            Message::MetadataResponse { leaders } => self.consumer_metadata_answer(id, leaders),
-            Message::FindCoordinatorResponse { coordinator, .. } => self.consumer_coordinator_found(id, coordinator),
-            Message::JoinGroupResponse { result, member_id, .. } => self.consumer_join_answer(id, member_id, result),
-            Message::SyncGroupResponse { result, .. } => self.consumer_sync_answer(id, result),
-            Message::HeartbeatResponse { error: Some(error), .. } => self.consumer_group_error(id, error),
-            Message::ConsumerGroupHeartbeatResponse { result, .. } => self.member_answer(id, result),
+            Message::MetadataResponse { leaders } => self.metadata_answer(context, leaders),
+            Message::FindCoordinatorResponse { coordinator, .. } => self.coordinator_found(context, coordinator),
+            Message::JoinGroupResponse { result, member_id, .. } => self.join_answer(context, member_id, result),
+            Message::SyncGroupResponse { result, .. } => self.sync_answer(context, result),
+            Message::HeartbeatResponse { error: Some(error), .. } => self.group_error(context, error),
+            Message::ConsumerGroupHeartbeatResponse { result, .. } => self.member_answer(context, result),
             Message::OffsetFetchResponse {
                 result: Ok(offsets), ..
-            } => self.consumer_committed_offsets(id, offsets),
+            } => self.committed_offsets(context, offsets),
             Message::OffsetFetchResponse {
                 result: Err(ErrorCode::UnstableOffsetCommit),
                 ..
@@ -895,22 +835,22 @@ impl Simulation {
                 // KIP-447: a transaction's offsets for these partitions are
                 // not decided yet; asked again (here at the next heartbeat
                 // tick rather than after `retry.backoff.ms`).
-                self.consumers[id as usize].offset_fetch_in_flight = false;
+                self.offset_fetch_in_flight = false;
             }
-            Message::OffsetFetchResponse { result: Err(error), .. } => self.consumer_group_error(id, error),
+            Message::OffsetFetchResponse { result: Err(error), .. } => self.group_error(context, error),
             Message::ListOffsetsResponse {
                 partition,
                 result: Ok(offset),
-            } => self.consumer_list_offsets_answer(id, partition, offset),
+            } => self.list_offsets_answer(context, partition, offset),
             Message::OffsetCommitResponse { result: Ok(()), .. } => {
-                let consumer = &mut self.consumers[id as usize];
+                let consumer = &mut *self;
                 if let Some(offsets) = consumer.pending_commits.pop_front() {
                     consumer.committed.extend(offsets);
                 }
-                self.member_commit_settled(id);
-                self.consumer_sync_commit_settled(id);
+                self.member_commit_settled(context);
+                self.sync_commit_settled(context);
             }
-            Message::OffsetCommitResponse { result: Err(error), .. } => self.consumer_commit_failed(id, error),
+            Message::OffsetCommitResponse { result: Err(error), .. } => self.commit_failed(context, error),
             Message::ConsumerFetchResponse {
                 partition,
                 records,
@@ -923,10 +863,10 @@ impl Simulation {
                 throttle_time_ms,
             } => {
                 if throttle_time_ms > 0 {
-                    self.consumer_throttled(id, from, throttle_time_ms);
+                    self.throttled(context, from, throttle_time_ms);
                 }
-                self.consumer_fetched(
-                    id,
+                self.fetched(
+                    context,
                     from,
                     partition,
                     FetchAnswer {
@@ -941,9 +881,9 @@ impl Simulation {
                 );
             }
             Message::OffsetForLeaderEpochResponse { partition, result } => {
-                self.consumer_validation_answer(id, from, partition, result)
+                self.validation_answer(context, from, partition, result)
             }
-            Message::ConnectionClosed => self.consumer_connection_closed(id, from),
+            Message::ConnectionClosed => self.connection_closed(context, from),
             _ => {}
         }
     }
@@ -952,15 +892,16 @@ impl Simulation {
     /// (a static one stays until its session ends); either forgets its
     /// member id and generation and joins again at its next poll
     /// (`maybeLeaveGroup`, `resetStateAndGeneration`).
-    fn consumer_poll_timeout(&mut self, id: u32) {
-        let consumer = &mut self.consumers[id as usize];
+    fn poll_timeout(&mut self, context: &mut ConsumerContext<'_>) {
+        let id = self.id;
+        let consumer = &mut *self;
         let interval = consumer.config.max_poll_interval_ms;
         if consumer.config.consumer_protocol() {
             // `ConsumerMembershipManager#transitionToStale`: it leaves with
             // epoch -1, its partitions are lost, and it joins again (same
             // member id) at its next poll.
-            self.member_leave(id);
-            let consumer = &mut self.consumers[id as usize];
+            self.member_leave(context);
+            let consumer = &mut *self;
             consumer.generation = 0;
             consumer.rejoin_on_poll = true;
             consumer.pending_commits.clear();
@@ -970,7 +911,7 @@ impl Simulation {
             consumer.fetching.clear();
             consumer.buffer.clear();
             consumer.phase = ConsumerPhase::Joining;
-            self.record(TraceKind::ConsumerStatus {
+            context.trace(TraceKind::ConsumerStatus {
                 consumer: id,
                 status: ConsumerChange::PollTimeout {
                     max_poll_interval_ms: interval,
@@ -982,8 +923,8 @@ impl Simulation {
         consumer.generation = 0;
         consumer.rejoin_on_poll = true;
         consumer.pending_commits.clear();
-        self.consumer_leave_group(id, member_id);
-        self.record(TraceKind::ConsumerStatus {
+        self.leave_group(context, member_id);
+        context.trace(TraceKind::ConsumerStatus {
             consumer: id,
             status: ConsumerChange::PollTimeout {
                 max_poll_interval_ms: interval,
@@ -992,21 +933,22 @@ impl Simulation {
     }
 
     /// `commitSync()` returned (or failed): the application polls again.
-    fn consumer_sync_commit_settled(&mut self, id: u32) {
-        let consumer = &mut self.consumers[id as usize];
+    fn sync_commit_settled(&mut self, context: &mut ConsumerContext<'_>) {
+        let consumer = &mut *self;
         if consumer.awaiting_commit && consumer.pending_commits.is_empty() {
             consumer.awaiting_commit = false;
-            self.consumer_poll(id);
-            self.consumer_fetch_all(id);
+            self.poll(context);
+            self.fetch_all(context);
         }
     }
 
     /// The process crashed mid-batch: the records its handler finished are
     /// processed, the rest are not; those whose offsets were already
     /// committed (or on their way) will not be read by the group again.
-    fn consumer_interrupted(&mut self, id: u32) {
-        let now = self.now;
-        let consumer = &mut self.consumers[id as usize];
+    fn interrupted(&mut self, context: &mut ConsumerContext<'_>) {
+        let id = self.id;
+        let now = context.now();
+        let consumer = &mut *self;
         let batch = std::mem::take(&mut consumer.in_process);
         if batch.is_empty() {
             return;
@@ -1042,12 +984,12 @@ impl Simulation {
                     .is_none_or(|offset| *offset <= record.offset)
             })
             .count() as u64;
-        let in_transaction = self.consumers[id as usize].config.commit_mode == CommitMode::Transactional;
+        let in_transaction = self.config.commit_mode == CommitMode::Transactional;
         let uncommitted_done = if in_transaction { 0 } else { uncommitted_done };
         if !in_transaction {
-            self.consumer_processed(id, &batch[..done]);
+            self.processed(context, &batch[..done]);
         }
-        self.record(TraceKind::ProcessingInterrupted {
+        context.trace(TraceKind::ProcessingInterrupted {
             in_transaction,
             group,
             consumer: id,
@@ -1065,18 +1007,18 @@ impl Simulation {
     /// a static member (`group.instance.id`) stays in the group until its
     /// session times out, so a quick restart gets its partitions back with
     /// no rebalance (KIP-345, `AbstractCoordinator#maybeLeaveGroup`).
-    fn consumer_leave_group(&mut self, id: u32, member_id: Option<String>) {
-        if self.consumers[id as usize].config.consumer_protocol() {
-            self.member_leave(id);
+    fn leave_group(&mut self, context: &mut ConsumerContext<'_>, member_id: Option<String>) {
+        if self.config.consumer_protocol() {
+            self.member_leave(context);
             return;
         }
-        let consumer = &self.consumers[id as usize];
+        let consumer = &*self;
         let dynamic = consumer.config.group_instance_id.is_none();
         if let (true, Some(coordinator), Some(member_id)) = (dynamic, consumer.coordinator, member_id) {
             let group = consumer.config.group.clone();
             self.send(
-                Self::consumer_node(id),
-                NodeId::Broker(coordinator),
+                context,
+                coordinator,
                 Message::LeaveGroup {
                     group,
                     member_id,
@@ -1087,42 +1029,28 @@ impl Simulation {
     }
 
     /// Breaks the consumer's connections to every broker.
-    fn consumer_drop_connections(&mut self, id: u32) {
-        for broker in 1..=self.config.brokers {
-            self.connection_reset(Self::consumer_node(id), NodeId::Broker(broker));
+    fn drop_connections(&mut self, context: &mut ConsumerContext<'_>) {
+        for broker in 1..=context.config().brokers {
+            context.connection_reset(broker);
         }
     }
 
     /// The consumer's process stops for `duration_ms` (a GC pause).
-    pub(crate) fn consumer_pause(&mut self, id: u32, duration_ms: u64) {
-        let now = self.now;
-        let Some(consumer) = self.consumers.get_mut(id as usize) else {
-            return;
-        };
+    pub(crate) fn pause(&mut self, context: &mut ConsumerContext<'_>, duration_ms: u64) {
+        let id = self.id;
+        let now = context.now();
+        let consumer = &mut *self;
         if consumer.phase == ConsumerPhase::Stopped || duration_ms == 0 {
             return;
         }
         let until = now.saturating_add(duration_ms);
         consumer.paused_until = Some(consumer.paused_until.map_or(until, |current| current.max(until)));
         let incarnation = consumer.incarnation;
-        self.record(TraceKind::ConsumerStatus {
+        context.trace(TraceKind::ConsumerStatus {
             consumer: id,
             status: ConsumerChange::Paused { duration_ms },
         });
-        self.schedule_timer(
-            Self::consumer_node(id),
-            incarnation,
-            duration_ms,
-            Timer::ConsumerPauseEnd,
-        );
-    }
-
-    /// Until when a consumer's process is paused, if it is now.
-    pub(crate) fn consumer_paused_until(&self, id: u32) -> Option<u64> {
-        self.consumers
-            .get(id as usize)
-            .and_then(|consumer| consumer.paused_until)
-            .filter(|until| *until > self.now)
+        context.timer(incarnation, duration_ms, Timer::ConsumerPauseEnd);
     }
 }
 

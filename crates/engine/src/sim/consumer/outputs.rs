@@ -4,37 +4,18 @@
 
 use super::*;
 
-impl Simulation {
-    /// Whether every handler fails on this record (a `PoisonRecords` rule
-    /// matches it).
-    pub(super) fn is_poison(&self, record: &crate::sim::ledger::InProcess) -> bool {
-        if self.poison.is_empty() {
-            return false;
-        }
-        let key = self
-            .records
-            .get(record.record as usize)
-            .and_then(|made| made.key.as_deref());
-        self.poison.iter().any(|rule| {
-            *rule.topic == *record.partition.topic
-                && rule.key.as_deref().is_none_or(|poison_key| Some(poison_key) == key)
-                && rule
-                    .partition
-                    .is_none_or(|partition| partition == record.partition.partition)
-                && rule.offset.is_none_or(|offset| offset == record.offset)
-        })
-    }
-
+impl Consumer {
     /// The handler finished a batch with poison records in it: under
     /// `dead-letter` each goes to `<topic>.DLQ` and the rest are processed
     /// (returned); under `stop` the records before the first are
     /// processed, the exception stops the member, and nothing is returned.
-    pub(super) fn consumer_handle_poison(
+    pub(super) fn handle_poison(
         &mut self,
-        id: u32,
+        context: &mut ConsumerContext<'_>,
         done: Vec<crate::sim::ledger::InProcess>,
     ) -> Option<Vec<crate::sim::ledger::InProcess>> {
-        let consumer = &mut self.consumers[id as usize];
+        let id = self.id;
+        let consumer = &mut *self;
         let poisoned = std::mem::take(&mut consumer.poisoned);
         if poisoned.is_empty() {
             return Some(done);
@@ -57,16 +38,12 @@ impl Simulation {
                         error: "the handler could not process this record (a poison record)".to_string(),
                         attempts,
                     };
-                    let topic = self
-                        .producers
-                        .get(producer as usize)
-                        .map(|state| state.config.topic.clone())
-                        .unwrap_or_default();
-                    let Some(dead_letter) = self.producer_send_dead_letter(producer, record.record, headers) else {
+                    let topic = context.producer_topic(producer);
+                    let Some(dead_letter) = context.producer_send_dead_letter(producer, record.record, headers) else {
                         continue;
                     };
-                    self.ledger.dead_letter(&group, &[record.record]);
-                    self.record(TraceKind::DeadLettered {
+                    context.dead_letter(&group, &[record.record]);
+                    context.trace(TraceKind::DeadLettered {
                         group: group.clone(),
                         consumer: id,
                         partition: record.partition.clone(),
@@ -80,12 +57,12 @@ impl Simulation {
             }
             _ => {
                 let first = poisoned[0].min(done.len().saturating_sub(1));
-                self.consumer_processed(id, &done[..first]);
+                self.processed(context, &done[..first]);
                 let abandoned: Vec<crate::sim::types::RecordId> =
                     done[first..].iter().map(|record| record.record).collect();
-                self.ledger.abandon(&group, &abandoned);
+                context.abandon(&group, &abandoned);
                 if let Some(failed) = done.get(first) {
-                    self.record(TraceKind::HandlerFailed {
+                    context.trace(TraceKind::HandlerFailed {
                         group,
                         consumer: id,
                         partition: failed.partition.clone(),
@@ -94,7 +71,7 @@ impl Simulation {
                         skipped: (done.len() - first) as u64,
                     });
                 }
-                self.consumer_fail(id);
+                self.fail(context);
                 None
             }
         }
@@ -104,16 +81,18 @@ impl Simulation {
     /// consumer. `close()` commits what `poll()` consumed when
     /// auto-commit is on (past the failed batch: at most once for the
     /// rest of it), nothing otherwise; the member leaves the group.
-    pub(super) fn consumer_fail(&mut self, id: u32) {
-        self.consumer_commit(id);
-        let member_id = self.consumers[id as usize].member_id.clone();
-        self.consumer_leave_group(id, member_id);
-        let consumer = &mut self.consumers[id as usize];
+    pub(super) fn fail(&mut self, context: &mut ConsumerContext<'_>) {
+        let id = self.id;
+        self.commit(context);
+        let member_id = self.member_id.clone();
+        self.leave_group(context, member_id);
+        let consumer = &mut *self;
         consumer.phase = ConsumerPhase::Stopped;
+        context.set_running(false);
         consumer.incarnation += 1;
         consumer.assignment.clear();
         consumer.buffer.clear();
-        self.record(TraceKind::ConsumerStatus {
+        context.trace(TraceKind::ConsumerStatus {
             consumer: id,
             status: ConsumerChange::Closed,
         });
@@ -121,16 +100,12 @@ impl Simulation {
 
     /// The handler sends one output record per record it starts on
     /// through its `outputProducer` (consume-transform-produce).
-    pub(super) fn consumer_send_outputs(&mut self, id: u32, records: &[crate::sim::types::RecordId]) {
-        let Some(producer) = self.consumers[id as usize].config.output_producer else {
+    pub(super) fn send_outputs(&mut self, context: &mut ConsumerContext<'_>, records: &[crate::sim::types::RecordId]) {
+        let Some(producer) = self.config.output_producer else {
             return;
         };
         for &source in records {
-            let (key, bytes) = match self.records.get(source as usize) {
-                Some(record) => (record.key.as_ref().map(|key| key.to_string()), record.bytes),
-                None => (None, 100),
-            };
-            self.producer_send_derived(producer, source, key, bytes);
+            context.producer_send_derived(producer, source);
         }
     }
 
@@ -138,8 +113,12 @@ impl Simulation {
     /// positions go into the output transaction
     /// (`sendOffsetsToTransaction(positions, groupMetadata())`) and it
     /// commits (`commitTransaction()`); the next poll waits for it.
-    pub(super) fn consumer_commit_transaction(&mut self, id: u32, done: Vec<crate::sim::ledger::InProcess>) {
-        let consumer = &mut self.consumers[id as usize];
+    pub(super) fn commit_transaction(
+        &mut self,
+        context: &mut ConsumerContext<'_>,
+        done: Vec<crate::sim::ledger::InProcess>,
+    ) {
+        let consumer = &mut *self;
         let Some(producer) = consumer.config.output_producer else {
             return;
         };
@@ -159,8 +138,8 @@ impl Simulation {
             added: false,
         };
         consumer.awaiting_txn = Some(offsets);
-        self.producer_send_offsets(producer, send);
-        self.producer_end_transaction(producer, true);
+        context.producer_send_offsets(producer, send);
+        context.producer_end_transaction(producer, true);
     }
 
     /// The output producer's transaction ended: committed (`Some(true)`),
@@ -169,14 +148,9 @@ impl Simulation {
     /// offsets and does them again (the usual recovery: `abortTransaction()`
     /// then seek to the committed positions); fenced (`None`), a newer
     /// instance owns the transactional id: the app closes.
-    pub(crate) fn consumer_output_transaction_ended(&mut self, producer: u32, outcome: Option<bool>) {
-        let Some(id) = self.consumers.iter().position(|consumer| {
-            consumer.config.output_producer == Some(producer) && consumer.phase != ConsumerPhase::Stopped
-        }) else {
-            return;
-        };
-        let id = id as u32;
-        let consumer = &mut self.consumers[id as usize];
+    pub(crate) fn output_transaction_ended(&mut self, context: &mut ConsumerContext<'_>, outcome: Option<bool>) {
+        let id = self.id;
+        let consumer = &mut *self;
         if consumer.config.commit_mode != CommitMode::Transactional {
             return;
         }
@@ -187,9 +161,9 @@ impl Simulation {
                 if let Some(offsets) = sent {
                     consumer.committed.extend(offsets);
                 }
-                self.consumer_processed(id, &done);
-                self.consumer_poll(id);
-                self.consumer_fetch_all(id);
+                self.processed(context, &done);
+                self.poll(context);
+                self.fetch_all(context);
             }
             Some(false) => {
                 let group = consumer.config.group.clone();
@@ -204,15 +178,15 @@ impl Simulation {
                             .map(|position| (partition.clone(), position))
                     })
                     .collect();
-                self.record(TraceKind::TransactionRolledBack {
+                context.trace(TraceKind::TransactionRolledBack {
                     group,
                     consumer: id,
                     records: done.len() as u64,
                     rewound,
                 });
-                self.consumer_fetch_positions(id);
+                self.fetch_positions(context);
             }
-            None => self.consumer_stop(id, true),
+            None => self.stop(context, true),
         }
     }
 }

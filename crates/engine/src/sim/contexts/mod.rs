@@ -5,15 +5,16 @@
 //! handles its messages and timers with `&mut self` and a context: it can
 //! send a message, set a timer, close a connection, record a trace fact
 //! and note in the ledger what became of a record, and nothing else. It
-//! cannot see the other processes: what it tells another one (a producer
-//! telling its application that a transaction ended) is handed over by
-//! the simulation once the handler returns.
+//! cannot see the other processes: what a producer tells its application
+//! (a consumer's: a transaction ended) is handed over by the simulation
+//! once the event's handler returns.
 //!
 //! The producer (with its transaction manager) runs this way
-//! ([`ProducerContext`], its entry points in `producer.rs`), and so does
+//! ([`ProducerContext`], its entry points in `producer.rs`), and so do the
+//! consumer with its application ([`ConsumerContext`], `consumer.rs`) and
 //! the controller quorum ([`QuorumContext`], `quorum.rs`), whose active
 //! controller decides with a `controller::Decision` (`controller.rs`). The
-//! broker and the consumer are still methods of [`Simulation`] (issue 33).
+//! broker is still methods of [`Simulation`] (issue 33).
 
 use std::collections::BTreeMap;
 
@@ -27,9 +28,12 @@ use super::trace::TraceKind;
 use super::types::{Message, NodeId, RecordId, Time};
 use super::{Simulation, Timer};
 
+mod consumer;
 mod controller;
 mod producer;
 mod quorum;
+
+pub(crate) use consumer::ConsumerContext;
 
 /// What a producer's handlers may do beyond their own state.
 pub(crate) struct ProducerContext<'a> {
@@ -37,7 +41,7 @@ pub(crate) struct ProducerContext<'a> {
     id: u32,
     /// What the producer told its application (`commitTransaction()`
     /// returned: `Some(committed)`; a fatal error: `None`), handed over
-    /// once the handler returns.
+    /// once the event's handler returns.
     told_app: Vec<Option<bool>>,
 }
 

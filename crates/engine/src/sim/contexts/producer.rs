@@ -10,10 +10,13 @@ use super::ProducerContext;
 impl Simulation {
     /// Runs `handle` on producer `id` with its context; `None` for a
     /// producer the cluster does not have. What it told its application
-    /// is handed over once the handler returns, as Kafka's application
-    /// thread hears of what the sender did after the sender's own work
-    /// (a fatal error in the middle of a produce answer: every batch of
-    /// the answer fails first, then the application stops).
+    /// waits in `told_apps` and is handed over once the event's handler
+    /// returns ([`Simulation::hand_over_told_apps`]), as Kafka's
+    /// application thread hears of what the sender did after the sender's
+    /// own work (a fatal error in the middle of a produce answer: every
+    /// batch of the answer fails first, then the application stops). A
+    /// producer's handler that its consumer's application ran (a commit)
+    /// so never runs that consumer's handler inside its own.
     fn with_producer<R>(
         &mut self,
         id: u32,
@@ -30,10 +33,17 @@ impl Simulation {
         let result = handle(&mut producer, &mut context);
         let told_app = std::mem::take(&mut context.told_app);
         self.producers[index] = producer;
-        for outcome in told_app {
-            self.consumer_output_transaction_ended(id, outcome);
-        }
+        self.told_apps.extend(told_app.into_iter().map(|outcome| (id, outcome)));
         Some(result)
+    }
+
+    /// Hands what producers told their applications during the event to
+    /// the consumer applications that own them, in order (what that
+    /// does may tell more).
+    pub(crate) fn hand_over_told_apps(&mut self) {
+        while let Some((producer, outcome)) = self.told_apps.pop_front() {
+            self.consumer_output_transaction_ended(producer, outcome);
+        }
     }
 
     /// A producer's `client.id`: as configured, else `producer-N`.

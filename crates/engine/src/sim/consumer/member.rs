@@ -20,41 +20,42 @@
 
 use crate::protocol::TopicPartition;
 
-use super::consumer::ConsumerPhase;
-use super::trace::{ConsumerChange, TraceKind};
-use super::types::{ErrorCode, MemberEpochAnswer, Message, NodeId};
-use super::{Simulation, Timer};
+use super::{Consumer, ConsumerContext, ConsumerPhase};
+use crate::sim::trace::{ConsumerChange, TraceKind};
+use crate::sim::types::{ErrorCode, MemberEpochAnswer, Message, NodeId};
+use crate::sim::Timer;
 
 /// `retry.backoff.ms` (100): the wait before joining again after a fence.
 const REJOIN_BACKOFF_MS: u64 = 100;
 
-impl Simulation {
+impl Consumer {
     /// Joins (or joins again) with epoch 0.
-    pub(crate) fn member_join(&mut self, id: u32) {
-        let consumer = &mut self.consumers[id as usize];
+    pub(crate) fn member_join(&mut self, context: &mut ConsumerContext<'_>) {
+        let id = self.id;
+        let consumer = &mut *self;
         if consumer.coordinator.is_none() {
             return;
         }
         if consumer.member_id.is_none() {
-            self.member_counter += 1;
-            let member_id = format!("{}-{}", NodeId::Consumer(id), self.member_counter);
-            self.consumers[id as usize].member_id = Some(member_id);
+            let number = context.next_member_number();
+            let member_id = format!("{}-{}", NodeId::Consumer(id), number);
+            self.member_id = Some(member_id);
         }
-        let consumer = &mut self.consumers[id as usize];
+        let consumer = &mut *self;
         consumer.phase = ConsumerPhase::Joining;
         consumer.generation = 0;
         consumer.assignment.clear();
         consumer.fetching.clear();
         consumer.buffer.clear();
         consumer.heartbeat_in_flight = false;
-        self.member_heartbeat(id);
+        self.member_heartbeat(context);
     }
 
     /// Sends a `ConsumerGroupHeartbeat` with the member's epoch and what it
     /// owns, unless one is in flight; the next one is due an interval
     /// later.
-    pub(crate) fn member_heartbeat(&mut self, id: u32) {
-        let consumer = &self.consumers[id as usize];
+    pub(crate) fn member_heartbeat(&mut self, context: &mut ConsumerContext<'_>) {
+        let consumer = &*self;
         let (Some(coordinator), Some(member_id)) = (consumer.coordinator, consumer.member_id.clone()) else {
             return;
         };
@@ -72,25 +73,25 @@ impl Simulation {
             owned: consumer.assignment.clone(),
         };
         let interval = consumer.heartbeat_interval_ms;
-        self.consumers[id as usize].heartbeat_in_flight = true;
-        self.send(NodeId::Consumer(id), NodeId::Broker(coordinator), message);
-        self.member_schedule_heartbeat(id, interval);
+        self.heartbeat_in_flight = true;
+        self.send(context, coordinator, message);
+        self.member_schedule_heartbeat(context, interval);
     }
 
     /// The next heartbeat is due in `delay` ms (the one pending timer
     /// counts; an earlier one replaces it).
-    fn member_schedule_heartbeat(&mut self, id: u32, delay: u64) {
-        let at = self.now + delay;
-        let consumer = &mut self.consumers[id as usize];
+    fn member_schedule_heartbeat(&mut self, context: &mut ConsumerContext<'_>, delay: u64) {
+        let at = context.now() + delay;
+        let consumer = &mut *self;
         consumer.heartbeat_due_at = Some(at);
         let incarnation = consumer.incarnation;
-        self.schedule_timer(NodeId::Consumer(id), incarnation, delay, Timer::ConsumerGroupHeartbeat);
+        context.timer(incarnation, delay, Timer::ConsumerGroupHeartbeat);
     }
 
     /// The heartbeat timer fired.
-    pub(crate) fn member_heartbeat_due(&mut self, id: u32) {
-        let consumer = &mut self.consumers[id as usize];
-        if consumer.heartbeat_due_at.is_none_or(|at| at > self.now) {
+    pub(crate) fn member_heartbeat_due(&mut self, context: &mut ConsumerContext<'_>) {
+        let consumer = &mut *self;
+        if consumer.heartbeat_due_at.is_none_or(|at| at > context.now()) {
             return;
         }
         consumer.heartbeat_due_at = None;
@@ -101,12 +102,12 @@ impl Simulation {
             // Sent as soon as the answer is in.
             return;
         }
-        self.member_heartbeat(id);
+        self.member_heartbeat(context);
     }
 
     /// Leaves the group: a heartbeat with epoch -1, not waited for.
-    pub(crate) fn member_leave(&mut self, id: u32) {
-        let consumer = &self.consumers[id as usize];
+    pub(crate) fn member_leave(&mut self, context: &mut ConsumerContext<'_>) {
+        let consumer = &*self;
         let (Some(coordinator), Some(member_id)) = (consumer.coordinator, consumer.member_id.clone()) else {
             return;
         };
@@ -122,12 +123,16 @@ impl Simulation {
             assignor: consumer.config.group_remote_assignor.clone(),
             owned: Vec::new(),
         };
-        self.send(NodeId::Consumer(id), NodeId::Broker(coordinator), message);
+        self.send(context, coordinator, message);
     }
 
     /// A `ConsumerGroupHeartbeat` answer.
-    pub(crate) fn member_answer(&mut self, id: u32, result: Result<MemberEpochAnswer, ErrorCode>) {
-        let consumer = &mut self.consumers[id as usize];
+    pub(crate) fn member_answer(
+        &mut self,
+        context: &mut ConsumerContext<'_>,
+        result: Result<MemberEpochAnswer, ErrorCode>,
+    ) {
+        let consumer = &mut *self;
         match result {
             Ok(answer) if answer.member_epoch < 0 => {}
             Ok(answer) => {
@@ -144,18 +149,18 @@ impl Simulation {
                 consumer.heartbeat_interval_ms = answer.heartbeat_interval_ms.max(1);
                 let interval = consumer.heartbeat_interval_ms;
                 let acked = match answer.assignment {
-                    Some(assignment) => self.member_reconcile(id, assignment, old_epoch),
+                    Some(assignment) => self.member_reconcile(context, assignment, old_epoch),
                     None => false,
                 };
                 if !acked {
-                    self.member_schedule_heartbeat(id, interval);
+                    self.member_schedule_heartbeat(context, interval);
                 }
             }
             Err(error) => {
                 consumer.heartbeat_in_flight = false;
                 match error {
-                    ErrorCode::FencedMemberEpoch | ErrorCode::UnknownMemberId => self.member_fenced(id, error),
-                    _ => self.consumer_group_error(id, error),
+                    ErrorCode::FencedMemberEpoch | ErrorCode::UnknownMemberId => self.member_fenced(context, error),
+                    _ => self.group_error(context, error),
                 }
             }
         }
@@ -164,8 +169,14 @@ impl Simulation {
     /// Moves to the assignment the coordinator sent; returns whether a
     /// heartbeat went out (or will, once the commit before a revocation
     /// is answered).
-    fn member_reconcile(&mut self, id: u32, assignment: Vec<TopicPartition>, old_epoch: u32) -> bool {
-        let consumer = &self.consumers[id as usize];
+    fn member_reconcile(
+        &mut self,
+        context: &mut ConsumerContext<'_>,
+        assignment: Vec<TopicPartition>,
+        old_epoch: u32,
+    ) -> bool {
+        let id = self.id;
+        let consumer = &*self;
         let revoked: Vec<TopicPartition> = consumer
             .assignment
             .iter()
@@ -180,7 +191,7 @@ impl Simulation {
         let epoch = consumer.generation;
         if revoked.is_empty() && added.is_empty() {
             if epoch != old_epoch {
-                self.record(TraceKind::ConsumerStatus {
+                context.trace(TraceKind::ConsumerStatus {
                     consumer: id,
                     status: ConsumerChange::Reconciled { epoch, added, revoked },
                 });
@@ -193,45 +204,46 @@ impl Simulation {
             // (`ConsumerMembershipManager#signalReconciliationStarted`,
             // `autoCommitSyncBeforeRevocation`): what was consumed of the
             // partitions it gives up is committed first.
-            let before = self.consumers[id as usize].pending_commits.len();
-            self.consumer_commit(id);
-            wait_for_commit = self.consumers[id as usize].pending_commits.len() > before;
+            let before = self.pending_commits.len();
+            self.commit(context);
+            wait_for_commit = self.pending_commits.len() > before;
         }
-        let consumer = &mut self.consumers[id as usize];
+        let consumer = &mut *self;
         consumer.assignment.retain(|partition| !revoked.contains(partition));
         consumer.positions.retain(|partition, _| !revoked.contains(partition));
         consumer.resetting.retain(|partition, _| !revoked.contains(partition));
         consumer.fetching.retain(|partition, _| !revoked.contains(partition));
         consumer.buffer.retain(|partition, _| !revoked.contains(partition));
         consumer.assignment.extend(added.iter().cloned());
-        self.record(TraceKind::ConsumerStatus {
+        context.trace(TraceKind::ConsumerStatus {
             consumer: id,
             status: ConsumerChange::Reconciled { epoch, added, revoked },
         });
-        self.consumer_fetch_positions(id);
-        self.consumer_fetch_all(id);
+        self.fetch_positions(context);
+        self.fetch_all(context);
         if wait_for_commit {
-            self.consumers[id as usize].ack_after_commit = true;
+            self.ack_after_commit = true;
         } else {
             // Acknowledged at once (`MemberState.ACKNOWLEDGING`).
-            self.member_heartbeat(id);
+            self.member_heartbeat(context);
         }
         true
     }
 
     /// The commit sent before a revocation is answered (or lost): the
     /// member reports what it owns now.
-    pub(crate) fn member_commit_settled(&mut self, id: u32) {
-        let consumer = &mut self.consumers[id as usize];
+    pub(crate) fn member_commit_settled(&mut self, context: &mut ConsumerContext<'_>) {
+        let consumer = &mut *self;
         if std::mem::take(&mut consumer.ack_after_commit) {
-            self.member_heartbeat(id);
+            self.member_heartbeat(context);
         }
     }
 
     /// Fenced: its partitions are lost, not committed; it joins again at
     /// epoch 0 after a short backoff.
-    fn member_fenced(&mut self, id: u32, error: ErrorCode) {
-        let consumer = &mut self.consumers[id as usize];
+    fn member_fenced(&mut self, context: &mut ConsumerContext<'_>, error: ErrorCode) {
+        let id = self.id;
+        let consumer = &mut *self;
         if consumer.phase == ConsumerPhase::Stopped {
             return;
         }
@@ -244,10 +256,10 @@ impl Simulation {
         consumer.pending_commits.clear();
         consumer.ack_after_commit = false;
         consumer.phase = ConsumerPhase::Joining;
-        self.record(TraceKind::ConsumerStatus {
+        context.trace(TraceKind::ConsumerStatus {
             consumer: id,
             status: ConsumerChange::EpochFenced { error },
         });
-        self.member_schedule_heartbeat(id, REJOIN_BACKOFF_MS);
+        self.member_schedule_heartbeat(context, REJOIN_BACKOFF_MS);
     }
 }
