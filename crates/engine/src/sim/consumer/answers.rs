@@ -14,9 +14,8 @@ impl Consumer {
         leaders: BTreeMap<TopicPartition, (Option<BrokerId>, u32)>,
     ) {
         let topics = self.config.topics.clone();
-        let consumer = &mut *self;
-        consumer.metadata_in_flight = None;
-        consumer.metadata_at = context.now();
+        self.metadata_in_flight = None;
+        self.metadata_at = context.now();
         let mut counts: BTreeMap<String, u32> = BTreeMap::new();
         for (partition, (leader, epoch)) in leaders {
             if topics.iter().any(|topic| **topic == *partition.topic) {
@@ -25,25 +24,25 @@ impl Consumer {
                 // KIP-320: a broker cut off from the controller may still
                 // name itself leader at an epoch this client has seen
                 // replaced; that partition keeps what the client knew.
-                if consumer.leader_epochs.get(&partition).is_some_and(|&seen| epoch < seen) {
+                if self.leader_epochs.get(&partition).is_some_and(|&seen| epoch < seen) {
                     continue;
                 }
-                let newer = consumer
+                let newer = self
                     .leader_epochs
                     .insert(partition.clone(), epoch)
                     .is_some_and(|seen| seen < epoch);
                 // KIP-320 (`SubscriptionState#maybeValidatePositionForCurrentLeader`):
                 // a new leader epoch puts a position with an epoch into
                 // validation; its buffered records are dropped.
-                if newer && consumer.position_epoch(&partition).is_some() && consumer.assignment.contains(&partition) {
-                    consumer.validating.insert(partition.clone(), None);
-                    consumer.buffer.remove(&partition);
+                if newer && self.position_epoch(&partition).is_some() && self.assignment.contains(&partition) {
+                    self.validating.insert(partition.clone(), None);
+                    self.buffer.remove(&partition);
                 }
-                consumer.leaders.insert(partition, leader);
+                self.leaders.insert(partition, leader);
             }
         }
         if !counts.is_empty() {
-            consumer.partition_counts = counts;
+            self.partition_counts = counts;
         }
         if self.metadata_changed(context) {
             return;
@@ -54,16 +53,15 @@ impl Consumer {
     /// A `FindCoordinatorResponse`: join the group, or go on with a
     /// coordinator found again.
     pub(super) fn coordinator_found(&mut self, context: &mut ConsumerContext<'_>, coordinator: Option<BrokerId>) {
-        let consumer = &mut *self;
-        if consumer.coordinator.is_some() {
+        if self.coordinator.is_some() {
             return;
         }
         if let Some(coordinator) = coordinator {
-            consumer.coordinator = Some(coordinator);
+            self.coordinator = Some(coordinator);
             // A member that kept consuming while its coordinator was
             // unknown just heartbeats to the new one, which loaded
             // the group from __consumer_offsets: no rejoin.
-            if consumer.phase == ConsumerPhase::FindingCoordinator {
+            if self.phase == ConsumerPhase::FindingCoordinator {
                 self.join(context);
             } else {
                 self.fetch_positions(context);
@@ -85,9 +83,8 @@ impl Consumer {
             Ok(join) => self.joined(context, join),
             Err(ErrorCode::MemberIdRequired) => {
                 // KIP-394: join again, with the id the coordinator gave.
-                let consumer = &mut *self;
-                if consumer.phase == ConsumerPhase::Joining {
-                    consumer.member_id = Some(member_id);
+                if self.phase == ConsumerPhase::Joining {
+                    self.member_id = Some(member_id);
                     self.join(context);
                 }
             }
@@ -95,9 +92,8 @@ impl Consumer {
                 // The coordinator does not know this member (a new
                 // coordinator without its group, or it expired): join
                 // again as a new member (`resetStateAndGeneration`).
-                let consumer = &mut *self;
-                if consumer.phase == ConsumerPhase::Joining {
-                    consumer.member_id = None;
+                if self.phase == ConsumerPhase::Joining {
+                    self.member_id = None;
                     self.join(context);
                 }
             }
@@ -113,18 +109,17 @@ impl Consumer {
     ) {
         match result {
             Ok(partitions) => {
-                let consumer = &mut *self;
-                if consumer.phase != ConsumerPhase::Syncing {
+                if self.phase != ConsumerPhase::Syncing {
                     return;
                 }
-                consumer.phase = ConsumerPhase::Consuming;
-                consumer.offset_fetch_in_flight = false;
-                if consumer.cooperative() {
+                self.phase = ConsumerPhase::Consuming;
+                self.offset_fetch_in_flight = false;
+                if self.cooperative() {
                     // KIP-429 (`ConsumerCoordinator#onJoinComplete`): keep
                     // what stays, start on what was added, and give up
                     // what moves; if anything was given up, join again
                     // so the next round hands it to its new owner.
-                    let revoked: Vec<TopicPartition> = consumer
+                    let revoked: Vec<TopicPartition> = self
                         .assignment
                         .iter()
                         .filter(|partition| !partitions.contains(partition))
@@ -133,25 +128,24 @@ impl Consumer {
                     if !revoked.is_empty() {
                         self.commit(context);
                     }
-                    let consumer = &mut *self;
-                    consumer.positions.retain(|partition, _| partitions.contains(partition));
-                    consumer.resetting.retain(|partition, _| partitions.contains(partition));
-                    consumer.fetching.retain(|partition, _| partitions.contains(partition));
-                    consumer.buffer.retain(|partition, _| partitions.contains(partition));
-                    consumer.assignment = partitions;
+                    self.positions.retain(|partition, _| partitions.contains(partition));
+                    self.resetting.retain(|partition, _| partitions.contains(partition));
+                    self.fetching.retain(|partition, _| partitions.contains(partition));
+                    self.buffer.retain(|partition, _| partitions.contains(partition));
+                    self.assignment = partitions;
                     self.fetch_positions(context);
                     self.fetch_all(context);
                     if !revoked.is_empty() {
                         self.join(context);
                     }
                 } else {
-                    consumer.assignment = partitions;
+                    self.assignment = partitions;
                     // Eager protocol: every partition was revoked before
                     // the join, so each one assigned starts from its
                     // committed offset (`SubscriptionState#assignFromSubscribed`).
-                    consumer.positions.clear();
-                    consumer.resetting.clear();
-                    consumer.buffer.clear();
+                    self.positions.clear();
+                    self.resetting.clear();
+                    self.buffer.clear();
                     self.fetch_positions(context);
                 }
             }
@@ -175,9 +169,8 @@ impl Consumer {
             }
             match committed {
                 Some(offset) => {
-                    let consumer = &mut *self;
-                    consumer.positions.insert(partition.clone(), offset);
-                    consumer.committed.insert(partition, offset);
+                    self.positions.insert(partition.clone(), offset);
+                    self.committed.insert(partition, offset);
                 }
                 None if reset == OffsetReset::Earliest => {
                     self.positions.insert(partition, 0);
@@ -217,30 +210,27 @@ impl Consumer {
         offset: Offset,
     ) {
         let id = self.id;
-        let consumer = &mut *self;
-        if let Some((_, from)) = consumer.resetting.remove(&partition) {
-            if consumer.assignment.contains(&partition) {
-                consumer.positions.insert(partition.clone(), offset);
-                consumer.last_resets.insert(partition.clone(), (from, offset));
+        if let Some((_, from)) = self.resetting.remove(&partition) {
+            if self.assignment.contains(&partition) {
+                self.positions.insert(partition.clone(), offset);
+                self.last_resets.insert(partition.clone(), (from, offset));
                 context.trace(TraceKind::OffsetReset {
                     client: NodeId::Consumer(id),
                     partition,
                     offset,
                 });
             }
-        } else if consumer.assignment.contains(&partition) {
-            consumer.positions.entry(partition).or_insert(offset);
+        } else if self.assignment.contains(&partition) {
+            self.positions.entry(partition).or_insert(offset);
         }
         self.fetch_all(context);
     }
 
     /// An `OffsetCommitResponse` with an error.
     pub(super) fn commit_failed(&mut self, context: &mut ConsumerContext<'_>, error: ErrorCode) {
-        let consumer = &mut *self;
-        consumer.pending_commits.pop_front();
+        self.pending_commits.pop_front();
         self.sync_commit_settled(context);
-        let consumer = &mut *self;
-        let modern = consumer.config.consumer_protocol();
+        let modern = self.config.consumer_protocol();
         self.member_commit_settled(context);
         // A consumer-protocol member learns about its membership
         // from its heartbeats: a commit refused with a stale epoch
@@ -261,15 +251,14 @@ impl Consumer {
             return;
         };
         let until = context.now() + throttle_time_ms;
-        let consumer = &mut *self;
-        let entry = consumer.throttled_until.entry(broker).or_insert(until);
+        let entry = self.throttled_until.entry(broker).or_insert(until);
         *entry = (*entry).max(until);
-        if let Some(queue) = consumer.outstanding.get_mut(&broker) {
+        if let Some(queue) = self.outstanding.get_mut(&broker) {
             for (_, deadline) in queue.iter_mut() {
                 *deadline += throttle_time_ms;
             }
         }
-        let incarnation = consumer.incarnation;
+        let incarnation = self.incarnation;
         context.trace(TraceKind::Throttled {
             client: NodeId::Consumer(id),
             broker,
@@ -290,9 +279,8 @@ impl Consumer {
         spec: OffsetSpec,
         position: Offset,
     ) {
-        let consumer = &mut *self;
-        consumer.resetting.insert(partition.clone(), (spec, position));
-        let isolation = consumer.config.isolation_level;
+        self.resetting.insert(partition.clone(), (spec, position));
+        let isolation = self.config.isolation_level;
         // Answers come from brokers only.
         let NodeId::Broker(leader) = from else { return };
         self.send(
@@ -324,12 +312,11 @@ impl Consumer {
     ) {
         let id = self.id;
         let NodeId::Broker(broker) = from else { return };
-        let consumer = &mut *self;
-        if consumer.validating.get(&partition) != Some(&Some(broker)) {
+        if self.validating.get(&partition) != Some(&Some(broker)) {
             return;
         }
-        let Some((position, _)) = consumer.position_epoch(&partition) else {
-            consumer.validating.remove(&partition);
+        let Some((position, _)) = self.position_epoch(&partition) else {
+            self.validating.remove(&partition);
             self.fetch_all(context);
             return;
         };
@@ -339,15 +326,15 @@ impl Consumer {
                 // Retried after a metadata update (`OffsetFetcherUtils`:
                 // `requestUpdate`, and not before `retry.backoff.ms`): the
                 // partition's leader is unknown until that answer comes.
-                consumer.validating.insert(partition.clone(), None);
-                consumer.leaders.insert(partition, None);
-                if consumer.refresh_pending.is_none() {
+                self.validating.insert(partition.clone(), None);
+                self.leaders.insert(partition, None);
+                if self.refresh_pending.is_none() {
                     self.schedule_refresh(context, broker % context.config().brokers + 1);
                 }
                 return;
             }
         };
-        consumer.validating.remove(&partition);
+        self.validating.remove(&partition);
         let diverging = match answer {
             Some((_, end_offset)) if end_offset >= position => {
                 self.fetch_all(context);
@@ -356,7 +343,7 @@ impl Consumer {
             Some((epoch, end_offset)) => Some((epoch, end_offset)),
             None => None,
         };
-        let reset = consumer.config.auto_offset_reset;
+        let reset = self.config.auto_offset_reset;
         context.trace(TraceKind::LogTruncationDetected {
             client: NodeId::Consumer(id),
             partition: partition.clone(),
@@ -364,20 +351,19 @@ impl Consumer {
             diverging: diverging.map(|(_, end_offset)| end_offset),
             reset,
         });
-        let consumer = &mut *self;
-        consumer.buffer.remove(&partition);
+        self.buffer.remove(&partition);
         match (diverging, reset) {
             (_, OffsetReset::None) => {
                 self.exception_stops(context);
                 return;
             }
             (Some((epoch, end_offset)), _) => {
-                consumer.positions.insert(partition.clone(), end_offset);
-                consumer.position_epochs.insert(partition, (end_offset, epoch));
+                self.positions.insert(partition.clone(), end_offset);
+                self.position_epochs.insert(partition, (end_offset, epoch));
             }
             (None, reset) => {
                 // `requestOffsetReset` with the default strategy.
-                consumer.positions.remove(&partition);
+                self.positions.remove(&partition);
                 let spec = if reset == OffsetReset::Earliest {
                     OffsetSpec::Earliest
                 } else {
@@ -395,15 +381,14 @@ impl Consumer {
         let NodeId::Broker(broker) = from else {
             return;
         };
-        let consumer = &*self;
-        let lost_fetches: Vec<TopicPartition> = consumer
+        let lost_fetches: Vec<TopicPartition> = self
             .fetching
             .iter()
-            .filter(|(partition, in_flight)| **in_flight && consumer.fetch_brokers.get(*partition) == Some(&broker))
+            .filter(|(partition, in_flight)| **in_flight && self.fetch_brokers.get(*partition) == Some(&broker))
             .map(|(partition, _)| partition.clone())
             .collect();
-        let lost_coordinator = consumer.coordinator == Some(broker);
-        if consumer.metadata_in_flight == Some(broker) {
+        let lost_coordinator = self.coordinator == Some(broker);
+        if self.metadata_in_flight == Some(broker) {
             self.metadata_in_flight = None;
         }
         for partition in lost_fetches {
@@ -431,15 +416,14 @@ impl Consumer {
     }
 
     pub(super) fn joined(&mut self, context: &mut ConsumerContext<'_>, join: JoinResult) {
-        let consumer = &mut *self;
-        if consumer.phase != ConsumerPhase::Joining {
+        if self.phase != ConsumerPhase::Joining {
             return;
         }
-        consumer.member_id = Some(join.member_id.clone());
-        consumer.generation = join.generation;
-        consumer.phase = ConsumerPhase::Syncing;
-        let group = consumer.config.group.clone();
-        let Some(coordinator) = consumer.coordinator else {
+        self.member_id = Some(join.member_id.clone());
+        self.generation = join.generation;
+        self.phase = ConsumerPhase::Syncing;
+        let group = self.config.group.clone();
+        let Some(coordinator) = self.coordinator else {
             return;
         };
         // The leader computes everyone's assignment with the group's
@@ -451,9 +435,9 @@ impl Consumer {
         // (`onLeaderElected`: `assignmentSnapshot = metadataSnapshot`), so a
         // change made while it was away goes unnoticed, as in Kafka; a
         // later one does not.
-        consumer.assignment_snapshot = (join.member_id == join.leader).then(|| consumer.partition_counts.clone());
+        self.assignment_snapshot = (join.member_id == join.leader).then(|| self.partition_counts.clone());
         let assignment = leader.then(|| {
-            let partition_counts = consumer.partition_counts.clone();
+            let partition_counts = self.partition_counts.clone();
             let input = GroupInput {
                 topics: partition_counts,
                 members: join
@@ -476,7 +460,7 @@ impl Consumer {
             group,
             generation: join.generation,
             member_id: join.member_id,
-            instance: consumer.config.group_instance_id.clone(),
+            instance: self.config.group_instance_id.clone(),
             assignment,
         };
         self.send(context, coordinator, message);
@@ -484,26 +468,23 @@ impl Consumer {
 
     pub(crate) fn group_error(&mut self, context: &mut ConsumerContext<'_>, error: ErrorCode) {
         let id = self.id;
-        let consumer = &mut *self;
         match error {
             ErrorCode::RebalanceInProgress | ErrorCode::IllegalGeneration => {
-                if consumer.phase == ConsumerPhase::Consuming || consumer.phase == ConsumerPhase::Syncing {
+                if self.phase == ConsumerPhase::Consuming || self.phase == ConsumerPhase::Syncing {
                     if error == ErrorCode::IllegalGeneration {
                         // Its generation is gone: what it owned is lost
                         // (`onPartitionsLost`), cooperative or not.
                         self.commit(context);
-                        let consumer = &mut *self;
-                        consumer.assignment.clear();
-                        consumer.fetching.clear();
-                        consumer.buffer.clear();
+                        self.assignment.clear();
+                        self.fetching.clear();
+                        self.buffer.clear();
                     }
-                    let consumer = &mut *self;
-                    if consumer.processing_until.is_some() {
+                    if self.processing_until.is_some() {
                         // The heartbeat thread only asks for a rejoin; the
                         // application joins in its next poll()
                         // (`AbstractCoordinator#requestRejoin`), so a busy
                         // handler holds up the whole group's join round.
-                        consumer.rejoin_on_poll = true;
+                        self.rejoin_on_poll = true;
                     } else {
                         self.commit(context);
                         self.join(context);
@@ -511,12 +492,12 @@ impl Consumer {
                 }
             }
             ErrorCode::UnknownMemberId => {
-                consumer.member_id = None;
-                consumer.assignment.clear();
-                consumer.fetching.clear();
+                self.member_id = None;
+                self.assignment.clear();
+                self.fetching.clear();
                 // A JoinGroup already in flight will get the new id; a
                 // second one would make this client two members.
-                if consumer.phase != ConsumerPhase::Joining {
+                if self.phase != ConsumerPhase::Joining {
                     self.join(context);
                 }
             }
@@ -529,11 +510,11 @@ impl Consumer {
                 // group.instance.id, or the group's members share no
                 // assignor (`InconsistentGroupProtocolException`). The
                 // consumer stops.
-                consumer.phase = ConsumerPhase::Stopped;
+                self.phase = ConsumerPhase::Stopped;
                 context.set_running(false);
-                consumer.incarnation += 1;
-                consumer.assignment.clear();
-                consumer.fetching.clear();
+                self.incarnation += 1;
+                self.assignment.clear();
+                self.fetching.clear();
                 let status = if error == ErrorCode::FencedInstanceId {
                     ConsumerChange::Fenced
                 } else {
@@ -549,22 +530,20 @@ impl Consumer {
                 // later. A member that has its partitions keeps reading them
                 // while it looks for the coordinator again; one that was
                 // joining joins again once it is found.
-                let old = consumer.coordinator.take();
+                let old = self.coordinator.take();
                 if let (Some(broker), false) = (old, error == ErrorCode::NetworkException) {
                     context.connection_reset(broker);
                 }
-                let consumer = &mut *self;
                 // Requests on the old coordinator connection get no answer.
-                consumer.pending_commits.clear();
-                consumer.offset_fetch_in_flight = false;
-                consumer.heartbeat_in_flight = false;
+                self.pending_commits.clear();
+                self.offset_fetch_in_flight = false;
+                self.heartbeat_in_flight = false;
                 self.member_commit_settled(context);
                 self.sync_commit_settled(context);
-                let consumer = &mut *self;
-                if consumer.phase != ConsumerPhase::Consuming {
-                    consumer.phase = ConsumerPhase::FindingCoordinator;
-                    consumer.assignment.clear();
-                    consumer.fetching.clear();
+                if self.phase != ConsumerPhase::Consuming {
+                    self.phase = ConsumerPhase::FindingCoordinator;
+                    self.assignment.clear();
+                    self.fetching.clear();
                 }
                 // Not at once: the lookup waits retry.backoff.ms, as
                 // `AbstractCoordinator.ensureCoordinatorReady` does, or a

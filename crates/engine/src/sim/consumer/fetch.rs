@@ -8,25 +8,18 @@ impl Consumer {
     /// Asks the coordinator for the committed offsets of owned partitions
     /// that have no position yet (one OffsetFetch at a time).
     pub(crate) fn fetch_positions(&mut self, context: &mut ConsumerContext<'_>) {
-        let consumer = &*self;
-        let Some(coordinator) = consumer.coordinator else {
+        let Some(coordinator) = self.coordinator else {
             return;
         };
-        if consumer.phase != ConsumerPhase::Consuming || consumer.offset_fetch_in_flight {
+        if self.phase != ConsumerPhase::Consuming || self.offset_fetch_in_flight {
             return;
         }
         // A reset whose `ListOffsets` answer was lost is asked again.
-        let resets: Vec<(TopicPartition, OffsetSpec, Option<BrokerId>)> = consumer
+        let resets: Vec<(TopicPartition, OffsetSpec, Option<BrokerId>)> = self
             .resetting
             .iter()
-            .filter(|(partition, _)| consumer.assignment.contains(*partition))
-            .map(|(partition, (spec, _))| {
-                (
-                    partition.clone(),
-                    *spec,
-                    consumer.leaders.get(partition).copied().flatten(),
-                )
-            })
+            .filter(|(partition, _)| self.assignment.contains(*partition))
+            .map(|(partition, (spec, _))| (partition.clone(), *spec, self.leaders.get(partition).copied().flatten()))
             .collect();
         for (partition, spec, leader) in resets {
             if let Some(leader) = leader {
@@ -42,19 +35,16 @@ impl Consumer {
                 );
             }
         }
-        let consumer = &*self;
-        let partitions: Vec<TopicPartition> = consumer
+        let partitions: Vec<TopicPartition> = self
             .assignment
             .iter()
-            .filter(|partition| {
-                !consumer.positions.contains_key(*partition) && !consumer.resetting.contains_key(*partition)
-            })
+            .filter(|partition| !self.positions.contains_key(*partition) && !self.resetting.contains_key(*partition))
             .cloned()
             .collect();
         if partitions.is_empty() {
             return;
         }
-        let group = consumer.config.group.clone();
+        let group = self.config.group.clone();
         self.offset_fetch_in_flight = true;
         self.send(context, coordinator, Message::OffsetFetch { group, partitions });
     }
@@ -64,18 +54,16 @@ impl Consumer {
     pub(crate) fn fetch_all(&mut self, context: &mut ConsumerContext<'_>) {
         // A position that moved (a reset, a committed offset, a revoked
         // partition) while it awaited validation has no epoch to check.
-        let consumer = &mut *self;
-        let keep: Vec<bool> = consumer
+        let keep: Vec<bool> = self
             .validating
             .keys()
-            .map(|partition| consumer.assignment.contains(partition) && consumer.position_epoch(partition).is_some())
+            .map(|partition| self.assignment.contains(partition) && self.position_epoch(partition).is_some())
             .collect();
         let mut keep = keep.into_iter();
-        consumer.validating.retain(|_, _| keep.next().unwrap_or(false));
-        let consumer = &*self;
+        self.validating.retain(|_, _| keep.next().unwrap_or(false));
         // During a cooperative rebalance a member still reads what it owns.
         let reading = matches!(
-            consumer.phase,
+            self.phase,
             ConsumerPhase::Consuming | ConsumerPhase::Joining | ConsumerPhase::Syncing
         );
         if !reading {
@@ -83,27 +71,26 @@ impl Consumer {
         }
         let mut requests = Vec::new();
         let mut validations = Vec::new();
-        for partition in &consumer.assignment {
-            if let Some(in_flight) = consumer.validating.get(partition) {
+        for partition in &self.assignment {
+            if let Some(in_flight) = self.validating.get(partition) {
                 if let (None, Some(Some(leader)), Some((_, epoch)), Some(current)) = (
                     in_flight,
-                    consumer.leaders.get(partition),
-                    consumer.position_epoch(partition),
-                    consumer.leader_epochs.get(partition),
+                    self.leaders.get(partition),
+                    self.position_epoch(partition),
+                    self.leader_epochs.get(partition),
                 ) {
                     validations.push((partition.clone(), *leader, epoch, *current));
                 }
                 continue;
             }
-            if consumer.fetching.get(partition) == Some(&true) || consumer.buffer.contains_key(partition) {
+            if self.fetching.get(partition) == Some(&true) || self.buffer.contains_key(partition) {
                 continue;
             }
-            let (Some(&position), Some(Some(leader))) =
-                (consumer.positions.get(partition), consumer.leaders.get(partition))
+            let (Some(&position), Some(Some(leader))) = (self.positions.get(partition), self.leaders.get(partition))
             else {
                 continue;
             };
-            if consumer
+            if self
                 .throttled_until
                 .get(leader)
                 .is_some_and(|until| *until > context.now())
@@ -115,13 +102,12 @@ impl Consumer {
         // An owned partition without a known leader asks for metadata again
         // after retry.backoff.ms (the client's `Metadata` refresh when a
         // leader is unknown), until one is known.
-        let consumer = &*self;
-        let leaderless = consumer
+        let leaderless = self
             .assignment
             .iter()
-            .any(|partition| !matches!(consumer.leaders.get(partition), Some(Some(_))));
-        if leaderless && consumer.refresh_pending.is_none() && consumer.metadata_in_flight.is_none() {
-            let broker = consumer.bootstrap_attempt % context.config().brokers + 1;
+            .any(|partition| !matches!(self.leaders.get(partition), Some(Some(_))));
+        if leaderless && self.refresh_pending.is_none() && self.metadata_in_flight.is_none() {
+            let broker = self.bootstrap_attempt % context.config().brokers + 1;
             self.bootstrap_attempt += 1;
             self.schedule_refresh(context, broker);
         }
@@ -157,9 +143,8 @@ impl Consumer {
     /// Asks `broker` for metadata once `retry.backoff.ms` has passed (the
     /// client's `Metadata` refresh backoff).
     pub(super) fn schedule_refresh(&mut self, context: &mut ConsumerContext<'_>, broker: BrokerId) {
-        let consumer = &mut *self;
-        consumer.refresh_pending = Some(broker);
-        let incarnation = consumer.incarnation;
+        self.refresh_pending = Some(broker);
+        let incarnation = self.incarnation;
         context.timer(incarnation, RETRY_BACKOFF_MS, Timer::ConsumerMetadataRefresh);
     }
 
@@ -181,31 +166,30 @@ impl Consumer {
             fetch_offset,
             next_offset: batches_end,
         } = answer;
-        let consumer = &mut *self;
         // Only the answer to the fetch in flight counts.
-        if from != NodeId::Broker(consumer.fetch_brokers.get(&partition).copied().unwrap_or(0))
-            || consumer.fetching.get(&partition) != Some(&true)
+        if from != NodeId::Broker(self.fetch_brokers.get(&partition).copied().unwrap_or(0))
+            || self.fetching.get(&partition) != Some(&true)
         {
             return;
         }
-        consumer.fetching.insert(partition.clone(), false);
-        if !consumer.assignment.contains(&partition) {
+        self.fetching.insert(partition.clone(), false);
+        if !self.assignment.contains(&partition) {
             return;
         }
         // A fetch answered after the position went into validation is
         // dropped: the partition is not fetchable until then (KIP-320).
-        if consumer.validating.contains_key(&partition) {
+        if self.validating.contains_key(&partition) {
             return;
         }
         if error == Some(ErrorCode::OffsetOutOfRange) {
             // The position is gone (retention deleted it) or past the end:
             // `auto.offset.reset` decides where to go (`SubscriptionState#
             // requestOffsetReset`, then a `ListOffsets`).
-            let Some(position) = consumer.positions.remove(&partition) else {
+            let Some(position) = self.positions.remove(&partition) else {
                 return;
             };
-            consumer.buffer.remove(&partition);
-            let reset = consumer.config.auto_offset_reset;
+            self.buffer.remove(&partition);
+            let reset = self.config.auto_offset_reset;
             context.trace(TraceKind::OffsetOutOfRange {
                 client: NodeId::Consumer(id),
                 partition: partition.clone(),
@@ -228,8 +212,8 @@ impl Consumer {
             // retry.backoff.ms after the failure (Kafka's `Metadata`
             // refresh backoff), so a dead leader costs one request per
             // backoff rather than a storm.
-            if error == ErrorCode::NotLeaderOrFollower && consumer.refresh_pending.is_none() {
-                consumer.leaders.clear();
+            if error == ErrorCode::NotLeaderOrFollower && self.refresh_pending.is_none() {
+                self.leaders.clear();
                 let broker = match from {
                     NodeId::Broker(broker) => broker % context.config().brokers + 1,
                     _ => 1,
@@ -254,13 +238,13 @@ impl Consumer {
         }
         // A read_committed consumer's end is the last stable offset
         // (`SubscriptionState#partitionLag`).
-        let isolation = consumer.config.isolation_level;
+        let isolation = self.config.isolation_level;
         let bound = match isolation {
             IsolationLevel::ReadUncommitted => high_watermark,
             IsolationLevel::ReadCommitted => last_stable_offset,
         };
-        consumer.high_watermarks.insert(partition.clone(), bound);
-        let Some(&position) = consumer.positions.get(&partition) else {
+        self.high_watermarks.insert(partition.clone(), bound);
+        let Some(&position) = self.positions.get(&partition) else {
             return;
         };
         let current = fetch_offset == position;
@@ -283,7 +267,6 @@ impl Consumer {
         if isolation == IsolationLevel::ReadCommitted {
             context.check_read_committed(from, &partition, &fresh);
         }
-        let consumer = &mut *self;
         let above: Vec<Offset> = fresh
             .iter()
             .map(|record| record.offset)
@@ -291,7 +274,7 @@ impl Consumer {
             .collect();
         if !fresh.is_empty() {
             // The fetch buffer holds them until the application polls.
-            consumer.buffer.insert(
+            self.buffer.insert(
                 partition.clone(),
                 Fetched {
                     records: fresh,
@@ -302,9 +285,9 @@ impl Consumer {
         } else if next_offset > position {
             // Only markers or aborted records: nothing for the
             // application, and the position moves past them.
-            consumer.positions.insert(partition.clone(), next_offset);
+            self.positions.insert(partition.clone(), next_offset);
             if let Some(epoch) = last_epoch {
-                consumer.position_epochs.insert(partition.clone(), (next_offset, epoch));
+                self.position_epochs.insert(partition.clone(), (next_offset, epoch));
             }
         }
         if !above.is_empty() {
@@ -331,59 +314,56 @@ impl Consumer {
     pub(super) fn poll(&mut self, context: &mut ConsumerContext<'_>) {
         let id = self.id;
         let now = context.now();
-        let consumer = &mut *self;
-        if consumer.phase == ConsumerPhase::Stopped || consumer.processing_until.is_some() {
+        if self.phase == ConsumerPhase::Stopped || self.processing_until.is_some() {
             return;
         }
-        if consumer.paused_until.is_some_and(|until| until > now) {
+        if self.paused_until.is_some_and(|until| until > now) {
             return;
         }
-        if consumer.awaiting_commit && !consumer.pending_commits.is_empty() {
+        if self.awaiting_commit && !self.pending_commits.is_empty() {
             // `commitSync()` has not returned yet.
             return;
         }
-        consumer.awaiting_commit = false;
-        consumer.last_poll_ms = now;
-        if std::mem::take(&mut consumer.rejoin_on_poll) {
-            if consumer.coordinator.is_some() {
+        self.awaiting_commit = false;
+        self.last_poll_ms = now;
+        if std::mem::take(&mut self.rejoin_on_poll) {
+            if self.coordinator.is_some() {
                 // `onJoinPrepare`: commit what was consumed, then join.
                 self.commit(context);
                 self.join(context);
             } else {
-                consumer.phase = ConsumerPhase::FindingCoordinator;
-                consumer.assignment.clear();
-                consumer.fetching.clear();
-                consumer.buffer.clear();
+                self.phase = ConsumerPhase::FindingCoordinator;
+                self.assignment.clear();
+                self.fetching.clear();
+                self.buffer.clear();
                 self.schedule_retry(context, RETRY_BACKOFF_MS);
             }
         }
         self.metadata_changed(context);
-        let consumer = &mut *self;
-        if std::mem::take(&mut consumer.commit_due) {
+        if std::mem::take(&mut self.commit_due) {
             self.commit(context);
         }
         // Jepsen's checks read this poll unless a `read_uncommitted`
         // consumer may see what a transaction later aborts.
         let judged = context.jepsen_judges(self.config.isolation_level);
-        let consumer = &mut *self;
-        if consumer.awaiting_txn.is_some() {
+        if self.awaiting_txn.is_some() {
             // `commitTransaction()` has not returned yet.
             return;
         }
-        let mut budget = consumer.config.max_poll_records.max(1) as usize;
+        let mut budget = self.config.max_poll_records.max(1) as usize;
         let mut taken = Vec::new();
         let mut sources = Vec::new();
         let mut polled = Vec::new();
-        let partitions: Vec<TopicPartition> = consumer.buffer.keys().cloned().collect();
+        let partitions: Vec<TopicPartition> = self.buffer.keys().cloned().collect();
         for partition in partitions {
             if budget == 0 {
                 break;
             }
-            if !consumer.assignment.contains(&partition) {
-                consumer.buffer.remove(&partition);
+            if !self.assignment.contains(&partition) {
+                self.buffer.remove(&partition);
                 continue;
             }
-            let Some(fetched) = consumer.buffer.get_mut(&partition) else {
+            let Some(fetched) = self.buffer.get_mut(&partition) else {
                 continue;
             };
             let count = budget.min(fetched.records.len());
@@ -395,18 +375,17 @@ impl Consumer {
                     next_offset = fetched.next_offset;
                     epoch = fetched.last_epoch.or(epoch);
                 }
-                consumer.buffer.remove(&partition);
+                self.buffer.remove(&partition);
             }
             if let Some(epoch) = epoch {
-                consumer.position_epochs.insert(partition.clone(), (next_offset, epoch));
+                self.position_epochs.insert(partition.clone(), (next_offset, epoch));
             }
             budget -= count;
             sources.extend(batch.iter().map(|record| record.id));
             if judged {
                 polled.extend(batch.iter().map(|record| (partition.clone(), record.offset, record.id)));
             }
-            consumer
-                .in_process
+            self.in_process
                 .extend(batch.iter().map(|record| crate::sim::ledger::InProcess {
                     partition: partition.clone(),
                     offset: record.offset,
@@ -414,17 +393,17 @@ impl Consumer {
                 }));
             if let (Some(first), Some(last)) = (batch.first(), batch.last()) {
                 let (from, to) = (first.offset, last.offset + 1);
-                consumer.positions.insert(partition.clone(), next_offset);
-                consumer.records_read += batch.len() as u64;
-                let high_watermark = consumer.high_watermarks.get(&partition).copied().unwrap_or(to);
+                self.positions.insert(partition.clone(), next_offset);
+                self.records_read += batch.len() as u64;
+                let high_watermark = self.high_watermarks.get(&partition).copied().unwrap_or(to);
                 taken.push((partition, from, to, high_watermark, batch.len() as u64));
             }
         }
-        let per_record = consumer.config.processing_ms_per_record;
+        let per_record = self.config.processing_ms_per_record;
         let count: u64 = taken.iter().map(|(.., count)| *count).sum();
-        let incarnation = consumer.incarnation;
-        consumer.processing_started_ms = now;
-        if count > 0 && consumer.config.commit_mode == CommitMode::BeforeProcessing {
+        let incarnation = self.incarnation;
+        self.processing_started_ms = now;
+        if count > 0 && self.config.commit_mode == CommitMode::BeforeProcessing {
             // `commitSync()` before the handler runs: at most once.
             self.send_commit(context);
         }
@@ -437,8 +416,7 @@ impl Consumer {
             .filter(|(_, record)| context.is_poison(record))
             .map(|(index, _)| index)
             .collect();
-        let consumer = &mut *self;
-        let policy = &consumer.config.on_failure;
+        let policy = &self.config.on_failure;
         // Each failed attempt takes the handler's time for a record, and
         // each retry waits its backoff first.
         let retrying = u64::from(policy.retries).saturating_mul(per_record.saturating_add(policy.backoff_ms));
@@ -453,24 +431,22 @@ impl Consumer {
         };
         // A failing record always takes a moment: the handler's time.
         let busy = if poisoned.is_empty() { busy } else { busy.max(1) };
-        consumer.poisoned = poisoned;
+        self.poisoned = poisoned;
         if count > 0 && busy > 0 {
-            consumer.processing_until = Some(now + busy);
+            self.processing_until = Some(now + busy);
             // The heartbeat thread wakes at least every retry.backoff.ms
             // and leaves the group as soon as the poll timer has expired
             // (`AbstractCoordinator.HeartbeatThread#run`,
             // `Heartbeat#pollTimeoutExpired`), not only at its next
             // heartbeat; here it notices at the moment of expiry.
-            let deadline = consumer
-                .last_poll_ms
-                .saturating_add(consumer.config.max_poll_interval_ms);
+            let deadline = self.last_poll_ms.saturating_add(self.config.max_poll_interval_ms);
             if now + busy > deadline {
                 context.timer(incarnation, deadline.saturating_sub(now), Timer::ConsumerPollTimer);
             }
             context.timer(incarnation, busy, Timer::ConsumerProcessed);
         } else {
-            let done = std::mem::take(&mut consumer.in_process);
-            if consumer.config.commit_mode == CommitMode::Transactional {
+            let done = std::mem::take(&mut self.in_process);
+            if self.config.commit_mode == CommitMode::Transactional {
                 if count > 0 {
                     self.commit_transaction(context, done);
                 }

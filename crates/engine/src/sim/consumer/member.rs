@@ -2,7 +2,7 @@
 //! `ConsumerMembershipManager` and `ConsumerHeartbeatRequestManager`.
 //!
 //! The member joins with a `ConsumerGroupHeartbeat` at epoch 0 and then
-//! heartbeats every `group.consumer.heartbeat.interval.ms` (the broker
+//! heartbeats every `group.self.heartbeat.interval.ms` (the broker
 //! says how often), one request at a time, reporting the partitions it
 //! owns. When an answer brings a new assignment it reconciles on its own:
 //! partitions it must give up are committed, dropped, and reported gone in
@@ -32,22 +32,20 @@ impl Consumer {
     /// Joins (or joins again) with epoch 0.
     pub(crate) fn member_join(&mut self, context: &mut ConsumerContext<'_>) {
         let id = self.id;
-        let consumer = &mut *self;
-        if consumer.coordinator.is_none() {
+        if self.coordinator.is_none() {
             return;
         }
-        if consumer.member_id.is_none() {
+        if self.member_id.is_none() {
             let number = context.next_member_number();
             let member_id = format!("{}-{}", NodeId::Consumer(id), number);
             self.member_id = Some(member_id);
         }
-        let consumer = &mut *self;
-        consumer.phase = ConsumerPhase::Joining;
-        consumer.generation = 0;
-        consumer.assignment.clear();
-        consumer.fetching.clear();
-        consumer.buffer.clear();
-        consumer.heartbeat_in_flight = false;
+        self.phase = ConsumerPhase::Joining;
+        self.generation = 0;
+        self.assignment.clear();
+        self.fetching.clear();
+        self.buffer.clear();
+        self.heartbeat_in_flight = false;
         self.member_heartbeat(context);
     }
 
@@ -55,24 +53,23 @@ impl Consumer {
     /// owns, unless one is in flight; the next one is due an interval
     /// later.
     pub(crate) fn member_heartbeat(&mut self, context: &mut ConsumerContext<'_>) {
-        let consumer = &*self;
-        let (Some(coordinator), Some(member_id)) = (consumer.coordinator, consumer.member_id.clone()) else {
+        let (Some(coordinator), Some(member_id)) = (self.coordinator, self.member_id.clone()) else {
             return;
         };
-        let member = matches!(consumer.phase, ConsumerPhase::Joining | ConsumerPhase::Consuming);
-        if !member || consumer.heartbeat_in_flight || consumer.rejoin_on_poll {
+        let member = matches!(self.phase, ConsumerPhase::Joining | ConsumerPhase::Consuming);
+        if !member || self.heartbeat_in_flight || self.rejoin_on_poll {
             return;
         }
         let message = Message::ConsumerGroupHeartbeat {
-            group: consumer.config.group.clone(),
+            group: self.config.group.clone(),
             member_id,
-            member_epoch: consumer.generation as i32,
-            rebalance_timeout_ms: consumer.config.max_poll_interval_ms,
-            topics: consumer.config.topics.clone(),
-            assignor: consumer.config.group_remote_assignor.clone(),
-            owned: consumer.assignment.clone(),
+            member_epoch: self.generation as i32,
+            rebalance_timeout_ms: self.config.max_poll_interval_ms,
+            topics: self.config.topics.clone(),
+            assignor: self.config.group_remote_assignor.clone(),
+            owned: self.assignment.clone(),
         };
-        let interval = consumer.heartbeat_interval_ms;
+        let interval = self.heartbeat_interval_ms;
         self.heartbeat_in_flight = true;
         self.send(context, coordinator, message);
         self.member_schedule_heartbeat(context, interval);
@@ -82,23 +79,21 @@ impl Consumer {
     /// counts; an earlier one replaces it).
     fn member_schedule_heartbeat(&mut self, context: &mut ConsumerContext<'_>, delay: u64) {
         let at = context.now() + delay;
-        let consumer = &mut *self;
-        consumer.heartbeat_due_at = Some(at);
-        let incarnation = consumer.incarnation;
+        self.heartbeat_due_at = Some(at);
+        let incarnation = self.incarnation;
         context.timer(incarnation, delay, Timer::ConsumerGroupHeartbeat);
     }
 
     /// The heartbeat timer fired.
     pub(crate) fn member_heartbeat_due(&mut self, context: &mut ConsumerContext<'_>) {
-        let consumer = &mut *self;
-        if consumer.heartbeat_due_at.is_none_or(|at| at > context.now()) {
+        if self.heartbeat_due_at.is_none_or(|at| at > context.now()) {
             return;
         }
-        consumer.heartbeat_due_at = None;
-        if consumer.phase == ConsumerPhase::Stopped {
+        self.heartbeat_due_at = None;
+        if self.phase == ConsumerPhase::Stopped {
             return;
         }
-        if consumer.heartbeat_in_flight {
+        if self.heartbeat_in_flight {
             // Sent as soon as the answer is in.
             return;
         }
@@ -107,20 +102,19 @@ impl Consumer {
 
     /// Leaves the group: a heartbeat with epoch -1, not waited for.
     pub(crate) fn member_leave(&mut self, context: &mut ConsumerContext<'_>) {
-        let consumer = &*self;
-        let (Some(coordinator), Some(member_id)) = (consumer.coordinator, consumer.member_id.clone()) else {
+        let (Some(coordinator), Some(member_id)) = (self.coordinator, self.member_id.clone()) else {
             return;
         };
-        if consumer.generation == 0 && consumer.phase != ConsumerPhase::Joining {
+        if self.generation == 0 && self.phase != ConsumerPhase::Joining {
             return;
         }
         let message = Message::ConsumerGroupHeartbeat {
-            group: consumer.config.group.clone(),
+            group: self.config.group.clone(),
             member_id,
             member_epoch: crate::groups::consumer::LEAVE_GROUP_MEMBER_EPOCH,
-            rebalance_timeout_ms: consumer.config.max_poll_interval_ms,
-            topics: consumer.config.topics.clone(),
-            assignor: consumer.config.group_remote_assignor.clone(),
+            rebalance_timeout_ms: self.config.max_poll_interval_ms,
+            topics: self.config.topics.clone(),
+            assignor: self.config.group_remote_assignor.clone(),
             owned: Vec::new(),
         };
         self.send(context, coordinator, message);
@@ -132,22 +126,19 @@ impl Consumer {
         context: &mut ConsumerContext<'_>,
         result: Result<MemberEpochAnswer, ErrorCode>,
     ) {
-        let consumer = &mut *self;
         match result {
             Ok(answer) if answer.member_epoch < 0 => {}
             Ok(answer) => {
-                consumer.heartbeat_in_flight = false;
-                if !matches!(consumer.phase, ConsumerPhase::Joining | ConsumerPhase::Consuming)
-                    || consumer.rejoin_on_poll
-                {
+                self.heartbeat_in_flight = false;
+                if !matches!(self.phase, ConsumerPhase::Joining | ConsumerPhase::Consuming) || self.rejoin_on_poll {
                     return;
                 }
-                consumer.phase = ConsumerPhase::Consuming;
-                consumer.member_id = Some(answer.member_id);
-                let old_epoch = consumer.generation;
-                consumer.generation = answer.member_epoch.max(0) as u32;
-                consumer.heartbeat_interval_ms = answer.heartbeat_interval_ms.max(1);
-                let interval = consumer.heartbeat_interval_ms;
+                self.phase = ConsumerPhase::Consuming;
+                self.member_id = Some(answer.member_id);
+                let old_epoch = self.generation;
+                self.generation = answer.member_epoch.max(0) as u32;
+                self.heartbeat_interval_ms = answer.heartbeat_interval_ms.max(1);
+                let interval = self.heartbeat_interval_ms;
                 let acked = match answer.assignment {
                     Some(assignment) => self.member_reconcile(context, assignment, old_epoch),
                     None => false,
@@ -157,7 +148,7 @@ impl Consumer {
                 }
             }
             Err(error) => {
-                consumer.heartbeat_in_flight = false;
+                self.heartbeat_in_flight = false;
                 match error {
                     ErrorCode::FencedMemberEpoch | ErrorCode::UnknownMemberId => self.member_fenced(context, error),
                     _ => self.group_error(context, error),
@@ -176,8 +167,7 @@ impl Consumer {
         old_epoch: u32,
     ) -> bool {
         let id = self.id;
-        let consumer = &*self;
-        let revoked: Vec<TopicPartition> = consumer
+        let revoked: Vec<TopicPartition> = self
             .assignment
             .iter()
             .filter(|partition| !assignment.contains(partition))
@@ -185,10 +175,10 @@ impl Consumer {
             .collect();
         let added: Vec<TopicPartition> = assignment
             .iter()
-            .filter(|partition| !consumer.assignment.contains(partition))
+            .filter(|partition| !self.assignment.contains(partition))
             .cloned()
             .collect();
-        let epoch = consumer.generation;
+        let epoch = self.generation;
         if revoked.is_empty() && added.is_empty() {
             if epoch != old_epoch {
                 context.trace(TraceKind::ConsumerStatus {
@@ -208,13 +198,12 @@ impl Consumer {
             self.commit(context);
             wait_for_commit = self.pending_commits.len() > before;
         }
-        let consumer = &mut *self;
-        consumer.assignment.retain(|partition| !revoked.contains(partition));
-        consumer.positions.retain(|partition, _| !revoked.contains(partition));
-        consumer.resetting.retain(|partition, _| !revoked.contains(partition));
-        consumer.fetching.retain(|partition, _| !revoked.contains(partition));
-        consumer.buffer.retain(|partition, _| !revoked.contains(partition));
-        consumer.assignment.extend(added.iter().cloned());
+        self.assignment.retain(|partition| !revoked.contains(partition));
+        self.positions.retain(|partition, _| !revoked.contains(partition));
+        self.resetting.retain(|partition, _| !revoked.contains(partition));
+        self.fetching.retain(|partition, _| !revoked.contains(partition));
+        self.buffer.retain(|partition, _| !revoked.contains(partition));
+        self.assignment.extend(added.iter().cloned());
         context.trace(TraceKind::ConsumerStatus {
             consumer: id,
             status: ConsumerChange::Reconciled { epoch, added, revoked },
@@ -233,8 +222,7 @@ impl Consumer {
     /// The commit sent before a revocation is answered (or lost): the
     /// member reports what it owns now.
     pub(crate) fn member_commit_settled(&mut self, context: &mut ConsumerContext<'_>) {
-        let consumer = &mut *self;
-        if std::mem::take(&mut consumer.ack_after_commit) {
+        if std::mem::take(&mut self.ack_after_commit) {
             self.member_heartbeat(context);
         }
     }
@@ -243,19 +231,18 @@ impl Consumer {
     /// epoch 0 after a short backoff.
     fn member_fenced(&mut self, context: &mut ConsumerContext<'_>, error: ErrorCode) {
         let id = self.id;
-        let consumer = &mut *self;
-        if consumer.phase == ConsumerPhase::Stopped {
+        if self.phase == ConsumerPhase::Stopped {
             return;
         }
-        consumer.generation = 0;
-        consumer.assignment.clear();
-        consumer.positions.clear();
-        consumer.resetting.clear();
-        consumer.fetching.clear();
-        consumer.buffer.clear();
-        consumer.pending_commits.clear();
-        consumer.ack_after_commit = false;
-        consumer.phase = ConsumerPhase::Joining;
+        self.generation = 0;
+        self.assignment.clear();
+        self.positions.clear();
+        self.resetting.clear();
+        self.fetching.clear();
+        self.buffer.clear();
+        self.pending_commits.clear();
+        self.ack_after_commit = false;
+        self.phase = ConsumerPhase::Joining;
         context.trace(TraceKind::ConsumerStatus {
             consumer: id,
             status: ConsumerChange::EpochFenced { error },

@@ -301,53 +301,51 @@ impl Consumer {
 impl Consumer {
     pub(crate) fn start(&mut self, context: &mut ConsumerContext<'_>) {
         let id = self.id;
-        let consumer = &mut *self;
-        if consumer.phase != ConsumerPhase::Stopped {
+        if self.phase != ConsumerPhase::Stopped {
             return;
         }
-        consumer.incarnation += 1;
-        consumer.retry_at = None;
-        consumer.refresh_pending = None;
-        consumer.metadata_in_flight = None;
-        consumer.outstanding.clear();
-        consumer.timeout_armed.clear();
-        consumer.phase = ConsumerPhase::FindingCoordinator;
+        self.incarnation += 1;
+        self.retry_at = None;
+        self.refresh_pending = None;
+        self.metadata_in_flight = None;
+        self.outstanding.clear();
+        self.timeout_armed.clear();
+        self.phase = ConsumerPhase::FindingCoordinator;
         context.set_running(true);
-        consumer.member_id = None;
-        consumer.generation = 0;
-        consumer.assignment.clear();
-        consumer.positions.clear();
-        consumer.resetting.clear();
-        consumer.fetching.clear();
-        consumer.coordinator = None;
-        consumer.pending_commits.clear();
-        consumer.buffer.clear();
-        consumer.processing_until = None;
-        consumer.paused_until = None;
-        consumer.last_poll_ms = context.now();
-        consumer.commit_due = false;
-        consumer.rejoin_on_poll = false;
-        consumer.heartbeat_in_flight = false;
-        consumer.heartbeat_interval_ms = context.config().group_consumer_heartbeat_interval_ms;
-        consumer.heartbeat_due_at = None;
-        consumer.ack_after_commit = false;
-        consumer.in_process.clear();
-        consumer.awaiting_commit = false;
-        consumer.awaiting_txn = None;
-        consumer.in_transaction.clear();
-        consumer.poisoned.clear();
-        let incarnation = consumer.incarnation;
+        self.member_id = None;
+        self.generation = 0;
+        self.assignment.clear();
+        self.positions.clear();
+        self.resetting.clear();
+        self.fetching.clear();
+        self.coordinator = None;
+        self.pending_commits.clear();
+        self.buffer.clear();
+        self.processing_until = None;
+        self.paused_until = None;
+        self.last_poll_ms = context.now();
+        self.commit_due = false;
+        self.rejoin_on_poll = false;
+        self.heartbeat_in_flight = false;
+        self.heartbeat_interval_ms = context.config().group_consumer_heartbeat_interval_ms;
+        self.heartbeat_due_at = None;
+        self.ack_after_commit = false;
+        self.in_process.clear();
+        self.awaiting_commit = false;
+        self.awaiting_txn = None;
+        self.in_transaction.clear();
+        self.poisoned.clear();
+        let incarnation = self.incarnation;
         // The app's producer starts with it (a new instance: it fences
         // the one that died, KIP-98). One that a fatal error stopped (the
         // app closed it and stopped) is replaced by a new instance too.
-        if let Some(producer) = consumer.config.output_producer {
+        if let Some(producer) = self.config.output_producer {
             if context.producer_fenced(producer) {
                 context.producer_crash(producer);
             }
             context.producer_revive(producer);
         }
-        let consumer = &mut *self;
-        let group = consumer.config.group.clone();
+        let group = self.config.group.clone();
         context.trace(TraceKind::ConsumerStatus {
             consumer: id,
             status: ConsumerChange::Started {
@@ -369,21 +367,19 @@ impl Consumer {
     /// due as soon: a client has one retry pending, never a growing number.
     fn schedule_retry(&mut self, context: &mut ConsumerContext<'_>, delay: u64) {
         let at = context.now() + delay;
-        let consumer = &mut *self;
-        if consumer.retry_at.is_some_and(|pending| pending <= at) {
+        if self.retry_at.is_some_and(|pending| pending <= at) {
             return;
         }
-        consumer.retry_at = Some(at);
-        let incarnation = consumer.incarnation;
+        self.retry_at = Some(at);
+        let incarnation = self.incarnation;
         context.timer(incarnation, delay, Timer::ConsumerRetry);
     }
 
     fn bootstrap(&mut self, context: &mut ConsumerContext<'_>) {
-        let consumer = &mut *self;
-        let broker = consumer.bootstrap_attempt % context.config().brokers + 1;
-        consumer.bootstrap_attempt += 1;
-        consumer.metadata_in_flight = Some(broker);
-        let group = consumer.config.group.clone();
+        let broker = self.bootstrap_attempt % context.config().brokers + 1;
+        self.bootstrap_attempt += 1;
+        self.metadata_in_flight = Some(broker);
+        let group = self.config.group.clone();
         self.send(context, broker, Message::MetadataRequest);
         self.send(context, broker, Message::FindCoordinator { group });
         self.schedule_retry(context, 1_000);
@@ -391,8 +387,7 @@ impl Consumer {
 
     pub(crate) fn stop(&mut self, context: &mut ConsumerContext<'_>, clean: bool) {
         let id = self.id;
-        let consumer = &*self;
-        if consumer.phase == ConsumerPhase::Stopped {
+        if self.phase == ConsumerPhase::Stopped {
             return;
         }
         if clean {
@@ -405,18 +400,16 @@ impl Consumer {
             }
             self.commit(context);
             self.commit_after_processing(context);
-            let consumer = &*self;
-            let member_id = consumer.member_id.clone();
+            let member_id = self.member_id.clone();
             self.leave_group(context, member_id);
         } else {
             self.interrupted(context);
         }
-        let consumer = &mut *self;
-        consumer.phase = ConsumerPhase::Stopped;
+        self.phase = ConsumerPhase::Stopped;
         context.set_running(false);
-        consumer.incarnation += 1;
-        consumer.assignment.clear();
-        consumer.throttled_until.clear();
+        self.incarnation += 1;
+        self.assignment.clear();
+        self.throttled_until.clear();
         let status = if clean {
             ConsumerChange::Closed
         } else {
@@ -434,10 +427,9 @@ impl Consumer {
                 context.producer_crash(producer);
             }
         }
-        let consumer = &mut *self;
-        consumer.awaiting_txn = None;
-        consumer.in_transaction.clear();
-        consumer.poisoned.clear();
+        self.awaiting_txn = None;
+        self.in_transaction.clear();
+        self.poisoned.clear();
     }
 
     /// `poll()` threw (`auto.offset.reset=none` and no position to start
@@ -454,22 +446,21 @@ impl Consumer {
     /// handler is done, on its heartbeat timer when idle); while its
     /// handler works or its coordinator is unknown the need stays.
     fn metadata_changed(&mut self, context: &mut ConsumerContext<'_>) -> bool {
-        let consumer = &mut *self;
         // The check belongs to poll(): not while the handler works on the
         // last poll's records or the process is paused.
-        if consumer.phase != ConsumerPhase::Consuming
-            || consumer.processing_until.is_some()
-            || consumer.paused_until.is_some_and(|until| until > context.now())
-            || consumer.coordinator.is_none()
-            || consumer.config.consumer_protocol()
-            || consumer
+        if self.phase != ConsumerPhase::Consuming
+            || self.processing_until.is_some()
+            || self.paused_until.is_some_and(|until| until > context.now())
+            || self.coordinator.is_none()
+            || self.config.consumer_protocol()
+            || self
                 .assignment_snapshot
                 .as_ref()
-                .is_none_or(|snapshot| *snapshot == consumer.partition_counts)
+                .is_none_or(|snapshot| *snapshot == self.partition_counts)
         {
             return false;
         }
-        consumer.assignment_snapshot = None;
+        self.assignment_snapshot = None;
         self.commit(context);
         self.join(context);
         true
@@ -480,30 +471,29 @@ impl Consumer {
             self.member_join(context);
             return;
         }
-        let consumer = &mut *self;
-        let Some(coordinator) = consumer.coordinator else {
+        let Some(coordinator) = self.coordinator else {
             return;
         };
-        consumer.phase = ConsumerPhase::Joining;
-        let owned = if consumer.cooperative() {
+        self.phase = ConsumerPhase::Joining;
+        let owned = if self.cooperative() {
             // Cooperative protocol (KIP-429): keep reading what it owns
             // through the rebalance, and tell the leader what that is.
-            consumer.assignment.clone()
+            self.assignment.clone()
         } else {
             // Eager protocol: give up everything before joining.
-            consumer.fetching.clear();
-            consumer.buffer.clear();
-            std::mem::take(&mut consumer.assignment)
+            self.fetching.clear();
+            self.buffer.clear();
+            std::mem::take(&mut self.assignment)
         };
         let message = Message::JoinGroup {
-            group: consumer.config.group.clone(),
-            member_id: consumer.member_id.clone(),
-            instance: consumer.config.group_instance_id.clone(),
-            session_timeout_ms: consumer.config.session_timeout_ms,
-            rebalance_timeout_ms: consumer.config.max_poll_interval_ms,
-            topics: consumer.config.topics.clone(),
+            group: self.config.group.clone(),
+            member_id: self.member_id.clone(),
+            instance: self.config.group_instance_id.clone(),
+            session_timeout_ms: self.config.session_timeout_ms,
+            rebalance_timeout_ms: self.config.max_poll_interval_ms,
+            topics: self.config.topics.clone(),
             owned,
-            assignor: consumer.config.assignor.clone(),
+            assignor: self.config.assignor.clone(),
         };
         self.send(context, coordinator, message);
     }
@@ -518,15 +508,14 @@ impl Consumer {
 
     /// Commits every consumed position; returns whether a commit went out.
     fn send_commit(&mut self, context: &mut ConsumerContext<'_>) -> bool {
-        let consumer = &*self;
-        let (Some(coordinator), Some(member_id)) = (consumer.coordinator, consumer.member_id.clone()) else {
+        let (Some(coordinator), Some(member_id)) = (self.coordinator, self.member_id.clone()) else {
             return false;
         };
-        if consumer.phase != ConsumerPhase::Consuming {
+        if self.phase != ConsumerPhase::Consuming {
             return false;
         }
         // Auto-commit sends every consumed position each interval (`maybeAutoCommitOffsetsAsync`).
-        let offsets: Vec<(TopicPartition, Offset)> = consumer
+        let offsets: Vec<(TopicPartition, Offset)> = self
             .positions
             .iter()
             .map(|(partition, position)| (partition.clone(), *position))
@@ -535,10 +524,10 @@ impl Consumer {
             return false;
         }
         let message = Message::OffsetCommit {
-            group: consumer.config.group.clone(),
-            generation: consumer.generation,
+            group: self.config.group.clone(),
+            generation: self.generation,
             member_id,
-            instance: consumer.config.group_instance_id.clone(),
+            instance: self.config.group_instance_id.clone(),
             offsets: offsets.clone(),
         };
         self.pending_commits.push_back(offsets);
@@ -553,9 +542,8 @@ impl Consumer {
         if records.is_empty() {
             return;
         }
-        let consumer = &*self;
-        let group = consumer.config.group.clone();
-        let (incarnation, idempotent) = (consumer.incarnation, consumer.config.idempotent_handler);
+        let group = self.config.group.clone();
+        let (incarnation, idempotent) = (self.incarnation, self.config.idempotent_handler);
         let found = context.processed(&group, incarnation, idempotent, records);
         for ((partition, reason), (from, to, count, skipped)) in found {
             context.trace(TraceKind::ProcessedAgain {
@@ -583,17 +571,16 @@ impl Consumer {
 
     pub(crate) fn timer(&mut self, context: &mut ConsumerContext<'_>, incarnation: u32, timer: Timer) {
         let id = self.id;
-        let consumer = &*self;
-        if consumer.incarnation != incarnation || consumer.phase == ConsumerPhase::Stopped {
+        if self.incarnation != incarnation || self.phase == ConsumerPhase::Stopped {
             return;
         }
         match timer {
             Timer::ConsumerHeartbeat => self.heartbeat_due(context, incarnation),
             Timer::ConsumerCommit => {
-                let interval = consumer.config.auto_commit_interval_ms;
+                let interval = self.config.auto_commit_interval_ms;
                 // Auto-commit runs inside poll(): while the handler works it
                 // waits for the next poll.
-                if consumer.processing_until.is_some() {
+                if self.processing_until.is_some() {
                     self.commit_due = true;
                 } else {
                     self.commit(context);
@@ -601,20 +588,18 @@ impl Consumer {
                 context.timer(incarnation, interval, Timer::ConsumerCommit);
             }
             Timer::ConsumerPollTimer => {
-                let consumer = &*self;
-                if consumer.processing_until.is_some()
-                    && consumer.member_id.is_some()
-                    && !consumer.rejoin_on_poll
-                    && context.now().saturating_sub(consumer.last_poll_ms) >= consumer.config.max_poll_interval_ms
+                if self.processing_until.is_some()
+                    && self.member_id.is_some()
+                    && !self.rejoin_on_poll
+                    && context.now().saturating_sub(self.last_poll_ms) >= self.config.max_poll_interval_ms
                 {
                     self.poll_timeout(context);
                 }
             }
             Timer::ConsumerProcessed => self.processing_done(context),
             Timer::ConsumerPauseEnd => {
-                let consumer = &mut *self;
-                if consumer.paused_until.is_some_and(|until| until <= context.now()) {
-                    consumer.paused_until = None;
+                if self.paused_until.is_some_and(|until| until <= context.now()) {
+                    self.paused_until = None;
                     context.trace(TraceKind::ConsumerStatus {
                         consumer: id,
                         status: ConsumerChange::Resumed,
@@ -625,7 +610,7 @@ impl Consumer {
             }
             // Only the one pending retry counts (later ones replace none);
             // a pause may have held it past its time.
-            Timer::ConsumerRetry if consumer.retry_at.is_some_and(|at| at <= context.now()) => {
+            Timer::ConsumerRetry if self.retry_at.is_some_and(|at| at <= context.now()) => {
                 self.retry_at = None;
                 if self.coordinator.is_none() {
                     self.bootstrap(context);
@@ -664,32 +649,30 @@ impl Consumer {
             context.timer(incarnation, heartbeat, Timer::ConsumerHeartbeat);
             return;
         }
-        let consumer = &*self;
-        let heartbeat = consumer.config.heartbeat_interval_ms;
+        let heartbeat = self.config.heartbeat_interval_ms;
         // The heartbeat thread notices a handler that has not
         // polled within max.poll.interval.ms: the member leaves
         // (`AbstractCoordinator.HeartbeatThread`, "consumer poll
         // timeout has expired").
-        let interval = consumer.config.max_poll_interval_ms;
-        if consumer.processing_until.is_some()
-            && consumer.member_id.is_some()
-            && !consumer.rejoin_on_poll
-            && context.now().saturating_sub(consumer.last_poll_ms) > interval
+        let interval = self.config.max_poll_interval_ms;
+        if self.processing_until.is_some()
+            && self.member_id.is_some()
+            && !self.rejoin_on_poll
+            && context.now().saturating_sub(self.last_poll_ms) > interval
         {
             self.poll_timeout(context);
         }
-        let consumer = &*self;
         // Heartbeats belong to a joined member: none while it looks for
         // the coordinator or waits for its JoinGroup answer.
         // A consumer-protocol member heartbeats on its own timer.
-        let joined = matches!(consumer.phase, ConsumerPhase::Syncing | ConsumerPhase::Consuming)
-            && !consumer.config.consumer_protocol();
-        if let (true, Some(coordinator), Some(member_id)) = (joined, consumer.coordinator, consumer.member_id.clone()) {
+        let joined =
+            matches!(self.phase, ConsumerPhase::Syncing | ConsumerPhase::Consuming) && !self.config.consumer_protocol();
+        if let (true, Some(coordinator), Some(member_id)) = (joined, self.coordinator, self.member_id.clone()) {
             let message = Message::Heartbeat {
-                group: consumer.config.group.clone(),
-                generation: consumer.generation,
+                group: self.config.group.clone(),
+                generation: self.generation,
                 member_id,
-                instance: consumer.config.group_instance_id.clone(),
+                instance: self.config.group_instance_id.clone(),
             };
             self.send(context, coordinator, message);
         }
@@ -704,14 +687,12 @@ impl Consumer {
     /// records handled, offsets committed (or the transaction), and the
     /// next poll.
     fn processing_done(&mut self, context: &mut ConsumerContext<'_>) {
-        let consumer = &mut *self;
-        consumer.processing_until = None;
-        let done = std::mem::take(&mut consumer.in_process);
+        self.processing_until = None;
+        let done = std::mem::take(&mut self.in_process);
         let Some(done) = self.handle_poison(context, done) else {
             return;
         };
-        let consumer = &mut *self;
-        if consumer.config.commit_mode == CommitMode::Transactional {
+        if self.config.commit_mode == CommitMode::Transactional {
             self.commit_transaction(context, done);
         } else {
             self.processed(context, &done);
@@ -727,14 +708,13 @@ impl Consumer {
     fn request_timed_out(&mut self, context: &mut ConsumerContext<'_>, incarnation: u32, broker: BrokerId) {
         let id = self.id;
         let now = context.now();
-        let consumer = &mut *self;
-        consumer.timeout_armed.remove(&broker);
-        let Some(&(_, deadline)) = consumer.outstanding.get(&broker).and_then(|queue| queue.front()) else {
+        self.timeout_armed.remove(&broker);
+        let Some(&(_, deadline)) = self.outstanding.get(&broker).and_then(|queue| queue.front()) else {
             return;
         };
         if deadline > now {
             // The oldest request still has time: check again then.
-            consumer.timeout_armed.insert(broker);
+            self.timeout_armed.insert(broker);
             context.timer(incarnation, deadline - now, Timer::ConsumerRequestTimeout(broker));
         } else {
             // `NetworkClient#handleTimedOutRequests`: a request with no
@@ -751,14 +731,12 @@ impl Consumer {
     /// `metadata.max.age.ms` has passed since the last metadata: it is
     /// asked for again, and the check armed for the next time.
     fn metadata_aged(&mut self, context: &mut ConsumerContext<'_>, incarnation: u32) {
-        let consumer = &*self;
-        let max_age = consumer.config.metadata_max_age_ms;
-        let due = consumer.metadata_at + max_age;
-        if due <= context.now() && consumer.metadata_in_flight.is_none() && consumer.refresh_pending.is_none() {
-            let broker = consumer.bootstrap_attempt % context.config().brokers + 1;
-            let consumer = &mut *self;
-            consumer.bootstrap_attempt += 1;
-            consumer.metadata_in_flight = Some(broker);
+        let max_age = self.config.metadata_max_age_ms;
+        let due = self.metadata_at + max_age;
+        if due <= context.now() && self.metadata_in_flight.is_none() && self.refresh_pending.is_none() {
+            let broker = self.bootstrap_attempt % context.config().brokers + 1;
+            self.bootstrap_attempt += 1;
+            self.metadata_in_flight = Some(broker);
             self.send(context, broker, Message::MetadataRequest);
         }
         let next = if due <= context.now() {
@@ -788,33 +766,29 @@ impl Consumer {
             _ => CONSUMER_REQUEST_TIMEOUT_MS,
         };
         let now = context.now();
-        let consumer = &mut *self;
-        consumer.next_request += 1;
-        let request = consumer.next_request;
-        consumer
-            .outstanding
+        self.next_request += 1;
+        let request = self.next_request;
+        self.outstanding
             .entry(broker)
             .or_default()
             .push_back((request, now + timeout));
         // One timer per connection at a time, for its oldest request.
-        if consumer.timeout_armed.insert(broker) {
-            let incarnation = consumer.incarnation;
+        if self.timeout_armed.insert(broker) {
+            let incarnation = self.incarnation;
             context.timer(incarnation, timeout, Timer::ConsumerRequestTimeout(broker));
         }
     }
 
     pub(crate) fn receive(&mut self, context: &mut ConsumerContext<'_>, from: NodeId, message: Message) {
-        let consumer = &*self;
-        if consumer.phase == ConsumerPhase::Stopped {
+        if self.phase == ConsumerPhase::Stopped {
             return;
         }
         // An answer from a broker settles the oldest request on that
         // connection; a disconnect settles them all.
         if let NodeId::Broker(broker) = from {
-            let consumer = &mut *self;
             if message == Message::ConnectionClosed {
-                consumer.outstanding.remove(&broker);
-            } else if let Some(queue) = consumer.outstanding.get_mut(&broker) {
+                self.outstanding.remove(&broker);
+            } else if let Some(queue) = self.outstanding.get_mut(&broker) {
                 queue.pop_front();
             }
         }
@@ -843,9 +817,8 @@ impl Consumer {
                 result: Ok(offset),
             } => self.list_offsets_answer(context, partition, offset),
             Message::OffsetCommitResponse { result: Ok(()), .. } => {
-                let consumer = &mut *self;
-                if let Some(offsets) = consumer.pending_commits.pop_front() {
-                    consumer.committed.extend(offsets);
+                if let Some(offsets) = self.pending_commits.pop_front() {
+                    self.committed.extend(offsets);
                 }
                 self.member_commit_settled(context);
                 self.sync_commit_settled(context);
@@ -894,23 +867,21 @@ impl Consumer {
     /// (`maybeLeaveGroup`, `resetStateAndGeneration`).
     fn poll_timeout(&mut self, context: &mut ConsumerContext<'_>) {
         let id = self.id;
-        let consumer = &mut *self;
-        let interval = consumer.config.max_poll_interval_ms;
-        if consumer.config.consumer_protocol() {
+        let interval = self.config.max_poll_interval_ms;
+        if self.config.consumer_protocol() {
             // `ConsumerMembershipManager#transitionToStale`: it leaves with
             // epoch -1, its partitions are lost, and it joins again (same
             // member id) at its next poll.
             self.member_leave(context);
-            let consumer = &mut *self;
-            consumer.generation = 0;
-            consumer.rejoin_on_poll = true;
-            consumer.pending_commits.clear();
-            consumer.assignment.clear();
-            consumer.positions.clear();
-            consumer.resetting.clear();
-            consumer.fetching.clear();
-            consumer.buffer.clear();
-            consumer.phase = ConsumerPhase::Joining;
+            self.generation = 0;
+            self.rejoin_on_poll = true;
+            self.pending_commits.clear();
+            self.assignment.clear();
+            self.positions.clear();
+            self.resetting.clear();
+            self.fetching.clear();
+            self.buffer.clear();
+            self.phase = ConsumerPhase::Joining;
             context.trace(TraceKind::ConsumerStatus {
                 consumer: id,
                 status: ConsumerChange::PollTimeout {
@@ -919,10 +890,10 @@ impl Consumer {
             });
             return;
         }
-        let member_id = consumer.member_id.take();
-        consumer.generation = 0;
-        consumer.rejoin_on_poll = true;
-        consumer.pending_commits.clear();
+        let member_id = self.member_id.take();
+        self.generation = 0;
+        self.rejoin_on_poll = true;
+        self.pending_commits.clear();
         self.leave_group(context, member_id);
         context.trace(TraceKind::ConsumerStatus {
             consumer: id,
@@ -934,9 +905,8 @@ impl Consumer {
 
     /// `commitSync()` returned (or failed): the application polls again.
     fn sync_commit_settled(&mut self, context: &mut ConsumerContext<'_>) {
-        let consumer = &mut *self;
-        if consumer.awaiting_commit && consumer.pending_commits.is_empty() {
-            consumer.awaiting_commit = false;
+        if self.awaiting_commit && self.pending_commits.is_empty() {
+            self.awaiting_commit = false;
             self.poll(context);
             self.fetch_all(context);
         }
@@ -948,21 +918,20 @@ impl Consumer {
     fn interrupted(&mut self, context: &mut ConsumerContext<'_>) {
         let id = self.id;
         let now = context.now();
-        let consumer = &mut *self;
-        let batch = std::mem::take(&mut consumer.in_process);
+        let batch = std::mem::take(&mut self.in_process);
         if batch.is_empty() {
             return;
         }
-        let per_record = consumer.config.processing_ms_per_record.max(1);
-        let done = (now.saturating_sub(consumer.processing_started_ms) / per_record).min(batch.len() as u64) as usize;
-        let mut committed: BTreeMap<TopicPartition, Offset> = consumer.committed.clone();
-        for offsets in &consumer.pending_commits {
+        let per_record = self.config.processing_ms_per_record.max(1);
+        let done = (now.saturating_sub(self.processing_started_ms) / per_record).min(batch.len() as u64) as usize;
+        let mut committed: BTreeMap<TopicPartition, Offset> = self.committed.clone();
+        for offsets in &self.pending_commits {
             for (partition, offset) in offsets {
                 let best = committed.entry(partition.clone()).or_insert(*offset);
                 *best = (*best).max(*offset);
             }
         }
-        let group = consumer.config.group.clone();
+        let group = self.config.group.clone();
         let mut skipped: BTreeMap<TopicPartition, (Offset, Offset)> = BTreeMap::new();
         for record in &batch[done..] {
             if committed
@@ -1012,10 +981,9 @@ impl Consumer {
             self.member_leave(context);
             return;
         }
-        let consumer = &*self;
-        let dynamic = consumer.config.group_instance_id.is_none();
-        if let (true, Some(coordinator), Some(member_id)) = (dynamic, consumer.coordinator, member_id) {
-            let group = consumer.config.group.clone();
+        let dynamic = self.config.group_instance_id.is_none();
+        if let (true, Some(coordinator), Some(member_id)) = (dynamic, self.coordinator, member_id) {
+            let group = self.config.group.clone();
             self.send(
                 context,
                 coordinator,
@@ -1039,13 +1007,12 @@ impl Consumer {
     pub(crate) fn pause(&mut self, context: &mut ConsumerContext<'_>, duration_ms: u64) {
         let id = self.id;
         let now = context.now();
-        let consumer = &mut *self;
-        if consumer.phase == ConsumerPhase::Stopped || duration_ms == 0 {
+        if self.phase == ConsumerPhase::Stopped || duration_ms == 0 {
             return;
         }
         let until = now.saturating_add(duration_ms);
-        consumer.paused_until = Some(consumer.paused_until.map_or(until, |current| current.max(until)));
-        let incarnation = consumer.incarnation;
+        self.paused_until = Some(self.paused_until.map_or(until, |current| current.max(until)));
+        let incarnation = self.incarnation;
         context.trace(TraceKind::ConsumerStatus {
             consumer: id,
             status: ConsumerChange::Paused { duration_ms },

@@ -15,13 +15,12 @@ impl Consumer {
         done: Vec<crate::sim::ledger::InProcess>,
     ) -> Option<Vec<crate::sim::ledger::InProcess>> {
         let id = self.id;
-        let consumer = &mut *self;
-        let poisoned = std::mem::take(&mut consumer.poisoned);
+        let poisoned = std::mem::take(&mut self.poisoned);
         if poisoned.is_empty() {
             return Some(done);
         }
-        let policy = consumer.config.on_failure.clone();
-        let group = consumer.config.group.clone();
+        let policy = self.config.on_failure.clone();
+        let group = self.config.group.clone();
         let attempts = policy.retries.saturating_add(1);
         match (policy.then, policy.dead_letter_producer) {
             (AfterFailures::DeadLetter, Some(producer)) => {
@@ -78,7 +77,7 @@ impl Consumer {
     }
 
     /// The handler's exception left the poll loop: the app closes its
-    /// consumer. `close()` commits what `poll()` consumed when
+    /// self. `close()` commits what `poll()` consumed when
     /// auto-commit is on (past the failed batch: at most once for the
     /// rest of it), nothing otherwise; the member leaves the group.
     pub(super) fn fail(&mut self, context: &mut ConsumerContext<'_>) {
@@ -86,12 +85,11 @@ impl Consumer {
         self.commit(context);
         let member_id = self.member_id.clone();
         self.leave_group(context, member_id);
-        let consumer = &mut *self;
-        consumer.phase = ConsumerPhase::Stopped;
+        self.phase = ConsumerPhase::Stopped;
         context.set_running(false);
-        consumer.incarnation += 1;
-        consumer.assignment.clear();
-        consumer.buffer.clear();
+        self.incarnation += 1;
+        self.assignment.clear();
+        self.buffer.clear();
         context.trace(TraceKind::ConsumerStatus {
             consumer: id,
             status: ConsumerChange::Closed,
@@ -118,26 +116,25 @@ impl Consumer {
         context: &mut ConsumerContext<'_>,
         done: Vec<crate::sim::ledger::InProcess>,
     ) {
-        let consumer = &mut *self;
-        let Some(producer) = consumer.config.output_producer else {
+        let Some(producer) = self.config.output_producer else {
             return;
         };
-        consumer.in_transaction.extend(done);
-        let offsets: Vec<(TopicPartition, Offset)> = consumer
+        self.in_transaction.extend(done);
+        let offsets: Vec<(TopicPartition, Offset)> = self
             .positions
             .iter()
-            .filter(|(partition, _)| consumer.assignment.contains(partition))
+            .filter(|(partition, _)| self.assignment.contains(partition))
             .map(|(partition, position)| (partition.clone(), *position))
             .collect();
         let send = crate::sim::producer::transactions::SendOffsets {
-            group: consumer.config.group.clone(),
-            generation: i32::try_from(consumer.generation).unwrap_or(i32::MAX),
-            member_id: consumer.member_id.clone().unwrap_or_default(),
-            instance: consumer.config.group_instance_id.clone(),
+            group: self.config.group.clone(),
+            generation: i32::try_from(self.generation).unwrap_or(i32::MAX),
+            member_id: self.member_id.clone().unwrap_or_default(),
+            instance: self.config.group_instance_id.clone(),
             offsets: offsets.clone(),
             added: false,
         };
-        consumer.awaiting_txn = Some(offsets);
+        self.awaiting_txn = Some(offsets);
         context.producer_send_offsets(producer, send);
         context.producer_end_transaction(producer, true);
     }
@@ -150,30 +147,28 @@ impl Consumer {
     /// instance owns the transactional id: the app closes.
     pub(crate) fn output_transaction_ended(&mut self, context: &mut ConsumerContext<'_>, outcome: Option<bool>) {
         let id = self.id;
-        let consumer = &mut *self;
-        if consumer.config.commit_mode != CommitMode::Transactional {
+        if self.config.commit_mode != CommitMode::Transactional {
             return;
         }
-        let sent = consumer.awaiting_txn.take();
-        let done = std::mem::take(&mut consumer.in_transaction);
+        let sent = self.awaiting_txn.take();
+        let done = std::mem::take(&mut self.in_transaction);
         match outcome {
             Some(true) => {
                 if let Some(offsets) = sent {
-                    consumer.committed.extend(offsets);
+                    self.committed.extend(offsets);
                 }
                 self.processed(context, &done);
                 self.poll(context);
                 self.fetch_all(context);
             }
             Some(false) => {
-                let group = consumer.config.group.clone();
-                consumer.buffer.clear();
-                let rewound: Vec<(TopicPartition, Offset)> = consumer
+                let group = self.config.group.clone();
+                self.buffer.clear();
+                let rewound: Vec<(TopicPartition, Offset)> = self
                     .assignment
                     .iter()
                     .filter_map(|partition| {
-                        consumer
-                            .positions
+                        self.positions
                             .remove(partition)
                             .map(|position| (partition.clone(), position))
                     })
