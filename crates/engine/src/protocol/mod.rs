@@ -22,6 +22,14 @@ pub use ids::{BrokerId, NodeId, ProducerEpoch, ProducerId};
 pub use rebalance::RebalanceReason;
 pub use topic_partition::{TopicName, TopicPartition};
 
+/// The internal topic holding groups' metadata and committed offsets
+/// (Kafka's `Topic.GROUP_METADATA_TOPIC_NAME`).
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// The internal topic holding transactions' states (Kafka's
+/// `Topic.TRANSACTION_STATE_TOPIC_NAME`).
+pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
+
 /// Virtual time in milliseconds since the run started.
 pub type Time = u64;
 

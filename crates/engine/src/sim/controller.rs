@@ -88,7 +88,7 @@ pub(crate) fn shared_name(names: &mut BTreeMap<String, TopicName>, name: &str) -
 /// `min.insync.replicas` of its own (the cluster's default, 1).
 pub(crate) fn offsets_topic_config(config: &ClusterConfig) -> TopicConfig {
     TopicConfig {
-        name: super::coordinator::OFFSETS_TOPIC.to_string(),
+        name: crate::protocol::OFFSETS_TOPIC.to_string(),
         partitions: config.offsets_topic_partitions,
         replication_factor: config.offsets_topic_replication_factor.max(1),
         min_insync_replicas: 1,
@@ -104,7 +104,7 @@ pub(crate) fn offsets_topic_config(config: &ClusterConfig) -> TopicConfig {
 pub(crate) fn transaction_topic_config(config: &ClusterConfig) -> TopicConfig {
     let replication_factor = config.transaction_state_log_replication_factor.max(1);
     TopicConfig {
-        name: super::txn::TRANSACTION_STATE_TOPIC.to_string(),
+        name: crate::protocol::TRANSACTION_STATE_TOPIC.to_string(),
         partitions: config.transaction_state_partitions,
         replication_factor,
         min_insync_replicas: replication_factor.min(config.transaction_state_log_min_isr.max(1)),

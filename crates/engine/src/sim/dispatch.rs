@@ -117,10 +117,7 @@ impl Simulation {
     pub(super) fn node_running(&self, node: NodeId) -> bool {
         match node {
             NodeId::Controller(id) => self.controller_alive(id),
-            NodeId::Broker(id) => self
-                .brokers
-                .get(&id)
-                .is_some_and(|broker| broker.status != broker::BrokerStatus::Dead),
+            NodeId::Broker(id) => self.broker_processes.get(&id).copied().unwrap_or(false),
             NodeId::Producer(id) => (id as usize) < self.producers.len(),
             NodeId::Consumer(id) => self.consumer_processes.get(id as usize).copied().unwrap_or(false),
         }

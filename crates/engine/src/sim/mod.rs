@@ -16,7 +16,6 @@ pub use crate::chunked;
 pub mod config;
 pub mod consumer;
 pub mod controller;
-pub mod coordinator;
 pub mod fuzz;
 pub mod input_names;
 pub mod jepsen;
@@ -29,9 +28,7 @@ pub mod quorum;
 pub mod recording;
 pub mod scenario;
 pub mod trace;
-pub mod txn;
 pub mod types;
-pub mod verification;
 pub mod view;
 
 use crate::sorting::Gather;
@@ -324,6 +321,10 @@ pub struct Simulation {
     /// handlers runs).
     pub(crate) controller_processes: BTreeMap<u32, bool>,
     pub(crate) brokers: BTreeMap<BrokerId, Broker>,
+    /// Whether each broker's process runs (a paused one does), by id: the
+    /// network's view (a broker is not in `brokers` while one of its
+    /// handlers runs).
+    pub(crate) broker_processes: BTreeMap<BrokerId, bool>,
     pub(crate) producers: Vec<Producer>,
     pub(crate) consumers: Vec<consumer::Consumer>,
     /// Whether each consumer's process runs, by index: the network's view
@@ -333,7 +334,7 @@ pub struct Simulation {
     /// transaction ended, or a fatal error), handed to the consumer
     /// applications that own them once the event's handler returns.
     pub(crate) told_apps: std::collections::VecDeque<(u32, Option<bool>)>,
-    pub(crate) commits: chunked::ChunkedVec<coordinator::CommitRecord>,
+    pub(crate) commits: chunked::ChunkedVec<broker::coordinator::CommitRecord>,
     /// What each group's handlers did with each record.
     pub(crate) ledger: ledger::Ledger,
     /// Group member ids handed out so far (they stay unique across
@@ -393,6 +394,7 @@ impl Simulation {
             quorum: quorum::Quorum::new(1, Controller::default(), root.derive("unused")),
             controller_processes: BTreeMap::new(),
             brokers: BTreeMap::new(),
+            broker_processes: BTreeMap::new(),
             producers: Vec::new(),
             consumers: Vec::new(),
             consumer_processes: Vec::new(),
@@ -421,11 +423,11 @@ impl Simulation {
             highlights: view::Highlights::default(),
             jepsen: None,
             topic_names: BTreeMap::new(),
-            offsets_topic: crate::protocol::TopicName::from(coordinator::OFFSETS_TOPIC),
-            transaction_topic: crate::protocol::TopicName::from(txn::TRANSACTION_STATE_TOPIC),
+            offsets_topic: crate::protocol::TopicName::from(crate::protocol::OFFSETS_TOPIC),
+            transaction_topic: crate::protocol::TopicName::from(crate::protocol::TRANSACTION_STATE_TOPIC),
             config,
         };
-        simulation.offsets_topic = simulation.shared_topic(coordinator::OFFSETS_TOPIC);
+        simulation.offsets_topic = simulation.shared_topic(crate::protocol::OFFSETS_TOPIC);
         for (index, producer) in simulation.config.producers.clone().into_iter().enumerate() {
             let rng = root.derive(&format!("producer-{index}"));
             let mut producer = Producer::new(index as u32, producer, rng);
@@ -459,6 +461,7 @@ impl Simulation {
             broker.metadata_log.high_watermark = metadata_log.len();
             broker.metadata_log.epoch = 1;
             simulation.brokers.insert(id, broker);
+            simulation.broker_processes.insert(id, false);
             simulation.broker_start_registered(id, epoch, image.clone());
         }
         simulation.quorum_start();

@@ -4,12 +4,12 @@
 
 use super::*;
 
-impl Simulation {
+impl Broker {
     /// A follower's fetch arrives at the leader (`Partition#fetchRecords`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn leader_fetch(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         replica: BrokerId,
         fetch_offset: Offset,
@@ -17,10 +17,9 @@ impl Simulation {
         current_leader_epoch: u32,
         log_start_offset: Offset,
     ) {
-        let node = NodeId::Broker(id);
-        let error_response = |simulation: &mut Simulation, epoch: u32, error: ErrorCode| {
-            simulation.send(
-                node,
+        let id = self.id;
+        let error_response = |context: &mut BrokerContext<'_>, epoch: u32, error: ErrorCode| {
+            context.send(
                 NodeId::Broker(replica),
                 Message::FetchResponse {
                     partition: partition.clone(),
@@ -33,20 +32,20 @@ impl Simulation {
                 },
             );
         };
-        let Some(leader) = self.brokers[&id].leading.get(partition) else {
-            error_response(self, current_leader_epoch, ErrorCode::NotLeaderOrFollower);
+        let Some(leader) = self.leading.get(partition) else {
+            error_response(context, current_leader_epoch, ErrorCode::NotLeaderOrFollower);
             return;
         };
         let leader_epoch = leader.leader_epoch;
         if current_leader_epoch < leader_epoch {
-            error_response(self, current_leader_epoch, ErrorCode::FencedLeaderEpoch);
+            error_response(context, current_leader_epoch, ErrorCode::FencedLeaderEpoch);
             return;
         }
         if current_leader_epoch > leader_epoch {
-            error_response(self, current_leader_epoch, ErrorCode::UnknownLeaderEpoch);
+            error_response(context, current_leader_epoch, ErrorCode::UnknownLeaderEpoch);
             return;
         }
-        let log = &self.brokers[&id].logs[partition];
+        let log = &self.logs[partition];
         let log_end = log.log_end_offset();
         // KIP-320: where did the follower's last epoch end on the leader?
         if let Some(epoch) = last_fetched_epoch {
@@ -54,15 +53,14 @@ impl Simulation {
             if end_epoch < i64::from(epoch) || end_offset < fetch_offset as i64 {
                 let diverging = Some((end_epoch.max(0) as u32, end_offset.max(0) as Offset));
                 let high_watermark = log.high_watermark;
-                self.send(
-                    node,
+                context.send(
                     NodeId::Broker(replica),
                     Message::FetchResponse {
                         partition: partition.clone(),
                         leader_epoch,
                         batches: Vec::new(),
                         high_watermark,
-                        log_start_offset: self.brokers[&id].logs[partition].log_start_offset(),
+                        log_start_offset: self.logs[partition].log_start_offset(),
                         error: None,
                         diverging,
                     },
@@ -70,14 +68,14 @@ impl Simulation {
                 return;
             }
         }
-        let now = self.now;
-        let fetch_trace = self.current_cause;
+        let now = context.now();
+        let fetch_trace = context.cause();
         let hw = log.high_watermark;
-        let fenced = self.brokers[&id]
+        let fenced = self
             .metadata
             .as_ref()
             .is_some_and(|image| image.fenced.contains(&replica));
-        let leader = self.broker(id).leading.get_mut(partition).expect("checked above");
+        let leader = self.leading.get_mut(partition).expect("checked above");
         if let Some(info) = leader.followers.get_mut(&replica) {
             info.state.record_fetch(fetch_offset, log_start_offset, now, log_end);
             info.last_fetch = fetch_trace;
@@ -102,17 +100,20 @@ impl Simulation {
                 leader_recovery: crate::controller::partition_change::LeaderRecovery::Recovered,
                 new_isr,
             };
-            self.send(node, self.controller_of(id), message);
+            context.send(self.controller_of(), message);
         }
-        self.leader_maybe_advance_hw(id, partition, HighWatermarkTrigger::Fetched { replica, fetch_offset });
+        self.leader_maybe_advance_hw(
+            context,
+            partition,
+            HighWatermarkTrigger::Fetched { replica, fetch_offset },
+        );
         if fetch_offset < log_end {
-            self.leader_answer_fetch(id, partition, replica, fetch_offset);
+            self.leader_answer_fetch(context, partition, replica, fetch_offset);
         } else {
             // Nothing new: hold the fetch (`replica.fetch.wait.max.ms`).
-            let incarnation = self.brokers[&id].incarnation;
-            let broker = self.broker(id);
-            let held = broker.next_id();
-            let leader = broker.leading.get_mut(partition).expect("checked above");
+            let incarnation = self.incarnation;
+            let held = self.next_id();
+            let leader = self.leading.get_mut(partition).expect("checked above");
             leader.held.push(HeldFetch {
                 id: held,
                 consumer: None,
@@ -120,10 +121,9 @@ impl Simulation {
                 fetch_offset,
                 isolation: IsolationLevel::ReadUncommitted,
             });
-            self.schedule_timer(
-                node,
+            context.timer(
                 incarnation,
-                self.config.replica_fetch_wait_max_ms,
+                context.config().replica_fetch_wait_max_ms,
                 Timer::DelayedFetchExpiry(partition.clone(), held),
             );
         }
@@ -131,16 +131,16 @@ impl Simulation {
 
     pub(super) fn leader_answer_fetch(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         replica: BrokerId,
         fetch_offset: Offset,
     ) {
-        let Some(leader) = self.brokers[&id].leading.get(partition) else {
+        let Some(leader) = self.leading.get(partition) else {
             return;
         };
         let leader_epoch = leader.leader_epoch;
-        let log = &self.brokers[&id].logs[partition];
+        let log = &self.logs[partition];
         let log_start_offset = log.log_start_offset();
         // A follower behind the leader's log start (retention deleted what
         // it would fetch next) is told so (`OFFSET_OUT_OF_RANGE`) and
@@ -151,8 +151,7 @@ impl Simulation {
             (log.copy_batches(fetch_offset, FETCH_MAX_RECORDS), None)
         };
         let high_watermark = log.high_watermark;
-        self.send(
-            NodeId::Broker(id),
+        context.send(
             NodeId::Broker(replica),
             Message::FetchResponse {
                 partition: partition.clone(),
@@ -169,16 +168,17 @@ impl Simulation {
     /// The retention check (`LogManager#cleanupLogs`): every log on the
     /// broker, leader's and follower's alike, deletes the segments its
     /// policy no longer keeps, never past its own high watermark.
-    pub(super) fn broker_retention_check(&mut self, id: BrokerId) {
-        let now = self.now;
-        let partitions: Vec<TopicPartition> = self.brokers[&id].logs.keys().cloned().collect();
+    pub(super) fn retention_check(&mut self, context: &mut BrokerContext<'_>) {
+        let id = self.id;
+        let now = context.now();
+        let partitions: Vec<TopicPartition> = self.logs.keys().cloned().collect();
         for partition in partitions {
-            let log = self.broker(id).logs.get_mut(&partition).expect("listed above");
+            let log = self.logs.get_mut(&partition).expect("listed above");
             let outcome = log.delete_old_segments(now);
             if outcome.deleted.is_empty() {
                 continue;
             }
-            self.record(TraceKind::SegmentsDeleted {
+            context.trace(TraceKind::SegmentsDeleted {
                 broker: id,
                 partition,
                 bytes: outcome.deleted.iter().map(|(_, bytes, _)| bytes).sum(),
@@ -200,15 +200,16 @@ impl Simulation {
     /// writes again is taken as a new one, with any sequence: its duplicates
     /// are no longer recognised (a 4.1 broker never answers
     /// UNKNOWN_PRODUCER_ID).
-    pub(super) fn broker_expire_producers(&mut self, id: BrokerId) {
-        let now = self.now as i64;
-        let expiration = i64::try_from(self.config.producer_id_expiration_ms).unwrap_or(i64::MAX);
-        let partitions: Vec<TopicPartition> = self.brokers[&id].logs.keys().cloned().collect();
+    pub(super) fn expire_producers(&mut self, context: &mut BrokerContext<'_>) {
+        let id = self.id;
+        let now = context.now() as i64;
+        let expiration = i64::try_from(context.config().producer_id_expiration_ms).unwrap_or(i64::MAX);
+        let partitions: Vec<TopicPartition> = self.logs.keys().cloned().collect();
         for partition in partitions {
-            let log = self.broker(id).logs.get_mut(&partition).expect("listed above");
+            let log = self.logs.get_mut(&partition).expect("listed above");
             let expired = log.producers.remove_expired_producers(now, expiration);
             if !expired.is_empty() {
-                self.record(TraceKind::ProducersExpired {
+                context.trace(TraceKind::ProducersExpired {
                     broker: id,
                     partition,
                     producer_ids: expired,
@@ -217,13 +218,14 @@ impl Simulation {
         }
     }
 
-    pub(super) fn broker_clean_logs(&mut self, id: BrokerId) {
-        let now = self.now;
+    pub(super) fn clean_logs(&mut self, context: &mut BrokerContext<'_>) {
+        let id = self.id;
+        let now = context.now();
         // The dirtiest log first (`grabFilthiestCompactedLog`: the highest
         // cleanable ratio; ties in partition order), then the next: a
         // cleaner thread that cleaned something looks again at once, and a
         // cleaning takes no simulated time.
-        let mut partitions: Vec<(f64, TopicPartition)> = self.brokers[&id]
+        let mut partitions: Vec<(f64, TopicPartition)> = self
             .logs
             .iter()
             .filter_map(|(partition, log)| Some((log.cleanable_ratio(now)?, partition.clone())))
@@ -232,9 +234,9 @@ impl Simulation {
             b.total_cmp(a).then_with(|| first.cmp(second))
         });
         for (_, partition) in partitions {
-            let log = self.broker(id).logs.get_mut(&partition).expect("listed above");
+            let log = self.logs.get_mut(&partition).expect("listed above");
             let Some(outcome) = log.clean(now) else { continue };
-            self.record(TraceKind::LogCleaned {
+            context.trace(TraceKind::LogCleaned {
                 broker: id,
                 partition: partition.clone(),
                 records_before: outcome.records_read,
@@ -249,18 +251,27 @@ impl Simulation {
     }
 
     /// New records: answer the followers' held fetches.
-    pub(crate) fn leader_release_held_fetches_pub(&mut self, id: BrokerId, partition: &TopicPartition) {
-        self.leader_release_held(id, partition, false);
+    pub(crate) fn leader_release_held_fetches_pub(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        partition: &TopicPartition,
+    ) {
+        self.leader_release_held(context, partition, false);
     }
 
-    pub(super) fn leader_release_held_fetches(&mut self, id: BrokerId, partition: &TopicPartition) {
-        self.leader_release_held(id, partition, false);
+    pub(super) fn leader_release_held_fetches(&mut self, context: &mut BrokerContext<'_>, partition: &TopicPartition) {
+        self.leader_release_held(context, partition, false);
     }
 
     /// Answers held fetches of followers (new records) or of consumers (the
     /// high watermark moved).
-    pub(super) fn leader_release_held(&mut self, id: BrokerId, partition: &TopicPartition, consumers: bool) {
-        let Some(leader) = self.broker(id).leading.get_mut(partition) else {
+    pub(super) fn leader_release_held(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        partition: &TopicPartition,
+        consumers: bool,
+    ) {
+        let Some(leader) = self.leading.get_mut(partition) else {
             return;
         };
         let (release, keep): (Vec<HeldFetch>, Vec<HeldFetch>) = std::mem::take(&mut leader.held)
@@ -268,14 +279,21 @@ impl Simulation {
             .partition(|fetch| fetch.consumer.is_some() == consumers);
         leader.held = keep;
         for fetch in release {
-            self.answer_held(id, partition, fetch);
+            self.answer_held(context, partition, fetch);
         }
     }
 
-    pub(super) fn answer_held(&mut self, id: BrokerId, partition: &TopicPartition, fetch: HeldFetch) {
+    pub(super) fn answer_held(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        partition: &TopicPartition,
+        fetch: HeldFetch,
+    ) {
         match fetch.consumer {
-            Some(client) => self.leader_answer_consumer(id, client, partition, fetch.fetch_offset, fetch.isolation),
-            None => self.leader_answer_fetch(id, partition, fetch.replica, fetch.fetch_offset),
+            Some(client) => {
+                self.leader_answer_consumer(context, client, partition, fetch.fetch_offset, fetch.isolation)
+            }
+            None => self.leader_answer_fetch(context, partition, fetch.replica, fetch.fetch_offset),
         }
     }
 
@@ -285,32 +303,30 @@ impl Simulation {
     /// 500).
     pub(super) fn leader_consumer_fetch(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         client: NodeId,
         partition: &TopicPartition,
         offset: Offset,
         isolation: IsolationLevel,
     ) {
-        let node = NodeId::Broker(id);
-        if !self.brokers[&id].leading.contains_key(partition) {
+        if !self.leading.contains_key(partition) {
             let message = Message::consumer_fetch_error(partition.clone(), ErrorCode::NotLeaderOrFollower);
-            self.send(node, client, message);
+            context.send(client, message);
             return;
         }
-        let log = &self.brokers[&id].logs[partition];
+        let log = &self.logs[partition];
         if offset < log.log_start_offset() || offset > log.log_end_offset() {
             // `ReplicaManager#readFromLocalLog`: the log does not hold it.
             let message = Message::consumer_fetch_error(partition.clone(), ErrorCode::OffsetOutOfRange);
-            self.send(node, client, message);
+            context.send(client, message);
             return;
         }
         if offset < log.read_bound(isolation) {
-            self.leader_answer_consumer(id, client, partition, offset, isolation);
+            self.leader_answer_consumer(context, client, partition, offset, isolation);
         } else {
-            let incarnation = self.brokers[&id].incarnation;
-            let broker = self.broker(id);
-            let held = broker.next_id();
-            let leader = broker.leading.get_mut(partition).expect("checked above");
+            let incarnation = self.incarnation;
+            let held = self.next_id();
+            let leader = self.leading.get_mut(partition).expect("checked above");
             leader.held.push(HeldFetch {
                 id: held,
                 consumer: Some(client),
@@ -318,12 +334,7 @@ impl Simulation {
                 fetch_offset: offset,
                 isolation,
             });
-            self.schedule_timer(
-                node,
-                incarnation,
-                500,
-                Timer::DelayedFetchExpiry(partition.clone(), held),
-            );
+            context.timer(incarnation, 500, Timer::DelayedFetchExpiry(partition.clone(), held));
         }
     }
 
@@ -334,19 +345,19 @@ impl Simulation {
     /// [`TransactionIndex::collect_aborted_txns`]).
     pub(super) fn leader_answer_consumer(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         client: NodeId,
         partition: &TopicPartition,
         offset: Offset,
         isolation: IsolationLevel,
     ) {
-        let Some(log) = self.brokers[&id].logs.get(partition) else {
+        let Some(log) = self.logs.get(partition) else {
             return;
         };
         if offset < log.log_start_offset() {
             // Retention deleted it while the fetch was held.
             let message = Message::consumer_fetch_error(partition.clone(), ErrorCode::OffsetOutOfRange);
-            self.send(NodeId::Broker(id), client, message);
+            context.send(client, message);
             return;
         }
         let (high_watermark, last_stable_offset) = (log.high_watermark, log.last_stable_offset());
@@ -356,22 +367,21 @@ impl Simulation {
         // the quota over ten one-second samples), else a large answer would be
         // throttled every time.
         let max_bytes = match client {
-            NodeId::Consumer(consumer) => self
-                .config
-                .client_quota(&self.consumer_client_id(consumer), QuotaType::Fetch)
+            NodeId::Consumer(consumer) => context
+                .config()
+                .client_quota(&context.consumer_client_id(consumer), QuotaType::Fetch)
                 .map_or(u64::MAX, crate::storage::quota::max_bytes_in_quota_window),
             _ => u64::MAX,
         };
-        let log = &self.brokers[&id].logs[partition];
+        let log = &self.logs[partition];
         let (records, next_offset, bytes) = log.consumer_read(offset, bound, FETCH_MAX_RECORDS, max_bytes);
         // The client's fetch quota (`KafkaApis#handleFetchRequest`): the
         // answer's bytes go into its rate; over the quota, they are taken
         // back out and the answer is empty, with the time to wait.
-        let throttle_time_ms = self.broker_fetch_throttle(id, client, bytes);
+        let throttle_time_ms = self.fetch_throttle(context, client, bytes);
         if throttle_time_ms > 0 {
-            self.broker_mute(id, client, throttle_time_ms);
-            self.send(
-                NodeId::Broker(id),
+            self.mute(context, client, throttle_time_ms);
+            context.send(
                 client,
                 Message::ConsumerFetchResponse {
                     partition: partition.clone(),
@@ -387,7 +397,7 @@ impl Simulation {
             );
             return;
         }
-        let log = &self.brokers[&id].logs[partition];
+        let log = &self.logs[partition];
         let aborted = if isolation == IsolationLevel::ReadCommitted && !records.is_empty() {
             log.txn_index
                 .collect_aborted_txns(offset, log.log_end_offset())
@@ -397,8 +407,7 @@ impl Simulation {
         } else {
             Vec::new()
         };
-        self.send(
-            NodeId::Broker(id),
+        context.send(
             client,
             Message::ConsumerFetchResponse {
                 partition: partition.clone(),
@@ -417,20 +426,16 @@ impl Simulation {
     /// Records a fetch answer's bytes in the consumer's `consumer_byte_rate`
     /// and returns its throttle time; a throttled answer is sent empty, so
     /// its bytes are taken back (`ClientQuotaManager#unrecordQuotaSensor`).
-    pub(super) fn broker_fetch_throttle(&mut self, id: BrokerId, client: NodeId, bytes: u64) -> u64 {
+    pub(super) fn fetch_throttle(&mut self, context: &mut BrokerContext<'_>, client: NodeId, bytes: u64) -> u64 {
         let NodeId::Consumer(consumer) = client else {
             return 0;
         };
-        let client_id = self.consumer_client_id(consumer);
-        let Some(quota) = self.config.client_quota(&client_id, QuotaType::Fetch) else {
+        let client_id = context.consumer_client_id(consumer);
+        let Some(quota) = context.config().client_quota(&client_id, QuotaType::Fetch) else {
             return 0;
         };
-        let now = self.now as i64;
-        let rate = self
-            .broker(id)
-            .client_rates
-            .entry((QuotaType::Fetch, client_id))
-            .or_default();
+        let now = context.now() as i64;
+        let rate = self.client_rates.entry((QuotaType::Fetch, client_id)).or_default();
         let throttle_time_ms = rate.record_and_throttle_ms(bytes as f64, now, quota as f64);
         if throttle_time_ms > 0 {
             rate.unrecord(bytes as f64, now);
@@ -442,18 +447,18 @@ impl Simulation {
     /// for the throttle time (`RequestChannel#sendResponse` with a
     /// throttle, `SocketServer` `ChannelMuteState`): requests that arrive
     /// meanwhile wait unread.
-    pub(super) fn broker_mute(&mut self, id: BrokerId, client: NodeId, throttle_time_ms: u64) {
+    pub(super) fn mute(&mut self, context: &mut BrokerContext<'_>, client: NodeId, throttle_time_ms: u64) {
         if throttle_time_ms == 0 {
             return;
         }
-        let until = self.now + throttle_time_ms;
-        let incarnation = self.brokers[&id].incarnation;
-        let entry = self.broker(id).muted.entry(client).or_insert((until, Vec::new()));
+        let until = context.now() + throttle_time_ms;
+        let incarnation = self.incarnation;
+        let entry = self.muted.entry(client).or_insert((until, Vec::new()));
         if entry.0 > until {
             return;
         }
         entry.0 = until;
-        self.schedule_timer(NodeId::Broker(id), incarnation, throttle_time_ms, Timer::Unmute(client));
+        context.timer(incarnation, throttle_time_ms, Timer::Unmute(client));
     }
 
     /// A request on a muted connection waits; `None` when it was held. A
@@ -461,7 +466,12 @@ impl Simulation {
     /// offset lookups share one, its group coordinator requests use
     /// another (Kafka's consumer connects to the coordinator as a separate
     /// node), which is not muted.
-    pub(super) fn broker_hold_if_muted(&mut self, id: BrokerId, from: NodeId, message: Message) -> Option<Message> {
+    pub(super) fn hold_if_muted(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        from: NodeId,
+        message: Message,
+    ) -> Option<Message> {
         let same_connection = match from {
             NodeId::Producer(_) => true,
             NodeId::Consumer(_) => matches!(
@@ -473,11 +483,11 @@ impl Simulation {
         if matches!(message, Message::ConnectionClosed) {
             // The connection is gone, with the requests it had not read;
             // a new one starts unmuted.
-            self.broker(id).muted.remove(&from);
+            self.muted.remove(&from);
             return Some(message);
         }
-        let now = self.now;
-        match self.broker(id).muted.get_mut(&from) {
+        let now = context.now();
+        match self.muted.get_mut(&from) {
             // Also while held requests wait for the unmute at this very
             // moment: they are read first.
             Some((until, held)) if same_connection && (*until > now || !held.is_empty()) => {
@@ -489,15 +499,14 @@ impl Simulation {
     }
 
     /// The mute is over: the broker reads what waited, in order.
-    pub(super) fn broker_unmute(&mut self, id: BrokerId, client: NodeId) {
-        let now = self.now;
-        let broker = self.broker(id);
-        if broker.muted.get(&client).is_none_or(|(until, _)| *until > now) {
+    pub(super) fn unmute(&mut self, context: &mut BrokerContext<'_>, client: NodeId) {
+        let now = context.now();
+        if self.muted.get(&client).is_none_or(|(until, _)| *until > now) {
             return;
         }
-        let (_, held) = broker.muted.remove(&client).expect("looked up above");
+        let (_, held) = self.muted.remove(&client).expect("looked up above");
         for message in held {
-            self.broker_receive(id, client, message);
+            self.receive(context, client, message);
         }
     }
 }

@@ -3,26 +3,24 @@
 
 use super::*;
 
-impl Simulation {
+impl Broker {
     /// Fetches the metadata log from the controller it believes active,
     /// unless a fetch is in flight.
-    pub(crate) fn broker_fetch_metadata(&mut self, id: BrokerId) {
-        let broker = self.broker(id);
-        if broker.status == BrokerStatus::Dead || broker.metadata_log.in_flight.is_some() {
+    pub(crate) fn fetch_metadata(&mut self, context: &mut BrokerContext<'_>) {
+        if self.status == BrokerStatus::Dead || self.metadata_log.in_flight.is_some() {
             return;
         }
-        let fetch = broker.next_id();
-        broker.metadata_log.in_flight = Some((fetch, broker.controller));
-        let replica = &broker.metadata_log;
+        let fetch = self.next_id();
+        self.metadata_log.in_flight = Some((fetch, self.controller));
+        let replica = &self.metadata_log;
         let message = Message::MetadataFetch {
             epoch: replica.epoch,
             fetch_offset: replica.log.len(),
             last_fetched_epoch: replica.log.last().map_or(0, |entry| entry.epoch),
         };
-        let (incarnation, controller) = (broker.incarnation, broker.controller);
-        self.send(NodeId::Broker(id), NodeId::Controller(controller), message);
-        self.schedule_timer(
-            NodeId::Broker(id),
+        let (incarnation, controller) = (self.incarnation, self.controller);
+        context.send(NodeId::Controller(controller), message);
+        context.timer(
             incarnation,
             crate::sim::quorum::REQUEST_TIMEOUT_MS,
             Timer::MetadataFetchTimeout(fetch),
@@ -31,12 +29,13 @@ impl Simulation {
 
     /// An answer to the broker's metadata fetch
     /// (`KafkaRaftClient#handleFetchResponse` as an observer).
-    pub(super) fn broker_metadata_response(
+    pub(super) fn metadata_response(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         from: u32,
         answer: &crate::sim::types::MetadataFetchAnswer,
     ) {
+        let id = self.id;
         let crate::sim::types::MetadataFetchAnswer {
             epoch,
             leader,
@@ -46,32 +45,30 @@ impl Simulation {
             high_watermark,
             diverging,
         } = *answer;
-        let controllers = self.config.controllers;
-        let incarnation = self.brokers[&id].incarnation;
-        let broker = self.broker(id);
-        if broker.metadata_log.in_flight.is_none_or(|(_, to)| to != from) {
+        let controllers = context.config().controllers;
+        let incarnation = self.incarnation;
+        if self.metadata_log.in_flight.is_none_or(|(_, to)| to != from) {
             // An answer to a fetch given up on.
             return;
         }
-        broker.metadata_log.in_flight = None;
-        let newer = epoch > broker.metadata_log.epoch;
-        if epoch >= broker.metadata_log.epoch {
-            broker.metadata_log.epoch = epoch;
+        self.metadata_log.in_flight = None;
+        let newer = epoch > self.metadata_log.epoch;
+        if epoch >= self.metadata_log.epoch {
+            self.metadata_log.epoch = epoch;
             if let Some(leader) = leader {
-                broker.controller = leader;
+                self.controller = leader;
             }
         }
         if error.is_some() || leader != Some(from) {
             if newer && leader.is_some_and(|leader| leader != from) {
                 // Told who leads: fetch from it now.
-                self.broker_fetch_metadata(id);
+                self.fetch_metadata(context);
             } else {
                 // No better hint: ask another voter after a backoff.
                 if leader.is_none() || !newer {
-                    broker.controller = from % controllers + 1;
+                    self.controller = from % controllers + 1;
                 }
-                self.schedule_timer(
-                    NodeId::Broker(id),
+                context.timer(
                     incarnation,
                     crate::sim::quorum::RECONNECT_BACKOFF_MS,
                     Timer::MetadataFetchRetry,
@@ -79,13 +76,13 @@ impl Simulation {
             }
             return;
         }
-        let replica = &mut broker.metadata_log;
+        let replica = &mut self.metadata_log;
         let (log, hw) = (&mut replica.log, &mut replica.high_watermark);
         let before = *hw;
         crate::sim::quorum::apply_fetched(log, hw, from_offset, entries, high_watermark, diverging);
         if let Some((epoch, end)) = diverging {
-            let length = broker.metadata_log.log.len();
-            self.record(TraceKind::BrokerStatus {
+            let length = self.metadata_log.log.len();
+            context.trace(TraceKind::BrokerStatus {
                 broker: id,
                 status: BrokerChange::TruncatedMetadataLog {
                     length,
@@ -95,62 +92,54 @@ impl Simulation {
                 },
             });
         }
-        let broker = self.broker(id);
-        if broker.metadata_log.high_watermark != before {
-            self.broker_publish_metadata(id);
+        if self.metadata_log.high_watermark != before {
+            self.publish_metadata(context);
         }
-        self.broker_fetch_metadata(id);
+        self.fetch_metadata(context);
     }
 
     /// Applies the committed metadata, once the broker is registered and
     /// has caught up with its own registration (`BrokerLifecycleManager`'s
     /// initial catch-up: until then the broker takes on no partition).
-    pub(super) fn broker_publish_metadata(&mut self, id: BrokerId) {
-        let broker = &self.brokers[&id];
-        let (Some(state), Some(epoch)) = (broker.metadata_log.committed(), broker.broker_epoch) else {
+    pub(super) fn publish_metadata(&mut self, context: &mut BrokerContext<'_>) {
+        let (Some(state), Some(epoch)) = (self.metadata_log.committed(), self.broker_epoch) else {
             return;
         };
-        if state.offset < epoch
-            || broker
-                .metadata
-                .as_ref()
-                .is_some_and(|image| image.offset >= state.offset)
-        {
+        if state.offset < epoch || self.metadata.as_ref().is_some_and(|image| image.offset >= state.offset) {
             return;
         }
         let image = state.image();
-        self.broker_apply_metadata(id, image);
+        self.apply_metadata(context, image);
     }
 
     /// Takes on the roles the new metadata gives this broker
     /// (`ReplicaManager#applyDelta`: `makeLeader` / `makeFollower`).
-    pub(super) fn broker_apply_metadata(&mut self, id: BrokerId, image: MetadataImage) {
-        if self.brokers[&id]
+    pub(super) fn apply_metadata(&mut self, context: &mut BrokerContext<'_>, image: MetadataImage) {
+        let id = self.id;
+        if self
             .metadata
             .as_ref()
             .is_some_and(|current| current.offset >= image.offset)
         {
             return;
         }
-        let now = self.now;
-        let incarnation = self.brokers[&id].incarnation;
+        let now = context.now();
+        let incarnation = self.incarnation;
         let partitions: Vec<_> = image
             .partitions
             .iter()
             .filter(|(_, registration)| registration.replicas.contains(&id))
             .map(|(partition, registration)| (partition.clone(), registration.clone()))
             .collect();
-        self.broker(id).fenced = image.fenced.contains(&id);
-        self.broker(id).metadata = Some(image);
+        self.fenced = image.fenced.contains(&id);
+        self.metadata = Some(image);
         for (partition, registration) in partitions {
-            let log_config = self.log_config(&partition);
-            self.broker(id)
-                .logs
+            let log_config = context.log_config(&partition);
+            self.logs
                 .entry(partition.clone())
                 .or_insert_with(|| PartitionLog::new(log_config, now));
             if registration.leader == Some(id) {
-                let broker = self.broker(id);
-                match broker.leading.get_mut(&partition) {
+                match self.leading.get_mut(&partition) {
                     Some(leader) if leader.leader_epoch == registration.leader_epoch => {
                         if registration.partition_epoch > leader.partition_epoch {
                             leader.isr = registration.isr.clone();
@@ -162,9 +151,9 @@ impl Simulation {
                     Some(leader) if leader.leader_epoch > registration.leader_epoch => continue,
                     _ => {}
                 }
-                let was_leader = broker.leading.contains_key(&partition);
-                broker.following.remove(&partition);
-                let log = broker.logs.get_mut(&partition).expect("created above");
+                let was_leader = self.leading.contains_key(&partition);
+                self.following.remove(&partition);
+                let log = self.logs.get_mut(&partition).expect("created above");
                 let log_end = log.log_end_offset();
                 log.epoch_cache.assign(registration.leader_epoch, log_end);
                 let followers = registration
@@ -172,7 +161,7 @@ impl Simulation {
                     .iter()
                     .filter(|&&replica| replica != id)
                     .map(|&replica| {
-                        let mut state = broker
+                        let mut state = self
                             .leading
                             .get(&partition)
                             .and_then(|leader| leader.followers.get(&replica))
@@ -188,12 +177,12 @@ impl Simulation {
                         )
                     })
                     .gather();
-                let (parked_before, held_before) = broker
+                let (parked_before, held_before) = self
                     .leading
                     .remove(&partition)
                     .map(|leader| (leader.parked, (leader.held, leader.leader_epoch)))
                     .unwrap_or_default();
-                broker.leading.insert(
+                self.leading.insert(
                     partition.clone(),
                     LeaderState {
                         leader_epoch: registration.leader_epoch,
@@ -208,29 +197,28 @@ impl Simulation {
                         held: Vec::new(),
                     },
                 );
-                self.fail_parked(id, &partition, parked_before, ErrorCode::NotLeaderOrFollower);
-                self.fail_held(id, &partition, held_before.0, held_before.1);
-                self.leader_maybe_advance_hw(id, &partition, HighWatermarkTrigger::BecameLeader);
-                if *partition.topic == *crate::sim::coordinator::OFFSETS_TOPIC {
-                    self.coordinator_partition_changed(id, &partition, true);
+                self.fail_parked(context, &partition, parked_before, ErrorCode::NotLeaderOrFollower);
+                self.fail_held(context, &partition, held_before.0, held_before.1);
+                self.leader_maybe_advance_hw(context, &partition, HighWatermarkTrigger::BecameLeader);
+                if *partition.topic == *crate::protocol::OFFSETS_TOPIC {
+                    self.coordinator_partition_changed(context, &partition, true);
                 }
-                if *partition.topic == *crate::sim::txn::TRANSACTION_STATE_TOPIC {
-                    self.txn_partition_changed(id, &partition, true);
+                if *partition.topic == *crate::protocol::TRANSACTION_STATE_TOPIC {
+                    self.txn_partition_changed(context, &partition, true);
                 }
             } else {
-                let broker = self.broker(id);
-                let old_leader = broker.leading.remove(&partition);
+                let old_leader = self.leading.remove(&partition);
                 let was_leader = old_leader.is_some();
                 let (parked, held) = old_leader
                     .map(|leader| (leader.parked, (leader.held, leader.leader_epoch)))
                     .unwrap_or_default();
                 match registration.leader {
                     Some(leader) => {
-                        let already = broker.following.get(&partition).is_some_and(|state| {
+                        let already = self.following.get(&partition).is_some_and(|state| {
                             state.leader == leader && state.leader_epoch == registration.leader_epoch
                         });
                         if !already {
-                            broker.following.insert(
+                            self.following.insert(
                                 partition.clone(),
                                 FollowerState {
                                     leader,
@@ -238,25 +226,20 @@ impl Simulation {
                                     in_flight: None,
                                 },
                             );
-                            self.schedule_timer(
-                                NodeId::Broker(id),
-                                incarnation,
-                                0,
-                                Timer::FollowerFetch(partition.clone()),
-                            );
+                            context.timer(incarnation, 0, Timer::FollowerFetch(partition.clone()));
                         }
                     }
                     None => {
-                        broker.following.remove(&partition);
+                        self.following.remove(&partition);
                     }
                 }
-                self.fail_parked(id, &partition, parked, ErrorCode::NotLeaderOrFollower);
-                self.fail_held(id, &partition, held.0, held.1);
-                if was_leader && *partition.topic == *crate::sim::coordinator::OFFSETS_TOPIC {
-                    self.coordinator_partition_changed(id, &partition, false);
+                self.fail_parked(context, &partition, parked, ErrorCode::NotLeaderOrFollower);
+                self.fail_held(context, &partition, held.0, held.1);
+                if was_leader && *partition.topic == *crate::protocol::OFFSETS_TOPIC {
+                    self.coordinator_partition_changed(context, &partition, false);
                 }
-                if was_leader && *partition.topic == *crate::sim::txn::TRANSACTION_STATE_TOPIC {
-                    self.txn_partition_changed(id, &partition, false);
+                if was_leader && *partition.topic == *crate::protocol::TRANSACTION_STATE_TOPIC {
+                    self.txn_partition_changed(context, &partition, false);
                 }
             }
         }

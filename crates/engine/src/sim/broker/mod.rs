@@ -22,22 +22,26 @@ use crate::replication::transactions::{last_stable_offset, IsolationLevel, Trans
 use crate::storage::{BatchProducer, Log as StorageLog, LogBatch, LogConfig};
 
 use super::config::QuotaType;
+use super::contexts::BrokerContext;
 use super::trace::{BrokerChange, HighWatermarkReason, HighWatermarkTrigger, TraceId, TraceKind, TruncationReason};
 use super::types::{
     BatchSequence, ErrorCode, Message, MessageName, MetadataImage, NodeId, OffsetSpec, ProducerBatch, Record, Time,
-    TxnMarker, MARKER_RECORD_BASE,
+    TxnMarker,
 };
-use super::{Simulation, Timer};
+use super::Timer;
 
 pub use super::purgatory::{Parked, ParkedReply};
 use log::producer_epoch;
 pub use log::PartitionLog;
 
+pub mod coordinator;
 mod fetch;
 mod log;
 mod metadata;
 mod produce;
 mod replication;
+pub mod txn;
+pub mod verification;
 
 /// Records a follower gets per fetch at most (`replica.fetch.max.bytes`,
 /// counted in records here).
@@ -218,10 +222,10 @@ pub struct Broker {
     pub following: BTreeMap<TopicPartition, FollowerState>,
     /// Groups it coordinates (in memory; committed offsets are reloaded
     /// from `__consumer_offsets` when it becomes coordinator).
-    pub coordinators: BTreeMap<TopicPartition, super::coordinator::Coordinator>,
+    pub coordinators: BTreeMap<TopicPartition, coordinator::Coordinator>,
     /// Transactions it coordinates (reloaded from `__transaction_state`
     /// when it becomes that partition's leader).
-    pub txn_coordinators: BTreeMap<TopicPartition, super::txn::TxnCoordinator>,
+    pub txn_coordinators: BTreeMap<TopicPartition, txn::TxnCoordinator>,
     /// Produce requests (acks 1 or all) not yet answered, by client and
     /// request id: each partition's result once that partition is done
     /// (Kafka's `DelayedProduce` answers when every partition is).
@@ -244,7 +248,7 @@ pub struct Broker {
     pub producer_id_blocks: u64,
     /// Transactions' first batches (and offsets) waiting for the
     /// transaction coordinator (KIP-890), by request id.
-    pub verifications: BTreeMap<u64, super::verification::Verification>,
+    pub verifications: BTreeMap<u64, verification::Verification>,
     /// The last verification request id.
     verification_requests: u64,
     /// `LoseProduceResponse`'s sibling: produce requests a stalled
@@ -303,71 +307,66 @@ impl Broker {
     }
 }
 
-impl Simulation {
-    /// `partition`'s log on its leader.
-    pub(crate) fn leader_log(&self, partition: &TopicPartition) -> Option<&PartitionLog> {
-        let leader = self.controller.partitions.get(partition)?.leader?;
-        self.brokers.get(&leader)?.logs.get(partition)
-    }
-
+impl Broker {
     /// The controller broker `id` talks to.
-    fn controller_of(&self, id: BrokerId) -> NodeId {
-        NodeId::Controller(self.brokers[&id].controller)
-    }
-
-    pub(crate) fn broker(&mut self, id: BrokerId) -> &mut Broker {
-        self.brokers.get_mut(&id).expect("known broker")
+    fn controller_of(&self) -> NodeId {
+        NodeId::Controller(self.controller)
     }
 
     /// Starts a broker process: register with the controller.
-    pub(crate) fn broker_start(&mut self, id: BrokerId) {
-        self.broker_boot(id);
-        let incarnation = self.brokers[&id].incarnation;
-        self.send(
-            NodeId::Broker(id),
-            self.controller_of(id),
+    pub(crate) fn start(&mut self, context: &mut BrokerContext<'_>) {
+        let id = self.id;
+        self.boot(context);
+        let incarnation = self.incarnation;
+        context.send(
+            self.controller_of(),
             Message::BrokerRegistration {
                 broker: id,
                 incarnation,
-                previous_broker_epoch: self.brokers[&id].previous_broker_epoch,
+                previous_broker_epoch: self.previous_broker_epoch,
             },
         );
     }
 
     /// A broker that was already registered and unfenced when the run
     /// began (the cluster is in a steady state at time 0).
-    pub(crate) fn broker_start_registered(&mut self, id: BrokerId, broker_epoch: u64, image: MetadataImage) {
-        self.broker_boot(id);
-        let broker = self.broker(id);
-        broker.broker_epoch = Some(broker_epoch);
-        broker.fenced = false;
-        self.broker_apply_metadata(id, image);
+    pub(crate) fn start_registered(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        broker_epoch: u64,
+        image: MetadataImage,
+    ) {
+        self.boot(context);
+        self.broker_epoch = Some(broker_epoch);
+        self.fenced = false;
+        self.apply_metadata(context, image);
     }
 
-    fn broker_boot(&mut self, id: BrokerId) {
-        let broker = self.broker(id);
-        broker.status = BrokerStatus::Running;
-        broker.incarnation += 1;
-        broker.broker_epoch = None;
-        broker.fenced = true;
-        broker.shutting_down = None;
-        broker.previous_broker_epoch = broker.clean_shutdown_epoch.take();
-        broker.metadata = None;
+    fn boot(&mut self, context: &mut BrokerContext<'_>) {
+        let id = self.id;
+        self.status = BrokerStatus::Running;
+        context.set_running(true);
+        self.incarnation += 1;
+        self.broker_epoch = None;
+        self.fenced = true;
+        self.shutting_down = None;
+        self.previous_broker_epoch = self.clean_shutdown_epoch.take();
+        self.metadata = None;
         // The log stays on disk; what is committed is learned again from
         // the leader.
-        broker.metadata_log.high_watermark = 0;
-        broker.metadata_log.in_flight = None;
-        broker.leading.clear();
-        broker.following.clear();
-        broker.coordinators.clear();
-        broker.txn_coordinators.clear();
-        broker.produce_requests.clear();
-        broker.produce_request_bytes.clear();
-        broker.client_rates.clear();
-        broker.muted.clear();
-        broker.producer_ids = None;
-        let incarnation = broker.incarnation;
-        self.record(TraceKind::BrokerStatus {
+        self.metadata_log.high_watermark = 0;
+        self.metadata_log.in_flight = None;
+        self.leading.clear();
+        self.following.clear();
+        self.coordinators.clear();
+        self.txn_coordinators.clear();
+        self.produce_requests.clear();
+        self.produce_request_bytes.clear();
+        self.client_rates.clear();
+        self.muted.clear();
+        self.producer_ids = None;
+        let incarnation = self.incarnation;
+        context.trace(TraceKind::BrokerStatus {
             broker: id,
             status: BrokerChange::Started,
         });
@@ -377,101 +376,47 @@ impl Simulation {
         // 30 s even when the interval is shorter.
         let first_retention_check = LOG_MANAGER_INITIAL_DELAY_MS;
         for (delay, timer) in [
-            (self.config.broker_heartbeat_interval_ms, Timer::BrokerHeartbeat),
-            (self.config.replica_lag_time_max_ms / 2, Timer::IsrExpiration),
-            (self.config.log_cleaner_backoff_ms, Timer::LogCleaner),
+            (context.config().broker_heartbeat_interval_ms, Timer::BrokerHeartbeat),
+            (context.config().replica_lag_time_max_ms / 2, Timer::IsrExpiration),
+            (context.config().log_cleaner_backoff_ms, Timer::LogCleaner),
             (first_retention_check, Timer::RetentionCheck),
             (
-                self.config.producer_id_expiration_check_interval_ms,
+                context.config().producer_id_expiration_check_interval_ms,
                 Timer::ProducerIdExpiration,
             ),
         ] {
-            self.schedule_timer(NodeId::Broker(id), incarnation, delay, timer);
+            context.timer(incarnation, delay, timer);
         }
         // `LogManager#startup` schedules the flusher after
         // `log.initial.task.delay.ms`, then every
         // `log.flush.scheduler.interval.ms` (unset: never).
-        if self.config.log_flush_scheduler_interval_ms.is_some() {
-            self.schedule_timer(
-                NodeId::Broker(id),
-                incarnation,
-                LOG_MANAGER_INITIAL_DELAY_MS,
-                Timer::LogFlush,
-            );
+        if context.config().log_flush_scheduler_interval_ms.is_some() {
+            context.timer(incarnation, LOG_MANAGER_INITIAL_DELAY_MS, Timer::LogFlush);
         }
-        self.broker_fetch_metadata(id);
-    }
-
-    pub(crate) fn broker_kill(&mut self, id: BrokerId) {
-        self.broker_stop(id, BrokerChange::Killed);
-    }
-
-    /// `brokers` lose power at once: a running one's process dies (an
-    /// unclean shutdown), and every listed broker's logs lose what was past
-    /// their recovery points. The metadata log is not touched: KRaft
-    /// flushes it before it acknowledges anything (`KafkaRaftClient`).
-    pub(crate) fn broker_power_loss(&mut self, brokers: &[BrokerId]) {
-        let mut seen = std::collections::BTreeSet::new();
-        for &id in brokers {
-            if !self.brokers.contains_key(&id) || !seen.insert(id) {
-                continue;
-            }
-            if self.brokers[&id].status == BrokerStatus::Dead {
-                self.record(TraceKind::BrokerStatus {
-                    broker: id,
-                    status: BrokerChange::PowerLost,
-                });
-            } else {
-                self.broker_stop(id, BrokerChange::PowerLost);
-            }
-            let now = self.now;
-            let partitions: Vec<TopicPartition> = self.brokers[&id].logs.keys().cloned().collect();
-            for partition in partitions {
-                let log = self.broker(id).logs.get_mut(&partition).expect("listed above");
-                let Some((to_offset, end, lost)) = log.lose_unflushed(now) else {
-                    continue;
-                };
-                self.monitor.note_power_loss(id, &partition, lost);
-                self.record(TraceKind::Truncated {
-                    broker: id,
-                    partition,
-                    to_offset,
-                    removed: end - to_offset,
-                    reason: TruncationReason::PowerLoss,
-                });
-            }
-        }
-        let partitions = self
-            .controller
-            .partitions
-            .iter()
-            .map(|(partition, registration)| (partition, registration.replicas.as_slice()));
-        self.monitor.note_power_cut(&seen, partitions);
+        self.fetch_metadata(context);
     }
 
     /// The broker process ends (a crash, or the end of a controlled
     /// shutdown): its in-memory roles go, its logs stay.
-    fn broker_stop(&mut self, id: BrokerId, status: BrokerChange) {
-        let Some(broker) = self.brokers.get_mut(&id) else {
-            return;
-        };
-        if broker.status == BrokerStatus::Dead {
+    pub(crate) fn stop(&mut self, context: &mut BrokerContext<'_>, status: BrokerChange) {
+        let id = self.id;
+        if self.status == BrokerStatus::Dead {
             return;
         }
-        broker.status = BrokerStatus::Dead;
-        broker.leading.clear();
-        broker.following.clear();
-        broker.coordinators.clear();
-        broker.txn_coordinators.clear();
-        broker.produce_requests.clear();
-        broker.produce_request_bytes.clear();
-        broker.client_rates.clear();
-        broker.muted.clear();
-        broker.verifications.clear();
-        broker.stalled.clear();
-        broker.produce_connections.clear();
-        broker.producer_ids = None;
-        broker.shutting_down = None;
+        self.status = BrokerStatus::Dead;
+        self.leading.clear();
+        self.following.clear();
+        self.coordinators.clear();
+        self.txn_coordinators.clear();
+        self.produce_requests.clear();
+        self.produce_request_bytes.clear();
+        self.client_rates.clear();
+        self.muted.clear();
+        self.verifications.clear();
+        self.stalled.clear();
+        self.produce_connections.clear();
+        self.producer_ids = None;
+        self.shutting_down = None;
         // A clean stop ends with `LogManager#shutdown`, which flushes every
         // log (and writes the recovery-point checkpoint).
         if matches!(
@@ -480,13 +425,43 @@ impl Simulation {
                 | BrokerChange::StoppedShutdownTimedOut
                 | BrokerChange::StoppedUnregistered
         ) {
-            let now = self.now as i64;
-            for log in broker.logs.values_mut() {
+            let now = context.now() as i64;
+            for log in self.logs.values_mut() {
                 log.log.flush(now);
             }
         }
-        self.record(TraceKind::BrokerStatus { broker: id, status });
-        self.close_connections(NodeId::Broker(id));
+        context.trace(TraceKind::BrokerStatus { broker: id, status });
+        context.set_running(false);
+    }
+
+    /// The broker loses power: a running process dies, and its logs lose
+    /// what was past their recovery points.
+    pub(crate) fn lose_power(&mut self, context: &mut BrokerContext<'_>) {
+        let id = self.id;
+        if self.status == BrokerStatus::Dead {
+            context.trace(TraceKind::BrokerStatus {
+                broker: id,
+                status: BrokerChange::PowerLost,
+            });
+        } else {
+            self.stop(context, BrokerChange::PowerLost);
+        }
+        let now = context.now();
+        let partitions: Vec<TopicPartition> = self.logs.keys().cloned().collect();
+        for partition in partitions {
+            let log = self.logs.get_mut(&partition).expect("listed above");
+            let Some((to_offset, end, lost)) = log.lose_unflushed(now) else {
+                continue;
+            };
+            context.note_power_loss(&partition, lost);
+            context.trace(TraceKind::Truncated {
+                broker: id,
+                partition,
+                to_offset,
+                removed: end - to_offset,
+                reason: TruncationReason::PowerLoss,
+            });
+        }
     }
 
     /// A graceful stop (`kafka-server-stop`): the broker asks the
@@ -496,88 +471,53 @@ impl Simulation {
     /// for a session timeout. A broker not registered stops at once; one
     /// whose leaderships cannot move stops after
     /// `CONTROLLED_SHUTDOWN_TIMEOUT_MS` anyway.
-    pub(crate) fn broker_graceful_stop(&mut self, id: BrokerId) {
-        let now = self.now;
-        let Some(broker) = self.brokers.get_mut(&id) else {
-            return;
-        };
-        if broker.status == BrokerStatus::Dead || broker.shutting_down.is_some() {
+    pub(crate) fn graceful_stop(&mut self, context: &mut BrokerContext<'_>) {
+        let id = self.id;
+        let now = context.now();
+        if self.status == BrokerStatus::Dead || self.shutting_down.is_some() {
             return;
         }
-        if broker.broker_epoch.is_none() {
-            self.broker_stop(id, BrokerChange::StoppedUnregistered);
+        if self.broker_epoch.is_none() {
+            self.stop(context, BrokerChange::StoppedUnregistered);
             return;
         }
-        broker.shutting_down = Some(now);
-        self.record(TraceKind::BrokerStatus {
+        self.shutting_down = Some(now);
+        context.trace(TraceKind::BrokerStatus {
             broker: id,
             status: BrokerChange::AskedForControlledShutdown,
         });
-        self.broker_send_heartbeat(id);
+        self.send_heartbeat(context);
     }
 
-    /// Every connection of a process that dies breaks: its peers see a
-    /// disconnect and fail what they had in flight on it (a JoinGroup
-    /// waiting for the rebalance, a long-poll fetch, a produce).
-    pub(crate) fn close_connections(&mut self, node: NodeId) {
-        let mut peers: Vec<NodeId> = self.brokers.keys().map(|&broker| NodeId::Broker(broker)).collect();
-        peers.extend(
-            self.controller_processes
-                .keys()
-                .map(|&controller| NodeId::Controller(controller)),
-        );
-        peers.extend((0..self.producers.len() as u32).map(NodeId::Producer));
-        peers.extend((0..self.consumers.len() as u32).map(NodeId::Consumer));
-        for peer in peers {
-            if peer != node {
-                self.connection_reset(node, peer);
-            }
-        }
-    }
-
-    pub(crate) fn broker_restart(&mut self, id: BrokerId) {
-        if self
-            .brokers
-            .get(&id)
-            .is_some_and(|broker| broker.status == BrokerStatus::Dead)
-        {
-            self.broker_start(id);
-        }
-    }
-
-    pub(crate) fn broker_pause(&mut self, id: BrokerId, duration_ms: u64) {
-        let now = self.now;
-        let Some(broker) = self.brokers.get_mut(&id) else {
-            return;
-        };
-        if broker.status != BrokerStatus::Running {
+    pub(crate) fn pause(&mut self, context: &mut BrokerContext<'_>, duration_ms: u64) {
+        let id = self.id;
+        let now = context.now();
+        if self.status != BrokerStatus::Running {
             return;
         }
-        broker.status = BrokerStatus::Paused {
+        self.status = BrokerStatus::Paused {
             until: now.saturating_add(duration_ms),
         };
-        let incarnation = broker.incarnation;
-        self.record(TraceKind::BrokerStatus {
+        let incarnation = self.incarnation;
+        context.trace(TraceKind::BrokerStatus {
             broker: id,
             status: BrokerChange::Paused { duration_ms },
         });
-        self.schedule_timer(NodeId::Broker(id), incarnation, duration_ms, Timer::PauseEnd);
+        context.timer(incarnation, duration_ms, Timer::PauseEnd);
     }
 
     /// Sends a heartbeat (or, unregistered, a registration) to the
     /// controller the broker believes active.
-    fn broker_send_heartbeat(&mut self, id: BrokerId) {
-        let node = NodeId::Broker(id);
-        let incarnation = self.brokers[&id].incarnation;
-        self.broker(id).heartbeat_outstanding = true;
-        let broker = &self.brokers[&id];
-        match broker.broker_epoch {
+    fn send_heartbeat(&mut self, context: &mut BrokerContext<'_>) {
+        let id = self.id;
+        let incarnation = self.incarnation;
+        self.heartbeat_outstanding = true;
+        match self.broker_epoch {
             Some(broker_epoch) => {
-                let metadata_offset = broker.metadata_log.committed().map_or(0, |state| state.offset);
-                let want_shut_down = broker.shutting_down.is_some();
-                self.send(
-                    node,
-                    self.controller_of(id),
+                let metadata_offset = self.metadata_log.committed().map_or(0, |state| state.offset);
+                let want_shut_down = self.shutting_down.is_some();
+                context.send(
+                    self.controller_of(),
                     Message::BrokerHeartbeat {
                         broker: id,
                         broker_epoch,
@@ -587,111 +527,106 @@ impl Simulation {
                 );
             }
             None => {
-                self.send(
-                    node,
-                    self.controller_of(id),
+                context.send(
+                    self.controller_of(),
                     Message::BrokerRegistration {
                         broker: id,
                         incarnation,
-                        previous_broker_epoch: broker.previous_broker_epoch,
+                        previous_broker_epoch: self.previous_broker_epoch,
                     },
                 );
             }
         }
     }
 
-    pub(crate) fn broker_timer(&mut self, id: BrokerId, timer: Timer) {
-        let incarnation = self.brokers[&id].incarnation;
-        let node = NodeId::Broker(id);
+    pub(crate) fn timer(&mut self, context: &mut BrokerContext<'_>, timer: Timer) {
+        let id = self.id;
+        let incarnation = self.incarnation;
         match timer {
             Timer::PauseEnd => {
-                self.broker(id).status = BrokerStatus::Running;
-                self.record(TraceKind::BrokerStatus {
+                self.status = BrokerStatus::Running;
+                context.trace(TraceKind::BrokerStatus {
                     broker: id,
                     status: BrokerChange::Resumed,
                 });
             }
-            Timer::BrokerHeartbeat => self.broker_heartbeat_due(id),
+            Timer::BrokerHeartbeat => self.heartbeat_due(context),
             Timer::IsrExpiration => {
-                self.schedule_timer(
-                    node,
+                context.timer(
                     incarnation,
-                    (self.config.replica_lag_time_max_ms / 2).max(1),
+                    (context.config().replica_lag_time_max_ms / 2).max(1),
                     Timer::IsrExpiration,
                 );
-                self.leader_maybe_shrink_isr(id);
+                self.leader_maybe_shrink_isr(context);
             }
             Timer::LogCleaner => {
-                self.schedule_timer(
-                    node,
+                context.timer(
                     incarnation,
-                    self.config.log_cleaner_backoff_ms.max(1),
+                    context.config().log_cleaner_backoff_ms.max(1),
                     Timer::LogCleaner,
                 );
-                self.broker_clean_logs(id);
+                self.clean_logs(context);
             }
-            Timer::Unmute(client) => self.broker_unmute(id, client),
+            Timer::Unmute(client) => self.unmute(context, client),
             Timer::ProducerIdExpiration => {
-                self.schedule_timer(
-                    node,
+                context.timer(
                     incarnation,
-                    self.config.producer_id_expiration_check_interval_ms.max(1),
+                    context.config().producer_id_expiration_check_interval_ms.max(1),
                     Timer::ProducerIdExpiration,
                 );
-                self.broker_expire_producers(id);
+                self.expire_producers(context);
             }
             Timer::LogFlush => {
-                let Some(interval) = self.config.log_flush_scheduler_interval_ms else {
+                let Some(interval) = context.config().log_flush_scheduler_interval_ms else {
                     return;
                 };
-                self.schedule_timer(node, incarnation, interval.max(1), Timer::LogFlush);
-                let now = self.now as i64;
-                for log in self.broker(id).logs.values_mut() {
+                context.timer(incarnation, interval.max(1), Timer::LogFlush);
+                let now = context.now() as i64;
+                for log in self.logs.values_mut() {
                     log.log.flush_if_due(now);
                 }
             }
             Timer::RetentionCheck => {
-                self.schedule_timer(
-                    node,
+                context.timer(
                     incarnation,
-                    self.config.log_retention_check_interval_ms.max(1),
+                    context.config().log_retention_check_interval_ms.max(1),
                     Timer::RetentionCheck,
                 );
-                self.broker_retention_check(id);
+                self.retention_check(context);
             }
-            Timer::FollowerFetch(partition) => self.follower_fetch(id, &partition),
-            Timer::MetadataFetchRetry => self.broker_fetch_metadata(id),
+            Timer::FollowerFetch(partition) => self.follower_fetch(context, &partition),
+            Timer::MetadataFetchRetry => self.fetch_metadata(context),
             Timer::MetadataFetchTimeout(fetch) => {
                 // No answer in controller.quorum.request.timeout.ms: ask
                 // another voter who leads.
-                let controllers = self.config.controllers;
-                let broker = self.broker(id);
-                if broker.metadata_log.in_flight.is_some_and(|(id, _)| id == fetch) {
-                    broker.metadata_log.in_flight = None;
-                    broker.controller = broker.controller % controllers + 1;
-                    self.broker_fetch_metadata(id);
+                let controllers = context.config().controllers;
+                if self.metadata_log.in_flight.is_some_and(|(id, _)| id == fetch) {
+                    self.metadata_log.in_flight = None;
+                    self.controller = self.controller % controllers + 1;
+                    self.fetch_metadata(context);
                 }
             }
-            Timer::CoordinatorPoll(partition) => self.coordinator_poll(id, &partition),
-            Timer::TxnTick(partition) => self.txn_tick(id, &partition),
+            Timer::CoordinatorPoll(partition) => self.coordinator_poll(context, &partition),
+            Timer::TxnTick(partition) => self.txn_tick(context, &partition),
             Timer::FollowerFetchTimeout(partition, fetch) => {
-                let broker = self.broker(id);
-                if let Some(state) = broker.following.get_mut(&partition) {
+                if let Some(state) = self.following.get_mut(&partition) {
                     if state.in_flight == Some(fetch) {
                         state.in_flight = None;
-                        self.follower_fetch(id, &partition);
+                        self.follower_fetch(context, &partition);
                     }
                 }
             }
-            Timer::DelayedFetchExpiry(partition, held) => self.leader_held_fetch_expired(id, &partition, held),
-            Timer::ProduceExpiry(partition, request) => self.leader_parked_produce_expired(id, &partition, request),
-            Timer::VerificationRetry(request) => self.verification_retry(id, request),
-            Timer::VerificationTimeout(request) => self.verification_lost(id, request),
-            Timer::StalledRequest(stalled) => match self.broker(id).stalled.remove(&stalled) {
+            Timer::DelayedFetchExpiry(partition, held) => self.leader_held_fetch_expired(context, &partition, held),
+            Timer::ProduceExpiry(partition, request) => {
+                self.leader_parked_produce_expired(context, &partition, request)
+            }
+            Timer::VerificationRetry(request) => self.verification_retry(context, request),
+            Timer::VerificationTimeout(request) => self.verification_lost(context, request),
+            Timer::StalledRequest(stalled) => match self.stalled.remove(&stalled) {
                 Some((from, message @ Message::Produce { .. }, connection)) => {
-                    self.broker_handle_produce(id, from, message, connection);
+                    self.handle_produce(context, from, message, connection);
                 }
-                Some((from, message, _)) => self.broker_handle(id, from, message),
+                Some((from, message, _)) => self.handle(context, from, message),
                 None => {}
             },
             _ => {}
@@ -701,67 +636,67 @@ impl Simulation {
     /// The heartbeat timer: a controlled shutdown that took too long
     /// stops the broker; otherwise the next heartbeat goes out (to the next
     /// controller if the last one had no answer).
-    fn broker_heartbeat_due(&mut self, id: BrokerId) {
-        let incarnation = self.brokers[&id].incarnation;
-        let node = NodeId::Broker(id);
-        if self.brokers[&id]
+    fn heartbeat_due(&mut self, context: &mut BrokerContext<'_>) {
+        let incarnation = self.incarnation;
+        if self
             .shutting_down
-            .is_some_and(|asked| self.now >= asked + CONTROLLED_SHUTDOWN_TIMEOUT_MS)
+            .is_some_and(|asked| context.now() >= asked + CONTROLLED_SHUTDOWN_TIMEOUT_MS)
         {
-            self.broker_stop(id, BrokerChange::StoppedShutdownTimedOut);
+            self.stop(context, BrokerChange::StoppedShutdownTimedOut);
             return;
         }
-        let controllers = self.config.controllers;
-        let broker = self.broker(id);
-        if broker.heartbeat_outstanding {
+        let controllers = context.config().controllers;
+        if self.heartbeat_outstanding {
             // No answer to the last heartbeat: try the next controller.
-            broker.controller = broker.controller % controllers + 1;
+            self.controller = self.controller % controllers + 1;
         }
-        self.schedule_timer(
-            node,
+        context.timer(
             incarnation,
-            self.config.broker_heartbeat_interval_ms,
+            context.config().broker_heartbeat_interval_ms,
             Timer::BrokerHeartbeat,
         );
-        self.broker_send_heartbeat(id);
+        self.send_heartbeat(context);
     }
 
     /// A fetch held for `fetch.max.wait.ms` is answered with what there is.
-    fn leader_held_fetch_expired(&mut self, id: BrokerId, partition: &TopicPartition, held: u64) {
-        let broker = self.broker(id);
-        let Some(leader) = broker.leading.get_mut(partition) else {
+    fn leader_held_fetch_expired(&mut self, context: &mut BrokerContext<'_>, partition: &TopicPartition, held: u64) {
+        let Some(leader) = self.leading.get_mut(partition) else {
             return;
         };
         let Some(position) = leader.held.iter().position(|fetch| fetch.id == held) else {
             return;
         };
         let fetch = leader.held.remove(position);
-        self.answer_held(id, partition, fetch);
+        self.answer_held(context, partition, fetch);
     }
 
     /// An acks=all produce still waiting when its timeout ends is answered
     /// REQUEST_TIMED_OUT.
-    fn leader_parked_produce_expired(&mut self, id: BrokerId, partition: &TopicPartition, request: u64) {
-        let broker = self.broker(id);
-        let Some(leader) = broker.leading.get_mut(partition) else {
+    fn leader_parked_produce_expired(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        partition: &TopicPartition,
+        request: u64,
+    ) {
+        let Some(leader) = self.leading.get_mut(partition) else {
             return;
         };
         let Some(position) = leader.parked.iter().position(|parked| parked.timer == request) else {
             return;
         };
         let parked = leader.parked.remove(position);
-        self.answer_parked(id, partition, parked, Err(ErrorCode::RequestTimedOut));
+        self.answer_parked(context, partition, parked, Err(ErrorCode::RequestTimedOut));
     }
 
-    pub(crate) fn broker_receive(&mut self, id: BrokerId, from: NodeId, message: Message) {
-        let node = NodeId::Broker(id);
-        let message = match self.broker_hold_if_muted(id, from, message) {
+    pub(crate) fn receive(&mut self, context: &mut BrokerContext<'_>, from: NodeId, message: Message) {
+        let id = self.id;
+        let message = match self.hold_if_muted(context, from, message) {
             Some(message) => message,
             None => return,
         };
         let request = message.name();
         if let (MessageName::Produce | MessageName::EndTxn, NodeId::Producer(_)) = (request, from) {
-            if let Some(delay) = self.network.take_stall(from, request) {
+            if let Some(delay) = context.take_stall(from, request) {
                 // The request was read; a handler takes it `delay` later,
                 // whatever became of its connection (`RequestChannel`).
                 // Until then the connection stays muted, as Kafka's
@@ -769,13 +704,13 @@ impl Simulation {
                 // request until its answer is sent: what the client sends
                 // behind it waits unread, and is lost if the client closes
                 // the connection.
-                let stalled = self.broker(id).next_verification();
-                let connection = self.network.connection(node, from);
-                self.broker(id).stalled.insert(stalled, (from, message, connection));
-                let incarnation = self.brokers[&id].incarnation;
-                self.schedule_timer(node, incarnation, delay, Timer::StalledRequest(stalled));
-                self.broker_mute(id, from, delay);
-                self.record(TraceKind::RequestStalled {
+                let stalled = self.next_verification();
+                let connection = context.connection(from);
+                self.stalled.insert(stalled, (from, message, connection));
+                let incarnation = self.incarnation;
+                context.timer(incarnation, delay, Timer::StalledRequest(stalled));
+                self.mute(context, from, delay);
+                context.trace(TraceKind::RequestStalled {
                     broker: id,
                     client: from,
                     request,
@@ -784,16 +719,15 @@ impl Simulation {
                 return;
             }
         }
-        self.broker_handle(id, from, message);
+        self.handle(context, from, message);
     }
 
     /// A request a handler takes (at once, or after a stall).
-    fn broker_handle(&mut self, id: BrokerId, from: NodeId, message: Message) {
-        let node = NodeId::Broker(id);
-        if self.txn_receive(id, from, &message) {
+    fn handle(&mut self, context: &mut BrokerContext<'_>, from: NodeId, message: Message) {
+        if self.txn_receive(context, from, &message) {
             return;
         }
-        if self.coordinator_receive(id, from, &message) {
+        if self.coordinator_receive(context, from, &message) {
             return;
         }
         match message {
@@ -802,54 +736,49 @@ impl Simulation {
                 offset,
                 isolation,
                 current_leader_epoch,
-            } => match self.broker_check_leader_epoch(id, &partition, current_leader_epoch) {
-                Ok(()) => self.leader_consumer_fetch(id, from, &partition, offset, isolation),
-                Err(error) => self.send(
-                    NodeId::Broker(id),
-                    from,
-                    Message::consumer_fetch_error(partition, error),
-                ),
+            } => match self.check_leader_epoch(&partition, current_leader_epoch) {
+                Ok(()) => self.leader_consumer_fetch(context, from, &partition, offset, isolation),
+                Err(error) => context.send(from, Message::consumer_fetch_error(partition, error)),
             },
             Message::OffsetForLeaderEpoch {
                 partition,
                 leader_epoch,
                 current_leader_epoch,
-            } => self.broker_offset_for_leader_epoch(id, from, partition, leader_epoch, current_leader_epoch),
+            } => self.offset_for_leader_epoch(context, from, partition, leader_epoch, current_leader_epoch),
             Message::ListOffsets {
                 partition,
                 spec,
                 isolation,
-            } => self.broker_list_offsets(id, from, partition, spec, isolation),
+            } => self.list_offsets(context, from, partition, spec, isolation),
             Message::BrokerHeartbeatResponse {
                 broker_epoch,
                 fenced,
                 should_shut_down,
                 ..
-            } => self.broker_heartbeat_answer(id, from, broker_epoch, fenced, should_shut_down),
-            Message::BrokerRegistrationResponse { result } => self.broker_registration_answer(id, from, result),
+            } => self.heartbeat_answer(context, from, broker_epoch, fenced, should_shut_down),
+            Message::BrokerRegistrationResponse { result } => self.registration_answer(context, from, result),
             Message::MetadataFetchResponse(answer) => {
                 if let NodeId::Controller(controller) = from {
-                    self.broker_metadata_response(id, controller, &answer);
+                    self.metadata_response(context, controller, &answer);
                 }
             }
-            Message::ConnectionClosed => self.broker_connection_closed(id, from),
+            Message::ConnectionClosed => self.connection_closed(context, from),
             // `NOT_CONTROLLER`: the request goes again to the controller
             // named as leader (`NodeToControllerChannelManager`), at once;
             // with no name, the next heartbeat tries another one.
-            Message::NotController { leader } => self.broker_not_controller(id, from, leader),
-            Message::MetadataRequest => self.broker_metadata_answer(id, from),
+            Message::NotController { leader } => self.not_controller(context, from, leader),
+            Message::MetadataRequest => self.metadata_answer(context, from),
             Message::Produce { .. } => {
-                let connection = self.network.connection(node, from);
-                self.broker_handle_produce(id, from, message, connection);
+                let connection = context.connection(from);
+                self.handle_produce(context, from, message, connection);
             }
             Message::LeaderAddPartitionsToTxnResponse { request, results } => {
-                self.verification_answered(id, request, results)
+                self.verification_answered(context, request, results)
             }
             Message::InitProducerId { request, .. } => {
-                let result = Ok((self.broker_next_producer_id(id), 0));
-                let finalized = self.broker_transaction_version(id);
-                self.send(
-                    node,
+                let result = Ok((self.next_producer_id(), 0));
+                let finalized = self.transaction_version(context);
+                context.send(
                     from,
                     Message::InitProducerIdResponse {
                         request,
@@ -866,7 +795,7 @@ impl Simulation {
                 current_leader_epoch,
                 log_start_offset,
             } => self.leader_fetch(
-                id,
+                context,
                 &partition,
                 replica,
                 fetch_offset,
@@ -883,7 +812,7 @@ impl Simulation {
                 error,
                 diverging,
             } => self.follower_handle_response(
-                id,
+                context,
                 &partition,
                 leader_epoch,
                 batches,
@@ -893,7 +822,7 @@ impl Simulation {
                 diverging,
             ),
             Message::AlterPartitionResponse { partition, result } => {
-                self.broker_alter_partition_answer(id, partition, result)
+                self.alter_partition_answer(context, partition, result)
             }
             _ => {}
         }
@@ -904,22 +833,20 @@ impl Simulation {
     /// then a leader is required): older than this broker's, the client is
     /// fenced (FENCED_LEADER_EPOCH); newer, this broker is behind
     /// (UNKNOWN_LEADER_EPOCH); no epoch, or the same, goes on if it leads.
-    fn broker_check_leader_epoch(
+    fn check_leader_epoch(
         &self,
-        id: BrokerId,
         partition: &TopicPartition,
         current_leader_epoch: Option<u32>,
     ) -> Result<(), ErrorCode> {
-        let broker = &self.brokers[&id];
-        let local = broker
+        let local = self
             .leading
             .get(partition)
             .map(|leader| leader.leader_epoch)
-            .or_else(|| broker.following.get(partition).map(|follower| follower.leader_epoch));
+            .or_else(|| self.following.get(partition).map(|follower| follower.leader_epoch));
         match (current_leader_epoch, local) {
             (Some(client), Some(local)) if client < local => Err(ErrorCode::FencedLeaderEpoch),
             (Some(client), Some(local)) if client > local => Err(ErrorCode::UnknownLeaderEpoch),
-            _ if broker.leading.contains_key(partition) => Ok(()),
+            _ if self.leading.contains_key(partition) => Ok(()),
             _ => Err(ErrorCode::NotLeaderOrFollower),
         }
     }
@@ -928,43 +855,39 @@ impl Simulation {
     /// (`ReplicaManager#lastOffsetForLeaderEpoch`, always from the leader):
     /// the largest epoch at or below the one asked for and where it ends
     /// in this leader's log (`LeaderEpochFileCache#endOffsetFor`).
-    fn broker_offset_for_leader_epoch(
+    fn offset_for_leader_epoch(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         from: NodeId,
         partition: TopicPartition,
         leader_epoch: u32,
         current_leader_epoch: u32,
     ) {
         let result = self
-            .broker_check_leader_epoch(id, &partition, Some(current_leader_epoch))
+            .check_leader_epoch(&partition, Some(current_leader_epoch))
             .map(|()| {
-                let log = &self.brokers[&id].logs[&partition];
+                let log = &self.logs[&partition];
                 let (epoch, end_offset) = log
                     .epoch_cache
                     .end_offset_for(i64::from(leader_epoch), log.log_end_offset());
                 (epoch >= 0 && end_offset >= 0).then_some((epoch as u32, end_offset as Offset))
             });
-        self.send(
-            NodeId::Broker(id),
-            from,
-            Message::OffsetForLeaderEpochResponse { partition, result },
-        );
+        context.send(from, Message::OffsetForLeaderEpochResponse { partition, result });
     }
 
     /// `ListOffsets`: a partition's log start offset or high watermark, from
     /// its leader.
-    fn broker_list_offsets(
+    fn list_offsets(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         from: NodeId,
         partition: TopicPartition,
         spec: OffsetSpec,
         isolation: IsolationLevel,
     ) {
-        let result = match self.brokers[&id].leading.get(&partition) {
+        let result = match self.leading.get(&partition) {
             Some(_) => {
-                let log = &self.brokers[&id].logs[&partition];
+                let log = &self.logs[&partition];
                 // LATEST is the end a consumer of that isolation level may
                 // read to (`Partition#fetchOffsetForTimestamp`): the high
                 // watermark, or for `read_committed` the last stable offset.
@@ -976,70 +899,63 @@ impl Simulation {
             }
             None => Err(ErrorCode::NotLeaderOrFollower),
         };
-        self.send(
-            NodeId::Broker(id),
-            from,
-            Message::ListOffsetsResponse { partition, result },
-        );
+        context.send(from, Message::ListOffsetsResponse { partition, result });
     }
 
     /// The controller's `BrokerHeartbeatResponse`: fenced or not, and at the
     /// end of a controlled shutdown, stop.
-    fn broker_heartbeat_answer(
+    fn heartbeat_answer(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         from: NodeId,
         broker_epoch: u64,
         fenced: bool,
         should_shut_down: bool,
     ) {
-        let broker = self.broker(id);
-        broker.heartbeat_outstanding = false;
+        self.heartbeat_outstanding = false;
         if let NodeId::Controller(controller) = from {
-            broker.controller = controller;
+            self.controller = controller;
         }
-        if broker.broker_epoch != Some(broker_epoch) {
+        if self.broker_epoch != Some(broker_epoch) {
             return;
         }
-        broker.fenced = fenced;
-        if should_shut_down && broker.shutting_down.is_some() {
+        self.fenced = fenced;
+        if should_shut_down && self.shutting_down.is_some() {
             // `BrokerServer#shutdown` writes the clean-shutdown
             // file with the broker epoch.
-            broker.clean_shutdown_epoch = Some(broker_epoch);
-            self.broker_stop(id, BrokerChange::StoppedAfterControlledShutdown);
+            self.clean_shutdown_epoch = Some(broker_epoch);
+            self.stop(context, BrokerChange::StoppedAfterControlledShutdown);
         }
     }
 
     /// The controller's `BrokerRegistrationResponse`: the broker's new epoch.
-    fn broker_registration_answer(&mut self, id: BrokerId, from: NodeId, result: Result<u64, ErrorCode>) {
-        let broker = self.broker(id);
-        broker.heartbeat_outstanding = false;
+    fn registration_answer(&mut self, context: &mut BrokerContext<'_>, from: NodeId, result: Result<u64, ErrorCode>) {
+        self.heartbeat_outstanding = false;
         if let NodeId::Controller(controller) = from {
-            broker.controller = controller;
+            self.controller = controller;
         }
         // Refused (DUPLICATE_BROKER_REGISTRATION): the next
         // heartbeat interval registers again.
         if let Ok(epoch) = result {
-            broker.broker_epoch = Some(epoch);
-            self.broker_publish_metadata(id);
+            self.broker_epoch = Some(epoch);
+            self.publish_metadata(context);
         }
     }
 
     /// `NOT_CONTROLLER` from the controller the broker asked.
-    fn broker_not_controller(&mut self, id: BrokerId, from: NodeId, leader: Option<u32>) {
-        let controllers = self.config.controllers;
-        let broker = self.broker(id);
-        broker.heartbeat_outstanding = false;
-        broker.controller = leader.unwrap_or(broker.controller % controllers + 1);
+    fn not_controller(&mut self, context: &mut BrokerContext<'_>, from: NodeId, leader: Option<u32>) {
+        let controllers = context.config().controllers;
+        self.heartbeat_outstanding = false;
+        self.controller = leader.unwrap_or(self.controller % controllers + 1);
         if leader.is_some_and(|leader| NodeId::Controller(leader) != from) {
-            self.broker_send_heartbeat(id);
+            self.send_heartbeat(context);
         }
     }
 
     /// A client's `Metadata`: leaders and epochs as this broker's metadata
     /// knows them.
-    fn broker_metadata_answer(&mut self, id: BrokerId, from: NodeId) {
-        let leaders = self.brokers[&id]
+    fn metadata_answer(&mut self, context: &mut BrokerContext<'_>, from: NodeId) {
+        let leaders = self
             .metadata
             .as_ref()
             .map(|image| {
@@ -1052,19 +968,18 @@ impl Simulation {
                     .gather()
             })
             .unwrap_or_default();
-        self.send(NodeId::Broker(id), from, Message::MetadataResponse { leaders });
+        context.send(from, Message::MetadataResponse { leaders });
     }
 
     /// The controller's `AlterPartitionResponse`: the leader's new ISR, if it
     /// is still current.
-    fn broker_alter_partition_answer(
+    fn alter_partition_answer(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: TopicPartition,
         result: Result<PartitionRegistration, ErrorCode>,
     ) {
-        let broker = self.broker(id);
-        let Some(leader) = broker.leading.get_mut(&partition) else {
+        let Some(leader) = self.leading.get_mut(&partition) else {
             return;
         };
         leader.pending_isr = None;
@@ -1076,49 +991,45 @@ impl Simulation {
                 leader.partition_epoch = registration.partition_epoch;
             }
         }
-        self.leader_maybe_advance_hw(id, &partition, HighWatermarkTrigger::IsrChanged);
+        self.leader_maybe_advance_hw(context, &partition, HighWatermarkTrigger::IsrChanged);
     }
 
     /// A connection of broker `id` broke (`NetworkClient` disconnect on the
     /// client side, a closed channel on the server side).
-    fn broker_connection_closed(&mut self, id: BrokerId, peer: NodeId) {
-        let incarnation = self.brokers[&id].incarnation;
-        let controllers = self.config.controllers;
-        let broker = self.broker(id);
+    fn connection_closed(&mut self, context: &mut BrokerContext<'_>, peer: NodeId) {
+        let incarnation = self.incarnation;
+        let controllers = context.config().controllers;
         match peer {
             NodeId::Controller(controller) => {
                 // The heartbeat in flight failed: the next one tries another
                 // controller (`NodeToControllerChannelManager` looks for
                 // the active controller again); an AlterPartition in flight
                 // failed and is proposed again.
-                if broker.controller == controller {
-                    broker.controller = controller % controllers + 1;
-                    broker.heartbeat_outstanding = false;
+                if self.controller == controller {
+                    self.controller = controller % controllers + 1;
+                    self.heartbeat_outstanding = false;
                 }
                 // The metadata fetch in flight failed: fetch again (from
                 // the next controller) after the reconnect backoff.
-                if broker.metadata_log.in_flight.is_some_and(|(_, to)| to == controller) {
-                    broker.metadata_log.in_flight = None;
-                    self.schedule_timer(
-                        NodeId::Broker(id),
+                if self.metadata_log.in_flight.is_some_and(|(_, to)| to == controller) {
+                    self.metadata_log.in_flight = None;
+                    context.timer(
                         incarnation,
                         super::quorum::RECONNECT_BACKOFF_MS,
                         Timer::MetadataFetchRetry,
                     );
                 }
-                let broker = self.broker(id);
-                for leader in broker.leading.values_mut() {
+                for leader in self.leading.values_mut() {
                     leader.pending_isr = None;
                 }
             }
             NodeId::Broker(other) => {
-                self.verifications_disconnected(id, other);
-                let broker = self.broker(id);
+                self.verifications_disconnected(context, other);
                 // As a follower: the fetch in flight to that leader failed;
                 // the fetcher backs off (`replica.fetch.backoff.ms`, 1000)
                 // and fetches again.
                 let mut refetch = Vec::new();
-                for (partition, state) in broker.following.iter_mut() {
+                for (partition, state) in self.following.iter_mut() {
                     if state.leader == other && state.in_flight.is_some() {
                         state.in_flight = None;
                         refetch.push(partition.clone());
@@ -1126,31 +1037,26 @@ impl Simulation {
                 }
                 // As a leader: fetches that follower parked are gone with
                 // its connection.
-                for leader in broker.leading.values_mut() {
+                for leader in self.leading.values_mut() {
                     leader
                         .held
                         .retain(|fetch| fetch.consumer.is_some() || fetch.replica != other);
                 }
                 for partition in refetch {
-                    self.schedule_timer(
-                        NodeId::Broker(id),
-                        incarnation,
-                        FETCH_BACKOFF_MS,
-                        Timer::FollowerFetch(partition),
-                    );
+                    context.timer(incarnation, FETCH_BACKOFF_MS, Timer::FollowerFetch(partition));
                 }
             }
             client => {
                 // A client's parked requests are answered on a connection
                 // that is gone: drop them.
-                for leader in broker.leading.values_mut() {
+                for leader in self.leading.values_mut() {
                     leader.held.retain(|fetch| fetch.consumer != Some(client));
                     leader.parked.retain(|parked| {
                         !(parked.client == client && matches!(parked.reply, ParkedReply::Produce { .. }))
                     });
                 }
-                broker.produce_requests.retain(|(waiting, _), _| *waiting != client);
-                broker.produce_connections.retain(|(waiting, _), _| *waiting != client);
+                self.produce_requests.retain(|(waiting, _), _| *waiting != client);
+                self.produce_connections.retain(|(waiting, _), _| *waiting != client);
             }
         }
     }
@@ -1159,8 +1065,13 @@ impl Simulation {
     /// it was holding with `NOT_LEADER_OR_FOLLOWER` (`DelayedFetch`
     /// completes when the partition is no longer led here), so followers
     /// and consumers look for the new leader instead of waiting.
-    fn fail_held(&mut self, id: BrokerId, partition: &TopicPartition, held: Vec<HeldFetch>, leader_epoch: u32) {
-        let node = NodeId::Broker(id);
+    fn fail_held(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        partition: &TopicPartition,
+        held: Vec<HeldFetch>,
+        leader_epoch: u32,
+    ) {
         for fetch in held {
             let message = match fetch.consumer {
                 Some(_) => Message::consumer_fetch_error(partition.clone(), ErrorCode::NotLeaderOrFollower),
@@ -1175,34 +1086,40 @@ impl Simulation {
                 },
             };
             let client = fetch.consumer.unwrap_or(NodeId::Broker(fetch.replica));
-            self.send(node, client, message);
+            context.send(client, message);
         }
     }
 
-    fn fail_parked(&mut self, id: BrokerId, partition: &TopicPartition, parked: Vec<Parked>, error: ErrorCode) {
+    fn fail_parked(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        partition: &TopicPartition,
+        parked: Vec<Parked>,
+        error: ErrorCode,
+    ) {
         for parked in parked {
-            self.answer_parked(id, partition, parked, Err(error));
+            self.answer_parked(context, partition, parked, Err(error));
         }
     }
 
     /// Answers a parked append: a ProduceResponse, or the end of an offset commit.
     fn answer_parked(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         parked: Parked,
         result: Result<Offset, ErrorCode>,
     ) {
         match parked.reply {
             ParkedReply::Produce { request, .. } => {
-                self.produce_partition_done(id, parked.client, request, partition, result)
+                self.produce_partition_done(context, parked.client, request, partition, result)
             }
             ParkedReply::CoordinatorWrite { write } => {
-                self.coordinator_parked_done(id, partition, write, result.map(|_| ()));
+                self.coordinator_parked_done(context, partition, write, result.map(|_| ()));
             }
-            ParkedReply::TxnWrite { write } => self.txn_parked_done(id, partition, write, result.map(|_| ())),
+            ParkedReply::TxnWrite { write } => self.txn_parked_done(context, partition, write, result.map(|_| ())),
             ParkedReply::TxnMarker { transactional_id } => {
-                self.txn_marker_parked_done(id, partition, parked.client, transactional_id, result.map(|_| ()));
+                self.txn_marker_parked_done(context, partition, parked.client, transactional_id, result.map(|_| ()));
             }
         }
     }
@@ -1212,6 +1129,8 @@ impl Simulation {
 mod tests {
     use super::*;
     use crate::replication::transactions::ControlType;
+    use crate::sim::types::MARKER_RECORD_BASE;
+    use crate::sim::Simulation;
 
     /// A record at `offset` for the tests.
     fn record(offset: Offset, id: u64, bytes: u32, batch: BatchSequence) -> Record {
@@ -1303,7 +1222,7 @@ mod tests {
             .expect("follows");
         state.leader_epoch = 5;
         let check =
-            |broker: BrokerId, epoch: Option<u32>| simulation.broker_check_leader_epoch(broker, &partition, epoch);
+            |broker: BrokerId, epoch: Option<u32>| simulation.brokers[&broker].check_leader_epoch(&partition, epoch);
         assert_eq!(check(leader, None), Ok(()));
         assert_eq!(check(leader, Some(5)), Ok(()));
         assert_eq!(check(leader, Some(4)), Err(ErrorCode::FencedLeaderEpoch));

@@ -5,7 +5,7 @@
 
 use super::*;
 
-impl Simulation {
+impl Broker {
     /// A produce request a handler takes, read from `connection`
     /// (`KafkaApis#handleProduceRequest`, `ReplicaManager#appendRecords`):
     /// every partition's batch is appended (or refused) on its own, a
@@ -16,7 +16,13 @@ impl Simulation {
     /// or timed out (`DelayedProduce` completes when no partition is still
     /// pending). One `ProduceResponse` answers them all, on the connection
     /// the request came on; acks=0 gets none.
-    pub(super) fn broker_handle_produce(&mut self, id: BrokerId, client: NodeId, message: Message, connection: u32) {
+    pub(super) fn handle_produce(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        client: NodeId,
+        message: Message,
+        connection: u32,
+    ) {
         let Message::Produce {
             request,
             acks,
@@ -30,24 +36,20 @@ impl Simulation {
         };
         if acks != Acks::None {
             let pending = batches.iter().map(|(partition, _)| (partition.clone(), None)).collect();
-            self.broker(id).produce_requests.insert((client, request), pending);
-            self.broker(id)
-                .produce_connections
-                .insert((client, request), connection);
+            self.produce_requests.insert((client, request), pending);
+            self.produce_connections.insert((client, request), connection);
             if let NodeId::Producer(producer) = client {
                 let bytes = batches
                     .iter()
                     .flat_map(|(_, batch)| batch.records.iter())
                     .map(|(_, bytes)| u64::from(*bytes))
                     .sum();
-                let client_id = self.producer_client_id(producer);
-                self.broker(id)
-                    .produce_request_bytes
-                    .insert((client, request), (client_id, bytes));
+                let client_id = context.producer_client_id(producer);
+                self.produce_request_bytes.insert((client, request), (client_id, bytes));
             }
         }
         let ready = self.leader_verify_batches(
-            id,
+            context,
             client,
             request,
             acks,
@@ -57,31 +59,41 @@ impl Simulation {
             batches,
         );
         for (partition, batch, verification) in ready {
-            self.leader_produce(id, client, request, partition, batch, acks, timeout_ms, verification);
+            self.leader_produce(
+                context,
+                client,
+                request,
+                partition,
+                batch,
+                acks,
+                timeout_ms,
+                verification,
+            );
         }
     }
 
     /// The `transaction.version` broker `id` has finalized, as its
     /// metadata says (a new 4.1 cluster's before it has any).
-    pub(crate) fn broker_transaction_version(&self, id: BrokerId) -> crate::protocol::transactions::TransactionVersion {
-        self.brokers[&id]
-            .metadata
+    pub(crate) fn transaction_version(
+        &self,
+        context: &mut BrokerContext<'_>,
+    ) -> crate::protocol::transactions::TransactionVersion {
+        self.metadata
             .as_ref()
-            .map_or(self.config.transaction_version, |image| image.transaction_version)
+            .map_or(context.config().transaction_version, |image| image.transaction_version)
     }
 
     /// One partition of a produce request is done; once every partition
     /// is, the request is answered (`DelayedProduce#tryComplete`).
     pub(crate) fn produce_partition_done(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         client: NodeId,
         request: u64,
         partition: &TopicPartition,
         result: Result<Offset, ErrorCode>,
     ) {
-        let broker = self.broker(id);
-        let Some(parts) = broker.produce_requests.get_mut(&(client, request)) else {
+        let Some(parts) = self.produce_requests.get_mut(&(client, request)) else {
             return;
         };
         if let Some(slot) = parts
@@ -93,7 +105,7 @@ impl Simulation {
         if parts.iter().any(|(_, slot)| slot.is_none()) {
             return;
         }
-        let parts = broker
+        let parts = self
             .produce_requests
             .remove(&(client, request))
             .expect("looked up above");
@@ -105,11 +117,10 @@ impl Simulation {
         // the request's bytes go into its rate; over the quota, the answer
         // says how long to wait (KIP-219: the client waits before its next
         // request to this broker).
-        let now = self.now;
-        let throttle_time_ms = match self.broker(id).produce_request_bytes.remove(&(client, request)) {
-            Some((client_id, bytes)) => match self.config.client_quota(&client_id, QuotaType::Produce) {
+        let now = context.now();
+        let throttle_time_ms = match self.produce_request_bytes.remove(&(client, request)) {
+            Some((client_id, bytes)) => match context.config().client_quota(&client_id, QuotaType::Produce) {
                 Some(quota) => self
-                    .broker(id)
                     .client_rates
                     .entry((QuotaType::Produce, client_id))
                     .or_default()
@@ -118,15 +129,14 @@ impl Simulation {
             },
             None => 0,
         };
-        self.broker_mute(id, client, throttle_time_ms);
-        let read_from = self.broker(id).produce_connections.remove(&(client, request));
-        if read_from.is_some_and(|read_from| read_from != self.network.connection(NodeId::Broker(id), client)) {
+        self.mute(context, client, throttle_time_ms);
+        let read_from = self.produce_connections.remove(&(client, request));
+        if read_from.is_some_and(|read_from| read_from != context.connection(client)) {
             // Its connection closed while it was handled: the answer has
             // nowhere to go.
             return;
         }
-        self.send(
-            NodeId::Broker(id),
+        context.send(
             client,
             Message::ProduceResponse {
                 request,
@@ -142,20 +152,20 @@ impl Simulation {
     /// its blocks of 1000 ids from a range no other broker uses (its own
     /// block numbers, interleaved by broker id), counting the blocks it
     /// took on disk so a restart never hands an id out twice.
-    pub(crate) fn broker_next_producer_id(&mut self, id: BrokerId) -> u64 {
+    pub(crate) fn next_producer_id(&mut self) -> u64 {
+        let id = self.id;
         const BLOCK_SIZE: u64 = 1_000;
         const BROKER_SLOTS: u64 = 1_024;
-        let broker = self.broker(id);
-        let (next, end) = match broker.producer_ids {
+        let (next, end) = match self.producer_ids {
             Some((next, end)) if next < end => (next, end),
             _ => {
-                let block = broker.producer_id_blocks;
-                broker.producer_id_blocks += 1;
+                let block = self.producer_id_blocks;
+                self.producer_id_blocks += 1;
                 let start = (block * BROKER_SLOTS + u64::from(id) % BROKER_SLOTS) * BLOCK_SIZE;
                 (start, start + BLOCK_SIZE)
             }
         };
-        broker.producer_ids = Some((next + 1, end));
+        self.producer_ids = Some((next + 1, end));
         next
     }
 
@@ -171,31 +181,28 @@ impl Simulation {
     /// offset moves once the high watermark passes the marker. Returns the
     /// marker's offset. (The transaction coordinator that sends these is
     /// not simulated yet.)
-    pub fn write_txn_marker(
+    pub(crate) fn write_txn_marker(
         &mut self,
-        broker: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         producer_id: u64,
         epoch: u16,
         marker: TxnMarker,
     ) -> Result<Offset, ErrorCode> {
-        let leader = self
-            .brokers
-            .get(&broker)
-            .and_then(|state| state.leading.get(partition))
-            .ok_or(ErrorCode::NotLeaderOrFollower)?;
+        let broker = self.id;
+        let leader = self.leading.get(partition).ok_or(ErrorCode::NotLeaderOrFollower)?;
         let (leader_epoch, isr_size) = (leader.leader_epoch, leader.isr.len() as u32);
         // Markers are appended with acks=-1 (`KafkaApis#handleWriteTxnMarkersRequest`),
         // so `Partition#appendRecordsToLeader` refuses them below
         // min.insync.replicas; the coordinator sends them again.
-        let (min_isr, replication_factor) = self
+        let (min_isr, replication_factor) = context
             .topic_config(partition)
             .map_or((1, 1), |topic| (topic.min_insync_replicas, topic.replication_factor));
         if admit_produce(Acks::All, isr_size, min_isr, replication_factor) == ProduceAdmission::RejectNotEnoughReplicas
         {
             return Err(ErrorCode::NotEnoughReplicas);
         }
-        let log = &self.brokers[&broker].logs[partition];
+        let log = &self.logs[partition];
         let offset = log.log_end_offset();
         log.producers
             .prepare_update(producer_id, AppendOrigin::Coordinator)
@@ -212,14 +219,9 @@ impl Simulation {
                 }
                 _ => ErrorCode::InvalidProducerEpoch,
             })?;
-        let id = MARKER_RECORD_BASE + self.markers_written;
-        self.markers_written += 1;
-        let now = self.now;
-        let log = self
-            .broker(broker)
-            .logs
-            .get_mut(partition)
-            .expect("a leader has its log");
+        let id = context.new_marker_id();
+        let now = context.now();
+        let log = self.logs.get_mut(partition).expect("a leader has its log");
         log.append_records(
             vec![Record {
                 offset,
@@ -247,22 +249,22 @@ impl Simulation {
         // A marker on a `__consumer_offsets` partition settles the
         // transaction's pending offsets there (`GroupCoordinatorShard#replayEndTransactionMarker`).
         let commit = marker.control == crate::replication::transactions::ControlType::Commit;
-        let settled = match self.broker(broker).coordinators.get_mut(partition) {
+        let settled = match self.coordinators.get_mut(partition) {
             Some(coordinator) => coordinator.shard.replay_end_transaction(producer_id, commit),
             None => Vec::new(),
         };
         for (group, offsets) in settled {
-            self.record(TraceKind::OffsetsCommitted { group, offsets });
+            context.trace(TraceKind::OffsetsCommitted { group, offsets });
         }
-        self.record(TraceKind::MarkerWritten {
+        context.trace(TraceKind::MarkerWritten {
             broker,
             partition: partition.clone(),
             producer_id,
             control: marker.control,
             offset,
         });
-        self.leader_release_held_fetches_pub(broker, partition);
-        self.leader_maybe_advance_hw(broker, partition, HighWatermarkTrigger::LeaderAppended);
+        self.leader_release_held_fetches_pub(context, partition);
+        self.leader_maybe_advance_hw(context, partition, HighWatermarkTrigger::LeaderAppended);
         Ok(offset)
     }
 
@@ -272,7 +274,7 @@ impl Simulation {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn leader_produce(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         client: NodeId,
         request: u64,
         partition: TopicPartition,
@@ -281,13 +283,14 @@ impl Simulation {
         timeout_ms: u64,
         verification: Option<u64>,
     ) {
-        let respond = |simulation: &mut Simulation, result| {
+        let id = self.id;
+        let respond = |broker: &mut Broker, context: &mut BrokerContext<'_>, result| {
             if acks != Acks::None {
-                simulation.produce_partition_done(id, client, request, &partition, result);
+                broker.produce_partition_done(context, client, request, &partition, result);
             }
         };
-        let Some(leader) = self.brokers[&id].leading.get(&partition) else {
-            respond(self, Err(ErrorCode::NotLeaderOrFollower));
+        let Some(leader) = self.leading.get(&partition) else {
+            respond(self, context, Err(ErrorCode::NotLeaderOrFollower));
             return;
         };
         let (isr_size, leader_epoch) = (leader.isr.len() as u32, leader.leader_epoch);
@@ -296,33 +299,32 @@ impl Simulation {
         // state looks for a duplicate: a retried batch is refused
         // NOT_ENOUGH_REPLICAS while the ISR is too small, even if the
         // leader already has it.
-        let (min_isr, replication_factor) = self
+        let (min_isr, replication_factor) = context
             .topic_config(&partition)
             .map_or((1, 1), |topic| (topic.min_insync_replicas, topic.replication_factor));
         match admit_produce(acks, isr_size, min_isr, replication_factor) {
             ProduceAdmission::RejectNotEnoughReplicas => {
-                respond(self, Err(ErrorCode::NotEnoughReplicas));
+                respond(self, context, Err(ErrorCode::NotEnoughReplicas));
                 return;
             }
             ProduceAdmission::AppendAndAnswer | ProduceAdmission::AppendAndWait => {}
         }
         // `LogValidator`: a compacted topic keeps the latest record per
         // key, so a record without one is refused.
-        let compacted = self.brokers[&id].logs[&partition].log.config.cleanup_policy.compact;
+        let compacted = self.logs[&partition].log.config.cleanup_policy.compact;
         if compacted
-            && batch.records.iter().any(|(record, _)| {
-                self.records
-                    .get(*record as usize)
-                    .is_some_and(|made| made.key.is_none())
-            })
+            && batch
+                .records
+                .iter()
+                .any(|(record, _)| context.produced(*record).is_some_and(|made| made.key.is_none()))
         {
-            respond(self, Err(ErrorCode::InvalidRecord));
+            respond(self, context, Err(ErrorCode::InvalidRecord));
             return;
         }
-        match self.leader_check_sequence(id, &partition, &batch, verification) {
+        match self.leader_check_sequence(context, &partition, &batch, verification) {
             SequenceOutcome::Append => {}
             SequenceOutcome::Refuse(error) => {
-                respond(self, Err(error));
+                respond(self, context, Err(error));
                 return;
             }
             // A duplicate is answered with the original offsets, but an
@@ -332,27 +334,27 @@ impl Simulation {
                 if acks == Acks::All {
                     let count = batch.records.len() as u64;
                     self.leader_park_reply(
-                        id,
+                        context,
                         &partition,
                         client,
                         base_offset,
                         count,
                         ParkedReply::Produce { request, timeout_ms },
                     );
-                    self.leader_maybe_advance_hw(id, &partition, HighWatermarkTrigger::DuplicateBatch);
+                    self.leader_maybe_advance_hw(context, &partition, HighWatermarkTrigger::DuplicateBatch);
                 } else {
-                    respond(self, Ok(base_offset));
+                    respond(self, context, Ok(base_offset));
                 }
                 return;
             }
         }
-        let base_offset = self.brokers[&id].logs[&partition].log_end_offset();
-        let records = self.leader_batch_records(&batch, base_offset, leader_epoch);
-        let now = self.now;
-        let log = self.broker(id).logs.get_mut(&partition).expect("leader has a log");
+        let base_offset = self.logs[&partition].log_end_offset();
+        let records = self.leader_batch_records(context, &batch, base_offset, leader_epoch);
+        let now = context.now();
+        let log = self.logs.get_mut(&partition).expect("leader has a log");
         log.append_records(records, now);
         let count = batch.records.len() as u64;
-        self.record(TraceKind::Appended {
+        context.trace(TraceKind::Appended {
             broker: id,
             partition: partition.clone(),
             first_offset: base_offset,
@@ -361,7 +363,7 @@ impl Simulation {
         });
         if acks == Acks::All {
             self.leader_park_reply(
-                id,
+                context,
                 &partition,
                 client,
                 base_offset,
@@ -369,10 +371,10 @@ impl Simulation {
                 ParkedReply::Produce { request, timeout_ms },
             );
         } else {
-            respond(self, Ok(base_offset));
+            respond(self, context, Ok(base_offset));
         }
-        self.leader_release_held_fetches(id, &partition);
-        self.leader_maybe_advance_hw(id, &partition, HighWatermarkTrigger::LeaderAppended);
+        self.leader_release_held_fetches(context, &partition);
+        self.leader_maybe_advance_hw(context, &partition, HighWatermarkTrigger::LeaderAppended);
     }
 
     /// The producer-state check of an idempotent or transactional batch
@@ -381,15 +383,16 @@ impl Simulation {
     /// offset given (traced here). A batch without a producer id appends.
     fn leader_check_sequence(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         batch: &ProducerBatch,
         verification: Option<u64>,
     ) -> SequenceOutcome {
+        let id = self.id;
         let Some((producer_id, epoch, first_sequence)) = batch.idempotence else {
             return SequenceOutcome::Append;
         };
-        let log = &self.brokers[&id].logs[partition];
+        let log = &self.logs[partition];
         let last_sequence = first_sequence + batch.records.len() as i32 - 1;
         // No state for the producer: any sequence is taken on trust.
         let unchecked = first_sequence != 0
@@ -407,9 +410,7 @@ impl Simulation {
         ) {
             SequenceCheck::Append => {
                 if unchecked {
-                    self.monitor
-                        .unchecked_sequences
-                        .extend(batch.records.iter().map(|(record, _)| *record));
+                    context.unchecked_sequences(batch.records.iter().map(|(record, _)| *record));
                 }
                 SequenceOutcome::Append
             }
@@ -417,7 +418,7 @@ impl Simulation {
                 first_offset: base_offset,
                 ..
             } => {
-                self.record(TraceKind::DuplicateIgnored {
+                context.trace(TraceKind::DuplicateIgnored {
                     broker: id,
                     partition: partition.clone(),
                     producer_id,
@@ -435,14 +436,20 @@ impl Simulation {
             // KIP-890: not part of an open transaction and not verified
             // ("Record was not part of an ongoing transaction").
             SequenceCheck::NotInTransaction => {
-                self.record_refused(id, partition, batch, ErrorCode::InvalidTxnState);
+                self.record_refused(context, partition, batch, ErrorCode::InvalidTxnState);
                 SequenceOutcome::Refuse(ErrorCode::InvalidTxnState)
             }
         }
     }
 
     /// A batch's records as the leader appends them from `base_offset`.
-    fn leader_batch_records(&self, batch: &ProducerBatch, base_offset: u64, leader_epoch: u32) -> Vec<Record> {
+    fn leader_batch_records(
+        &self,
+        context: &BrokerContext<'_>,
+        batch: &ProducerBatch,
+        base_offset: u64,
+        leader_epoch: u32,
+    ) -> Vec<Record> {
         let sequence = batch
             .idempotence
             .map(|(producer_id, epoch, first_sequence)| BatchSequence {
@@ -458,7 +465,7 @@ impl Simulation {
             .iter()
             .enumerate()
             .map(|(index, &(record_id, bytes))| {
-                let made = self.records.get(record_id as usize);
+                let made = context.produced(record_id);
                 Record {
                     offset: base_offset + index as u64,
                     leader_epoch,
@@ -478,24 +485,23 @@ impl Simulation {
     /// or `request.timeout.ms` ends.
     pub(crate) fn leader_park_reply(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         client: NodeId,
         base_offset: Offset,
         count: u64,
         reply: ParkedReply,
     ) {
-        let incarnation = self.brokers[&id].incarnation;
+        let incarnation = self.incarnation;
         // A produce waits as long as the request allows (its timeout is the
         // producer's request.timeout.ms); the coordinator's own appends wait
         // offsets.commit.timeout.ms.
         let timeout = match &reply {
             ParkedReply::Produce { timeout_ms, .. } => *timeout_ms,
-            _ => crate::sim::coordinator::OFFSETS_COMMIT_TIMEOUT_MS,
+            _ => super::coordinator::OFFSETS_COMMIT_TIMEOUT_MS,
         };
-        let broker = self.broker(id);
-        let timer = broker.next_id();
-        let Some(leader) = broker.leading.get_mut(partition) else {
+        let timer = self.next_id();
+        let Some(leader) = self.leading.get_mut(partition) else {
             return;
         };
         leader.parked.push(Parked {
@@ -505,12 +511,7 @@ impl Simulation {
             base_offset,
             required_offset: base_offset + count,
         });
-        self.schedule_timer(
-            NodeId::Broker(id),
-            incarnation,
-            timeout,
-            Timer::ProduceExpiry(partition.clone(), timer),
-        );
+        context.timer(incarnation, timeout, Timer::ProduceExpiry(partition.clone(), timer));
     }
 }
 

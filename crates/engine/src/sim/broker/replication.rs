@@ -5,37 +5,37 @@
 
 use super::*;
 
-impl Simulation {
+impl Broker {
     /// [`Self::leader_maybe_advance_hw`] for the coordinator.
     pub(crate) fn leader_maybe_advance_hw_pub(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         trigger: HighWatermarkTrigger,
     ) {
-        self.leader_maybe_advance_hw(id, partition, trigger);
+        self.leader_maybe_advance_hw(context, partition, trigger);
     }
 
     /// `maybeIncrementLeaderHW`, then answering acks=all requests it commits.
     pub(super) fn leader_maybe_advance_hw(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         trigger: HighWatermarkTrigger,
     ) {
-        let now = self.now;
-        let lag = self.config.replica_lag_time_max_ms;
-        let (min_isr, replication_factor) = self
+        let id = self.id;
+        let now = context.now();
+        let lag = context.config().replica_lag_time_max_ms;
+        let (min_isr, replication_factor) = context
             .topic_config(partition)
             .map_or((1, 1), |topic| (topic.min_insync_replicas, topic.replication_factor));
-        let broker = &self.brokers[&id];
-        let Some(leader) = broker.leading.get(partition) else {
+        let Some(leader) = self.leading.get(partition) else {
             return;
         };
-        let log = &broker.logs[partition];
+        let log = &self.logs[partition];
         let log_end = log.log_end_offset();
         let maximal = leader.maximal_isr();
-        let fenced = broker
+        let fenced = self
             .metadata
             .as_ref()
             .map(|image| image.fenced.clone())
@@ -68,16 +68,12 @@ impl Simulation {
         if let HighWatermarkDecision::Advanced { to, held_back_by } = &decision {
             let from = log.high_watermark;
             let to = *to;
-            self.broker(id)
-                .logs
-                .get_mut(partition)
-                .expect("leader log")
-                .high_watermark = to;
+            self.logs.get_mut(partition).expect("leader log").high_watermark = to;
             let reason = HighWatermarkReason::Advanced {
                 trigger,
                 slowest: held_back_by.clone(),
             };
-            self.record(TraceKind::HighWatermark {
+            context.trace(TraceKind::HighWatermark {
                 broker: id,
                 partition: partition.clone(),
                 from,
@@ -85,11 +81,11 @@ impl Simulation {
                 reason,
             });
             // Consumers waiting at the old high watermark can read now.
-            self.leader_release_held(id, partition, true);
+            self.leader_release_held(context, partition, true);
         }
         // Answer parked acks=all requests the high watermark now covers.
-        let hw = self.brokers[&id].logs[partition].high_watermark;
-        let Some(leader) = self.broker(id).leading.get_mut(partition) else {
+        let hw = self.logs[partition].high_watermark;
+        let Some(leader) = self.leading.get_mut(partition) else {
             return;
         };
         let mut done = Vec::new();
@@ -107,29 +103,29 @@ impl Simulation {
             }
         });
         for (parked, result) in done {
-            self.answer_parked(id, partition, parked, result);
+            self.answer_parked(context, partition, parked, result);
         }
     }
 
     /// The ISR-expiration task (`Partition#maybeShrinkIsr`).
-    pub(super) fn leader_maybe_shrink_isr(&mut self, id: BrokerId) {
-        let now = self.now;
-        let lag = self.config.replica_lag_time_max_ms;
-        let partitions: Vec<TopicPartition> = self.brokers[&id].leading.keys().cloned().collect();
+    pub(super) fn leader_maybe_shrink_isr(&mut self, context: &mut BrokerContext<'_>) {
+        let id = self.id;
+        let now = context.now();
+        let lag = context.config().replica_lag_time_max_ms;
+        let partitions: Vec<TopicPartition> = self.leading.keys().cloned().collect();
         for partition in partitions {
             // An AlterPartition that got no answer within the controller
             // channel's timeout is given up and the change proposed again
             // (`AlterPartitionManager` retries until it gets an answer).
-            let leader = self.broker(id).leading.get_mut(&partition).expect("leading");
+            let leader = self.leading.get_mut(&partition).expect("leading");
             if leader.pending_isr.is_some() && now >= leader.pending_isr_sent_ms + ALTER_PARTITION_TIMEOUT_MS {
                 leader.pending_isr = None;
             }
-            let broker = &self.brokers[&id];
-            let leader = &broker.leading[&partition];
+            let leader = &self.leading[&partition];
             if leader.pending_isr.is_some() {
                 continue;
             }
-            let log_end = broker.logs[&partition].log_end_offset();
+            let log_end = self.logs[&partition].log_end_offset();
             let lagging: Vec<BrokerId> = leader
                 .isr
                 .iter()
@@ -162,32 +158,31 @@ impl Simulation {
                 leader_recovery: crate::controller::partition_change::LeaderRecovery::Recovered,
                 new_isr: new_isr.clone(),
             };
-            let leader = self.broker(id).leading.get_mut(&partition).expect("leading");
+            let leader = self.leading.get_mut(&partition).expect("leading");
             leader.pending_isr = Some(new_isr);
             leader.pending_isr_sent_ms = now;
-            let previous = self.current_cause;
+            let previous = context.cause();
             if cause.is_some() {
-                self.current_cause = cause;
+                context.set_cause(cause);
             }
-            self.send(NodeId::Broker(id), self.controller_of(id), message);
-            self.current_cause = previous;
+            context.send(self.controller_of(), message);
+            context.set_cause(previous);
         }
     }
 
-    pub(super) fn follower_fetch(&mut self, id: BrokerId, partition: &TopicPartition) {
-        let incarnation = self.brokers[&id].incarnation;
-        let broker = self.broker(id);
-        let Some(state) = broker.following.get(partition) else {
+    pub(super) fn follower_fetch(&mut self, context: &mut BrokerContext<'_>, partition: &TopicPartition) {
+        let id = self.id;
+        let incarnation = self.incarnation;
+        let Some(state) = self.following.get(partition) else {
             return;
         };
         if state.in_flight.is_some() {
             return;
         }
         let (leader, leader_epoch) = (state.leader, state.leader_epoch);
-        let (log_config, now) = (self.log_config(partition), self.now);
-        let broker = self.broker(id);
-        let fetch = broker.next_id();
-        let log = broker
+        let (log_config, now) = (context.log_config(partition), context.now());
+        let fetch = self.next_id();
+        let log = self
             .logs
             .entry(partition.clone())
             .or_insert_with(|| PartitionLog::new(log_config, now));
@@ -199,10 +194,9 @@ impl Simulation {
             current_leader_epoch: leader_epoch,
             log_start_offset: 0,
         };
-        broker.following.get_mut(partition).expect("following").in_flight = Some(fetch);
-        self.send(NodeId::Broker(id), NodeId::Broker(leader), message);
-        self.schedule_timer(
-            NodeId::Broker(id),
+        self.following.get_mut(partition).expect("following").in_flight = Some(fetch);
+        context.send(NodeId::Broker(leader), message);
+        context.timer(
             incarnation,
             FETCH_TIMEOUT_MS,
             Timer::FollowerFetchTimeout(partition.clone(), fetch),
@@ -212,7 +206,7 @@ impl Simulation {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn follower_handle_response(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         leader_epoch: u32,
         batches: Vec<LogBatch<Record>>,
@@ -221,10 +215,9 @@ impl Simulation {
         error: Option<ErrorCode>,
         diverging: Option<(u32, Offset)>,
     ) {
-        let incarnation = self.brokers[&id].incarnation;
-        let node = NodeId::Broker(id);
-        let broker = self.broker(id);
-        let Some(state) = broker.following.get_mut(partition) else {
+        let id = self.id;
+        let incarnation = self.incarnation;
+        let Some(state) = self.following.get_mut(partition) else {
             return;
         };
         // An answer to no fetch in flight (one given up on) is ignored.
@@ -236,12 +229,12 @@ impl Simulation {
             // The leader's log starts past this log's end: what this replica
             // would fetch next is gone. It empties its log and starts at the
             // leader's log start (`AbstractFetcherThread#fetchOffsetAndTruncate`).
-            let now = self.now;
-            let log = self.broker(id).logs.get_mut(partition).expect("follower log");
+            let now = context.now();
+            let log = self.logs.get_mut(partition).expect("follower log");
             let log_end = log.log_end_offset();
             if leader_log_start_offset > log_end {
                 log.truncate_fully_and_start_at(leader_log_start_offset, now);
-                self.record(TraceKind::Truncated {
+                context.trace(TraceKind::Truncated {
                     broker: id,
                     partition: partition.clone(),
                     to_offset: leader_log_start_offset,
@@ -249,20 +242,15 @@ impl Simulation {
                     reason: TruncationReason::BelowLeaderLogStart,
                 });
             }
-            self.schedule_timer(node, incarnation, 0, Timer::FollowerFetch(partition.clone()));
+            context.timer(incarnation, 0, Timer::FollowerFetch(partition.clone()));
             return;
         }
         if error.is_some() {
-            self.schedule_timer(
-                node,
-                incarnation,
-                FETCH_BACKOFF_MS,
-                Timer::FollowerFetch(partition.clone()),
-            );
+            context.timer(incarnation, FETCH_BACKOFF_MS, Timer::FollowerFetch(partition.clone()));
             return;
         }
-        let now = self.now;
-        let log = self.broker(id).logs.get_mut(partition).expect("follower log");
+        let now = context.now();
+        let log = self.logs.get_mut(partition).expect("follower log");
         if let Some((epoch, end_offset)) = diverging {
             // Truncate to where the logs agree (KIP-279), then fetch again.
             // (When it lacks the leader's epoch it truncates to its own
@@ -273,16 +261,16 @@ impl Simulation {
             let removed = log_end - truncate_to;
             log.truncate_to(truncate_to, now);
             if removed > 0 {
-                self.record(TraceKind::Truncated {
+                context.trace(TraceKind::Truncated {
                     broker: id,
                     partition: partition.clone(),
                     to_offset: truncate_to,
                     removed,
                     reason: TruncationReason::DivergingEpoch { epoch, end_offset },
                 });
-                self.monitor.mark_dirty(partition);
+                context.mark_dirty(partition);
             }
-            self.schedule_timer(node, incarnation, 0, Timer::FollowerFetch(partition.clone()));
+            context.timer(incarnation, 0, Timer::FollowerFetch(partition.clone()));
             return;
         }
         // Only append what extends this log (a stale answer may overlap);
@@ -302,7 +290,7 @@ impl Simulation {
                 }
                 log.append_batch(batch, now);
             }
-            self.record(TraceKind::Appended {
+            context.trace(TraceKind::Appended {
                 broker: id,
                 partition: partition.clone(),
                 first_offset: log_end,
@@ -310,12 +298,12 @@ impl Simulation {
                 leader_epoch: epoch,
             });
         }
-        let log = self.broker(id).logs.get_mut(partition).expect("follower log");
+        let log = self.logs.get_mut(partition).expect("follower log");
         let new_hw = leader_high_watermark.min(log.log_end_offset());
         if new_hw > log.high_watermark {
             let from = log.high_watermark;
             log.high_watermark = new_hw;
-            self.record(TraceKind::HighWatermark {
+            context.trace(TraceKind::HighWatermark {
                 broker: id,
                 partition: partition.clone(),
                 from,
@@ -326,11 +314,11 @@ impl Simulation {
         // The follower's log start follows the leader's, up to its own high
         // watermark (`maybeIncrementLogStartOffset`); the next retention
         // check deletes the segments below it.
-        let log = self.broker(id).logs.get_mut(partition).expect("follower log");
+        let log = self.logs.get_mut(partition).expect("follower log");
         if leader_log_start_offset > log.log_start_offset() && leader_log_start_offset <= log.high_watermark {
             log.increment_log_start_offset(leader_log_start_offset);
         }
         // The leader holds empty fetches, so the next one can go at once.
-        self.schedule_timer(node, incarnation, 0, Timer::FollowerFetch(partition.clone()));
+        context.timer(incarnation, 0, Timer::FollowerFetch(partition.clone()));
     }
 }

@@ -9,12 +9,12 @@
 //! (a consumer's: a transaction ended) is handed over by the simulation
 //! once the event's handler returns.
 //!
-//! The producer (with its transaction manager) runs this way
-//! ([`ProducerContext`], its entry points in `producer.rs`), and so do the
-//! consumer with its application ([`ConsumerContext`], `consumer.rs`) and
-//! the controller quorum ([`QuorumContext`], `quorum.rs`), whose active
-//! controller decides with a `controller::Decision` (`controller.rs`). The
-//! broker is still methods of [`Simulation`] (issue 33).
+//! Every process runs this way: the producer with its transaction
+//! manager ([`ProducerContext`], its entry points in `producer.rs`), the
+//! consumer with its application ([`ConsumerContext`], `consumer.rs`), the
+//! broker with its coordinators ([`BrokerContext`], `broker.rs`) and the
+//! controller quorum ([`QuorumContext`], `quorum.rs`), whose active
+//! controller decides with a `controller::Decision` (`controller.rs`).
 
 use std::collections::BTreeMap;
 
@@ -28,11 +28,13 @@ use super::trace::TraceKind;
 use super::types::{Message, NodeId, RecordId, Time};
 use super::{Simulation, Timer};
 
+mod broker;
 mod consumer;
 mod controller;
 mod producer;
 mod quorum;
 
+pub(crate) use broker::BrokerContext;
 pub(crate) use consumer::ConsumerContext;
 
 /// What a producer's handlers may do beyond their own state.

@@ -31,21 +31,21 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::groups::coordinator_partition;
 use crate::protocol::transactions::TransactionVersion;
-use crate::protocol::{BrokerId, TopicPartition};
+use crate::protocol::TopicPartition;
 use crate::txn_coordinator::{
     Decision, MarkerRequest, TxnError, TxnRecord, TxnReply, TxnShard, ABORT_TIMED_OUT_INTERVAL_MS,
 };
 
 use super::coordinator::{CommitRecord, COMMIT_RECORD_BASE};
-use super::purgatory::ParkedReply;
-use super::trace::{HighWatermarkTrigger, TraceKind};
-use super::types::{ErrorCode, Message, NodeId, TxnMarker};
-use super::{Simulation, Timer};
+use super::Broker;
+use crate::sim::contexts::BrokerContext;
+use crate::sim::purgatory::ParkedReply;
+use crate::sim::trace::{HighWatermarkTrigger, TraceKind};
+use crate::sim::types::{ErrorCode, Message, NodeId, TxnMarker};
+use crate::sim::Timer;
 
-/// The internal topic holding transactions' states.
-pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
+pub use crate::protocol::TRANSACTION_STATE_TOPIC;
 
 /// How often a coordinator looks at markers still unanswered (and sends
 /// them again after [`MARKER_RESEND_MS`]).
@@ -144,33 +144,32 @@ fn unsigned(epoch: i16) -> u16 {
     u16::try_from(epoch).unwrap_or(0)
 }
 
-impl Simulation {
-    /// The `__transaction_state` partition a transactional id lives on.
-    pub(crate) fn txn_partition(&self, transactional_id: &str) -> TopicPartition {
-        let partition = coordinator_partition(transactional_id, self.config.transaction_state_partitions).unwrap_or(0);
-        TopicPartition::new(self.transaction_topic.clone(), partition)
-    }
-
+impl Broker {
     /// The broker took or lost leadership of a `__transaction_state`
     /// partition: the old coordinator unloads (writes still waiting fail
     /// with `NOT_COORDINATOR`); a new leader loads the transactions from
     /// the partition's records and sends the markers of decided ones
     /// (`TransactionStateManager#loadTransactionsForTxnTopicPartition`).
-    pub(crate) fn txn_partition_changed(&mut self, id: BrokerId, partition: &TopicPartition, leading: bool) {
-        if let Some(coordinator) = self.broker(id).txn_coordinators.remove(partition) {
+    pub(crate) fn txn_partition_changed(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        partition: &TopicPartition,
+        leading: bool,
+    ) {
+        if let Some(coordinator) = self.txn_coordinators.remove(partition) {
             for pending in coordinator.writes.into_values() {
                 if let Some((client, connection, waiting)) = pending.client {
-                    self.txn_answer(id, client, connection, waiting, Err(ErrorCode::NotCoordinator));
+                    self.txn_answer(context, client, connection, waiting, Err(ErrorCode::NotCoordinator));
                 }
             }
         }
         if !leading {
             return;
         }
-        let Some(log) = self.brokers[&id].logs.get(partition) else {
+        let Some(log) = self.logs.get(partition) else {
             return;
         };
-        let epoch = self.brokers[&id]
+        let epoch = self
             .leading
             .get(partition)
             .map_or(0, |leader| i32::try_from(leader.leader_epoch).unwrap_or(i32::MAX));
@@ -179,13 +178,13 @@ impl Simulation {
             if record.id < COMMIT_RECORD_BASE {
                 continue;
             }
-            if let Some(CommitRecord::Transaction(txn)) = self.commits.get((record.id - COMMIT_RECORD_BASE) as usize) {
+            if let Some(CommitRecord::Transaction(txn)) = context.commit_record(record.id) {
                 shard.replay(txn);
             }
         }
         let resend = shard.on_loaded();
-        let now = self.now;
-        self.broker(id).txn_coordinators.insert(
+        let now = context.now();
+        self.txn_coordinators.insert(
             partition.clone(),
             TxnCoordinator {
                 shard,
@@ -197,33 +196,27 @@ impl Simulation {
             },
         );
         for request in resend {
-            self.txn_send_markers(id, partition, request);
+            self.txn_send_markers(context, partition, request);
         }
-        self.txn_arm_tick(id, partition);
+        self.txn_arm_tick(context, partition);
     }
 
     /// The coordinator's next periodic tick.
-    fn txn_arm_tick(&mut self, id: BrokerId, partition: &TopicPartition) {
-        let incarnation = self.brokers[&id].incarnation;
-        self.schedule_timer(
-            NodeId::Broker(id),
-            incarnation,
-            TICK_MS,
-            Timer::TxnTick(partition.clone()),
-        );
+    fn txn_arm_tick(&mut self, context: &mut BrokerContext<'_>, partition: &TopicPartition) {
+        let incarnation = self.incarnation;
+        context.timer(incarnation, TICK_MS, Timer::TxnTick(partition.clone()));
     }
 
     /// Handles transaction requests and marker answers; returns `false`
     /// for other messages.
-    pub(crate) fn txn_receive(&mut self, id: BrokerId, from: NodeId, message: &Message) -> bool {
-        let node = NodeId::Broker(id);
+    pub(crate) fn txn_receive(&mut self, context: &mut BrokerContext<'_>, from: NodeId, message: &Message) -> bool {
         let (transactional_id, waiting) = match message {
             Message::FindTxnCoordinator { transactional_id } => {
-                self.txn_find_coordinator(id, from, transactional_id);
+                self.txn_find_coordinator(context, from, transactional_id);
                 return true;
             }
             Message::WriteTxnMarkers { .. } => {
-                self.txn_marker_request(id, from, message);
+                self.txn_marker_request(context, from, message);
                 return true;
             }
             Message::WriteTxnMarkersResponse {
@@ -231,7 +224,7 @@ impl Simulation {
                 partition,
                 error,
             } => {
-                self.txn_marker_answered(id, transactional_id, partition, *error);
+                self.txn_marker_answered(context, transactional_id, partition, *error);
                 return true;
             }
             Message::LeaderAddPartitionsToTxn {
@@ -240,7 +233,7 @@ impl Simulation {
                 verify_only: true,
                 ..
             } => {
-                self.txn_verify(id, from, message, transactional_id, *request);
+                self.txn_verify(context, from, message, transactional_id, *request);
                 return true;
             }
             Message::LeaderAddPartitionsToTxn {
@@ -283,25 +276,33 @@ impl Simulation {
             } => (transactional_id.clone(), Waiting::AddOffsets { request: *request }),
             _ => return false,
         };
-        let connection = self.network.connection(node, from);
-        let partition = self.txn_partition(&transactional_id);
-        if !self.brokers[&id].txn_coordinators.contains_key(&partition) {
-            self.txn_answer(id, from, connection, waiting, Err(ErrorCode::NotCoordinator));
+        let connection = context.connection(from);
+        let partition = context.txn_partition(&transactional_id);
+        if !self.txn_coordinators.contains_key(&partition) {
+            self.txn_answer(context, from, connection, waiting, Err(ErrorCode::NotCoordinator));
             return true;
         }
-        let Some((decision, waiting)) = self.txn_decide(id, &partition, &transactional_id, message, waiting) else {
+        let Some((decision, waiting)) = self.txn_decide(context, &partition, &transactional_id, message, waiting)
+        else {
             return false;
         };
         match decision {
-            Decision::Answer(result) => self.txn_answer(id, from, connection, waiting, result.map_err(error_code)),
-            Decision::Write(record) => self.txn_write(id, &partition, record, Some((from, connection, waiting))),
+            Decision::Answer(result) => self.txn_answer(context, from, connection, waiting, result.map_err(error_code)),
+            Decision::Write(record) => self.txn_write(context, &partition, record, Some((from, connection, waiting))),
         }
         true
     }
 
     /// A leader's `AddPartitionsToTxn` with `verifyOnly=true` (KIP-890
     /// part 1): answered at once, nothing written.
-    fn txn_verify(&mut self, id: BrokerId, from: NodeId, message: &Message, transactional_id: &str, request: u64) {
+    fn txn_verify(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        from: NodeId,
+        message: &Message,
+        transactional_id: &str,
+        request: u64,
+    ) {
         let Message::LeaderAddPartitionsToTxn {
             producer_id,
             epoch,
@@ -311,8 +312,8 @@ impl Simulation {
         else {
             return;
         };
-        let txn_partition = self.txn_partition(transactional_id);
-        let results = match self.brokers[&id].txn_coordinators.get(&txn_partition) {
+        let txn_partition = context.txn_partition(transactional_id);
+        let results = match self.txn_coordinators.get(&txn_partition) {
             None => partitions
                 .iter()
                 .map(|partition| (partition.clone(), Some(ErrorCode::NotCoordinator)))
@@ -324,33 +325,27 @@ impl Simulation {
                 .map(|(partition, result)| (partition, result.err().map(error_code)))
                 .collect(),
         };
-        self.send(
-            NodeId::Broker(id),
-            from,
-            Message::LeaderAddPartitionsToTxnResponse { request, results },
-        );
+        context.send(from, Message::LeaderAddPartitionsToTxnResponse { request, results });
     }
 
     /// `FindCoordinator` for a transactional id: the leader of its
     /// `__transaction_state` partition as this broker's metadata knows it.
-    fn txn_find_coordinator(&mut self, id: BrokerId, from: NodeId, transactional_id: &str) {
-        let node = NodeId::Broker(id);
-        let partition = self.txn_partition(transactional_id);
-        let (known, coordinator) = self.coordinator_as_known(id, &partition);
+    fn txn_find_coordinator(&mut self, context: &mut BrokerContext<'_>, from: NodeId, transactional_id: &str) {
+        let partition = context.txn_partition(transactional_id);
+        let (known, coordinator) = self.coordinator_as_known(&partition);
         if !known {
-            self.controller_create_transaction_topic();
+            context.create_transaction_topic();
         }
         let reply = Message::FindTxnCoordinatorResponse {
             transactional_id: transactional_id.to_string(),
             coordinator,
         };
-        self.send(node, from, reply);
+        context.send(from, reply);
     }
 
     /// `WriteTxnMarkers` on a partition this broker leads: the marker is
     /// written and answered once replicated, or refused at once.
-    fn txn_marker_request(&mut self, id: BrokerId, from: NodeId, message: &Message) {
-        let node = NodeId::Broker(id);
+    fn txn_marker_request(&mut self, context: &mut BrokerContext<'_>, from: NodeId, message: &Message) {
         let Message::WriteTxnMarkers {
             transactional_id,
             producer_id,
@@ -366,9 +361,9 @@ impl Simulation {
             control: *control,
             coordinator_epoch: *coordinator_epoch,
         };
-        match self.write_txn_marker(id, partition, *producer_id, *epoch, marker) {
+        match self.write_txn_marker(context, partition, *producer_id, *epoch, marker) {
             Ok(offset) => self.leader_park_reply(
-                id,
+                context,
                 partition,
                 from,
                 offset,
@@ -377,8 +372,7 @@ impl Simulation {
                     transactional_id: transactional_id.clone(),
                 },
             ),
-            Err(error) => self.send(
-                node,
+            Err(error) => context.send(
                 from,
                 Message::WriteTxnMarkersResponse {
                     transactional_id: transactional_id.clone(),
@@ -393,20 +387,20 @@ impl Simulation {
     /// `transactional_id`: an answer, or a record to write first.
     fn txn_decide(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         transactional_id: &str,
         message: &Message,
         waiting: Waiting,
     ) -> Option<(Decision, Waiting)> {
-        let now = self.now;
+        let now = context.now();
         Some(match message {
             Message::InitProducerId {
                 transaction_timeout_ms,
                 expected,
                 ..
             } => self.txn_decide_init(
-                id,
+                context,
                 partition,
                 transactional_id,
                 (*transaction_timeout_ms, *expected),
@@ -431,7 +425,7 @@ impl Simulation {
                 } else {
                     TransactionVersion::TV_0
                 };
-                let coordinator = self.broker(id).txn_coordinators.get_mut(partition).expect("checked");
+                let coordinator = self.txn_coordinators.get_mut(partition).expect("checked");
                 let decision = coordinator.shard.add_partitions(
                     transactional_id,
                     *producer_id,
@@ -452,8 +446,8 @@ impl Simulation {
                 // transaction (`TransactionCoordinator#handleAddPartitionsToTransaction`
                 // with `partitionFor(groupId)`), so its marker settles the
                 // offsets.
-                let offsets_partition = self.offsets_partition(group);
-                let coordinator = self.broker(id).txn_coordinators.get_mut(partition).expect("checked");
+                let offsets_partition = context.offsets_partition(group);
+                let coordinator = self.txn_coordinators.get_mut(partition).expect("checked");
                 let decision = coordinator.shard.add_partitions(
                     transactional_id,
                     *producer_id,
@@ -478,8 +472,8 @@ impl Simulation {
                 } else {
                     TransactionVersion::TV_0
                 };
-                let new_producer_id = self.txn_new_producer_id(id, partition, transactional_id);
-                let coordinator = self.broker(id).txn_coordinators.get_mut(partition).expect("checked");
+                let new_producer_id = self.txn_new_producer_id(partition, transactional_id);
+                let coordinator = self.txn_coordinators.get_mut(partition).expect("checked");
                 let decision = coordinator.shard.end_txn(
                     transactional_id,
                     *producer_id,
@@ -501,16 +495,16 @@ impl Simulation {
     /// transaction timeout and the producer id and epoch it expects.
     fn txn_decide_init(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         transactional_id: &str,
         asked: (u64, Option<(u64, u16)>),
         waiting: Waiting,
     ) -> (Decision, Waiting) {
         let (transaction_timeout_ms, expected) = asked;
-        let new_producer_id = self.txn_new_producer_id(id, partition, transactional_id);
-        let server_version = self.broker_transaction_version(id);
-        let coordinator = self.broker(id).txn_coordinators.get_mut(partition).expect("checked");
+        let new_producer_id = self.txn_new_producer_id(partition, transactional_id);
+        let server_version = self.transaction_version(context);
+        let coordinator = self.txn_coordinators.get_mut(partition).expect("checked");
         let ongoing = coordinator
             .shard
             .get(transactional_id)
@@ -538,11 +532,11 @@ impl Simulation {
     /// A producer id for a request that may need one (a new transactional
     /// id, or an epoch about to run out), taken from this broker's block;
     /// otherwise the id's own.
-    fn txn_new_producer_id(&mut self, id: BrokerId, partition: &TopicPartition, transactional_id: &str) -> u64 {
-        let shard = &self.brokers[&id].txn_coordinators[partition].shard;
+    fn txn_new_producer_id(&mut self, partition: &TopicPartition, transactional_id: &str) -> u64 {
+        let shard = &self.txn_coordinators[partition].shard;
         match shard.get(transactional_id) {
             Some(txn) if !shard.needs_new_producer_id(transactional_id) => txn.producer_id,
-            _ => self.broker_next_producer_id(id),
+            _ => self.next_producer_id(),
         }
     }
 
@@ -550,11 +544,12 @@ impl Simulation {
     /// passes it.
     fn txn_write(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         record: TxnRecord,
         client: Option<(NodeId, u32, Waiting)>,
     ) {
+        let id = self.id;
         // The epoch the producer ended with: version 2 bumps it in the
         // prepare state and keeps the one before.
         let epoch = unsigned(if record.metadata.client_version.supports_epoch_bump() {
@@ -562,25 +557,24 @@ impl Simulation {
         } else {
             record.metadata.producer_epoch
         });
-        let newer = self
-            .monitor
-            .handed_epochs
-            .get(&record.metadata.producer_id)
-            .copied()
+        let newer = context
+            .handed_epoch(record.metadata.producer_id)
             .filter(|handed| *handed > epoch);
-        if let (crate::txn_coordinator::TxnState::PrepareCommit, Some(handed), false) =
-            (record.metadata.state, newer, self.config.unclean_leader_election_enable)
-        {
-            self.monitor.violations += 1;
-            self.record(TraceKind::InvariantViolated {
-                invariant: super::trace::Invariant::FencedEpochNeverCommits,
+        if let (crate::txn_coordinator::TxnState::PrepareCommit, Some(handed), false) = (
+            record.metadata.state,
+            newer,
+            context.config().unclean_leader_election_enable,
+        ) {
+            context.violation();
+            context.trace(TraceKind::InvariantViolated {
+                invariant: crate::sim::trace::Invariant::FencedEpochNeverCommits,
                 detail: format!(
                     "{} decided to commit at producer epoch {epoch}, but epoch {handed} was already handed out",
                     record.transactional_id
                 ),
             });
         }
-        self.record(TraceKind::TransactionState {
+        context.trace(TraceKind::TransactionState {
             transactional_id: record.transactional_id.clone(),
             producer_id: record.metadata.producer_id,
             producer_epoch: unsigned(record.metadata.producer_epoch),
@@ -591,55 +585,54 @@ impl Simulation {
             transactional_id: record.transactional_id.clone(),
             client,
         };
-        let Some(offset) = self.coordinator_append(id, partition, CommitRecord::Transaction(record)) else {
-            self.txn_write_done(id, partition, pending, Err(ErrorCode::NotCoordinator));
+        let Some(offset) = self.coordinator_append(context, partition, CommitRecord::Transaction(record)) else {
+            self.txn_write_done(context, partition, pending, Err(ErrorCode::NotCoordinator));
             return;
         };
-        let Some(coordinator) = self.broker(id).txn_coordinators.get_mut(partition) else {
+        let Some(coordinator) = self.txn_coordinators.get_mut(partition) else {
             return;
         };
         coordinator.next_write += 1;
         let write = coordinator.next_write;
         coordinator.writes.insert(write, pending);
         self.leader_park_reply(
-            id,
+            context,
             partition,
             NodeId::Broker(id),
             offset,
             1,
             ParkedReply::TxnWrite { write },
         );
-        self.leader_release_held_fetches_pub(id, partition);
-        self.leader_maybe_advance_hw_pub(id, partition, HighWatermarkTrigger::LeaderAppended);
+        self.leader_release_held_fetches_pub(context, partition);
+        self.leader_maybe_advance_hw_pub(context, partition, HighWatermarkTrigger::LeaderAppended);
     }
 
     /// A parked transaction write is committed (or failed).
     pub(crate) fn txn_parked_done(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         write: u64,
         result: Result<(), ErrorCode>,
     ) {
         let Some(pending) = self
-            .broker(id)
             .txn_coordinators
             .get_mut(partition)
             .and_then(|coordinator| coordinator.writes.remove(&write))
         else {
             return;
         };
-        self.txn_write_done(id, partition, pending, result);
+        self.txn_write_done(context, partition, pending, result);
     }
 
     fn txn_write_done(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         pending: PendingTxnWrite,
         result: Result<(), ErrorCode>,
     ) {
-        let Some(coordinator) = self.broker(id).txn_coordinators.get_mut(partition) else {
+        let Some(coordinator) = self.txn_coordinators.get_mut(partition) else {
             return;
         };
         let transactional_id = pending.transactional_id;
@@ -661,7 +654,7 @@ impl Simulation {
                 }
             }
             if let Some((client, connection, waiting)) = pending.client {
-                self.txn_answer(id, client, connection, waiting, answer);
+                self.txn_answer(context, client, connection, waiting, answer);
             }
             return;
         }
@@ -671,34 +664,32 @@ impl Simulation {
         );
         let after = coordinator.shard.committed(&transactional_id, fencing);
         if let (Some((client, connection, waiting)), Some(reply)) = (pending.client, after.reply) {
-            self.txn_answer(id, client, connection, waiting, reply.map_err(error_code));
+            self.txn_answer(context, client, connection, waiting, reply.map_err(error_code));
         }
         if let Some(markers) = after.markers {
-            self.txn_send_markers(id, partition, markers);
+            self.txn_send_markers(context, partition, markers);
         }
     }
 
     /// Answers a client's transaction request on the connection it came on.
     fn txn_answer(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         client: NodeId,
         connection: u32,
         waiting: Waiting,
         result: Result<TxnReply, ErrorCode>,
     ) {
-        let node = NodeId::Broker(id);
-        if self.network.connection(node, client) != connection {
+        if context.connection(client) != connection {
             return;
         }
         if let (Waiting::InitProducerId { .. }, Ok(TxnReply::ProducerIdAndEpoch(producer_id, epoch))) =
             (&waiting, &result)
         {
-            let handed = self.monitor.handed_epochs.entry(*producer_id).or_default();
-            *handed = (*handed).max(unsigned(*epoch));
+            context.note_handed_epoch(*producer_id, unsigned(*epoch));
         }
         let error = result.as_ref().err().copied();
-        let finalized = self.broker_transaction_version(id);
+        let finalized = self.transaction_version(context);
         let message = match waiting {
             Waiting::InitProducerId { request, .. } => Message::InitProducerIdResponse {
                 request,
@@ -725,13 +716,18 @@ impl Simulation {
                 results: partitions.into_iter().map(|partition| (partition, error)).collect(),
             },
         };
-        self.send(node, client, message);
+        context.send(client, message);
     }
 
     /// Sends the markers of a decided transaction to its partitions'
     /// leaders; a transaction with no partitions completes at once.
-    fn txn_send_markers(&mut self, id: BrokerId, partition: &TopicPartition, request: MarkerRequest) {
-        let Some(coordinator) = self.broker(id).txn_coordinators.get_mut(partition) else {
+    fn txn_send_markers(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        partition: &TopicPartition,
+        request: MarkerRequest,
+    ) {
+        let Some(coordinator) = self.txn_coordinators.get_mut(partition) else {
             return;
         };
         let transactional_id = request.transactional_id.clone();
@@ -743,15 +739,20 @@ impl Simulation {
         coordinator
             .markers
             .insert(transactional_id.clone(), MarkersOut { request, remaining });
-        self.txn_flush_markers(id, partition, &transactional_id);
+        self.txn_flush_markers(context, partition, &transactional_id);
     }
 
     /// Sends the markers not yet sent (or sent too long ago) of one
     /// transaction, each to the leader this broker knows; one without a
     /// known leader waits for the next tick.
-    fn txn_flush_markers(&mut self, id: BrokerId, partition: &TopicPartition, transactional_id: &str) {
-        let now = self.now;
-        let Some(coordinator) = self.brokers[&id].txn_coordinators.get(partition) else {
+    fn txn_flush_markers(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        partition: &TopicPartition,
+        transactional_id: &str,
+    ) {
+        let now = context.now();
+        let Some(coordinator) = self.txn_coordinators.get(partition) else {
             return;
         };
         let epoch = coordinator.epoch;
@@ -759,16 +760,12 @@ impl Simulation {
             return;
         };
         if out.remaining.is_empty() {
-            let complete = self
-                .broker(id)
-                .txn_coordinators
-                .get_mut(partition)
-                .and_then(|coordinator| {
-                    coordinator.markers.remove(transactional_id);
-                    coordinator.shard.markers_written(transactional_id)
-                });
+            let complete = self.txn_coordinators.get_mut(partition).and_then(|coordinator| {
+                coordinator.markers.remove(transactional_id);
+                coordinator.shard.markers_written(transactional_id)
+            });
             if let Some(record) = complete {
-                self.txn_write(id, partition, record, None);
+                self.txn_write(context, partition, record, None);
             }
             return;
         }
@@ -780,22 +777,20 @@ impl Simulation {
             .map(|(partition, _)| partition.clone())
             .collect();
         for target in due {
-            let leader = self.brokers[&id]
+            let leader = self
                 .metadata
                 .as_ref()
                 .and_then(|image| image.partitions.get(&target))
                 .and_then(|registration| registration.leader);
             let Some(leader) = leader else { continue };
             if let Some(out) = self
-                .broker(id)
                 .txn_coordinators
                 .get_mut(partition)
                 .and_then(|coordinator| coordinator.markers.get_mut(transactional_id))
             {
                 out.remaining.insert(target.clone(), Some(now));
             }
-            self.send(
-                NodeId::Broker(id),
+            context.send(
                 NodeId::Broker(leader),
                 Message::WriteTxnMarkers {
                     transactional_id: transactional_id.to_string(),
@@ -815,14 +810,13 @@ impl Simulation {
     /// partition is done; any other error sends it again at the next tick.
     fn txn_marker_answered(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         transactional_id: &str,
         target: &TopicPartition,
         error: Option<ErrorCode>,
     ) {
-        let partition = self.txn_partition(transactional_id);
+        let partition = context.txn_partition(transactional_id);
         let Some(out) = self
-            .broker(id)
             .txn_coordinators
             .get_mut(&partition)
             .and_then(|coordinator| coordinator.markers.get_mut(transactional_id))
@@ -832,7 +826,7 @@ impl Simulation {
         match error {
             None | Some(ErrorCode::InvalidProducerEpoch | ErrorCode::TransactionCoordinatorFenced) => {
                 out.remaining.remove(target);
-                self.txn_flush_markers(id, &partition, transactional_id);
+                self.txn_flush_markers(context, &partition, transactional_id);
             }
             Some(_) => {
                 out.remaining.insert(target.clone(), None);
@@ -843,14 +837,13 @@ impl Simulation {
     /// A parked marker is replicated (or failed): the coordinator hears.
     pub(crate) fn txn_marker_parked_done(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         coordinator: NodeId,
         transactional_id: String,
         result: Result<(), ErrorCode>,
     ) {
-        self.send(
-            NodeId::Broker(id),
+        context.send(
             coordinator,
             Message::WriteTxnMarkersResponse {
                 transactional_id,
@@ -863,10 +856,10 @@ impl Simulation {
     /// The coordinator's periodic work: markers to send again, and every
     /// `transaction.abort.timed.out.transaction.cleanup.interval.ms` the
     /// transactions past their timeout aborted.
-    pub(crate) fn txn_tick(&mut self, id: BrokerId, partition: &TopicPartition) {
-        let now = self.now;
-        let server_version = self.broker_transaction_version(id);
-        let Some(coordinator) = self.broker(id).txn_coordinators.get_mut(partition) else {
+    pub(crate) fn txn_tick(&mut self, context: &mut BrokerContext<'_>, partition: &TopicPartition) {
+        let now = context.now();
+        let server_version = self.transaction_version(context);
+        let Some(coordinator) = self.txn_coordinators.get_mut(partition) else {
             return;
         };
         let mut timed_out = Vec::new();
@@ -876,11 +869,11 @@ impl Simulation {
         }
         let waiting: Vec<String> = coordinator.markers.keys().cloned().collect();
         for record in timed_out {
-            self.txn_write(id, partition, record, None);
+            self.txn_write(context, partition, record, None);
         }
         for transactional_id in waiting {
-            self.txn_flush_markers(id, partition, &transactional_id);
+            self.txn_flush_markers(context, partition, &transactional_id);
         }
-        self.txn_arm_tick(id, partition);
+        self.txn_arm_tick(context, partition);
     }
 }

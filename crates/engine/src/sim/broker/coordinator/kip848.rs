@@ -5,12 +5,12 @@
 
 use super::*;
 
-impl Simulation {
+impl Broker {
     /// A `ConsumerGroupHeartbeat` goes to the consumer shard; its records
     /// are appended and its answer waits for them.
     pub(super) fn coordinator_consumer_heartbeat(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         from: NodeId,
         partition: &TopicPartition,
         message: &Message,
@@ -27,10 +27,10 @@ impl Simulation {
         else {
             return;
         };
-        let now = self.now;
-        let counts = self.topic_counts(id);
-        let connection = self.network.connection(NodeId::Broker(id), from);
-        let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) else {
+        let now = context.now();
+        let counts = self.topic_counts();
+        let connection = context.connection(from);
+        let Some(coordinator) = self.coordinators.get_mut(partition) else {
             return;
         };
         coordinator.next_request += 1;
@@ -43,7 +43,7 @@ impl Simulation {
         if classic_members {
             // `getOrMaybeCreateConsumerGroup`: "Group is not a consumer group."
             self.coordinator_answer_heartbeat(
-                id,
+                context,
                 partition,
                 request,
                 HeartbeatResponse::error(ErrorCode::GroupIdNotFound),
@@ -55,7 +55,7 @@ impl Simulation {
             .is_some_and(|name| !crate::sim::config::REMOTE_ASSIGNORS.contains(&name))
         {
             self.coordinator_answer_heartbeat(
-                id,
+                context,
                 partition,
                 request,
                 HeartbeatResponse::error(ErrorCode::UnsupportedAssignor),
@@ -87,7 +87,7 @@ impl Simulation {
             client_id: from.to_string(),
         };
         let output = coordinator.consumer.heartbeat(&request_body);
-        self.member_clients.insert(member_id.clone(), from);
+        context.note_member_client(member_id.clone(), from);
         let reason = if *member_epoch == modern::LEAVE_GROUP_MEMBER_EPOCH {
             RebalanceReason::Left {
                 member: member_id.clone(),
@@ -99,7 +99,7 @@ impl Simulation {
         } else {
             RebalanceReason::Unstated
         };
-        self.coordinator_route_consumer(id, partition, group, output, Some(request), reason);
+        self.coordinator_route_consumer(context, partition, group, output, Some(request), reason);
     }
 
     /// An OffsetCommit for a consumer-protocol group: the member and its
@@ -108,7 +108,7 @@ impl Simulation {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn coordinator_modern_commit(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         from: NodeId,
         partition: &TopicPartition,
         group: &str,
@@ -116,9 +116,9 @@ impl Simulation {
         epoch: u32,
         offsets: &[(TopicPartition, Offset)],
     ) {
-        let now = self.now;
-        let connection = self.network.connection(NodeId::Broker(id), from);
-        let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) else {
+        let now = context.now();
+        let connection = context.connection(from);
+        let Some(coordinator) = self.coordinators.get_mut(partition) else {
             return;
         };
         let validated = match coordinator
@@ -146,7 +146,7 @@ impl Simulation {
                 coordinator.shard.commit_offsets(request, group, &offsets)
             }
         };
-        self.coordinator_route(id, partition, output);
+        self.coordinator_route(context, partition, output);
     }
 
     /// A `TxnOffsetCommit` for a consumer-protocol group: the member and
@@ -155,7 +155,7 @@ impl Simulation {
     /// `OffsetMetadataManager#validateTransactionalOffsetCommit`).
     pub(super) fn coordinator_modern_txn_commit(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         from: NodeId,
         partition: &TopicPartition,
         group: &str,
@@ -173,9 +173,9 @@ impl Simulation {
         else {
             return;
         };
-        let now = self.now;
-        let connection = self.network.connection(NodeId::Broker(id), from);
-        let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) else {
+        let now = context.now();
+        let connection = context.connection(from);
+        let Some(coordinator) = self.coordinators.get_mut(partition) else {
             return;
         };
         let validated = match coordinator
@@ -211,14 +211,14 @@ impl Simulation {
                 )
             }
         };
-        self.coordinator_route(id, partition, output);
+        self.coordinator_route(context, partition, output);
     }
 
     /// Appends the consumer shard's records (replaying each), and answers
     /// once they are committed; a new target assignment is traced then.
     pub(super) fn coordinator_route_consumer(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         group: &str,
         output: ConsumerOutput,
@@ -236,7 +236,7 @@ impl Simulation {
             matches!(record, ConsumerRecord::GroupMetadata { group: bumped, value: Some(_) } if bumped == group)
         });
         let mut reason = reason;
-        if let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) {
+        if let Some(coordinator) = self.coordinators.get_mut(partition) {
             if bumped && reason != RebalanceReason::Unstated {
                 coordinator.epoch_reasons.insert(group.to_string(), reason.clone());
             }
@@ -247,14 +247,14 @@ impl Simulation {
         let mut last = None;
         let mut failed = false;
         for record in &output.records {
-            match self.coordinator_append(id, partition, CommitRecord::Consumer(record.clone())) {
+            match self.coordinator_append(context, partition, CommitRecord::Consumer(record.clone())) {
                 Some(offset) => last = Some(offset),
                 None => {
                     failed = true;
                     break;
                 }
             }
-            if let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) {
+            if let Some(coordinator) = self.coordinators.get_mut(partition) {
                 coordinator.consumer.replay(record);
             }
         }
@@ -265,7 +265,7 @@ impl Simulation {
             // committed (`CoordinatorRuntime`: "the read needs to wait on
             // the last write operation to be completed"), so no member
             // acts on an assignment a new coordinator would not load.
-            let uncommitted = self.brokers[&id]
+            let uncommitted = self
                 .logs
                 .get(partition)
                 .filter(|log| log.high_watermark < log.log_end_offset())
@@ -279,7 +279,7 @@ impl Simulation {
                     offsets: None,
                 };
                 self.coordinator_park_write(
-                    id,
+                    context,
                     partition,
                     pending,
                     last_written,
@@ -295,13 +295,13 @@ impl Simulation {
                 } else {
                     response
                 };
-                self.coordinator_answer_heartbeat(id, partition, request, response);
+                self.coordinator_answer_heartbeat(context, partition, request, response);
             }
-            self.coordinator_arm(id, partition);
+            self.coordinator_arm(context, partition);
             return;
         }
         let Some(last) = last else { return };
-        let target = target.and_then(|epoch| self.coordinator_target_trace(id, partition, group, epoch, reason));
+        let target = target.and_then(|epoch| self.coordinator_target_trace(context, partition, group, epoch, reason));
         let pending = PendingWrite {
             callback: None,
             response: None,
@@ -309,18 +309,24 @@ impl Simulation {
             target,
             offsets: None,
         };
-        self.coordinator_park_write(id, partition, pending, last, HighWatermarkTrigger::GenerationStored);
+        self.coordinator_park_write(
+            context,
+            partition,
+            pending,
+            last,
+            HighWatermarkTrigger::GenerationStored,
+        );
     }
 
     /// Answers a `ConsumerGroupHeartbeat` on the connection it came on.
     pub(super) fn coordinator_answer_heartbeat(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         request: RequestId,
         response: HeartbeatResponse,
     ) {
-        let Some((client, group)) = self.coordinator_take_request(id, partition, request) else {
+        let Some((client, group)) = self.coordinator_take_request(context, partition, request) else {
             return;
         };
         let result = match response.error {
@@ -337,25 +343,21 @@ impl Simulation {
                 }),
             }),
         };
-        self.send(
-            NodeId::Broker(id),
-            client,
-            Message::ConsumerGroupHeartbeatResponse { group, result },
-        );
+        context.send(client, Message::ConsumerGroupHeartbeatResponse { group, result });
     }
 
     /// The consumer shard's settings, from the cluster's.
-    pub(super) fn consumer_shard_config(&self) -> modern::ConsumerConfig {
+    pub(super) fn consumer_shard_config(&self, context: &BrokerContext<'_>) -> modern::ConsumerConfig {
         modern::ConsumerConfig {
-            session_timeout_ms: self.config.group_consumer_session_timeout_ms,
-            heartbeat_interval_ms: self.config.group_consumer_heartbeat_interval_ms,
+            session_timeout_ms: context.config().group_consumer_session_timeout_ms,
+            heartbeat_interval_ms: context.config().group_consumer_heartbeat_interval_ms,
         }
     }
 
     /// Partition counts of the topics in a broker's metadata image.
-    pub(super) fn topic_counts(&self, id: BrokerId) -> BTreeMap<String, u32> {
+    pub(super) fn topic_counts(&self) -> BTreeMap<String, u32> {
         let mut counts: BTreeMap<String, u32> = BTreeMap::new();
-        if let Some(image) = self.brokers.get(&id).and_then(|broker| broker.metadata.as_ref()) {
+        if let Some(image) = self.metadata.as_ref() {
             for partition in image.partitions.keys() {
                 let count = counts.entry(partition.topic.to_string()).or_insert(0);
                 *count = (*count).max(partition.partition + 1);

@@ -5,9 +5,14 @@
 
 use super::*;
 
-impl Simulation {
+impl Broker {
     /// Appends a write's records and parks what waits for them.
-    pub(super) fn coordinator_write(&mut self, id: BrokerId, partition: &TopicPartition, write: Write) {
+    pub(super) fn coordinator_write(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        partition: &TopicPartition,
+        write: Write,
+    ) {
         let mut offsets: Option<(String, Vec<(TopicPartition, Offset)>)> = None;
         for record in &write.records {
             if let CoordinatorRecord::OffsetCommit {
@@ -38,7 +43,7 @@ impl Simulation {
         });
         for record in &write.records {
             let offset =
-                match self.coordinator_append_batch(id, partition, CommitRecord::Classic(record.clone()), batch) {
+                match self.coordinator_append_batch(context, partition, CommitRecord::Classic(record.clone()), batch) {
                     Some(offset) => offset,
                     None => {
                         last = None;
@@ -47,7 +52,7 @@ impl Simulation {
                 };
             last = Some(offset);
             if write.replay {
-                if let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) {
+                if let Some(coordinator) = self.coordinators.get_mut(partition) {
                     coordinator
                         .shard
                         .replay_at(record, offset, batch.map(|batch| batch.producer_id));
@@ -72,7 +77,7 @@ impl Simulation {
             } else {
                 Err(ErrorCode::NotLeaderOrFollower)
             };
-            self.coordinator_write_done(id, partition, pending, result);
+            self.coordinator_write_done(context, partition, pending, result);
             return;
         };
         let trigger = if metadata {
@@ -80,46 +85,47 @@ impl Simulation {
         } else {
             HighWatermarkTrigger::OffsetCommitAppended
         };
-        self.coordinator_park_write(id, partition, pending, last, trigger);
+        self.coordinator_park_write(context, partition, pending, last, trigger);
     }
 
     /// Parks a write until the high watermark passes `last`.
     pub(super) fn coordinator_park_write(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         pending: PendingWrite,
         last: Offset,
         trigger: HighWatermarkTrigger,
     ) {
-        let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) else {
+        let id = self.id;
+        let Some(coordinator) = self.coordinators.get_mut(partition) else {
             return;
         };
         coordinator.next_write += 1;
         let write_id = coordinator.next_write;
         coordinator.writes.insert(write_id, pending);
         self.leader_park_reply(
-            id,
+            context,
             partition,
             NodeId::Broker(id),
             last,
             1,
             ParkedReply::CoordinatorWrite { write: write_id },
         );
-        self.leader_release_held_fetches_pub(id, partition);
-        self.leader_maybe_advance_hw_pub(id, partition, trigger);
-        self.coordinator_arm(id, partition);
+        self.leader_release_held_fetches_pub(context, partition);
+        self.leader_maybe_advance_hw_pub(context, partition, trigger);
+        self.coordinator_arm(context, partition);
     }
 
     /// Appends one coordinator record (a group's or a transaction's) to
     /// the internal partition broker `id` must lead; returns its offset.
     pub(crate) fn coordinator_append(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         commit: CommitRecord,
     ) -> Option<Offset> {
-        self.coordinator_append_batch(id, partition, commit, None)
+        self.coordinator_append_batch(context, partition, commit, None)
     }
 
     /// [`coordinator_append`](Self::coordinator_append), in a producer's
@@ -127,17 +133,17 @@ impl Simulation {
     /// records: the partition tracks the open transaction).
     pub(super) fn coordinator_append_batch(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         commit: CommitRecord,
         batch: Option<BatchSequence>,
     ) -> Option<Offset> {
-        let leader_epoch = self.brokers[&id].leading.get(partition)?.leader_epoch;
+        let id = self.id;
+        let leader_epoch = self.leading.get(partition)?.leader_epoch;
         let (key, tombstone) = (commit.key(), commit.is_tombstone());
-        self.commits.push(commit);
-        let record_id = COMMIT_RECORD_BASE + (self.commits.len() - 1) as u64;
-        let now = self.now;
-        let log = self.brokers.get_mut(&id)?.logs.get_mut(partition)?;
+        let record_id = context.push_commit(commit);
+        let now = context.now();
+        let log = self.logs.get_mut(partition)?;
         let offset = log.log_end_offset();
         log.append_records(
             vec![Record {
@@ -153,7 +159,7 @@ impl Simulation {
             }],
             now,
         );
-        self.record(TraceKind::Appended {
+        context.trace(TraceKind::Appended {
             broker: id,
             partition: partition.clone(),
             first_offset: offset,
@@ -166,31 +172,30 @@ impl Simulation {
     /// A parked coordinator write is committed (or failed).
     pub(crate) fn coordinator_parked_done(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         write: u64,
         result: Result<(), ErrorCode>,
     ) {
         let Some(pending) = self
-            .broker(id)
             .coordinators
             .get_mut(partition)
             .and_then(|coordinator| coordinator.writes.remove(&write))
         else {
             return;
         };
-        self.coordinator_write_done(id, partition, pending, result);
+        self.coordinator_write_done(context, partition, pending, result);
     }
 
     pub(super) fn coordinator_write_done(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         pending: PendingWrite,
         result: Result<(), ErrorCode>,
     ) {
-        let now = self.now;
-        let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) else {
+        let now = context.now();
+        let Some(coordinator) = self.coordinators.get_mut(partition) else {
             return;
         };
         coordinator.shard.set_time(now);
@@ -201,21 +206,21 @@ impl Simulation {
                 Err(error) => coordinator.shard.append_failed(callback, append_error(error)),
             };
             if let (Ok(()), AppendCallback::Assignment { group, generation, .. }) = (result, callback) {
-                self.coordinator_trace_rebalance(id, partition, group, *generation);
+                self.coordinator_trace_rebalance(context, partition, group, *generation);
             }
         }
         if let (Ok(()), Some((group, offsets))) = (result, pending.offsets) {
-            self.record(TraceKind::OffsetsCommitted { group, offsets });
+            context.trace(TraceKind::OffsetsCommitted { group, offsets });
         }
         if let (Ok(()), Some(target)) = (result, pending.target) {
-            self.record(target);
+            context.trace(target);
         }
         if let Some((request, response)) = pending.heartbeat {
             let response = match result {
                 Ok(()) => response,
                 Err(error) => HeartbeatResponse::error(append_error(error)),
             };
-            self.coordinator_answer_heartbeat(id, partition, request, response);
+            self.coordinator_answer_heartbeat(context, partition, request, response);
         }
         if let Some((request, response)) = pending.response {
             let response = match (result, response) {
@@ -227,6 +232,6 @@ impl Simulation {
             };
             output.responses.push((request, response));
         }
-        self.coordinator_route(id, partition, output);
+        self.coordinator_route(context, partition, output);
     }
 }

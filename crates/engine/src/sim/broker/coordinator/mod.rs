@@ -45,20 +45,20 @@ use crate::groups::classic::{
 use crate::groups::consumer::{
     self as modern, ConsumerOutput, ConsumerRecord, ConsumerShard, HeartbeatRequest, HeartbeatResponse,
 };
-use crate::groups::coordinator_partition;
 use crate::protocol::{BrokerId, Offset, TopicPartition};
 
-use super::purgatory::ParkedReply;
-use super::trace::{HighWatermarkTrigger, MemberAssignment, RebalanceReason, TraceKind};
-use super::types::{BatchSequence, ErrorCode, JoinResult, MemberEpochAnswer, Message, NodeId, Record};
-use super::{Simulation, Timer};
+use super::Broker;
 use crate::replication::transactions::ControlType;
+use crate::sim::contexts::BrokerContext;
+use crate::sim::purgatory::ParkedReply;
+use crate::sim::trace::{HighWatermarkTrigger, MemberAssignment, RebalanceReason, TraceKind};
+use crate::sim::types::{BatchSequence, ErrorCode, JoinResult, MemberEpochAnswer, Message, NodeId, Record};
+use crate::sim::Timer;
 
 mod kip848;
 mod writes;
 
-/// The internal topic holding committed offsets.
-pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+pub use crate::protocol::OFFSETS_TOPIC;
 /// `offsets.commit.timeout.ms` (5000): how long a coordinator write waits
 /// for its records to be replicated before it fails.
 pub const OFFSETS_COMMIT_TIMEOUT_MS: u64 = 5_000;
@@ -220,19 +220,18 @@ fn append_error(error: ErrorCode) -> ErrorCode {
     }
 }
 
-impl Simulation {
-    /// The `__consumer_offsets` partition a group lives on.
-    pub(crate) fn offsets_partition(&self, group: &str) -> TopicPartition {
-        let partition = coordinator_partition(group, self.config.offsets_topic_partitions).unwrap_or(0);
-        TopicPartition::new(self.offsets_topic.clone(), partition)
-    }
-
+impl Broker {
     /// The broker took or lost leadership of an offsets partition: the old
     /// shard unloads; a new leader loads the partition's groups from its
     /// records (`CoordinatorRuntime#scheduleLoadOperation`).
-    pub(crate) fn coordinator_partition_changed(&mut self, id: BrokerId, partition: &TopicPartition, leading: bool) {
-        let now = self.now;
-        if let Some(mut coordinator) = self.broker(id).coordinators.remove(partition) {
+    pub(crate) fn coordinator_partition_changed(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        partition: &TopicPartition,
+        leading: bool,
+    ) {
+        let now = context.now();
+        if let Some(mut coordinator) = self.coordinators.remove(partition) {
             coordinator.shard.set_time(now);
             let mut output = coordinator.shard.unload();
             // Writes still waiting for the high watermark fail
@@ -250,21 +249,21 @@ impl Simulation {
                     heartbeats.push((request, heartbeat_error(ErrorCode::NotCoordinator)));
                 }
             }
-            self.broker(id).coordinators.insert(partition.clone(), coordinator);
-            self.coordinator_route(id, partition, output);
+            self.coordinators.insert(partition.clone(), coordinator);
+            self.coordinator_route(context, partition, output);
             for (request, response) in heartbeats {
-                self.coordinator_answer_heartbeat(id, partition, request, response);
+                self.coordinator_answer_heartbeat(context, partition, request, response);
             }
-            self.broker(id).coordinators.remove(partition);
+            self.coordinators.remove(partition);
         }
         if !leading {
             return;
         }
-        let Some(log) = self.brokers[&id].logs.get(partition) else {
+        let Some(log) = self.logs.get(partition) else {
             return;
         };
-        let mut shard = ClassicShard::new(ClassicConfig::default(), self.now, self.member_counter);
-        let mut consumer = ConsumerShard::new(self.consumer_shard_config(), self.now, self.topic_counts(id));
+        let mut shard = ClassicShard::new(ClassicConfig::default(), context.now(), context.member_counter());
+        let mut consumer = ConsumerShard::new(self.consumer_shard_config(context), context.now(), self.topic_counts());
         for record in log.records() {
             if let Some(BatchSequence {
                 producer_id,
@@ -278,7 +277,7 @@ impl Simulation {
             if record.id < COMMIT_RECORD_BASE {
                 continue;
             }
-            match self.commits.get((record.id - COMMIT_RECORD_BASE) as usize) {
+            match context.commit_record(record.id) {
                 Some(CommitRecord::Classic(commit)) => {
                     let producer = record
                         .batch
@@ -292,7 +291,7 @@ impl Simulation {
         }
         shard.on_loaded();
         consumer.on_loaded();
-        self.broker(id).coordinators.insert(
+        self.coordinators.insert(
             partition.clone(),
             Coordinator {
                 shard,
@@ -305,26 +304,31 @@ impl Simulation {
                 epoch_reasons: BTreeMap::new(),
             },
         );
-        self.coordinator_arm(id, partition);
+        self.coordinator_arm(context, partition);
     }
 
     /// Handles group requests; returns `false` for other messages.
-    pub(crate) fn coordinator_receive(&mut self, id: BrokerId, from: NodeId, message: &Message) -> bool {
+    pub(crate) fn coordinator_receive(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        from: NodeId,
+        message: &Message,
+    ) -> bool {
         if let Message::FindCoordinator { group } = message {
-            self.coordinator_find(id, from, group);
+            self.coordinator_find(context, from, group);
             return true;
         }
         let Some(group) = request_group(message) else {
             return false;
         };
-        let partition = self.offsets_partition(group);
-        if !self.brokers[&id].coordinators.contains_key(&partition) {
-            self.coordinator_refuse(id, from, message, ErrorCode::NotCoordinator);
+        let partition = context.offsets_partition(group);
+        if !self.coordinators.contains_key(&partition) {
+            self.coordinator_refuse(context, from, message, ErrorCode::NotCoordinator);
             return true;
         }
         // KIP-890: the transaction must hold the offsets partition first.
-        if !self.coordinator_verify_offsets(id, from, &partition, message) {
-            self.coordinator_handle(id, from, message);
+        if !self.coordinator_verify_offsets(context, from, &partition, message) {
+            self.coordinator_handle(context, from, message);
         }
         true
     }
@@ -332,29 +336,28 @@ impl Simulation {
     /// A `TxnOffsetCommit` refused with `error`.
     pub(crate) fn coordinator_answer_txn_offsets(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         from: NodeId,
         message: &Message,
         error: ErrorCode,
     ) {
-        self.coordinator_refuse(id, from, message, error);
+        self.coordinator_refuse(context, from, message, error);
     }
 
     /// A group request for a group this broker coordinates (a
     /// `TxnOffsetCommit` once verified).
-    pub(crate) fn coordinator_handle(&mut self, id: BrokerId, from: NodeId, message: &Message) {
-        let node = NodeId::Broker(id);
-        let now = self.now;
+    pub(crate) fn coordinator_handle(&mut self, context: &mut BrokerContext<'_>, from: NodeId, message: &Message) {
+        let now = context.now();
         let Some(group) = request_group(message).map(str::to_string) else {
             return;
         };
-        let partition = self.offsets_partition(&group);
-        if !self.brokers[&id].coordinators.contains_key(&partition) {
-            self.coordinator_refuse(id, from, message, ErrorCode::NotCoordinator);
+        let partition = context.offsets_partition(&group);
+        if !self.coordinators.contains_key(&partition) {
+            self.coordinator_refuse(context, from, message, ErrorCode::NotCoordinator);
             return;
         }
         if let Message::OffsetFetch { partitions, .. } = message {
-            self.coordinator_offset_fetch(id, from, &partition, group, partitions);
+            self.coordinator_offset_fetch(context, from, &partition, group, partitions);
             return;
         }
         if let Message::JoinGroup {
@@ -362,21 +365,18 @@ impl Simulation {
             ..
         } = message
         {
-            self.member_clients.insert(member.clone(), from);
+            context.note_member_client(member.clone(), from);
         }
         if let Message::ConsumerGroupHeartbeat { .. } = message {
-            self.coordinator_consumer_heartbeat(id, from, &partition, message);
+            self.coordinator_consumer_heartbeat(context, from, &partition, message);
             return;
         }
-        let modern_group = self.brokers[&id].coordinators[&partition]
-            .consumer
-            .group(&group)
-            .is_some();
+        let modern_group = self.coordinators[&partition].consumer.group(&group).is_some();
         if modern_group {
             match message {
                 // One group, one protocol (see the module's notes).
                 Message::JoinGroup { .. } | Message::SyncGroup { .. } | Message::Heartbeat { .. } => {
-                    self.coordinator_refuse(id, from, message, ErrorCode::InconsistentGroupProtocol);
+                    self.coordinator_refuse(context, from, message, ErrorCode::InconsistentGroupProtocol);
                     return;
                 }
                 Message::OffsetCommit {
@@ -385,18 +385,18 @@ impl Simulation {
                     offsets,
                     ..
                 } => {
-                    self.coordinator_modern_commit(id, from, &partition, &group, member_id, *generation, offsets);
+                    self.coordinator_modern_commit(context, from, &partition, &group, member_id, *generation, offsets);
                     return;
                 }
                 Message::TxnOffsetCommit { .. } => {
-                    self.coordinator_modern_txn_commit(id, from, &partition, &group, message);
+                    self.coordinator_modern_txn_commit(context, from, &partition, &group, message);
                     return;
                 }
                 _ => {}
             }
         }
-        let connection = self.network.connection(node, from);
-        let Some(coordinator) = self.broker(id).coordinators.get_mut(&partition) else {
+        let connection = context.connection(from);
+        let Some(coordinator) = self.coordinators.get_mut(&partition) else {
             return;
         };
         coordinator.shard.set_time(now);
@@ -405,33 +405,28 @@ impl Simulation {
         coordinator.requests.insert(request, (from, group.clone(), connection));
         let shard = &mut coordinator.shard;
         let output = classic_request(shard, request, group, from, message);
-        self.coordinator_route(id, &partition, output);
+        self.coordinator_route(context, &partition, output);
     }
 
     /// What broker `id`'s metadata knows of a coordinator's partition
     /// (`__consumer_offsets` or `__transaction_state`): whether it exists
     /// there, and its leader, the coordinator `FindCoordinator` answers.
-    pub(crate) fn coordinator_as_known(&self, id: BrokerId, partition: &TopicPartition) -> (bool, Option<BrokerId>) {
-        let known = self.brokers[&id]
-            .metadata
-            .as_ref()
-            .and_then(|image| image.partitions.get(partition));
+    pub(crate) fn coordinator_as_known(&self, partition: &TopicPartition) -> (bool, Option<BrokerId>) {
+        let known = self.metadata.as_ref().and_then(|image| image.partitions.get(partition));
         (known.is_some(), known.and_then(|registration| registration.leader))
     }
 
     /// `FindCoordinator`: the leader of the group's `__consumer_offsets`
     /// partition as this broker's metadata knows it.
-    fn coordinator_find(&mut self, id: BrokerId, from: NodeId, group: &str) {
-        let node = NodeId::Broker(id);
-        let partition = self.offsets_partition(group);
-        let (known, coordinator) = self.coordinator_as_known(id, &partition);
+    fn coordinator_find(&mut self, context: &mut BrokerContext<'_>, from: NodeId, group: &str) {
+        let partition = context.offsets_partition(group);
+        let (known, coordinator) = self.coordinator_as_known(&partition);
         if !known {
             // The first group of a cluster: `__consumer_offsets` is
             // created now, and found on a later lookup.
-            self.controller_create_offsets_topic();
+            context.create_offsets_topic();
         }
-        self.send(
-            node,
+        context.send(
             from,
             Message::FindCoordinatorResponse {
                 group: group.to_string(),
@@ -444,22 +439,20 @@ impl Simulation {
     /// `UNSTABLE_OFFSET_COMMIT` while a transaction has some pending.
     fn coordinator_offset_fetch(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         from: NodeId,
         partition: &TopicPartition,
         group: String,
         partitions: &[TopicPartition],
     ) {
-        let node = NodeId::Broker(id);
-        let shard = &self.brokers[&id].coordinators[partition].shard;
+        let shard = &self.coordinators[partition].shard;
         // Consumers fetch with `requireStable` (KIP-447): offsets a
         // transaction has not decided yet are not answered.
         let unstable = partitions
             .iter()
             .any(|tp| shard.has_pending_transactional_offsets(&group, &tp.topic, tp.partition));
         if unstable {
-            self.send(
-                node,
+            context.send(
                 from,
                 Message::OffsetFetchResponse {
                     group,
@@ -468,9 +461,7 @@ impl Simulation {
             );
             return;
         }
-        let committed = self.brokers[&id].coordinators[partition]
-            .shard
-            .committed_offsets(&group);
+        let committed = self.coordinators[partition].shard.committed_offsets(&group);
         let result = partitions
             .iter()
             .map(|tp| {
@@ -480,8 +471,7 @@ impl Simulation {
                 (tp.clone(), offset)
             })
             .collect();
-        self.send(
-            node,
+        context.send(
             from,
             Message::OffsetFetchResponse {
                 group,
@@ -491,7 +481,7 @@ impl Simulation {
     }
 
     /// Answers a group request this broker cannot take.
-    fn coordinator_refuse(&mut self, id: BrokerId, to: NodeId, message: &Message, error: ErrorCode) {
+    fn coordinator_refuse(&mut self, context: &mut BrokerContext<'_>, to: NodeId, message: &Message, error: ErrorCode) {
         let reply = match message {
             Message::JoinGroup { group, member_id, .. } => Message::JoinGroupResponse {
                 group: group.clone(),
@@ -525,22 +515,22 @@ impl Simulation {
             },
             _ => return,
         };
-        self.send(NodeId::Broker(id), to, reply);
+        context.send(to, reply);
     }
 
     /// Sends the shard's answers, appends its writes, and keeps its timer
     /// armed.
-    fn coordinator_route(&mut self, id: BrokerId, partition: &TopicPartition, output: Output) {
-        if let Some(coordinator) = self.brokers[&id].coordinators.get(partition) {
-            self.member_counter = self.member_counter.max(coordinator.shard.member_counter());
+    fn coordinator_route(&mut self, context: &mut BrokerContext<'_>, partition: &TopicPartition, output: Output) {
+        if let Some(coordinator) = self.coordinators.get(partition) {
+            context.raise_member_counter(coordinator.shard.member_counter());
         }
         for (request, response) in output.responses {
-            self.coordinator_answer(id, partition, request, response);
+            self.coordinator_answer(context, partition, request, response);
         }
         for write in output.writes {
-            self.coordinator_write(id, partition, write);
+            self.coordinator_write(context, partition, write);
         }
-        self.coordinator_arm(id, partition);
+        self.coordinator_arm(context, partition);
     }
 
     /// The client and group of a request being answered, unless the
@@ -548,27 +538,28 @@ impl Simulation {
     /// goes nowhere).
     fn coordinator_take_request(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         request: RequestId,
     ) -> Option<(NodeId, String)> {
-        let (client, group, connection) = self
-            .broker(id)
-            .coordinators
-            .get_mut(partition)?
-            .requests
-            .remove(&request)?;
-        (connection == self.network.connection(NodeId::Broker(id), client)).then_some((client, group))
+        let (client, group, connection) = self.coordinators.get_mut(partition)?.requests.remove(&request)?;
+        (connection == context.connection(client)).then_some((client, group))
     }
 
-    fn coordinator_answer(&mut self, id: BrokerId, partition: &TopicPartition, request: RequestId, response: Response) {
-        let Some((client, group)) = self.coordinator_take_request(id, partition, request) else {
+    fn coordinator_answer(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        partition: &TopicPartition,
+        request: RequestId,
+        response: Response,
+    ) {
+        let Some((client, group)) = self.coordinator_take_request(context, partition, request) else {
             return;
         };
         let message = match response {
             Response::Join(join) => {
                 if !join.member_id.is_empty() {
-                    self.member_clients.insert(join.member_id.clone(), client);
+                    context.note_member_client(join.member_id.clone(), client);
                 }
                 let result = match join.error {
                     Some(error) => Err(error),
@@ -613,30 +604,26 @@ impl Simulation {
             // LeaveGroup's answer is not waited for by the simulated client.
             Response::Leave(_) => return,
         };
-        self.send(NodeId::Broker(id), client, message);
+        context.send(client, message);
     }
 
     /// The trace event of a target assignment just written (recorded
     /// once it is committed).
     fn coordinator_target_trace(
         &self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         group: &str,
         epoch: i32,
         reason: RebalanceReason,
     ) -> Option<TraceKind> {
-        let state = self.brokers[&id].coordinators.get(partition)?.consumer.group(group)?;
+        let state = self.coordinators.get(partition)?.consumer.group(group)?;
         let assignment: Vec<MemberAssignment> = state
             .target
             .iter()
             .map(|(member_id, partitions)| MemberAssignment {
                 member_id: member_id.clone(),
-                consumer: self
-                    .member_clients
-                    .get(member_id)
-                    .copied()
-                    .unwrap_or(NodeId::Consumer(0)),
+                consumer: context.member_client(member_id),
                 partitions: partitions
                     .iter()
                     .map(|(topic, partition)| TopicPartition::new(topic.as_str(), *partition))
@@ -652,8 +639,14 @@ impl Simulation {
     }
 
     /// A new generation is durable: the trace records who got what.
-    fn coordinator_trace_rebalance(&mut self, id: BrokerId, partition: &TopicPartition, group: &str, generation: i32) {
-        let Some(state) = self.brokers[&id].coordinators[partition].shard.group(group) else {
+    fn coordinator_trace_rebalance(
+        &mut self,
+        context: &mut BrokerContext<'_>,
+        partition: &TopicPartition,
+        group: &str,
+        generation: i32,
+    ) {
+        let Some(state) = self.coordinators[partition].shard.group(group) else {
             return;
         };
         if state.generation != generation {
@@ -664,16 +657,12 @@ impl Simulation {
             .iter()
             .map(|member| MemberAssignment {
                 member_id: member.member_id.clone(),
-                consumer: self
-                    .member_clients
-                    .get(&member.member_id)
-                    .copied()
-                    .unwrap_or(NodeId::Consumer(0)),
+                consumer: context.member_client(&member.member_id),
                 partitions: decode_assignment(&member.assignment),
             })
             .collect();
         let reason = state.rebalance_reason.clone();
-        self.record(TraceKind::GroupRebalanced {
+        context.trace(TraceKind::GroupRebalanced {
             group: group.to_string(),
             generation: generation.max(0) as u32,
             assignment,
@@ -683,10 +672,10 @@ impl Simulation {
 
     /// Schedules a poll for the shard's earliest timer, unless one is due
     /// as soon.
-    fn coordinator_arm(&mut self, id: BrokerId, partition: &TopicPartition) {
-        let now = self.now;
-        let incarnation = self.brokers[&id].incarnation;
-        let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) else {
+    fn coordinator_arm(&mut self, context: &mut BrokerContext<'_>, partition: &TopicPartition) {
+        let now = context.now();
+        let incarnation = self.incarnation;
+        let Some(coordinator) = self.coordinators.get_mut(partition) else {
             return;
         };
         let deadline = match (coordinator.shard.next_deadline(), coordinator.consumer.next_deadline()) {
@@ -701,8 +690,7 @@ impl Simulation {
             return;
         }
         coordinator.armed_at = Some(deadline);
-        self.schedule_timer(
-            NodeId::Broker(id),
+        context.timer(
             incarnation,
             deadline.saturating_sub(now),
             Timer::CoordinatorPoll(partition.clone()),
@@ -711,9 +699,9 @@ impl Simulation {
 
     /// The shard's timers that are due run (session, join and sync
     /// timeouts, the offsets-expiry job).
-    pub(crate) fn coordinator_poll(&mut self, id: BrokerId, partition: &TopicPartition) {
-        let now = self.now;
-        let Some(coordinator) = self.broker(id).coordinators.get_mut(partition) else {
+    pub(crate) fn coordinator_poll(&mut self, context: &mut BrokerContext<'_>, partition: &TopicPartition) {
+        let now = context.now();
+        let Some(coordinator) = self.coordinators.get_mut(partition) else {
             return;
         };
         if coordinator.armed_at.is_some_and(|armed| armed <= now) {
@@ -721,7 +709,7 @@ impl Simulation {
         }
         let output = coordinator.shard.poll(now);
         let modern = coordinator.consumer.poll(now);
-        self.coordinator_route(id, partition, output);
+        self.coordinator_route(context, partition, output);
         // Fenced members: their records, grouped by group, each traced with
         // the timer that fenced them.
         let mut groups: BTreeMap<String, (Vec<ConsumerRecord>, RebalanceReason)> = BTreeMap::new();
@@ -756,9 +744,9 @@ impl Simulation {
                 records,
                 ..ConsumerOutput::default()
             };
-            self.coordinator_route_consumer(id, partition, &group, output, None, reason);
+            self.coordinator_route_consumer(context, partition, &group, output, None, reason);
         }
-        self.coordinator_arm(id, partition);
+        self.coordinator_arm(context, partition);
     }
 }
 

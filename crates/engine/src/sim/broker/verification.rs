@@ -44,8 +44,10 @@ use crate::protocol::records::ProducerBatch;
 use crate::protocol::{BrokerId, TopicPartition};
 use crate::replication::idempotence::SENTINEL_GUARD;
 
-use super::types::{ErrorCode, Message, NodeId, Time};
-use super::{Simulation, Timer};
+use super::Broker;
+use crate::sim::contexts::BrokerContext;
+use crate::sim::types::{ErrorCode, Message, NodeId, Time};
+use crate::sim::Timer;
 
 /// `add.partitions.to.txn.retry.backoff.ms` (20).
 const RETRY_BACKOFF_MS: u64 = 20;
@@ -145,21 +147,14 @@ fn offsets_error(error: ErrorCode) -> ErrorCode {
     }
 }
 
-impl Simulation {
-    /// Whether broker `id` checks guards on transactional appends
-    /// (`transaction.partition.verification.enable`): the guard to check a
-    /// batch with, or `None`.
-    pub(crate) fn log_guard(&self, guard: u64) -> Option<u64> {
-        self.config.transaction_partition_verification_enable.then_some(guard)
-    }
-
+impl Broker {
     /// The transactional batches of a produce request that must ask the
     /// transaction coordinator first are held; the others are returned,
     /// each with the guard its append is checked with.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn leader_verify_batches(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         client: NodeId,
         request: u64,
         acks: Acks,
@@ -168,9 +163,9 @@ impl Simulation {
         transaction_v2: bool,
         batches: Vec<(TopicPartition, ProducerBatch)>,
     ) -> Vec<(TopicPartition, ProducerBatch, Option<u64>)> {
-        let verifying = transaction_v2 || self.config.transaction_partition_verification_enable;
+        let verifying = transaction_v2 || context.config().transaction_partition_verification_enable;
         let Some(transactional_id) = transactional_id.filter(|_| verifying) else {
-            let guard = self.log_guard(SENTINEL_GUARD);
+            let guard = context.log_guard(SENTINEL_GUARD);
             return batches
                 .into_iter()
                 .map(|(partition, batch)| (partition, batch, guard))
@@ -181,14 +176,14 @@ impl Simulation {
         let mut stamp = None;
         for (partition, batch) in batches {
             let (Some((producer_id, epoch, sequence)), true) = (batch.idempotence, batch.transactional) else {
-                ready.push((partition, batch, self.log_guard(SENTINEL_GUARD)));
+                ready.push((partition, batch, context.log_guard(SENTINEL_GUARD)));
                 continue;
             };
-            let leading = self.brokers[&id].leading.contains_key(&partition);
-            let Some(log) = self.broker(id).logs.get_mut(&partition).filter(|_| leading) else {
+            let leading = self.leading.contains_key(&partition);
+            let Some(log) = self.logs.get_mut(&partition).filter(|_| leading) else {
                 // Not the leader: the append answers NOT_LEADER_OR_FOLLOWER
                 // before anything is verified.
-                ready.push((partition, batch, self.log_guard(SENTINEL_GUARD)));
+                ready.push((partition, batch, context.log_guard(SENTINEL_GUARD)));
                 continue;
             };
             let short = i16::try_from(epoch).unwrap_or(i16::MAX);
@@ -197,10 +192,17 @@ impl Simulation {
                 .maybe_start_verification(producer_id, sequence, short, transaction_v2)
             {
                 Err(_) => {
-                    self.record_refused(id, &partition, &batch, ErrorCode::InvalidProducerEpoch);
-                    self.verification_refused(id, client, request, acks, &partition, ErrorCode::InvalidProducerEpoch)
+                    self.record_refused(context, &partition, &batch, ErrorCode::InvalidProducerEpoch);
+                    self.verification_refused(
+                        context,
+                        client,
+                        request,
+                        acks,
+                        &partition,
+                        ErrorCode::InvalidProducerEpoch,
+                    )
                 }
-                Ok(SENTINEL_GUARD) => ready.push((partition, batch, self.log_guard(SENTINEL_GUARD))),
+                Ok(SENTINEL_GUARD) => ready.push((partition, batch, context.log_guard(SENTINEL_GUARD))),
                 Ok(guard) => {
                     stamp = Some((producer_id, epoch));
                     held.push((partition, batch, guard));
@@ -215,7 +217,7 @@ impl Simulation {
                 timeout_ms,
                 batches: held,
             };
-            self.verification_start(id, transactional_id, producer_id, epoch, transaction_v2, waiting);
+            self.verification_start(context, transactional_id, producer_id, epoch, transaction_v2, waiting);
         }
         ready
     }
@@ -223,15 +225,16 @@ impl Simulation {
     /// Traces a transaction's batch kept out of the log.
     pub(crate) fn record_refused(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         partition: &TopicPartition,
         batch: &ProducerBatch,
         error: ErrorCode,
     ) {
+        let id = self.id;
         let Some((producer_id, producer_epoch, _)) = batch.idempotence else {
             return;
         };
-        self.record(super::trace::TraceKind::TransactionalWriteRefused {
+        context.trace(crate::sim::trace::TraceKind::TransactionalWriteRefused {
             broker: id,
             partition: partition.clone(),
             producer_id,
@@ -243,7 +246,7 @@ impl Simulation {
     /// A batch refused before it is verified.
     fn verification_refused(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         client: NodeId,
         request: u64,
         acks: Acks,
@@ -251,7 +254,7 @@ impl Simulation {
         error: ErrorCode,
     ) {
         if acks != Acks::None {
-            self.produce_partition_done(id, client, request, partition, Err(error));
+            self.produce_partition_done(context, client, request, partition, Err(error));
         }
     }
 
@@ -261,7 +264,7 @@ impl Simulation {
     /// returned: the request waits, or was answered).
     pub(crate) fn coordinator_verify_offsets(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         from: NodeId,
         partition: &TopicPartition,
         message: &Message,
@@ -276,11 +279,11 @@ impl Simulation {
         else {
             return false;
         };
-        if !*transaction_v2 && !self.config.transaction_partition_verification_enable {
+        if !*transaction_v2 && !context.config().transaction_partition_verification_enable {
             return false;
         }
         let short = i16::try_from(*epoch).unwrap_or(i16::MAX);
-        let Some(log) = self.broker(id).logs.get_mut(partition) else {
+        let Some(log) = self.logs.get_mut(partition) else {
             return false;
         };
         match log
@@ -289,7 +292,7 @@ impl Simulation {
         {
             Ok(SENTINEL_GUARD) => false,
             Err(_) => {
-                self.coordinator_answer_txn_offsets(id, from, message, ErrorCode::InvalidProducerEpoch);
+                self.coordinator_answer_txn_offsets(context, from, message, ErrorCode::InvalidProducerEpoch);
                 true
             }
             Ok(guard) => {
@@ -300,7 +303,7 @@ impl Simulation {
                     guard,
                 };
                 self.verification_start(
-                    id,
+                    context,
                     transactional_id.clone(),
                     *producer_id,
                     *epoch,
@@ -317,20 +320,21 @@ impl Simulation {
     /// (`COORDINATOR_NOT_AVAILABLE`).
     fn verification_start(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         transactional_id: String,
         producer_id: u64,
         epoch: u16,
         transaction_v2: bool,
         waiting: Waiting,
     ) {
-        let txn_partition = self.txn_partition(&transactional_id);
-        let coordinator = self.brokers[&id]
+        let id = self.id;
+        let txn_partition = context.txn_partition(&transactional_id);
+        let coordinator = self
             .metadata
             .as_ref()
             .and_then(|image| image.partitions.get(&txn_partition))
             .and_then(|registration| registration.leader);
-        let now = self.now;
+        let now = context.now();
         let verification = Verification {
             transactional_id,
             producer_id,
@@ -342,24 +346,18 @@ impl Simulation {
         };
         if coordinator.is_none() {
             let results = verification.failed(ErrorCode::CoordinatorNotAvailable);
-            self.verification_finish(id, verification, results);
+            self.verification_finish(context, verification, results);
             return;
         }
-        let request = self.broker(id).next_verification();
-        self.verification_send(id, request, &verification);
-        self.broker(id).verifications.insert(request, verification);
-        let incarnation = self.brokers[&id].incarnation;
-        self.schedule_timer(
-            NodeId::Broker(id),
-            incarnation,
-            REQUEST_TIMEOUT_MS,
-            Timer::VerificationTimeout(request),
-        );
+        let request = self.next_verification();
+        self.verification_send(context, request, &verification);
+        self.verifications.insert(request, verification);
+        let incarnation = self.incarnation;
+        context.timer(incarnation, REQUEST_TIMEOUT_MS, Timer::VerificationTimeout(request));
     }
 
-    fn verification_send(&mut self, id: BrokerId, request: u64, verification: &Verification) {
-        self.send(
-            NodeId::Broker(id),
+    fn verification_send(&mut self, context: &mut BrokerContext<'_>, request: u64, verification: &Verification) {
+        context.send(
             NodeId::Broker(verification.coordinator),
             Message::LeaderAddPartitionsToTxn {
                 request,
@@ -375,14 +373,14 @@ impl Simulation {
     /// The transaction coordinator answered a verification.
     pub(crate) fn verification_answered(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         request: u64,
         results: Vec<(TopicPartition, Option<ErrorCode>)>,
     ) {
-        let Some(verification) = self.broker(id).verifications.remove(&request) else {
+        let Some(verification) = self.verifications.remove(&request) else {
             return;
         };
-        let now = self.now;
+        let now = context.now();
         let concurrent = results
             .iter()
             .any(|(_, error)| *error == Some(ErrorCode::ConcurrentTransactions));
@@ -393,47 +391,42 @@ impl Simulation {
         if verification.transaction_v2 && concurrent && now + RETRY_BACKOFF_MS <= verification.started_ms + window {
             // `maybeRetryOnConcurrentTransactions`: the previous
             // transaction is completing; ask again shortly.
-            self.broker(id).verifications.insert(request, verification);
-            let incarnation = self.brokers[&id].incarnation;
-            self.schedule_timer(
-                NodeId::Broker(id),
-                incarnation,
-                RETRY_BACKOFF_MS,
-                Timer::VerificationRetry(request),
-            );
+            self.verifications.insert(request, verification);
+            let incarnation = self.incarnation;
+            context.timer(incarnation, RETRY_BACKOFF_MS, Timer::VerificationRetry(request));
             return;
         }
-        self.verification_finish(id, verification, results);
+        self.verification_finish(context, verification, results);
     }
 
     /// A verification's retry is due.
-    pub(crate) fn verification_retry(&mut self, id: BrokerId, request: u64) {
-        let Some(verification) = self.brokers[&id].verifications.get(&request).cloned() else {
+    pub(crate) fn verification_retry(&mut self, context: &mut BrokerContext<'_>, request: u64) {
+        let Some(verification) = self.verifications.get(&request).cloned() else {
             return;
         };
-        self.verification_send(id, request, &verification);
+        self.verification_send(context, request, &verification);
     }
 
     /// A verification got no answer in time, or its connection broke: it
     /// fails (`NETWORK_EXCEPTION`).
-    pub(crate) fn verification_lost(&mut self, id: BrokerId, request: u64) {
-        let Some(verification) = self.broker(id).verifications.remove(&request) else {
+    pub(crate) fn verification_lost(&mut self, context: &mut BrokerContext<'_>, request: u64) {
+        let Some(verification) = self.verifications.remove(&request) else {
             return;
         };
         let results = verification.failed(ErrorCode::NetworkException);
-        self.verification_finish(id, verification, results);
+        self.verification_finish(context, verification, results);
     }
 
     /// The connection to broker `other` broke: its verifications fail.
-    pub(crate) fn verifications_disconnected(&mut self, id: BrokerId, other: BrokerId) {
-        let lost: Vec<u64> = self.brokers[&id]
+    pub(crate) fn verifications_disconnected(&mut self, context: &mut BrokerContext<'_>, other: BrokerId) {
+        let lost: Vec<u64> = self
             .verifications
             .iter()
             .filter(|(_, verification)| verification.coordinator == other)
             .map(|(&request, _)| request)
             .collect();
         for request in lost {
-            self.verification_lost(id, request);
+            self.verification_lost(context, request);
         }
     }
 
@@ -441,7 +434,7 @@ impl Simulation {
     /// guard), the others answered with their error.
     fn verification_finish(
         &mut self,
-        id: BrokerId,
+        context: &mut BrokerContext<'_>,
         verification: Verification,
         results: Vec<(TopicPartition, Option<ErrorCode>)>,
     ) {
@@ -462,17 +455,17 @@ impl Simulation {
                 for (partition, batch, guard) in batches {
                     match error_of(&partition) {
                         None => {
-                            let guard = self.log_guard(guard);
-                            self.leader_produce(id, client, request, partition, batch, acks, timeout_ms, guard);
+                            let guard = context.log_guard(guard);
+                            self.leader_produce(context, client, request, partition, batch, acks, timeout_ms, guard);
                         }
                         Some(error) => {
                             let error = produce_error(error, verification.transaction_v2);
                             // A coordinator that cannot be reached refuses
                             // nothing: the producer retries.
                             if error != ErrorCode::NotEnoughReplicas && error != ErrorCode::ConcurrentTransactions {
-                                self.record_refused(id, &partition, &batch, error);
+                                self.record_refused(context, &partition, &batch, error);
                             }
-                            self.verification_refused(id, client, request, acks, &partition, error);
+                            self.verification_refused(context, client, request, acks, &partition, error);
                         }
                     }
                 }
@@ -483,26 +476,26 @@ impl Simulation {
                 partition,
                 guard,
             } => match error_of(&partition) {
-                Some(error) => self.coordinator_answer_txn_offsets(id, client, &message, offsets_error(error)),
+                Some(error) => self.coordinator_answer_txn_offsets(context, client, &message, offsets_error(error)),
                 // The group moved meanwhile: its new coordinator takes the
                 // commit (`NOT_COORDINATOR`, the client looks it up again).
-                None if !self.brokers[&id].coordinators.contains_key(&partition) => {
-                    self.coordinator_answer_txn_offsets(id, client, &message, ErrorCode::NotCoordinator)
+                None if !self.coordinators.contains_key(&partition) => {
+                    self.coordinator_answer_txn_offsets(context, client, &message, ErrorCode::NotCoordinator)
                 }
                 None => {
                     let short = i16::try_from(verification.epoch).unwrap_or(i16::MAX);
-                    let still_verified = self.brokers[&id].logs.get(&partition).is_some_and(|log| {
+                    let still_verified = self.logs.get(&partition).is_some_and(|log| {
                         log.producers.has_ongoing_transaction(verification.producer_id, short)
                             || log
                                 .producers
                                 .verification(verification.producer_id)
                                 .is_some_and(|state| state.guard == guard)
                     });
-                    if !self.config.transaction_partition_verification_enable || still_verified {
-                        self.coordinator_handle(id, client, &message);
+                    if !context.config().transaction_partition_verification_enable || still_verified {
+                        self.coordinator_handle(context, client, &message);
                     } else {
                         // "Record was not part of an ongoing transaction".
-                        self.coordinator_answer_txn_offsets(id, client, &message, ErrorCode::InvalidTxnState);
+                        self.coordinator_answer_txn_offsets(context, client, &message, ErrorCode::InvalidTxnState);
                     }
                 }
             },
