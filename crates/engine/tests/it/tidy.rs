@@ -320,6 +320,28 @@ fn no_web_function_is_over_150_lines() {
     );
 }
 
+/// The longest an engine function may be outside the tests (issue #33,
+/// item 5): a long handler is cut into named parts, a long text function
+/// into per-message ones.
+const ENGINE_FUNCTION_LINES: usize = 120;
+
+#[test]
+fn no_engine_function_is_over_120_lines_outside_the_tests() {
+    let mut long = Vec::new();
+    for file in rust_files(&repo().join("crates/engine/src")) {
+        let text = std::fs::read_to_string(&file).expect("source");
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (line, function, length) in long_functions(code, ENGINE_FUNCTION_LINES) {
+            long.push(format!("{}:{line} {function} ({length} lines)", relative(&file)));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "engine functions over {ENGINE_FUNCTION_LINES} lines; cut them into named parts:\n{}",
+        long.join("\n")
+    );
+}
+
 /// The longest an engine file may be outside its tests (issue #33, item
 /// 5: a file a person can hold in their head). A process's handlers are
 /// rooms of its own module (`sim/broker/`, `sim/consumer/`, ...).
