@@ -308,7 +308,7 @@ impl Broker {
 }
 
 impl Broker {
-    /// The controller broker `id` talks to.
+    /// The controller this broker talks to.
     fn controller_of(&self) -> NodeId {
         NodeId::Controller(self.controller)
     }
@@ -994,7 +994,7 @@ impl Broker {
         self.leader_maybe_advance_hw(context, &partition, HighWatermarkTrigger::IsrChanged);
     }
 
-    /// A connection of broker `id` broke (`NetworkClient` disconnect on the
+    /// A connection of this broker broke (`NetworkClient` disconnect on the
     /// client side, a closed channel on the server side).
     fn connection_closed(&mut self, context: &mut BrokerContext<'_>, peer: NodeId) {
         let incarnation = self.incarnation;

@@ -72,7 +72,7 @@ impl Broker {
         }
     }
 
-    /// The `transaction.version` broker `id` has finalized, as its
+    /// The `transaction.version` this broker has finalized, as its
     /// metadata says (a new 4.1 cluster's before it has any).
     pub(crate) fn transaction_version(
         &self,

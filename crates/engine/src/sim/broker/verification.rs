@@ -258,7 +258,7 @@ impl Broker {
         }
     }
 
-    /// A group coordinator on broker `id` got a `TxnOffsetCommit`: if the
+    /// A group coordinator on this broker got a `TxnOffsetCommit`: if the
     /// producer's transaction is not open on the group's offsets partition
     /// yet, the transaction coordinator is asked first (and `true`
     /// returned: the request waits, or was answered).

@@ -408,7 +408,7 @@ impl Broker {
         self.coordinator_route(context, &partition, output);
     }
 
-    /// What broker `id`'s metadata knows of a coordinator's partition
+    /// What this broker's metadata knows of a coordinator's partition
     /// (`__consumer_offsets` or `__transaction_state`): whether it exists
     /// there, and its leader, the coordinator `FindCoordinator` answers.
     pub(crate) fn coordinator_as_known(&self, partition: &TopicPartition) -> (bool, Option<BrokerId>) {

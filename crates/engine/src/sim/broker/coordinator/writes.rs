@@ -118,7 +118,7 @@ impl Broker {
     }
 
     /// Appends one coordinator record (a group's or a transaction's) to
-    /// the internal partition broker `id` must lead; returns its offset.
+    /// the internal partition this broker must lead; returns its offset.
     pub(crate) fn coordinator_append(
         &mut self,
         context: &mut BrokerContext<'_>,
