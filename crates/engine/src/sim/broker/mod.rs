@@ -300,6 +300,22 @@ impl Broker {
         self.next_id
     }
 
+    /// What lives only in the process's memory goes (it died, or starts
+    /// again): its roles per partition, the coordinators it hosted, the
+    /// requests it was answering, client quotas and muted connections,
+    /// its block of producer ids. Its logs stay on disk.
+    fn forget_roles(&mut self) {
+        self.leading.clear();
+        self.following.clear();
+        self.coordinators.clear();
+        self.txn_coordinators.clear();
+        self.produce_requests.clear();
+        self.produce_request_bytes.clear();
+        self.client_rates.clear();
+        self.muted.clear();
+        self.producer_ids = None;
+    }
+
     /// A new verification request id.
     pub(crate) fn next_verification(&mut self) -> u64 {
         self.verification_requests += 1;
@@ -356,15 +372,7 @@ impl Broker {
         // the leader.
         self.metadata_log.high_watermark = 0;
         self.metadata_log.in_flight = None;
-        self.leading.clear();
-        self.following.clear();
-        self.coordinators.clear();
-        self.txn_coordinators.clear();
-        self.produce_requests.clear();
-        self.produce_request_bytes.clear();
-        self.client_rates.clear();
-        self.muted.clear();
-        self.producer_ids = None;
+        self.forget_roles();
         let incarnation = self.incarnation;
         context.trace(TraceKind::BrokerStatus {
             broker: id,
@@ -404,18 +412,10 @@ impl Broker {
             return;
         }
         self.status = BrokerStatus::Dead;
-        self.leading.clear();
-        self.following.clear();
-        self.coordinators.clear();
-        self.txn_coordinators.clear();
-        self.produce_requests.clear();
-        self.produce_request_bytes.clear();
-        self.client_rates.clear();
-        self.muted.clear();
+        self.forget_roles();
         self.verifications.clear();
         self.stalled.clear();
         self.produce_connections.clear();
-        self.producer_ids = None;
         self.shutting_down = None;
         // A clean stop ends with `LogManager#shutdown`, which flushes every
         // log (and writes the recovery-point checkpoint).
